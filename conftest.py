@@ -1,0 +1,81 @@
+"""Shared fixtures: a PostgreSQL schema per test, hypothesis profiles."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+PG_URL = os.environ.get("REPLAYKIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.register_profile(
+    "deep", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if IN_CI else "dev"))
+
+
+def _postgres_reachable() -> str | None:
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed (pip install 'replaykit[postgres]')"
+    try:
+        with psycopg.connect(PG_URL, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:
+        return f"PostgreSQL at {PG_URL} is unreachable: {exc}"
+    return None
+
+
+_PG_PROBLEM: str | None = None
+_PG_CHECKED = False
+
+
+def require_postgres() -> None:
+    """Skip without Postgres on a laptop; fail in CI, where it must be there."""
+    global _PG_PROBLEM, _PG_CHECKED
+    if not _PG_CHECKED:
+        _PG_PROBLEM = _postgres_reachable()
+        _PG_CHECKED = True
+    if _PG_PROBLEM is None:
+        return
+    if IN_CI:
+        pytest.fail(f"CI needs PostgreSQL: {_PG_PROBLEM}")
+    pytest.skip(_PG_PROBLEM)
+
+
+def fresh_schema_name(hint: str = "t") -> str:
+    safe = re.sub(r"[^a-z0-9_]", "_", hint.lower())[:30]
+    return f"rk_{safe}_{uuid.uuid4().hex[:10]}"
+
+
+def drop_schema(schema: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.fixture
+def pg_schema(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A schema name of this test's own, dropped afterwards."""
+    require_postgres()
+    schema = fresh_schema_name(request.node.name)
+    yield schema
+    drop_schema(schema)
+
+
+@pytest.fixture
+def pg_url() -> str:
+    require_postgres()
+    return PG_URL

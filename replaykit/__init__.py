@@ -1,0 +1,79 @@
+"""replaykit: durable workflows as plain Python generators."""
+
+from replaykit.commands import (
+    All,
+    Call,
+    DeprecatePatch,
+    GetEvent,
+    Now,
+    Patch,
+    Race,
+    Random,
+    Recv,
+    Retry,
+    Send,
+    SetEvent,
+    Sleep,
+    Start,
+    Step,
+    Transaction,
+    Uuid,
+    Wait,
+)
+from replaykit.errors import (
+    AwaitedWorkflowCancelled,
+    Cancelled,
+    NonDeterminismError,
+    ReplayKitError,
+    SerializationError,
+    StepFailed,
+    WorkflowFailed,
+    WorkflowNotFound,
+)
+from replaykit.interpreter import context, logger
+from replaykit.log import Log, Record, Status
+from replaykit.registry import Workflow, workflow
+from replaykit.runtime.clock import SystemClock, VirtualClock
+from replaykit.runtime.engine import Engine, WorkflowHandle
+from replaykit.stores import MemoryStore
+
+__all__ = [
+    "All",
+    "AwaitedWorkflowCancelled",
+    "Call",
+    "Engine",
+    "Cancelled",
+    "DeprecatePatch",
+    "GetEvent",
+    "Log",
+    "MemoryStore",
+    "NonDeterminismError",
+    "Now",
+    "Patch",
+    "Race",
+    "Random",
+    "Record",
+    "Recv",
+    "ReplayKitError",
+    "Retry",
+    "Send",
+    "SerializationError",
+    "SetEvent",
+    "Sleep",
+    "Start",
+    "Status",
+    "Step",
+    "StepFailed",
+    "SystemClock",
+    "Transaction",
+    "Uuid",
+    "Wait",
+    "VirtualClock",
+    "Workflow",
+    "WorkflowFailed",
+    "WorkflowHandle",
+    "WorkflowNotFound",
+    "context",
+    "logger",
+    "workflow",
+]

@@ -1,0 +1,486 @@
+"""The commands a workflow yields.
+
+Every command is a frozen attrs value. The interpreter needs three things from
+each: its `kind` and `name` (compared on every replay), and `describe_args()`,
+the JSON-encodable arguments whose digest strict mode compares. Leaf commands
+are carried out by the runtime; composites (`Race`, `All`) hold leaf children
+and take one position for themselves.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any, ClassVar
+
+import attrs
+
+__all__ = [
+    "All",
+    "Call",
+    "Command",
+    "Composite",
+    "DeprecatePatch",
+    "GetEvent",
+    "Now",
+    "Patch",
+    "Race",
+    "Random",
+    "Recv",
+    "Retry",
+    "Send",
+    "SetEvent",
+    "Sleep",
+    "Start",
+    "Step",
+    "Transaction",
+    "Uuid",
+    "Wait",
+    "as_seconds",
+    "callable_name",
+]
+
+
+def as_seconds(value: timedelta | float | int | None, what: str) -> float | None:
+    """Normalise a duration given as `timedelta` or seconds; refuse nonsense early."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise TypeError(f"{what} must be a timedelta or a number of seconds, got {value!r}")
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"{what} must be zero or positive, got {value!r}")
+    return seconds
+
+
+def callable_name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+
+
+@attrs.frozen
+class Retry:
+    """How a failing step is retried. All attempts share the step's one record.
+
+    The wait before attempt n+1 is `interval * backoff**(n-1)`, capped at
+    `max_interval`. `retry_on` limits retries to those exception classes.
+    """
+
+    max_attempts: int = 1
+    interval: float = attrs.field(default=1.0, converter=lambda v: as_seconds(v, "interval"))
+    backoff: float = 2.0
+    max_interval: float = attrs.field(
+        default=3600.0, converter=lambda v: as_seconds(v, "max_interval")
+    )
+    retry_on: tuple[type[BaseException], ...] | None = attrs.field(
+        default=None,
+        converter=lambda v: None if v is None else (tuple(v) if isinstance(v, (list, tuple)) else (v,)),
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"Retry(max_attempts={self.max_attempts}): must be at least 1")
+        if self.backoff < 1:
+            raise ValueError(f"Retry(backoff={self.backoff}): must be at least 1.0")
+
+    def delay_before(self, attempt: int) -> float:
+        """Seconds to wait before `attempt` (2 is the first retry)."""
+        raw = self.interval * (self.backoff ** max(attempt - 2, 0))
+        return min(raw, self.max_interval)
+
+    def should_retry(self, error: BaseException, attempts_made: int) -> bool:
+        if attempts_made >= self.max_attempts:
+            return False
+        if self.retry_on is None:
+            return isinstance(error, Exception)
+        return isinstance(error, self.retry_on)
+
+
+class Command:
+    """Base of everything a workflow may yield."""
+
+    kind: ClassVar[str] = ""
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return self.kind
+
+    def describe_args(self) -> Any:
+        """The arguments that strict replay compares, as plain values."""
+        return None
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class Composite(Command):
+    """A command that holds leaf commands and takes a single position."""
+
+    __slots__ = ()
+    children: tuple[Command, ...]
+
+    @property
+    def name(self) -> str:
+        return "|".join(f"{c.kind}:{c.name}" for c in self.children)
+
+    def describe_args(self) -> Any:
+        return [[c.kind, c.name, c.describe_args()] for c in self.children]
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({', '.join(c.describe() for c in self.children)})"
+
+
+def _check_children(owner: str, children: tuple[Any, ...]) -> tuple[Command, ...]:
+    if not children:
+        raise ValueError(f"{owner}() needs at least one command")
+    for child in children:
+        if isinstance(child, Composite):
+            raise TypeError(
+                f"{owner}() cannot hold {type(child).__name__}: nest a composite by "
+                "moving it into a child workflow (Call) instead"
+            )
+        if not isinstance(child, Command) or not child.kind:
+            raise TypeError(f"{owner}() takes replaykit commands, got {child!r}")
+        if isinstance(child, (Patch, DeprecatePatch, Transaction)):
+            raise TypeError(f"{owner}() cannot hold {type(child).__name__}; yield it on its own")
+    return children
+
+
+@attrs.frozen(init=False)
+class Step(Command):
+    """Run `fn(*args, **kwargs)` once and record its return value or its failure."""
+
+    kind: ClassVar[str] = "step"
+    step_name: str
+    fn: Callable[..., Any] = attrs.field(eq=False)
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    retry: Retry | None
+    timeout: float | None
+
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        retry: Retry | None = None,
+        timeout: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(
+                f"Step's first argument is its name (a non-empty str), got {name!r}; "
+                "write Step('charge', charge_card, ...)"
+            )
+        if not callable(fn):
+            raise TypeError(f"Step({name!r}, ...): the second argument must be callable, got {fn!r}")
+        if retry is not None and not isinstance(retry, Retry):
+            raise TypeError(f"Step({name!r}, ...): retry must be a Retry(...), got {retry!r}")
+        self.__attrs_init__(  # type: ignore[attr-defined]
+            name, fn, args, dict(kwargs), retry, as_seconds(timeout, f"Step({name!r}) timeout")
+        )
+
+    @property
+    def name(self) -> str:
+        return self.step_name
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+            getattr(self.fn, "__call__", None)  # noqa: B004 - async callable objects
+        )
+
+    def describe_args(self) -> Any:
+        return [list(self.args), dict(self.kwargs)]
+
+
+@attrs.frozen(init=False)
+class Transaction(Command):
+    """Run `fn(conn, *args)` inside the store transaction that records its outcome."""
+
+    kind: ClassVar[str] = "transaction"
+    tx_name: str
+    fn: Callable[..., Any] = attrs.field(eq=False)
+    args: tuple[Any, ...]
+
+    def __init__(self, name: str, fn: Callable[..., Any], /, *args: Any) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"Transaction's first argument is its name, got {name!r}")
+        if not callable(fn):
+            raise TypeError(f"Transaction({name!r}, ...): fn must be callable, got {fn!r}")
+        self.__attrs_init__(name, fn, args)  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str:
+        return self.tx_name
+
+    def describe_args(self) -> Any:
+        return list(self.args)
+
+
+@attrs.frozen(init=False)
+class Sleep(Command):
+    """Wait durably. The wake instant is recorded when the sleep starts."""
+
+    kind: ClassVar[str] = "sleep"
+    seconds: float
+
+    def __init__(self, duration: timedelta | float) -> None:
+        seconds = as_seconds(duration, "Sleep duration")
+        assert seconds is not None
+        self.__attrs_init__(seconds)  # type: ignore[attr-defined]
+
+    @property
+    def duration(self) -> timedelta:
+        return timedelta(seconds=self.seconds)
+
+    def describe_args(self) -> Any:
+        return self.seconds
+
+
+@attrs.frozen
+class Now(Command):
+    """The current UTC time, recorded once."""
+
+    kind: ClassVar[str] = "now"
+
+
+@attrs.frozen
+class Random(Command):
+    """A float in [0, 1), recorded once."""
+
+    kind: ClassVar[str] = "random"
+
+
+@attrs.frozen
+class Uuid(Command):
+    """A random UUID4, recorded once."""
+
+    kind: ClassVar[str] = "uuid"
+
+
+@attrs.frozen
+class Send(Command):
+    """Deliver `message` to another workflow's inbox; one delivery per position."""
+
+    kind: ClassVar[str] = "send"
+    workflow_id: str
+    message: Any
+    topic: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.topic or ""
+
+    def describe_args(self) -> Any:
+        return [self.workflow_id, self.message]
+
+
+@attrs.frozen(init=False)
+class Recv(Command):
+    """Take the next message on `topic` (FIFO), or `None` once `timeout` passes."""
+
+    kind: ClassVar[str] = "recv"
+    topic: str | None
+    timeout: float | None
+
+    def __init__(self, topic: str | None = None, timeout: timedelta | float | None = None) -> None:
+        self.__attrs_init__(topic, as_seconds(timeout, "Recv timeout"))  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str:
+        return self.topic or ""
+
+    def describe_args(self) -> Any:
+        return self.timeout
+
+
+@attrs.frozen
+class SetEvent(Command):
+    """Publish `value` under `key` for this workflow; the latest value wins."""
+
+    kind: ClassVar[str] = "set_event"
+    key: str
+    value: Any
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    def describe_args(self) -> Any:
+        return self.value
+
+
+@attrs.frozen(init=False)
+class GetEvent(Command):
+    """Read another workflow's event `key`, waiting up to `timeout` for it to be set."""
+
+    kind: ClassVar[str] = "get_event"
+    workflow_id: str
+    key: str
+    timeout: float | None
+
+    def __init__(
+        self, workflow_id: str, key: str, timeout: timedelta | float | None = None
+    ) -> None:
+        self.__attrs_init__(workflow_id, key, as_seconds(timeout, "GetEvent timeout"))  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    def describe_args(self) -> Any:
+        return [self.workflow_id, self.timeout]
+
+
+def _workflow_name(wf: Any) -> str:
+    name = getattr(wf, "workflow_name", None)
+    if isinstance(name, str):
+        return name
+    raise TypeError(
+        f"expected a function decorated with @workflow, got {wf!r}; "
+        "decorate it with @replaykit.workflow so the engine can find it again by name"
+    )
+
+
+@attrs.frozen(init=False)
+class Start(Command):
+    """Start a child workflow; yields its id. Replays start nothing new."""
+
+    kind: ClassVar[str] = "start"
+    workflow: Any = attrs.field(eq=False)
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    workflow_id: str | None
+    queue: str | None
+
+    def __init__(
+        self,
+        wf: Any,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _workflow_name(wf)
+        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str:
+        return _workflow_name(self.workflow)
+
+    def describe_args(self) -> Any:
+        return [list(self.args), dict(self.kwargs), self.workflow_id]
+
+
+@attrs.frozen(init=False)
+class Call(Command):
+    """Start a child workflow and wait for its result, in one position."""
+
+    kind: ClassVar[str] = "call"
+    workflow: Any = attrs.field(eq=False)
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    workflow_id: str | None
+    queue: str | None
+
+    def __init__(
+        self,
+        wf: Any,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _workflow_name(wf)
+        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str:
+        return _workflow_name(self.workflow)
+
+    def describe_args(self) -> Any:
+        return [list(self.args), dict(self.kwargs), self.workflow_id]
+
+
+@attrs.frozen(init=False)
+class Wait(Command):
+    """Wait for another workflow to finish; yields its result or raises its failure."""
+
+    kind: ClassVar[str] = "wait"
+    workflow_id: str
+    timeout: float | None
+
+    def __init__(self, workflow_id: str, timeout: timedelta | float | None = None) -> None:
+        self.__attrs_init__(workflow_id, as_seconds(timeout, "Wait timeout"))  # type: ignore[attr-defined]
+
+    @property
+    def name(self) -> str:
+        return "wait"
+
+    def describe_args(self) -> Any:
+        return [self.workflow_id, self.timeout]
+
+
+@attrs.frozen
+class Patch(Command):
+    """`True` for runs that reach this point after the patch shipped, else `False`.
+
+    A run recorded before the patch has no marker at this position; the
+    interpreter then answers `False` without taking a position, so the old
+    branch lines up with the old log.
+    """
+
+    kind: ClassVar[str] = "patch"
+    patch_name: str
+
+    @property
+    def name(self) -> str:
+        return self.patch_name
+
+
+@attrs.frozen
+class DeprecatePatch(Command):
+    """Keeps old runs that recorded `Patch(name)` replayable after the old branch is gone.
+
+    It consumes a recorded marker of that name if one stands at this position and
+    records nothing for new runs.
+    """
+
+    kind: ClassVar[str] = "deprecate_patch"
+    patch_name: str
+
+    @property
+    def name(self) -> str:
+        return self.patch_name
+
+
+@attrs.frozen(init=False)
+class Race(Composite):
+    """Yields `(index, value)` of the first child to finish; the others leave no trace."""
+
+    kind: ClassVar[str] = "race"
+    children: tuple[Command, ...]
+
+    def __init__(self, *commands: Command) -> None:
+        self.__attrs_init__(_check_children("Race", commands))  # type: ignore[attr-defined]
+
+
+@attrs.frozen(init=False)
+class All(Composite):
+    """Runs children concurrently; yields their values in argument order."""
+
+    kind: ClassVar[str] = "all"
+    children: tuple[Command, ...]
+    return_exceptions: bool
+
+    def __init__(self, *commands: Command, return_exceptions: bool = False) -> None:
+        self.__attrs_init__(_check_children("All", commands), return_exceptions)  # type: ignore[attr-defined]

@@ -1,0 +1,142 @@
+"""The exception hierarchy.
+
+Two families live here. `ReplayKitError` subclasses are ordinary exceptions that
+tell a user what went wrong and what to do. `ControlSignal` subclasses derive
+from `BaseException` on purpose: cancellation and shutdown must end a workflow
+attempt even when the workflow body says `except Exception:`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AwaitedWorkflowCancelled",
+    "AwaitedWorkflowFailed",
+    "Cancelled",
+    "ControlSignal",
+    "DuplicateWorkflowError",
+    "InvalidCommandError",
+    "NonDeterminismError",
+    "PayloadTooLarge",
+    "RecordConflict",
+    "ReplayKitError",
+    "SerializationError",
+    "StepFailed",
+    "StoreError",
+    "StoreUnavailable",
+    "TransactionUnsupported",
+    "UnknownWorkflowError",
+    "WorkflowFailed",
+    "WorkflowNotFound",
+    "WorkflowTimeout",
+]
+
+
+class ReplayKitError(Exception):
+    """Base class of every error replaykit raises on purpose."""
+
+
+class NonDeterminismError(ReplayKitError):
+    """The workflow's code yielded something other than what its log recorded.
+
+    Attributes carry the details so tools (the CLI's `replay`, the testing kit)
+    can render them; the message alone is complete for a human.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        workflow_name: str = "",
+        workflow_id: str = "",
+        position: int = -1,
+        yielded: str = "",
+        yielded_at: str = "",
+        recorded: str = "",
+        recorded_at: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.workflow_name = workflow_name
+        self.workflow_id = workflow_id
+        self.position = position
+        self.yielded = yielded
+        self.yielded_at = yielded_at
+        self.recorded = recorded
+        self.recorded_at = recorded_at
+
+
+class InvalidCommandError(ReplayKitError, TypeError):
+    """A workflow yielded something that is not a replaykit command."""
+
+
+class SerializationError(ReplayKitError, TypeError):
+    """A value could not be encoded to, or decoded from, the log's JSON form."""
+
+
+class PayloadTooLarge(ReplayKitError, ValueError):
+    """An encoded input or output is over the configured size limit."""
+
+
+class StepFailed(ReplayKitError):
+    """Stands in for a recorded exception whose class is not importable here.
+
+    replaykit never imports a module because stored data names it, so a replay
+    that meets an unknown exception class raises this instead, keeping the
+    original type name and message.
+    """
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+
+
+class WorkflowNotFound(ReplayKitError, LookupError):
+    """No workflow run has the given id."""
+
+
+class UnknownWorkflowError(ReplayKitError, LookupError):
+    """A stored run names a workflow that is not registered in this process."""
+
+
+class DuplicateWorkflowError(ReplayKitError, ValueError):
+    """Two different functions were registered under one workflow name."""
+
+
+class WorkflowFailed(ReplayKitError):
+    """`handle.result()` on a run that ended in ERROR; `__cause__` is its error."""
+
+
+class WorkflowTimeout(ReplayKitError, TimeoutError):
+    """`handle.result(timeout=...)` returned before the run finished."""
+
+
+class AwaitedWorkflowFailed(ReplayKitError):
+    """Raised in a parent whose awaited child failed with an unknown error class."""
+
+
+class AwaitedWorkflowCancelled(ReplayKitError):
+    """Raised in a parent when the child it waits on was cancelled."""
+
+
+class TransactionUnsupported(ReplayKitError):
+    """`Transaction` needs a store with a database connection (SQLite, Postgres)."""
+
+
+class StoreError(ReplayKitError):
+    """A store could not carry out an operation (bad schema, bad URL, ...)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached; the operation may be retried."""
+
+
+class RecordConflict(StoreError):
+    """Another writer recorded this position first (or owns the workflow)."""
+
+
+class ControlSignal(BaseException):  # noqa: N818 - signals, not errors
+    """Ends a workflow attempt without recording an outcome."""
+
+
+class Cancelled(ControlSignal):
+    """The workflow was cancelled by an operator or its parent."""

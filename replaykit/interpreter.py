@@ -1,0 +1,519 @@
+"""The sans-IO core: drive one workflow generator against its log.
+
+An `Interpreter` owns a generator and the records loaded for it. `start()` and
+`resume(record)` step the generator and return a `Decision`:
+
+- `Effect`: the first command with no completed record. The runtime carries it
+  out, commits a record, and calls `resume(record)` with what it committed.
+- `Completed` / `Failed`: the workflow returned or raised.
+
+Recorded positions are answered from the log without running anything. There
+is no clock, thread, database or sleep in here; the runtime owns all of those.
+A mismatch between the code and the log raises `NonDeterminismError` out of
+the interpreter (it is not an outcome of the workflow; the run stays
+resumable once the code is fixed).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import uuid
+from collections.abc import Generator, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from replaykit import serde
+from replaykit.commands import (
+    All,
+    Call,
+    Command,
+    DeprecatePatch,
+    Now,
+    Patch,
+    Race,
+    Random,
+    Start,
+    Step,
+    Transaction,
+    Uuid,
+    Wait,
+)
+from replaykit.errors import InvalidCommandError, NonDeterminismError
+from replaykit.log import Failure, Outcome, Record, Value
+
+__all__ = [
+    "Completed",
+    "Decision",
+    "Effect",
+    "Failed",
+    "Interpreter",
+    "WorkflowContext",
+    "WorkflowGenerator",
+    "command_digest",
+    "context",
+    "decode_outcome",
+    "logger",
+    "outcome_json",
+]
+
+WorkflowGenerator = Generator[Command, Any, Any]
+
+
+@attrs.define
+class WorkflowContext:
+    """What a workflow body may ask about itself through `replaykit.context()`."""
+
+    workflow_id: str
+    name: str
+    is_replaying: bool = False
+    position: int = 0
+
+
+_current: contextvars.ContextVar[WorkflowContext | None] = contextvars.ContextVar(
+    "replaykit_workflow_context", default=None
+)
+
+
+def context() -> WorkflowContext:
+    """The running workflow's context; only valid inside a workflow body."""
+    ctx = _current.get()
+    if ctx is None:
+        raise RuntimeError(
+            "replaykit.context() was called outside a workflow body; it is only "
+            "available while the engine or the testing kit is running a workflow"
+        )
+    return ctx
+
+
+class _ReplayFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        ctx = _current.get()
+        if ctx is None:
+            return True
+        record.workflow_id = ctx.workflow_id
+        return not ctx.is_replaying
+
+
+logger = logging.getLogger("replaykit.workflow")
+logger.addFilter(_ReplayFilter())
+
+
+@attrs.frozen
+class Effect:
+    """A command the runtime must carry out and record at `position`.
+
+    `pending` is the record written when a timed command started (its deadline
+    is already fixed); it is `None` for a command never seen before.
+    """
+
+    position: int
+    command: Command
+    call_site: str
+    digest: str
+    pending: Record | None = None
+
+
+@attrs.frozen
+class Completed:
+    value: Any
+
+
+@attrs.frozen
+class Failed:
+    error: BaseException
+
+
+Decision = Effect | Completed | Failed
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_return_type(fn: Any) -> Any:
+    return serde.return_type_of(fn)
+
+
+def _return_type(fn: Any) -> Any:
+    try:
+        return _cached_return_type(fn)
+    except TypeError:  # unhashable callables
+        return serde.return_type_of(fn)
+
+
+def result_type(command: Command) -> Any:
+    """The type a command's recorded value decodes to (`None`: plain JSON data)."""
+    if isinstance(command, (Step, Transaction)):
+        return _return_type(command.fn)
+    if isinstance(command, Now):
+        return datetime
+    if isinstance(command, Uuid):
+        return uuid.UUID
+    if isinstance(command, Random):
+        return float
+    if isinstance(command, Call):
+        return getattr(command.workflow, "result_type", None)
+    return None
+
+
+def _decode_child(command: Command, outcome_data: Any) -> tuple[bool, Any]:
+    """(ok, value-or-exception) for one child outcome held in a composite record."""
+    if "error" in outcome_data:
+        info = serde.converter.structure(outcome_data["error"], serde.ErrorInfo)
+        return False, serde.decode_error(info)
+    return True, _decode_value(command, outcome_data.get("value"))
+
+
+def _decode_value(command: Command, data: Any) -> Any:
+    if isinstance(command, Race):
+        index = int(data["index"])
+        ok, value = _decode_child(command.children[index], data["outcome"])
+        if not ok:
+            raise value
+        return (index, value)
+    if isinstance(command, All):
+        results: list[Any] = []
+        failures: list[tuple[int, BaseException]] = []
+        for child, child_data in zip(command.children, data["outcomes"], strict=True):
+            ok, value = _decode_child(child, child_data)
+            results.append(value)
+            if not ok:
+                failures.append((len(results) - 1, value))
+        if failures and not command.return_exceptions:
+            first = data.get("first_failure")
+            for index, exc in failures:
+                if first is None or index == first:
+                    raise exc
+        return results
+    hint = result_type(command)
+    if hint is None:
+        return data
+    return serde.decode(data, hint, what=f"the recorded value of {command.describe()}")
+
+
+def decode_outcome(command: Command, outcome: Outcome) -> tuple[bool, Any]:
+    """(True, value) or (False, exception) for what the generator should see."""
+    if isinstance(outcome, Failure):
+        return False, serde.decode_error(outcome.error)
+    try:
+        return True, _decode_value(command, outcome.data)
+    except Exception as exc:  # a child failure of a composite is the composite's failure
+        return False, exc
+
+
+def outcome_json(outcome: Outcome) -> Any:
+    """A child outcome in the form composite records hold."""
+    if isinstance(outcome, Value):
+        return {"value": outcome.data}
+    return {"error": serde.converter.unstructure(outcome.error)}
+
+
+def command_digest(command: Command) -> str:
+    """Digest of a command's arguments; "" when they have no JSON form.
+
+    Arguments are only digested, never stored, so a step may take a database
+    connection or a client object; such a step is just not compared in strict mode.
+    """
+    try:
+        return serde.digest(serde.encode(command.describe_args()))
+    except Exception:
+        return ""
+
+
+_display_paths: dict[str, str] = {}
+
+
+def _display_path(filename: str) -> str:
+    shown = _display_paths.get(filename)
+    if shown is None:
+        try:
+            rel = os.path.relpath(filename)
+            shown = filename if rel.startswith("..") else rel
+        except ValueError:
+            shown = filename
+        _display_paths[filename] = shown
+    return shown
+
+
+def call_site(gen: Any) -> str:
+    """file:line of the `yield` the generator is paused at, through `yield from` chains."""
+    current = gen
+    while True:
+        inner = getattr(current, "gi_yieldfrom", None)
+        if inner is None or getattr(inner, "gi_frame", None) is None:
+            break
+        current = inner
+    frame = getattr(current, "gi_frame", None)
+    if frame is None:
+        return ""
+    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _explain_bad_yield(value: Any) -> str:
+    if value is None:
+        return (
+            "yielded None (a bare `yield`); yield a command instead, e.g. "
+            "`result = yield Step('name', fn, ...)`"
+        )
+    if isinstance(value, type) and issubclass(value, Command):
+        return f"yielded the class {value.__name__} itself; call it: `yield {value.__name__}(...)`"
+    if inspect.iscoroutine(value):
+        name = getattr(value, "__qualname__", "?")
+        value.close()  # it never ran; closing avoids a "never awaited" warning
+        return (
+            f"yielded a coroutine from calling the async function {name}(); replaykit runs "
+            f"async functions as steps: `yield Step('{name}', {name}, ...)` (without the call)"
+        )
+    if inspect.isgenerator(value):
+        name = getattr(value, "__qualname__", "?")
+        return (
+            f"yielded the generator {name}(); to run a helper workflow inline, "
+            f"delegate to it with `yield from {name}(...)`"
+        )
+    if inspect.isfunction(value) or inspect.ismethod(value) or inspect.isbuiltin(value):
+        name = getattr(value, "__qualname__", repr(value))
+        return (
+            f"yielded the function {name} itself; to run it durably, wrap it: "
+            f"`yield Step('{name}', {name}, ...)`"
+        )
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Command) for v in value):
+        return (
+            f"yielded a {type(value).__name__} of commands; to run them concurrently "
+            "yield All(...) (or Race(...) for the first to finish)"
+        )
+    return (
+        f"yielded {type(value).__qualname__} {value!r:.80}; a workflow may only yield "
+        "replaykit commands (Step, Sleep, Recv, Race, All, ...)"
+    )
+
+
+class Interpreter:
+    """Drives one workflow generator against its recorded log.
+
+    `strict=True` also compares a digest of each command's arguments with the
+    one recorded. The interpreter never runs a command itself.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_ctx",
+        "_gen",
+        "_position",
+        "_records",
+        "_waiting",
+        "strict",
+        "trace",
+        "workflow_id",
+        "workflow_name",
+    )
+
+    def __init__(
+        self,
+        gen: WorkflowGenerator,
+        records: Sequence[Record],
+        *,
+        workflow_name: str,
+        workflow_id: str,
+        strict: bool = False,
+        trace: list[tuple[int, str, str]] | None = None,
+    ) -> None:
+        if not inspect.isgenerator(gen):
+            raise InvalidCommandError(
+                f"workflow {workflow_name!r} (id {workflow_id!r}) did not return a generator "
+                f"but {type(gen).__qualname__}; a workflow body must `yield` commands "
+                "(did you forget a `yield` before a Step?)"
+            )
+        self._gen = gen
+        self._records = list(records)
+        self._position = 0
+        self._waiting: Effect | None = None
+        self._closed = False
+        self._ctx = WorkflowContext(workflow_id, workflow_name, bool(self._records), 0)
+        self.workflow_name = workflow_name
+        self.workflow_id = workflow_id
+        self.strict = strict
+        # (position, kind, name) of every command the code yielded, for the testing kit.
+        self.trace = trace
+
+    @property
+    def position(self) -> int:
+        """The next position a yielded command would take."""
+        return self._position
+
+    @property
+    def records(self) -> Sequence[Record]:
+        return self._records
+
+    def start(self) -> Decision:
+        return self._run(True, None)
+
+    def resume(self, record: Record) -> Decision:
+        """Continue with the record the runtime committed for the awaited effect."""
+        effect = self._waiting
+        if effect is None:
+            raise RuntimeError("resume() called with no effect awaiting an outcome")
+        if record.position != effect.position or record.outcome is None:
+            raise ValueError(
+                f"resume() needs the completed record of position {effect.position}, "
+                f"got position {record.position} ({'pending' if record.outcome is None else 'done'})"
+            )
+        self._waiting = None
+        if effect.position < len(self._records):
+            self._records[effect.position] = record
+        else:
+            self._records.append(record)
+        self._position = effect.position + 1
+        ok, value = decode_outcome(effect.command, record.outcome)
+        return self._run(ok, value)
+
+    def close(self) -> None:
+        """Drop the generator cleanly (runs its `finally` blocks, nothing else)."""
+        if self._closed:
+            return
+        self._closed = True
+        token = _current.set(self._ctx)
+        try:
+            self._gen.close()
+        except RuntimeError as exc:
+            raise InvalidCommandError(
+                f"workflow {self.workflow_name!r} (id {self.workflow_id!r}) yielded while "
+                f"being closed at position {self._position}; a `finally:` or "
+                "`except GeneratorExit:` block must not yield commands"
+            ) from exc
+        finally:
+            _current.reset(token)
+
+    # -- internals -------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"workflow {self.workflow_name!r} (id {self.workflow_id!r}) at position {self._position}"
+
+    def _run(self, ok: bool, value: Any) -> Decision:
+        if self._closed:
+            raise RuntimeError(f"{self._where()}: the interpreter was closed")
+        gen = self._gen
+        records = self._records
+        ctx = self._ctx
+        token = _current.set(ctx)
+        try:
+            while True:
+                ctx.position = self._position
+                ctx.is_replaying = self._position < len(records)
+                try:
+                    yielded = gen.send(value) if ok else gen.throw(value)
+                except StopIteration as stop:
+                    self._closed = True
+                    self._check_log_consumed("returned")
+                    return Completed(stop.value)
+                except Exception as exc:
+                    self._closed = True
+                    self._check_log_consumed(f"raised {type(exc).__name__}")
+                    return Failed(exc)
+
+                if not isinstance(yielded, Command) or not yielded.kind:
+                    error = InvalidCommandError(f"{self._where()}: {_explain_bad_yield(yielded)}")
+                    self._abandon()
+                    return Failed(error)
+
+                position = self._position
+                if self.trace is not None:
+                    self.trace.append((position, yielded.kind, yielded.name))
+
+                if isinstance(yielded, (Patch, DeprecatePatch)):
+                    marker = records[position] if position < len(records) else None
+                    matches = marker is not None and marker.kind == "patch" and (
+                        marker.name == yielded.name
+                    )
+                    if matches:
+                        self._position += 1
+                        ok, value = True, (True if isinstance(yielded, Patch) else None)
+                        continue
+                    if isinstance(yielded, DeprecatePatch) or marker is not None:
+                        # A run recorded before the patch (or after its removal
+                        # began) has no marker here: take no position.
+                        ok, value = True, (False if isinstance(yielded, Patch) else None)
+                        continue
+
+                if position < len(records):
+                    record = records[position]
+                    self._check_match(yielded, record)
+                    if record.outcome is None:
+                        return self._await(
+                            Effect(position, yielded, call_site(gen), record.digest, record)
+                        )
+                    self._position += 1
+                    ok, value = decode_outcome(yielded, record.outcome)
+                    continue
+
+                return self._await(
+                    Effect(position, yielded, call_site(gen), command_digest(yielded))
+                )
+        finally:
+            _current.reset(token)
+
+    def _await(self, effect: Effect) -> Effect:
+        self._waiting = effect
+        return effect
+
+    def _abandon(self) -> None:
+        self._closed = True
+        try:
+            self._gen.close()
+        except RuntimeError:
+            pass  # a generator that yields on close is already being reported
+
+    def _check_log_consumed(self, how: str) -> None:
+        remaining = len(self._records) - self._position
+        if remaining <= 0:
+            return
+        nxt = self._records[self._position]
+        raise NonDeterminismError(
+            f"{self._where()}: the workflow {how} here, but the log records "
+            f"{remaining} more position(s), starting with {nxt.describe()} recorded at "
+            f"{nxt.call_site or '<unknown>'}. The code no longer takes the path it took "
+            "when this run was recorded. "
+            + _FIX_ADVICE,
+            workflow_name=self.workflow_name,
+            workflow_id=self.workflow_id,
+            position=self._position,
+            yielded=f"<{how}>",
+            yielded_at="",
+            recorded=nxt.describe(),
+            recorded_at=nxt.call_site,
+        )
+
+    def _check_match(self, command: Command, record: Record) -> None:
+        problem = ""
+        if command.kind != record.kind or command.name != record.name:
+            problem = "different command"
+        elif self.strict and record.digest:
+            current = command_digest(command)
+            if current and current != record.digest:
+                problem = "same command with different arguments (strict mode)"
+        if not problem:
+            return
+        site = call_site(self._gen)
+        self._abandon()
+        raise NonDeterminismError(
+            f"{self._where()}: {problem}. The code yielded {command.kind} {command.name!r} "
+            f"at {site or '<unknown>'}, but the log recorded {record.describe()} at "
+            f"{record.call_site or '<unknown>'}. " + _FIX_ADVICE,
+            workflow_name=self.workflow_name,
+            workflow_id=self.workflow_id,
+            position=record.position,
+            yielded=f"{command.kind} {command.name!r}",
+            yielded_at=site,
+            recorded=record.describe(),
+            recorded_at=record.call_site,
+        )
+
+
+_FIX_ADVICE = (
+    "To change a workflow that has runs in flight: guard the new code with "
+    "`if (yield Patch('change-name')):`, or ship it under a new workflow/app version "
+    "so old runs finish on old code, or fork the run from an earlier position "
+    "(engine.fork / `replaykit workflows fork`)."
+)

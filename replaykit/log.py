@@ -1,0 +1,223 @@
+"""The log's value types: one `Record` per position, and the outcomes they hold.
+
+No I/O here. Stores persist these; the interpreter reads them; the testing kit
+exports them as JSON.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from replaykit import serde
+from replaykit.serde import ErrorInfo
+
+__all__ = [
+    "ErrorInfo",
+    "Failure",
+    "Log",
+    "Outcome",
+    "Record",
+    "Status",
+    "Value",
+    "outcome_from_json",
+    "outcome_to_json",
+]
+
+
+class Status(str, enum.Enum):
+    ENQUEUED = "ENQUEUED"
+    PENDING = "PENDING"
+    SUCCESS = "SUCCESS"
+    ERROR = "ERROR"
+    CANCELLED = "CANCELLED"
+    PARKED = "PARKED"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+
+
+@attrs.frozen
+class Value:
+    """A recorded return value, as JSON-safe data."""
+
+    data: Any = None
+
+
+@attrs.frozen
+class Failure:
+    """A recorded exception."""
+
+    error: ErrorInfo
+
+
+Outcome = Value | Failure
+
+
+def outcome_to_json(outcome: Outcome | None) -> Any:
+    if outcome is None:
+        return None
+    if isinstance(outcome, Value):
+        return {"value": outcome.data}
+    return {"error": serde.converter.unstructure(outcome.error)}
+
+
+def outcome_from_json(data: Any) -> Outcome | None:
+    if data is None:
+        return None
+    if "value" in data:
+        return Value(data["value"])
+    return Failure(serde.converter.structure(data["error"], ErrorInfo))
+
+
+@attrs.frozen
+class Record:
+    """What the log holds at one position.
+
+    `outcome` is `None` while the command is under way: timed commands (a
+    `Sleep`, a `Recv` with a timeout, a `Race` holding either) are recorded when
+    they start so their deadline survives a crash, and completed later.
+    """
+
+    position: int
+    kind: str
+    name: str
+    outcome: Outcome | None
+    digest: str = ""
+    call_site: str = ""
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    wake_at: datetime | None = None
+    attempts: int = 1
+
+    @property
+    def is_pending(self) -> bool:
+        return self.outcome is None
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name!r}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "position": self.position,
+            "kind": self.kind,
+            "name": self.name,
+            "outcome": outcome_to_json(self.outcome),
+            "digest": self.digest,
+            "call_site": self.call_site,
+            "started_at": _iso(self.started_at),
+            "completed_at": _iso(self.completed_at),
+            "wake_at": _iso(self.wake_at),
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Record:
+        return cls(
+            position=int(data["position"]),
+            kind=str(data["kind"]),
+            name=str(data["name"]),
+            outcome=outcome_from_json(data.get("outcome")),
+            digest=str(data.get("digest") or ""),
+            call_site=str(data.get("call_site") or ""),
+            started_at=_from_iso(data.get("started_at")),
+            completed_at=_from_iso(data.get("completed_at")),
+            wake_at=_from_iso(data.get("wake_at")),
+            attempts=int(data.get("attempts") or 1),
+        )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _from_iso(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+LOG_FORMAT = 1
+
+
+@attrs.define
+class Log(Sequence[Record]):
+    """A workflow's records in position order, with enough metadata to replay it.
+
+    `Log.from_json(log.to_json())` gives back an equal log; the JSON is what
+    `replaykit workflows export` writes and `replaykit.testing.replay` reads.
+    """
+
+    records: list[Record] = attrs.field(factory=list)
+    workflow_name: str = ""
+    workflow_id: str = ""
+    args: Any = None  # the encoded arguments, as stored with the run
+    status: str = ""
+    result: Outcome | None = None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.records[index]
+
+    def __iter__(self) -> Iterator[Record]:
+        return iter(self.records)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        import json
+
+        return json.dumps(
+            {
+                "format": LOG_FORMAT,
+                "workflow_name": self.workflow_name,
+                "workflow_id": self.workflow_id,
+                "args": self.args,
+                "status": self.status,
+                "result": outcome_to_json(self.result),
+                "records": [r.to_json() for r in self.records],
+            },
+            indent=indent,
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Log:
+        import json
+
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a replaykit log: invalid JSON ({exc})") from exc
+        if not isinstance(data, dict) or "records" not in data:
+            raise ValueError("not a replaykit log: expected an object with a 'records' list")
+        if data.get("format", LOG_FORMAT) != LOG_FORMAT:
+            raise ValueError(
+                f"log format {data.get('format')!r} is not supported by this replaykit "
+                f"(it reads format {LOG_FORMAT})"
+            )
+        try:
+            records = [Record.from_json(r) for r in data["records"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a replaykit log: bad record ({exc!r})") from exc
+        for index, record in enumerate(records):
+            if record.position != index:
+                raise ValueError(
+                    f"not a replaykit log: record {index} has position {record.position}; "
+                    "positions must run 0, 1, 2, ... without gaps"
+                )
+        return cls(
+            records=records,
+            workflow_name=str(data.get("workflow_name") or ""),
+            workflow_id=str(data.get("workflow_id") or ""),
+            args=data.get("args"),
+            status=str(data.get("status") or ""),
+            result=outcome_from_json(data.get("result")),
+        )
+
+    @classmethod
+    def of(cls, records: Sequence[Record], **meta: Any) -> Log:
+        return cls(records=list(records), **meta)

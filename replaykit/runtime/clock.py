@@ -1,0 +1,71 @@
+"""Clocks: the only place the runtime learns the time.
+
+`SystemClock` reads the wall clock. `VirtualClock` is moved by hand or jumps
+forward by itself when the engine has nothing to do but wait for a timer (like
+trio's MockClock with autojump), so a 30-day `Sleep` takes no wall time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Protocol
+
+__all__ = ["Clock", "SystemClock", "VirtualClock"]
+
+
+class Clock(Protocol):
+    #: True when the engine may jump this clock to the next timer when idle.
+    autojump: bool
+
+    def now(self) -> datetime: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def jump_to(self, instant: datetime) -> None: ...
+
+
+class SystemClock:
+    autojump = False
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def jump_to(self, instant: datetime) -> None:
+        raise RuntimeError("the system clock cannot be moved")
+
+
+class VirtualClock:
+    """Time that moves only when told to (or, with `autojump`, when everything waits)."""
+
+    def __init__(self, start: datetime | None = None, *, autojump: bool = True) -> None:
+        self._now = start or datetime(2030, 1, 1, tzinfo=timezone.utc)
+        if self._now.tzinfo is None:
+            raise ValueError("VirtualClock(start=...) needs a timezone-aware datetime")
+        self._lock = threading.Lock()
+        self.autojump = autojump
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, delta: timedelta | float) -> None:
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+        if seconds < 0:
+            raise ValueError("a clock only moves forward")
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+
+    def jump_to(self, instant: datetime) -> None:
+        with self._lock:
+            if instant > self._now:
+                self._now = instant
+
+    def sleep(self, seconds: float) -> None:
+        # Retry back-off under virtual time: the wait passes instantly.
+        self.advance(max(seconds, 0.0))

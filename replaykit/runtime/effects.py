@@ -1,0 +1,577 @@
+"""Carrying out one effect: what the runtime does for each kind of command.
+
+`EffectRunner.carry_out()` either commits a completed record for the effect's
+position and returns it, or returns a `Suspend` saying what the workflow waits
+for (a deadline, a message, an event, another workflow). A suspended workflow's
+generator is dropped; it is rebuilt by replay when it wakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import random
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from replaykit import serde
+from replaykit.commands import (
+    All,
+    Call,
+    Command,
+    GetEvent,
+    Now,
+    Patch,
+    Race,
+    Random,
+    Recv,
+    Retry,
+    Send,
+    SetEvent,
+    Sleep,
+    Start,
+    Step,
+    Transaction,
+    Uuid,
+    Wait,
+)
+from replaykit.errors import (
+    AwaitedWorkflowCancelled,
+    ControlSignal,
+    PayloadTooLarge,
+    RecordConflict,
+    SerializationError,
+    StoreUnavailable,
+    WorkflowNotFound,
+)
+from replaykit.interpreter import Effect, outcome_json
+from replaykit.log import Failure, Outcome, Record, Status, Value
+from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
+
+if TYPE_CHECKING:
+    from replaykit.runtime.engine import Engine
+
+__all__ = ["EffectRunner", "Suspend", "Wake"]
+
+_random = random.SystemRandom()
+
+Wake = tuple[str, str]  # (notification kind, key), as in Store.subscribe
+
+
+@attrs.frozen
+class Suspend:
+    """The workflow waits: until `wake_at`, or until one of `waits` is notified."""
+
+    wake_at: datetime | None
+    waits: tuple[Wake, ...] = ()
+    #: Checks the store for what it waits on; the poller's fallback for lost wake-ups.
+    ready: Callable[[], bool] | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class _Ready:
+    """A waiting command that can complete now."""
+
+    outcome: Outcome
+    consume: int | None = None
+
+
+def _topic(topic: str | None) -> str:
+    return topic or ""
+
+
+class EffectRunner:
+    """Carries out effects for one engine. Stateless apart from the engine it serves."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.store = engine.store
+        self.clock = engine.clock
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
+
+    # -- entry point -------------------------------------------------------------
+
+    def carry_out(self, row: WorkflowRow, effect: Effect) -> Record | Suspend:
+        command = effect.command
+        if isinstance(command, Step):
+            return self._step(row, effect, command)
+        if isinstance(command, Transaction):
+            return self._transaction(row, effect, command)
+        if isinstance(command, (Race, All)):
+            return self._composite(row, effect, command)
+        if isinstance(command, (Sleep, Recv, GetEvent, Wait, Call)):
+            return self._waiting(row, effect, command)
+        if isinstance(command, Send):
+            return self._send(row, effect, command)
+        if isinstance(command, SetEvent):
+            data = self._encode(command.value, f"the value of event {command.key!r}", row, effect)
+            if isinstance(data, Failure):
+                return self.commit(row, effect, data)
+            return self.commit(row, effect, Value(None), event=EventWrite(command.key, data))
+        return self.commit(row, effect, self.instant_outcome(row, effect.position, command))
+
+    def instant_outcome(self, row: WorkflowRow, position: int, command: Command) -> Outcome:
+        """Outcomes that need no waiting: Now, Random, Uuid, Patch, Start."""
+        if isinstance(command, Now):
+            return Value(self.clock.now().isoformat())
+        if isinstance(command, Random):
+            return Value(_random.random())
+        if isinstance(command, Uuid):
+            return Value(str(uuid.uuid4()))
+        if isinstance(command, Patch):
+            return Value(True)
+        if isinstance(command, Start):
+            return self._start_child(row, position, command)
+        raise TypeError(f"no instant outcome for {command.describe()}")
+
+    # -- committing ----------------------------------------------------------------
+
+    def commit(
+        self,
+        row: WorkflowRow,
+        effect: Effect,
+        outcome: Outcome | None,
+        *,
+        started_at: datetime | None = None,
+        attempts: int = 1,
+        consume: int | Sequence[int] | None = None,
+        send: OutgoingMessage | None = None,
+        event: EventWrite | None = None,
+        wake_at: datetime | None = None,
+    ) -> Record:
+        now = self.clock.now()
+        pending = effect.pending
+        record = Record(
+            position=effect.position,
+            kind=effect.command.kind,
+            name=effect.command.name,
+            outcome=outcome,
+            digest=effect.digest,
+            call_site=effect.call_site,
+            started_at=started_at or (pending.started_at if pending else None) or now,
+            completed_at=now if outcome is not None else None,
+            wake_at=wake_at or (pending.wake_at if pending else None),
+            attempts=attempts,
+        )
+        return self.engine.store_write(
+            row,
+            effect.position,
+            lambda: self.store.record(
+                row.workflow_id,
+                record,
+                executor_id=self.engine.executor_id,
+                consume=consume,
+                send=send,
+                event=event,
+                wake_at=wake_at,
+            ),
+        )
+
+    def _encode(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any:
+        try:
+            return serde.encode(
+                value,
+                what=f"{what} in workflow {row.name!r} (id {row.workflow_id!r}) at position "
+                f"{effect.position}",
+                max_bytes=self.engine.max_payload_bytes,
+            )
+        except (SerializationError, PayloadTooLarge) as exc:
+            return Failure(serde.encode_error(exc))
+
+    # -- steps -----------------------------------------------------------------------
+
+    def _step(self, row: WorkflowRow, effect: Effect, command: Step) -> Record:
+        started = self.clock.now()
+        outcome, attempts = self.run_step(row, effect.position, command)
+        return self.commit(row, effect, outcome, started_at=started, attempts=attempts)
+
+    def run_step(self, row: WorkflowRow, position: int, command: Step) -> tuple[Outcome, int]:
+        """Run a step with its retries; the outcome as it will be recorded, and attempts made."""
+        fn = self.engine.step_overrides.get(command.name, command.fn)
+        retry = command.retry or Retry()
+        attempt = 0
+        while True:
+            attempt += 1
+            self.engine.check_cancelled(row.workflow_id)
+            try:
+                value = self._call(fn, command.args, command.kwargs, command.timeout, command.name)
+            except ControlSignal:
+                raise
+            except Exception as exc:
+                if retry.should_retry(exc, attempt):
+                    self.engine.logger.info(
+                        "step %r of workflow %r (id %r) failed on attempt %d (%s); retrying",
+                        command.name, row.name, row.workflow_id, attempt, exc,
+                    )
+                    self.clock.sleep(retry.delay_before(attempt + 1))
+                    continue
+                return Failure(serde.encode_error(exc)), attempt
+            try:
+                data = serde.encode(
+                    value,
+                    what=f"the result of step {command.name!r} in workflow {row.name!r} "
+                    f"(id {row.workflow_id!r}) at position {position}",
+                    max_bytes=self.engine.max_payload_bytes,
+                )
+            except (SerializationError, PayloadTooLarge) as exc:
+                return Failure(serde.encode_error(exc)), attempt
+            return Value(data), attempt
+
+    def _call(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        timeout: float | None,
+        name: str,
+    ) -> Any:
+        if asyncio.iscoroutinefunction(fn) or asyncio.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+        ):
+            coro = fn(*args, **kwargs)
+            future = asyncio.run_coroutine_threadsafe(
+                asyncio.wait_for(coro, timeout) if timeout is not None else coro, self._async_loop()
+            )
+            try:
+                return future.result()
+            except (TimeoutError, asyncio.TimeoutError):
+                raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
+        if timeout is None:
+            return fn(*args, **kwargs)
+        future = self.engine.step_pool.submit(fn, *args, **kwargs)
+        try:
+            return future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            # Python cannot stop a thread: the attempt is abandoned, its result ignored.
+            future.cancel()
+            raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
+
+    def _async_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="replaykit-async-steps", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    def close(self) -> None:
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+
+    def _transaction(self, row: WorkflowRow, effect: Effect, command: Transaction) -> Record:
+        started = self.clock.now()
+        fn = self.engine.step_overrides.get(command.name, command.fn)
+
+        def body(conn: Any) -> Record:
+            value = fn(conn, *command.args)
+            data = serde.encode(
+                value,
+                what=f"the result of transaction {command.name!r} in workflow {row.name!r} "
+                f"(id {row.workflow_id!r}) at position {effect.position}",
+                max_bytes=self.engine.max_payload_bytes,
+            )
+            return Record(
+                effect.position, command.kind, command.name, Value(data), effect.digest,
+                effect.call_site, started, self.clock.now(),
+            )
+
+        self.engine.check_cancelled(row.workflow_id)
+        try:
+            return self.engine.store_write(
+                row,
+                effect.position,
+                lambda: self.store.record_transaction(
+                    row.workflow_id, effect.position, body, executor_id=self.engine.executor_id
+                ),
+            )
+        except (ControlSignal, RecordConflict, StoreUnavailable):
+            raise
+        except Exception as exc:
+            # The transaction rolled back; its failure is the outcome.
+            return self.commit(row, effect, Failure(serde.encode_error(exc)), started_at=started)
+
+    def _send(self, row: WorkflowRow, effect: Effect, command: Send) -> Record:
+        data = self._encode(command.message, "the message", row, effect)
+        if isinstance(data, Failure):
+            return self.commit(row, effect, data)
+        if self.store.get_workflow(command.workflow_id) is None:
+            error = WorkflowNotFound(
+                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {effect.position}: "
+                f"cannot send to {command.workflow_id!r}: no such workflow run"
+            )
+            return self.commit(row, effect, Failure(serde.encode_error(error)))
+        message = OutgoingMessage(
+            command.workflow_id,
+            _topic(command.topic),
+            data,
+            # One delivery per position, even if this commit is retried.
+            idempotency_key=f"{row.workflow_id}:{effect.position}",
+        )
+        return self.commit(row, effect, Value(None), send=message)
+
+    # -- child workflows ----------------------------------------------------------------
+
+    def child_id(self, row: WorkflowRow, position: int, command: Start | Call) -> str:
+        return command.workflow_id or f"{row.workflow_id}:{position}"
+
+    def _start_child(self, row: WorkflowRow, position: int, command: Start | Call) -> Outcome:
+        child_id = self.child_id(row, position, command)
+        try:
+            self.engine.create_run(
+                command.workflow,
+                tuple(command.args),
+                dict(command.kwargs),
+                workflow_id=child_id,
+                parent_id=row.workflow_id,
+                queue=command.queue,
+            )
+        except (SerializationError, PayloadTooLarge, TypeError) as exc:
+            return Failure(serde.encode_error(exc))
+        return Value(child_id)
+
+    # -- waiting commands -----------------------------------------------------------------
+
+    def deadline(self, command: Command, started: datetime) -> datetime | None:
+        seconds: float | None
+        if isinstance(command, Sleep):
+            seconds = command.seconds
+        elif isinstance(command, (Recv, GetEvent, Wait)):
+            seconds = command.timeout
+        else:
+            seconds = None
+        return None if seconds is None else started + timedelta(seconds=seconds)
+
+    def wakes_for(self, row: WorkflowRow, position: int, command: Command) -> tuple[Wake, ...]:
+        if isinstance(command, Recv):
+            return (("message", row.workflow_id),)
+        if isinstance(command, GetEvent):
+            return (("event", command.workflow_id),)
+        if isinstance(command, Wait):
+            return (("finished", command.workflow_id),)
+        if isinstance(command, Call):
+            return (("finished", self.child_id(row, position, command)),)
+        return ()
+
+    def check_ready(
+        self, row: WorkflowRow, position: int, command: Command, deadline: datetime | None
+    ) -> _Ready | None:
+        """Can this waiting command complete now? (Checks the store, never blocks.)"""
+        if isinstance(command, Recv):
+            message = self.store.peek_message(row.workflow_id, _topic(command.topic))
+            if message is not None:
+                return _Ready(Value(message.payload), consume=message.message_id)
+        elif isinstance(command, GetEvent):
+            found, value = self.store.get_event(command.workflow_id, command.key)
+            if found:
+                return _Ready(Value(value))
+        elif isinstance(command, (Wait, Call)):
+            target = (
+                command.workflow_id
+                if isinstance(command, Wait)
+                else self.child_id(row, position, command)
+            )
+            finished = self._finished_outcome(row, position, target)
+            if finished is not None:
+                return _Ready(finished)
+        if deadline is not None and self.clock.now() >= deadline:
+            if isinstance(command, Wait):
+                error = TimeoutError(
+                    f"Wait({command.workflow_id!r}) in workflow {row.name!r} "
+                    f"(id {row.workflow_id!r}) at position {position} timed out after "
+                    f"{command.timeout}s"
+                )
+                return _Ready(Failure(serde.encode_error(error, with_traceback=False)))
+            return _Ready(Value(None))
+        return None
+
+    def _finished_outcome(self, row: WorkflowRow, position: int, target: str) -> Outcome | None:
+        child = self.store.get_workflow(target)
+        if child is None:
+            error: Exception = WorkflowNotFound(
+                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {position} waits "
+                f"for {target!r}, but no such workflow run exists"
+            )
+            return Failure(serde.encode_error(error, with_traceback=False))
+        if child.status is Status.SUCCESS or child.status is Status.ERROR:
+            return child.result or Value(None)
+        if child.status is Status.CANCELLED:
+            error = AwaitedWorkflowCancelled(
+                f"workflow {child.name!r} (id {target!r}), awaited by {row.name!r} "
+                f"(id {row.workflow_id!r}) at position {position}, was cancelled"
+            )
+            return Failure(serde.encode_error(error, with_traceback=False))
+        return None
+
+    def _waiting(
+        self, row: WorkflowRow, effect: Effect, command: Sleep | Recv | GetEvent | Wait | Call
+    ) -> Record | Suspend:
+        if isinstance(command, Call) and effect.pending is None:
+            started = self._start_child(row, effect.position, command)
+            if isinstance(started, Failure):
+                return self.commit(row, effect, started)
+        now = self.clock.now()
+        pending = effect.pending
+        started_at = pending.started_at if pending and pending.started_at else now
+        deadline = pending.wake_at if pending else self.deadline(command, started_at)
+        ready = self.check_ready(row, effect.position, command, deadline)
+        if ready is not None:
+            return self.commit(
+                row, effect, ready.outcome, started_at=started_at, consume=ready.consume
+            )
+        if pending is None and deadline is not None:
+            # Record the start so the deadline survives a crash or a deploy.
+            stored = self.commit(row, effect, None, started_at=started_at, wake_at=deadline)
+            if stored.outcome is not None:
+                return stored
+        return Suspend(
+            deadline,
+            self.wakes_for(row, effect.position, command),
+            lambda: self.check_ready(row, effect.position, command, None) is not None,
+        )
+
+    # -- Race and All ----------------------------------------------------------------------
+
+    def _composite(self, row: WorkflowRow, effect: Effect, command: Race | All) -> Record | Suspend:
+        return CompositeRun(self, row, effect, command).run()
+
+
+class CompositeRun:
+    """One attempt at a `Race` or an `All`.
+
+    Step children run concurrently on the step pool while this thread watches
+    the waiting children. A Race with no step children suspends like a single
+    wait (no thread held); an All holds its thread until every child is done.
+    """
+
+    def __init__(self, runner: EffectRunner, row: WorkflowRow, effect: Effect, command: Race | All):
+        self.runner = runner
+        self.engine = runner.engine
+        self.row = row
+        self.effect = effect
+        self.command = command
+        self.children: Sequence[Command] = command.children
+        self.is_race = isinstance(command, Race)
+        self.outcomes: dict[int, Outcome] = {}
+        self.consumed: list[int] = []
+        self.first_failure: int | None = None
+        self.changed = threading.Event()
+
+    def run(self) -> Record | Suspend:
+        runner, effect = self.runner, self.effect
+        now = runner.clock.now()
+        pending = effect.pending
+        started_at = pending.started_at if pending and pending.started_at else now
+        deadlines = [runner.deadline(child, started_at) for child in self.children]
+        timed = [d for d in deadlines if d is not None]
+
+        futures: dict[int, concurrent.futures.Future[tuple[Outcome, int]]] = {}
+        for index, child in enumerate(self.children):
+            if isinstance(child, Step):
+                future = self.engine.step_pool.submit(
+                    runner.run_step, self.row, effect.position, child
+                )
+                future.add_done_callback(lambda _f: self.changed.set())
+                futures[index] = future
+            elif isinstance(child, (Now, Random, Uuid, Start, Patch)):
+                self.outcomes[index] = runner.instant_outcome(self.row, effect.position, child)
+            elif isinstance(child, Call):
+                started = runner._start_child(self.row, effect.position, child)
+                if isinstance(started, Failure):
+                    self.outcomes[index] = started
+            elif isinstance(child, (Send, SetEvent, Transaction)):
+                raise TypeError(f"{type(self.command).__name__} cannot hold {child.describe()}")
+
+        wakes = tuple(
+            wake
+            for index, child in enumerate(self.children)
+            for wake in runner.wakes_for(self.row, effect.position, child)
+        )
+        unsubscribe = self.engine.listen(wakes, self.changed.set) if futures else None
+        try:
+            while True:
+                self.changed.clear()
+                for index, future in futures.items():
+                    if index not in self.outcomes and future.done():
+                        self.outcomes[index] = future.result()[0]
+                for index, child in enumerate(self.children):
+                    if index in self.outcomes or index in futures:
+                        continue
+                    if isinstance(child, (Sleep, Recv, GetEvent, Wait, Call)):
+                        ready = runner.check_ready(
+                            self.row, effect.position, child, deadlines[index]
+                        )
+                        if ready is not None:
+                            if ready.consume is not None and ready.consume in self.consumed:
+                                continue  # two Recv children on one topic take two messages
+                            self.outcomes[index] = ready.outcome
+                            if ready.consume is not None:
+                                self.consumed.append(ready.consume)
+                        if self.is_race and self.outcomes:
+                            break
+                decided = self._decided()
+                if decided is not None:
+                    for index, future in futures.items():
+                        if index not in self.outcomes:
+                            future.cancel()
+                    return runner.commit(
+                        self.row, effect, Value(decided), started_at=started_at,
+                        consume=self.consumed or None,
+                    )
+                if not futures and not self.consumed:
+                    wake_at = min(timed) if timed else None
+                    if pending is None and wake_at is not None:
+                        stored = runner.commit(
+                            self.row, effect, None, started_at=started_at, wake_at=wake_at
+                        )
+                        if stored.outcome is not None:
+                            return stored
+                    return Suspend(wake_at, wakes, self._any_ready)
+                self.engine.check_cancelled(self.row.workflow_id)
+                remaining = [
+                    (d - runner.clock.now()).total_seconds()
+                    for i, d in enumerate(deadlines)
+                    if d is not None and i not in self.outcomes
+                ]
+                timeout = min([self.engine.poll_interval, *remaining])
+                self.changed.wait(max(timeout, 0.0))
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    def _any_ready(self) -> bool:
+        return any(
+            self.runner.check_ready(self.row, self.effect.position, child, None) is not None
+            for child in self.children
+            if isinstance(child, (Recv, GetEvent, Wait, Call))
+        )
+
+    def _decided(self) -> Any:
+        """The composite's recorded value, once it is decided; else None."""
+        if self.is_race:
+            for index in sorted(self.outcomes):
+                return {"index": index, "outcome": outcome_json(self.outcomes[index])}
+            return None
+        assert isinstance(self.command, All)
+        for index in sorted(self.outcomes):
+            if isinstance(self.outcomes[index], Failure) and not self.command.return_exceptions:
+                self.first_failure = index
+                break
+        if self.first_failure is None and len(self.outcomes) < len(self.children):
+            return None
+        return {
+            "outcomes": [
+                outcome_json(self.outcomes.get(i, Value(None))) for i in range(len(self.children))
+            ],
+            "first_failure": self.first_failure,
+        }

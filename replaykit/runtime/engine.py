@@ -1,0 +1,782 @@
+"""The Engine: runs interpreters, carries out effects, keeps timers and wake-ups.
+
+This is the only layer with threads and clocks. Each *activation* of a run
+loads its log in one query, replays it through a fresh `Interpreter` and
+carries out effects until the run finishes or suspends. A suspended run keeps
+no thread and no generator: only a timer entry or a waiter entry, and it is
+rebuilt by replay when it wakes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from replaykit import serde
+from replaykit.errors import (
+    AwaitedWorkflowCancelled,
+    Cancelled,
+    ControlSignal,
+    InvalidCommandError,
+    NonDeterminismError,
+    RecordConflict,
+    SerializationError,
+    StoreUnavailable,
+    UnknownWorkflowError,
+    WorkflowNotFound,
+    WorkflowTimeout,
+)
+from replaykit.interpreter import Completed, Effect, Interpreter
+from replaykit.log import Failure, Log, Outcome, Record, Status, Value
+from replaykit.registry import Workflow, app_version_of, lookup, registered
+from replaykit.runtime.clock import Clock, SystemClock
+from replaykit.runtime.effects import EffectRunner, Suspend, Wake
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.memory import MemoryStore
+
+__all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
+
+R = TypeVar("R")
+
+DEFAULT_URL = "sqlite:///replaykit.db"
+log = logging.getLogger("replaykit.engine")
+
+
+def open_store_for(target: str | Store | None) -> Store:
+    """A store from a URL, a store instance, or None (REPLAYKIT_URL, else SQLite)."""
+    if target is None:
+        target = os.environ.get("REPLAYKIT_URL") or DEFAULT_URL
+    if isinstance(target, str):
+        if target.startswith("memory://"):
+            return MemoryStore()
+        from replaykit import stores
+
+        opener = getattr(stores, "open_store", None)
+        if opener is None:
+            raise ValueError(f"no durable store is available for {target!r}")
+        store: Store = opener(target)
+        return store
+    if not isinstance(target, Store):
+        raise TypeError(
+            f"Engine() takes a URL ('sqlite:///app.db', 'postgresql://...', 'memory://') or a "
+            f"store instance, got {target!r}"
+        )
+    return target
+
+
+class WorkflowHandle(Generic[R]):
+    """A started run: its id, its status, and a way to wait for its result."""
+
+    def __init__(self, engine: Engine, workflow_id: str, result_type: Any = None) -> None:
+        self._engine = engine
+        self.workflow_id = workflow_id
+        self._result_type = result_type
+
+    def __repr__(self) -> str:
+        return f"<WorkflowHandle {self.workflow_id!r}>"
+
+    def row(self) -> WorkflowRow:
+        row = self._engine.store.get_workflow(self.workflow_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {self.workflow_id!r}")
+        return row
+
+    def status(self) -> Status:
+        return self.row().status
+
+    def result(self, timeout: float | None = None) -> R:
+        """Wait for the run to finish and return its result, or raise its failure.
+
+        A run that failed re-raises its error (same class and message when that
+        class is importable, else `StepFailed`); a cancelled run raises
+        `AwaitedWorkflowCancelled`; `WorkflowTimeout` if `timeout` passes first.
+        """
+        row = self._engine.wait_finished(self.workflow_id, timeout)
+        result_type = self._result_type
+        if result_type is None:
+            try:
+                result_type = lookup(row.name).result_type
+            except UnknownWorkflowError:
+                result_type = None
+        return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+
+class Engine:
+    """Runs workflows against a store. A context manager; closes cleanly.
+
+    `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
+    `Engine("memory://")`, `Engine("sqlite:///path.db")`,
+    `Engine("postgresql://...")` or `Engine(store)` pick another store.
+    """
+
+    def __init__(
+        self,
+        target: str | Store | None = None,
+        *,
+        executor_id: str = "local",
+        app_version: str | None = None,
+        max_workers: int = 64,
+        step_workers: int = 64,
+        strict: bool = False,
+        clock: Clock | None = None,
+        max_recovery_attempts: int = 50,
+        poll_interval: float = 1.0,
+        max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
+        recover: bool = True,
+        step_overrides: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        self.store: Store = open_store_for(target)
+        self.executor_id = executor_id
+        self.app_version = app_version or app_version_of(registered().values())
+        self.strict = strict
+        self.clock: Clock = clock or SystemClock()
+        self.max_recovery_attempts = max_recovery_attempts
+        self.poll_interval = poll_interval
+        self.max_payload_bytes = max_payload_bytes
+        self.step_overrides: Mapping[str, Callable[..., Any]] = dict(step_overrides or {})
+        self.logger = log
+
+        self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
+        self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
+        self._runner = EffectRunner(self)
+
+        self._cv = threading.Condition()
+        self._closed = False
+        self._busy = 0  # activations queued or running
+        self._active: set[str] = set()
+        self._rerun: set[str] = set()
+        self._cancelled: set[str] = set()
+        self._activation_seq: dict[str, int] = {}
+        self._timers: list[tuple[datetime, int, str]] = []
+        self._timer_seq = itertools.count()
+        self._suspended: dict[str, Suspend] = {}
+        self._waiters: dict[Wake, set[str]] = {}
+        self._listeners: dict[Wake, list[Callable[[], None]]] = {}
+        self._seq = 0
+        self._last_notified: dict[Wake, int] = {}
+
+        self._unsubscribe = self.store.subscribe(self._on_notify)
+        self._timer_thread = threading.Thread(
+            target=self._timer_loop, name="replaykit-timers", daemon=True
+        )
+        self._timer_thread.start()
+        self._poll_thread = threading.Thread(
+            target=self._poll_loop, name="replaykit-poll", daemon=True
+        )
+        self._poll_thread.start()
+        if recover:
+            self.recover()
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self, *, wait: bool = True) -> None:
+        """Stop taking work, let running activations end, release the store.
+
+        Runs that are mid-way stay PENDING in the store and are recovered by the
+        next engine with the same executor id and version.
+        """
+        with self._cv:
+            if self._closed:
+                return
+            self._closed = True
+            self._cv.notify_all()
+        self._unsubscribe()
+        self._workers.shutdown(wait=wait, cancel_futures=True)
+        self.step_pool.shutdown(wait=False, cancel_futures=True)
+        self._runner.close()
+        self._timer_thread.join(timeout=5)
+        self._poll_thread.join(timeout=5)
+        self.store.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- starting and finding runs ------------------------------------------------------
+
+    def create_run(
+        self,
+        wf: Workflow[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        workflow_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+    ) -> tuple[WorkflowRow, bool]:
+        """Store a new run (or find the existing one with that id) and schedule it."""
+        if not isinstance(wf, Workflow):
+            raise TypeError(
+                f"expected a function decorated with @workflow, got {wf!r}; decorate it with "
+                "@replaykit.workflow so the engine can find it again after a restart"
+            )
+        inputs = wf.encode_inputs(args, kwargs)
+        size = len(serde.dumps(inputs).encode())
+        if size > self.max_payload_bytes:
+            raise serde.PayloadTooLarge(
+                f"the arguments of workflow {wf.workflow_name!r} are {size} bytes encoded, over "
+                f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
+                "Engine(max_payload_bytes=...)"
+            )
+        row = WorkflowRow(
+            workflow_id=workflow_id or str(uuid.uuid4()),
+            name=wf.workflow_name,
+            status=Status.PENDING,
+            inputs=inputs,
+            executor_id=self.executor_id,
+            app_version=self.app_version,
+            created_at=self.clock.now(),
+            parent_id=parent_id,
+            queue=queue,
+        )
+        stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        if created:
+            self.schedule(stored.workflow_id)
+        return stored, created
+
+    def start(
+        self,
+        wf: Workflow[..., R],
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        **kwargs: Any,
+    ) -> WorkflowHandle[R]:
+        """Start a run; idempotent by `workflow_id` (an existing id returns that run)."""
+        self._check_open()
+        row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id)
+        return WorkflowHandle(self, row.workflow_id, wf.result_type)
+
+    def run(
+        self,
+        wf: Workflow[..., R],
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> R:
+        """`start(...)` then `.result(timeout)`."""
+        return self.start(wf, *args, workflow_id=workflow_id, **kwargs).result(timeout)
+
+    def handle(self, workflow_id: str) -> WorkflowHandle[Any]:
+        if self.store.get_workflow(workflow_id) is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return WorkflowHandle(self, workflow_id)
+
+    def list_workflows(
+        self,
+        *,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[WorkflowRow]:
+        statuses: Any = status
+        if isinstance(status, str):
+            statuses = Status(status)
+        elif status is not None and not isinstance(status, Status):
+            statuses = tuple(Status(s) for s in status)
+        return self.store.list_workflows(
+            WorkflowFilter(
+                status=statuses,
+                name=name,
+                executor_id=executor_id,
+                app_version=version,
+                parent_id=parent_id,
+                since=since,
+                until=until,
+                limit=limit,
+                offset=offset,
+            )
+        )
+
+    def steps(self, workflow_id: str) -> list[Record]:
+        """The run's log, position by position."""
+        if self.store.get_workflow(workflow_id) is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return self.store.load_log(workflow_id)
+
+    def export_log(self, workflow_id: str) -> Log:
+        row = self.store.get_workflow(workflow_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return Log(
+            records=self.store.load_log(workflow_id),
+            workflow_name=row.name,
+            workflow_id=workflow_id,
+            args=row.inputs,
+            status=row.status.value,
+            result=row.result,
+        )
+
+    # -- messages and events from outside -----------------------------------------------
+
+    def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        topic: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
+        data = serde.encode(message, what=f"the message to {workflow_id!r}")
+        return self.store_call(
+            lambda: self.store.send_message(
+                workflow_id, topic or "", data, idempotency_key=idempotency_key
+            )
+        )
+
+    def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
+        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            found, value = self.store.get_event(workflow_id, key)
+            if found:
+                return value
+            if deadline is None or time.monotonic() >= deadline:
+                return None
+            event = threading.Event()
+            unsubscribe = self.listen([("event", workflow_id)], event.set)
+            try:
+                found, value = self.store.get_event(workflow_id, key)
+                if found:
+                    return value
+                event.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
+            finally:
+                unsubscribe()
+
+    # -- operating runs --------------------------------------------------------------------
+
+    def cancel(self, workflow_id: str, *, children: bool = True) -> bool:
+        """Mark a run CANCELLED. A running step's attempt records nothing; waits stop."""
+        row = self.store.get_workflow(workflow_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        changed = self.store.set_status(
+            workflow_id,
+            Status.CANCELLED,
+            only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED),
+        )
+        with self._cv:
+            self._cancelled.add(workflow_id)
+            self._forget_suspension(workflow_id)
+        if children:
+            for child in self.list_workflows(parent_id=workflow_id):
+                if not child.status.is_terminal:
+                    self.cancel(child.workflow_id, children=True)
+        return changed
+
+    def resume(self, workflow_id: str) -> WorkflowHandle[Any]:
+        """Continue a CANCELLED or PARKED run from its log, on this engine."""
+        row = self.store.get_workflow(workflow_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        if row.status in (Status.CANCELLED, Status.PARKED, Status.PENDING):
+            self.store.set_status(
+                workflow_id,
+                Status.PENDING,
+                only_from=(Status.CANCELLED, Status.PARKED, Status.PENDING),
+                executor_id=self.executor_id,
+                reset_recovery=True,
+            )
+            with self._cv:
+                self._cancelled.discard(workflow_id)
+            self.schedule(workflow_id)
+        elif row.status is not Status.SUCCESS and row.status is not Status.ERROR:
+            raise ValueError(f"workflow id {workflow_id!r} is {row.status.value}; cannot resume")
+        return WorkflowHandle(self, workflow_id)
+
+    def recover(self) -> list[str]:
+        """Re-dispatch this executor's unfinished runs of this version; park crash-loopers."""
+        rows = self.store.list_workflows(
+            WorkflowFilter(
+                status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
+            )
+        )
+        recovered: list[str] = []
+        for row in rows:
+            attempts = self.store.bump_recovery(row.workflow_id)
+            if attempts > self.max_recovery_attempts:
+                self.park(
+                    row.workflow_id,
+                    f"recovered {attempts - 1} times without finishing "
+                    f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "
+                    "resume it",
+                )
+                continue
+            recovered.append(row.workflow_id)
+            self.schedule(row.workflow_id)
+        return recovered
+
+    def park(self, workflow_id: str, why: str) -> None:
+        self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
+        log.error("workflow id %r parked: %s", workflow_id, why)
+        with self._cv:
+            self._cv.notify_all()
+
+    # -- waiting for results ---------------------------------------------------------------
+
+    def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        finished = threading.Event()
+        unsubscribe = self.listen([("finished", workflow_id)], finished.set)
+        try:
+            while True:
+                row = self.store.get_workflow(workflow_id)
+                if row is None:
+                    raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+                if row.status.is_terminal:
+                    return row
+                wait = self.poll_interval
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise WorkflowTimeout(
+                            f"workflow {row.name!r} (id {workflow_id!r}) is still "
+                            f"{row.status.value} after {timeout}s"
+                            + (f": {row.error}" if row.error else "")
+                        )
+                    wait = min(wait, left)
+                finished.wait(wait)
+                finished.clear()
+        finally:
+            unsubscribe()
+
+    def outcome_value(self, row: WorkflowRow, result_type: Any = None) -> Any:
+        if row.status is Status.CANCELLED:
+            raise AwaitedWorkflowCancelled(
+                f"workflow {row.name!r} (id {row.workflow_id!r}) was cancelled"
+            )
+        outcome = row.result
+        if isinstance(outcome, Failure):
+            raise serde.decode_error(outcome.error)
+        data = outcome.data if isinstance(outcome, Value) else None
+        return serde.decode(data, result_type, what=f"the result of workflow {row.name!r}")
+
+    # -- scheduling activations ------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Engine is closed; create a new one")
+
+    def schedule(self, workflow_id: str) -> None:
+        with self._cv:
+            if self._closed:
+                return
+            if workflow_id in self._active:
+                self._rerun.add(workflow_id)
+                return
+            self._active.add(workflow_id)
+            self._busy += 1
+            self._activation_seq[workflow_id] = self._seq
+        try:
+            self._workers.submit(self._activation_loop, workflow_id)
+        except RuntimeError:  # shut down between the check and the submit
+            with self._cv:
+                self._active.discard(workflow_id)
+                self._busy -= 1
+
+    def _activation_loop(self, workflow_id: str) -> None:
+        try:
+            while True:
+                try:
+                    self._activate(workflow_id)
+                except Exception:
+                    log.exception("workflow id %r: activation failed unexpectedly", workflow_id)
+                with self._cv:
+                    if workflow_id in self._rerun and not self._closed:
+                        self._rerun.discard(workflow_id)
+                        self._activation_seq[workflow_id] = self._seq
+                        continue
+                    self._active.discard(workflow_id)
+                    self._activation_seq.pop(workflow_id, None)
+                    break
+        finally:
+            with self._cv:
+                self._busy -= 1
+                if not self._active:
+                    self._last_notified.clear()
+                self._cv.notify_all()
+
+    def _activate(self, workflow_id: str) -> None:
+        row = self.store_call(lambda: self.store.get_workflow(workflow_id))
+        if row is None or row.status is not Status.PENDING or self._closed:
+            return
+        if row.executor_id != self.executor_id:
+            return  # another engine owns it
+        try:
+            wf = lookup(row.name)
+        except UnknownWorkflowError as exc:
+            log.error("workflow id %r: %s", workflow_id, exc)
+            return
+        try:
+            args, kwargs = wf.decode_inputs(row.inputs)
+            gen = wf.fn(*args, **kwargs)
+        except Exception as exc:
+            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            return
+        records = self.store_call(lambda: self.store.load_log(workflow_id))
+        try:
+            interp = Interpreter(
+                gen, records, workflow_name=row.name, workflow_id=workflow_id, strict=self.strict
+            )
+        except InvalidCommandError as exc:
+            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            return
+        recorded_before = len(records)
+        try:
+            decision = interp.start()
+            while isinstance(decision, Effect):
+                outcome = self._runner.carry_out(row, decision)
+                if isinstance(outcome, Suspend):
+                    interp.close()
+                    self._suspend(workflow_id, outcome)
+                    return
+                decision = interp.resume(outcome)
+            if isinstance(decision, Completed):
+                try:
+                    data = serde.encode(
+                        decision.value,
+                        what=f"the result of workflow {row.name!r} (id {workflow_id!r})",
+                        max_bytes=self.max_payload_bytes,
+                    )
+                except (SerializationError, serde.PayloadTooLarge) as exc:
+                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+                else:
+                    self._finish(row, Status.SUCCESS, Value(data))
+            else:
+                self._finish(row, Status.ERROR, Failure(serde.encode_error(decision.error)))
+        except NonDeterminismError as exc:
+            interp.close()
+            self.park(workflow_id, str(exc))
+        except (RecordConflict, ControlSignal) as exc:
+            # Cancelled, or another writer owns the run now: stop without recording.
+            log.info("workflow id %r stopped: %s", workflow_id, exc)
+            interp.close()
+        except StoreUnavailable as exc:
+            interp.close()
+            log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, exc)
+            self._add_timer(self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id)
+        finally:
+            if row.recovery_attempts and len(interp.records) > recorded_before:
+                # Progress after a recovery: it is not crash-looping.
+                self.store.set_status(
+                    workflow_id, Status.PENDING, only_from=(Status.PENDING,), reset_recovery=True
+                )
+
+    def _finish(self, row: WorkflowRow, status: Status, result: Outcome) -> None:
+        self.store_call(
+            lambda: self.store.finish_workflow(
+                row.workflow_id,
+                status,
+                result,
+                error=result.error.message[:500] if isinstance(result, Failure) else "",
+            )
+        )
+
+    def check_cancelled(self, workflow_id: str) -> None:
+        if workflow_id in self._cancelled or self._closed:
+            raise Cancelled(f"workflow id {workflow_id!r} was cancelled or its engine closed")
+
+    # -- suspension, timers, wake-ups --------------------------------------------------------
+
+    def _suspend(self, workflow_id: str, suspend: Suspend) -> None:
+        with self._cv:
+            self._forget_suspension(workflow_id)
+            started = self._activation_seq.get(workflow_id, self._seq)
+            if any(self._last_notified.get(w, -1) >= started for w in suspend.waits):
+                # What it waits for changed while it was being replayed: look again.
+                self._rerun.add(workflow_id)
+                return
+            self._suspended[workflow_id] = suspend
+            for wake in suspend.waits:
+                self._waiters.setdefault(wake, set()).add(workflow_id)
+            if suspend.wake_at is not None:
+                heapq.heappush(self._timers, (suspend.wake_at, next(self._timer_seq), workflow_id))
+            self._cv.notify_all()
+
+    def _forget_suspension(self, workflow_id: str) -> None:
+        suspend = self._suspended.pop(workflow_id, None)
+        if suspend is None:
+            return
+        for wake in suspend.waits:
+            waiting = self._waiters.get(wake)
+            if waiting is not None:
+                waiting.discard(workflow_id)
+                if not waiting:
+                    del self._waiters[wake]
+
+    def _add_timer(self, at: datetime, workflow_id: str) -> None:
+        with self._cv:
+            heapq.heappush(self._timers, (at, next(self._timer_seq), workflow_id))
+            self._cv.notify_all()
+
+    def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when any of `wakes` is notified, until unsubscribed."""
+        wakes = list(wakes)
+        with self._cv:
+            for wake in wakes:
+                self._listeners.setdefault(wake, []).append(callback)
+
+        def unsubscribe() -> None:
+            with self._cv:
+                for wake in wakes:
+                    callbacks = self._listeners.get(wake)
+                    if callbacks and callback in callbacks:
+                        callbacks.remove(callback)
+                        if not callbacks:
+                            del self._listeners[wake]
+
+        return unsubscribe
+
+    def _on_notify(self, kind: str, key: str) -> None:
+        wake = (kind, key)
+        with self._cv:
+            self._seq += 1
+            if self._active:
+                self._last_notified[wake] = self._seq
+            to_wake = list(self._waiters.get(wake, ()))
+            for workflow_id in to_wake:
+                self._forget_suspension(workflow_id)
+            callbacks = list(self._listeners.get(wake, ()))
+            if kind == "message" and key in self._active:
+                self._rerun.add(key)
+        for callback in callbacks:
+            callback()
+        for workflow_id in to_wake:
+            self.schedule(workflow_id)
+
+    def _timer_loop(self) -> None:
+        clock = self.clock
+        while True:
+            due: list[str] = []
+            with self._cv:
+                if self._closed:
+                    return
+                now = clock.now()
+                while self._timers and self._timers[0][0] <= now:
+                    _, _, workflow_id = heapq.heappop(self._timers)
+                    due.append(workflow_id)
+                if not due:
+                    if self._timers and clock.autojump and self._busy == 0:
+                        clock.jump_to(self._timers[0][0])
+                        continue
+                    wait = self.poll_interval
+                    if self._timers and not clock.autojump:
+                        wait = min(wait, (self._timers[0][0] - now).total_seconds())
+                    elif clock.autojump:
+                        wait = min(wait, 0.05)
+                    self._cv.wait(max(wait, 0.001))
+                    continue
+            for workflow_id in due:
+                with self._cv:
+                    suspend = self._suspended.get(workflow_id)
+                    if suspend is not None:
+                        self._forget_suspension(workflow_id)
+                self.schedule(workflow_id)
+
+    def _poll_loop(self) -> None:
+        """The fallback for lost notifications: look again at runs that wait."""
+        while True:
+            with self._cv:
+                if self._closed:
+                    return
+                self._cv.wait(self.poll_interval)
+                if self._closed:
+                    return
+                waiting = [wid for wid, s in self._suspended.items() if s.waits]
+            for workflow_id in waiting:
+                if self._closed:
+                    return
+                if self._wait_satisfied(workflow_id):
+                    with self._cv:
+                        self._forget_suspension(workflow_id)
+                    self.schedule(workflow_id)
+
+    def _wait_satisfied(self, workflow_id: str) -> bool:
+        with self._cv:
+            suspend = self._suspended.get(workflow_id)
+        if suspend is None or suspend.ready is None:
+            return False
+        try:
+            return suspend.ready()
+        except StoreUnavailable:
+            return False
+
+    # -- store calls that survive outages -------------------------------------------------------
+
+    def store_call(self, fn: Callable[[], R], *, attempts: int = 8) -> R:
+        """Retry `fn` through `StoreUnavailable` with backoff (the pool reconnects)."""
+        delay = 0.05
+        for attempt in range(1, attempts + 1):
+            try:
+                return fn()
+            except StoreUnavailable:
+                if attempt == attempts or self._closed:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable")
+
+    def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
+        """Commit a record, resolving a lost acknowledgement by reading back the log."""
+        retried = False
+        delay = 0.05
+        while True:
+            try:
+                return write()
+            except StoreUnavailable:
+                if self._closed:
+                    raise
+                retried = True
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+            except RecordConflict:
+                if not retried:
+                    raise
+                # The first attempt may have committed before the connection
+                # dropped; if so, the position holds our record: adopt it.
+                records = self.store_call(lambda: self.store.load_log(row.workflow_id))
+                if position < len(records) and records[position].outcome is not None:
+                    return records[position]
+                raise
+
+    # -- for the testing kit ------------------------------------------------------------------
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing runs and no timer is due soon (virtual clocks jump).
+
+        Returns False if `timeout` passed first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cv:
+            while True:
+                idle = self._busy == 0 and not (self.clock.autojump and self._timers)
+                if idle:
+                    return True
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cv.wait(0.05 if left is None else min(left, 0.05))

@@ -1,0 +1,250 @@
+"""Values and exceptions to and from the log's JSON-safe form.
+
+One explicit cattrs `Converter` does the work. Encoding dispatches on the
+runtime type of a value; decoding structures to a type hint when there is one
+(a step function's return annotation, a workflow's parameter annotations) and
+otherwise hands back the plain JSON data. Live results go through the same
+encode -> decode as replayed ones, so both paths agree.
+
+No pickle, no eval: an exception's class is found only among modules that are
+already imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sys
+import traceback as traceback_module
+import typing
+import uuid
+from collections.abc import Callable
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+import attrs
+import cattrs
+
+from replaykit.errors import PayloadTooLarge, SerializationError, StepFailed
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "ErrorInfo",
+    "canonical_json",
+    "converter",
+    "decode",
+    "decode_error",
+    "digest",
+    "dumps",
+    "encode",
+    "encode_error",
+    "loads",
+    "return_type_of",
+]
+
+DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
+
+
+def _make_converter() -> cattrs.Converter:
+    conv = cattrs.Converter()
+
+    conv.register_unstructure_hook(datetime, lambda v: v.isoformat())
+    conv.register_structure_hook(datetime, lambda v, _: _parse(datetime, v))
+    conv.register_unstructure_hook(date, lambda v: v.isoformat())
+    conv.register_structure_hook(date, lambda v, _: _parse(date, v))
+    conv.register_unstructure_hook(time, lambda v: v.isoformat())
+    conv.register_structure_hook(time, lambda v, _: _parse(time, v))
+    conv.register_unstructure_hook(timedelta, lambda v: v.total_seconds())
+    conv.register_structure_hook(
+        timedelta, lambda v, _: v if isinstance(v, timedelta) else timedelta(seconds=v)
+    )
+    conv.register_unstructure_hook(uuid.UUID, str)
+    conv.register_structure_hook(uuid.UUID, lambda v, _: v if isinstance(v, uuid.UUID) else uuid.UUID(v))
+    conv.register_unstructure_hook(Decimal, str)
+    conv.register_structure_hook(Decimal, lambda v, _: Decimal(v))
+    conv.register_unstructure_hook(bytes, lambda v: base64.b64encode(v).decode("ascii"))
+    conv.register_structure_hook(
+        bytes, lambda v, _: v if isinstance(v, bytes) else base64.b64decode(v)
+    )
+
+    def unstructure_set(value: set[Any] | frozenset[Any]) -> list[Any]:
+        # Set iteration order depends on hashing, which is salted per process;
+        # sorting by canonical JSON keeps digests stable across processes.
+        items = [conv.unstructure(item) for item in value]
+        return sorted(items, key=canonical_json)
+
+    conv.register_unstructure_hook(set, unstructure_set)
+    conv.register_unstructure_hook(frozenset, unstructure_set)
+    conv.register_unstructure_hook(tuple, lambda v: [conv.unstructure(i) for i in v])
+    return conv
+
+
+def _parse(kind: type[Any], value: Any) -> Any:
+    if isinstance(value, kind):
+        return value
+    return kind.fromisoformat(value)  # type: ignore[attr-defined]
+
+
+converter = _make_converter()
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def loads(text: str) -> Any:
+    return json.loads(text)
+
+
+def _first_unencodable(data: Any, path: str = "value") -> tuple[str, Any] | None:
+    if data is None or isinstance(data, (str, int, float, bool)):
+        return None
+    if isinstance(data, list):
+        for i, item in enumerate(data):
+            found = _first_unencodable(item, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if isinstance(data, dict):
+        for key, item in data.items():
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                return (f"{path} key {key!r}", key)
+            found = _first_unencodable(item, f"{path}[{key!r}]")
+            if found:
+                return found
+        return None
+    return (path, data)
+
+
+def encode(value: Any, *, what: str = "value", max_bytes: int | None = None) -> Any:
+    """Turn `value` into JSON-safe data, or raise `SerializationError` saying why.
+
+    `what` names the value in errors ("the result of step 'charge'").
+    """
+    try:
+        data = converter.unstructure(value)
+    except Exception as exc:  # cattrs raises many kinds; all mean "cannot encode"
+        raise SerializationError(
+            f"cannot encode {what} of type {type(value).__qualname__}: {exc}"
+        ) from exc
+    bad = _first_unencodable(data)
+    if bad is not None:
+        where, obj = bad
+        raise SerializationError(
+            f"cannot encode {what}: {where} is a {type(obj).__module__}.{type(obj).__qualname__}, "
+            "which has no JSON form. Return plain data, an attrs class, a dataclass, or "
+            "register a hook on replaykit.serde.converter"
+        )
+    if max_bytes is not None:
+        size = len(dumps(data).encode())
+        if size > max_bytes:
+            raise PayloadTooLarge(
+                f"{what} is {size} bytes encoded, over the limit of {max_bytes}; "
+                "store large data elsewhere and pass a reference, or raise the limit "
+                "with Engine(max_payload_bytes=...)"
+            )
+    return data
+
+
+def decode(data: Any, type_hint: Any = None, *, what: str = "value") -> Any:
+    """Structure JSON data to `type_hint`; without a usable hint, return the data as is."""
+    if type_hint is None or type_hint is Any or type_hint is type(None) or type_hint is object:
+        return data
+    if isinstance(type_hint, typing.TypeVar):
+        return data
+    try:
+        return converter.structure(data, type_hint)
+    except Exception as exc:
+        raise SerializationError(
+            f"cannot decode {what} as {getattr(type_hint, '__qualname__', type_hint)!s}: {exc}"
+        ) from exc
+
+
+def digest(data: Any) -> str:
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
+
+
+def return_type_of(fn: Callable[..., Any]) -> Any:
+    """The return annotation of `fn`, resolved; `None` when it has none or it cannot resolve."""
+    target = fn
+    if not (callable(target) and hasattr(target, "__annotations__")):
+        target = getattr(fn, "__call__", fn)  # noqa: B004 - callable objects
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:
+        return None
+    return hints.get("return")
+
+
+@attrs.frozen
+class ErrorInfo:
+    """A recorded exception: enough to re-raise the same class with the same args."""
+
+    module: str
+    qualname: str
+    message: str
+    args: list[Any] = attrs.field(factory=list)
+    traceback: str = ""
+
+    @property
+    def type_name(self) -> str:
+        return f"{self.module}.{self.qualname}" if self.module != "builtins" else self.qualname
+
+
+def encode_error(exc: BaseException, *, with_traceback: bool = True) -> ErrorInfo:
+    cls = type(exc)
+    args: list[Any] = []
+    for arg in exc.args:
+        try:
+            args.append(encode(arg))
+        except SerializationError:
+            # An argument with no JSON form keeps its repr: the message stays exact.
+            args.append(repr(arg))
+    tb = ""
+    if with_traceback and exc.__traceback__ is not None:
+        tb = "".join(traceback_module.format_exception(exc)[-20:])
+    return ErrorInfo(cls.__module__, cls.__qualname__, str(exc), args, tb)
+
+
+def _find_loaded_class(module: str, qualname: str) -> type[BaseException] | None:
+    mod = sys.modules.get(module)
+    if mod is None:
+        return None
+    obj: Any = mod
+    for part in qualname.split("."):
+        if part == "<locals>":
+            return None
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    if isinstance(obj, type) and issubclass(obj, Exception):
+        return obj
+    return None
+
+
+def decode_error(info: ErrorInfo) -> BaseException:
+    """Rebuild a recorded exception; unknown classes become `StepFailed`."""
+    cls = _find_loaded_class(info.module, info.qualname)
+    if cls is None:
+        return StepFailed(info.type_name, info.message)
+    try:
+        exc = cls(*info.args)
+        if str(exc) == info.message:
+            return exc
+    except Exception:
+        pass
+    # Classes whose __init__ does not take their own args back still get
+    # rebuilt, with the recorded args and message preserved.
+    exc = cls.__new__(cls)
+    exc.args = tuple(info.args) if info.args else (info.message,)
+    return exc
+
+
+def utc(dt: datetime) -> datetime:
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)

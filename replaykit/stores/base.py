@@ -1,0 +1,242 @@
+"""The `Store` protocol and the rows it exchanges with the runtime.
+
+A store persists workflow runs, their logs, their inboxes and their events.
+Every method is one transaction. The runtime relies on these guarantees, and
+`replaykit.testing.check_store` checks them for any implementation:
+
+- A position is completed once. `record()` of a position that already holds a
+  completed record changes nothing and returns the stored record, so a second
+  writer adopts the first writer's outcome instead of overwriting it.
+- `record()` only writes while the run is PENDING (and, when `executor_id` is
+  given, owned by that executor); otherwise it raises `RecordConflict` and
+  writes nothing: a cancelled run or a run taken over by another engine cannot
+  be recorded into.
+- Side effects passed to `record()` (consuming a message, sending one, setting
+  an event) commit in the same transaction as the record, or not at all.
+- `create_workflow()` is idempotent by id: it returns the existing run.
+- `send_message()` with an idempotency key already used delivers nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+
+from replaykit.log import Outcome, Record, Status
+
+__all__ = [
+    "EventWrite",
+    "Message",
+    "OutgoingMessage",
+    "Store",
+    "WorkflowFilter",
+    "WorkflowRow",
+]
+
+
+@attrs.frozen
+class WorkflowRow:
+    """One workflow run, as stored."""
+
+    workflow_id: str
+    name: str
+    status: Status
+    inputs: Any = None  # {"args": [...], "kwargs": {...}}, encoded
+    result: Outcome | None = None
+    executor_id: str = "local"
+    app_version: str = ""
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    parent_id: str | None = None
+    queue: str | None = None
+    priority: int = 0
+    dedup_id: str | None = None
+    recovery_attempts: int = 0
+    wake_at: datetime | None = None  # earliest deadline of a suspended run
+    error: str = ""  # why a run was PARKED (or a short form of its failure)
+
+
+@attrs.frozen
+class Message:
+    """A message waiting in a workflow's inbox."""
+
+    message_id: int
+    workflow_id: str
+    topic: str
+    payload: Any
+    created_at: datetime | None = None
+
+
+@attrs.frozen
+class OutgoingMessage:
+    """A message `record()` should deliver in the same transaction (`Send`)."""
+
+    workflow_id: str
+    topic: str
+    payload: Any
+    idempotency_key: str | None = None
+
+
+@attrs.frozen
+class EventWrite:
+    key: str
+    value: Any
+
+
+@attrs.frozen
+class WorkflowFilter:
+    status: Status | Sequence[Status] | None = None
+    name: str | None = None
+    executor_id: str | None = None
+    app_version: str | None = None
+    parent_id: str | None = None
+    queue: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = None
+    offset: int = 0
+
+    def statuses(self) -> tuple[Status, ...] | None:
+        if self.status is None:
+            return None
+        if isinstance(self.status, Status):
+            return (self.status,)
+        return tuple(Status(s) for s in self.status)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable state of workflow runs. Implementations must be thread-safe."""
+
+    def create_workflow(
+        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+    ) -> tuple[WorkflowRow, bool]:
+        """Insert `row` (and, for a fork, its first `records`) unless the id exists.
+
+        Returns (the stored row, True) when created, (the existing row, False)
+        otherwise; an existing run is never modified.
+        """
+        ...
+
+    def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        """The run with this id, or None."""
+        ...
+
+    def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        """Runs matching `where`, oldest first (by created_at, then id)."""
+        ...
+
+    def load_log(self, workflow_id: str) -> list[Record]:
+        """The run's records in position order, read in one query."""
+        ...
+
+    def record(
+        self,
+        workflow_id: str,
+        record: Record,
+        *,
+        executor_id: str | None = None,
+        consume: int | Sequence[int] | None = None,
+        send: OutgoingMessage | None = None,
+        event: EventWrite | None = None,
+        wake_at: datetime | None = None,
+    ) -> Record:
+        """Write `record` at its position; return what the position now holds.
+
+        - no record there: insert it (pending or completed);
+        - a pending record there and `record` completed: complete it;
+        - a completed record there (or `record` is pending and one exists):
+          write nothing, return the stored record.
+        Side effects commit only when `record` was written. `consume` names the
+        message(s) to take from the inbox (one id, or several for an `All`); if
+        any is already gone nothing is written and `RecordConflict` is raised. `wake_at` updates the run's
+        earliest deadline (for timers found after a restart).
+        Raises `RecordConflict` if the run is not PENDING or, with
+        `executor_id`, belongs to another executor.
+        """
+        ...
+
+    def record_transaction(
+        self,
+        workflow_id: str,
+        position: int,
+        body: Callable[[Any], Record],
+        *,
+        executor_id: str | None = None,
+    ) -> Record:
+        """Run `body(connection)` and write the record it returns, in one transaction.
+
+        If the position is already completed, `body` is not called and the
+        stored record is returned. If `body` raises, the transaction rolls back
+        and the exception propagates (the runtime then records the failure with
+        `record()`). Stores without a database connection raise
+        `TransactionUnsupported`.
+        """
+        ...
+
+    def finish_workflow(
+        self, workflow_id: str, status: Status, result: Outcome | None, *, error: str = ""
+    ) -> bool:
+        """Move a PENDING run to a terminal status with its result; False if not PENDING."""
+        ...
+
+    def set_status(
+        self,
+        workflow_id: str,
+        status: Status,
+        *,
+        only_from: Sequence[Status] | None = None,
+        error: str = "",
+        executor_id: str | None = None,
+        reset_recovery: bool = False,
+    ) -> bool:
+        """Change a run's status (only from `only_from` when given).
+
+        `executor_id` reassigns ownership; `reset_recovery` zeroes the recovery
+        counter (used by resume). Returns whether the row changed.
+        """
+        ...
+
+    def bump_recovery(self, workflow_id: str) -> int:
+        """Add one to the run's recovery attempts; return the new count."""
+        ...
+
+    def send_message(
+        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+    ) -> bool:
+        """Append to a run's inbox; False (and nothing sent) if the key was used before.
+
+        Raises `WorkflowNotFound` when no run has that id.
+        """
+        ...
+
+    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        """The oldest unconsumed message on `topic`, without consuming it."""
+        ...
+
+    def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        """(True, value) for the latest value set under `key`, else (False, None)."""
+        ...
+
+    def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        """Call `callback(kind, key)` after commits others may be waiting on.
+
+        kinds: "message" (key: the receiving workflow id), "event" (the workflow
+        that set it), "finished" (the workflow that reached a terminal status),
+        "enqueued" (the queue name). Stores shared between processes also
+        deliver other processes' commits (Postgres: LISTEN/NOTIFY); a
+        notification may be lost or duplicated, so waiters also poll. Returns a
+        function that unsubscribes.
+        """
+        ...
+
+    def delete_workflow(self, workflow_id: str) -> bool:
+        """Remove a run, its log, inbox and events; False if it did not exist."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+        ...

@@ -1,0 +1,304 @@
+"""`MemoryStore`: the Store protocol in a dict, for tests and the testing kit."""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import attrs
+
+from replaykit.errors import RecordConflict, TransactionUnsupported, WorkflowNotFound
+from replaykit.log import Outcome, Record, Status
+from replaykit.stores.base import (
+    EventWrite,
+    Message,
+    OutgoingMessage,
+    WorkflowFilter,
+    WorkflowRow,
+)
+
+__all__ = ["MemoryStore", "check_recordable", "matches_filter"]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
+    """The ownership check every store makes before recording into a run."""
+    if row is None:
+        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+    if row.status is not Status.PENDING:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; "
+            "nothing can be recorded into it until it is resumed"
+        )
+    if executor_id is not None and row.executor_id != executor_id:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
+            f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
+        )
+
+
+def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
+    statuses = where.statuses()
+    if statuses is not None and row.status not in statuses:
+        return False
+    checks = (
+        (where.name, row.name),
+        (where.executor_id, row.executor_id),
+        (where.app_version, row.app_version),
+        (where.parent_id, row.parent_id),
+        (where.queue, row.queue),
+    )
+    if any(wanted is not None and wanted != actual for wanted, actual in checks):
+        return False
+    created = row.created_at
+    if where.since is not None and (created is None or created < where.since):
+        return False
+    return not (where.until is not None and (created is None or created >= where.until))
+
+
+class MemoryStore:
+    """Keeps everything in process memory; safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._rows: dict[str, WorkflowRow] = {}
+        self._logs: dict[str, list[Record]] = {}
+        self._inbox: dict[str, list[Message]] = {}
+        self._events: dict[tuple[str, str], Any] = {}
+        self._used_keys: set[tuple[str, str]] = set()
+        self._next_message_id = 1
+        self._order: dict[str, int] = {}
+        self._subscribers: list[Callable[[str, str], None]] = []
+
+    def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _notify(self, kind: str, key: str) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(kind, key)
+
+    def create_workflow(
+        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+    ) -> tuple[WorkflowRow, bool]:
+        with self._lock:
+            existing = self._rows.get(row.workflow_id)
+            if existing is not None:
+                return existing, False
+            now = _now()
+            stored = attrs.evolve(
+                row, created_at=row.created_at or now, updated_at=row.updated_at or now
+            )
+            self._rows[row.workflow_id] = stored
+            self._logs[row.workflow_id] = list(records)
+            self._order[row.workflow_id] = len(self._order)
+            return stored, True
+
+    def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        with self._lock:
+            return self._rows.get(workflow_id)
+
+    def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        with self._lock:
+            rows = [r for r in self._rows.values() if matches_filter(r, where)]
+            rows.sort(key=lambda r: (r.created_at or _now(), self._order[r.workflow_id]))
+        rows = rows[where.offset :]
+        return rows[: where.limit] if where.limit is not None else rows
+
+    def load_log(self, workflow_id: str) -> list[Record]:
+        with self._lock:
+            return list(self._logs.get(workflow_id, ()))
+
+    def record(
+        self,
+        workflow_id: str,
+        record: Record,
+        *,
+        executor_id: str | None = None,
+        consume: int | Sequence[int] | None = None,
+        send: OutgoingMessage | None = None,
+        event: EventWrite | None = None,
+        wake_at: datetime | None = None,
+    ) -> Record:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            check_recordable(row, workflow_id, executor_id)
+            assert row is not None
+            log = self._logs[workflow_id]
+            position = record.position
+            if position < len(log):
+                stored = log[position]
+                if stored.outcome is not None or record.outcome is None:
+                    return stored
+            elif position != len(log):
+                raise RecordConflict(
+                    f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
+                    f"{position}; the log ends at {len(log)}"
+                )
+            if consume is not None:
+                ids = [consume] if isinstance(consume, int) else list(consume)
+                inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
+                missing = [i for i in ids if i not in inbox_ids]
+                if missing:
+                    raise RecordConflict(
+                        f"workflow id {workflow_id!r}: message(s) {missing} already consumed"
+                    )
+                for message_id in ids:
+                    self._take_message(workflow_id, message_id)
+            if send is not None:
+                self._deliver(send.workflow_id, send.topic, send.payload, send.idempotency_key)
+            if event is not None:
+                self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
+            if position < len(log):
+                log[position] = record
+            else:
+                log.append(record)
+            self._rows[workflow_id] = attrs.evolve(row, updated_at=_now(), wake_at=wake_at)
+        if send is not None:
+            self._notify("message", send.workflow_id)
+        if event is not None:
+            self._notify("event", workflow_id)
+        return record
+
+    def record_transaction(
+        self,
+        workflow_id: str,
+        position: int,
+        body: Callable[[Any], Record],
+        *,
+        executor_id: str | None = None,
+    ) -> Record:
+        raise TransactionUnsupported(
+            f"workflow id {workflow_id!r} position {position}: Transaction runs its function "
+            "inside the store's database transaction, and the memory store has no database. "
+            "Use SqliteStore or PostgresStore (Engine('sqlite:///app.db')), or use a Step"
+        )
+
+    def finish_workflow(
+        self, workflow_id: str, status: Status, result: Outcome | None, *, error: str = ""
+    ) -> bool:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None or row.status is not Status.PENDING:
+                return False
+            self._rows[workflow_id] = attrs.evolve(
+                row, status=status, result=result, error=error, updated_at=_now(), wake_at=None
+            )
+        self._notify("finished", workflow_id)
+        return True
+
+    def set_status(
+        self,
+        workflow_id: str,
+        status: Status,
+        *,
+        only_from: Sequence[Status] | None = None,
+        error: str = "",
+        executor_id: str | None = None,
+        reset_recovery: bool = False,
+    ) -> bool:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                return False
+            if only_from is not None and row.status not in only_from:
+                return False
+            changes: dict[str, Any] = {"status": status, "error": error, "updated_at": _now()}
+            if executor_id is not None:
+                changes["executor_id"] = executor_id
+            if reset_recovery:
+                changes["recovery_attempts"] = 0
+            self._rows[workflow_id] = attrs.evolve(row, **changes)
+        if status.is_terminal:
+            self._notify("finished", workflow_id)
+        return True
+
+    def bump_recovery(self, workflow_id: str) -> int:
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            row = attrs.evolve(row, recovery_attempts=row.recovery_attempts + 1)
+            self._rows[workflow_id] = row
+            return row.recovery_attempts
+
+    def send_message(
+        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+    ) -> bool:
+        with self._lock:
+            delivered = self._deliver(workflow_id, topic, payload, idempotency_key)
+        if delivered:
+            self._notify("message", workflow_id)
+        return delivered
+
+    def _deliver(
+        self, workflow_id: str, topic: str, payload: Any, idempotency_key: str | None
+    ) -> bool:
+        if workflow_id not in self._rows:
+            raise WorkflowNotFound(
+                f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, "
+                "or check the id"
+            )
+        if idempotency_key is not None:
+            key = (workflow_id, idempotency_key)
+            if key in self._used_keys:
+                return False
+            self._used_keys.add(key)
+        message = Message(
+            self._next_message_id, workflow_id, topic, copy.deepcopy(payload), _now()
+        )
+        self._next_message_id += 1
+        self._inbox.setdefault(workflow_id, []).append(message)
+        return True
+
+    def _take_message(self, workflow_id: str, message_id: int) -> None:
+        inbox = self._inbox.get(workflow_id, [])
+        for index, message in enumerate(inbox):
+            if message.message_id == message_id:
+                del inbox[index]
+                return
+        raise RecordConflict(
+            f"workflow id {workflow_id!r}: message {message_id} was already consumed"
+        )
+
+    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        with self._lock:
+            for message in self._inbox.get(workflow_id, ()):
+                if message.topic == topic:
+                    return message
+            return None
+
+    def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        with self._lock:
+            if (workflow_id, key) in self._events:
+                return True, copy.deepcopy(self._events[(workflow_id, key)])
+            return False, None
+
+    def delete_workflow(self, workflow_id: str) -> bool:
+        with self._lock:
+            if self._rows.pop(workflow_id, None) is None:
+                return False
+            self._logs.pop(workflow_id, None)
+            self._inbox.pop(workflow_id, None)
+            self._order.pop(workflow_id, None)
+            for key in [k for k in self._events if k[0] == workflow_id]:
+                del self._events[key]
+            return True
+
+    def close(self) -> None:
+        pass
