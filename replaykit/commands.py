@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, ClassVar
 
@@ -62,6 +62,22 @@ def callable_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
 
 
+def _interval_seconds(value: timedelta | float) -> float:
+    seconds = as_seconds(value, "Retry interval")
+    assert seconds is not None
+    return seconds
+
+
+def _exception_classes(
+    value: type[BaseException] | Sequence[type[BaseException]] | None,
+) -> tuple[type[BaseException], ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, type):
+        return (value,)
+    return tuple(value)
+
+
 @attrs.frozen
 class Retry:
     """How a failing step is retried. All attempts share the step's one record.
@@ -71,14 +87,11 @@ class Retry:
     """
 
     max_attempts: int = 1
-    interval: float = attrs.field(default=1.0, converter=lambda v: as_seconds(v, "interval"))
+    interval: float = attrs.field(default=1.0, converter=_interval_seconds)
     backoff: float = 2.0
-    max_interval: float = attrs.field(
-        default=3600.0, converter=lambda v: as_seconds(v, "max_interval")
-    )
+    max_interval: float = attrs.field(default=3600.0, converter=_interval_seconds)
     retry_on: tuple[type[BaseException], ...] | None = attrs.field(
-        default=None,
-        converter=lambda v: None if v is None else (tuple(v) if isinstance(v, (list, tuple)) else (v,)),
+        default=None, converter=_exception_classes
     )
 
     def __attrs_post_init__(self) -> None:
@@ -179,10 +192,12 @@ class Step(Command):
                 "write Step('charge', charge_card, ...)"
             )
         if not callable(fn):
-            raise TypeError(f"Step({name!r}, ...): the second argument must be callable, got {fn!r}")
+            raise TypeError(
+                f"Step({name!r}, ...): the second argument must be callable, got {fn!r}"
+            )
         if retry is not None and not isinstance(retry, Retry):
             raise TypeError(f"Step({name!r}, ...): retry must be a Retry(...), got {retry!r}")
-        self.__attrs_init__(  # type: ignore[attr-defined]
+        self.__attrs_init__(
             name, fn, args, dict(kwargs), retry, as_seconds(timeout, f"Step({name!r}) timeout")
         )
 
@@ -214,7 +229,7 @@ class Transaction(Command):
             raise TypeError(f"Transaction's first argument is its name, got {name!r}")
         if not callable(fn):
             raise TypeError(f"Transaction({name!r}, ...): fn must be callable, got {fn!r}")
-        self.__attrs_init__(name, fn, args)  # type: ignore[attr-defined]
+        self.__attrs_init__(name, fn, args)
 
     @property
     def name(self) -> str:
@@ -234,7 +249,7 @@ class Sleep(Command):
     def __init__(self, duration: timedelta | float) -> None:
         seconds = as_seconds(duration, "Sleep duration")
         assert seconds is not None
-        self.__attrs_init__(seconds)  # type: ignore[attr-defined]
+        self.__attrs_init__(seconds)
 
     @property
     def duration(self) -> timedelta:
@@ -291,7 +306,7 @@ class Recv(Command):
     timeout: float | None
 
     def __init__(self, topic: str | None = None, timeout: timedelta | float | None = None) -> None:
-        self.__attrs_init__(topic, as_seconds(timeout, "Recv timeout"))  # type: ignore[attr-defined]
+        self.__attrs_init__(topic, as_seconds(timeout, "Recv timeout"))
 
     @property
     def name(self) -> str:
@@ -329,7 +344,7 @@ class GetEvent(Command):
     def __init__(
         self, workflow_id: str, key: str, timeout: timedelta | float | None = None
     ) -> None:
-        self.__attrs_init__(workflow_id, key, as_seconds(timeout, "GetEvent timeout"))  # type: ignore[attr-defined]
+        self.__attrs_init__(workflow_id, key, as_seconds(timeout, "GetEvent timeout"))
 
     @property
     def name(self) -> str:
@@ -370,7 +385,7 @@ class Start(Command):
         **kwargs: Any,
     ) -> None:
         _workflow_name(wf)
-        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)  # type: ignore[attr-defined]
+        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)
 
     @property
     def name(self) -> str:
@@ -401,7 +416,7 @@ class Call(Command):
         **kwargs: Any,
     ) -> None:
         _workflow_name(wf)
-        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)  # type: ignore[attr-defined]
+        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)
 
     @property
     def name(self) -> str:
@@ -420,7 +435,7 @@ class Wait(Command):
     timeout: float | None
 
     def __init__(self, workflow_id: str, timeout: timedelta | float | None = None) -> None:
-        self.__attrs_init__(workflow_id, as_seconds(timeout, "Wait timeout"))  # type: ignore[attr-defined]
+        self.__attrs_init__(workflow_id, as_seconds(timeout, "Wait timeout"))
 
     @property
     def name(self) -> str:
@@ -471,7 +486,7 @@ class Race(Composite):
     children: tuple[Command, ...]
 
     def __init__(self, *commands: Command) -> None:
-        self.__attrs_init__(_check_children("Race", commands))  # type: ignore[attr-defined]
+        self.__attrs_init__(_check_children("Race", commands))
 
 
 @attrs.frozen(init=False)
@@ -483,4 +498,4 @@ class All(Composite):
     return_exceptions: bool
 
     def __init__(self, *commands: Command, return_exceptions: bool = False) -> None:
-        self.__attrs_init__(_check_children("All", commands), return_exceptions)  # type: ignore[attr-defined]
+        self.__attrs_init__(_check_children("All", commands), return_exceptions)

@@ -134,7 +134,7 @@ class RecordConflict(StoreError):
     """Another writer recorded this position first (or owns the workflow)."""
 
 
-class ControlSignal(BaseException):  # noqa: N818 - signals, not errors
+class ControlSignal(BaseException):
     """Ends a workflow attempt without recording an outcome."""
 
 

@@ -16,6 +16,7 @@ resumable once the code is fixed).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -38,11 +39,9 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
-    Start,
     Step,
     Transaction,
     Uuid,
-    Wait,
 )
 from replaykit.errors import InvalidCommandError, NonDeterminismError
 from replaykit.log import Failure, Outcome, Record, Value
@@ -358,7 +357,8 @@ class Interpreter:
         if record.position != effect.position or record.outcome is None:
             raise ValueError(
                 f"resume() needs the completed record of position {effect.position}, "
-                f"got position {record.position} ({'pending' if record.outcome is None else 'done'})"
+                f"got position {record.position}"
+                + (" (still pending)" if record.outcome is None else "")
             )
         self._waiting = None
         if effect.position < len(self._records):
@@ -389,7 +389,10 @@ class Interpreter:
     # -- internals -------------------------------------------------------------
 
     def _where(self) -> str:
-        return f"workflow {self.workflow_name!r} (id {self.workflow_id!r}) at position {self._position}"
+        return (
+            f"workflow {self.workflow_name!r} (id {self.workflow_id!r}) "
+            f"at position {self._position}"
+        )
 
     def _run(self, ok: bool, value: Any) -> Decision:
         if self._closed:
@@ -424,8 +427,10 @@ class Interpreter:
 
                 if isinstance(yielded, (Patch, DeprecatePatch)):
                     marker = records[position] if position < len(records) else None
-                    matches = marker is not None and marker.kind == "patch" and (
-                        marker.name == yielded.name
+                    matches = (
+                        marker is not None
+                        and marker.kind == "patch"
+                        and (marker.name == yielded.name)
                     )
                     if matches:
                         self._position += 1
@@ -460,10 +465,9 @@ class Interpreter:
 
     def _abandon(self) -> None:
         self._closed = True
-        try:
+        # A generator that yields on close is reported by the caller's error.
+        with contextlib.suppress(RuntimeError):
             self._gen.close()
-        except RuntimeError:
-            pass  # a generator that yields on close is already being reported
 
     def _check_log_consumed(self, how: str) -> None:
         remaining = len(self._records) - self._position
@@ -474,8 +478,7 @@ class Interpreter:
             f"{self._where()}: the workflow {how} here, but the log records "
             f"{remaining} more position(s), starting with {nxt.describe()} recorded at "
             f"{nxt.call_site or '<unknown>'}. The code no longer takes the path it took "
-            "when this run was recorded. "
-            + _FIX_ADVICE,
+            "when this run was recorded. " + _FIX_ADVICE,
             workflow_name=self.workflow_name,
             workflow_id=self.workflow_id,
             position=self._position,

@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-class Status(str, enum.Enum):
+class Status(enum.StrEnum):
     ENQUEUED = "ENQUEUED"
     PENDING = "PENDING"
     SUCCESS = "SUCCESS"

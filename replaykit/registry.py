@@ -82,8 +82,12 @@ class Workflow(Generic[P, R]):
         except TypeError as exc:
             raise TypeError(f"workflow {self.workflow_name!r}: bad arguments: {exc}") from None
         return {
-            "args": serde.encode(list(args), what=f"the arguments of workflow {self.workflow_name!r}"),
-            "kwargs": serde.encode(kwargs, what=f"the arguments of workflow {self.workflow_name!r}"),
+            "args": serde.encode(
+                list(args), what=f"the arguments of workflow {self.workflow_name!r}"
+            ),
+            "kwargs": serde.encode(
+                kwargs, what=f"the arguments of workflow {self.workflow_name!r}"
+            ),
         }
 
     def decode_inputs(self, inputs: Any) -> tuple[list[Any], dict[str, Any]]:

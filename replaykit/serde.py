@@ -20,7 +20,7 @@ import traceback as traceback_module
 import typing
 import uuid
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -61,7 +61,9 @@ def _make_converter() -> cattrs.Converter:
         timedelta, lambda v, _: v if isinstance(v, timedelta) else timedelta(seconds=v)
     )
     conv.register_unstructure_hook(uuid.UUID, str)
-    conv.register_structure_hook(uuid.UUID, lambda v, _: v if isinstance(v, uuid.UUID) else uuid.UUID(v))
+    conv.register_structure_hook(
+        uuid.UUID, lambda v, _: v if isinstance(v, uuid.UUID) else uuid.UUID(v)
+    )
     conv.register_unstructure_hook(Decimal, str)
     conv.register_structure_hook(Decimal, lambda v, _: Decimal(v))
     conv.register_unstructure_hook(bytes, lambda v: base64.b64encode(v).decode("ascii"))
@@ -84,7 +86,7 @@ def _make_converter() -> cattrs.Converter:
 def _parse(kind: type[Any], value: Any) -> Any:
     if isinstance(value, kind):
         return value
-    return kind.fromisoformat(value)  # type: ignore[attr-defined]
+    return kind.fromisoformat(value)
 
 
 converter = _make_converter()
@@ -247,4 +249,4 @@ def decode_error(info: ErrorInfo) -> BaseException:
 
 
 def utc(dt: datetime) -> datetime:
-    return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)

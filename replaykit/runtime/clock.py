@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 __all__ = ["Clock", "SystemClock", "VirtualClock"]
@@ -30,7 +30,7 @@ class SystemClock:
     autojump = False
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
@@ -44,7 +44,7 @@ class VirtualClock:
     """Time that moves only when told to (or, with `autojump`, when everything waits)."""
 
     def __init__(self, start: datetime | None = None, *, autojump: bool = True) -> None:
-        self._now = start or datetime(2030, 1, 1, tzinfo=timezone.utc)
+        self._now = start or datetime(2030, 1, 1, tzinfo=UTC)
         if self._now.tzinfo is None:
             raise ValueError("VirtualClock(start=...) needs a timezone-aware datetime")
         self._lock = threading.Lock()

@@ -207,7 +207,11 @@ class EffectRunner:
                 if retry.should_retry(exc, attempt):
                     self.engine.logger.info(
                         "step %r of workflow %r (id %r) failed on attempt %d (%s); retrying",
-                        command.name, row.name, row.workflow_id, attempt, exc,
+                        command.name,
+                        row.name,
+                        row.workflow_id,
+                        attempt,
+                        exc,
                     )
                     self.clock.sleep(retry.delay_before(attempt + 1))
                     continue
@@ -240,7 +244,7 @@ class EffectRunner:
             )
             try:
                 return future.result()
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
         if timeout is None:
             return fn(*args, **kwargs)
@@ -282,8 +286,14 @@ class EffectRunner:
                 max_bytes=self.engine.max_payload_bytes,
             )
             return Record(
-                effect.position, command.kind, command.name, Value(data), effect.digest,
-                effect.call_site, started, self.clock.now(),
+                effect.position,
+                command.kind,
+                command.name,
+                Value(data),
+                effect.digest,
+                effect.call_site,
+                started,
+                self.clock.now(),
             )
 
         self.engine.check_cancelled(row.workflow_id)
@@ -525,7 +535,10 @@ class CompositeRun:
                         if index not in self.outcomes:
                             future.cancel()
                     return runner.commit(
-                        self.row, effect, Value(decided), started_at=started_at,
+                        self.row,
+                        effect,
+                        Value(decided),
+                        started_at=started_at,
                         consume=self.consumed or None,
                     )
                 if not futures and not self.consumed:

@@ -28,6 +28,7 @@ from replaykit.errors import (
     ControlSignal,
     InvalidCommandError,
     NonDeterminismError,
+    PayloadTooLarge,
     RecordConflict,
     SerializationError,
     StoreUnavailable,
@@ -228,7 +229,7 @@ class Engine:
         inputs = wf.encode_inputs(args, kwargs)
         size = len(serde.dumps(inputs).encode())
         if size > self.max_payload_bytes:
-            raise serde.PayloadTooLarge(
+            raise PayloadTooLarge(
                 f"the arguments of workflow {wf.workflow_name!r} are {size} bytes encoded, over "
                 f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
                 "Engine(max_payload_bytes=...)"
@@ -562,7 +563,7 @@ class Engine:
                         what=f"the result of workflow {row.name!r} (id {workflow_id!r})",
                         max_bytes=self.max_payload_bytes,
                     )
-                except (SerializationError, serde.PayloadTooLarge) as exc:
+                except (SerializationError, PayloadTooLarge) as exc:
                     self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
                 else:
                     self._finish(row, Status.SUCCESS, Value(data))

@@ -152,8 +152,9 @@ class Store(Protocol):
           write nothing, return the stored record.
         Side effects commit only when `record` was written. `consume` names the
         message(s) to take from the inbox (one id, or several for an `All`); if
-        any is already gone nothing is written and `RecordConflict` is raised. `wake_at` updates the run's
-        earliest deadline (for timers found after a restart).
+        any is already gone nothing is written and `RecordConflict` is raised.
+        `wake_at` updates the run's earliest deadline (for timers found after a
+        restart).
         Raises `RecordConflict` if the run is not PENDING or, with
         `executor_id`, belongs to another executor.
         """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -24,7 +24,7 @@ __all__ = ["MemoryStore", "check_recordable", "matches_filter"]
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
@@ -259,9 +259,7 @@ class MemoryStore:
             if key in self._used_keys:
                 return False
             self._used_keys.add(key)
-        message = Message(
-            self._next_message_id, workflow_id, topic, copy.deepcopy(payload), _now()
-        )
+        message = Message(self._next_message_id, workflow_id, topic, copy.deepcopy(payload), _now())
         self._next_message_id += 1
         self._inbox.setdefault(workflow_id, []).append(message)
         return True
