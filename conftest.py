@@ -6,6 +6,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -79,3 +80,21 @@ def pg_schema(request: pytest.FixtureRequest) -> Iterator[str]:
 def pg_url() -> str:
     require_postgres()
     return PG_URL
+
+
+STORE_KINDS = ["memory", "sqlite", "postgres"]
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
+    """A URL for a fresh, empty store of each kind: the engine suite runs on all three."""
+    kind = request.param
+    if kind == "memory":
+        yield "memory://"
+    elif kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'replaykit.db'}"
+    else:
+        require_postgres()
+        schema = fresh_schema_name(request.node.name)
+        yield f"{PG_URL}?schema={schema}"
+        drop_schema(schema)

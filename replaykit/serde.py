@@ -19,7 +19,8 @@ import sys
 import traceback as traceback_module
 import typing
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -47,8 +48,22 @@ __all__ = [
 DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
 
 
+def _sorted_list(items: Iterable[Any]) -> list[Any]:
+    # Set iteration order depends on hashing, which is salted per process;
+    # sorting by canonical JSON keeps digests stable across processes.
+    return sorted(items, key=canonical_json)
+
+
 def _make_converter() -> cattrs.Converter:
-    conv = cattrs.Converter()
+    # Typed fields go through these overrides (tuple[int, ...] -> list,
+    # frozenset[str] -> sorted list); values of unknown type through the hooks below.
+    conv = cattrs.Converter(
+        unstruct_collection_overrides={
+            AbstractSet: _sorted_list,
+            tuple: list,
+            Sequence: list,
+        }
+    )
 
     conv.register_unstructure_hook(datetime, lambda v: v.isoformat())
     conv.register_structure_hook(datetime, lambda v, _: _parse(datetime, v))
@@ -72,10 +87,7 @@ def _make_converter() -> cattrs.Converter:
     )
 
     def unstructure_set(value: set[Any] | frozenset[Any]) -> list[Any]:
-        # Set iteration order depends on hashing, which is salted per process;
-        # sorting by canonical JSON keeps digests stable across processes.
-        items = [conv.unstructure(item) for item in value]
-        return sorted(items, key=canonical_json)
+        return _sorted_list(conv.unstructure(item) for item in value)
 
     conv.register_unstructure_hook(set, unstructure_set)
     conv.register_unstructure_hook(frozenset, unstructure_set)

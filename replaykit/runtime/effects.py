@@ -93,6 +93,7 @@ class EffectRunner:
         self.store = engine.store
         self.clock = engine.clock
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
 
     # -- entry point -------------------------------------------------------------
@@ -264,14 +265,18 @@ class EffectRunner:
                     target=loop.run_forever, name="replaykit-async-steps", daemon=True
                 )
                 thread.start()
-                self._loop = loop
+                self._loop, self._loop_thread = loop, thread
             return self._loop
 
     def close(self) -> None:
         with self._loop_lock:
             loop, self._loop = self._loop, None
-        if loop is not None:
+            thread, self._loop_thread = self._loop_thread, None
+        if loop is not None and thread is not None:
             loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            if not thread.is_alive():
+                loop.close()
 
     def _transaction(self, row: WorkflowRow, effect: Effect, command: Transaction) -> Record:
         started = self.clock.now()

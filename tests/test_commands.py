@@ -1,0 +1,78 @@
+"""Command construction: what users type, and the errors they get for typos."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from replaykit import All, Race, Recv, Retry, Sleep, Step, Transaction, workflow
+from replaykit.commands import Command, Start
+
+
+def f(x: int) -> int:
+    return x
+
+
+def test_step_keeps_args_kwargs_and_options() -> None:
+    step = Step("s", f, 1, retry=Retry(3), timeout=timedelta(seconds=2), flag=True)
+    assert step.name == "s" and step.args == (1,) and step.kwargs == {"flag": True}
+    assert step.retry == Retry(3) and step.timeout == 2.0
+
+
+def test_step_name_must_come_first() -> None:
+    with pytest.raises(TypeError, match="Step\\('charge', charge_card"):
+        Step(f, 1)  # type: ignore[arg-type]
+
+
+def test_durations_accept_timedelta_or_seconds_and_refuse_negatives() -> None:
+    assert Sleep(timedelta(minutes=1)).seconds == 60
+    assert Sleep(1.5).duration == timedelta(seconds=1.5)
+    with pytest.raises(ValueError, match="zero or positive"):
+        Sleep(-1)
+    with pytest.raises(TypeError, match="timedelta or a number"):
+        Sleep("5")  # type: ignore[arg-type]
+
+
+def test_retry_backoff_is_capped() -> None:
+    retry = Retry(max_attempts=10, interval=1, backoff=2, max_interval=5)
+    assert [retry.delay_before(n) for n in range(2, 7)] == [1, 2, 4, 5, 5]
+    assert retry.should_retry(ValueError(), 1)
+    assert not retry.should_retry(ValueError(), 10)
+    only_keys = Retry(max_attempts=3, retry_on=KeyError)
+    assert only_keys.should_retry(KeyError(), 1) and not only_keys.should_retry(ValueError(), 1)
+    with pytest.raises(ValueError):
+        Retry(max_attempts=0)
+
+
+def test_composites_hold_leaf_commands_only() -> None:
+    with pytest.raises(TypeError, match="child workflow"):
+        Race(All(Sleep(1)), Sleep(1))
+    with pytest.raises(ValueError, match="at least one"):
+        All()
+    with pytest.raises(TypeError, match="replaykit commands"):
+        All(f)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="on its own"):
+        All(Transaction("t", f))
+
+
+def test_composite_name_lists_children_so_replay_notices_changes() -> None:
+    assert Race(Recv("go"), Sleep(1)).name == "recv:go|sleep:sleep"
+
+
+def test_start_needs_a_registered_workflow() -> None:
+    def plain() -> None:
+        pass
+
+    with pytest.raises(TypeError, match="@workflow"):
+        Start(plain)
+
+    @workflow(name="commands-test-child")
+    def child():  # type: ignore[no-untyped-def]
+        yield Sleep(0)
+
+    assert Start(child, 1).name == "commands-test-child"
+
+
+def test_every_command_is_a_command() -> None:
+    assert isinstance(Step("s", f), Command)
