@@ -216,8 +216,15 @@ def command_digest(command: Command) -> str:
     Arguments are only digested, never stored, so a step may take a database
     connection or a client object; such a step is just not compared in strict mode.
     """
+    described = command.describe_args()
     try:
-        return serde.digest(serde.encode(command.describe_args()))
+        # Plain JSON arguments (the common case) digest without a cattrs pass;
+        # for them both paths give the same canonical JSON.
+        return serde.digest_json(serde.canonical_json(described))
+    except (TypeError, ValueError):
+        pass
+    try:
+        return serde.digest(serde.encode(described))
     except Exception:
         return ""
 

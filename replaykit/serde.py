@@ -38,6 +38,7 @@ __all__ = [
     "decode",
     "decode_error",
     "digest",
+    "digest_json",
     "dumps",
     "encode",
     "encode_error",
@@ -141,6 +142,11 @@ def encode(value: Any, *, what: str = "value", max_bytes: int | None = None) -> 
 
     `what` names the value in errors ("the result of step 'charge'").
     """
+    kind = type(value)
+    if value is None or kind is int or kind is float or kind is bool:
+        return value  # the hot path of trivial steps: nothing to convert or check
+    if kind is str and (max_bytes is None or len(value) * 4 <= max_bytes):
+        return value
     try:
         data = converter.unstructure(value)
     except Exception as exc:  # cattrs raises many kinds; all mean "cannot encode"
@@ -181,7 +187,11 @@ def decode(data: Any, type_hint: Any = None, *, what: str = "value") -> Any:
 
 
 def digest(data: Any) -> str:
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:16]
+    return digest_json(canonical_json(data))
+
+
+def digest_json(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def return_type_of(fn: Callable[..., Any]) -> Any:

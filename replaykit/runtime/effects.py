@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
+import inspect
 import random
 import threading
 import uuid
@@ -59,6 +61,21 @@ if TYPE_CHECKING:
 __all__ = ["EffectRunner", "Suspend", "Wake"]
 
 _random = random.SystemRandom()
+_NO_RETRY = Retry()
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    )
+
+
+def is_async(fn: Callable[..., Any]) -> bool:
+    try:
+        return _is_async(fn)
+    except TypeError:  # unhashable callable
+        return _is_async.__wrapped__(fn)
 
 Wake = tuple[str, str]  # (notification kind, key), as in Store.subscribe
 
@@ -195,7 +212,7 @@ class EffectRunner:
     def run_step(self, row: WorkflowRow, position: int, command: Step) -> tuple[Outcome, int]:
         """Run a step with its retries; the outcome as it will be recorded, and attempts made."""
         fn = self.engine.step_overrides.get(command.name, command.fn)
-        retry = command.retry or Retry()
+        retry = command.retry or _NO_RETRY
         attempt = 0
         while True:
             attempt += 1
@@ -236,9 +253,7 @@ class EffectRunner:
         timeout: float | None,
         name: str,
     ) -> Any:
-        if asyncio.iscoroutinefunction(fn) or asyncio.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
-        ):
+        if is_async(fn):
             coro = fn(*args, **kwargs)
             future = asyncio.run_coroutine_threadsafe(
                 asyncio.wait_for(coro, timeout) if timeout is not None else coro, self._async_loop()

@@ -168,7 +168,8 @@ class MemoryStore:
                 log[position] = record
             else:
                 log.append(record)
-            self._rows[workflow_id] = attrs.evolve(row, updated_at=_now(), wake_at=wake_at)
+            if row.wake_at != wake_at:
+                self._rows[workflow_id] = attrs.evolve(row, updated_at=_now(), wake_at=wake_at)
         if send is not None:
             self._notify("message", send.workflow_id)
         if event is not None:
