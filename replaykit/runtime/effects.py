@@ -44,6 +44,7 @@ from replaykit.commands import (
 )
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
+    Cancelled,
     ControlSignal,
     PayloadTooLarge,
     RecordConflict,
@@ -78,6 +79,37 @@ def is_async(fn: Callable[..., Any]) -> bool:
         return _is_async.__wrapped__(fn)
 
 Wake = tuple[str, str]  # (notification kind, key), as in Store.subscribe
+
+
+class CancelScope:
+    """Cancels what an attempt has in flight: async step tasks, pending waits.
+
+    Sync step functions cannot be interrupted (Python cannot stop a thread);
+    their result is dropped and no retry follows.
+    """
+
+    def __init__(self, parent: CancelScope | None = None) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+        self.cancelled = False
+        if parent is not None:
+            parent.on_cancel(self.cancel)
+
+    def on_cancel(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
 @attrs.frozen
@@ -209,16 +241,23 @@ class EffectRunner:
         outcome, attempts = self.run_step(row, effect.position, command)
         return self.commit(row, effect, outcome, started_at=started, attempts=attempts)
 
-    def run_step(self, row: WorkflowRow, position: int, command: Step) -> tuple[Outcome, int]:
+    def run_step(
+        self, row: WorkflowRow, position: int, command: Step, scope: CancelScope | None = None
+    ) -> tuple[Outcome, int]:
         """Run a step with its retries; the outcome as it will be recorded, and attempts made."""
         fn = self.engine.step_overrides.get(command.name, command.fn)
         retry = command.retry or _NO_RETRY
+        scope = scope or self.engine.scope_of(row.workflow_id)
         attempt = 0
         while True:
             attempt += 1
             self.engine.check_cancelled(row.workflow_id)
+            if scope is not None and scope.cancelled:
+                raise Cancelled(f"step {command.name!r} of workflow id {row.workflow_id!r}")
             try:
-                value = self._call(fn, command.args, command.kwargs, command.timeout, command.name)
+                value = self._call(
+                    fn, command.args, command.kwargs, command.timeout, command.name, scope
+                )
             except ControlSignal:
                 raise
             except Exception as exc:
@@ -252,14 +291,19 @@ class EffectRunner:
         kwargs: Mapping[str, Any],
         timeout: float | None,
         name: str,
+        scope: CancelScope | None = None,
     ) -> Any:
         if is_async(fn):
             coro = fn(*args, **kwargs)
             future = asyncio.run_coroutine_threadsafe(
                 asyncio.wait_for(coro, timeout) if timeout is not None else coro, self._async_loop()
             )
+            if scope is not None:
+                scope.on_cancel(future.cancel)
             try:
                 return future.result()
+            except concurrent.futures.CancelledError:
+                raise Cancelled(f"step {name!r} was cancelled") from None
             except TimeoutError:
                 raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
         if timeout is None:
@@ -496,6 +540,10 @@ class CompositeRun:
         self.consumed: list[int] = []
         self.first_failure: int | None = None
         self.changed = threading.Event()
+        # Losing Race children are cancelled through this scope; so is
+        # everything when the run itself is cancelled.
+        self.scope = CancelScope(self.engine.scope_of(row.workflow_id))
+        self.scope.on_cancel(self.changed.set)
 
     def run(self) -> Record | Suspend:
         runner, effect = self.runner, self.effect
@@ -509,7 +557,7 @@ class CompositeRun:
         for index, child in enumerate(self.children):
             if isinstance(child, Step):
                 future = self.engine.step_pool.submit(
-                    runner.run_step, self.row, effect.position, child
+                    self._run_child_step, effect.position, child
                 )
                 future.add_done_callback(lambda _f: self.changed.set())
                 futures[index] = future
@@ -531,8 +579,9 @@ class CompositeRun:
         try:
             while True:
                 self.changed.clear()
+                self.engine.check_cancelled(self.row.workflow_id)
                 for index, future in futures.items():
-                    if index not in self.outcomes and future.done():
+                    if index not in self.outcomes and future.done() and not future.cancelled():
                         self.outcomes[index] = future.result()[0]
                 for index, child in enumerate(self.children):
                     if index in self.outcomes or index in futures:
@@ -551,6 +600,7 @@ class CompositeRun:
                             break
                 decided = self._decided()
                 if decided is not None:
+                    self.scope.cancel()
                     for index, future in futures.items():
                         if index not in self.outcomes:
                             future.cancel()
@@ -579,8 +629,16 @@ class CompositeRun:
                 timeout = min([self.engine.poll_interval, *remaining])
                 self.changed.wait(max(timeout, 0.0))
         finally:
+            self.scope.cancel()
             if unsubscribe is not None:
                 unsubscribe()
+
+    def _run_child_step(self, position: int, child: Step) -> tuple[Outcome, int]:
+        try:
+            return self.runner.run_step(self.row, position, child, self.scope)
+        except ControlSignal:
+            # A losing child: its outcome is never looked at.
+            return Failure(serde.encode_error(Cancelled("cancelled"), with_traceback=False)), 0
 
     def _any_ready(self) -> bool:
         return any(

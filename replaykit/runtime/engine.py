@@ -40,7 +40,7 @@ from replaykit.interpreter import Completed, Effect, Interpreter
 from replaykit.log import Failure, Log, Outcome, Record, Status, Value
 from replaykit.registry import Workflow, app_version_of, lookup, registered
 from replaykit.runtime.clock import Clock, SystemClock
-from replaykit.runtime.effects import EffectRunner, Suspend, Wake
+from replaykit.runtime.effects import CancelScope, EffectRunner, Suspend, Wake
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 
@@ -156,6 +156,7 @@ class Engine:
         self._active: set[str] = set()
         self._rerun: set[str] = set()
         self._cancelled: set[str] = set()
+        self._scopes: dict[str, CancelScope] = {}
         self._activation_seq: dict[str, int] = {}
         self._timers: list[tuple[datetime, int, str]] = []
         self._timer_seq = itertools.count()
@@ -196,6 +197,9 @@ class Engine:
                 return
             self._closed = True
             self._cv.notify_all()
+            scopes = list(self._scopes.values())
+        for scope in scopes:
+            scope.cancel()
         self._unsubscribe()
         self._workers.shutdown(wait=wait, cancel_futures=True)
         self.step_pool.shutdown(wait=False, cancel_futures=True)
@@ -383,6 +387,9 @@ class Engine:
         with self._cv:
             self._cancelled.add(workflow_id)
             self._forget_suspension(workflow_id)
+            scope = self._scopes.get(workflow_id)
+        if scope is not None:
+            scope.cancel()
         if children:
             for child in self.list_workflows(parent_id=workflow_id):
                 if not child.status.is_terminal:
@@ -502,10 +509,15 @@ class Engine:
     def _activation_loop(self, workflow_id: str) -> None:
         try:
             while True:
+                with self._cv:
+                    self._scopes[workflow_id] = CancelScope()
                 try:
                     self._activate(workflow_id)
                 except Exception:
                     log.exception("workflow id %r: activation failed unexpectedly", workflow_id)
+                finally:
+                    with self._cv:
+                        self._scopes.pop(workflow_id, None)
                 with self._cv:
                     if workflow_id in self._rerun and not self._closed:
                         self._rerun.discard(workflow_id)
@@ -596,6 +608,10 @@ class Engine:
                 error=result.error.message[:500] if isinstance(result, Failure) else "",
             )
         )
+
+    def scope_of(self, workflow_id: str) -> CancelScope | None:
+        with self._cv:
+            return self._scopes.get(workflow_id)
 
     def check_cancelled(self, workflow_id: str) -> None:
         if workflow_id in self._cancelled or self._closed:

@@ -1,0 +1,859 @@
+"""`SqliteStore`: the embedded default store, one SQLite file in WAL mode.
+
+One writer connection, guarded by a lock, carries every write as a
+`BEGIN IMMEDIATE` transaction: SQLite allows one writer at a time anyway, and
+taking the write lock up front means a transaction never fails half-way on a
+lock it could not upgrade. Reads go to a small pool of reader connections; in
+WAL mode they see the last committed state without waiting for the writer.
+
+Datetimes are stored as integer microseconds since the Unix epoch (UTC): exact,
+compact, and they sort the way the instants do. JSON values are stored as text.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import attrs
+
+from replaykit import serde
+from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
+from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores.base import (
+    EventWrite,
+    Message,
+    OutgoingMessage,
+    WorkflowFilter,
+    WorkflowRow,
+)
+from replaykit.stores.memory import check_recordable
+
+__all__ = ["SqliteStore"]
+
+_log = logging.getLogger("replaykit.stores")
+
+_T = TypeVar("_T")
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+# Each migration is a list of statements (not a script): `executescript` would
+# commit the surrounding BEGIN IMMEDIATE, and the version bump must commit with
+# the schema change it describes.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        """
+        CREATE TABLE workflows (
+            workflow_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            status TEXT NOT NULL,
+            inputs TEXT,
+            result TEXT,
+            executor_id TEXT NOT NULL,
+            app_version TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            parent_id TEXT,
+            queue TEXT,
+            priority INTEGER NOT NULL DEFAULT 0,
+            dedup_id TEXT,
+            recovery_attempts INTEGER NOT NULL DEFAULT 0,
+            wake_at INTEGER,
+            error TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        "CREATE INDEX workflows_by_created ON workflows (created_at, workflow_id)",
+        "CREATE INDEX workflows_by_status ON workflows (status, created_at)",
+        "CREATE INDEX workflows_by_executor ON workflows (executor_id, app_version, status)",
+        "CREATE INDEX workflows_by_parent ON workflows (parent_id) WHERE parent_id IS NOT NULL",
+        """
+        CREATE INDEX workflows_by_queue ON workflows (queue, status, priority, created_at)
+        WHERE queue IS NOT NULL
+        """,
+        """
+        CREATE TABLE records (
+            workflow_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            outcome TEXT,
+            digest TEXT NOT NULL,
+            call_site TEXT NOT NULL,
+            started_at INTEGER,
+            completed_at INTEGER,
+            wake_at INTEGER,
+            attempts INTEGER NOT NULL,
+            PRIMARY KEY (workflow_id, position)
+        ) WITHOUT ROWID
+        """,
+        # AUTOINCREMENT so an id is never reused after its message is consumed:
+        # a runtime holding a peeked id must not consume a newer message by it.
+        """
+        CREATE TABLE messages (
+            message_id INTEGER PRIMARY KEY AUTOINCREMENT,
+            workflow_id TEXT NOT NULL,
+            topic TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        )
+        """,
+        "CREATE INDEX messages_inbox ON messages (workflow_id, topic, message_id)",
+        """
+        CREATE TABLE send_keys (
+            workflow_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            PRIMARY KEY (workflow_id, key)
+        ) WITHOUT ROWID
+        """,
+        """
+        CREATE TABLE events (
+            workflow_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (workflow_id, key)
+        ) WITHOUT ROWID
+        """,
+    ),
+)
+
+_WORKFLOW_COLUMNS = (
+    "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
+    "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error"
+)
+_RECORD_COLUMNS = (
+    "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
+)
+
+# The status/ownership check doubles as the run's `updated_at` / `wake_at`
+# write, so the common path is one UPDATE plus one INSERT.
+_TOUCH_RUN = """
+UPDATE workflows SET updated_at = ?1, wake_at = ?2
+WHERE workflow_id = ?3 AND status = 'PENDING' AND (?4 IS NULL OR executor_id = ?4)
+"""
+# Inserts a new position only right after the last one, completes a pending
+# one, and leaves a completed one alone (changes() tells which happened).
+_WRITE_RECORD = """
+INSERT INTO records (workflow_id, position, kind, name, outcome, digest, call_site,
+                     started_at, completed_at, wake_at, attempts)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+WHERE ?2 = 0 OR EXISTS (SELECT 1 FROM records WHERE workflow_id = ?1 AND position = ?2 - 1)
+ON CONFLICT (workflow_id, position) DO UPDATE SET
+    kind = excluded.kind, name = excluded.name, outcome = excluded.outcome,
+    digest = excluded.digest, call_site = excluded.call_site,
+    started_at = excluded.started_at, completed_at = excluded.completed_at,
+    wake_at = excluded.wake_at, attempts = excluded.attempts
+WHERE records.outcome IS NULL AND excluded.outcome IS NOT NULL
+"""
+_INSERT_RECORD = f"""
+INSERT INTO records (workflow_id, {_RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_SELECT_RECORD = f"SELECT {_RECORD_COLUMNS} FROM records WHERE workflow_id = ? AND position = ?"
+_SELECT_LOG = f"SELECT {_RECORD_COLUMNS} FROM records WHERE workflow_id = ? ORDER BY position"
+_SELECT_WORKFLOW = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows WHERE workflow_id = ?"
+_INSERT_WORKFLOW = f"""
+INSERT INTO workflows ({_WORKFLOW_COLUMNS})
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (workflow_id) DO NOTHING
+"""
+
+
+class _Unchanged(Exception):
+    """Roll the transaction back and hand `value` to the caller."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+def _first(cursor: sqlite3.Cursor) -> Any:
+    """The first row, with the statement run to its end: a half-read SELECT would
+    keep its connection's read snapshot open, and later reads would see old data."""
+    rows = cursor.fetchall()
+    return rows[0] if rows else None
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _to_micros(value: datetime | None) -> int | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:  # the protocol's datetimes are UTC; be lenient with naive ones
+        value = value.replace(tzinfo=UTC)
+    return (value - _EPOCH) // _MICROSECOND
+
+
+def _from_micros(value: int | None) -> datetime | None:
+    return None if value is None else _EPOCH + timedelta(microseconds=value)
+
+
+def _dump(data: Any) -> str:
+    return serde.dumps(data)
+
+
+def _dump_outcome(outcome: Outcome | None) -> str | None:
+    return None if outcome is None else serde.dumps(outcome_to_json(outcome))
+
+
+def _load_outcome(text: str | None) -> Outcome | None:
+    return None if text is None else outcome_from_json(serde.loads(text))
+
+
+def _record_params(workflow_id: str, record: Record) -> tuple[Any, ...]:
+    return (
+        workflow_id,
+        record.position,
+        record.kind,
+        record.name,
+        _dump_outcome(record.outcome),
+        record.digest,
+        record.call_site,
+        _to_micros(record.started_at),
+        _to_micros(record.completed_at),
+        _to_micros(record.wake_at),
+        record.attempts,
+    )
+
+
+def _record_from(row: Sequence[Any]) -> Record:
+    return Record(
+        position=row[0],
+        kind=row[1],
+        name=row[2],
+        outcome=_load_outcome(row[3]),
+        digest=row[4],
+        call_site=row[5],
+        started_at=_from_micros(row[6]),
+        completed_at=_from_micros(row[7]),
+        wake_at=_from_micros(row[8]),
+        attempts=row[9],
+    )
+
+
+def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
+    return (
+        row.workflow_id,
+        row.name,
+        Status(row.status).value,
+        None if row.inputs is None else _dump(row.inputs),
+        _dump_outcome(row.result),
+        row.executor_id,
+        row.app_version,
+        _to_micros(row.created_at),
+        _to_micros(row.updated_at),
+        row.parent_id,
+        row.queue,
+        row.priority,
+        row.dedup_id,
+        row.recovery_attempts,
+        _to_micros(row.wake_at),
+        row.error,
+    )
+
+
+def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
+    return WorkflowRow(
+        workflow_id=row[0],
+        name=row[1],
+        status=Status(row[2]),
+        inputs=None if row[3] is None else serde.loads(row[3]),
+        result=_load_outcome(row[4]),
+        executor_id=row[5],
+        app_version=row[6],
+        created_at=_from_micros(row[7]),
+        updated_at=_from_micros(row[8]),
+        parent_id=row[9],
+        queue=row[10],
+        priority=row[11],
+        dedup_id=row[12],
+        recovery_attempts=row[13],
+        wake_at=_from_micros(row[14]),
+        error=row[15],
+    )
+
+
+def _gap_error(name: str, workflow_id: str, position: int, length: int) -> RecordConflict:
+    return RecordConflict(
+        f"workflow {name!r} (id {workflow_id!r}): cannot record position {position}; "
+        f"the log ends at {length}"
+    )
+
+
+def _consumed_error(workflow_id: str, message_id: int) -> RecordConflict:
+    return RecordConflict(f"workflow id {workflow_id!r}: message {message_id} was already consumed")
+
+
+def _no_target_error(workflow_id: str) -> WorkflowNotFound:
+    return WorkflowNotFound(
+        f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, or check the id"
+    )
+
+
+def _filter_sql(where: WorkflowFilter) -> tuple[str, list[Any]]:
+    clauses: list[str] = []
+    params: list[Any] = []
+    statuses = where.statuses()
+    if statuses is not None:
+        if not statuses:
+            clauses.append("0")
+        else:
+            clauses.append(f"status IN ({', '.join('?' for _ in statuses)})")
+            params.extend(s.value for s in statuses)
+    for column, wanted in (
+        ("name", where.name),
+        ("executor_id", where.executor_id),
+        ("app_version", where.app_version),
+        ("parent_id", where.parent_id),
+        ("queue", where.queue),
+    ):
+        if wanted is not None:
+            clauses.append(f"{column} = ?")
+            params.append(wanted)
+    if where.since is not None:
+        clauses.append("created_at >= ?")
+        params.append(_to_micros(where.since))
+    if where.until is not None:
+        clauses.append("created_at < ?")
+        params.append(_to_micros(where.until))
+    text = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows"
+    if clauses:
+        text += " WHERE " + " AND ".join(clauses)
+    # LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
+    text += " ORDER BY created_at, workflow_id LIMIT ? OFFSET ?"
+    params.extend((-1 if where.limit is None else where.limit, where.offset))
+    return text, params
+
+
+class SqliteStore:
+    """The Store protocol on one SQLite database file; safe to share between threads.
+
+    `synchronous` is SQLite's `PRAGMA synchronous` for the writer: `NORMAL`
+    (the default) survives a process crash but may lose the last commits on a
+    power cut; `FULL` survives that too, at the cost of an fsync per commit.
+    `busy_timeout_ms` bounds how long a write waits for another process.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: str = "NORMAL",
+        busy_timeout_ms: int = 5000,
+    ) -> None:
+        level = synchronous.upper()
+        if level not in _SYNCHRONOUS:
+            raise ValueError(
+                f"synchronous must be one of {', '.join(_SYNCHRONOUS)} (SQLite's PRAGMA "
+                f"synchronous), not {synchronous!r}"
+            )
+        if busy_timeout_ms < 0:
+            raise ValueError(f"busy_timeout_ms must be >= 0, not {busy_timeout_ms}")
+        self._path = os.fspath(path)
+        self._synchronous = level
+        self._busy_timeout_ms = busy_timeout_ms
+        # A private in-memory database exists only inside its one connection,
+        # so readers cannot have connections of their own.
+        self._in_memory = self._path == ":memory:" or self._path == ""
+        self._write_lock = threading.RLock()
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._all_readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._subscribers: list[Callable[[str, str], None]] = []
+        self._subscribers_lock = threading.Lock()
+        self._closed = False
+        self._writer = self._connect()
+        try:
+            self._configure_writer()
+            self._migrate()
+        except BaseException:
+            self._writer.close()
+            raise
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self._path!r})"
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    # -- connections ---------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._path,
+                timeout=self._busy_timeout_ms / 1000,
+                isolation_level=None,  # we issue BEGIN IMMEDIATE / COMMIT ourselves
+                check_same_thread=False,  # every use is serialised by a lock or the pool
+                cached_statements=256,
+            )
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"cannot open SQLite database {self._path!r}: {exc}") from exc
+        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+        return conn
+
+    def _configure_writer(self) -> None:
+        conn = self._writer
+        if not self._in_memory:
+            mode = _first(conn.execute("PRAGMA journal_mode = WAL"))[0]
+            if str(mode).lower() != "wal":
+                _log.warning(
+                    "SQLite database %s could not switch to WAL mode (it is in %s mode); "
+                    "readers will wait for writers",
+                    self._path,
+                    mode,
+                )
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+
+    def journal_mode(self) -> str:
+        """SQLite's journal mode for this database (`wal` for a file database)."""
+        with self._read() as conn:
+            return str(_first(conn.execute("PRAGMA journal_mode"))[0])
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        self._check_open()
+        if self._in_memory:
+            with self._write_lock:
+                yield self._writer
+            return
+        try:
+            conn = self._readers.get_nowait()
+        except queue.Empty:
+            conn = self._connect()
+            with self._readers_lock:
+                self._all_readers.append(conn)
+        try:
+            yield conn
+        finally:
+            self._readers.put(conn)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self!r} is closed")
+
+    def _write(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `body` in one BEGIN IMMEDIATE transaction; `_Unchanged` rolls back quietly."""
+        self._check_open()
+        with self._write_lock:
+            conn = self._writer
+            if conn.in_transaction:
+                raise StoreError(
+                    "the store was called from inside a Transaction body on the same "
+                    "thread; use the connection the body was given instead"
+                )
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreUnavailable(
+                    f"SQLite database {self._path!r} stayed locked by another writer for "
+                    f"{self._busy_timeout_ms} ms ({exc}); raise busy_timeout_ms or retry"
+                ) from exc
+            try:
+                result = body(conn)
+            except _Unchanged as unchanged:
+                conn.execute("ROLLBACK")
+                return unchanged.value  # type: ignore[no-any-return]
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    def _migrate(self) -> None:
+        def apply(conn: sqlite3.Connection) -> None:
+            version = _first(conn.execute("PRAGMA user_version"))[0]
+            if version > len(_MIGRATIONS):
+                raise StoreError(
+                    f"SQLite database {self._path!r} has schema version {version}, but this "
+                    f"replaykit knows versions up to {len(_MIGRATIONS)}; upgrade replaykit"
+                )
+            for number in range(version, len(_MIGRATIONS)):
+                for statement in _MIGRATIONS[number]:
+                    conn.execute(statement)
+            if version != len(_MIGRATIONS):
+                conn.execute(f"PRAGMA user_version = {len(_MIGRATIONS)}")
+
+        self._write(apply)
+
+    def schema_status(self) -> tuple[int, int]:
+        """(the database's schema version, the latest version this replaykit knows)."""
+        with self._read() as conn:
+            return _first(conn.execute("PRAGMA user_version"))[0], len(_MIGRATIONS)
+
+    # -- notifications -------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        with self._subscribers_lock:
+            self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            with self._subscribers_lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _notify(self, notes: Sequence[tuple[str, str]]) -> None:
+        if not notes:
+            return
+        with self._subscribers_lock:
+            subscribers = list(self._subscribers)
+        for kind, key in notes:
+            for callback in subscribers:
+                # The write already committed; a failing subscriber must not make
+                # the caller believe it did not.
+                try:
+                    callback(kind, key)
+                except Exception:
+                    _log.exception("store subscriber %r failed on %s:%s", callback, kind, key)
+
+    # -- runs ----------------------------------------------------------------
+
+    def create_workflow(
+        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+    ) -> tuple[WorkflowRow, bool]:
+        now = _now()
+        stored = attrs.evolve(
+            row, created_at=row.created_at or now, updated_at=row.updated_at or now
+        )
+        params = _workflow_params(stored)
+        record_params = [_record_params(row.workflow_id, r) for r in records]
+
+        def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool]:
+            if conn.execute(_INSERT_WORKFLOW, params).rowcount == 0:
+                existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
+                raise _Unchanged((_workflow_from(existing), False))
+            if record_params:
+                conn.executemany(_INSERT_RECORD, record_params)
+            return stored, True
+
+        result = self._write(insert)
+        if result[1] and stored.status is Status.ENQUEUED and stored.queue is not None:
+            self._notify([("enqueued", stored.queue)])
+        return result
+
+    def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        with self._read() as conn:
+            row = _first(conn.execute(_SELECT_WORKFLOW, (workflow_id,)))
+        return None if row is None else _workflow_from(row)
+
+    def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        text, params = _filter_sql(where)
+        with self._read() as conn:
+            rows = conn.execute(text, params).fetchall()
+        return [_workflow_from(r) for r in rows]
+
+    def load_log(self, workflow_id: str) -> list[Record]:
+        with self._read() as conn:
+            rows = conn.execute(_SELECT_LOG, (workflow_id,)).fetchall()
+        return [_record_from(r) for r in rows]
+
+    # -- recording -----------------------------------------------------------
+
+    def _explain_refusal(
+        self, conn: sqlite3.Connection, workflow_id: str, executor_id: str | None
+    ) -> None:
+        found = _first(
+            conn.execute(
+                "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
+                (workflow_id,),
+            )
+        )
+        row = None
+        if found is not None:
+            row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
+        check_recordable(row, workflow_id, executor_id)
+        raise StoreError(f"workflow id {workflow_id!r}: the run refused a record for no reason")
+
+    def _write_record(
+        self,
+        conn: sqlite3.Connection,
+        workflow_id: str,
+        record: Record,
+        executor_id: str | None,
+        wake_at: datetime | None,
+    ) -> None:
+        """Write `record` or raise: `_Unchanged(stored)` or the protocol's errors."""
+        touched = conn.execute(
+            _TOUCH_RUN, (_to_micros(_now()), _to_micros(wake_at), workflow_id, executor_id)
+        ).rowcount
+        if not touched:
+            self._explain_refusal(conn, workflow_id, executor_id)
+        if conn.execute(_WRITE_RECORD, _record_params(workflow_id, record)).rowcount:
+            return
+        found = _first(conn.execute(_SELECT_RECORD, (workflow_id, record.position)))
+        if found is not None:
+            raise _Unchanged(_record_from(found))
+        length = _first(
+            conn.execute("SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,))
+        )[0]
+        name = _first(
+            conn.execute("SELECT name FROM workflows WHERE workflow_id = ?", (workflow_id,))
+        )[0]
+        raise _gap_error(name, workflow_id, record.position, length)
+
+    def record(
+        self,
+        workflow_id: str,
+        record: Record,
+        *,
+        executor_id: str | None = None,
+        consume: int | None = None,
+        send: OutgoingMessage | None = None,
+        event: EventWrite | None = None,
+        wake_at: datetime | None = None,
+    ) -> Record:
+        notes: list[tuple[str, str]] = []
+
+        def write(conn: sqlite3.Connection) -> Record:
+            self._write_record(conn, workflow_id, record, executor_id, wake_at)
+            if consume is not None:
+                taken = conn.execute(
+                    "DELETE FROM messages WHERE message_id = ? AND workflow_id = ?",
+                    (consume, workflow_id),
+                ).rowcount
+                if not taken:
+                    raise _consumed_error(workflow_id, consume)
+            if send is not None and self._deliver(
+                conn, send.workflow_id, send.topic, send.payload, send.idempotency_key
+            ):
+                notes.append(("message", send.workflow_id))
+            if event is not None:
+                conn.execute(
+                    "INSERT INTO events (workflow_id, key, value) VALUES (?, ?, ?) "
+                    "ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value",
+                    (workflow_id, event.key, _dump(event.value)),
+                )
+                notes.append(("event", workflow_id))
+            return record
+
+        stored = self._write(write)
+        self._notify(notes)
+        return stored
+
+    def record_transaction(
+        self,
+        workflow_id: str,
+        position: int,
+        body: Callable[[Any], Record],
+        *,
+        executor_id: str | None = None,
+    ) -> Record:
+        def write(conn: sqlite3.Connection) -> Record:
+            found = _first(
+                conn.execute(
+                    "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
+                    (workflow_id,),
+                )
+            )
+            row = None
+            if found is not None:
+                row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
+            check_recordable(row, workflow_id, executor_id)
+            assert row is not None
+            stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, position)))
+            if stored is not None and stored[3] is not None:
+                raise _Unchanged(_record_from(stored))
+            if stored is None and position > 0:
+                previous = _first(conn.execute(_SELECT_RECORD, (workflow_id, position - 1)))
+                if previous is None:
+                    length = _first(
+                        conn.execute(
+                            "SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,)
+                        )
+                    )[0]
+                    raise _gap_error(row.name, workflow_id, position, length)
+            record = body(conn)
+            if not conn.in_transaction:
+                raise StoreError(
+                    f"workflow id {workflow_id!r} position {position}: the Transaction body "
+                    "committed or rolled back the store's transaction itself; its writes may "
+                    "have committed without the record. Let replaykit commit"
+                )
+            if not isinstance(record, Record) or record.position != position:
+                raise StoreError(
+                    f"workflow id {workflow_id!r}: the Transaction body must return the "
+                    f"Record for position {position}, not {record!r}"
+                )
+            self._write_record(conn, workflow_id, record, executor_id, None)
+            return record
+
+        return self._write(write)
+
+    # -- status --------------------------------------------------------------
+
+    def finish_workflow(
+        self, workflow_id: str, status: Status, result: Outcome | None, *, error: str = ""
+    ) -> bool:
+        params = (
+            Status(status).value,
+            _dump_outcome(result),
+            error,
+            _to_micros(_now()),
+            workflow_id,
+        )
+
+        def finish(conn: sqlite3.Connection) -> bool:
+            return bool(
+                conn.execute(
+                    "UPDATE workflows SET status = ?, result = ?, error = ?, updated_at = ?, "
+                    "wake_at = NULL WHERE workflow_id = ? AND status = 'PENDING'",
+                    params,
+                ).rowcount
+            )
+
+        changed = self._write(finish)
+        if changed:
+            self._notify([("finished", workflow_id)])
+        return changed
+
+    def set_status(
+        self,
+        workflow_id: str,
+        status: Status,
+        *,
+        only_from: Sequence[Status] | None = None,
+        error: str = "",
+        executor_id: str | None = None,
+        reset_recovery: bool = False,
+    ) -> bool:
+        status = Status(status)
+        text = (
+            "UPDATE workflows SET status = ?, error = ?, updated_at = ?, "
+            "executor_id = coalesce(?, executor_id), "
+            "recovery_attempts = CASE WHEN ? THEN 0 ELSE recovery_attempts END "
+            "WHERE workflow_id = ?"
+        )
+        params: list[Any] = [
+            status.value,
+            error,
+            _to_micros(_now()),
+            executor_id,
+            reset_recovery,
+            workflow_id,
+        ]
+        if only_from is not None:
+            allowed = [Status(s).value for s in only_from]
+            if not allowed:
+                return False
+            text += f" AND status IN ({', '.join('?' for _ in allowed)})"
+            params.extend(allowed)
+
+        changed = self._write(lambda conn: bool(conn.execute(text, params).rowcount))
+        if changed and status.is_terminal:
+            self._notify([("finished", workflow_id)])
+        return changed
+
+    def bump_recovery(self, workflow_id: str) -> int:
+        def bump(conn: sqlite3.Connection) -> int:
+            found = _first(
+                conn.execute(
+                    "UPDATE workflows SET recovery_attempts = recovery_attempts + 1 "
+                    "WHERE workflow_id = ? RETURNING recovery_attempts",
+                    (workflow_id,),
+                )
+            )
+            if found is None:
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            return int(found[0])
+
+        return self._write(bump)
+
+    # -- messages and events -------------------------------------------------
+
+    def _deliver(
+        self,
+        conn: sqlite3.Connection,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        idempotency_key: str | None,
+    ) -> bool:
+        exists = _first(
+            conn.execute("SELECT 1 FROM workflows WHERE workflow_id = ?", (workflow_id,))
+        )
+        if exists is None:
+            raise _no_target_error(workflow_id)
+        if idempotency_key is not None:
+            fresh = conn.execute(
+                "INSERT INTO send_keys (workflow_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (workflow_id, idempotency_key),
+            ).rowcount
+            if not fresh:
+                return False
+        conn.execute(
+            "INSERT INTO messages (workflow_id, topic, payload, created_at) VALUES (?, ?, ?, ?)",
+            (workflow_id, topic, _dump(payload), _to_micros(_now())),
+        )
+        return True
+
+    def send_message(
+        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+    ) -> bool:
+        delivered = self._write(
+            lambda conn: self._deliver(conn, workflow_id, topic, payload, idempotency_key)
+        )
+        if delivered:
+            self._notify([("message", workflow_id)])
+        return delivered
+
+    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        with self._read() as conn:
+            found = _first(
+                conn.execute(
+                    "SELECT message_id, payload, created_at FROM messages "
+                    "WHERE workflow_id = ? AND topic = ? ORDER BY message_id LIMIT 1",
+                    (workflow_id, topic),
+                )
+            )
+        if found is None:
+            return None
+        return Message(found[0], workflow_id, topic, serde.loads(found[1]), _from_micros(found[2]))
+
+    def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        with self._read() as conn:
+            found = _first(
+                conn.execute(
+                    "SELECT value FROM events WHERE workflow_id = ? AND key = ?", (workflow_id, key)
+                )
+            )
+        if found is None:
+            return False, None
+        return True, serde.loads(found[0])
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def delete_workflow(self, workflow_id: str) -> bool:
+        def delete(conn: sqlite3.Connection) -> bool:
+            if not conn.execute(
+                "DELETE FROM workflows WHERE workflow_id = ?", (workflow_id,)
+            ).rowcount:
+                return False
+            for table in ("records", "messages", "events", "send_keys"):
+                conn.execute(f"DELETE FROM {table} WHERE workflow_id = ?", (workflow_id,))
+            return True
+
+        return self._write(delete)
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._writer.close()
+        with self._readers_lock:
+            readers, self._all_readers = self._all_readers, []
+        for conn in readers:
+            conn.close()
