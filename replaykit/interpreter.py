@@ -174,18 +174,16 @@ def _decode_value(command: Command, data: Any) -> Any:
             raise value
         return (index, value)
     if isinstance(command, All):
-        results: list[Any] = []
-        failures: list[tuple[int, BaseException]] = []
-        for child, child_data in zip(command.children, data["outcomes"], strict=True):
-            ok, value = _decode_child(child, child_data)
-            results.append(value)
+        first = data.get("first_failure")
+        if first is not None and not command.return_exceptions:
+            # Fail-fast: children still running when the first failed have no
+            # outcome worth decoding.
+            ok, error = _decode_child(command.children[first], data["outcomes"][first])
             if not ok:
-                failures.append((len(results) - 1, value))
-        if failures and not command.return_exceptions:
-            first = data.get("first_failure")
-            for index, exc in failures:
-                if first is None or index == first:
-                    raise exc
+                raise error
+        results: list[Any] = []
+        for child, child_data in zip(command.children, data["outcomes"], strict=True):
+            results.append(_decode_child(child, child_data)[1])
         return results
     hint = result_type(command)
     if hint is None:

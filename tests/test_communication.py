@@ -1,0 +1,396 @@
+"""Messages, events, Race, All, child workflows and cancellation, on every store."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pytest
+
+from replaykit import (
+    All,
+    AwaitedWorkflowCancelled,
+    Call,
+    Engine,
+    GetEvent,
+    Race,
+    Recv,
+    Send,
+    SetEvent,
+    Sleep,
+    Start,
+    Status,
+    Step,
+    Wait,
+    workflow,
+)
+from replaykit.errors import WorkflowNotFound
+
+RUNS: dict[str, int] = {}
+LOCK = threading.Lock()
+
+
+def count(name: str) -> str:
+    with LOCK:
+        RUNS[name] = RUNS.get(name, 0) + 1
+    return name
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    RUNS.clear()
+    yield
+
+
+@pytest.fixture
+def engine(store_url: str) -> Iterator[Engine]:
+    with Engine(store_url, poll_interval=0.2) as eng:
+        yield eng
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.02)
+
+
+# -- messages ---------------------------------------------------------------------
+
+
+@workflow(name="comm-inbox")
+def inbox_wf(n: int) -> Generator[Any, Any, list[Any]]:
+    got = []
+    for _ in range(n):
+        got.append((yield Recv("orders")))
+    got.append((yield Recv("other", timeout=0.2)))
+    return got
+
+
+def test_messages_arrive_fifo_per_topic_and_recv_times_out(engine: Engine) -> None:
+    handle = engine.start(inbox_wf, 3, workflow_id="inbox")
+    engine.send("inbox", {"n": 1}, topic="orders")
+    engine.send("inbox", "ignored-topic", topic="elsewhere")
+    engine.send("inbox", {"n": 2}, topic="orders")
+    engine.send("inbox", {"n": 3}, topic="orders")
+    assert handle.result(timeout=20) == [{"n": 1}, {"n": 2}, {"n": 3}, None]
+    # The message on another topic is still waiting; nothing else is.
+    assert engine.store.peek_message("inbox", "elsewhere") is not None
+    assert engine.store.peek_message("inbox", "orders") is None
+
+
+def test_send_idempotency_key_delivers_once(engine: Engine) -> None:
+    handle = engine.start(inbox_wf, 2, workflow_id="idem")
+    assert engine.send("idem", "a", topic="orders", idempotency_key="k1")
+    assert not engine.send("idem", "a-again", topic="orders", idempotency_key="k1")
+    engine.send("idem", "b", topic="orders")
+    assert handle.result(timeout=20) == ["a", "b", None]
+
+
+def test_sending_to_a_missing_workflow_is_a_clear_error(engine: Engine) -> None:
+    with pytest.raises(WorkflowNotFound, match="no-such"):
+        engine.send("no-such", "hello")
+
+
+@workflow(name="comm-ping")
+def ping_wf(target: str) -> Generator[Any, Any, Any]:
+    yield Send(target, {"from": "ping"}, topic="orders")
+    yield Send(target, {"from": "ping-2"}, topic="orders")
+    return (yield Recv("reply"))
+
+
+@workflow(name="comm-pong")
+def pong_wf() -> Generator[Any, Any, Any]:
+    first = yield Recv("orders")
+    second = yield Recv("orders")
+    yield Send("ping", [first, second], topic="reply")
+    return "ponged"
+
+
+def test_workflows_message_each_other(engine: Engine) -> None:
+    pong = engine.start(pong_wf, workflow_id="pong")
+    ping = engine.start(ping_wf, "pong", workflow_id="ping")
+    assert pong.result(timeout=20) == "ponged"
+    assert ping.result(timeout=20) == [{"from": "ping"}, {"from": "ping-2"}]
+
+
+@workflow(name="comm-send-missing")
+def send_missing_wf() -> Generator[Any, Any, str]:
+    try:
+        yield Send("nobody-home", 1)
+    except WorkflowNotFound as exc:
+        return str(exc)
+    return "sent?"
+
+
+def test_send_inside_a_workflow_to_a_missing_id_fails_that_position(engine: Engine) -> None:
+    message = engine.run(send_missing_wf, timeout=20)
+    assert "nobody-home" in message and "position 0" in message
+
+
+# -- events -----------------------------------------------------------------------------
+
+
+@workflow(name="comm-publisher")
+def publisher_wf() -> Generator[Any, Any, None]:
+    yield SetEvent("stage", "charging")
+    yield Recv("go")
+    yield SetEvent("stage", "shipped")
+
+
+@workflow(name="comm-watcher")
+def watcher_wf(target: str) -> Generator[Any, Any, list[Any]]:
+    first = yield GetEvent(target, "stage")
+    missing = yield GetEvent(target, "never-set", timeout=0.2)
+    return [first, missing]
+
+
+def test_events_latest_wins_inside_and_outside(engine: Engine) -> None:
+    pub = engine.start(publisher_wf, workflow_id="pub")
+    assert engine.get_event("pub", "stage", timeout=10) == "charging"
+    watcher = engine.start(watcher_wf, "pub")
+    assert watcher.result(timeout=20) == ["charging", None]
+    engine.send("pub", None, topic="go")
+    pub.result(timeout=20)
+    assert engine.get_event("pub", "stage") == "shipped"
+    assert engine.get_event("pub", "absent", timeout=0.1) is None
+
+
+@workflow(name="comm-waiting-watcher")
+def waiting_watcher_wf(target: str) -> Generator[Any, Any, Any]:
+    return (yield GetEvent(target, "late"))
+
+
+@workflow(name="comm-late-publisher")
+def late_publisher_wf() -> Generator[Any, Any, None]:
+    yield Recv("go")
+    yield SetEvent("late", {"ready": True})
+
+
+def test_get_event_waits_for_the_event(engine: Engine) -> None:
+    engine.start(late_publisher_wf, workflow_id="late-pub")
+    watcher = engine.start(waiting_watcher_wf, "late-pub")
+    time.sleep(0.3)
+    assert watcher.status() is Status.PENDING
+    engine.send("late-pub", None, topic="go")
+    assert watcher.result(timeout=20) == {"ready": True}
+
+
+# -- Race -----------------------------------------------------------------------------------
+
+
+def slow_step(seconds: float) -> str:
+    time.sleep(seconds)
+    return count("slow")
+
+
+async def slow_async(seconds: float) -> str:
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        count("async-cancelled")
+        raise
+    return count("async-finished")
+
+
+@workflow(name="comm-approval")
+def approval_wf(deadline: float) -> Generator[Any, Any, Any]:
+    winner, value = yield Race(Recv("approve"), Sleep(deadline))
+    return ["approved", value] if winner == 0 else ["expired", value]
+
+
+def test_race_recv_wins_and_the_sleep_leaves_no_trace(engine: Engine) -> None:
+    handle = engine.start(approval_wf, 30, workflow_id="approve-1")
+    engine.send("approve-1", "yes", topic="approve")
+    assert handle.result(timeout=20) == ["approved", "yes"]
+    (record,) = engine.steps("approve-1")
+    assert record.kind == "race" and record.name == "recv:approve|sleep:sleep"
+
+
+def test_race_deadline_wins_and_the_losing_recv_consumes_nothing(engine: Engine) -> None:
+    handle = engine.start(approval_wf, 0.3, workflow_id="approve-2")
+    assert handle.result(timeout=20) == ["expired", None]
+    engine.send("approve-2", "too late", topic="approve")
+    message = engine.store.peek_message("approve-2", "approve")
+    assert message is not None and message.payload == "too late"
+
+
+@workflow(name="comm-step-timeout")
+def step_timeout_wf() -> Generator[Any, Any, Any]:
+    return (yield Race(Step("slow", slow_async, 5), Sleep(0.2)))
+
+
+def test_race_step_against_sleep_cancels_the_losing_async_step(engine: Engine) -> None:
+    assert engine.run(step_timeout_wf, timeout=20) == [1, None]
+    wait_for(lambda: RUNS.get("async-cancelled") == 1)
+    assert "async-finished" not in RUNS
+
+
+@workflow(name="comm-step-wins")
+def step_wins_wf() -> Generator[Any, Any, Any]:
+    return (yield Race(Sleep(30), Step("quick", count, "quick")))
+
+
+def test_race_step_wins_and_replays_without_running_children(engine: Engine) -> None:
+    assert engine.run(step_wins_wf, workflow_id="quick-race", timeout=20) == [1, "quick"]
+    assert RUNS == {"quick": 1}
+
+
+# -- All -----------------------------------------------------------------------------------
+
+
+def ms_step(i: int) -> int:
+    time.sleep(0.05)
+    return i * i
+
+
+@workflow(name="comm-fanout")
+def fanout_wf(n: int) -> Generator[Any, Any, list[int]]:
+    return (yield All(*[Step(f"square-{i}", ms_step, i) for i in range(n)]))
+
+
+def test_all_runs_children_concurrently_in_argument_order(engine: Engine) -> None:
+    start = time.monotonic()
+    assert engine.run(fanout_wf, 20, workflow_id="fan", timeout=30) == [i * i for i in range(20)]
+    # Twenty 50 ms steps in sequence take a second; concurrently, far less.
+    assert time.monotonic() - start < 0.8
+    (record,) = engine.steps("fan")
+    assert record.kind == "all"
+
+
+def failing(i: int) -> int:
+    raise ValueError(f"child {i} failed")
+
+
+@workflow(name="comm-all-fails")
+def all_fails_wf(return_exceptions: bool) -> Generator[Any, Any, Any]:
+    try:
+        values = yield All(
+            Step("ok", ms_step, 2), Step("bad", failing, 1), return_exceptions=return_exceptions
+        )
+    except ValueError as exc:
+        return f"raised: {exc}"
+    return [v if isinstance(v, int) else f"{type(v).__name__}: {v}" for v in values]
+
+
+def test_all_raises_the_first_failure_or_returns_exceptions(engine: Engine) -> None:
+    assert engine.run(all_fails_wf, False, timeout=20) == "raised: child 1 failed"
+    assert engine.run(all_fails_wf, True, timeout=20) == [4, "ValueError: child 1 failed"]
+
+
+@workflow(name="comm-all-messages")
+def all_messages_wf() -> Generator[Any, Any, Any]:
+    return (yield All(Recv("a"), Recv("b"), Step("s", count, "s")))
+
+
+def test_all_with_waiting_children_consumes_each_message_once(engine: Engine) -> None:
+    handle = engine.start(all_messages_wf, workflow_id="all-msgs")
+    engine.send("all-msgs", "A", topic="a")
+    engine.send("all-msgs", "B", topic="b")
+    assert handle.result(timeout=20) == ["A", "B", "s"]
+    assert engine.store.peek_message("all-msgs", "a") is None
+    assert engine.store.peek_message("all-msgs", "b") is None
+
+
+# -- child workflows ----------------------------------------------------------------------------
+
+
+@workflow(name="comm-child")
+def child_wf(x: int) -> Generator[Any, Any, int]:
+    yield Step("child-work", count, f"child-{x}")
+    if x < 0:
+        raise KeyError("negative")
+    return x * 10
+
+
+@workflow(name="comm-parent")
+def parent_wf() -> Generator[Any, Any, list[Any]]:
+    child_id = yield Start(child_wf, 1)
+    called = yield Call(child_wf, 2)
+    waited = yield Wait(child_id)
+    try:
+        yield Call(child_wf, -1)
+    except KeyError as exc:
+        failure = f"KeyError {exc.args[0]}"
+    return [child_id, called, waited, failure]
+
+
+def test_child_workflows_start_call_and_wait(engine: Engine) -> None:
+    result = engine.run(parent_wf, workflow_id="parent", timeout=30)
+    assert result == ["parent:0", 20, 10, "KeyError negative"]
+    children = engine.list_workflows(parent_id="parent")
+    assert sorted(c.workflow_id for c in children) == ["parent:0", "parent:1", "parent:3"]
+    assert RUNS == {"child-1": 1, "child-2": 1, "child--1": 1}
+
+
+@workflow(name="comm-waits-on-sleeper")
+def waits_on_sleeper_wf() -> Generator[Any, Any, Any]:
+    return (yield Call(sleepy_child_wf))
+
+
+@workflow(name="comm-sleepy-child")
+def sleepy_child_wf() -> Generator[Any, Any, str]:
+    yield Sleep(30)
+    return "slept"
+
+
+def test_cancelled_child_raises_awaited_workflow_cancelled(engine: Engine) -> None:
+    parent = engine.start(waits_on_sleeper_wf, workflow_id="p2")
+    wait_for(lambda: engine.store.get_workflow("p2:0") is not None)
+    engine.cancel("p2:0")
+    with pytest.raises(AwaitedWorkflowCancelled, match="p2:0"):
+        parent.result(timeout=20)
+    assert parent.status() is Status.ERROR
+
+
+def test_cancelling_a_parent_cancels_its_children(engine: Engine) -> None:
+    parent = engine.start(waits_on_sleeper_wf, workflow_id="p3")
+    wait_for(lambda: engine.store.get_workflow("p3:0") is not None)
+    engine.cancel("p3", children=True)
+    assert parent.status() is Status.CANCELLED
+    assert engine.handle("p3:0").status() is Status.CANCELLED
+
+
+# -- cancellation ------------------------------------------------------------------------------
+
+
+@workflow(name="comm-cancel-step")
+def cancel_step_wf() -> Generator[Any, Any, str]:
+    yield Step("long", slow_step, 0.5)
+    yield Step("after", count, "after")
+    return "finished"
+
+
+def test_cancel_during_a_step_records_nothing(engine: Engine) -> None:
+    handle = engine.start(cancel_step_wf, workflow_id="c1")
+    time.sleep(0.1)
+    engine.cancel("c1")
+    time.sleep(0.8)
+    assert handle.status() is Status.CANCELLED
+    assert engine.steps("c1") == []
+    assert "after" not in RUNS
+    engine.resume("c1")
+    assert handle.result(timeout=20) == "finished"
+    assert RUNS == {"slow": 2, "after": 1}  # the cancelled attempt ran, but was not recorded
+
+
+@workflow(name="comm-swallow")
+def swallow_wf() -> Generator[Any, Any, str]:
+    try:
+        yield Recv("never")
+    except Exception:
+        return "swallowed"
+    return "received"
+
+
+def test_cancellation_cannot_be_swallowed(engine: Engine) -> None:
+    handle = engine.start(swallow_wf, workflow_id="swallow")
+    time.sleep(0.2)
+    engine.cancel("swallow")
+    with pytest.raises(AwaitedWorkflowCancelled):
+        handle.result(timeout=5)
+    assert handle.status() is Status.CANCELLED
