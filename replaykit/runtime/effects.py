@@ -90,12 +90,12 @@ class CancelScope:
 
     def __init__(self, parent: CancelScope | None = None) -> None:
         self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], object]] = []
         self.cancelled = False
         if parent is not None:
             parent.on_cancel(self.cancel)
 
-    def on_cancel(self, callback: Callable[[], None]) -> None:
+    def on_cancel(self, callback: Callable[[], object]) -> None:
         with self._lock:
             if not self.cancelled:
                 self._callbacks.append(callback)

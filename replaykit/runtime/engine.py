@@ -416,6 +416,84 @@ class Engine:
             raise ValueError(f"workflow id {workflow_id!r} is {row.status.value}; cannot resume")
         return WorkflowHandle(self, workflow_id)
 
+    def fork(
+        self,
+        source_id: str,
+        from_position: int,
+        /,
+        *,
+        workflow_id: str | None = None,
+        app_version: str | None = None,
+    ) -> WorkflowHandle[Any]:
+        """Copy the run's records below `from_position` into a new run and run it from there.
+
+        The way to re-run a fixed version of a failed workflow without repeating
+        its completed steps. Positions from `from_position` on run again live.
+        """
+        row = self.store.get_workflow(source_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {source_id!r}")
+        records = self.store.load_log(source_id)
+        if not 0 <= from_position <= len(records):
+            raise ValueError(
+                f"cannot fork workflow {row.name!r} (id {source_id!r}) from position "
+                f"{from_position}: its log has positions 0..{len(records) - 1}; pick "
+                f"0 <= from_position <= {len(records)}"
+            )
+        kept: list[Record] = []
+        for record in records[:from_position]:
+            if record.outcome is None:
+                break  # an unfinished timed command starts afresh in the fork
+            kept.append(record)
+        fork_row = WorkflowRow(
+            workflow_id=workflow_id or f"{source_id}-fork-{uuid.uuid4().hex[:8]}",
+            name=row.name,
+            status=Status.PENDING,
+            inputs=row.inputs,
+            executor_id=self.executor_id,
+            app_version=app_version or self.app_version,
+            created_at=self.clock.now(),
+            parent_id=row.parent_id,
+            queue=row.queue,
+            priority=row.priority,
+        )
+        stored, created = self.store.create_workflow(fork_row, records=kept)
+        if not created:
+            raise ValueError(f"cannot fork into {fork_row.workflow_id!r}: that id is taken")
+        self.schedule(stored.workflow_id)
+        return WorkflowHandle(self, stored.workflow_id)
+
+    def delete(self, workflow_id: str, *, children: bool = False) -> bool:
+        """Remove a run with its log, inbox and events (cancelling it first if it runs)."""
+        row = self.store.get_workflow(workflow_id)
+        if row is None:
+            return False
+        if not row.status.is_terminal:
+            self.cancel(workflow_id, children=children)
+        if children:
+            for child in self.list_workflows(parent_id=workflow_id):
+                self.delete(child.workflow_id, children=True)
+        return self.store.delete_workflow(workflow_id)
+
+    def garbage_collect(
+        self, *, older_than: timedelta | datetime, keep_running: bool = True
+    ) -> int:
+        """Delete runs created before a cutoff; by default only finished ones. Returns the count."""
+        cutoff = older_than if isinstance(older_than, datetime) else self.clock.now() - older_than
+        statuses: tuple[Status, ...] | None = (
+            (Status.SUCCESS, Status.ERROR, Status.CANCELLED) if keep_running else None
+        )
+        deleted = 0
+        while True:
+            batch = self.store.list_workflows(
+                WorkflowFilter(status=statuses, until=cutoff, limit=500)
+            )
+            if not batch:
+                return deleted
+            for row in batch:
+                if self.delete(row.workflow_id):
+                    deleted += 1
+
     def recover(self) -> list[str]:
         """Re-dispatch this executor's unfinished runs of this version; park crash-loopers."""
         rows = self.store.list_workflows(
