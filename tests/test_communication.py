@@ -394,3 +394,18 @@ def test_cancellation_cannot_be_swallowed(engine: Engine) -> None:
     with pytest.raises(AwaitedWorkflowCancelled):
         handle.result(timeout=5)
     assert handle.status() is Status.CANCELLED
+
+
+@workflow(name="comm-all-sleeps")
+def all_sleeps_wf() -> Generator[Any, Any, Any]:
+    yield Step("before", count, "before")
+    values = yield All(Sleep(0.1), Sleep(0.4))
+    yield Step("after", count, "after")
+    return values
+
+
+def test_all_of_sleeps_waits_for_the_longest_without_spinning(engine: Engine) -> None:
+    start = time.monotonic()
+    assert engine.run(all_sleeps_wf, workflow_id="all-sleeps", timeout=20) == [None, None]
+    assert time.monotonic() - start >= 0.4
+    assert RUNS == {"before": 1, "after": 1}

@@ -611,15 +611,22 @@ class CompositeRun:
                         started_at=started_at,
                         consume=self.consumed or None,
                     )
-                if not futures and not self.consumed:
-                    wake_at = min(timed) if timed else None
-                    if pending is None and wake_at is not None:
+                if not futures:
+                    # Nothing is consumed before the commit, so partial readiness
+                    # can be dropped: the replay on wake-up looks again.
+                    if pending is None and timed:
                         stored = runner.commit(
-                            self.row, effect, None, started_at=started_at, wake_at=wake_at
+                            self.row, effect, None, started_at=started_at, wake_at=min(timed)
                         )
                         if stored.outcome is not None:
                             return stored
-                    return Suspend(wake_at, wakes, self._any_ready)
+                    # Wake at the next deadline of a child that is not done yet.
+                    open_deadlines = [
+                        d
+                        for i, d in enumerate(deadlines)
+                        if d is not None and i not in self.outcomes
+                    ]
+                    return Suspend(min(open_deadlines, default=None), wakes, self._any_ready)
                 self.engine.check_cancelled(self.row.workflow_id)
                 remaining = [
                     (d - runner.clock.now()).total_seconds()
