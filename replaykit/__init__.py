@@ -35,6 +35,7 @@ from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, workflow
 from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
+from replaykit.runtime.queues import Queue
 from replaykit.stores import MemoryStore
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "NonDeterminismError",
     "Now",
     "Patch",
+    "Queue",
     "Race",
     "Random",
     "Record",

@@ -13,6 +13,7 @@ __all__ = [
     "AwaitedWorkflowFailed",
     "Cancelled",
     "ControlSignal",
+    "DuplicateDedupId",
     "DuplicateWorkflowError",
     "InvalidCommandError",
     "NonDeterminismError",
@@ -96,6 +97,14 @@ class WorkflowNotFound(ReplayKitError, LookupError):
 
 class UnknownWorkflowError(ReplayKitError, LookupError):
     """A stored run names a workflow that is not registered in this process."""
+
+
+class DuplicateDedupId(ReplayKitError, ValueError):
+    """An enqueue reused a deduplication id that a live run of the queue holds."""
+
+    def __init__(self, message: str, existing_id: str) -> None:
+        super().__init__(message)
+        self.existing_id = existing_id
 
 
 class DuplicateWorkflowError(ReplayKitError, ValueError):

@@ -78,6 +78,7 @@ def is_async(fn: Callable[..., Any]) -> bool:
     except TypeError:  # unhashable callable
         return _is_async.__wrapped__(fn)
 
+
 Wake = tuple[str, str]  # (notification kind, key), as in Store.subscribe
 
 
@@ -556,9 +557,7 @@ class CompositeRun:
         futures: dict[int, concurrent.futures.Future[tuple[Outcome, int]]] = {}
         for index, child in enumerate(self.children):
             if isinstance(child, Step):
-                future = self.engine.step_pool.submit(
-                    self._run_child_step, effect.position, child
-                )
+                future = self.engine.step_pool.submit(self._run_child_step, effect.position, child)
                 future.add_done_callback(lambda _f: self.changed.set())
                 futures[index] = future
             elif isinstance(child, (Now, Random, Uuid, Start, Patch)):

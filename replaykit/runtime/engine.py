@@ -22,10 +22,12 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from replaykit import serde
+from replaykit.commands import as_seconds
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     Cancelled,
     ControlSignal,
+    DuplicateDedupId,
     InvalidCommandError,
     NonDeterminismError,
     PayloadTooLarge,
@@ -41,7 +43,8 @@ from replaykit.log import Failure, Log, Outcome, Record, Status, Value
 from replaykit.registry import Workflow, app_version_of, lookup, registered
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import CancelScope, EffectRunner, Suspend, Wake
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.runtime.queues import Queue, queue_named, registered_queues
+from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -134,6 +137,8 @@ class Engine:
         max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
         recover: bool = True,
         step_overrides: Mapping[str, Callable[..., Any]] | None = None,
+        queues: Iterable[str | Queue] | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
         self.store: Store = open_store_for(target)
         self.executor_id = executor_id
@@ -145,7 +150,15 @@ class Engine:
         self.max_payload_bytes = max_payload_bytes
         self.step_overrides: Mapping[str, Callable[..., Any]] = dict(step_overrides or {})
         self.logger = log
+        # None: every registered queue, looked up afresh on each claim round.
+        self._queue_names: list[str] | None = (
+            None if queues is None else [q.name if isinstance(q, Queue) else q for q in queues]
+        )
+        self.lease_seconds = lease_seconds
+        self._queue_runs: dict[str, set[str]] = {}
+        self._claim_wanted = threading.Event()
 
+        self._max_workers = max_workers
         self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
         self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
         self._runner = EffectRunner(self)
@@ -175,6 +188,11 @@ class Engine:
             target=self._poll_loop, name="replaykit-poll", daemon=True
         )
         self._poll_thread.start()
+        self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
+        self._queue_thread = threading.Thread(
+            target=self._queue_loop, name="replaykit-queues", daemon=True
+        )
+        self._queue_thread.start()
         if recover:
             self.recover()
 
@@ -204,8 +222,17 @@ class Engine:
         self._workers.shutdown(wait=wait, cancel_futures=True)
         self.step_pool.shutdown(wait=False, cancel_futures=True)
         self._runner.close()
+        self._claim_wanted.set()
         self._timer_thread.join(timeout=5)
         self._poll_thread.join(timeout=5)
+        self._queue_thread.join(timeout=5)
+        if wait:
+            # Queue runs this engine held go back to their queue for others to
+            # claim at once; other runs wait for recovery or a lease takeover.
+            try:
+                self.store.release(self.executor_id)
+            except Exception as exc:  # a store outage must not turn close() into a crash
+                log.warning("could not release queue runs on close: %s", exc)
         self.store.close()
 
     @property
@@ -223,8 +250,14 @@ class Engine:
         workflow_id: str | None = None,
         parent_id: str | None = None,
         queue: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
     ) -> tuple[WorkflowRow, bool]:
-        """Store a new run (or find the existing one with that id) and schedule it."""
+        """Store a new run (or find the existing one with that id) and schedule it.
+
+        With a `queue` the run is ENQUEUED and waits for a claim instead.
+        """
         if not isinstance(wf, Workflow):
             raise TypeError(
                 f"expected a function decorated with @workflow, got {wf!r}; decorate it with "
@@ -238,19 +271,24 @@ class Engine:
                 f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
                 "Engine(max_payload_bytes=...)"
             )
+        now = self.clock.now()
+        delay_seconds = as_seconds(delay, "enqueue delay")
         row = WorkflowRow(
             workflow_id=workflow_id or str(uuid.uuid4()),
             name=wf.workflow_name,
-            status=Status.PENDING,
+            status=Status.ENQUEUED if queue is not None else Status.PENDING,
             inputs=inputs,
-            executor_id=self.executor_id,
+            executor_id="" if queue is not None else self.executor_id,
             app_version=self.app_version,
-            created_at=self.clock.now(),
+            created_at=now,
             parent_id=parent_id,
             queue=queue,
+            priority=priority,
+            dedup_id=dedup_id,
+            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
-        if created:
+        if created and queue is None:
             self.schedule(stored.workflow_id)
         return stored, created
 
@@ -265,6 +303,46 @@ class Engine:
         """Start a run; idempotent by `workflow_id` (an existing id returns that run)."""
         self._check_open()
         row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id)
+        return WorkflowHandle(self, row.workflow_id, wf.result_type)
+
+    def enqueue(
+        self,
+        queue: str | Queue,
+        wf: Workflow[..., R],
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        if_exists: str = "raise",
+        **kwargs: Any,
+    ) -> WorkflowHandle[R]:
+        """Put a run on a queue (status ENQUEUED until an engine claims it).
+
+        Lower `priority` numbers run first. A `dedup_id` that a live run of the
+        queue already holds raises `DuplicateDedupId`, or with
+        `if_exists="return"` gives that run's handle. `delay` holds the run back.
+        """
+        self._check_open()
+        name = queue.name if isinstance(queue, Queue) else queue
+        if if_exists not in ("raise", "return"):
+            raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
+        try:
+            row, _created = self.create_run(
+                wf,
+                args,
+                kwargs,
+                workflow_id=workflow_id,
+                queue=name,
+                priority=priority,
+                dedup_id=dedup_id,
+                delay=delay,
+            )
+        except DuplicateDedupId as exc:
+            if if_exists == "return":
+                return WorkflowHandle(self, exc.existing_id, wf.result_type)
+            raise
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
 
     def run(
@@ -684,12 +762,90 @@ class Engine:
                 status,
                 result,
                 error=result.error.message[:500] if isinstance(result, Failure) else "",
+                executor_id=self.executor_id,
             )
         )
+        if row.queue is not None:
+            self._queue_run_done(row.queue, row.workflow_id)
 
     def scope_of(self, workflow_id: str) -> CancelScope | None:
         with self._cv:
             return self._scopes.get(workflow_id)
+
+    # -- queues ------------------------------------------------------------------------------
+
+    def _listened_queues(self) -> list[Queue]:
+        if self._queue_names is None:
+            return registered_queues()
+        return [queue_named(name) for name in self._queue_names]
+
+    def _queue_run_done(self, queue: str, workflow_id: str) -> None:
+        with self._cv:
+            runs = self._queue_runs.get(queue)
+            if runs is not None:
+                runs.discard(workflow_id)
+        self._claim_wanted.set()
+
+    def claim_now(self) -> int:
+        """One claim round over the listened queues; returns how many runs it took."""
+        taken = 0
+        now = self.clock.now()
+        for queue in self._listened_queues():
+            with self._cv:
+                held = self._queue_runs.setdefault(queue.name, set())
+                capacity = self._max_workers * 2
+                if queue.worker_concurrency is not None:
+                    capacity = min(capacity, queue.worker_concurrency - len(held))
+            if capacity <= 0:
+                continue
+            rows = self.store.claim(
+                queue.name,
+                executor_id=self.executor_id,
+                app_version=self.app_version,
+                limits=ClaimLimits(capacity, queue.concurrency, queue.rate_limit),
+                now=now,
+            )
+            with self._cv:
+                held.update(row.workflow_id for row in rows)
+            for row in rows:
+                self.schedule(row.workflow_id)
+            taken += len(rows)
+        return taken
+
+    def _queue_loop(self) -> None:
+        last_beat = 0.0
+        while not self._closed:
+            try:
+                monotonic = time.monotonic()
+                if monotonic - last_beat >= self.lease_seconds / 3:
+                    last_beat = monotonic
+                    now = self.clock.now()
+                    self.store.heartbeat(self.executor_id, self.app_version, now)
+                    for workflow_id in self.store.take_over(
+                        executor_id=self.executor_id,
+                        app_version=self.app_version,
+                        lease_seconds=self.lease_seconds,
+                        now=now,
+                    ):
+                        log.warning("took over workflow id %r from a dead engine", workflow_id)
+                        self._adopt(workflow_id)
+                took = self.claim_now()
+            except StoreUnavailable as exc:
+                log.warning("queue claim failed (%s); retrying", exc)
+                took = 0
+            except Exception:
+                log.exception("queue loop failed; retrying")
+                took = 0
+            if took == 0:
+                self._claim_wanted.wait(min(self.poll_interval, self.lease_seconds / 3))
+                self._claim_wanted.clear()
+
+    def _adopt(self, workflow_id: str) -> None:
+        row = self.store.get_workflow(workflow_id)
+        if row is not None and row.queue is not None:
+            with self._cv:
+                self._queue_runs.setdefault(row.queue, set()).add(workflow_id)
+        self.schedule(workflow_id)
 
     def check_cancelled(self, workflow_id: str) -> None:
         if workflow_id in self._cancelled or self._closed:
@@ -747,6 +903,9 @@ class Engine:
         return unsubscribe
 
     def _on_notify(self, kind: str, key: str) -> None:
+        if kind == "enqueued":
+            self._claim_wanted.set()
+            return
         wake = (kind, key)
         with self._cv:
             self._seq += 1

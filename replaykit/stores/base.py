@@ -28,6 +28,7 @@ import attrs
 from replaykit.log import Outcome, Record, Status
 
 __all__ = [
+    "ClaimLimits",
     "EventWrite",
     "Message",
     "OutgoingMessage",
@@ -55,8 +56,10 @@ class WorkflowRow:
     priority: int = 0
     dedup_id: str | None = None
     recovery_attempts: int = 0
-    wake_at: datetime | None = None  # earliest deadline of a suspended run
+    wake_at: datetime | None = None  # earliest deadline of a suspended run; for an
+    # ENQUEUED run, the instant before which it may not be claimed (enqueue delay)
     error: str = ""  # why a run was PARKED (or a short form of its failure)
+    started_at: datetime | None = None  # when it became PENDING (rate limits count these)
 
 
 @attrs.frozen
@@ -107,6 +110,15 @@ class WorkflowFilter:
         return tuple(Status(s) for s in self.status)
 
 
+@attrs.frozen
+class ClaimLimits:
+    """What one `claim()` may take from a queue."""
+
+    limit: int  # at most this many (this engine's free capacity)
+    concurrency: int | None = None  # PENDING runs of the queue across all executors
+    rate_limit: tuple[int, float] | None = None  # (starts, per seconds) across all executors
+
+
 @runtime_checkable
 class Store(Protocol):
     """Durable state of workflow runs. Implementations must be thread-safe."""
@@ -117,7 +129,53 @@ class Store(Protocol):
         """Insert `row` (and, for a fork, its first `records`) unless the id exists.
 
         Returns (the stored row, True) when created, (the existing row, False)
-        otherwise; an existing run is never modified.
+        otherwise; an existing run is never modified. A row with a `queue` and a
+        `dedup_id` is refused with `DuplicateDedupId` while another ENQUEUED or
+        PENDING run of that queue has the same `dedup_id`. A PENDING row gets
+        `started_at` (its creation time) if it has none. Creating an ENQUEUED
+        row notifies ("enqueued", queue).
+        """
+        ...
+
+    def claim(
+        self,
+        queue: str,
+        *,
+        executor_id: str,
+        app_version: str,
+        limits: ClaimLimits,
+        now: datetime,
+    ) -> list[WorkflowRow]:
+        """Move ready ENQUEUED runs of `queue` and `app_version` to PENDING for `executor_id`.
+
+        Ready: `wake_at` is None or <= now. Order: priority (lower first), then
+        created_at, then id. Takes at most `limits.limit`, fewer if the queue's
+        `concurrency` (PENDING runs of the queue, all executors) or `rate_limit`
+        (runs whose `started_at` is within the last period, all executors) leaves
+        less room. Atomic across concurrent claimers: no run is claimed twice and
+        the limits hold however many engines claim at once. Sets `started_at`.
+        """
+        ...
+
+    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        """Record that `executor_id` is alive (upsert)."""
+        ...
+
+    def take_over(
+        self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
+    ) -> list[str]:
+        """Give `executor_id` the PENDING runs of `app_version` owned by dead executors.
+
+        Dead: an executor whose last heartbeat is older than `lease_seconds`.
+        Runs move in one transaction; their old owner's later writes are then
+        refused (fencing). Returns the ids taken over.
+        """
+        ...
+
+    def release(self, executor_id: str) -> list[str]:
+        """Put `executor_id`'s PENDING queue runs back to ENQUEUED (a graceful shutdown).
+
+        Returns their ids; notifies ("enqueued", queue) for each queue touched.
         """
         ...
 
@@ -179,9 +237,16 @@ class Store(Protocol):
         ...
 
     def finish_workflow(
-        self, workflow_id: str, status: Status, result: Outcome | None, *, error: str = ""
+        self,
+        workflow_id: str,
+        status: Status,
+        result: Outcome | None,
+        *,
+        error: str = "",
+        executor_id: str | None = None,
     ) -> bool:
-        """Move a PENDING run to a terminal status with its result; False if not PENDING."""
+        """Move a PENDING run to a terminal status with its result; False if not PENDING
+        (or, with `executor_id`, owned by another executor)."""
         ...
 
     def set_status(

@@ -5,14 +5,20 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
 
-from replaykit.errors import RecordConflict, TransactionUnsupported, WorkflowNotFound
+from replaykit.errors import (
+    DuplicateDedupId,
+    RecordConflict,
+    TransactionUnsupported,
+    WorkflowNotFound,
+)
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores.base import (
+    ClaimLimits,
     EventWrite,
     Message,
     OutgoingMessage,
@@ -20,7 +26,39 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 
-__all__ = ["MemoryStore", "check_recordable", "matches_filter"]
+__all__ = [
+    "MemoryStore",
+    "check_recordable",
+    "claim_room",
+    "duplicate_dedup",
+    "matches_filter",
+]
+
+
+def duplicate_dedup(row: WorkflowRow, existing_id: str) -> DuplicateDedupId:
+    return DuplicateDedupId(
+        f"queue {row.queue!r} already has a live run with dedup_id {row.dedup_id!r} "
+        f"(workflow id {existing_id!r}); wait for it to finish, use another dedup_id, or "
+        "pass if_exists='return' to get the existing run",
+        existing_id,
+    )
+
+
+def claim_room(
+    limits: ClaimLimits,
+    *,
+    running: int,
+    started_in_period: Callable[[datetime], int],
+    now: datetime,
+) -> int:
+    """How many runs a claim may take under its limits (shared by every store)."""
+    room = limits.limit
+    if limits.concurrency is not None:
+        room = min(room, limits.concurrency - running)
+    if limits.rate_limit is not None and room > 0:
+        starts, period = limits.rate_limit
+        room = min(room, starts - started_in_period(now - timedelta(seconds=period)))
+    return max(room, 0)
 
 
 def _now() -> datetime:
@@ -75,6 +113,7 @@ class MemoryStore:
         self._next_message_id = 1
         self._order: dict[str, int] = {}
         self._subscribers: list[Callable[[str, str], None]] = []
+        self._heartbeats: dict[str, tuple[str, datetime]] = {}
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         with self._lock:
@@ -100,14 +139,122 @@ class MemoryStore:
             existing = self._rows.get(row.workflow_id)
             if existing is not None:
                 return existing, False
+            if row.queue is not None and row.dedup_id is not None:
+                for other in self._rows.values():
+                    if (
+                        other.queue == row.queue
+                        and other.dedup_id == row.dedup_id
+                        and other.status in (Status.ENQUEUED, Status.PENDING)
+                    ):
+                        raise duplicate_dedup(row, other.workflow_id)
             now = _now()
+            created = row.created_at or now
             stored = attrs.evolve(
-                row, created_at=row.created_at or now, updated_at=row.updated_at or now
+                row,
+                created_at=created,
+                updated_at=row.updated_at or now,
+                started_at=row.started_at or (created if row.status is Status.PENDING else None),
             )
             self._rows[row.workflow_id] = stored
             self._logs[row.workflow_id] = list(records)
             self._order[row.workflow_id] = len(self._order)
-            return stored, True
+        if stored.status is Status.ENQUEUED and stored.queue is not None:
+            self._notify("enqueued", stored.queue)
+        return stored, True
+
+    def claim(
+        self,
+        queue: str,
+        *,
+        executor_id: str,
+        app_version: str,
+        limits: ClaimLimits,
+        now: datetime,
+    ) -> list[WorkflowRow]:
+        with self._lock:
+            room = claim_room(
+                limits,
+                running=sum(
+                    1
+                    for r in self._rows.values()
+                    if r.queue == queue and r.status is Status.PENDING
+                ),
+                started_in_period=lambda since: sum(
+                    1
+                    for r in self._rows.values()
+                    if r.queue == queue and r.started_at is not None and r.started_at > since
+                ),
+                now=now,
+            )
+            if room <= 0:
+                return []
+            ready = [
+                r
+                for r in self._rows.values()
+                if r.queue == queue
+                and r.status is Status.ENQUEUED
+                and r.app_version == app_version
+                and (r.wake_at is None or r.wake_at <= now)
+            ]
+            ready.sort(key=lambda r: (r.priority, r.created_at or now, self._order[r.workflow_id]))
+            claimed = []
+            for row in ready[:room]:
+                taken = attrs.evolve(
+                    row,
+                    status=Status.PENDING,
+                    executor_id=executor_id,
+                    started_at=now,
+                    wake_at=None,
+                    updated_at=now,
+                )
+                self._rows[row.workflow_id] = taken
+                claimed.append(taken)
+            return claimed
+
+    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        with self._lock:
+            self._heartbeats[executor_id] = (app_version, now)
+
+    def take_over(
+        self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
+    ) -> list[str]:
+        with self._lock:
+            dead = {
+                executor
+                for executor, (_version, seen) in self._heartbeats.items()
+                if executor != executor_id and (now - seen).total_seconds() > lease_seconds
+            }
+            taken = []
+            for workflow_id, row in list(self._rows.items()):
+                if (
+                    row.status is Status.PENDING
+                    and row.app_version == app_version
+                    and row.executor_id in dead
+                ):
+                    self._rows[workflow_id] = attrs.evolve(
+                        row, executor_id=executor_id, updated_at=now
+                    )
+                    taken.append(workflow_id)
+            return taken
+
+    def release(self, executor_id: str) -> list[str]:
+        queues: set[str] = set()
+        released = []
+        with self._lock:
+            for workflow_id, row in list(self._rows.items()):
+                if (
+                    row.status is Status.PENDING
+                    and row.executor_id == executor_id
+                    and row.queue is not None
+                ):
+                    self._rows[workflow_id] = attrs.evolve(
+                        row, status=Status.ENQUEUED, executor_id="", updated_at=_now()
+                    )
+                    released.append(workflow_id)
+                    queues.add(row.queue)
+        for queue in sorted(queues):
+            self._notify("enqueued", queue)
+        return released
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
         with self._lock:
@@ -191,11 +338,19 @@ class MemoryStore:
         )
 
     def finish_workflow(
-        self, workflow_id: str, status: Status, result: Outcome | None, *, error: str = ""
+        self,
+        workflow_id: str,
+        status: Status,
+        result: Outcome | None,
+        *,
+        error: str = "",
+        executor_id: str | None = None,
     ) -> bool:
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None or row.status is not Status.PENDING:
+                return False
+            if executor_id is not None and row.executor_id != executor_id:
                 return False
             self._rows[workflow_id] = attrs.evolve(
                 row, status=status, result=result, error=error, updated_at=_now(), wake_at=None

@@ -1,0 +1,83 @@
+"""Queues: named limits on how many runs start, and how fast, across all engines.
+
+A `Queue` is a value registered by name when it is created (like a workflow),
+so a worker process that imports the application's module knows its queues.
+Runs enqueued on it wait as ENQUEUED until an engine listening to the queue
+claims them; the store enforces the limits atomically, so they hold however
+many engines on however many machines claim at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import attrs
+
+from replaykit.commands import as_seconds
+
+__all__ = ["Queue", "queue_named", "registered_queues"]
+
+_queues: dict[str, Queue] = {}
+_lock = threading.Lock()
+
+
+def _rate(value: tuple[int, timedelta | float] | None) -> tuple[int, float] | None:
+    if value is None:
+        return None
+    try:
+        starts, period = value
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"rate_limit must be (starts, period), e.g. (100, timedelta(minutes=1)), got {value!r}"
+        ) from None
+    seconds = as_seconds(period, "rate_limit period")
+    if not isinstance(starts, int) or starts < 1 or not seconds:
+        raise ValueError(f"rate_limit {value!r}: needs at least 1 start per positive period")
+    return (starts, seconds)
+
+
+@attrs.frozen
+class Queue:
+    """A named queue with optional limits.
+
+    - `concurrency`: runs of this queue PENDING at once, across all engines;
+    - `worker_concurrency`: runs of this queue one engine holds at once;
+    - `rate_limit=(n, period)`: at most n runs start per period, across all engines.
+
+    Creating a Queue registers it under its name (a later one replaces it).
+    """
+
+    name: str
+    concurrency: int | None = None
+    worker_concurrency: int | None = None
+    rate_limit: tuple[int, float] | None = attrs.field(default=None, converter=_rate)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a Queue needs a non-empty name, got {self.name!r}")
+        for option in ("concurrency", "worker_concurrency"):
+            value = getattr(self, option)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(
+                    f"Queue({self.name!r}) {option}={value!r}: must be a positive integer or None"
+                )
+        with _lock:
+            _queues[self.name] = self
+
+
+def queue_named(name: str) -> Queue:
+    with _lock:
+        queue = _queues.get(name)
+    if queue is None:
+        known = ", ".join(sorted(_queues)) or "none"
+        raise LookupError(
+            f"no queue named {name!r} is registered (registered: {known}); create it with "
+            f"replaykit.Queue({name!r}, ...) in the module that defines your workflows"
+        )
+    return queue
+
+
+def registered_queues() -> list[Queue]:
+    with _lock:
+        return list(_queues.values())
