@@ -1,0 +1,215 @@
+"""Queues in one process, on every store: order, dedup, limits, delay, leases."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Generator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+import replaykit
+from replaykit import Engine, Queue, Sleep, Start, Status, Step, Wait, workflow
+from replaykit.errors import DuplicateDedupId
+from replaykit.stores.base import ClaimLimits
+
+ORDER: list[str] = []
+RUNNING = 0
+PEAK = 0
+LOCK = threading.Lock()
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    global RUNNING, PEAK
+    ORDER.clear()
+    RUNNING = PEAK = 0
+    yield
+
+
+def note(label: str) -> str:
+    with LOCK:
+        ORDER.append(label)
+    return label
+
+
+def busy(label: str, seconds: float) -> str:
+    global RUNNING, PEAK
+    with LOCK:
+        RUNNING += 1
+        PEAK = max(PEAK, RUNNING)
+    time.sleep(seconds)
+    with LOCK:
+        RUNNING -= 1
+        ORDER.append(label)
+    return label
+
+
+@workflow(name="queue-note")
+def note_wf(label: str) -> Generator[Any, Any, str]:
+    return (yield Step("note", note, label))
+
+
+@workflow(name="queue-busy")
+def busy_wf(label: str, seconds: float) -> Generator[Any, Any, str]:
+    return (yield Step("busy", busy, label, seconds))
+
+
+@pytest.fixture
+def shared(store_url: str) -> Any:
+    """One store several engines share: a URL, or one MemoryStore instance."""
+    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
+
+
+def wait_all(engine: Engine, ids: list[str], timeout: float = 30) -> list[Any]:
+    return [engine.handle(i).result(timeout=timeout) for i in ids]
+
+
+def test_enqueued_runs_wait_until_an_engine_listens(shared: Any) -> None:
+    Queue("q-wait")
+    with Engine(shared, queues=[], poll_interval=0.1) as producer:
+        handle = producer.enqueue("q-wait", note_wf, "x", workflow_id="w1")
+        time.sleep(0.3)
+        assert handle.status() is Status.ENQUEUED
+        assert producer.list_workflows(status=Status.ENQUEUED)[0].queue == "q-wait"
+    with Engine(shared, queues=["q-wait"], poll_interval=0.1, recover=False) as worker:
+        assert worker.handle("w1").result(timeout=20) == "x"
+
+
+def test_lower_priority_numbers_run_first(shared: Any) -> None:
+    Queue("q-prio", worker_concurrency=1)
+    with Engine(shared, queues=[], poll_interval=0.1) as producer:
+        ids = []
+        for label, priority in (("low", 9), ("high", 0), ("mid", 5), ("high-2", 0)):
+            ids.append(producer.enqueue("q-prio", note_wf, label, priority=priority).workflow_id)
+    with Engine(shared, queues=["q-prio"], poll_interval=0.1) as worker:
+        wait_all(worker, ids)
+    assert ORDER == ["high", "high-2", "mid", "low"]
+
+
+def test_dedup_id_refused_while_live_or_returns_existing(shared: Any) -> None:
+    Queue("q-dedup")
+    with Engine(shared, queues=[], poll_interval=0.1) as eng:
+        first = eng.enqueue("q-dedup", note_wf, "a", dedup_id="user-7")
+        with pytest.raises(DuplicateDedupId, match="user-7") as info:
+            eng.enqueue("q-dedup", note_wf, "b", dedup_id="user-7")
+        assert info.value.existing_id == first.workflow_id
+        again = eng.enqueue("q-dedup", note_wf, "c", dedup_id="user-7", if_exists="return")
+        assert again.workflow_id == first.workflow_id
+        # Another queue, or no dedup id, is not affected.
+        Queue("q-dedup-other")
+        eng.enqueue("q-dedup-other", note_wf, "d", dedup_id="user-7")
+    # Once the run finished, the id is free again.
+    with Engine(shared, queues=["q-dedup"], poll_interval=0.1) as worker:
+        assert worker.handle(first.workflow_id).result(timeout=20) == "a"
+        worker.enqueue("q-dedup", note_wf, "e", dedup_id="user-7")
+
+
+def test_worker_concurrency_caps_one_engine(store_url: str) -> None:
+    Queue("q-worker", worker_concurrency=2)
+    with Engine(store_url, queues=["q-worker"], poll_interval=0.05) as eng:
+        ids = [eng.enqueue("q-worker", busy_wf, str(i), 0.1).workflow_id for i in range(8)]
+        wait_all(eng, ids)
+    assert PEAK <= 2 and len(ORDER) == 8
+
+
+def test_global_concurrency_caps_all_engines(shared: Any) -> None:
+    Queue("q-global", concurrency=3)
+    engines = [
+        Engine(shared, queues=["q-global"], executor_id=f"e{i}", poll_interval=0.05)
+        for i in range(3)
+    ]
+    try:
+        ids = [engines[0].enqueue("q-global", busy_wf, str(i), 0.1).workflow_id for i in range(12)]
+        wait_all(engines[0], ids)
+    finally:
+        for eng in engines:
+            eng.close()
+    assert PEAK <= 3 and len(ORDER) == 12
+
+
+def test_rate_limit_caps_starts_per_period(store_url: str) -> None:
+    Queue("q-rate", rate_limit=(3, timedelta(seconds=1)))
+    with Engine(store_url, queues=["q-rate"], poll_interval=0.05) as eng:
+        ids = [eng.enqueue("q-rate", note_wf, str(i)).workflow_id for i in range(6)]
+        time.sleep(0.5)
+        started = [r for r in eng.list_workflows() if r.started_at is not None]
+        assert len(started) == 3
+        wait_all(eng, ids)
+        starts = sorted(r.started_at for r in eng.list_workflows() if r.started_at is not None)
+        assert (starts[3] - starts[0]).total_seconds() >= 0.9
+
+
+def test_delay_holds_a_run_back(store_url: str) -> None:
+    Queue("q-delay")
+    with Engine(store_url, queues=["q-delay"], poll_interval=0.05) as eng:
+        handle = eng.enqueue("q-delay", note_wf, "later", delay=0.5)
+        time.sleep(0.2)
+        assert handle.status() is Status.ENQUEUED
+        assert handle.result(timeout=20) == "later"
+
+
+@workflow(name="queue-parent")
+def parent_wf() -> Generator[Any, Any, Any]:
+    child = yield Start(note_wf, "child", queue="q-children")
+    return (yield Wait(child))
+
+
+def test_start_with_a_queue_enqueues_the_child(store_url: str) -> None:
+    Queue("q-children")
+    with Engine(store_url, queues=["q-children"], poll_interval=0.05) as eng:
+        assert eng.run(parent_wf, workflow_id="qp", timeout=20) == "child"
+        (child,) = eng.list_workflows(parent_id="qp")
+        assert child.queue == "q-children" and child.status is Status.SUCCESS
+
+
+@workflow(name="queue-sleeper")
+def sleeper_wf() -> Generator[Any, Any, str]:
+    yield Sleep(3600)
+    return "never"
+
+
+def test_dead_engines_runs_are_taken_over_and_fenced(shared: Any) -> None:
+    dead = Engine(shared, executor_id="dead", poll_interval=0.05, lease_seconds=0.3)
+    dead.start(sleeper_wf, workflow_id="orphan")
+    time.sleep(0.2)
+    # Like a crash: it stops heartbeating and releases nothing.
+    dead.close(wait=False)
+    time.sleep(0.5)
+    with Engine(shared, executor_id="alive", poll_interval=0.05, lease_seconds=0.3) as alive:
+        deadline = time.monotonic() + 10
+        while alive.store.get_workflow("orphan").executor_id != "alive":  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the orphan was not taken over"
+            time.sleep(0.05)
+        # The old owner can no longer record into it.
+        record = replaykit.Record(1, "step", "late", replaykit.log.Value(1))
+        with pytest.raises(replaykit.errors.RecordConflict, match="owned by executor 'alive'"):
+            alive.store.record("orphan", record, executor_id="dead")
+
+
+def test_claim_limits_are_enforced_by_the_store(store_url: str) -> None:
+    Queue("q-store")
+    with Engine(store_url, queues=[], poll_interval=0.1) as eng:
+        for i in range(5):
+            eng.enqueue("q-store", note_wf, str(i))
+        now = datetime.now(UTC)
+        first = eng.store.claim(
+            "q-store", executor_id="x", app_version=eng.app_version,
+            limits=ClaimLimits(10, concurrency=2), now=now,
+        )
+        assert len(first) == 2 and all(r.status is Status.PENDING for r in first)
+        assert eng.store.claim(
+            "q-store", executor_id="y", app_version=eng.app_version,
+            limits=ClaimLimits(10, concurrency=2), now=now,
+        ) == []
+        other_version = eng.store.claim(
+            "q-store", executor_id="y", app_version="other", limits=ClaimLimits(10), now=now
+        )
+        assert other_version == []
+        rest = eng.store.claim(
+            "q-store", executor_id="y", app_version=eng.app_version,
+            limits=ClaimLimits(10), now=now,
+        )
+        assert len(rest) == 3
