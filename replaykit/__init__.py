@@ -36,6 +36,7 @@ from replaykit.registry import Workflow, workflow
 from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
 from replaykit.runtime.queues import Queue
+from replaykit.runtime.schedules import schedule
 from replaykit.stores import MemoryStore
 
 __all__ = [
@@ -77,5 +78,6 @@ __all__ = [
     "WorkflowNotFound",
     "context",
     "logger",
+    "schedule",
     "workflow",
 ]

@@ -315,7 +315,7 @@ def test_non_determinism_parks_the_run_with_an_explanation(store_url: str) -> No
             inputs={"args": [2], "kwargs": {}},
         )
         eng.store.create_workflow(forked, records=records)
-        eng.schedule("drift-2")
+        eng.dispatch("drift-2")
         deadline = time.monotonic() + 10
         while eng.handle("drift-2").status() is Status.PENDING and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -44,6 +44,7 @@ from replaykit.registry import Workflow, app_version_of, lookup, registered
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import CancelScope, EffectRunner, Suspend, Wake
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
+from replaykit.runtime.schedules import Schedule, registered_schedules, ticks_between
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 
@@ -139,6 +140,7 @@ class Engine:
         step_overrides: Mapping[str, Callable[..., Any]] | None = None,
         queues: Iterable[str | Queue] | None = None,
         lease_seconds: float = 30.0,
+        schedules: bool = True,
     ) -> None:
         self.store: Store = open_store_for(target)
         self.executor_id = executor_id
@@ -193,6 +195,14 @@ class Engine:
             target=self._queue_loop, name="replaykit-queues", daemon=True
         )
         self._queue_thread.start()
+        self._schedules: dict[str, Schedule] = (
+            {entry.name: entry for entry in registered_schedules()} if schedules else {}
+        )
+        self._schedule_wanted = threading.Event()
+        self._schedule_thread = threading.Thread(
+            target=self._schedule_loop, name="replaykit-schedules", daemon=True
+        )
+        self._schedule_thread.start()
         if recover:
             self.recover()
 
@@ -223,6 +233,8 @@ class Engine:
         self.step_pool.shutdown(wait=False, cancel_futures=True)
         self._runner.close()
         self._claim_wanted.set()
+        self._schedule_wanted.set()
+        self._schedule_thread.join(timeout=5)
         self._timer_thread.join(timeout=5)
         self._poll_thread.join(timeout=5)
         self._queue_thread.join(timeout=5)
@@ -289,7 +301,7 @@ class Engine:
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
         if created and queue is None:
-            self.schedule(stored.workflow_id)
+            self.dispatch(stored.workflow_id)
         return stored, created
 
     def start(
@@ -489,7 +501,7 @@ class Engine:
             )
             with self._cv:
                 self._cancelled.discard(workflow_id)
-            self.schedule(workflow_id)
+            self.dispatch(workflow_id)
         elif row.status is not Status.SUCCESS and row.status is not Status.ERROR:
             raise ValueError(f"workflow id {workflow_id!r} is {row.status.value}; cannot resume")
         return WorkflowHandle(self, workflow_id)
@@ -538,7 +550,7 @@ class Engine:
         stored, created = self.store.create_workflow(fork_row, records=kept)
         if not created:
             raise ValueError(f"cannot fork into {fork_row.workflow_id!r}: that id is taken")
-        self.schedule(stored.workflow_id)
+        self.dispatch(stored.workflow_id)
         return WorkflowHandle(self, stored.workflow_id)
 
     def delete(self, workflow_id: str, *, children: bool = False) -> bool:
@@ -591,7 +603,7 @@ class Engine:
                 )
                 continue
             recovered.append(row.workflow_id)
-            self.schedule(row.workflow_id)
+            self.dispatch(row.workflow_id)
         return recovered
 
     def park(self, workflow_id: str, why: str) -> None:
@@ -645,7 +657,8 @@ class Engine:
         if self._closed:
             raise RuntimeError("this Engine is closed; create a new one")
 
-    def schedule(self, workflow_id: str) -> None:
+    def dispatch(self, workflow_id: str) -> None:
+        """Run an activation of `workflow_id` soon (at most one at a time per run)."""
         with self._cv:
             if self._closed:
                 return
@@ -808,7 +821,7 @@ class Engine:
             with self._cv:
                 held.update(row.workflow_id for row in rows)
             for row in rows:
-                self.schedule(row.workflow_id)
+                self.dispatch(row.workflow_id)
             taken += len(rows)
         return taken
 
@@ -845,7 +858,72 @@ class Engine:
         if row is not None and row.queue is not None:
             with self._cv:
                 self._queue_runs.setdefault(row.queue, set()).add(workflow_id)
-        self.schedule(workflow_id)
+        self.dispatch(workflow_id)
+
+    # -- schedules ---------------------------------------------------------------------------
+
+    def schedule(
+        self,
+        cron: str,
+        wf: Workflow[..., Any],
+        /,
+        *,
+        name: str | None = None,
+        backfill: bool = False,
+        queue: str | None = None,
+    ) -> Schedule:
+        """Start `wf(tick)` once per tick of `cron`, across all engines that know it."""
+        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue)
+        with self._cv:
+            self._schedules[entry.name] = entry
+        self._schedule_wanted.set()
+        return entry
+
+    def _fire(self, entry: Schedule, tick: datetime) -> None:
+        try:
+            self.create_run(
+                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
+            )
+        except Exception:
+            log.exception("schedule %r could not start its run for %s", entry.name, tick)
+
+    def _latest_tick(self, entry: Schedule) -> datetime | None:
+        prefix = entry.run_id(self.clock.now())[: -len(self.clock.now().isoformat())]
+        latest: datetime | None = None
+        for row in self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name)):
+            if row.workflow_id.startswith(prefix):
+                try:
+                    tick = datetime.fromisoformat(row.workflow_id[len(prefix) :])
+                except ValueError:
+                    continue
+                latest = tick if latest is None or tick > latest else latest
+        return latest
+
+    def _schedule_loop(self) -> None:
+        upcoming: dict[str, datetime] = {}
+        while not self._closed:
+            now = self.clock.now()
+            with self._cv:
+                entries = dict(self._schedules)
+            for name, entry in entries.items():
+                if name in upcoming:
+                    continue
+                start = now
+                if entry.backfill:
+                    latest = self._latest_tick(entry)
+                    if latest is not None:
+                        for tick in ticks_between(entry, latest, now):
+                            self._fire(entry, tick)
+                upcoming[name] = entry.next_tick(start)
+            for name, tick in list(upcoming.items()):
+                if tick <= now and name in entries:
+                    self._fire(entries[name], tick)
+                    upcoming[name] = entries[name].next_tick(tick)
+            wait = self.poll_interval
+            if upcoming:
+                wait = min(wait, (min(upcoming.values()) - self.clock.now()).total_seconds())
+            self._schedule_wanted.wait(max(wait, 0.005))
+            self._schedule_wanted.clear()
 
     def check_cancelled(self, workflow_id: str) -> None:
         if workflow_id in self._cancelled or self._closed:
@@ -920,7 +998,7 @@ class Engine:
         for callback in callbacks:
             callback()
         for workflow_id in to_wake:
-            self.schedule(workflow_id)
+            self.dispatch(workflow_id)
 
     def _timer_loop(self) -> None:
         clock = self.clock
@@ -949,7 +1027,7 @@ class Engine:
                     suspend = self._suspended.get(workflow_id)
                     if suspend is not None:
                         self._forget_suspension(workflow_id)
-                self.schedule(workflow_id)
+                self.dispatch(workflow_id)
 
     def _poll_loop(self) -> None:
         """The fallback for lost notifications: look again at runs that wait."""
@@ -967,7 +1045,7 @@ class Engine:
                 if self._wait_satisfied(workflow_id):
                     with self._cv:
                         self._forget_suspension(workflow_id)
-                    self.schedule(workflow_id)
+                    self.dispatch(workflow_id)
 
     def _wait_satisfied(self, workflow_id: str) -> bool:
         with self._cv:
