@@ -56,10 +56,14 @@ def main() -> None:
     order_id = sys.argv[1] if len(sys.argv) > 1 else "order-1"
     with Engine() as engine:
         handle = engine.start(checkout, order_id, 4200, workflow_id=order_id)
-        # A customer confirms a moment later, from outside the workflow.
-        threading.Timer(
-            0.3, engine.send, args=(order_id, {"by": "alice"}), kwargs={"topic": "confirm"}
-        ).start()
+        if handle.status().is_terminal:
+            print(f"{order_id} finished in an earlier run; its recorded result:")
+        else:
+            # A customer confirms a moment later, from outside the workflow.
+            confirm = threading.Timer(
+                0.3, engine.send, args=(order_id, {"by": "alice"}), kwargs={"topic": "confirm"}
+            )
+            confirm.start()
         print(f"{order_id}: {handle.result(timeout=30)}")
         for record in engine.steps(order_id):
             print(f"  #{record.position} {record.kind:<5} {record.name:<22} {record.call_site}")
