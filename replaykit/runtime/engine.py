@@ -90,7 +90,7 @@ class WorkflowHandle(Generic[R]):
         return f"<WorkflowHandle {self.workflow_id!r}>"
 
     def row(self) -> WorkflowRow:
-        row = self._engine.store.get_workflow(self.workflow_id)
+        row = self._engine.store_call(lambda: self._engine.store.get_workflow(self.workflow_id))
         if row is None:
             raise WorkflowNotFound(f"no workflow run with id {self.workflow_id!r}")
         return row
@@ -620,7 +620,7 @@ class Engine:
         unsubscribe = self.listen([("finished", workflow_id)], finished.set)
         try:
             while True:
-                row = self.store.get_workflow(workflow_id)
+                row = self.store_call(lambda: self.store.get_workflow(workflow_id))
                 if row is None:
                     raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
                 if row.status.is_terminal:

@@ -1,0 +1,118 @@
+"""Store failures are not outcomes: lost acknowledgements, dropped connections."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+import replaykit
+from replaykit import Engine, Recv, Step, workflow
+from replaykit.errors import StoreUnavailable
+from replaykit.log import Record
+from replaykit.stores.base import Store
+
+RAN: dict[str, int] = {}
+LOCK = threading.Lock()
+
+
+def tick(name: str) -> str:
+    with LOCK:
+        RAN[name] = RAN.get(name, 0) + 1
+    return name
+
+
+class LosesAcks:
+    """Wraps a store: chosen record() calls commit, then report the connection lost."""
+
+    def __init__(self, inner: Store, fail_positions: set[int]) -> None:
+        self.inner = inner
+        self.fail_positions = set(fail_positions)
+        self.failures = 0
+
+    def record(self, workflow_id: str, record: Record, **kwargs: Any) -> Record:
+        stored = self.inner.record(workflow_id, record, **kwargs)
+        if record.outcome is not None and record.position in self.fail_positions:
+            self.fail_positions.discard(record.position)
+            self.failures += 1
+            raise StoreUnavailable("connection lost after COMMIT (simulated)")
+        return stored
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@workflow(name="failures-steps")
+def steps_wf() -> Generator[Any, Any, list[Any]]:
+    first = yield Step("one", tick, "one")
+    message = yield Recv("in")
+    second = yield Step("two", tick, "two")
+    return [first, message, second]
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_lost_acknowledgement_is_resolved_by_reading_back(kind: str, tmp_path: Any) -> None:
+    RAN.clear()
+    inner: Store = (
+        replaykit.MemoryStore()
+        if kind == "memory"
+        else replaykit.stores.open_store(f"sqlite:///{tmp_path / 'x.db'}")
+    )
+    # Position 1 is a Recv: its retried commit finds the message already
+    # consumed, which only reading the log back can tell apart from a conflict.
+    store = LosesAcks(inner, {0, 1, 2})
+    with Engine(store, poll_interval=0.1) as engine:  # type: ignore[arg-type]
+        handle = engine.start(steps_wf, workflow_id="acks")
+        engine.send("acks", "hello", topic="in")
+        assert handle.result(timeout=20) == ["one", "hello", "two"]
+        records = engine.steps("acks")
+    assert store.failures == 3
+    assert [r.position for r in records] == [0, 1, 2]
+    assert RAN == {"one": 1, "two": 1}  # no step re-ran because an ack was lost
+
+
+@workflow(name="failures-many")
+def many_wf(n: int) -> Generator[Any, Any, int]:
+    total = 0
+    for i in range(n):
+        total += yield Step("slow-inc", slow_inc, i)
+    return total
+
+
+def slow_inc(i: int) -> int:
+    tick(f"inc-{i}")
+    time.sleep(0.01)
+    return 1
+
+
+def test_postgres_connections_killed_mid_run(pg_url: str, pg_schema: str) -> None:
+    import psycopg
+
+    RAN.clear()
+    # Tag this engine's connections so only they are killed.
+    app_name = f"kill_{pg_schema}"[:60]
+    url = f"{pg_url}?schema={pg_schema}&application_name={app_name}"
+    killed = 0
+    with Engine(url, poll_interval=0.1) as engine:
+        handle = engine.start(many_wf, 60, workflow_id="killed")
+        time.sleep(0.2)
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            for _ in range(3):
+                rows = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE application_name = %s",
+                    (app_name,),
+                ).fetchall()
+                killed += len(rows)
+                time.sleep(0.15)
+        assert handle.result(timeout=60) == 60
+        records = engine.steps("killed")
+    assert killed >= 3
+    assert [r.position for r in records] == list(range(60))
+    # A step whose checkpoint failed may run again; none may be skipped, and
+    # re-runs are bounded by the number of kills.
+    assert all(RAN.get(f"inc-{i}", 0) >= 1 for i in range(60))
+    assert sum(RAN.values()) - 60 <= 3
