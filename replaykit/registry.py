@@ -124,18 +124,22 @@ def workflow(fn: Callable[P, Generator[Any, Any, R]], /) -> Workflow[P, R]: ...
 
 @overload
 def workflow(
-    *, name: str | None = None
+    *, name: str | None = None, replace: bool = False
 ) -> Callable[[Callable[P, Generator[Any, Any, R]]], Workflow[P, R]]: ...
 
 
-def workflow(fn: Any = None, /, *, name: str | None = None) -> Any:
-    """Register a generator function as a workflow, under `name` or its qualified name."""
+def workflow(fn: Any = None, /, *, name: str | None = None, replace: bool = False) -> Any:
+    """Register a generator function as a workflow, under `name` or its qualified name.
+
+    A second, different function under a registered name is refused unless
+    `replace=True` (tests that swap a workflow's code, hot reloads).
+    """
 
     def register(target: Callable[P, Generator[Any, Any, R]]) -> Workflow[P, R]:
         wf: Workflow[P, R] = Workflow(target, name or target.__qualname__)
         with _lock:
             existing = _registry.get(wf.workflow_name)
-            if existing is not None and _origin(existing.fn) != _origin(target):
+            if not replace and existing is not None and _origin(existing.fn) != _origin(target):
                 raise DuplicateWorkflowError(
                     f"workflow name {wf.workflow_name!r} is already registered by "
                     f"{_origin(existing.fn)}; give this one another name with "

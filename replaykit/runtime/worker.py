@@ -40,6 +40,7 @@ def run_worker(
     app_version: str | None = None,
     max_workers: int = 64,
     poll_interval: float = 1.0,
+    lease_seconds: float = 30.0,
     stop: threading.Event | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or `stop` is set). Returns a process exit code."""
@@ -64,6 +65,7 @@ def run_worker(
         queues=list(queues) if queues else None,
         max_workers=max_workers,
         poll_interval=poll_interval,
+        lease_seconds=lease_seconds,
     )
     log.info(
         "worker %s (version %s) draining %s",

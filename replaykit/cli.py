@@ -1,0 +1,1359 @@
+"""The `replaykit` command: inspect and operate runs, replay logs, manage the schema.
+
+    replaykit workflows list|show|export|cancel|resume|fork|delete|gc
+    replaykit replay module:workflow run.json ... | --id ID | --in-flight
+    replaykit db migrate|status
+    replaykit worker module --queue q
+
+Every command takes `--url` (else `REPLAYKIT_URL`, else `sqlite:///replaykit.db`).
+
+Apart from `worker`, whose job it is, the command never runs anybody's workflow:
+it works on the store alone and starts no Engine, which would heartbeat as an
+executor, claim queue runs, fire schedules and recover runs. `resume` and `fork`
+only mark a run PENDING for the executor id and app version that should run it:
+the code that can run it lives in the application, whose engine takes the run on
+its next recovery. `replay` imports the module the user names, and runs none of
+its steps.
+
+Exit codes: 0 success; 1 an operation failed (unknown id, unreachable store, a
+replay that diverges); 2 bad usage or bad input (options, files, `module:workflow`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import logging
+import os
+import re
+import sys
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
+
+try:
+    import click
+except ImportError as _missing:  # pragma: no cover - depends on the installation
+    raise SystemExit(
+        "the replaykit command needs click and rich: pip install 'replaykit[cli]'"
+    ) from _missing
+
+from replaykit.errors import NonDeterminismError, ReplayKitError
+from replaykit.log import Failure, Log, Record, Status, outcome_to_json
+from replaykit.registry import Workflow, lookup
+from replaykit.runtime.engine import DEFAULT_URL, open_store_for
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main"]
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+_TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+_STATUS_STYLE = {
+    Status.SUCCESS: "green",
+    Status.ERROR: "bold red",
+    Status.PARKED: "bold yellow",
+    Status.CANCELLED: "magenta",
+    Status.PENDING: "cyan",
+    Status.ENQUEUED: "blue",
+}
+
+
+class CliError(click.ClickException):
+    """One line on stderr and a non-zero exit; never a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_redact(message))
+
+
+def _redact(text: str) -> str:
+    """Hide passwords in database URLs before they reach a terminal or a CI log."""
+    return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1***@", text)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if isinstance(exc, (ReplayKitError, ValueError, LookupError)) and text:
+        return text  # our own messages already say what happened and what to do
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+class _UsageError(CliError):
+    exit_code = EXIT_BAD_INPUT
+
+
+# click >= 8.2 signals "no subcommand given: show the help" with this UsageError.
+_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class _Group(click.Group):
+    """Turns any exception a command lets through into one line and exit 1.
+
+    `REPLAYKIT_DEBUG=1` lets the traceback through, for reporting a bug.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if isinstance(exc, _NO_ARGS_IS_HELP):
+                raise
+            # click prints usage, a hint and the error on three lines; one will do.
+            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            raise _UsageError(exc.format_message() + hint) from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if os.environ.get("REPLAYKIT_DEBUG"):
+                raise
+            raise CliError(_one_line(exc)) from exc
+
+
+# -- option types -------------------------------------------------------------------------
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '15m', '2h', '30d', '1w', or a number of seconds."""
+    match = _DURATION.match(text)
+    if match:
+        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is not a duration; write e.g. 90s, 15m, 2h, 30d or 1w"
+        ) from None
+    if seconds < 0:
+        raise ValueError(f"{text!r}: a duration cannot be negative")
+    return timedelta(seconds=seconds)
+
+
+def parse_when(text: str, now: datetime | None = None) -> datetime:
+    """An ISO 8601 instant (naive means UTC) or a duration ago ('2h' = two hours ago)."""
+    if _DURATION.match(text):
+        return (now or datetime.now(UTC)) - parse_duration(text)
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither an ISO 8601 time (2024-06-01T12:00) nor a duration "
+            "ago (15m, 2h, 7d)"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _when_option(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_when(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def _duration_option(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> timedelta | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+_url_option = click.option(
+    "--url",
+    envvar="REPLAYKIT_URL",
+    default=DEFAULT_URL,
+    show_default=True,
+    show_envvar=True,
+    help="The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://.",
+)
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead.")
+
+
+# -- opening the store ----------------------------------------------------------------------
+
+
+def _sqlite_path(url: str) -> str | None:
+    """The file a sqlite:/// URL names (sqlite:///rel.db, sqlite:////abs.db), else None."""
+    if not url.startswith("sqlite:"):
+        return None
+    parts = urllib.parse.urlsplit(url)
+    if parts.netloc:
+        return None  # not a file URL: open_store explains the forms it takes
+    path = urllib.parse.unquote(parts.path)
+    path = path[1:] if path.startswith("/") else path
+    return None if path in ("", ":memory:") else path
+
+
+# An operator waiting on an unreachable server wants the verdict soon; the URL's
+# connect_timeout overrides this.
+_CONNECT_TIMEOUT = 5.0
+
+
+def _open_postgres(url: str) -> Store:
+    """A PostgresStore that does not create or migrate its schema on open.
+
+    `open_store` migrates on open, which suits an application; an operator's
+    typo in `?schema=` must not create an empty schema, and `db status` must see
+    the schema as it is. `connect_timeout` in the URL also bounds the wait for an
+    unreachable server (libpq sees it too).
+    """
+    try:
+        from replaykit.stores.postgres import PostgresStore
+    except ImportError as exc:
+        raise CliError(
+            f"PostgreSQL support needs psycopg 3 and psycopg_pool ({exc}): "
+            "pip install 'replaykit[postgres]'"
+        ) from exc
+
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    options: dict[str, Any] = {
+        "auto_migrate": False,
+        "pool_min": 1,
+        "pool_max": 2,
+        "connect_timeout": _CONNECT_TIMEOUT,
+    }
+    for key, value in query:
+        if key == "schema":
+            options["schema"] = value
+        elif key == "connect_timeout":
+            try:
+                options["connect_timeout"] = float(value)
+            except ValueError:
+                raise CliError(
+                    f"connect_timeout must be a number of seconds, not {value!r}"
+                ) from None
+    rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "schema"])
+    conninfo = urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, parts.path, rest, parts.fragment)
+    )
+    store: Store = PostgresStore(conninfo, **options)
+    return store
+
+
+def _open(url: str, *, create: bool) -> Store:
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return _open_postgres(url)
+    path = _sqlite_path(url)
+    if path is not None and not create and not os.path.exists(path):
+        # Opening would create an empty database, and an operator in the wrong
+        # directory would then see "no runs" instead of the real mistake.
+        raise CliError(
+            f"no SQLite database at {path!r} ({os.path.abspath(path)}); pass --url or set "
+            "REPLAYKIT_URL (`replaykit db migrate` creates one)"
+        )
+    return open_store_for(url)
+
+
+def _require_schema(store: Store, url: str) -> None:
+    current, latest = _schema_status(store)
+    if current is None or latest is None or current == latest:
+        return
+    where = _redact(url)
+    if current == 0:
+        raise CliError(
+            f"no replaykit schema at {where}; check the URL and its ?schema=, or create it "
+            "with `replaykit db migrate`"
+        )
+    if current < latest:
+        raise CliError(
+            f"the schema at {where} is at version {current}, this replaykit needs {latest}: "
+            "run `replaykit db migrate`"
+        )
+    raise CliError(
+        f"the schema at {where} is at version {current}, newer than this replaykit knows "
+        f"({latest}); upgrade replaykit"
+    )
+
+
+@contextmanager
+def _store(url: str, *, create: bool = False, check_schema: bool = True) -> Iterator[Store]:
+    store = _open(url, create=create)
+    try:
+        if check_schema:
+            _require_schema(store, url)
+        yield store
+    finally:
+        store.close()
+
+
+def _get_row(store: Store, workflow_id: str) -> WorkflowRow:
+    row = store.get_workflow(workflow_id)
+    if row is None:
+        raise CliError(
+            f"no workflow run with id {workflow_id!r} (`replaykit workflows list` shows the runs)"
+        )
+    return row
+
+
+# -- operator actions on a store -------------------------------------------------------------
+#
+# These have the semantics of Engine.cancel, .delete, .garbage_collect, .export_log
+# and .fork, without the in-process parts: the command is no executor.
+
+
+def cancel_run(store: Store, workflow_id: str, *, children: bool = True) -> bool:
+    """Mark a run (and its unfinished children) CANCELLED; False if it had finished.
+
+    An engine running it finds out at its next record, which the store refuses.
+    """
+    changed = store.set_status(
+        workflow_id, Status.CANCELLED, only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED)
+    )
+    if children:
+        for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
+            if not child.status.is_terminal:
+                cancel_run(store, child.workflow_id, children=True)
+    return changed
+
+
+def delete_run(store: Store, workflow_id: str, *, children: bool = False) -> bool:
+    """Delete a run with its log, inbox and events, cancelling it first if unfinished."""
+    row = store.get_workflow(workflow_id)
+    if row is None:
+        return False
+    if not row.status.is_terminal:
+        cancel_run(store, workflow_id, children=children)
+    if children:
+        for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
+            delete_run(store, child.workflow_id, children=True)
+    return store.delete_workflow(workflow_id)
+
+
+def collect_garbage(store: Store, cutoff: datetime, *, keep_running: bool = True) -> int:
+    """Delete runs created before `cutoff` (only finished ones unless told); the count."""
+    # Batches keep memory flat on a large table; each batch is deleted before the next
+    # is read, so reading from the start again finds the rest.
+    where = WorkflowFilter(status=_TERMINAL if keep_running else None, until=cutoff, limit=500)
+    deleted = 0
+    while batch := store.list_workflows(where):
+        progress = sum(1 for row in batch if delete_run(store, row.workflow_id))
+        if progress == 0:
+            break  # someone else deleted them as we went; nothing left for us
+        deleted += progress
+    return deleted
+
+
+def export_run(store: Store, workflow_id: str) -> Log:
+    row = _get_row(store, workflow_id)
+    return Log(
+        records=store.load_log(workflow_id),
+        workflow_name=row.name,
+        workflow_id=workflow_id,
+        args=row.inputs,
+        status=row.status.value,
+        result=row.result,
+    )
+
+
+def fork_run(
+    store: Store,
+    source_id: str,
+    from_position: int,
+    *,
+    workflow_id: str | None = None,
+    executor_id: str | None = None,
+    app_version: str | None = None,
+) -> tuple[WorkflowRow, int]:
+    """A new PENDING run holding the source's records below `from_position`.
+
+    Returns the new row and how many records it kept (an unfinished timed
+    command below the cut starts afresh in the fork). Executor and version
+    default to the source's: the engine that ran the source picks the fork up.
+    """
+    row = _get_row(store, source_id)
+    records = store.load_log(source_id)
+    if from_position > len(records):
+        raise CliError(
+            f"cannot fork {source_id!r} from position {from_position}: its log has "
+            f"{len(records)} position(s); pick --from between 0 and {len(records)}"
+        )
+    kept: list[Record] = []
+    for record in records[:from_position]:
+        if record.outcome is None:
+            break
+        kept.append(record)
+    fork_row = WorkflowRow(
+        workflow_id=workflow_id or f"{source_id}-fork-{uuid.uuid4().hex[:8]}",
+        name=row.name,
+        status=Status.PENDING,
+        inputs=row.inputs,
+        executor_id=executor_id or row.executor_id,
+        app_version=app_version or row.app_version,
+        created_at=datetime.now(UTC),
+        parent_id=row.parent_id,
+        queue=row.queue,
+        priority=row.priority,
+    )
+    stored, created = store.create_workflow(fork_row, records=kept)
+    if not created:
+        raise CliError(f"cannot fork into {fork_row.workflow_id!r}: that id is taken")
+    return stored, len(kept)
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 0.001:
+        return "<1ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def _short(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _short_json(data: Any, width: int = 60) -> str:
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = repr(data)
+    return _short(text, width)
+
+
+def outcome_summary(record: Record) -> str:
+    """One cell for a record's outcome: ok + value, error + type and message, or pending."""
+    outcome = record.outcome
+    if outcome is None:
+        return f"pending until {_when(record.wake_at)}" if record.wake_at else "pending"
+    tries = f" ({record.attempts} attempts)" if record.attempts > 1 else ""
+    if isinstance(outcome, Failure):
+        error = outcome.error
+        return _short(f"error {error.type_name}: {error.message}", 80) + tries
+    if outcome.data is None:
+        return "ok" + tries
+    return "ok " + _short_json(outcome.data) + tries
+
+
+def _record_duration(record: Record) -> str:
+    if record.started_at is None or record.completed_at is None:
+        return "-"
+    return format_duration(max((record.completed_at - record.started_at).total_seconds(), 0.0))
+
+
+def _row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "workflow_id": row.workflow_id,
+        "name": row.name,
+        "status": row.status.value,
+        "app_version": row.app_version,
+        "executor_id": row.executor_id,
+        "parent_id": row.parent_id,
+        "queue": row.queue,
+        "created_at": _iso(row.created_at),
+        "updated_at": _iso(row.updated_at),
+        "recovery_attempts": row.recovery_attempts,
+        "wake_at": _iso(row.wake_at),
+        "error": row.error,
+    }
+    if full:
+        data["inputs"] = row.inputs
+        data["result"] = outcome_to_json(row.result)
+    return data
+
+
+def _run_error(row: WorkflowRow) -> str:
+    """What went wrong with a run, in one line; '' when nothing did."""
+    if isinstance(row.result, Failure):
+        return f"{row.result.error.type_name}: {row.result.error.message}"
+    return row.error
+
+
+class _Printer:
+    """Rich tables and colour on a terminal, aligned plain text otherwise."""
+
+    def __init__(self) -> None:
+        self.console: Any = None
+        try:
+            from rich.console import Console
+        except ImportError:  # rich is optional; plain text needs nothing
+            return
+        console = Console(highlight=False)
+        if console.is_terminal:
+            self.console = console
+
+    def line(self, text: str = "", style: str | None = None) -> None:
+        if self.console is not None:
+            from rich.text import Text
+
+            self.console.print(Text(text, style=style or ""))
+        else:
+            click.echo(text)
+
+    def fields(self, pairs: Sequence[tuple[str, str, str | None]]) -> None:
+        """`label  value` lines; the third item is a rich style for the value."""
+        width = max(len(label) for label, _, _ in pairs)
+        for label, value, style in pairs:
+            if self.console is not None:
+                from rich.text import Text
+
+                text = Text()
+                text.append(f"{label.ljust(width)}  ", style="bold")
+                text.append(value, style=style or "")
+                self.console.print(text)
+            else:
+                click.echo(f"{label.ljust(width)}  {value}")
+
+    def table(
+        self,
+        headers: Sequence[str],
+        rows: Sequence[Sequence[str]],
+        styles: Sequence[dict[int, str]] | None = None,
+    ) -> None:
+        if self.console is not None:
+            from rich import box
+            from rich.table import Table
+
+            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            for header in headers:
+                table.add_column(header, overflow="fold")
+            for index, row in enumerate(rows):
+                row_styles = styles[index] if styles else {}
+                table.add_row(
+                    *(
+                        f"[{row_styles[col]}]{_escape(cell)}[/]"
+                        if col in row_styles
+                        else _escape(cell)
+                        for col, cell in enumerate(row)
+                    )
+                )
+            self.console.print(table)
+            return
+        widths = [len(h) for h in headers]
+        for row in rows:
+            widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+        for cells in (headers, *rows):
+            click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+# -- the command tree -------------------------------------------------------------------------
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="replaykit", prog_name="replaykit")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the store and pool do.")
+def cli(verbose: bool) -> None:
+    """Inspect and operate replaykit workflow runs."""
+    if verbose:
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    else:
+        # psycopg_pool logs every failed connection attempt as a warning; the
+        # command reports the outcome once, as its one-line error.
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+
+
+@cli.group(cls=_Group)
+def workflows() -> None:
+    """List, inspect, export, cancel, resume, fork and delete runs."""
+
+
+@workflows.command("list")
+@_url_option
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice([s.value for s in Status], case_sensitive=False),
+    help="Only runs in this status (repeat for several).",
+)
+@click.option("--name", help="Only runs of this workflow name.")
+@click.option("--version", "app_version", help="Only runs stamped with this app version.")
+@click.option("--executor", help="Only runs owned by this executor id.")
+@click.option("--parent", help="Only children of this run.")
+@click.option(
+    "--since",
+    callback=_when_option,
+    metavar="TIME",
+    help="Created at or after: ISO time, or 2h/7d ago.",
+)
+@click.option(
+    "--until", callback=_when_option, metavar="TIME", help="Created before: ISO time, or 2h/7d ago."
+)
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@_json_option
+def list_command(
+    url: str,
+    statuses: tuple[str, ...],
+    name: str | None,
+    app_version: str | None,
+    executor: str | None,
+    parent: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    offset: int,
+    as_json: bool,
+) -> None:
+    """Runs, oldest first."""
+    with _store(url) as store:
+        rows = store.list_workflows(
+            WorkflowFilter(
+                status=tuple(Status(s) for s in statuses) or None,
+                name=name,
+                app_version=app_version,
+                executor_id=executor,
+                parent_id=parent,
+                since=since,
+                until=until,
+                limit=limit,
+                offset=offset,
+            )
+        )
+    if as_json:
+        _echo_json([_row_json(row) for row in rows])
+        return
+    if not rows:
+        click.echo("no workflow runs match")
+        return
+    out = _Printer()
+    out.table(
+        ["ID", "NAME", "STATUS", "CREATED", "VERSION", "EXECUTOR", "ERROR"],
+        [
+            [
+                row.workflow_id,
+                row.name,
+                row.status.value,
+                _when(row.created_at),
+                row.app_version,
+                row.executor_id,
+                _short(_run_error(row), 50),
+            ]
+            for row in rows
+        ],
+        [{2: _STATUS_STYLE[row.status]} for row in rows],
+    )
+    if len(rows) == limit:
+        click.echo(
+            f"(first {limit} from offset {offset}; more may match: --offset {offset + limit})",
+            err=True,
+        )
+
+
+@workflows.command("show")
+@click.argument("workflow_id")
+@_url_option
+@click.option("--traceback", "show_traceback", is_flag=True, help="Print a failed run's traceback.")
+@_json_option
+def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool) -> None:
+    """A run and its log as a timeline; a failed or parked run shows why."""
+    with _store(url) as store:
+        row = _get_row(store, workflow_id)
+        records = store.load_log(workflow_id)
+        children = store.list_workflows(WorkflowFilter(parent_id=workflow_id))
+    if as_json:
+        _echo_json(
+            {
+                "workflow": _row_json(row, full=True),
+                "steps": [record.to_json() for record in records],
+                "children": [_row_json(child) for child in children],
+            }
+        )
+        return
+    out = _Printer()
+    pairs: list[tuple[str, str, str | None]] = [
+        ("workflow", row.workflow_id, "bold"),
+        ("name", row.name, None),
+        ("status", row.status.value, _STATUS_STYLE[row.status]),
+        ("version", row.app_version or "-", None),
+        ("executor", row.executor_id, None),
+        ("created", _when(row.created_at) + " UTC", None),
+        ("updated", _when(row.updated_at) + " UTC", None),
+    ]
+    if row.parent_id:
+        pairs.append(("parent", row.parent_id, None))
+    if row.queue:
+        pairs.append(("queue", row.queue, None))
+    if row.recovery_attempts:
+        pairs.append(("recoveries", str(row.recovery_attempts), None))
+    if row.wake_at is not None and not row.status.is_terminal:
+        pairs.append(("wakes at", _when(row.wake_at) + " UTC", None))
+    if row.status is Status.SUCCESS and row.result is not None:
+        pairs.append(("result", _short_json(outcome_to_json(row.result).get("value"), 100), None))
+    if row.status is Status.ERROR:
+        pairs.append(("error", _run_error(row), "red"))
+    elif row.status is Status.PARKED:
+        pairs.append(("parked", row.error or "(no reason recorded)", "yellow"))
+    out.fields(pairs)
+    out.line()
+    if records:
+        out.table(
+            ["POS", "KIND", "NAME", "STARTED", "DURATION", "OUTCOME", "CALL SITE"],
+            [
+                [
+                    str(r.position),
+                    r.kind,
+                    r.name,
+                    _when(r.started_at),
+                    _record_duration(r),
+                    outcome_summary(r),
+                    r.call_site or "-",
+                ]
+                for r in records
+            ],
+            [
+                {5: "red"}
+                if isinstance(r.outcome, Failure)
+                else {5: "cyan"}
+                if r.is_pending
+                else {}
+                for r in records
+            ],
+        )
+    else:
+        out.line("(the log is empty: the run has not recorded a command yet)")
+    if children:
+        out.line()
+        out.line("children: " + ", ".join(f"{c.workflow_id} ({c.status.value})" for c in children))
+    if show_traceback and isinstance(row.result, Failure):
+        out.line()
+        out.line(row.result.error.traceback or "(no traceback was recorded)")
+
+
+@workflows.command("export")
+@click.argument("workflow_id")
+@_url_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write to this file instead of stdout.",
+)
+def export_command(workflow_id: str, url: str, output: Path | None) -> None:
+    """The run's log as JSON, for `replaykit replay` and `replaykit.testing.replay`."""
+    with _store(url) as store:
+        text = export_run(store, workflow_id).to_json()
+    if output is None:
+        click.echo(text)
+        return
+    try:
+        output.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {str(output)!r}: {exc.strerror or exc}") from exc
+    click.echo(f"wrote the log of {workflow_id!r} to {output}", err=True)
+
+
+@workflows.command("cancel")
+@click.argument("workflow_id")
+@_url_option
+@click.option(
+    "--children/--no-children", default=True, show_default=True, help="Cancel its children too."
+)
+def cancel_command(workflow_id: str, url: str, children: bool) -> None:
+    """Mark a run CANCELLED; the engine running it stops at its next record."""
+    with _store(url) as store:
+        row = _get_row(store, workflow_id)
+        if row.status.is_terminal:
+            raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
+        cancel_run(store, workflow_id, children=children)
+    click.echo(
+        f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
+        f"(a step under way finishes, but its outcome is not recorded). "
+        f"`replaykit workflows resume {workflow_id}` continues it from its log."
+    )
+
+
+def _pickup_note(executor_id: str, app_version: str) -> str:
+    return (
+        f"The engine with executor id {executor_id!r} and app version {app_version!r} runs it "
+        "when it next recovers (when it starts, or on engine.recover()); this command runs "
+        "no workflow code."
+    )
+
+
+def _set_status_with_version(
+    store: Store, workflow_id: str, executor_id: str, app_version: str | None
+) -> bool:
+    only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
+    if app_version is None:
+        return store.set_status(
+            workflow_id,
+            Status.PENDING,
+            only_from=only_from,
+            executor_id=executor_id,
+            reset_recovery=True,
+        )
+    # Restamping needs Store.set_status(app_version=...); stores that predate it
+    # get a clear refusal rather than a run no engine would ever recover.
+    if "app_version" not in inspect.signature(store.set_status).parameters:
+        raise CliError(
+            f"this store ({type(store).__name__}) cannot change a run's app version; resume it "
+            "without --app-version, or fork it with --app-version instead"
+        )
+    changed: bool = cast(Any, store).set_status(
+        workflow_id,
+        Status.PENDING,
+        only_from=only_from,
+        executor_id=executor_id,
+        reset_recovery=True,
+        app_version=app_version,
+    )
+    return changed
+
+
+@workflows.command("resume")
+@click.argument("workflow_id")
+@_url_option
+@click.option("--executor", help="Hand the run to this executor id (default: its own).")
+@click.option("--app-version", help="Restamp the run for this app version (default: its own).")
+def resume_command(
+    workflow_id: str, url: str, executor: str | None, app_version: str | None
+) -> None:
+    """Mark a CANCELLED or PARKED run PENDING again, for its engine to continue it."""
+    with _store(url) as store:
+        row = _get_row(store, workflow_id)
+        if row.status in (Status.SUCCESS, Status.ERROR):
+            raise CliError(
+                f"workflow {workflow_id!r} is {row.status.value}; a finished run cannot be "
+                f"resumed. Re-run it from a position with "
+                f"`replaykit workflows fork {workflow_id} --from N`"
+            )
+        if row.status is Status.ENQUEUED:
+            raise CliError(
+                f"workflow {workflow_id!r} is ENQUEUED; it runs when a worker takes it from "
+                f"queue {row.queue!r}"
+            )
+        target = executor or row.executor_id
+        if not _set_status_with_version(store, workflow_id, target, app_version):
+            now = store.get_workflow(workflow_id)
+            state = now.status.value if now else "gone"
+            raise CliError(f"workflow {workflow_id!r} changed under us (now {state}); try again")
+        done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
+    click.echo(
+        f"resumed {workflow_id!r} ({row.name}): PENDING again, {done} recorded position(s) "
+        "to replay. " + _pickup_note(target, app_version or row.app_version)
+    )
+
+
+@workflows.command("fork")
+@click.argument("workflow_id")
+@click.option(
+    "--from",
+    "from_position",
+    type=click.IntRange(min=0),
+    required=True,
+    help="First position to run again; the records before it are kept.",
+)
+@_url_option
+@click.option("--id", "new_id", help="The new run's id (default: ID-fork-<random>).")
+@click.option("--executor", help="Executor id to run the fork (default: the source's).")
+@click.option("--app-version", help="App version to stamp the fork with (default: the source's).")
+def fork_command(
+    workflow_id: str,
+    from_position: int,
+    url: str,
+    new_id: str | None,
+    executor: str | None,
+    app_version: str | None,
+) -> None:
+    """Copy a run's log below --from into a new PENDING run that goes on from there.
+
+    The way to re-run a fixed version of a failed run without repeating its
+    completed steps.
+    """
+    with _store(url) as store:
+        stored, kept = fork_run(
+            store,
+            workflow_id,
+            from_position,
+            workflow_id=new_id,
+            executor_id=executor,
+            app_version=app_version,
+        )
+    copied = f"keeping positions 0..{kept - 1}" if kept else "keeping no records"
+    click.echo(
+        f"forked {workflow_id!r} into {stored.workflow_id!r}, {copied}; it runs live from "
+        f"position {kept}. " + _pickup_note(stored.executor_id, stored.app_version)
+    )
+
+
+@workflows.command("delete")
+@click.argument("workflow_id")
+@_url_option
+@click.option("--children", is_flag=True, help="Delete its child runs too.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete_command(workflow_id: str, url: str, children: bool, yes: bool) -> None:
+    """Delete a run with its log, inbox and events (cancelling it first if it runs)."""
+    with _store(url) as store:
+        row = _get_row(store, workflow_id)
+        if not yes:
+            click.confirm(
+                f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
+                + (" and children" if children else "")
+                + "?",
+                abort=True,
+            )
+        delete_run(store, workflow_id, children=children)
+    click.echo(f"deleted {workflow_id!r}")
+
+
+@workflows.command("gc")
+@_url_option
+@click.option(
+    "--older-than",
+    callback=_duration_option,
+    metavar="DURATION",
+    required=True,
+    help="Delete runs created longer ago than this (30d, 12h, ...).",
+)
+@click.option(
+    "--include-unfinished",
+    is_flag=True,
+    help="Also delete PENDING, ENQUEUED and PARKED runs (cancelling them first).",
+)
+@click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def gc_command(
+    url: str, older_than: timedelta, include_unfinished: bool, dry_run: bool, yes: bool
+) -> None:
+    """Retention: delete old runs; by default only finished ones."""
+    cutoff = datetime.now(UTC) - older_than
+    with _store(url) as store:
+        matching = store.list_workflows(
+            WorkflowFilter(status=None if include_unfinished else _TERMINAL, until=cutoff)
+        )
+        what = "runs" if include_unfinished else "finished runs"
+        if dry_run or not matching:
+            click.echo(f"{len(matching)} {what} created before {_when(cutoff)} UTC")
+            return
+        if not yes:
+            click.confirm(
+                f"delete {len(matching)} {what} created before {_when(cutoff)} UTC?", abort=True
+            )
+        deleted = collect_garbage(store, cutoff, keep_running=not include_unfinished)
+    click.echo(f"deleted {deleted} {what} created before {_when(cutoff)} UTC")
+
+
+# -- replay --------------------------------------------------------------------------------
+
+
+class _BadInput(Exception):
+    """A replay input the user must fix (file, spec); exit 2, not a divergence."""
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """(module, attribute) from `module:attr`; the attribute is '' for a bare module."""
+    module_name, sep, attr = spec.partition(":")
+    if (
+        not module_name
+        or (sep and not attr)
+        or not all(p.isidentifier() for p in module_name.split("."))
+        or not all(p.isidentifier() for p in attr.split(".") if attr)
+    ):
+        raise _BadInput(
+            f"{spec!r} is not a workflow spec; write module:workflow, e.g. myapp.flows:checkout "
+            "(or just the module, to use the workflow each log names)"
+        )
+    return module_name, attr
+
+
+def import_spec(spec: str) -> tuple[Any, str]:
+    """Import the module `spec` names; (the module, the attribute path or '')."""
+    module_name, attr = parse_spec(spec)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise _BadInput(
+            f"cannot import {module_name!r}: {exc}; run from your project's directory "
+            "(or pass --app-dir), or set PYTHONPATH"
+        ) from exc
+    except Exception as exc:
+        raise _BadInput(f"importing {module_name!r} failed: {_one_line(exc)}") from exc
+    return module, attr
+
+
+def resolve_workflow(spec: str, module: Any, attr: str, log: Log) -> Workflow[..., Any]:
+    """The @workflow `module.attr`, or with no attribute the one the log names.
+
+    The user names the module on the command line; stored data never chooses what
+    is imported (a log's workflow name is only looked up among registered ones).
+    """
+    if not attr:
+        if not log.workflow_name:
+            raise _BadInput(f"{spec!r} names no workflow, and the log names none either")
+        try:
+            return lookup(log.workflow_name)
+        except LookupError as exc:
+            raise _BadInput(_one_line(exc)) from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise _BadInput(f"module {module.__name__!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not isinstance(target, Workflow):
+        raise _BadInput(
+            f"{spec} is a {type(target).__name__}, not a workflow; decorate the generator "
+            "function with @replaykit.workflow"
+        )
+    if log.workflow_name and log.workflow_name != target.workflow_name:
+        raise _BadInput(
+            f"the log is of workflow {log.workflow_name!r}, but {spec} is workflow "
+            f"{target.workflow_name!r}"
+        )
+    return target
+
+
+def _read_log(path: Path) -> Log:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _BadInput("no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _BadInput(f"cannot read it ({_one_line(exc)})") from exc
+    try:
+        return Log.from_json(text)
+    except ValueError as exc:
+        raise _BadInput(_one_line(exc)) from exc
+
+
+@cli.command("replay")
+@click.argument("spec", metavar="MODULE:WORKFLOW")
+@click.argument("logs", nargs=-1, type=click.Path(path_type=Path), metavar="[LOG]...")
+@click.option(
+    "--id",
+    "run_ids",
+    multiple=True,
+    help="Also replay this run's log, read from the store at --url (repeat for several).",
+)
+@click.option(
+    "--in-flight",
+    is_flag=True,
+    help="Also replay every PENDING or PARKED run of the workflow(s) in the store at --url.",
+)
+@click.option(
+    "--url",
+    envvar="REPLAYKIT_URL",
+    default=DEFAULT_URL,
+    show_default=True,
+    show_envvar=True,
+    help="The store that --id and --in-flight read (only read).",
+)
+@click.option(
+    "--strict/--no-strict",
+    default=True,
+    show_default=True,
+    help="Also compare each command's arguments (the engine compares them only with "
+    "Engine(strict=True)).",
+)
+@click.option(
+    "--check-result/--no-check-result",
+    default=True,
+    show_default=True,
+    help="For a finished run, also require the recorded result (or error).",
+)
+@click.option(
+    "--app-dir",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory put first on sys.path before importing MODULE.",
+)
+def replay_command(
+    spec: str,
+    logs: tuple[Path, ...],
+    run_ids: tuple[str, ...],
+    in_flight: bool,
+    url: str,
+    strict: bool,
+    check_result: bool,
+    app_dir: Path,
+) -> None:
+    """Replay recorded logs against today's code: a deploy gate for CI.
+
+    MODULE:WORKFLOW names the @workflow (MODULE alone: the workflow each log
+    names, once MODULE is imported). The logs are exported files (LOG...), runs
+    in a store (--id), or every run in flight there (--in-flight): check that the
+    new code replays production's runs before deploying it. No step runs and
+    nothing is written.
+
+    Exit 0 when every log replays; 1 when one diverges (the first divergence is
+    explained: position, what the code yielded and what the log recorded, with both
+    call sites); 2 for bad input (a missing or malformed file, a bad MODULE:WORKFLOW).
+    """
+    if not (logs or run_ids or in_flight):
+        raise _UsageError("nothing to replay: give LOG files, --id ID or --in-flight")
+    where = str(app_dir.resolve())
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    try:
+        module, attr = import_spec(spec)
+    except _BadInput as exc:
+        raise _UsageError(str(exc)) from exc
+    worst = 0
+    for path in logs:
+        try:
+            log = _read_log(path)
+        except _BadInput as exc:
+            click.echo(f"Error: {path}: {_redact(str(exc))}", err=True)
+            worst = max(worst, EXIT_BAD_INPUT)
+            continue
+        worst = max(worst, _replay_one(str(path), spec, module, attr, log, strict, check_result))
+    if run_ids or in_flight:
+        names: list[str] = []
+        if in_flight:
+            try:
+                names = (
+                    [resolve_workflow(spec, module, attr, Log()).workflow_name]
+                    if attr
+                    else sorted(_names_defined_in(module))
+                )
+            except _BadInput as exc:
+                raise _UsageError(str(exc)) from exc
+        with _store(url) as store:
+            ids = list(run_ids)
+            if in_flight:
+                for name in names:
+                    rows = store.list_workflows(
+                        WorkflowFilter(status=(Status.PENDING, Status.PARKED), name=name)
+                    )
+                    ids.extend(row.workflow_id for row in rows)
+                if not ids:
+                    click.echo(f"no runs of {', '.join(names) or spec} are in flight")
+            for workflow_id in ids:
+                log = export_run(store, workflow_id)
+                label = f"run {workflow_id}"
+                worst = max(
+                    worst, _replay_one(label, spec, module, attr, log, strict, check_result)
+                )
+    if worst:
+        sys.exit(worst)
+
+
+def _names_defined_in(module: Any) -> set[str]:
+    """Names of the workflows a module defines (what `--in-flight` looks for)."""
+    return {value.workflow_name for value in vars(module).values() if isinstance(value, Workflow)}
+
+
+def _replay_one(
+    label: str, spec: str, module: Any, attr: str, log: Log, strict: bool, check_result: bool
+) -> int:
+    """Replay one log and report it in a line or four; the exit code it calls for."""
+    from replaykit.testing.replay import replay
+
+    try:
+        wf = resolve_workflow(spec, module, attr, log)
+    except _BadInput as exc:
+        click.echo(f"Error: {label}: {_redact(str(exc))}", err=True)
+        return EXIT_BAD_INPUT
+    run = f"workflow {wf.workflow_name!r}" + (
+        f" (id {log.workflow_id!r})" if log.workflow_id else ""
+    )
+    try:
+        result = replay(wf, log, strict=strict, check_result=check_result)
+    except NonDeterminismError as drift:
+        click.echo(f"{label}: DIVERGES at position {drift.position} of {run}")
+        click.echo(f"  the code yielded  {drift.yielded}" + _at(drift.yielded_at))
+        click.echo(f"  the log recorded  {drift.recorded}" + _at(drift.recorded_at))
+        click.echo(f"  {_one_line(drift)}")
+        return EXIT_FAILED
+    except Exception as exc:  # the code cannot even start on this log's inputs
+        click.echo(f"{label}: FAILS on {run}: {_one_line(exc)}")
+        return EXIT_FAILED
+    mode = "strict" if strict else "kind and name only"
+    if result.finished:
+        ending = f"ends {result.status.value} as recorded"
+    else:
+        ending = f"the run waits at {result.next_command}"
+    click.echo(
+        f"{label}: OK, {result.positions} recorded position(s) of {run} replay ({mode}); {ending}"
+    )
+    return 0
+
+
+def _at(site: str) -> str:
+    return f"  at {site}" if site else ""
+
+
+# -- worker ---------------------------------------------------------------------------------
+
+
+@cli.command("worker")
+@click.argument("module")
+@_url_option
+@click.option(
+    "-q",
+    "--queue",
+    "queues",
+    multiple=True,
+    help="A queue to drain (repeat for several; default: every registered queue).",
+)
+@click.option("--executor-id", help="This process's executor id (default: host-pid-random).")
+@click.option("--app-version", help="Pin the app version (default: derived from the code).")
+@click.option("--max-workers", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--poll-interval", type=click.FloatRange(min=0.01), default=1.0, show_default=True)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(min=0.1),
+    help="Heartbeat lease: a worker silent this long is dead and its runs move (default 30).",
+)
+def worker_command(
+    module: str,
+    url: str,
+    queues: tuple[str, ...],
+    executor_id: str | None,
+    app_version: str | None,
+    max_workers: int,
+    poll_interval: float,
+    lease_seconds: float | None,
+) -> None:
+    """Import MODULE (your workflows and queues) and run them until SIGTERM or Ctrl-C.
+
+    Unlike every other command this one runs workflow code: the application's,
+    from the module the operator names.
+    """
+    from replaykit.runtime.worker import run_worker
+
+    options: dict[str, Any] = {}
+    if lease_seconds is not None:
+        options["lease_seconds"] = lease_seconds
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    try:
+        code = run_worker(
+            module,
+            url=url,
+            queues=queues,
+            executor_id=executor_id,
+            app_version=app_version,
+            max_workers=max_workers,
+            poll_interval=poll_interval,
+            **options,
+        )
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module.startswith(exc.name):
+            raise  # the module exists but one of its own imports is missing
+        raise CliError(
+            f"cannot import {module!r}: {exc}; run from your project's directory or set PYTHONPATH"
+        ) from exc
+    if code:
+        sys.exit(code)
+
+
+# -- the schema ----------------------------------------------------------------------------
+
+
+def _schema_status(store: Store) -> tuple[int | None, int | None]:
+    """(the database's schema version, the newest this replaykit knows); None if unknown."""
+    status = getattr(store, "schema_status", None)
+    if status is None:
+        return None, None
+    value = status()
+    if isinstance(value, tuple) and len(value) == 2:
+        return value[0], value[1]
+    current = getattr(value, "current", getattr(value, "version", None))
+    latest = getattr(value, "latest", getattr(value, "target", None))
+    return current, latest
+
+
+def _status_text(store: Store, current: int | None, latest: int | None) -> str:
+    kind = type(store).__name__
+    if current is None:
+        return f"{kind}: no schema to migrate"
+    if current == 0:
+        return f"{kind}: no schema yet: run `replaykit db migrate`"
+    if latest is None or current == latest:
+        return f"{kind}: schema version {current}, up to date"
+    if current < latest:
+        return f"{kind}: schema version {current}, behind {latest}: run `replaykit db migrate`"
+    return f"{kind}: schema version {current} is newer than this replaykit knows ({latest})"
+
+
+@cli.group(cls=_Group)
+def db() -> None:
+    """The store's schema."""
+
+
+@db.command("migrate")
+@_url_option
+def migrate_command(url: str) -> None:
+    """Create or upgrade the schema (idempotent; safe to run on every deploy)."""
+    with _store(url, create=True, check_schema=False) as store:
+        before, _ = _schema_status(store)
+        migrate: Callable[[], Any] | None = getattr(store, "migrate", None)
+        if migrate is not None:
+            migrate()
+        # SQLite has already created or migrated its schema when it was opened.
+        current, latest = _schema_status(store)
+        text = _status_text(store, current, latest)
+    if before is not None and current is not None and before != current:
+        text += f" (migrated from version {before})"
+    click.echo(_redact(f"{text} ({url})"))
+
+
+@db.command("status")
+@_url_option
+@click.option("--check", is_flag=True, help="Exit 1 unless the schema is up to date.")
+@_json_option
+def status_command(url: str, check: bool, as_json: bool) -> None:
+    """The schema version of the store and the newest one this replaykit knows."""
+    with _store(url, check_schema=False) as store:
+        current, latest = _schema_status(store)
+        text = _status_text(store, current, latest)
+    up_to_date = current is None or latest is None or current == latest
+    if as_json:
+        _echo_json(
+            {
+                "url": _redact(url),
+                "store": type(store).__name__,
+                "version": current,
+                "latest": latest,
+                "up_to_date": up_to_date,
+            }
+        )
+    else:
+        click.echo(_redact(f"{text} ({url})"))
+    if check and not up_to_date:
+        sys.exit(EXIT_FAILED)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script: `replaykit ...`."""
+    cli.main(args=list(argv) if argv is not None else None, prog_name="replaykit")
