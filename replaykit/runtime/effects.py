@@ -627,13 +627,15 @@ class CompositeRun:
                     ]
                     return Suspend(min(open_deadlines, default=None), wakes, self._any_ready)
                 self.engine.check_cancelled(self.row.workflow_id)
-                remaining = [
-                    (d - runner.clock.now()).total_seconds()
-                    for i, d in enumerate(deadlines)
-                    if d is not None and i not in self.outcomes
+                open_deadlines = [
+                    d for i, d in enumerate(deadlines) if d is not None and i not in self.outcomes
                 ]
-                timeout = min([self.engine.poll_interval, *remaining])
-                self.changed.wait(max(timeout, 0.0))
+                steps_running = any(
+                    i not in self.outcomes and not f.done() for i, f in futures.items()
+                )
+                self.engine.wait_for_change(
+                    self.changed, min(open_deadlines, default=None), idle=not steps_running
+                )
         finally:
             self.scope.cancel()
             if unsubscribe is not None:

@@ -173,7 +173,11 @@ class Engine:
         self._cancelled: set[str] = set()
         self._scopes: dict[str, CancelScope] = {}
         self._activation_seq: dict[str, int] = {}
-        self._timers: list[tuple[datetime, int, str]] = []
+        # (when, tie-breaker, workflow id, the suspension it belongs to or None).
+        # An entry whose suspension was forgotten is stale and skipped.
+        self._timers: list[tuple[datetime, int, str, Suspend | None]] = []
+        # Deadlines that composites wait for while counted idle (virtual clocks).
+        self._idle_deadlines: list[tuple[datetime, int]] = []
         self._timer_seq = itertools.count()
         self._suspended: dict[str, Suspend] = {}
         self._waiters: dict[Wake, set[str]] = {}
@@ -935,7 +939,7 @@ class Engine:
         with self._cv:
             self._forget_suspension(workflow_id)
             started = self._activation_seq.get(workflow_id, self._seq)
-            if any(self._last_notified.get(w, -1) >= started for w in suspend.waits):
+            if any(self._last_notified.get(w, -1) > started for w in suspend.waits):
                 # What it waits for changed while it was being replayed: look again.
                 self._rerun.add(workflow_id)
                 return
@@ -943,7 +947,9 @@ class Engine:
             for wake in suspend.waits:
                 self._waiters.setdefault(wake, set()).add(workflow_id)
             if suspend.wake_at is not None:
-                heapq.heappush(self._timers, (suspend.wake_at, next(self._timer_seq), workflow_id))
+                heapq.heappush(
+                    self._timers, (suspend.wake_at, next(self._timer_seq), workflow_id, suspend)
+                )
             self._cv.notify_all()
 
     def _forget_suspension(self, workflow_id: str) -> None:
@@ -959,7 +965,7 @@ class Engine:
 
     def _add_timer(self, at: datetime, workflow_id: str) -> None:
         with self._cv:
-            heapq.heappush(self._timers, (at, next(self._timer_seq), workflow_id))
+            heapq.heappush(self._timers, (at, next(self._timer_seq), workflow_id, None))
             self._cv.notify_all()
 
     def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
@@ -1000,6 +1006,21 @@ class Engine:
         for workflow_id in to_wake:
             self.dispatch(workflow_id)
 
+    def _drop_stale_timers(self) -> None:
+        while self._timers:
+            _, _, workflow_id, token = self._timers[0]
+            if token is None or self._suspended.get(workflow_id) is token:
+                return
+            heapq.heappop(self._timers)
+
+    def _next_jump(self) -> datetime | None:
+        """Where an autojumping clock goes when nothing runs (caller holds the lock)."""
+        self._drop_stale_timers()
+        candidates = [self._timers[0][0]] if self._timers else []
+        if self._idle_deadlines:
+            candidates.append(self._idle_deadlines[0][0])
+        return min(candidates) if candidates else None
+
     def _timer_loop(self) -> None:
         clock = self.clock
         while True:
@@ -1008,12 +1029,17 @@ class Engine:
                 if self._closed:
                     return
                 now = clock.now()
+                self._drop_stale_timers()
                 while self._timers and self._timers[0][0] <= now:
-                    _, _, workflow_id = heapq.heappop(self._timers)
-                    due.append(workflow_id)
+                    _, _, workflow_id, token = heapq.heappop(self._timers)
+                    if token is None or self._suspended.get(workflow_id) is token:
+                        due.append(workflow_id)
+                    self._drop_stale_timers()
                 if not due:
-                    if self._timers and clock.autojump and self._busy == 0:
-                        clock.jump_to(self._timers[0][0])
+                    target = self._next_jump() if clock.autojump and self._busy == 0 else None
+                    if target is not None and target > now:
+                        clock.jump_to(target)
+                        self._cv.notify_all()
                         continue
                     wait = self.poll_interval
                     if self._timers and not clock.autojump:
@@ -1028,6 +1054,40 @@ class Engine:
                     if suspend is not None:
                         self._forget_suspension(workflow_id)
                 self.dispatch(workflow_id)
+
+    def wait_for_change(
+        self, changed: threading.Event, deadline: datetime | None, *, idle: bool
+    ) -> None:
+        """Wait (holding the calling thread) for `changed`, the deadline, or a poll interval.
+
+        `idle=True` says nothing runs on behalf of this wait but the clock: an
+        autojumping clock may then jump to the deadline, as it does for timers.
+        """
+        now = self.clock.now()
+        if not (idle and self.clock.autojump):
+            timeout = self.poll_interval
+            if deadline is not None:
+                timeout = min(timeout, (deadline - now).total_seconds())
+            changed.wait(max(timeout, 0.0))
+            return
+        token = (deadline, next(self._timer_seq)) if deadline is not None else None
+        with self._cv:
+            self._busy -= 1
+            if token is not None:
+                heapq.heappush(self._idle_deadlines, token)
+            self._cv.notify_all()
+        try:
+            stop = time.monotonic() + self.poll_interval
+            while not changed.is_set() and time.monotonic() < stop:
+                if deadline is not None and self.clock.now() >= deadline:
+                    return
+                changed.wait(0.005)
+        finally:
+            with self._cv:
+                self._busy += 1
+                if token is not None:
+                    self._idle_deadlines.remove(token)
+                    heapq.heapify(self._idle_deadlines)
 
     def _poll_loop(self) -> None:
         """The fallback for lost notifications: look again at runs that wait."""
@@ -1105,7 +1165,9 @@ class Engine:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             while True:
-                idle = self._busy == 0 and not (self.clock.autojump and self._timers)
+                idle = self._busy == 0 and not (
+                    self.clock.autojump and self._next_jump() is not None
+                )
                 if idle:
                     return True
                 left = None if deadline is None else deadline - time.monotonic()

@@ -1,0 +1,28 @@
+"""Testing workflows: in-memory runs on virtual time, replays, determinism checks.
+
+Hypothesis strategies live in `replaykit.testing.strategies` (imported on
+demand, so hypothesis is only needed by tests that use them).
+"""
+
+from replaykit.testing._fakes import StepCall, sequence
+from replaykit.testing._session import Commit, Message
+from replaykit.testing.conformance import check_store
+from replaykit.testing.determinism import DeterminismReport, check_determinism, format_log
+from replaykit.testing.harness import RunResult, run
+from replaykit.testing.replay import ReplayResult, ResultMismatch, replay
+
+__all__ = [
+    "Commit",
+    "DeterminismReport",
+    "Message",
+    "ReplayResult",
+    "ResultMismatch",
+    "RunResult",
+    "StepCall",
+    "check_determinism",
+    "check_store",
+    "format_log",
+    "replay",
+    "run",
+    "sequence",
+]

@@ -1,0 +1,588 @@
+"""Random workflow programs against a plain-Python reference model.
+
+A small generated language (steps with planned outcomes and retries, try/except
+around steps, sleeps, Now/Random/Uuid, Recv with and without timeouts, branches
+on recorded values, loops, helpers run with `yield from`) is walked by one
+generic `@workflow`. The same walker, driven by a plain-Python model of time,
+retries and inboxes instead of the engine, predicts every run: its commands,
+its status, its result, and how often each step body runs. Then:
+
+1. a run (with crashes at drawn commits) agrees with the model, every recorded
+   step body ran exactly once and the one in flight at a crash at most twice;
+2. `check_determinism` finds every stop-and-resume of a run consistent;
+3. every mutation of a program (rename, reorder, insert, delete, changed
+   arguments) replays against the original's log exactly as the model says:
+   `NonDeterminismError` when the mutated code diverges at or before the last
+   recorded position (or wants more after a finished run, or ends early),
+   `ResultMismatch` when only the result differs, nothing when the mutation is
+   invisible to this log (an untaken branch, a loop that ran zero times, code
+   after the point a run stopped at).
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import json
+import uuid
+import zlib
+from collections.abc import Generator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import attrs
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from replaykit import (
+    NonDeterminismError,
+    Now,
+    Random,
+    Recv,
+    Retry,
+    Sleep,
+    Status,
+    Step,
+    Uuid,
+    workflow,
+)
+from replaykit import testing as rt
+from replaykit.testing import Message, ResultMismatch
+from replaykit.testing import strategies as rks
+
+START = datetime(2030, 1, 1, tzinfo=UTC)
+RETRY_INTERVAL = 30  # seconds; back-off doubles: 30, 60
+
+
+class ProgramError(Exception):
+    """What a failing planned step raises (module level: replays find the class)."""
+
+
+def program_step(key: str) -> int:
+    raise AssertionError(f"step {key!r} ran its real body; every program step is faked")
+
+
+# -- the language: a walker that yields real commands ------------------------------------------
+
+
+def _step_command(node: dict[str, Any], path: tuple[int, ...], state: list[int]) -> Step:
+    # The key is unique per call (node, loop path, how many steps ran before), so a
+    # call's planned outcomes never depend on another call's attempts.
+    name = f"s{node['id']}{node.get('rename', '')}"
+    key = f"{node['id']}@{'.'.join(map(str, path))}#{state[1]}{node.get('salt', '')}"
+    state[1] += 1
+    return Step(name, program_step, key, retry=Retry(node["retry"], interval=RETRY_INTERVAL))
+
+
+def walk_body(
+    program: dict[str, Any],
+    body: list[dict[str, Any]],
+    acc: list[Any],
+    state: list[int],
+    path: tuple[int, ...],
+) -> Generator[Any, Any, None]:
+    for node in body:
+        op = node["op"]
+        if op == "step":
+            value = yield _step_command(node, path, state)
+            acc.append(["step", node["id"], value])
+            state[0] += value
+        elif op == "try":
+            try:
+                value = yield _step_command(node, path, state)
+            except ProgramError as exc:
+                acc.append(["caught", node["id"], str(exc)])
+            else:
+                acc.append(["step", node["id"], value])
+                state[0] += value
+        elif op == "sleep":
+            yield Sleep(node["seconds"])
+        elif op == "now":
+            when = yield Now()
+            acc.append(["now", when.isoformat()])
+        elif op == "random":
+            acc.append(["random", (yield Random())])
+        elif op == "uuid":
+            made = yield Uuid()
+            # A UUID in a run; the model's stand-in as it is.
+            acc.append(["uuid", str(made) if isinstance(made, uuid.UUID) else made])
+        elif op == "recv":
+            message = yield Recv(node["topic"], node["timeout"])
+            acc.append(["recv", node["topic"], message])
+        elif op == "if":
+            # Branch on recorded values only: the sum of the step results so far.
+            branch = node["then"] if state[0] % 2 == 0 else node["else"]
+            yield from walk_body(program, branch, acc, state, path)
+        elif op == "loop":
+            for i in range(node["count"]):
+                yield from walk_body(program, node["body"], acc, state, (*path, i))
+        elif op == "helper":
+            yield from helper(program, node["index"], acc, state, path)
+        else:  # pragma: no cover - the generator never makes one
+            raise ValueError(f"unknown op {op!r}")
+
+
+def helper(
+    program: dict[str, Any], index: int, acc: list[Any], state: list[int], path: tuple[int, ...]
+) -> Generator[Any, Any, None]:
+    yield from walk_body(program, program["helpers"][index], acc, state, path)
+
+
+def walk(program: dict[str, Any]) -> Generator[Any, Any, list[Any]]:
+    acc: list[Any] = []
+    yield from walk_body(program, program["body"], acc, [0, 0], ())
+    return acc
+
+
+@workflow(name="prop.program")
+def program_wf(program: dict[str, Any]) -> Generator[Any, Any, list[Any]]:
+    return (yield from walk(program))
+
+
+# -- step plans and their fake -----------------------------------------------------------------
+
+Plans = dict[int, list[list[dict[str, Any]]]]
+
+
+def plan_for(plans: Plans, key: str) -> list[dict[str, Any]]:
+    options = plans.get(int(key.split("@")[0])) or [[{"value": 1}]]
+    return options[zlib.crc32(key.encode()) % len(options)]
+
+
+class PlanFake:
+    """Every program step: outcome by (call key, attempt); attempts restart per process."""
+
+    def __init__(self, plans: Plans) -> None:
+        self.plans = plans
+        self.attempts: collections.Counter[str] = collections.Counter()
+
+    def fresh(self) -> PlanFake:
+        return PlanFake(self.plans)
+
+    def __call__(self, key: str) -> int:
+        plan = plan_for(self.plans, key)
+        outcome = plan[min(self.attempts[key], len(plan) - 1)]
+        self.attempts[key] += 1
+        if "fail" in outcome:
+            raise ProgramError(outcome["fail"])
+        return int(outcome["value"])
+
+    def __repr__(self) -> str:
+        return f"PlanFake({self.plans!r})"
+
+
+def step_names(program: dict[str, Any]) -> set[str]:
+    names = set()
+    for node in all_nodes(program):
+        if node["op"] in ("step", "try"):
+            names.add(f"s{node['id']}{node.get('rename', '')}")
+    return names
+
+
+def fakes_for(program: dict[str, Any], plans: Plans) -> dict[str, PlanFake]:
+    fake = PlanFake(plans)
+    return {name: fake for name in step_names(program)}
+
+
+# -- the reference model -----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Placeholder:
+    """A Random/Uuid value the model cannot know, tied to its position."""
+
+    kind: str
+    position: int
+
+
+@attrs.define
+class ModelRun:
+    stream: list[tuple[str, str]] = attrs.field(factory=list)
+    args: list[str] = attrs.field(factory=list)
+    outcomes: list[tuple[bool, Any]] = attrs.field(factory=list)
+    step_keys: dict[int, str] = attrs.field(factory=dict)
+    attempts: collections.Counter[str] = attrs.field(factory=collections.Counter)
+    status: Status = Status.PENDING
+    result: Any = None
+    error: str = ""
+    waiting: tuple[str, str] | None = None
+
+
+def _args_of(command: Any) -> str:
+    return json.dumps(command.describe_args(), sort_keys=True, default=str)
+
+
+def run_model(program: dict[str, Any], plans: Plans, messages: list[Message]) -> ModelRun:
+    """What a run must do, computed without replaykit's runtime."""
+    model = ModelRun()
+    now = START
+    inbox = sorted(enumerate(messages), key=lambda im: (im[1].arrival(START), im[0]))
+    consumed: set[int] = set()
+    gen = walk(program)
+    ok, value = True, None
+    while True:
+        try:
+            command = gen.send(value) if ok else gen.throw(value)
+        except StopIteration as stop:
+            model.status, model.result = Status.SUCCESS, stop.value
+            return model
+        except ProgramError as exc:
+            model.status, model.error = Status.ERROR, str(exc)
+            return model
+        position = len(model.stream)
+        if isinstance(command, Step):
+            key = command.args[0]
+            plan = plan_for(plans, key)
+            attempts = command.retry.max_attempts if command.retry else 1
+            for attempt in range(1, attempts + 1):
+                outcome = plan[min(attempt - 1, len(plan) - 1)]
+                model.attempts[key] += 1
+                if "fail" not in outcome:
+                    ok, value = True, outcome["value"]
+                    break
+                ok, value = False, ProgramError(outcome["fail"])
+                if attempt < attempts:
+                    now += timedelta(seconds=RETRY_INTERVAL * 2 ** (attempt - 1))
+            model.step_keys[position] = key
+        elif isinstance(command, Sleep):
+            now += timedelta(seconds=command.seconds)
+            ok, value = True, None
+        elif isinstance(command, Now):
+            ok, value = True, now
+        elif isinstance(command, (Random, Uuid)):
+            ok, value = True, Placeholder(command.kind, position)
+        elif isinstance(command, Recv):
+            first = next(
+                ((i, m) for i, m in inbox if i not in consumed and m.topic == command.topic), None
+            )
+            deadline = None if command.timeout is None else now + timedelta(seconds=command.timeout)
+            if first is not None and (deadline is None or first[1].arrival(START) <= deadline):
+                consumed.add(first[0])
+                now = max(now, first[1].arrival(START))
+                ok, value = True, first[1].payload
+            elif deadline is None:
+                model.waiting = (command.kind, command.name)
+                return model  # waits for good; nothing is recorded for it
+            else:
+                now = deadline
+                ok, value = True, None
+        else:  # pragma: no cover
+            raise AssertionError(f"the model does not know {command!r}")
+        model.stream.append((command.kind, command.name))
+        model.args.append(_args_of(command))
+        model.outcomes.append((ok, value))
+
+
+def expect_replay(program: dict[str, Any], original: ModelRun, *, strict: bool) -> str:
+    """How replaying the original's log against `program` must go: ok / drift / result."""
+    gen = walk(program)
+    position = 0
+    ok, value = True, None
+    recorded = len(original.stream)
+    finished = original.status in (Status.SUCCESS, Status.ERROR)
+    while True:
+        try:
+            command = gen.send(value) if ok else gen.throw(value)
+        except (StopIteration, ProgramError) as end:
+            if position < recorded:
+                return "drift"  # ends while recorded positions remain
+            if not finished:
+                return "ok"
+            if isinstance(end, StopIteration):
+                same = original.status is Status.SUCCESS and end.value == original.result
+            else:
+                same = original.status is Status.ERROR and str(end) == original.error
+            return "ok" if same else "result"
+        if position >= recorded:
+            return "drift" if finished else "ok"
+        if (command.kind, command.name) != original.stream[position]:
+            return "drift"
+        if strict and _args_of(command) != original.args[position]:
+            return "drift"
+        ok, value = original.outcomes[position]
+        position += 1
+
+
+# -- comparing a real run with the model -------------------------------------------------------
+
+
+def normalise(result: Any, model: ModelRun) -> Any:
+    """The run's result with Random/Uuid values checked and replaced by the model's placeholders."""
+    placeholders: Iterator[Placeholder] = iter(
+        v for ok, v in model.outcomes if ok and isinstance(v, Placeholder)
+    )
+    out = []
+    for entry in result:
+        if entry[0] == "random":
+            assert isinstance(entry[1], float) and 0 <= entry[1] < 1, entry
+            out.append(["random", next(placeholders)])
+        elif entry[0] == "uuid":
+            assert uuid.UUID(entry[1]).version == 4, entry
+            out.append(["uuid", next(placeholders)])
+        else:
+            out.append(entry)
+    return out
+
+
+def assert_matches_model(result: rt.RunResult[Any], model: ModelRun) -> None:
+    assert result.commands == model.stream
+    assert result.status is model.status, (result, model)
+    if model.status is Status.SUCCESS:
+        assert normalise(result.result, model) == model.result
+    elif model.status is Status.ERROR:
+        assert type(result.error) is ProgramError and str(result.error) == model.error
+    else:
+        assert result.waiting_on() is not None
+        assert model.waiting is not None and f"Recv({model.waiting[1]!r})" in result.waiting_on()
+
+
+def calls_by_key(result: rt.RunResult[Any]) -> collections.Counter[str]:
+    return collections.Counter(call.args[0] for calls in result.calls.values() for call in calls)
+
+
+# -- generating programs -----------------------------------------------------------------------
+
+LEAVES = st.one_of(
+    st.fixed_dictionaries({"op": st.just("step"), "retry": st.integers(1, 3)}),
+    st.fixed_dictionaries({"op": st.just("try"), "retry": st.integers(1, 3)}),
+    st.fixed_dictionaries(
+        {"op": st.just("sleep"), "seconds": st.integers(0, 6).map(lambda n: 300 * n)}
+    ),
+    st.sampled_from([{"op": "now"}, {"op": "random"}, {"op": "uuid"}]),
+    st.fixed_dictionaries(
+        {
+            "op": st.just("recv"),
+            "topic": st.sampled_from(["a", "b"]),
+            "timeout": st.one_of(st.none(), st.integers(1, 8).map(lambda n: 600 * n)),
+        }
+    ),
+)
+
+
+def bodies(depth: int, helpers: int) -> st.SearchStrategy[list[dict[str, Any]]]:
+    if depth == 0:
+        return st.lists(LEAVES, max_size=3)
+    inner = bodies(depth - 1, helpers)
+    compound = [
+        st.fixed_dictionaries({"op": st.just("if"), "then": inner, "else": inner}),
+        st.fixed_dictionaries({"op": st.just("loop"), "count": st.integers(0, 2), "body": inner}),
+    ]
+    if helpers:
+        compound.append(
+            st.fixed_dictionaries({"op": st.just("helper"), "index": st.integers(0, helpers - 1)})
+        )
+    return st.lists(st.one_of(LEAVES, *compound), max_size=4)
+
+
+def all_bodies(program: dict[str, Any]) -> Iterator[list[dict[str, Any]]]:
+    def visit(body: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+        yield body
+        for node in body:
+            if node["op"] == "if":
+                yield from visit(node["then"])
+                yield from visit(node["else"])
+            elif node["op"] == "loop":
+                yield from visit(node["body"])
+
+    yield from visit(program["body"])
+    for body in program["helpers"]:
+        yield from visit(body)
+
+
+def all_nodes(program: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for body in all_bodies(program):
+        yield from body
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> dict[str, Any]:
+    helpers = draw(st.lists(bodies(0, 0), max_size=2))
+    program = {"body": draw(bodies(2, len(helpers))), "helpers": helpers}
+    for index, node in enumerate(n for n in all_nodes(program) if n["op"] in ("step", "try")):
+        node["id"] = index
+    return program
+
+
+OUTCOME = st.one_of(
+    st.integers(0, 9).map(lambda v: {"value": v}),
+    st.sampled_from(["e1", "e2"]).map(lambda m: {"fail": m}),
+)
+
+
+@st.composite
+def plans_for(draw: st.DrawFn, program: dict[str, Any]) -> Plans:
+    ids = sorted({n["id"] for n in all_nodes(program) if n["op"] in ("step", "try")})
+    return {
+        i: draw(st.lists(st.lists(OUTCOME, min_size=1, max_size=3), min_size=1, max_size=2))
+        for i in ids
+    }
+
+
+MESSAGES = rks.message_schedules(
+    {"a": st.integers(0, 99), "b": st.integers(0, 99)},
+    max_messages=3,
+    within=timedelta(hours=2),
+    resolution=timedelta(minutes=10),
+)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[dict[str, Any], Plans, list[Message]]:
+    program = draw(programs())
+    return program, draw(plans_for(program)), draw(MESSAGES)
+
+
+# -- 1. runs, with crashes, against the model --------------------------------------------------
+
+
+@settings(deadline=None)
+@given(scenario=scenarios(), data=st.data())
+def test_a_run_with_crashes_agrees_with_the_model(
+    scenario: tuple[dict[str, Any], Plans, list[Message]], data: st.DataObject
+) -> None:
+    program, plans, messages = scenario
+    model = run_model(program, plans, messages)
+    # A run commits each record, the start of some, and its end: aim within that.
+    crash = data.draw(rks.crash_points(max_commit=2 * len(model.stream) + 1, max_crashes=2))
+    result = rt.run(
+        program_wf,
+        program,
+        steps=fakes_for(program, plans),
+        messages=messages,
+        clock=START,
+        crash_at=crash,
+    )
+    event(f"status {model.status.value}, {len(result.crashes)} crash(es)")
+    assert_matches_model(result, model)
+    # Every recorded step body ran once per attempt; a crash before a step's
+    # record made that step run all its attempts once more, nothing else did.
+    expected = collections.Counter(model.attempts)
+    for commit in result.crashes:
+        if commit.kind == "step" and commit.position is not None:
+            key = model.step_keys[commit.position]
+            expected[key] += model.attempts[key]
+    assert calls_by_key(result) == expected
+    for record in result.log:
+        if record.kind == "step":
+            assert record.attempts == model.attempts[model.step_keys[record.position]]
+
+
+# -- 2. every stop-and-resume of a run is consistent -------------------------------------------
+
+
+@settings(deadline=None, max_examples=25)
+@given(scenario=scenarios())
+def test_check_determinism_holds_for_every_program(
+    scenario: tuple[dict[str, Any], Plans, list[Message]],
+) -> None:
+    program, plans, messages = scenario
+    report = rt.check_determinism(
+        program_wf, program, steps=fakes_for(program, plans), messages=messages, clock=START
+    )
+    assert_matches_model(report.reference, run_model(program, plans, messages))
+    assert report.prefix_runs == report.crash_runs == len(report.commits)
+
+
+# -- 3. mutations are reported on replay exactly when they show --------------------------------
+
+
+def _leaf_for_insert(draw: st.DrawFn, next_id: int) -> dict[str, Any]:
+    node = dict(draw(LEAVES))
+    if node["op"] in ("step", "try"):
+        node["id"] = next_id
+    return node
+
+
+@st.composite
+def mutations(draw: st.DrawFn, program: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(what was done, the mutated copy of `program`)."""
+    mutated = copy.deepcopy(program)
+    bodies_ = list(all_bodies(mutated))
+    nonempty = [b for b in bodies_ if b]
+    kinds = ["insert"]
+    if nonempty:
+        kinds += ["delete", "rename", "args"]
+    if any(len(b) >= 2 for b in bodies_):
+        kinds.append("reorder")
+    kind = draw(st.sampled_from(kinds))
+    if kind == "insert":
+        body = draw(st.sampled_from(bodies_))
+        next_id = 1 + max((n.get("id", -1) for n in all_nodes(mutated)), default=-1)
+        body.insert(draw(st.integers(0, len(body))), _leaf_for_insert(draw, next_id))
+    elif kind == "delete":
+        body = draw(st.sampled_from(nonempty))
+        del body[draw(st.integers(0, len(body) - 1))]
+    elif kind == "reorder":
+        body = draw(st.sampled_from([b for b in bodies_ if len(b) >= 2]))
+        i = draw(st.integers(0, len(body) - 2))
+        body[i], body[i + 1] = body[i + 1], body[i]
+    else:
+        node = draw(st.sampled_from([n for b in nonempty for n in b]))
+        if kind == "rename":
+            if node["op"] in ("step", "try"):
+                node["rename"] = "x"
+            elif node["op"] == "recv":
+                node["topic"] = "b" if node["topic"] == "a" else "a"
+            elif node["op"] in ("now", "random", "uuid"):
+                node["op"] = {"now": "random", "random": "uuid", "uuid": "now"}[node["op"]]
+            else:
+                kind = "args"
+        if kind == "args":
+            if node["op"] in ("step", "try"):
+                node["salt"] = "~"
+            elif node["op"] == "sleep":
+                node["seconds"] += 1
+            elif node["op"] == "recv":
+                node["timeout"] = 61 if node["timeout"] is None else None
+            elif node["op"] == "loop":
+                node["count"] += 1
+            else:
+                kind = "args (none to change)"
+    return kind, mutated
+
+
+def _replay_outcome(program: dict[str, Any], log: Any, *, strict: bool) -> str:
+    try:
+        rt.replay(program_wf, log, program, strict=strict)
+    except ResultMismatch:
+        return "result"
+    except NonDeterminismError:
+        return "drift"
+    return "ok"
+
+
+@settings(deadline=None)
+@given(scenario=scenarios(), data=st.data())
+def test_every_mutation_is_reported_on_replay_exactly_when_it_shows(
+    scenario: tuple[dict[str, Any], Plans, list[Message]], data: st.DataObject
+) -> None:
+    program, plans, messages = scenario
+    original = run_model(program, plans, messages)
+    result = rt.run(
+        program_wf, program, steps=fakes_for(program, plans), messages=messages, clock=START
+    )
+    assert_matches_model(result, original)
+    # The exported JSON is what a deploy gate would replay.
+    log = result.log.to_json()
+    assert _replay_outcome(program, log, strict=True) == "ok"
+    for _ in range(3):
+        kind, mutated = data.draw(mutations(program))
+        for strict in (True, False):
+            expected = expect_replay(mutated, original, strict=strict)
+            event(f"{kind}: {expected}{' (strict)' if strict else ''}")
+            assert _replay_outcome(mutated, log, strict=strict) == expected, (kind, strict)
+
+
+def test_a_mutation_at_the_first_position_is_always_drift() -> None:
+    program = {"body": [{"op": "step", "id": 0, "retry": 1}, {"op": "now"}], "helpers": []}
+    plans: Plans = {0: [[{"value": 2}]]}
+    log = rt.run(program_wf, program, steps=fakes_for(program, plans), clock=START).log
+    renamed = copy.deepcopy(program)
+    renamed["body"][0]["rename"] = "x"
+    assert _replay_outcome(renamed, log, strict=False) == "drift"
+    salted = copy.deepcopy(program)
+    salted["body"][0]["salt"] = "~"
+    assert _replay_outcome(salted, log, strict=True) == "drift"
+    assert _replay_outcome(salted, log, strict=False) == "ok"
+    trimmed = {"body": program["body"][:1], "helpers": []}
+    assert _replay_outcome(trimmed, log, strict=True) == "drift"

@@ -1,0 +1,676 @@
+"""One simulated life of a workflow run: engines, a virtual clock, a journaled store.
+
+A `Session` owns a `MemoryStore`, a `KitClock` and a journal of everything
+that happened: every store write (with the virtual time it happened at) and
+every call of a step body. It starts an `Engine` (a "process") on that store,
+drives it until the run finishes or blocks for good, and can crash it: a
+store wrapper refuses a chosen commit, the dead process is closed, and a new
+engine recovers the run from the store, as a restarted process would.
+
+`check_determinism` reads the journal of one session to seed others: the
+store writes before a commit, replayed into a fresh store, are exactly what a
+process that died at that commit would have left behind.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, cast
+
+import attrs
+
+from replaykit import serde
+from replaykit.commands import Command, Random, Uuid
+from replaykit.errors import ControlSignal, WorkflowNotFound
+from replaykit.log import Log, Outcome, Record, Status, Value
+from replaykit.registry import Workflow
+from replaykit.runtime.engine import Engine
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.memory import MemoryStore
+from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
+
+__all__ = [
+    "APP_VERSION",
+    "Commit",
+    "Exec",
+    "KitClock",
+    "Message",
+    "Session",
+    "SessionTimeout",
+    "SimulatedCrash",
+    "Write",
+    "default_workflow_id",
+]
+
+#: Every engine the kit starts claims this version, so each recovers the others' runs.
+APP_VERSION = "replaykit.testing"
+
+
+def default_workflow_id(wf: Workflow[..., Any]) -> str:
+    # Fixed rather than random: child ids derive from it, and the runs a
+    # determinism check compares must agree on every id.
+    return f"{wf.workflow_name}:test"
+
+
+def _as_offset(value: timedelta | datetime | float) -> timedelta | datetime:
+    if isinstance(value, (timedelta, datetime)):
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise ValueError(f"Message(at={value!r}): a datetime must be timezone-aware")
+        if isinstance(value, timedelta) and value < timedelta(0):
+            raise ValueError(f"Message(at={value!r}) is before the run started")
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"Message(at={value!r}) is before the run started")
+        return timedelta(seconds=value)
+    raise TypeError(
+        f"Message(at=...) takes a timedelta after the start, a number of seconds, or an "
+        f"aware datetime; got {value!r}"
+    )
+
+
+@attrs.frozen
+class Message:
+    """A message the test delivers to a run's inbox at a virtual time.
+
+    `at` is when it arrives: a `timedelta` (or seconds) after the run started,
+    or an absolute aware `datetime`. `to` is a workflow id; by default the
+    workflow under test. Messages arriving at the same instant are delivered
+    in the order given, and before any timer due at that instant fires.
+    """
+
+    topic: str | None
+    payload: Any = None
+    at: timedelta | datetime = attrs.field(default=timedelta(0), converter=_as_offset)
+    to: str | None = None
+
+    def arrival(self, start: datetime) -> datetime:
+        return self.at if isinstance(self.at, datetime) else start + self.at
+
+
+@attrs.frozen
+class Commit:
+    """One commit the store was asked to make: a crash point.
+
+    `position` is None for the commit that finishes the run. `completes` is
+    False for the record a timed command (`Sleep`, `Recv(timeout=...)`, a
+    `Race` holding one) writes when it starts.
+    """
+
+    workflow_id: str
+    position: int | None
+    kind: str
+    name: str
+    completes: bool = True
+
+    def describe(self) -> str:
+        if self.position is None:
+            return f"finishing workflow id {self.workflow_id!r} as {self.name}"
+        what = f"{self.kind} {self.name!r}"
+        if not self.completes:
+            what += " (its start)"
+        return f"{what} at position {self.position} of workflow id {self.workflow_id!r}"
+
+
+@attrs.frozen
+class Write:
+    """A store write that succeeded, in journal order."""
+
+    index: int
+    engine: int
+    method: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    workflow_id: str
+    at: datetime
+    commit: Commit | None = None
+    kit_message: int | None = None  # index into the session's messages
+
+    @property
+    def on_timeline(self) -> bool:
+        """A write that marks progress of a run (not an engine's housekeeping).
+
+        Housekeeping (heartbeats, releasing runs on close) happens at whatever
+        time the clock shows, which may be a timer left behind by a wait that
+        ended early; the time of progress is what a run's timeline is made of.
+        """
+        return (
+            self.commit is not None
+            or self.kit_message is not None
+            or self.method in ("create_workflow", "record", "finish_workflow", "send_message")
+        )
+
+
+@attrs.frozen
+class Exec:
+    """A step body was called (one attempt)."""
+
+    index: int
+    engine: int
+    name: str
+
+
+class SimulatedCrash(ControlSignal):
+    """The testing kit's simulated process crash: the commit under way is lost."""
+
+
+class SessionTimeout(TimeoutError):
+    """The run neither finished nor blocked within the wall-clock budget."""
+
+
+class KitClock:
+    """A virtual clock that also delivers the test's messages when their time comes.
+
+    The engine jumps the clock to its next timer when nothing runs; a message
+    due before that timer (or at the same instant) stops the jump at the
+    message's time and is delivered first. Messages are delivered one per
+    idle moment, in arrival order. `autojump` is switched off while a crashed engine is
+    being torn down, so a dead process cannot move time.
+    """
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+        self.autojump = True
+        self._pending: list[tuple[datetime, int]] = []
+        self._deliver: Callable[[int], None] = lambda index: None
+
+    def attach(
+        self, pending: Iterable[tuple[datetime, int]], deliver: Callable[[int], None]
+    ) -> None:
+        with self._lock:
+            self._pending = list(pending)
+            heapq.heapify(self._pending)
+        self._deliver = deliver
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def sleep(self, seconds: float) -> None:
+        # Retry back-off: the wait passes instantly.
+        self.advance(max(seconds, 0.0))
+
+    def advance(self, delta: timedelta | float) -> None:
+        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
+        if seconds < 0:
+            raise ValueError("a clock only moves forward")
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+
+    def rewind(self, instant: datetime) -> None:
+        """Only for crash simulation: the lost work's time is spent again."""
+        with self._lock:
+            self._now = min(self._now, instant)
+
+    def jump_to(self, instant: datetime) -> None:
+        with self._lock:
+            if not self.autojump:
+                return
+            if not (self._pending and self._pending[0][0] <= instant):
+                self._now = max(self._now, instant)
+                return
+            index = self._take_next_locked()
+        self._deliver(index)
+
+    def deliver_next(self) -> bool:
+        """Move to the next message's arrival and deliver it; False if none is left."""
+        with self._lock:
+            if not self._pending:
+                return False
+            index = self._take_next_locked()
+        self._deliver(index)
+        return True
+
+    def deliver_due(self) -> None:
+        """Deliver every message whose arrival time is not after now."""
+        with self._lock:
+            due: list[int] = []
+            while self._pending and self._pending[0][0] <= self._now:
+                due.append(heapq.heappop(self._pending)[1])
+        for index in due:
+            self._deliver(index)
+
+    def move_to(self, instant: datetime) -> None:
+        """Set the time outright; only while no engine runs (seeding a session)."""
+        with self._lock:
+            self._now = instant
+
+    def _take_next_locked(self) -> int:
+        # One message per call, even when several are due at this instant: the
+        # next is delivered once the engine is idle again. A notification that
+        # lands while the run is active makes the engine re-activate it in a
+        # loop (see `Engine._suspend`), and one at a time is also the order a
+        # real inbox would see.
+        at, index = heapq.heappop(self._pending)
+        self._now = max(self._now, at)
+        return index
+
+
+#: Store methods that change nothing; every other method is journaled as a write.
+_READS = frozenset(
+    {"get_workflow", "list_workflows", "load_log", "peek_message", "get_event", "subscribe"}
+)
+#: What the engine of a crashed process sees until it is closed: no runs, nothing to
+#: claim or take over. Its activations end at their first read, and its background
+#: threads (queue claims, polling) get quiet answers instead of an exception that
+#: would kill them. Only commits and the writes an activation makes raise.
+_WHEN_DEAD: Mapping[str, Any] = {
+    "get_workflow": None,
+    "list_workflows": [],
+    "load_log": [],
+    "peek_message": None,
+    "get_event": (False, None),
+    "release": [],
+    "heartbeat": None,
+    "take_over": [],
+    "claim": [],
+}
+
+
+def _workflow_id_of(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    if args and isinstance(args[0], str):
+        return args[0]
+    if args and isinstance(args[0], WorkflowRow):
+        return args[0].workflow_id
+    found = kwargs.get("workflow_id")
+    return found if isinstance(found, str) else ""
+
+
+class JournalStore:
+    """The store one simulated process sees: journals writes, can crash at a commit.
+
+    `record` and `finish_workflow` are commits, where a crash may be injected;
+    every other method of the `Store` protocol is passed through (and
+    journaled, unless it only reads), so the wrapper keeps up with the
+    protocol as it grows. Once crashed, the process does nothing more: it
+    reads no run (`_WHEN_DEAD`) and every write raises `SimulatedCrash`.
+    """
+
+    def __init__(self, session: Session, engine_no: int) -> None:
+        self._session = session
+        self._inner: MemoryStore = session.store
+        self._engine_no = engine_no
+        self.dead = False
+
+    def _call(
+        self,
+        method: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        commit: Commit | None = None,
+    ) -> Any:
+        session = self._session
+        if self.dead:
+            if method in _WHEN_DEAD:
+                return _WHEN_DEAD[method]
+            raise SimulatedCrash("this simulated process has crashed; it writes nothing more")
+        if commit is not None and session.should_crash(commit):
+            self.dead = True
+            session.crashed(self._engine_no, commit)
+            raise SimulatedCrash(f"simulated crash before committing {commit.describe()}")
+        at = session.clock.now()
+        result = getattr(self._inner, method)(*args, **kwargs)
+        if method == "record" and result is not args[1]:
+            commit = None  # the position held a record already: this commit wrote nothing
+        session.journal_write(
+            self._engine_no, method, args, kwargs, _workflow_id_of(args, kwargs), at, commit
+        )
+        return result
+
+    def record(self, workflow_id: str, record: Record, **kwargs: Any) -> Record:
+        commit = Commit(
+            workflow_id, record.position, record.kind, record.name, record.outcome is not None
+        )
+        stored: Record = self._call("record", (workflow_id, record), kwargs, commit)
+        return stored
+
+    def finish_workflow(
+        self, workflow_id: str, status: Status, result: Outcome | None, **kwargs: Any
+    ) -> bool:
+        commit = Commit(workflow_id, None, "finish", status.value)
+        done: bool = self._call("finish_workflow", (workflow_id, status, result), kwargs, commit)
+        return done
+
+    def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        return self._inner.subscribe(callback)
+
+    def close(self) -> None:
+        # The store outlives the simulated process: the next one recovers from it.
+        pass
+
+
+def _passthrough(name: str) -> Callable[..., Any]:
+    if name in _READS:
+
+        def read(self: JournalStore, *args: Any, **kwargs: Any) -> Any:
+            if self.dead:
+                return _WHEN_DEAD.get(name)
+            return getattr(self._inner, name)(*args, **kwargs)
+
+        read.__name__ = name
+        return read
+
+    def write(self: JournalStore, *args: Any, **kwargs: Any) -> Any:
+        return self._call(name, args, kwargs)
+
+    write.__name__ = name
+    return write
+
+
+for _name, _member in vars(Store).items():
+    if not _name.startswith("_") and callable(_member) and _name not in vars(JournalStore):
+        setattr(JournalStore, _name, _passthrough(_name))
+
+
+def _seed_entropy(engine: Engine, seed: int) -> None:
+    """Make `Random()` and `Uuid()` reproducible: derived from (seed, run id, position).
+
+    The engine draws them from a system RNG with no hook to replace it, so
+    this wraps the effect runner's `instant_outcome` on this one engine
+    instance. (Requested engine change: an `Engine(entropy=random.Random)`
+    parameter.) Without the attribute the kit falls back to real randomness.
+    """
+    runner = getattr(engine, "_runner", None)
+    original = getattr(runner, "instant_outcome", None)
+    if runner is None or original is None:
+        return
+    drawn: dict[tuple[str, int, str], int] = {}
+    lock = threading.Lock()
+
+    def instant_outcome(row: WorkflowRow, position: int, command: Command) -> Outcome:
+        if not isinstance(command, (Random, Uuid)):
+            outcome: Outcome = original(row, position, command)
+            return outcome
+        key = (row.workflow_id, position, command.kind)
+        with lock:
+            nth = drawn.get(key, 0)
+            drawn[key] = nth + 1
+        rng = random.Random(f"{seed}:{row.workflow_id}:{position}:{command.kind}:{nth}")
+        if isinstance(command, Random):
+            return Value(rng.random())
+        return Value(str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+
+    setattr(runner, "instant_outcome", instant_outcome)  # noqa: B010 - see docstring
+
+
+def _renumbered(write: Write) -> Callable[[int], Write]:
+    return lambda index: attrs.evolve(write, index=index, engine=0)
+
+
+class Session:
+    """Runs one workflow run to the end (or to a block), through simulated crashes."""
+
+    def __init__(
+        self,
+        *,
+        workflow_id: str,
+        fakes: Mapping[str, Callable[..., Any]],
+        messages: Sequence[Message],
+        start: datetime,
+        strict: bool,
+        seed: int,
+        timeout: float,
+        crash_at: Callable[[Commit, int], bool] | None = None,
+    ) -> None:
+        self.workflow_id = workflow_id
+        self.fakes = dict(fakes)
+        self.messages = list(messages)
+        self.start = start
+        self.strict = strict
+        self.seed = seed
+        self.timeout = timeout
+        self.crash_at = crash_at
+        self.store = MemoryStore()
+        self.clock = KitClock(start)
+        self.journal: list[Write | Exec] = []
+        self.calls: dict[str, list[StepCall]] = {}
+        self.crashes: list[tuple[int, Commit]] = []  # (journal index, commit)
+        self.undelivered: list[tuple[Message, str]] = []
+        self.delivery_errors: list[BaseException] = []
+        self._lock = threading.Lock()
+        self._commits_seen = 0
+        self._crash_pending = False
+        self._engine_no = 0
+        self._engine: Engine | None = None
+        self._encoded = [
+            serde.encode(m.payload, what=f"the payload of {m!r}") for m in self.messages
+        ]
+
+    # -- setting up -------------------------------------------------------------
+
+    def create_root(
+        self, wf: Workflow[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        inputs = wf.encode_inputs(args, kwargs)
+        row = WorkflowRow(
+            workflow_id=self.workflow_id,
+            name=wf.workflow_name,
+            status=Status.PENDING,
+            inputs=inputs,
+            executor_id="local",
+            app_version=APP_VERSION,
+            created_at=self.start,
+        )
+        cast(Store, JournalStore(self, 0)).create_workflow(row)
+        self.schedule_messages(range(len(self.messages)))
+
+    def seed_from(self, writes: Sequence[Write], now: datetime) -> None:
+        """Replay another session's store writes into this session's fresh store.
+
+        The store then holds exactly what it held after those writes; the
+        clock is set to `now`, and the test's messages not yet delivered stay
+        scheduled at their own times.
+        """
+        delivered: set[int] = set()
+        for write in writes:
+            getattr(self.store, write.method)(*write.args, **write.kwargs)
+            if write.kit_message is not None:
+                delivered.add(write.kit_message)
+            self._append(_renumbered(write))
+        self.clock.move_to(now)
+        self.schedule_messages(i for i in range(len(self.messages)) if i not in delivered)
+
+    def schedule_messages(self, indexes: Iterable[int]) -> None:
+        pending = [(self.messages[i].arrival(self.start), i) for i in indexes]
+        self.clock.attach(pending, self._deliver)
+        # Messages whose time has come arrive before the workflow runs.
+        self.clock.deliver_due()
+
+    def _deliver(self, index: int) -> None:
+        message = self.messages[index]
+        target = message.to or self.workflow_id
+        at = self.clock.now()
+        try:
+            self.store.send_message(target, message.topic or "", self._encoded[index])
+        except WorkflowNotFound as exc:
+            self.undelivered.append((message, str(exc)))
+            return
+        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
+            self.delivery_errors.append(exc)
+            return
+        self.journal_write(
+            0,
+            "send_message",
+            (target, message.topic or "", self._encoded[index]),
+            {},
+            target,
+            at,
+            None,
+            kit_message=index,
+        )
+
+    # -- the journal --------------------------------------------------------------
+
+    def _append(self, make: Callable[[int], Write | Exec]) -> int:
+        with self._lock:
+            index = len(self.journal)
+            self.journal.append(make(index))
+            return index
+
+    def journal_write(
+        self,
+        engine_no: int,
+        method: str,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        workflow_id: str,
+        at: datetime,
+        commit: Commit | None,
+        *,
+        kit_message: int | None = None,
+    ) -> None:
+        self._append(
+            lambda index: Write(
+                index, engine_no, method, args, dict(kwargs), workflow_id, at, commit, kit_message
+            )
+        )
+
+    def on_step_call(
+        self, engine_no: int, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        with self._lock:
+            self.calls.setdefault(name, []).append(StepCall(tuple(args), dict(kwargs)))
+        self._append(lambda index: Exec(index, engine_no, name))
+
+    def should_crash(self, commit: Commit) -> bool:
+        with self._lock:
+            nth = self._commits_seen
+            self._commits_seen += 1
+        return self.crash_at is not None and self.crash_at(commit, nth)
+
+    def crashed(self, engine_no: int, commit: Commit) -> None:
+        # A dead process must not move time or take deliveries.
+        self.clock.autojump = False
+        with self._lock:
+            self.crashes.append((len(self.journal), commit))
+            self._crash_pending = True
+
+    # -- driving --------------------------------------------------------------------
+
+    def _start_engine(self) -> Engine:
+        self._engine_no += 1
+        engine_no = self._engine_no
+        engine = Engine(
+            cast(Store, JournalStore(self, engine_no)),
+            clock=self.clock,
+            strict=self.strict,
+            app_version=APP_VERSION,
+            recover=False,
+            # Registered cron schedules would fire into the test's store as virtual time jumps.
+            schedules=False,
+        )
+        # Every step lookup goes through the tap so the kit can count body calls.
+        # (Requested engine change: a documented step-call hook.)
+        engine.step_overrides = StepTap(
+            fresh_fakes(self.fakes),
+            lambda name, args, kwargs: self.on_step_call(engine_no, name, args, kwargs),
+        )
+        _seed_entropy(engine, self.seed)
+        engine.recover()
+        return engine
+
+    def _stop_engine(self, engine: Engine, *, wait: bool = True) -> None:
+        engine.close(wait=wait)
+        if wait:
+            # Step bodies still running in the pool belong to this process's
+            # lost work; let them end so their calls are counted for it.
+            engine.step_pool.shutdown(wait=True)
+
+    def drive(self) -> None:
+        """Run engines until the root run finishes, is parked, or waits for good."""
+        deadline = time.monotonic() + self.timeout
+        engine = self._engine = self._start_engine()
+        try:
+            while True:
+                if not engine.wait_idle(timeout=max(deadline - time.monotonic(), 0.0)):
+                    raise SessionTimeout(self._timeout_message())
+                if self.delivery_errors:
+                    raise self.delivery_errors[0]
+                if self._crash_pending:
+                    self._stop_engine(engine)
+                    self._crash_pending = False
+                    self.clock.rewind(self.last_write_time())
+                    self.clock.autojump = True
+                    engine = self._engine = self._start_engine()
+                    continue
+                row = self.store.get_workflow(self.workflow_id)
+                if row is None or row.status is not Status.PENDING:
+                    break
+                if self.clock.deliver_next() or self._claim_enqueued(engine):
+                    continue
+                break  # nothing runs, no timer, no message left: blocked for good
+        except BaseException:
+            self._stop_engine(engine, wait=False)
+            self._engine = None
+            raise
+        self._stop_engine(engine)
+        self._engine = None
+
+    def _claim_enqueued(self, engine: Engine) -> bool:
+        """Queued child runs: claim them now rather than at the engine's next poll."""
+        enqueued = self.store.list_workflows(WorkflowFilter(status=Status.ENQUEUED))
+        if not enqueued:
+            return False
+        if engine.claim_now():
+            return True
+        # A delayed enqueue is held back until its wake_at: let virtual time get there.
+        now = self.clock.now()
+        later = [r.wake_at for r in enqueued if r.wake_at is not None and r.wake_at > now]
+        if not later:
+            return False
+        self.clock.jump_to(min(later))
+        return engine.claim_now() > 0
+
+    def last_write_time(self) -> datetime:
+        """The virtual time of the last write on the run's timeline.
+
+        On a crash the clock goes back to it: the time since went into the
+        lost work (the retry back-off of the step in flight), which the
+        recovering process spends again, so both timelines agree.
+        """
+        with self._lock:
+            for entry in reversed(self.journal):
+                if isinstance(entry, Write) and entry.on_timeline:
+                    return entry.at
+        return self.start
+
+    def _timeout_message(self) -> str:
+        row = self.store.get_workflow(self.workflow_id)
+        records = self.store.load_log(self.workflow_id)
+        last = records[-1].describe() if records else "nothing recorded"
+        status = row.status.value if row is not None else "missing"
+        return (
+            f"workflow id {self.workflow_id!r} neither finished nor blocked within "
+            f"{self.timeout}s of wall time; it is {status} with {len(records)} record(s) "
+            f"(last: {last}). A step may be blocking in real time, or an All() that holds "
+            "a step together with a Sleep/Recv timeout is waiting (the engine does not move "
+            "virtual time while a composite holds its thread)"
+        )
+
+    # -- results ----------------------------------------------------------------------
+
+    def log_of(self, workflow_id: str) -> Log:
+        row = self.store.get_workflow(workflow_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return Log(
+            records=self.store.load_log(workflow_id),
+            workflow_name=row.name,
+            workflow_id=workflow_id,
+            args=row.inputs,
+            status=row.status.value,
+            result=row.result,
+        )
+
+    def rows(self) -> list[WorkflowRow]:
+        return self.store.list_workflows(WorkflowFilter())
+
+    def writes(self) -> list[Write]:
+        return [e for e in self.journal if isinstance(e, Write)]

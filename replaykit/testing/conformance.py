@@ -1,0 +1,1519 @@
+"""`check_store`: the conformance suite every `Store` implementation must pass.
+
+Run it against your own store the way trio's `check_one_way_stream` is run
+against a stream::
+
+    from replaykit.testing import check_store
+
+    def test_my_store(tmp_path):
+        check_store(lambda: MyStore(tmp_path / "db"))
+
+Each check gets a fresh, empty store from `make_store()` and closes it
+afterwards. Every check runs, and one `AssertionError` then names each check
+that failed with what it expected and what it got. The checks follow the
+guarantees written in `replaykit.stores.base`; a check failing here means the
+runtime would misbehave on top of the store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, TypeVar
+
+import attrs
+
+from replaykit.errors import (
+    DuplicateDedupId,
+    RecordConflict,
+    TransactionUnsupported,
+    WorkflowNotFound,
+)
+from replaykit.log import ErrorInfo, Failure, Record, Status, Value
+from replaykit.stores.base import (
+    ClaimLimits,
+    EventWrite,
+    OutgoingMessage,
+    Store,
+    WorkflowFilter,
+    WorkflowRow,
+)
+
+__all__ = ["STORE_CHECKS", "check_store"]
+
+_T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
+# How long a check waits for a notification a store may deliver from another thread.
+_NOTIFY_WAIT = 5.0
+
+
+class _CheckFailed(AssertionError):
+    pass
+
+
+def _expect(ok: bool, what: str, expected: Any, got: Any) -> None:
+    if not ok:
+        raise _CheckFailed(f"{what}: expected {expected!r}, got {got!r}")
+
+
+def _equal(what: str, expected: Any, got: Any) -> None:
+    _expect(expected == got, what, expected, got)
+
+
+_V = TypeVar("_V")
+
+
+def _present(what: str, value: _V | None) -> _V:
+    if value is None:
+        raise _CheckFailed(f"{what}: expected a value, got None")
+    return value
+
+
+def _raises(what: str, exc_type: type[BaseException], fn: Callable[[], Any]) -> BaseException:
+    try:
+        result = fn()
+    except exc_type as exc:
+        return exc
+    except Exception as exc:
+        raise _CheckFailed(
+            f"{what}: expected {exc_type.__name__}, got {type(exc).__name__}: {exc}"
+        ) from exc
+    raise _CheckFailed(f"{what}: expected {exc_type.__name__}, got a return of {result!r}")
+
+
+def _run(workflow_id: str, **fields: Any) -> WorkflowRow:
+    fields.setdefault("name", "wf")
+    fields.setdefault("status", Status.PENDING)
+    return WorkflowRow(workflow_id=workflow_id, **fields)
+
+
+def _step(position: int, data: Any = None, **fields: Any) -> Record:
+    fields.setdefault("kind", "step")
+    fields.setdefault("name", f"s{position}")
+    return Record(position=position, outcome=Value(data), **fields)
+
+
+def _pending(position: int, **fields: Any) -> Record:
+    fields.setdefault("kind", "sleep")
+    fields.setdefault("name", f"p{position}")
+    return Record(position=position, outcome=None, **fields)
+
+
+def _log_of(store: Store, workflow_id: str) -> list[Record]:
+    return store.load_log(workflow_id)
+
+
+def _ids(rows: list[WorkflowRow]) -> list[str]:
+    return [r.workflow_id for r in rows]
+
+
+def _wait_for(predicate: Callable[[], bool], timeout: float = _NOTIFY_WAIT) -> bool:
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+
+
+def _aware_utc(what: str, value: datetime | None) -> None:
+    _expect(
+        value is not None and value.utcoffset() == timedelta(0),
+        f"{what} is a timezone-aware UTC datetime",
+        "an aware datetime with offset 0",
+        value,
+    )
+
+
+# -- runs ---------------------------------------------------------------------
+
+
+def check_create_returns_stored_row(store: Store) -> None:
+    row = _run(
+        "c-1",
+        inputs={"args": [1, "two"], "kwargs": {"x": [3.5, None]}},
+        executor_id="exec-a",
+        app_version="v1",
+        parent_id="parent",
+        queue="q",
+        priority=7,
+        dedup_id="d",
+        error="",
+    )
+    stored, created = store.create_workflow(row)
+    _equal("create_workflow(new row) created flag", True, created)
+    _aware_utc("created_at of a new run", stored.created_at)
+    _aware_utc("updated_at of a new run", stored.updated_at)
+    _equal("started_at of a new PENDING run", stored.created_at, stored.started_at)
+    _equal(
+        "create_workflow(new row) returns the row with timestamps filled in",
+        row,
+        _strip_times(stored),
+    )
+    _equal("get_workflow after create", stored, store.get_workflow("c-1"))
+    _equal("get_workflow of an unknown id", None, store.get_workflow("nope"))
+
+
+def _strip_times(row: WorkflowRow | None) -> WorkflowRow | None:
+    if row is None:
+        return None
+    return attrs.evolve(row, created_at=None, updated_at=None, started_at=None)
+
+
+def check_create_is_idempotent(store: Store) -> None:
+    first, _ = store.create_workflow(_run("c-2", inputs={"args": [1]}, executor_id="a"))
+    store.record("c-2", _step(0, "kept"))
+    again, created = store.create_workflow(
+        _run("c-2", name="other", inputs={"args": [2]}, executor_id="b", status=Status.ENQUEUED),
+        records=[_step(0, "replaced"), _step(1, "added")],
+    )
+    _equal("create_workflow(existing id) created flag", False, created)
+    _equal("create_workflow(existing id) returns the existing run unmodified", first, again)
+    _equal("the existing run after a second create", first, store.get_workflow("c-2"))
+    _equal("the existing log after a second create", [_step(0, "kept")], _log_of(store, "c-2"))
+
+
+def check_created_at_kept_when_given(store: Store) -> None:
+    given = datetime(2020, 2, 29, 23, 59, 59, 999999, tzinfo=UTC)
+    stored, _ = store.create_workflow(_run("c-3", created_at=given, updated_at=given))
+    _equal("created_at given to create_workflow", given, stored.created_at)
+    fetched = store.get_workflow("c-3")
+    _equal("created_at read back", given, fetched.created_at if fetched else None)
+    _equal("updated_at read back", given, fetched.updated_at if fetched else None)
+
+
+def check_fork_with_records(store: Store) -> None:
+    records = [
+        _step(0, {"a": 1}, digest="d0", call_site="wf.py:3"),
+        Record(1, "recv", "inbox", Value(None), started_at=_T0, completed_at=_T0),
+    ]
+    _, created = store.create_workflow(_run("f-1"), records=records)
+    _equal("create_workflow(records=...) created flag", True, created)
+    _equal("the forked run's log", records, _log_of(store, "f-1"))
+    _equal(
+        "record() at a completed forked position returns the stored record",
+        records[1],
+        store.record("f-1", _step(1, "other")),
+    )
+    _equal("record() right after the forked records", _step(2), store.record("f-1", _step(2)))
+    _equal("log after recording past the fork", [*records, _step(2)], _log_of(store, "f-1"))
+
+
+def check_started_at_on_create(store: Store) -> None:
+    pending, _ = store.create_workflow(_run("c-4", created_at=_T0))
+    _equal("started_at of a PENDING run created without one", _T0, pending.started_at)
+    queued, _ = store.create_workflow(_run("c-5", status=Status.ENQUEUED, queue="q"))
+    _equal("started_at of an ENQUEUED run", None, queued.started_at)
+    given = _T0 - timedelta(days=1)
+    kept, _ = store.create_workflow(_run("c-6", created_at=_T0, started_at=given))
+    _equal("started_at given to create_workflow", given, kept.started_at)
+    for wid, expected in (("c-4", _T0), ("c-5", None), ("c-6", given)):
+        row = store.get_workflow(wid)
+        _equal(f"started_at of {wid} read back", expected, row.started_at if row else "missing")
+
+
+def check_dedup_id(store: Store) -> None:
+    first, _ = store.create_workflow(
+        _run("dd-1", status=Status.ENQUEUED, queue="q", dedup_id="user-7")
+    )
+    error = _raises(
+        "create_workflow reusing a live dedup_id",
+        DuplicateDedupId,
+        lambda: store.create_workflow(
+            _run("dd-2", status=Status.ENQUEUED, queue="q", dedup_id="user-7")
+        ),
+    )
+    _equal("DuplicateDedupId.existing_id", "dd-1", getattr(error, "existing_id", None))
+    _equal("the refused run", None, store.get_workflow("dd-2"))
+    _equal(
+        "create_workflow of the holder's own id",
+        (first, False),
+        store.create_workflow(_run("dd-1", status=Status.ENQUEUED, queue="q", dedup_id="user-7")),
+    )
+    for wid, queue, dedup in (
+        ("dd-3", "other", "user-7"),
+        ("dd-4", "q", None),
+        ("dd-5", None, "user-7"),
+    ):
+        _, created = store.create_workflow(
+            _run(wid, status=Status.ENQUEUED, queue=queue, dedup_id=dedup)
+        )
+        _equal(f"create_workflow with queue={queue!r} dedup_id={dedup!r}", True, created)
+    store.set_status("dd-1", Status.PENDING)
+    _raises(
+        "create_workflow reusing the dedup_id of a PENDING run",
+        DuplicateDedupId,
+        lambda: store.create_workflow(
+            _run("dd-6", status=Status.ENQUEUED, queue="q", dedup_id="user-7")
+        ),
+    )
+    store.finish_workflow("dd-1", Status.SUCCESS, Value(None))
+    _, created = store.create_workflow(
+        _run("dd-7", status=Status.ENQUEUED, queue="q", dedup_id="user-7")
+    )
+    _equal("create_workflow reusing the dedup_id of a finished run", True, created)
+
+
+# -- recording ----------------------------------------------------------------
+
+
+def check_record_and_load_log(store: Store) -> None:
+    store.create_workflow(_run("r-1"))
+    _equal("load_log of a new run", [], _log_of(store, "r-1"))
+    _equal("load_log of an unknown run", [], _log_of(store, "nope"))
+    written = [_step(i, {"i": i}) for i in range(5)]
+    for record in written:
+        _equal(f"record() of new position {record.position}", record, store.record("r-1", record))
+    _equal("load_log returns the records in position order", written, _log_of(store, "r-1"))
+
+
+def check_record_pending_then_completed(store: Store) -> None:
+    store.create_workflow(_run("r-2"))
+    wake = _T0 + timedelta(days=1)
+    pending = _pending(0, started_at=_T0, wake_at=wake)
+    _equal("record() of a pending record", pending, store.record("r-2", pending))
+    _equal(
+        "record() of another pending record at a pending position returns the stored one",
+        pending,
+        store.record("r-2", _pending(0, name="other")),
+    )
+    _equal("log holding a pending record", [pending], _log_of(store, "r-2"))
+    done = Record(0, "sleep", "p0", Value(None), started_at=_T0, completed_at=wake, wake_at=wake)
+    _equal("record() completing a pending position", done, store.record("r-2", done))
+    _equal("log after completing the pending record", [done], _log_of(store, "r-2"))
+    _equal(
+        "record() of a pending record at a completed position returns the completed one",
+        done,
+        store.record("r-2", _pending(0)),
+    )
+
+
+def check_completed_position_not_overwritten(store: Store) -> None:
+    store.create_workflow(_run("r-3"))
+    first = _step(0, "first writer")
+    store.record("r-3", first)
+    second = _step(0, "second writer", attempts=3)
+    _equal(
+        "record() over a completed position returns the first record",
+        first,
+        store.record("r-3", second),
+    )
+    failure = Record(0, "step", "s0", Failure(ErrorInfo("builtins", "ValueError", "x", ["x"])))
+    _equal("record() of a failure over a completed position", first, store.record("r-3", failure))
+    _equal("log after two writers", [first], _log_of(store, "r-3"))
+
+
+def check_record_gap_refused(store: Store) -> None:
+    store.create_workflow(_run("r-4"))
+    _raises(
+        "record() at position 1 of an empty log",
+        RecordConflict,
+        lambda: store.record("r-4", _step(1)),
+    )
+    store.record("r-4", _step(0))
+    _raises(
+        "record() at position 2 when the log ends at 1",
+        RecordConflict,
+        lambda: store.record("r-4", _pending(2)),
+    )
+    _equal("log after refused gaps", [_step(0)], _log_of(store, "r-4"))
+
+
+def check_record_into_missing_run(store: Store) -> None:
+    _raises(
+        "record() into an unknown run", WorkflowNotFound, lambda: store.record("nope", _step(0))
+    )
+    _equal("log of the unknown run", [], _log_of(store, "nope"))
+
+
+def check_record_into_non_pending_run(store: Store) -> None:
+    store.create_workflow(_run("target"))
+    for status in (Status.ENQUEUED, Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.PARKED):
+        _check_refused_into(store, status)
+    _equal("inbox of the send target", None, store.peek_message("target", "t"))
+
+
+def _check_refused_into(store: Store, status: Status) -> None:
+    wid = f"r-5-{status.value}"
+    store.create_workflow(_run(wid, status=status), records=[_step(0)])
+    store.send_message(wid, "t", "m")
+    message = _present("peek_message after send", store.peek_message(wid, "t"))
+
+    def refused() -> Record:
+        return store.record(
+            wid,
+            _step(1),
+            consume=message.message_id,
+            send=OutgoingMessage("target", "t", "sent"),
+            event=EventWrite("k", 1),
+            wake_at=_T0,
+        )
+
+    _raises(f"record() into a {status.value} run", RecordConflict, refused)
+    _raises(
+        f"record() of a plain new position into a {status.value} run",
+        RecordConflict,
+        lambda: store.record(wid, _step(1)),
+    )
+    _raises(
+        f"record() of a completed position into a {status.value} run",
+        RecordConflict,
+        lambda: store.record(wid, _step(0)),
+    )
+    _equal(f"log of the {status.value} run", [_step(0)], _log_of(store, wid))
+    _equal(f"inbox of the {status.value} run", message, store.peek_message(wid, "t"))
+    _equal(f"event of the {status.value} run", (False, None), store.get_event(wid, "k"))
+    row = store.get_workflow(wid)
+    _equal(f"wake_at of the {status.value} run", None, row.wake_at if row else "missing")
+
+
+def check_executor_ownership(store: Store) -> None:
+    store.create_workflow(_run("r-6", executor_id="engine-a"))
+    _raises(
+        "record() by another executor",
+        RecordConflict,
+        lambda: store.record("r-6", _step(0), executor_id="engine-b"),
+    )
+    _equal("log after a foreign executor's record", [], _log_of(store, "r-6"))
+    _equal("record() by the owner", _step(0), store.record("r-6", _step(0), executor_id="engine-a"))
+    _equal("record() without executor_id skips the check", _step(1), store.record("r-6", _step(1)))
+    store.set_status("r-6", Status.PENDING, executor_id="engine-b")
+    _raises(
+        "record() by the previous owner after a takeover",
+        RecordConflict,
+        lambda: store.record("r-6", _step(2), executor_id="engine-a"),
+    )
+    _equal(
+        "record() by the new owner", _step(2), store.record("r-6", _step(2), executor_id="engine-b")
+    )
+
+
+def check_record_sets_wake_at(store: Store) -> None:
+    store.create_workflow(_run("r-7"))
+    wake = _T0 + timedelta(hours=1)
+    store.record("r-7", _pending(0, wake_at=wake), wake_at=wake)
+    row = store.get_workflow("r-7")
+    _equal("run's wake_at after record(wake_at=...)", wake, row.wake_at if row else None)
+    store.record("r-7", _pending(0), wake_at=wake + timedelta(days=9))
+    row = store.get_workflow("r-7")
+    _equal("run's wake_at after a record() that wrote nothing", wake, row.wake_at if row else None)
+    store.record("r-7", _step(0))
+    row = store.get_workflow("r-7")
+    _equal("run's wake_at after record() without wake_at", None, row.wake_at if row else "missing")
+
+
+def check_concurrent_writers_adopt(store: Store) -> None:
+    store.create_workflow(_run("r-8"))
+    store.record("r-8", _step(0))
+    threads = 8
+    barrier = threading.Barrier(threads)
+    results: list[Any] = [None] * threads
+
+    def write(index: int) -> None:
+        barrier.wait()
+        try:
+            results[index] = store.record("r-8", _step(1, f"writer {index}"))
+        except BaseException as exc:
+            results[index] = exc
+
+    workers = [threading.Thread(target=write, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    errors = [r for r in results if isinstance(r, BaseException)]
+    _equal("exceptions from concurrent record() of one position", [], errors)
+    log = _log_of(store, "r-8")
+    _equal("log length after concurrent writers", 2, len(log))
+    _equal("what every concurrent writer got back", [log[1]] * threads, results)
+
+
+# -- record side effects --------------------------------------------------------
+
+
+def check_consume_with_record(store: Store) -> None:
+    store.create_workflow(_run("m-1"))
+    store.send_message("m-1", "t", "first")
+    store.send_message("m-1", "t", "second")
+    first = _present("peek_message after two sends", store.peek_message("m-1", "t"))
+    _equal("payload of the oldest message", "first", first.payload)
+    store.record("m-1", Record(0, "recv", "t", Value("first")), consume=first.message_id)
+    second = store.peek_message("m-1", "t")
+    _equal("payload after consuming the oldest", "second", second.payload if second else None)
+    _raises(
+        "record() consuming an already consumed message",
+        RecordConflict,
+        lambda: store.record("m-1", Record(1, "recv", "t", Value("x")), consume=first.message_id),
+    )
+    _equal("log after consuming a gone message", 1, len(_log_of(store, "m-1")))
+    _equal("inbox after the refused consume", second, store.peek_message("m-1", "t"))
+
+
+def check_consume_is_atomic(store: Store) -> None:
+    store.create_workflow(_run("m-2"))
+    store.create_workflow(_run("m-2-other"))
+    store.record("m-2", _step(0, "done"))
+    store.send_message("m-2", "t", "kept")
+    message = _present("peek_message after send", store.peek_message("m-2", "t"))
+    _equal(
+        "record() at a completed position with consume returns the stored record",
+        _step(0, "done"),
+        store.record("m-2", _step(0, "other"), consume=message.message_id),
+    )
+    _equal("message after a record() that wrote nothing", message, store.peek_message("m-2", "t"))
+    _raises(
+        "record() at a gap with consume",
+        RecordConflict,
+        lambda: store.record("m-2", _step(5), consume=message.message_id),
+    )
+    _equal("message after a refused gap", message, store.peek_message("m-2", "t"))
+    store.send_message("m-2-other", "t", "theirs")
+    theirs = _present("peek_message of the other run", store.peek_message("m-2-other", "t"))
+    _raises(
+        "record() consuming another run's message",
+        RecordConflict,
+        lambda: store.record("m-2", _step(1), consume=theirs.message_id),
+    )
+    _equal("the other run's message", theirs, store.peek_message("m-2-other", "t"))
+    _raises(
+        "record() consuming a message and sending to an unknown run",
+        WorkflowNotFound,
+        lambda: store.record(
+            "m-2", _step(1), consume=message.message_id, send=OutgoingMessage("nope", "t", "x")
+        ),
+    )
+    _equal("message after a send to an unknown run", message, store.peek_message("m-2", "t"))
+    _equal("log after refused side effects", [_step(0, "done")], _log_of(store, "m-2"))
+
+
+def check_consume_many(store: Store) -> None:
+    store.create_workflow(_run("m-3"))
+    for payload in ("a", "b", "c"):
+        store.send_message("m-3", payload, payload)
+    ids = {}
+    for topic in ("a", "b", "c"):
+        ids[topic] = _present(f"message on {topic}", store.peek_message("m-3", topic)).message_id
+    store.record("m-3", Record(0, "all", "recv", Value(["a", "b"])), consume=[ids["a"], ids["b"]])
+    _equal(
+        "inbox after consuming two messages at once",
+        [None, None],
+        [store.peek_message("m-3", "a"), store.peek_message("m-3", "b")],
+    )
+    _raises(
+        "record() consuming a present and a consumed message",
+        RecordConflict,
+        lambda: store.record("m-3", _step(1), consume=[ids["c"], ids["a"]]),
+    )
+    _equal(
+        "the present message after the refusal",
+        ids["c"],
+        _present("message on c", store.peek_message("m-3", "c")).message_id,
+    )
+    _equal("log after the refusal", 1, len(_log_of(store, "m-3")))
+    store.record("m-3", _step(1), consume=[])
+    _equal("record() consuming an empty list", 2, len(_log_of(store, "m-3")))
+
+
+def check_send_with_record(store: Store) -> None:
+    store.create_workflow(_run("s-1"))
+    store.create_workflow(_run("s-1-to"))
+    out = OutgoingMessage("s-1-to", "greet", {"hello": ["world", 1]}, idempotency_key="s-1:0")
+    store.record("s-1", Record(0, "send", "greet", Value(None)), send=out)
+    received = store.peek_message("s-1-to", "greet")
+    _equal("payload sent by record()", out.payload, received.payload if received else None)
+    _equal("receiver of the message", "s-1-to", received.workflow_id if received else None)
+    store.record("s-1", Record(1, "send", "greet", Value(None)), send=out)
+    received = _present("message sent by record()", received)
+    store.record(
+        "s-1-to", Record(0, "recv", "greet", Value(out.payload)), consume=received.message_id
+    )
+    _equal("inbox after a second send with a used key", None, store.peek_message("s-1-to", "greet"))
+    _equal("log of the sender", 2, len(_log_of(store, "s-1")))
+    _raises(
+        "record() sending to an unknown run",
+        WorkflowNotFound,
+        lambda: store.record(
+            "s-1", Record(2, "send", "x", Value(None)), send=OutgoingMessage("nope", "t", 1)
+        ),
+    )
+    _equal("log after a send to an unknown run", 2, len(_log_of(store, "s-1")))
+    store.record(
+        "s-1",
+        Record(1, "send", "greet", Value(None)),
+        send=OutgoingMessage("s-1-to", "greet", "again"),
+    )
+    _equal("inbox after a record() that wrote nothing", None, store.peek_message("s-1-to", "greet"))
+
+
+def check_send_message_idempotency(store: Store) -> None:
+    store.create_workflow(_run("s-2"))
+    store.create_workflow(_run("s-2-b"))
+    _equal(
+        "send_message with a new key", True, store.send_message("s-2", "t", 1, idempotency_key="k")
+    )
+    _equal(
+        "send_message with a used key",
+        False,
+        store.send_message("s-2", "t", 2, idempotency_key="k"),
+    )
+    _equal(
+        "send_message with the same key to another run",
+        True,
+        store.send_message("s-2-b", "t", 3, idempotency_key="k"),
+    )
+    _equal("send_message without a key", True, store.send_message("s-2", "t", 4))
+    _equal("send_message without a key, again", True, store.send_message("s-2", "t", 4))
+    _raises(
+        "send_message to an unknown run",
+        WorkflowNotFound,
+        lambda: store.send_message("nope", "t", 1),
+    )
+    payloads = _drain(store, "s-2", "t")
+    _equal("messages delivered with and without keys", [1, 4, 4], payloads)
+
+
+def _drain(store: Store, workflow_id: str, topic: str) -> list[Any]:
+    """Consume the inbox of `topic` through record(), as the runtime does."""
+    payloads: list[Any] = []
+    position = len(store.load_log(workflow_id))
+    while (message := store.peek_message(workflow_id, topic)) is not None:
+        store.record(
+            workflow_id,
+            Record(position, "recv", topic, Value(message.payload)),
+            consume=message.message_id,
+        )
+        payloads.append(message.payload)
+        position += 1
+        # A store that does not consume would keep handing back the same message.
+        _expect(
+            len(payloads) <= 1000,
+            f"consuming the inbox of {topic!r}",
+            "an end",
+            f"{len(payloads)} messages, the last {message!r}",
+        )
+    return payloads
+
+
+def check_fifo_per_topic(store: Store) -> None:
+    store.create_workflow(_run("q-1"))
+    for topic, payload in [("a", 1), ("b", "b1"), ("a", 2), ("b", "b2"), ("a", 3)]:
+        store.send_message("q-1", topic, payload)
+    _equal("peek on a topic with no messages", None, store.peek_message("q-1", "c"))
+    _equal("peek on another run", None, store.peek_message("nope", "a"))
+    first_a = store.peek_message("q-1", "a")
+    first_b = store.peek_message("q-1", "b")
+    _expect(
+        first_a is not None and first_b is not None and first_a.message_id < first_b.message_id,
+        "message ids increase in send order",
+        "first a < first b",
+        (first_a, first_b),
+    )
+    _equal("peek does not consume", first_a, store.peek_message("q-1", "a"))
+    _equal("topic a in FIFO order", [1, 2, 3], _drain(store, "q-1", "a"))
+    _equal("topic b untouched by draining a", first_b, store.peek_message("q-1", "b"))
+    _equal("topic b in FIFO order", ["b1", "b2"], _drain(store, "q-1", "b"))
+
+
+def check_message_fields(store: Store) -> None:
+    store.create_workflow(_run("q-2"))
+    before = datetime.now(UTC) - timedelta(minutes=5)
+    store.send_message("q-2", "topic", {"k": [None, True, 1.5]})
+    message = _present("peek_message after send", store.peek_message("q-2", "topic"))
+    _equal("message workflow_id", "q-2", message.workflow_id)
+    _equal("message topic", "topic", message.topic)
+    _equal("message payload", {"k": [None, True, 1.5]}, message.payload)
+    _aware_utc("message created_at", message.created_at)
+    _expect(
+        message.created_at is not None and message.created_at > before,
+        "message created_at is about now",
+        f"after {before}",
+        message.created_at,
+    )
+
+
+def check_event_latest_wins(store: Store) -> None:
+    store.create_workflow(_run("e-1"))
+    _equal("get_event before any set", (False, None), store.get_event("e-1", "k"))
+    store.record("e-1", _step(0), event=EventWrite("k", {"v": 1}))
+    _equal("get_event after a set", (True, {"v": 1}), store.get_event("e-1", "k"))
+    store.record("e-1", _step(1), event=EventWrite("k", [2]))
+    _equal("get_event after a second set", (True, [2]), store.get_event("e-1", "k"))
+    store.record("e-1", _step(2), event=EventWrite("other", None))
+    _equal("get_event of a None value", (True, None), store.get_event("e-1", "other"))
+    _equal(
+        "get_event of the first key after setting another", (True, [2]), store.get_event("e-1", "k")
+    )
+    store.record("e-1", _step(1, "again"), event=EventWrite("k", "ignored"))
+    _equal(
+        "get_event after a record() that wrote nothing", (True, [2]), store.get_event("e-1", "k")
+    )
+    _equal("get_event of another run", (False, None), store.get_event("nope", "k"))
+
+
+# -- status -------------------------------------------------------------------
+
+
+def check_finish_only_from_pending(store: Store) -> None:
+    store.create_workflow(_run("st-1"))
+    store.record("st-1", _pending(0, wake_at=_T0), wake_at=_T0)
+    result = Value({"total": 3})
+    _equal(
+        "finish_workflow of a PENDING run",
+        True,
+        store.finish_workflow("st-1", Status.SUCCESS, result, error="done"),
+    )
+    row = _present("get_workflow after finish", store.get_workflow("st-1"))
+    _equal("status after finish", Status.SUCCESS, row.status)
+    _equal("result after finish", result, row.result)
+    _equal("error after finish", "done", row.error)
+    _equal("wake_at after finish", None, row.wake_at)
+    _equal(
+        "finish_workflow of a finished run",
+        False,
+        store.finish_workflow("st-1", Status.ERROR, Value("late")),
+    )
+    _equal("run after a second finish", row, store.get_workflow("st-1"))
+    _equal(
+        "finish_workflow of an unknown run",
+        False,
+        store.finish_workflow("nope", Status.SUCCESS, None),
+    )
+    store.create_workflow(_run("st-1-q", status=Status.ENQUEUED))
+    _equal(
+        "finish_workflow of an ENQUEUED run",
+        False,
+        store.finish_workflow("st-1-q", Status.SUCCESS, None),
+    )
+    failure = Failure(ErrorInfo("builtins", "KeyError", "'x'", ["x"], "Traceback ..."))
+    store.create_workflow(_run("st-1-e"))
+    store.finish_workflow("st-1-e", Status.ERROR, failure, error="KeyError: 'x'")
+    failed = store.get_workflow("st-1-e")
+    _equal("failure result after finish", failure, failed.result if failed else None)
+
+
+def check_set_status(store: Store) -> None:
+    store.create_workflow(_run("st-2", executor_id="a"))
+    store.bump_recovery("st-2")
+    _equal(
+        "set_status when only_from does not match",
+        False,
+        store.set_status("st-2", Status.CANCELLED, only_from=[Status.ENQUEUED]),
+    )
+    row = store.get_workflow("st-2")
+    _equal("status after a refused set_status", Status.PENDING, row.status if row else None)
+    _equal(
+        "set_status with an empty only_from",
+        False,
+        store.set_status("st-2", Status.CANCELLED, only_from=[]),
+    )
+    _equal(
+        "set_status when only_from matches",
+        True,
+        store.set_status(
+            "st-2",
+            Status.PARKED,
+            only_from=[Status.ENQUEUED, Status.PENDING],
+            error="crashed 5 times",
+        ),
+    )
+    row = _present("get_workflow after set_status", store.get_workflow("st-2"))
+    _equal("status after set_status", Status.PARKED, row.status)
+    _equal("error after set_status", "crashed 5 times", row.error)
+    _equal("executor kept without executor_id", "a", row.executor_id)
+    _equal("recovery attempts kept without reset_recovery", 1, row.recovery_attempts)
+    _equal(
+        "set_status reassigning and resetting",
+        True,
+        store.set_status("st-2", Status.PENDING, executor_id="b", reset_recovery=True),
+    )
+    row = _present("get_workflow after resume", store.get_workflow("st-2"))
+    _equal("status after resume", Status.PENDING, row.status)
+    _equal("executor after reassignment", "b", row.executor_id)
+    _equal("recovery attempts after reset", 0, row.recovery_attempts)
+    _equal("error cleared by set_status without error", "", row.error)
+    _equal("set_status of an unknown run", False, store.set_status("nope", Status.CANCELLED))
+
+
+def check_bump_recovery(store: Store) -> None:
+    store.create_workflow(_run("st-3", recovery_attempts=2))
+    _equal("first bump_recovery", 3, store.bump_recovery("st-3"))
+    _equal("second bump_recovery", 4, store.bump_recovery("st-3"))
+    row = store.get_workflow("st-3")
+    _equal("recovery_attempts stored", 4, row.recovery_attempts if row else None)
+    _raises(
+        "bump_recovery of an unknown run", WorkflowNotFound, lambda: store.bump_recovery("nope")
+    )
+
+
+def check_delete(store: Store) -> None:
+    store.create_workflow(_run("d-1"))
+    store.create_workflow(_run("d-1-keep"))
+    store.record("d-1", _step(0), event=EventWrite("k", 1))
+    store.send_message("d-1", "t", "m", idempotency_key="key")
+    store.send_message("d-1-keep", "t", "m", idempotency_key="key")
+    store.record("d-1-keep", _step(0), event=EventWrite("k", 2))
+    _equal("delete_workflow of an existing run", True, store.delete_workflow("d-1"))
+    _equal("get_workflow after delete", None, store.get_workflow("d-1"))
+    _equal("load_log after delete", [], _log_of(store, "d-1"))
+    _equal("peek_message after delete", None, store.peek_message("d-1", "t"))
+    _equal("get_event after delete", (False, None), store.get_event("d-1", "k"))
+    _equal("delete_workflow again", False, store.delete_workflow("d-1"))
+    _equal(
+        "list_workflows after delete", ["d-1-keep"], _ids(store.list_workflows(WorkflowFilter()))
+    )
+    _raises(
+        "send_message to a deleted run",
+        WorkflowNotFound,
+        lambda: store.send_message("d-1", "t", "m"),
+    )
+    _, created = store.create_workflow(_run("d-1"))
+    _equal("create_workflow of a deleted id", True, created)
+    _equal("log of the re-created run", [], _log_of(store, "d-1"))
+    _equal(
+        "a deleted run's idempotency keys are gone with it",
+        True,
+        store.send_message("d-1", "t", "m", idempotency_key="key"),
+    )
+    _equal("other run's log", [_step(0)], _log_of(store, "d-1-keep"))
+    _equal("other run's event", (True, 2), store.get_event("d-1-keep", "k"))
+    _expect(
+        store.peek_message("d-1-keep", "t") is not None,
+        "other run's inbox after delete",
+        "a message",
+        None,
+    )
+    _equal(
+        "other run's key still used",
+        False,
+        store.send_message("d-1-keep", "t", "m", idempotency_key="key"),
+    )
+
+
+# -- queues -------------------------------------------------------------------
+
+
+def _enqueue(store: Store, wid: str, **fields: Any) -> None:
+    fields.setdefault("queue", "q")
+    fields.setdefault("app_version", "v1")
+    fields.setdefault("executor_id", "")
+    store.create_workflow(_run(wid, status=Status.ENQUEUED, **fields))
+
+
+def check_claim_order_and_readiness(store: Store) -> None:
+    now = _T0 + timedelta(hours=1)
+    _enqueue(store, "cl-late", priority=5, created_at=_T0)
+    _enqueue(store, "cl-b", priority=0, created_at=_T0 + timedelta(seconds=2))
+    _enqueue(store, "cl-a", priority=0, created_at=_T0 + timedelta(seconds=2))
+    _enqueue(store, "cl-first", priority=0, created_at=_T0 + timedelta(seconds=1))
+    _enqueue(store, "cl-urgent", priority=-3, created_at=_T0 + timedelta(seconds=9))
+    _enqueue(store, "cl-due", priority=9, wake_at=now)
+    _enqueue(store, "cl-delayed", priority=-9, wake_at=now + timedelta(microseconds=1))
+    _enqueue(store, "cl-v2", app_version="v2")
+    _enqueue(store, "cl-other", queue="other")
+    store.create_workflow(_run("cl-pending", queue="q", app_version="v1"))
+    claimed = store.claim("q", executor_id="e1", app_version="v1", limits=ClaimLimits(100), now=now)
+    _equal(
+        "claim order: priority, then created_at, then id; delayed, other versions and "
+        "other queues left",
+        ["cl-urgent", "cl-first", "cl-a", "cl-b", "cl-late", "cl-due"],
+        _ids(claimed),
+    )
+    for row in claimed:
+        _equal(f"status of claimed {row.workflow_id}", Status.PENDING, row.status)
+        _equal(f"executor of claimed {row.workflow_id}", "e1", row.executor_id)
+        _equal(f"started_at of claimed {row.workflow_id}", now, row.started_at)
+        _equal(f"wake_at of claimed {row.workflow_id}", None, row.wake_at)
+        _equal(f"claimed {row.workflow_id} as stored", store.get_workflow(row.workflow_id), row)
+    _equal(
+        "a second claim",
+        [],
+        store.claim("q", executor_id="e2", app_version="v1", limits=ClaimLimits(100), now=now),
+    )
+    later = store.claim(
+        "q",
+        executor_id="e2",
+        app_version="v1",
+        limits=ClaimLimits(100),
+        now=now + timedelta(seconds=1),
+    )
+    _equal("a claim after the delay", ["cl-delayed"], _ids(later))
+    delayed = store.get_workflow("cl-v2")
+    _equal("run of another version", Status.ENQUEUED, delayed.status if delayed else None)
+
+
+def check_claim_limits(store: Store) -> None:
+    now = _T0 + timedelta(hours=1)
+    for i in range(6):
+        _enqueue(store, f"lim-{i}", created_at=_T0 + timedelta(seconds=i))
+    store.create_workflow(
+        _run(
+            "lim-running",
+            queue="q",
+            executor_id="elsewhere",
+            app_version="other",
+            started_at=now - timedelta(seconds=90),
+        )
+    )
+
+    def claim(limits: ClaimLimits) -> list[str]:
+        return _ids(store.claim("q", executor_id="e", app_version="v1", limits=limits, now=now))
+
+    _equal("claim with limit 0", [], claim(ClaimLimits(0)))
+    _equal("claim with limit 2", ["lim-0", "lim-1"], claim(ClaimLimits(2)))
+    # Three PENDING now (two claimed, one running elsewhere): concurrency 4 leaves one.
+    _equal("claim under concurrency 4", ["lim-2"], claim(ClaimLimits(10, concurrency=4)))
+    _equal("claim at the concurrency limit", [], claim(ClaimLimits(10, concurrency=4)))
+    # Started within the last 60 s: lim-0..2 (at `now`); lim-running started 90 s ago.
+    _equal(
+        "claim under a rate limit of 4 per minute",
+        ["lim-3"],
+        claim(ClaimLimits(10, rate_limit=(4, 60.0))),
+    )
+    _equal("claim at the rate limit", [], claim(ClaimLimits(10, rate_limit=(4, 60.0))))
+    _equal(
+        "claim under a rate limit counting 100 s back",
+        [],
+        claim(ClaimLimits(10, rate_limit=(5, 100.0))),
+    )
+    _equal(
+        "claim with every limit",
+        ["lim-4"],
+        claim(ClaimLimits(1, concurrency=10, rate_limit=(10, 60.0))),
+    )
+
+
+def check_concurrent_claims(store: Store) -> None:
+    now = _T0 + timedelta(hours=1)
+    for i in range(30):
+        _enqueue(store, f"cc-{i:02d}", created_at=_T0 + timedelta(seconds=i))
+    claimers = 6
+    barrier = threading.Barrier(claimers)
+    results: list[Any] = [None] * claimers
+
+    def claim(index: int) -> None:
+        barrier.wait()
+        try:
+            taken: list[str] = []
+            for _ in range(4):
+                taken += _ids(
+                    store.claim(
+                        "q",
+                        executor_id=f"e{index}",
+                        app_version="v1",
+                        limits=ClaimLimits(3, concurrency=7),
+                        now=now,
+                    )
+                )
+            results[index] = taken
+        except BaseException as exc:
+            results[index] = exc
+
+    workers = [threading.Thread(target=claim, args=(i,)) for i in range(claimers)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    errors = [r for r in results if isinstance(r, BaseException)]
+    _equal("exceptions from concurrent claims", [], errors)
+    taken = [wid for r in results for wid in r]
+    _equal("runs claimed twice", [], sorted({w for w in taken if taken.count(w) > 1}))
+    _equal("runs claimed under concurrency 7 by 6 engines at once", 7, len(taken))
+    _equal("which runs were claimed", [f"cc-{i:02d}" for i in range(7)], sorted(taken))
+
+
+def check_heartbeat_and_take_over(store: Store) -> None:
+    now = _T0 + timedelta(hours=1)
+    store.heartbeat("dead", "v1", now - timedelta(seconds=100))
+    store.heartbeat("alive", "v1", now - timedelta(seconds=10))
+    store.heartbeat("me", "v1", now)
+    for wid, status, executor, version in (
+        ("to-1", Status.PENDING, "dead", "v1"),
+        ("to-2", Status.PENDING, "dead", "v1"),
+        ("to-v2", Status.PENDING, "dead", "v2"),
+        ("to-alive", Status.PENDING, "alive", "v1"),
+        ("to-queued", Status.ENQUEUED, "dead", "v1"),
+        ("to-done", Status.SUCCESS, "dead", "v1"),
+        ("to-silent", Status.PENDING, "never-beat", "v1"),
+    ):
+        store.create_workflow(_run(wid, status=status, executor_id=executor, app_version=version))
+    taken = store.take_over(executor_id="me", app_version="v1", lease_seconds=30, now=now)
+    _equal("take_over of runs whose executor's lease ran out", ["to-1", "to-2"], sorted(taken))
+    owners = {}
+    for wid in ("to-1", "to-2", "to-v2", "to-alive", "to-queued", "to-done", "to-silent"):
+        row = store.get_workflow(wid)
+        owners[wid] = row.executor_id if row else None
+    _equal(
+        "owners after take_over",
+        {
+            "to-1": "me",
+            "to-2": "me",
+            "to-v2": "dead",
+            "to-alive": "alive",
+            "to-queued": "dead",
+            "to-done": "dead",
+            "to-silent": "never-beat",
+        },
+        owners,
+    )
+    _raises(
+        "record() by the executor that lost its runs",
+        RecordConflict,
+        lambda: store.record("to-1", _step(0), executor_id="dead"),
+    )
+    _equal("record() by the new owner", _step(0), store.record("to-1", _step(0), executor_id="me"))
+    _equal(
+        "finish_workflow by the executor that lost the run",
+        False,
+        store.finish_workflow("to-2", Status.SUCCESS, None, executor_id="dead"),
+    )
+    _equal(
+        "finish_workflow by the new owner",
+        True,
+        store.finish_workflow("to-2", Status.SUCCESS, None, executor_id="me"),
+    )
+    _equal(
+        "a second take_over",
+        [],
+        store.take_over(executor_id="me", app_version="v1", lease_seconds=30, now=now),
+    )
+    store.heartbeat("alive", "v1", now - timedelta(seconds=60))
+    _equal(
+        "take_over after a heartbeat went stale",
+        ["to-alive"],
+        store.take_over(executor_id="me", app_version="v1", lease_seconds=30, now=now),
+    )
+    store.heartbeat("dead", "v2", now)
+    _equal(
+        "take_over of a revived executor's runs",
+        [],
+        store.take_over(executor_id="me", app_version="v2", lease_seconds=30, now=now),
+    )
+
+
+def check_release(store: Store) -> None:
+    seen: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def callback(kind: str, key: str) -> None:
+        with lock:
+            seen.append((kind, key))
+
+    for wid, executor, queue in (
+        ("rl-1", "e", "qa"),
+        ("rl-2", "e", "qb"),
+        ("rl-3", "e", "qa"),
+        ("rl-plain", "e", None),
+        ("rl-other", "f", "qa"),
+    ):
+        store.create_workflow(
+            _run(
+                wid, executor_id=executor, queue=queue, created_at=_T0 + timedelta(seconds=len(wid))
+            )
+        )
+    store.create_workflow(_run("rl-done", executor_id="e", queue="qa", status=Status.SUCCESS))
+    unsubscribe = store.subscribe(callback)
+    try:
+        released = store.release("e")
+        _equal("runs released", ["rl-1", "rl-2", "rl-3"], sorted(released))
+        statuses = {}
+        for wid in ("rl-1", "rl-2", "rl-3", "rl-plain", "rl-other", "rl-done"):
+            row = store.get_workflow(wid)
+            statuses[wid] = (row.status, row.executor_id) if row else None
+        _equal(
+            "runs after release",
+            {
+                "rl-1": (Status.ENQUEUED, ""),
+                "rl-2": (Status.ENQUEUED, ""),
+                "rl-3": (Status.ENQUEUED, ""),
+                "rl-plain": (Status.PENDING, "e"),
+                "rl-other": (Status.PENDING, "f"),
+                "rl-done": (Status.SUCCESS, "e"),
+            },
+            statuses,
+        )
+
+        def heard() -> bool:
+            with lock:
+                return {("enqueued", "qa"), ("enqueued", "qb")} <= set(seen)
+
+        _expect(
+            _wait_for(heard),
+            "notifications for released queues",
+            [("enqueued", "qa"), ("enqueued", "qb")],
+            seen,
+        )
+        _equal("a second release", [], store.release("e"))
+        again = store.claim(
+            "qa", executor_id="g", app_version="", limits=ClaimLimits(9), now=datetime.now(UTC)
+        )
+        _equal("released runs can be claimed again", ["rl-1", "rl-3"], sorted(_ids(again)))
+    finally:
+        unsubscribe()
+
+
+# -- listing ------------------------------------------------------------------
+
+
+def check_list_filters(store: Store) -> None:
+    specs = [
+        ("l-0", Status.PENDING, "alpha", "e1", "v1", None, None),
+        ("l-1", Status.SUCCESS, "alpha", "e1", "v2", "l-0", None),
+        ("l-2", Status.ENQUEUED, "beta", "e2", "v1", None, "q1"),
+        ("l-3", Status.ERROR, "beta", "e1", "v1", "l-0", "q1"),
+        ("l-4", Status.PENDING, "gamma", "e2", "v2", None, "q2"),
+        ("l-5", Status.CANCELLED, "alpha", "e2", "v1", None, None),
+    ]
+    # Created out of id order, so an implementation sorting by id alone fails.
+    for index in (3, 0, 5, 1, 4, 2):
+        wid, status, name, executor, version, parent, queue = specs[index]
+        store.create_workflow(
+            _run(
+                wid,
+                status=status,
+                name=name,
+                executor_id=executor,
+                app_version=version,
+                parent_id=parent,
+                queue=queue,
+                created_at=_T0 + timedelta(seconds=index),
+            )
+        )
+    cases: list[tuple[str, WorkflowFilter, list[str]]] = [
+        ("no filter", WorkflowFilter(), ["l-0", "l-1", "l-2", "l-3", "l-4", "l-5"]),
+        ("status", WorkflowFilter(status=Status.PENDING), ["l-0", "l-4"]),
+        ("statuses", WorkflowFilter(status=[Status.ERROR, Status.SUCCESS]), ["l-1", "l-3"]),
+        ("empty status list", WorkflowFilter(status=[]), []),
+        ("name", WorkflowFilter(name="alpha"), ["l-0", "l-1", "l-5"]),
+        ("executor", WorkflowFilter(executor_id="e2"), ["l-2", "l-4", "l-5"]),
+        ("version", WorkflowFilter(app_version="v2"), ["l-1", "l-4"]),
+        ("parent", WorkflowFilter(parent_id="l-0"), ["l-1", "l-3"]),
+        ("queue", WorkflowFilter(queue="q1"), ["l-2", "l-3"]),
+        ("since (inclusive)", WorkflowFilter(since=_T0 + timedelta(seconds=4)), ["l-4", "l-5"]),
+        ("until (exclusive)", WorkflowFilter(until=_T0 + timedelta(seconds=2)), ["l-0", "l-1"]),
+        (
+            "since and until",
+            WorkflowFilter(since=_T0 + timedelta(seconds=1), until=_T0 + timedelta(seconds=3)),
+            ["l-1", "l-2"],
+        ),
+        ("limit", WorkflowFilter(limit=2), ["l-0", "l-1"]),
+        ("limit 0", WorkflowFilter(limit=0), []),
+        ("offset", WorkflowFilter(offset=4), ["l-4", "l-5"]),
+        ("limit and offset", WorkflowFilter(limit=2, offset=3), ["l-3", "l-4"]),
+        ("offset past the end", WorkflowFilter(offset=10), []),
+        (
+            "combined",
+            WorkflowFilter(
+                status=[Status.PENDING, Status.CANCELLED], executor_id="e2", app_version="v1"
+            ),
+            ["l-5"],
+        ),
+        ("filter then page", WorkflowFilter(name="alpha", offset=1, limit=1), ["l-1"]),
+        ("no match", WorkflowFilter(name="zeta"), []),
+    ]
+    for label, where, expected in cases:
+        _equal(f"list_workflows by {label}", expected, _ids(store.list_workflows(where)))
+    rows = store.list_workflows(WorkflowFilter(name="beta"))
+    _equal(
+        "rows returned by list_workflows equal get_workflow's",
+        [store.get_workflow("l-2"), store.get_workflow("l-3")],
+        rows,
+    )
+
+
+def check_list_order_ties_broken_by_id(store: Store) -> None:
+    for wid in ("t-c", "t-a", "T-b", "t-b"):
+        store.create_workflow(_run(wid, created_at=_T0))
+    store.create_workflow(_run("t-0", created_at=_T0 - timedelta(microseconds=1)))
+    _equal(
+        "list_workflows order: created_at, then workflow_id (code point order)",
+        ["t-0", "T-b", "t-a", "t-b", "t-c"],
+        _ids(store.list_workflows(WorkflowFilter())),
+    )
+
+
+# -- values -------------------------------------------------------------------
+
+
+def check_datetimes_round_trip(store: Store) -> None:
+    instants = [
+        _T0,
+        datetime(1970, 1, 1, tzinfo=UTC),
+        datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(1, 1, 1, tzinfo=UTC),
+        datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2024, 3, 31, 2, 30, 0, 1, tzinfo=timezone(timedelta(hours=5, minutes=30))),
+    ]
+    store.create_workflow(_run("dt-1", created_at=instants[0]))
+    records = [
+        Record(i, "sleep", f"s{i}", Value(None), started_at=at, completed_at=at, wake_at=at)
+        for i, at in enumerate(instants)
+    ]
+    for record in records:
+        store.record("dt-1", record, wake_at=record.wake_at)
+    loaded = _log_of(store, "dt-1")
+    _equal("records with datetimes from year 1 to 9999", records, loaded)
+    for record in loaded:
+        for field in ("started_at", "completed_at", "wake_at"):
+            value = getattr(record, field)
+            _expect(
+                value is not None and value.tzinfo is not None,
+                f"{field} of record {record.position} is timezone-aware",
+                "aware",
+                value,
+            )
+            if instants[record.position].tzinfo is UTC:
+                _aware_utc(f"{field} of record {record.position}", value)
+    row = store.get_workflow("dt-1")
+    _equal("run wake_at set from an offset datetime", instants[-1], row.wake_at if row else None)
+
+
+def check_outcomes_round_trip(store: Store) -> None:
+    values = [
+        None,
+        True,
+        False,
+        0,
+        -1,
+        2**53 + 1,
+        2**64,
+        -(2**70),
+        0.1,
+        -2.5e-300,
+        1e300,
+        1.0,
+        "",
+        "text",
+        [],
+        {},
+        [1, [2, [3, []]]],
+        {"nested": {"list": [1, "a", None, {"deep": [True, 0.5]}]}, "b": {}, "a": []},
+        {"z": 1, "a": 2, "m": 3},
+    ]
+    store.create_workflow(_run("o-1"))
+    records: list[Record] = [Record(i, "step", "v", Value(v)) for i, v in enumerate(values)]
+    records.append(
+        Record(
+            len(records),
+            "step",
+            "boom",
+            Failure(
+                ErrorInfo(
+                    module="myapp.errors",
+                    qualname="Outer.PaymentDeclined",
+                    message="card 4242 declined",
+                    args=["card 4242 declined", 402, {"retry": False, "codes": [1, 2]}, None],
+                    traceback=(
+                        "Traceback (most recent call last):\n"
+                        '  File "x.py", line 1\nPaymentDeclined\n'
+                    ),
+                )
+            ),
+        )
+    )
+    records.append(
+        Record(len(records), "step", "bare", Failure(ErrorInfo("builtins", "RuntimeError", "")))
+    )
+    for record in records:
+        store.record("o-1", record)
+    loaded = _log_of(store, "o-1")
+    _equal("outcomes read back", records, loaded)
+    for record, back in zip(records, loaded, strict=False):
+        if isinstance(record.outcome, Value) and isinstance(back.outcome, Value):
+            _equal(
+                f"type of the value at position {record.position}",
+                type(record.outcome.data),
+                type(back.outcome.data),
+            )
+            if isinstance(record.outcome.data, dict) and isinstance(back.outcome.data, dict):
+                _equal(
+                    f"key order of the dict at position {record.position}",
+                    list(record.outcome.data),
+                    list(back.outcome.data),
+                )
+
+
+def check_inputs_and_results_round_trip(store: Store) -> None:
+    inputs = {"args": [1, "a", [None]], "kwargs": {"amount": 10.25, "tags": ["x"]}}
+    store.create_workflow(_run("o-2", inputs=inputs))
+    fetched = store.get_workflow("o-2")
+    _equal("inputs read back", inputs, fetched.inputs if fetched else None)
+    store.create_workflow(_run("o-2-none"))
+    fetched = store.get_workflow("o-2-none")
+    _equal("inputs of None read back", None, fetched.inputs if fetched else "missing")
+    result = Value({"ok": [1, 2]})
+    store.finish_workflow("o-2", Status.SUCCESS, result)
+    fetched = store.get_workflow("o-2")
+    _equal("result read back", result, fetched.result if fetched else None)
+    listed = store.list_workflows(WorkflowFilter(status=Status.SUCCESS))
+    _equal("result read back by list_workflows", [result], [r.result for r in listed])
+
+
+def check_unicode_and_large_payloads(store: Store) -> None:
+    wid = "ünï-çødé 🚀 工作流 עברית"
+    store.create_workflow(_run(wid, name="名前 ✓", inputs={"args": ["😀" * 100]}))
+    store.create_workflow(_run("plain"))
+    topic = "тема/🙂"
+    big_text = "résumé ✓ 漢字 " * 40_000  # about 600 kB of UTF-8
+    big_list = [{"i": i, "s": "x" * 10} for i in range(10_000)]
+    escapes = 'tab\tnewline\nquote"backslash\\ nul-free \u2028 \U0001f600 \x7f \x01'
+    store.send_message(wid, topic, big_text, idempotency_key="ключ 🔑")
+    store.record(
+        wid,
+        Record(0, "step", "大きい 🐘", Value(big_list)),
+        event=EventWrite("ключ", escapes),
+        send=OutgoingMessage("plain", topic, {"ü": escapes}),
+    )
+    row = store.get_workflow(wid)
+    _equal("unicode name read back", "名前 ✓", row.name if row else None)
+    _equal("unicode inputs read back", {"args": ["😀" * 100]}, row.inputs if row else None)
+    message = store.peek_message(wid, topic)
+    _equal("large unicode payload read back", big_text, message.payload if message else None)
+    _equal(
+        "large record read back",
+        [Record(0, "step", "大きい 🐘", Value(big_list))],
+        _log_of(store, wid),
+    )
+    _equal("unicode event read back", (True, escapes), store.get_event(wid, "ключ"))
+    sent = store.peek_message("plain", topic)
+    _equal("escapes in a sent payload", {"ü": escapes}, sent.payload if sent else None)
+    _equal(
+        "unicode idempotency key reused",
+        False,
+        store.send_message(wid, topic, "again", idempotency_key="ключ 🔑"),
+    )
+    _equal(
+        "list_workflows by unicode name",
+        [wid],
+        _ids(store.list_workflows(WorkflowFilter(name="名前 ✓"))),
+    )
+
+
+# -- transactions and notifications --------------------------------------------
+
+
+def check_record_transaction(store: Store) -> None:
+    store.create_workflow(_run("tx-1"))
+    store.record("tx-1", _step(0))
+    calls: list[Any] = []
+
+    def body(conn: Any) -> Record:
+        calls.append(conn)
+        return _step(1, "from the transaction")
+
+    try:
+        result = store.record_transaction("tx-1", 1, body)
+    except TransactionUnsupported:
+        _equal("body calls when record_transaction is unsupported", [], calls)
+        _equal("log when record_transaction is unsupported", [_step(0)], _log_of(store, "tx-1"))
+        return
+    _equal("record_transaction calls body once", 1, len(calls))
+    _expect(calls[0] is not None, "connection given to the body", "a connection", calls[0])
+    _equal("record_transaction returns the body's record", _step(1, "from the transaction"), result)
+    _equal("log after record_transaction", [_step(0), result], _log_of(store, "tx-1"))
+    calls.clear()
+    _equal(
+        "record_transaction of a completed position returns the stored record",
+        _step(0),
+        store.record_transaction("tx-1", 0, body),
+    )
+    _equal("body calls for a completed position", [], calls)
+
+    class Boom(Exception):
+        pass
+
+    def failing(conn: Any) -> Record:
+        raise Boom("body failed")
+
+    _raises(
+        "record_transaction whose body raises",
+        Boom,
+        lambda: store.record_transaction("tx-1", 2, failing),
+    )
+    _equal("log after a failing body", 2, len(_log_of(store, "tx-1")))
+    _raises(
+        "record_transaction at a gap",
+        RecordConflict,
+        lambda: store.record_transaction("tx-1", 5, body),
+    )
+    _equal("body calls for a gap", [], calls)
+    store.set_status("tx-1", Status.CANCELLED)
+    _raises(
+        "record_transaction into a CANCELLED run",
+        RecordConflict,
+        lambda: store.record_transaction("tx-1", 2, body),
+    )
+    _equal("body calls for a CANCELLED run", [], calls)
+    _raises(
+        "record_transaction into an unknown run",
+        WorkflowNotFound,
+        lambda: store.record_transaction("nope", 0, body),
+    )
+
+
+def check_notifications(store: Store) -> None:
+    store.create_workflow(_run("n-1"))
+    store.create_workflow(_run("n-2"))
+    seen: list[tuple[str, str]] = []
+    visible: list[tuple[str, bool]] = []
+    lock = threading.Lock()
+
+    def callback(kind: str, key: str) -> None:
+        # Runs after the commit, so what it announces can already be read.
+        if kind == "message" and key == "n-1":
+            visible.append(("message", store.peek_message("n-1", "t") is not None))
+        if kind == "finished" and key == "n-1":
+            row = store.get_workflow("n-1")
+            visible.append(("finished", row is not None and row.status.is_terminal))
+        with lock:
+            seen.append((kind, key))
+
+    unsubscribe = store.subscribe(callback)
+
+    def saw(kind: str, key: str) -> Callable[[], bool]:
+        def check() -> bool:
+            with lock:
+                return (kind, key) in seen
+
+        return check
+
+    store.send_message("n-1", "t", "hi")
+    _expect(
+        _wait_for(saw("message", "n-1")), "notification for send_message", ("message", "n-1"), seen
+    )
+    store.record("n-2", _step(0), send=OutgoingMessage("n-1", "t", "again"))
+    store.record("n-2", _step(1), event=EventWrite("k", 1))
+    _expect(
+        _wait_for(saw("event", "n-2")),
+        "notification for an event set by record()",
+        ("event", "n-2"),
+        seen,
+    )
+    store.finish_workflow("n-1", Status.SUCCESS, Value(1))
+    _expect(
+        _wait_for(saw("finished", "n-1")),
+        "notification for finish_workflow",
+        ("finished", "n-1"),
+        seen,
+    )
+    store.set_status("n-2", Status.CANCELLED)
+    _expect(
+        _wait_for(saw("finished", "n-2")),
+        "notification for set_status(CANCELLED)",
+        ("finished", "n-2"),
+        seen,
+    )
+    _expect(
+        all(ok for _, ok in visible),
+        "the announced change is visible in the callback",
+        "all True",
+        visible,
+    )
+    unsubscribe()
+    unsubscribe()
+    store.create_workflow(_run("n-3"))
+    with lock:
+        seen.clear()
+    store.send_message("n-3", "t", "unheard")
+    store.finish_workflow("n-3", Status.SUCCESS, None)
+    time.sleep(0.2)
+    with lock:
+        after = list(seen)
+    _equal("notifications after unsubscribe", [], [n for n in after if n[1] == "n-3"])
+
+
+def check_close_is_idempotent(store: Store) -> None:
+    store.create_workflow(_run("x-1"))
+    store.close()
+    store.close()
+
+
+StoreCheck = Callable[[Store], None]
+
+STORE_CHECKS: tuple[StoreCheck, ...] = (
+    check_create_returns_stored_row,
+    check_create_is_idempotent,
+    check_created_at_kept_when_given,
+    check_started_at_on_create,
+    check_dedup_id,
+    check_fork_with_records,
+    check_record_and_load_log,
+    check_record_pending_then_completed,
+    check_completed_position_not_overwritten,
+    check_record_gap_refused,
+    check_record_into_missing_run,
+    check_record_into_non_pending_run,
+    check_executor_ownership,
+    check_record_sets_wake_at,
+    check_concurrent_writers_adopt,
+    check_consume_with_record,
+    check_consume_is_atomic,
+    check_consume_many,
+    check_send_with_record,
+    check_send_message_idempotency,
+    check_fifo_per_topic,
+    check_message_fields,
+    check_event_latest_wins,
+    check_finish_only_from_pending,
+    check_set_status,
+    check_bump_recovery,
+    check_delete,
+    check_claim_order_and_readiness,
+    check_claim_limits,
+    check_concurrent_claims,
+    check_heartbeat_and_take_over,
+    check_release,
+    check_list_filters,
+    check_list_order_ties_broken_by_id,
+    check_datetimes_round_trip,
+    check_outcomes_round_trip,
+    check_inputs_and_results_round_trip,
+    check_unicode_and_large_payloads,
+    check_record_transaction,
+    check_notifications,
+    check_close_is_idempotent,
+)
+
+
+def _name(check: StoreCheck) -> str:
+    return check.__name__.removeprefix("check_")
+
+
+def check_store(
+    make_store: Callable[[], Store], *, only: Callable[[str], bool] | None = None
+) -> None:
+    """Run every check in `STORE_CHECKS`, each on a fresh store from `make_store()`.
+
+    Raises one `AssertionError` naming every failed check, with what it
+    expected and what it got. `only` selects checks by name (for example
+    `only=lambda name: name == "delete"` while working on one guarantee).
+    """
+    failures: list[str] = []
+    first: BaseException | None = None
+    ran = 0
+    described = "the store"
+    for check in STORE_CHECKS:
+        name = _name(check)
+        if only is not None and not only(name):
+            continue
+        ran += 1
+        store = make_store()
+        described = repr(store)
+        try:
+            check(store)
+        except _CheckFailed as exc:
+            failures.append(f"[{name}] {exc}")
+            first = first or exc
+        except Exception as exc:
+            where = "".join(traceback.format_exception(exc)[-3:]).rstrip()
+            failures.append(f"[{name}] raised {type(exc).__name__}: {exc}\n{where}")
+            first = first or exc
+        finally:
+            store.close()
+    if failures:
+        raise AssertionError(
+            f"check_store: {len(failures)} of {ran} checks failed for {described}:\n\n"
+            + "\n\n".join(failures)
+        ) from first

@@ -1,0 +1,270 @@
+"""`run()`: a workflow, in memory, on virtual time, with faked steps and scripted messages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from replaykit import serde
+from replaykit.errors import NonDeterminismError
+from replaykit.log import Failure, Log, Status, Value
+from replaykit.registry import Workflow
+from replaykit.runtime.clock import VirtualClock
+from replaykit.testing._fakes import StepCall, as_fake
+from replaykit.testing._session import (
+    Commit,
+    Message,
+    Session,
+    default_workflow_id,
+)
+
+__all__ = ["RunResult", "run", "start_session"]
+
+R = TypeVar("R")
+
+Steps = Mapping[str, Any]
+
+
+def _start_time(clock: VirtualClock | datetime | None) -> datetime:
+    if clock is None:
+        return VirtualClock().now()
+    if isinstance(clock, datetime):
+        if clock.tzinfo is None:
+            raise ValueError("run(clock=...) needs a timezone-aware datetime")
+        return clock
+    if isinstance(clock, VirtualClock):
+        return clock.now()
+    raise TypeError(
+        f"run(clock=...) takes a VirtualClock or an aware datetime to start at, got {clock!r}; "
+        "the testing kit always runs on virtual time"
+    )
+
+
+def _crash_predicate(crash_at: int | Iterable[int] | None) -> Callable[[Commit, int], bool] | None:
+    if crash_at is None:
+        return None
+    points = {crash_at} if isinstance(crash_at, int) else set(crash_at)
+    if any(not isinstance(p, int) or p < 0 for p in points):
+        raise ValueError(f"crash_at takes commit numbers from 0 up, got {crash_at!r}")
+    return lambda _commit, nth: nth in points
+
+
+def _check_workflow(wf: Any, what: str) -> None:
+    if not isinstance(wf, Workflow):
+        raise TypeError(
+            f"{what}() expected a function decorated with @replaykit.workflow, got {wf!r}"
+        )
+
+
+def start_session(
+    wf: Workflow[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    steps: Steps | None,
+    messages: Iterable[Message],
+    clock: VirtualClock | datetime | None,
+    strict: bool,
+    workflow_id: str | None,
+    timeout: float,
+    seed: int,
+    crash_at: Callable[[Commit, int], bool] | None = None,
+) -> Session:
+    """A session with the root run created and the test's messages scheduled (not yet run)."""
+    messages = list(messages)
+    for message in messages:
+        if not isinstance(message, Message):
+            raise TypeError(
+                f"messages= takes replaykit.testing.Message(topic, payload, at=...) items, "
+                f"got {message!r}"
+            )
+    session = Session(
+        workflow_id=workflow_id or default_workflow_id(wf),
+        fakes={name: as_fake(name, spec) for name, spec in (steps or {}).items()},
+        messages=messages,
+        start=_start_time(clock),
+        strict=strict,
+        seed=seed,
+        timeout=timeout,
+        crash_at=crash_at,
+    )
+    session.create_root(wf, args, kwargs)
+    return session
+
+
+@attrs.frozen(eq=False)
+class RunResult(Generic[R]):
+    """What `run()` observed.
+
+    `status` is the run's `Status`: SUCCESS, ERROR, PENDING (it waits for
+    something that will never come: a message not scripted, a child that
+    blocks) or PARKED (a replay inside the run met `NonDeterminismError`).
+    """
+
+    workflow_id: str
+    status: Status
+    #: The workflow's return value, decoded as production decodes it; None unless SUCCESS.
+    result: R | None
+    #: The exception the run ended with (ERROR), or `NonDeterminismError` (PARKED); else None.
+    error: BaseException | None
+    #: The run's log, as `engine.export_log()` gives it; `log.to_json()` exports it.
+    log: Log
+    #: A VirtualClock standing at the virtual time of the run's last write (its
+    #: finish, or the last record of a run that waits).
+    clock: VirtualClock
+    started_at: datetime
+    #: Every call of every step body (one per attempt), by step name.
+    calls: Mapping[str, list[StepCall]]
+    #: The simulated crashes (`run(crash_at=...)`), in order.
+    crashes: tuple[Commit, ...] = ()
+    #: Messages whose target workflow did not exist when they were due, with why.
+    undelivered: tuple[tuple[Message, str], ...] = ()
+    _workflow: Workflow[..., Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.SUCCESS
+
+    @property
+    def elapsed(self) -> timedelta:
+        """Virtual time from the start to the run's last write."""
+        return self.clock.now() - self.started_at
+
+    @property
+    def commands(self) -> list[tuple[str, str]]:
+        """(kind, name) of every recorded position, e.g. ("step", "charge"), ("sleep", "sleep")."""
+        return [(r.kind, r.name) for r in self.log]
+
+    def waiting_on(self) -> str | None:
+        """For a PENDING run, the command it waits at (found by replaying its log)."""
+        if self.status is not Status.PENDING or self._workflow is None:
+            return None
+        from replaykit.testing.replay import replay
+
+        try:
+            replayed = replay(self._workflow, self.log)
+        except Exception as exc:  # the description is best effort; never mask the run
+            return f"<could not replay the log: {exc}>"
+        return replayed.next_command
+
+    def unwrap(self) -> R:
+        """The result; or raise the run's error; or `AssertionError` if it did not finish."""
+        if self.status is Status.SUCCESS:
+            return self.result  # type: ignore[return-value]
+        if self.error is not None:
+            raise self.error
+        waiting = self.waiting_on()
+        raise AssertionError(
+            f"workflow {self.log.workflow_name!r} (id {self.workflow_id!r}) did not finish: it "
+            f"is {self.status.value} after {len(self.log)} recorded position(s)"
+            + (f", waiting on {waiting}" if waiting else "")
+            + ". Script the message it waits for with messages=[Message(...)], or fake the "
+            "step that blocks"
+        )
+
+    def __repr__(self) -> str:
+        what = (
+            f"result={self.result!r}"
+            if self.status is Status.SUCCESS
+            else f"error={self.error!r}"
+            if self.error is not None
+            else f"after {len(self.log)} position(s)"
+        )
+        return f"<RunResult {self.workflow_id!r} {self.status.value} {what}>"
+
+
+def result_of(
+    session: Session, wf: Workflow[..., Any], clock: VirtualClock | datetime | None
+) -> RunResult[Any]:
+    log = session.log_of(session.workflow_id)
+    status = Status(log.status)
+    row = session.store.get_workflow(session.workflow_id)
+    result: Any = None
+    error: BaseException | None = None
+    if status is Status.SUCCESS and isinstance(log.result, Value):
+        result = serde.decode(
+            log.result.data, wf.result_type, what=f"the result of workflow {wf.workflow_name!r}"
+        )
+    elif status is Status.ERROR and isinstance(log.result, Failure):
+        error = serde.decode_error(log.result.error)
+        if log.result.error.traceback:
+            error.add_note(f"Traceback recorded in the workflow:\n{log.result.error.traceback}")
+    elif status is Status.PARKED:
+        error = NonDeterminismError(
+            row.error if row is not None and row.error else "the run was parked",
+            workflow_name=wf.workflow_name,
+            workflow_id=session.workflow_id,
+        )
+    # The time of the run's last write, not of the clock: an engine may jump a
+    # virtual clock to a timer left behind by a wait that ended early.
+    end = session.last_write_time()
+    if isinstance(clock, VirtualClock):
+        clock.jump_to(end)
+        final_clock = clock
+    else:
+        final_clock = VirtualClock(end, autojump=False)
+    return RunResult(
+        workflow_id=session.workflow_id,
+        status=status,
+        result=result,
+        error=error,
+        log=log,
+        clock=final_clock,
+        started_at=session.start,
+        calls={name: list(calls) for name, calls in session.calls.items()},
+        crashes=tuple(commit for _, commit in session.crashes),
+        undelivered=tuple(session.undelivered),
+        workflow=wf,
+    )
+
+
+def run(
+    wf: Workflow[..., R],
+    /,
+    *args: Any,
+    steps: Steps | None = None,
+    messages: Iterable[Message] = (),
+    clock: VirtualClock | datetime | None = None,
+    strict: bool = True,
+    workflow_id: str | None = None,
+    timeout: float = 30.0,
+    seed: int = 0,
+    crash_at: int | Iterable[int] | None = None,
+    **kwargs: Any,
+) -> RunResult[R]:
+    """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
+
+    - `steps={name: fake}` replaces the body of every step with that name: a
+      callable is called with the step's arguments, an exception (instance or
+      class) is raised, `sequence(a, b, ...)` gives successive outcomes, any
+      other value is returned as is. Unnamed steps run their real function.
+    - `messages=[Message(topic, payload, at=...)]` delivers messages at virtual
+      times; time jumps straight to the next timer or message whenever the
+      workflow waits, so a 30-day `Sleep` takes no wall time.
+    - `Random()` and `Uuid()` are drawn from `seed`, so runs are reproducible.
+    - `crash_at=n` (or several) simulates a process crash before the n-th store
+      commit (from 0, counted over the whole run): the step body in flight has
+      run, its record is lost, and a new engine recovers the run.
+    - Returns when the run finishes, is parked, or waits for something that
+      will never come (status PENDING); raises `TimeoutError` if it does none
+      of these within `timeout` seconds of wall time.
+    """
+    _check_workflow(wf, "run")
+    session = start_session(
+        wf,
+        args,
+        kwargs,
+        steps=steps,
+        messages=messages,
+        clock=clock,
+        strict=strict,
+        workflow_id=workflow_id,
+        timeout=timeout,
+        seed=seed,
+        crash_at=_crash_predicate(crash_at),
+    )
+    session.drive()
+    return result_of(session, wf, clock)

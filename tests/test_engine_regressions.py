@@ -1,0 +1,72 @@
+"""Regressions found by the testing kit's property tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Generator
+from datetime import timedelta
+from typing import Any
+
+from replaykit import All, Engine, Now, Race, Recv, Sleep, Status, Step, workflow
+from replaykit.testing import Message, run
+
+GATE = threading.Event()
+
+
+def wait_for_gate() -> str:
+    GATE.wait(5)
+    return "opened"
+
+
+@workflow(name="regress-sends-during-step")
+def sends_during_step_wf() -> Generator[Any, Any, list[Any]]:
+    yield Step("gate", wait_for_gate)
+    return [(yield Recv("in")), (yield Recv("in")), (yield Recv("in"))]
+
+
+def test_messages_sent_while_a_step_runs_do_not_make_the_run_spin() -> None:
+    GATE.clear()
+    with Engine("memory://", poll_interval=0.1) as engine:
+        handle = engine.start(sends_during_step_wf, workflow_id="spin")
+        time.sleep(0.1)
+        engine.send("spin", 1, topic="in")
+        engine.send("spin", 2, topic="in")
+        GATE.set()
+        time.sleep(0.3)
+        # Waiting for the third message: suspended, not re-activated in a loop.
+        assert handle.status() is Status.PENDING
+        assert engine.wait_idle(timeout=2)
+        engine.send("spin", 3, topic="in")
+        assert handle.result(timeout=10) == [1, 2, 3]
+
+
+@workflow(name="regress-all-step-sleep")
+def all_step_sleep_wf() -> Generator[Any, Any, Any]:
+    values = yield All(Step("quick", lambda: "q"), Sleep(timedelta(days=3)))
+    when = yield Now()
+    return values, when
+
+
+def test_all_of_a_step_and_a_long_sleep_finishes_on_virtual_time() -> None:
+    started = time.monotonic()
+    result = run(all_step_sleep_wf, timeout=20)
+    assert result.status is Status.SUCCESS
+    assert result.unwrap()[0] == ["q", None]
+    assert result.elapsed >= timedelta(days=3)
+    assert time.monotonic() - started < 10
+
+
+@workflow(name="regress-race-then-now")
+def race_then_now_wf() -> Generator[Any, Any, Any]:
+    start = yield Now()
+    winner, _ = yield Race(Recv("go"), Sleep(timedelta(days=1)))
+    end = yield Now()
+    return winner, (end - start).total_seconds()
+
+
+def test_a_won_race_leaves_no_stale_timer_to_move_virtual_time() -> None:
+    result = run(race_then_now_wf, messages=[Message("go", None, at=timedelta(hours=3))])
+    winner, seconds = result.unwrap()
+    assert winner == 0
+    assert seconds == timedelta(hours=3).total_seconds()
