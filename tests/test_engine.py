@@ -205,7 +205,10 @@ def test_context_and_logger_silent_on_replay(
     engine: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.INFO, logger="replaykit.workflow"):
-        assert engine.run(context_wf, workflow_id="ctx-1", timeout=20) == ["ctx-1", "engine-context"]
+        assert engine.run(context_wf, workflow_id="ctx-1", timeout=20) == [
+            "ctx-1",
+            "engine-context",
+        ]
     messages = [r.getMessage() for r in caplog.records if r.name == "replaykit.workflow"]
     # The sleep suspends the run; it is rebuilt by replay, and the replayed
     # "before" line must not be logged a second time.
@@ -334,7 +337,9 @@ def test_recovery_parks_runs_that_keep_crashing(store_url: str) -> None:
     if isinstance(store, replaykit.MemoryStore):
         store.close = lambda: None  # type: ignore[method-assign]
     for _ in range(3):
-        with Engine(store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-crash") as eng:
+        with Engine(
+            store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-crash"
+        ) as eng:
             if not eng.list_workflows():
                 eng.start(crashy_wf, workflow_id="crashy")
             time.sleep(0.1)
@@ -368,9 +373,8 @@ def test_unregistered_workflow_name_is_reported(engine: Engine) -> None:
 def test_engine_rejects_bad_targets() -> None:
     with pytest.raises(TypeError, match="URL"):
         Engine(42)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="@workflow"):
-        with Engine("memory://") as eng:
-            eng.start(lambda: None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="@workflow"), Engine("memory://") as eng:
+        eng.start(lambda: None)  # type: ignore[arg-type]
 
 
 def test_close_is_clean_and_final() -> None:

@@ -72,7 +72,9 @@ def test_live_run_hands_out_effects_in_position_order() -> None:
     first = interp.start()
     assert isinstance(first, Effect)
     assert (first.position, first.command.name) == (0, "first")
-    assert first.call_site.endswith("test_interpreter.py:" + str(two_steps.__code__.co_firstlineno + 1))
+    assert first.call_site.endswith(
+        "test_interpreter.py:" + str(two_steps.__code__.co_firstlineno + 1)
+    )
     second = interp.resume(done(first, 6))
     assert isinstance(second, Effect)
     assert (second.position, second.command.name) == (1, "second")
@@ -324,7 +326,10 @@ def test_values_are_decoded_by_command_type() -> None:
 
     u = uuid.uuid4()
     stamp = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
-    records = [Record(0, "now", "now", Value(stamp.isoformat())), Record(1, "uuid", "uuid", Value(str(u)))]
+    records = [
+        Record(0, "now", "now", Value(stamp.isoformat())),
+        Record(1, "uuid", "uuid", Value(str(u))),
+    ]
     decision = make(wf(), records).start()
     assert decision == Completed((stamp, u))
 
@@ -387,7 +392,15 @@ def test_race_and_all_take_one_position_and_decode_children() -> None:
 
 
 def test_all_raises_first_failure_or_returns_exceptions() -> None:
-    error = {"error": {"module": "builtins", "qualname": "KeyError", "message": "'k'", "args": ["k"], "traceback": ""}}
+    error = {
+        "error": {
+            "module": "builtins",
+            "qualname": "KeyError",
+            "message": "'k'",
+            "args": ["k"],
+            "traceback": "",
+        }
+    }
     data = {"outcomes": [{"value": 1}, error], "first_failure": 1}
 
     def strict_all() -> Generator[Any, Any, Any]:

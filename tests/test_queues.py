@@ -196,20 +196,32 @@ def test_claim_limits_are_enforced_by_the_store(store_url: str) -> None:
             eng.enqueue("q-store", note_wf, str(i))
         now = datetime.now(UTC)
         first = eng.store.claim(
-            "q-store", executor_id="x", app_version=eng.app_version,
-            limits=ClaimLimits(10, concurrency=2), now=now,
+            "q-store",
+            executor_id="x",
+            app_version=eng.app_version,
+            limits=ClaimLimits(10, concurrency=2),
+            now=now,
         )
         assert len(first) == 2 and all(r.status is Status.PENDING for r in first)
-        assert eng.store.claim(
-            "q-store", executor_id="y", app_version=eng.app_version,
-            limits=ClaimLimits(10, concurrency=2), now=now,
-        ) == []
+        assert (
+            eng.store.claim(
+                "q-store",
+                executor_id="y",
+                app_version=eng.app_version,
+                limits=ClaimLimits(10, concurrency=2),
+                now=now,
+            )
+            == []
+        )
         other_version = eng.store.claim(
             "q-store", executor_id="y", app_version="other", limits=ClaimLimits(10), now=now
         )
         assert other_version == []
         rest = eng.store.claim(
-            "q-store", executor_id="y", app_version=eng.app_version,
-            limits=ClaimLimits(10), now=now,
+            "q-store",
+            executor_id="y",
+            app_version=eng.app_version,
+            limits=ClaimLimits(10),
+            now=now,
         )
         assert len(rest) == 3

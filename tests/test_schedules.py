@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Generator
 from datetime import UTC, datetime, timedelta
@@ -39,9 +40,11 @@ def test_two_engines_start_each_tick_once(store_url: str) -> None:
         assert len(ids) == len(set(ids))
         ticks = sorted(datetime.fromisoformat(i.split(":", 2)[2]) for i in ids)
         # One run per second-tick, no tick twice, none skipped in between.
-        assert all((b - a) == timedelta(seconds=1) for a, b in zip(ticks, ticks[1:], strict=False))
+        assert all((b - a) == timedelta(seconds=1) for a, b in itertools.pairwise(ticks))
         for run in runs:
-            assert eng.handle(run.workflow_id).result(timeout=20) == run.workflow_id.split(":", 2)[2]
+            assert (
+                eng.handle(run.workflow_id).result(timeout=20) == run.workflow_id.split(":", 2)[2]
+            )
 
 
 def test_backfill_starts_missed_ticks(store_url: str) -> None:

@@ -22,13 +22,14 @@ TOTAL = 2000
 K = 6
 
 SAMPLER = """
-import sys, time, psycopg
+import os, sys, time, psycopg
 from psycopg import sql
 url, schema, stop_file = sys.argv[1], sys.argv[2], sys.argv[3]
 peak = 0
 with psycopg.connect(url, autocommit=True) as conn:
-    query = sql.SQL("SELECT count(*) FROM {}.workflows WHERE queue = 'proof' AND status = 'PENDING'").format(sql.Identifier(schema))
-    import os
+    query = sql.SQL(
+        "SELECT count(*) FROM {}.workflows WHERE queue = 'proof' AND status = 'PENDING'"
+    ).format(sql.Identifier(schema))
     while not os.path.exists(stop_file):
         try:
             peak = max(peak, conn.execute(query).fetchone()[0])
@@ -42,9 +43,23 @@ print(peak)
 def spawn_worker(url: str, env: dict[str, str], name: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
-            sys.executable, "-m", "replaykit", "worker", "tests.apps.proof_app",
-            "--url", url, "--queue", "proof", "--executor-id", name,
-            "--lease-seconds", "2", "--poll-interval", "0.2", "--app-version", "proof-v1",
+            sys.executable,
+            "-m",
+            "replaykit",
+            "worker",
+            "tests.apps.proof_app",
+            "--url",
+            url,
+            "--queue",
+            "proof",
+            "--executor-id",
+            name,
+            "--lease-seconds",
+            "2",
+            "--poll-interval",
+            "0.2",
+            "--app-version",
+            "proof-v1",
         ],
         cwd=ROOT,
         env=env,
@@ -80,7 +95,8 @@ def test_three_workers_drain_a_queue_through_a_sigkill(
     stop_file = tmp_path / "stop"
     sampler = subprocess.Popen(
         [sys.executable, "-c", SAMPLER, pg_url, pg_schema, str(stop_file)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     workers: list[subprocess.Popen[str]] = []
     try:
@@ -92,9 +108,7 @@ def test_three_workers_drain_a_queue_through_a_sigkill(
             workers = [spawn_worker(url, env, f"worker-{n}") for n in range(3)]
             deadline = time.monotonic() + 120
             # Let the drain get going, then kill one worker without warning.
-            while (
-                len(producer.list_workflows(status=Status.SUCCESS, limit=TOTAL)) < TOTAL // 4
-            ):
+            while len(producer.list_workflows(status=Status.SUCCESS, limit=TOTAL)) < TOTAL // 4:
                 assert time.monotonic() < deadline, "workers did not start draining"
                 time.sleep(0.05)
             workers[0].send_signal(signal.SIGKILL)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from replaykit import Engine
 from examples.worker.workflows import make_thumbnails, thumbnails
+from replaykit import Engine
 
 
 def main() -> None:
