@@ -212,6 +212,10 @@ def _args_of(command: Any) -> str:
     return json.dumps(command.describe_args(), sort_keys=True, default=str)
 
 
+# The outcome of a recorded position whose command is still under way.
+WAITING: Any = (True, "<waiting>")
+
+
 def run_model(program: dict[str, Any], plans: Plans, messages: list[Message]) -> ModelRun:
     """What a run must do, computed without replaykit's runtime."""
     model = ModelRun()
@@ -261,8 +265,12 @@ def run_model(program: dict[str, Any], plans: Plans, messages: list[Message]) ->
                 now = max(now, first[1].arrival(START))
                 ok, value = True, first[1].payload
             elif deadline is None:
+                # Waits for good. Suspending records the Recv's start (no outcome).
                 model.waiting = (command.kind, command.name)
-                return model  # waits for good; nothing is recorded for it
+                model.stream.append((command.kind, command.name))
+                model.args.append(_args_of(command))
+                model.outcomes.append(WAITING)
+                return model
             else:
                 now = deadline
                 ok, value = True, None
@@ -299,6 +307,8 @@ def expect_replay(program: dict[str, Any], original: ModelRun, *, strict: bool) 
             return "drift"
         if strict and _args_of(command) != original.args[position]:
             return "drift"
+        if original.outcomes[position] is WAITING:
+            return "ok"  # the original is still waiting here; replay stops at it
         ok, value = original.outcomes[position]
         position += 1
 

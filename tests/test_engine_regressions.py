@@ -70,3 +70,28 @@ def test_a_won_race_leaves_no_stale_timer_to_move_virtual_time() -> None:
     winner, seconds = result.unwrap()
     assert winner == 0
     assert seconds == timedelta(hours=3).total_seconds()
+
+
+SEEN: list[int] = []
+
+
+@workflow(name="regress-log-once")
+def log_once_wf(n: int) -> Generator[Any, Any, int]:
+    from replaykit import context
+
+    for i in range(n):
+        yield Recv("tick")
+        if not context().is_replaying:
+            SEEN.append(i)
+    return n
+
+
+def test_code_after_a_wait_runs_live_once_per_wait(store_url: str) -> None:
+    SEEN.clear()
+    with Engine(store_url, poll_interval=0.1) as engine:
+        handle = engine.start(log_once_wf, 5, workflow_id="log-once")
+        for _ in range(5):
+            time.sleep(0.05)
+            engine.send("log-once", None, topic="tick")
+        assert handle.result(timeout=20) == 5
+    assert SEEN == [0, 1, 2, 3, 4]

@@ -516,9 +516,11 @@ def test_replay_of_an_unfinished_run_stops_where_it_waited(evolve: dict[str, Any
     assert not replayed.finished and replayed.reached_end
     assert replayed.status is Status.PENDING
     assert replayed.next_command == "Recv('more') at position 2"
-    # More commands after the end of an unfinished run are not drift: it was under way.
+    # The run suspended in that Recv, which recorded its start: a command
+    # inserted before it is drift, not new work after the end of the log.
     evolve["extra"] = True
-    assert rt.replay(evolving, log).next_command == "Step('extra') at position 2"
+    with pytest.raises(NonDeterminismError, match="position 2"):
+        rt.replay(evolving, log)
 
 
 def test_replay_stops_at_a_pending_timed_command() -> None:
@@ -533,8 +535,9 @@ def test_replay_stops_at_a_pending_timed_command() -> None:
     replayed = rt.replay(checkout, waiting)
     assert replayed.next_command == "Race(Recv('confirm'), Sleep('sleep')) at position 1"
     assert replayed.positions == 2 and replayed.reached_end and not replayed.finished
-    pending = rt.run(inbox, 1).log  # a Recv with no timeout records nothing while it waits
-    assert rt.replay(inbox, pending).positions == 0
+    pending = rt.run(inbox, 1).log  # a waiting Recv records its start, like a timed one
+    assert pending[0].kind == "recv" and pending[0].outcome is None
+    assert rt.replay(inbox, pending).positions == 1
 
 
 def test_replay_compares_results_of_finished_runs(evolve: dict[str, Any]) -> None:

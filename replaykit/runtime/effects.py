@@ -504,8 +504,10 @@ class EffectRunner:
             return self.commit(
                 row, effect, ready.outcome, started_at=started_at, consume=ready.consume
             )
-        if pending is None and deadline is not None:
-            # Record the start so the deadline survives a crash or a deploy.
+        if pending is None:
+            # Record the start before suspending: the deadline survives a crash
+            # or a deploy, and the next replay knows the code up to this yield
+            # already ran (context().is_replaying stays true through it).
             stored = self.commit(row, effect, None, started_at=started_at, wake_at=deadline)
             if stored.outcome is not None:
                 return stored
@@ -613,9 +615,13 @@ class CompositeRun:
                 if not futures:
                     # Nothing is consumed before the commit, so partial readiness
                     # can be dropped: the replay on wake-up looks again.
-                    if pending is None and timed:
+                    if pending is None:
                         stored = runner.commit(
-                            self.row, effect, None, started_at=started_at, wake_at=min(timed)
+                            self.row,
+                            effect,
+                            None,
+                            started_at=started_at,
+                            wake_at=min(timed) if timed else None,
                         )
                         if stored.outcome is not None:
                             return stored
