@@ -28,13 +28,14 @@ from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
 from replaykit.stores.base import (
+    ClaimLimits,
     EventWrite,
     Message,
     OutgoingMessage,
     WorkflowFilter,
     WorkflowRow,
 )
-from replaykit.stores.memory import check_recordable
+from replaykit.stores.memory import check_recordable, claim_room, duplicate_dedup
 
 __all__ = ["SqliteStore"]
 
@@ -68,7 +69,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
             dedup_id TEXT,
             recovery_attempts INTEGER NOT NULL DEFAULT 0,
             wake_at INTEGER,
-            error TEXT NOT NULL DEFAULT ''
+            error TEXT NOT NULL DEFAULT '',
+            started_at INTEGER
         )
         """,
         "CREATE INDEX workflows_by_created ON workflows (created_at, workflow_id)",
@@ -78,6 +80,21 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         """
         CREATE INDEX workflows_by_queue ON workflows (queue, status, priority, created_at)
         WHERE queue IS NOT NULL
+        """,
+        """
+        CREATE INDEX workflows_by_queue_start ON workflows (queue, started_at)
+        WHERE queue IS NOT NULL
+        """,
+        """
+        CREATE INDEX workflows_by_dedup ON workflows (queue, dedup_id)
+        WHERE dedup_id IS NOT NULL
+        """,
+        """
+        CREATE TABLE heartbeats (
+            executor_id TEXT PRIMARY KEY,
+            app_version TEXT NOT NULL,
+            seen_at INTEGER NOT NULL
+        ) WITHOUT ROWID
         """,
         """
         CREATE TABLE records (
@@ -127,25 +144,28 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 
 _WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
-    "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error"
+    "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
+    "started_at"
 )
 _RECORD_COLUMNS = (
     "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
 )
 
-# The status/ownership check doubles as the run's `updated_at` / `wake_at`
-# write, so the common path is one UPDATE plus one INSERT.
-_TOUCH_RUN = """
-UPDATE workflows SET updated_at = ?1, wake_at = ?2
-WHERE workflow_id = ?3 AND status = 'PENDING' AND (?4 IS NULL OR executor_id = ?4)
-"""
-# Inserts a new position only right after the last one, completes a pending
-# one, and leaves a completed one alone (changes() tells which happened).
+# The common case is this one statement. It inserts a new position only right
+# after the last one, completes a pending one, and leaves a completed one
+# alone; and only into a PENDING run of the right executor whose deadline is
+# already `wake_at` (changes() = 0 sends the caller down the slow path, which
+# says why, or moves the deadline and tries again). The run's row is only read,
+# so a commit writes one page, as a bare insert would.
 _WRITE_RECORD = """
 INSERT INTO records (workflow_id, position, kind, name, outcome, digest, call_site,
                      started_at, completed_at, wake_at, attempts)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
-WHERE ?2 = 0 OR EXISTS (SELECT 1 FROM records WHERE workflow_id = ?1 AND position = ?2 - 1)
+WHERE EXISTS (
+        SELECT 1 FROM workflows
+        WHERE workflow_id = ?1 AND status = 'PENDING'
+          AND (?12 IS NULL OR executor_id = ?12) AND wake_at IS ?13)
+  AND (?2 = 0 OR EXISTS (SELECT 1 FROM records WHERE workflow_id = ?1 AND position = ?2 - 1))
 ON CONFLICT (workflow_id, position) DO UPDATE SET
     kind = excluded.kind, name = excluded.name, outcome = excluded.outcome,
     digest = excluded.digest, call_site = excluded.call_site,
@@ -161,9 +181,17 @@ _SELECT_LOG = f"SELECT {_RECORD_COLUMNS} FROM records WHERE workflow_id = ? ORDE
 _SELECT_WORKFLOW = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows WHERE workflow_id = ?"
 _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING
 """
+
+
+class _BodyFailed(Exception):
+    """Carries the user's exception from a Transaction body past our error mapping."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
 
 
 class _Unchanged(Exception):
@@ -258,6 +286,7 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.recovery_attempts,
         _to_micros(row.wake_at),
         row.error,
+        _to_micros(row.started_at),
     )
 
 
@@ -279,6 +308,7 @@ def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
         recovery_attempts=row[13],
         wake_at=_from_micros(row[14]),
         error=row[15],
+        started_at=_from_micros(row[16]),
     )
 
 
@@ -289,8 +319,10 @@ def _gap_error(name: str, workflow_id: str, position: int, length: int) -> Recor
     )
 
 
-def _consumed_error(workflow_id: str, message_id: int) -> RecordConflict:
-    return RecordConflict(f"workflow id {workflow_id!r}: message {message_id} was already consumed")
+def _consumed_error(workflow_id: str, message_ids: Sequence[int]) -> RecordConflict:
+    return RecordConflict(
+        f"workflow id {workflow_id!r}: message(s) {list(message_ids)} already consumed"
+    )
 
 
 def _no_target_error(workflow_id: str) -> WorkflowNotFound:
@@ -398,6 +430,12 @@ class SqliteStore:
                 cached_statements=256,
             )
         except sqlite3.OperationalError as exc:
+            folder = os.path.dirname(self._path)
+            if not self._in_memory and folder and not os.path.isdir(folder):
+                raise StoreUnavailable(
+                    f"cannot open SQLite database {self._path!r}: the directory {folder!r} "
+                    "does not exist; create it first"
+                ) from exc
             raise StoreUnavailable(f"cannot open SQLite database {self._path!r}: {exc}") from exc
         conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
         return conn
@@ -435,6 +473,8 @@ class SqliteStore:
                 self._all_readers.append(conn)
         try:
             yield conn
+        except sqlite3.OperationalError as exc:
+            raise StoreUnavailable(f"SQLite database {self._path!r} failed a read: {exc}") from exc
         finally:
             self._readers.put(conn)
 
@@ -461,15 +501,31 @@ class SqliteStore:
                 ) from exc
             try:
                 result = body(conn)
+                conn.execute("COMMIT")
             except _Unchanged as unchanged:
                 conn.execute("ROLLBACK")
                 return unchanged.value  # type: ignore[no-any-return]
+            except _BodyFailed as failed:
+                self._rollback(conn)
+                raise failed.error.with_traceback(failed.error.__traceback__) from None
+            except sqlite3.OperationalError as exc:
+                # Disk full, I/O error, a failed COMMIT: never leave the writer
+                # inside a transaction that the next write would trip over.
+                self._rollback(conn)
+                raise StoreUnavailable(
+                    f"SQLite database {self._path!r} failed a write: {exc}"
+                ) from exc
             except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                self._rollback(conn)
                 raise
-            conn.execute("COMMIT")
             return result
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                _log.exception("SQLite database %s could not roll back", self._path)
 
     def _migrate(self) -> None:
         def apply(conn: sqlite3.Connection) -> None:
@@ -525,13 +581,32 @@ class SqliteStore:
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
     ) -> tuple[WorkflowRow, bool]:
         now = _now()
+        created = row.created_at or now
         stored = attrs.evolve(
-            row, created_at=row.created_at or now, updated_at=row.updated_at or now
+            row,
+            created_at=created,
+            updated_at=row.updated_at or now,
+            started_at=row.started_at or (created if row.status is Status.PENDING else None),
         )
         params = _workflow_params(stored)
         record_params = [_record_params(row.workflow_id, r) for r in records]
+        deduplicated = row.queue is not None and row.dedup_id is not None
 
         def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool]:
+            if deduplicated:
+                existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
+                if existing is not None:
+                    raise _Unchanged((_workflow_from(existing), False))
+                holder = _first(
+                    conn.execute(
+                        "SELECT workflow_id FROM workflows WHERE queue = ? AND dedup_id = ? "
+                        "AND status IN ('ENQUEUED', 'PENDING') "
+                        "ORDER BY created_at, workflow_id LIMIT 1",
+                        (row.queue, row.dedup_id),
+                    )
+                )
+                if holder is not None:
+                    raise duplicate_dedup(stored, holder[0])
             if conn.execute(_INSERT_WORKFLOW, params).rowcount == 0:
                 existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
                 raise _Unchanged((_workflow_from(existing), False))
@@ -543,6 +618,118 @@ class SqliteStore:
         if result[1] and stored.status is Status.ENQUEUED and stored.queue is not None:
             self._notify([("enqueued", stored.queue)])
         return result
+
+    # -- queues --------------------------------------------------------------
+
+    def claim(
+        self,
+        queue: str,
+        *,
+        executor_id: str,
+        app_version: str,
+        limits: ClaimLimits,
+        now: datetime,
+    ) -> list[WorkflowRow]:
+        ready_params = (queue, app_version, _to_micros(now))
+        ready = (
+            "FROM workflows WHERE queue = ? AND status = 'ENQUEUED' AND app_version = ? "
+            "AND (wake_at IS NULL OR wake_at <= ?)"
+        )
+        if limits.limit <= 0:
+            return []
+        # Engines poll for claims; an empty queue should not take the write lock.
+        with self._read() as conn:
+            if _first(conn.execute(f"SELECT 1 {ready} LIMIT 1", ready_params)) is None:
+                return []
+
+        def take(conn: sqlite3.Connection) -> list[WorkflowRow]:
+            running = 0
+            if limits.concurrency is not None:
+                running = _first(
+                    conn.execute(
+                        "SELECT count(*) FROM workflows WHERE queue = ? AND status = 'PENDING'",
+                        (queue,),
+                    )
+                )[0]
+
+            def started_since(since: datetime) -> int:
+                return int(
+                    _first(
+                        conn.execute(
+                            "SELECT count(*) FROM workflows WHERE queue = ? AND started_at > ?",
+                            (queue, _to_micros(since)),
+                        )
+                    )[0]
+                )
+
+            room = claim_room(limits, running=running, started_in_period=started_since, now=now)
+            if room <= 0:
+                return []
+            at = _to_micros(now)
+            rows = conn.execute(
+                "UPDATE workflows SET status = 'PENDING', executor_id = ?, started_at = ?, "
+                "wake_at = NULL, updated_at = ? "
+                f"WHERE workflow_id IN (SELECT workflow_id {ready} "
+                "ORDER BY priority, created_at, workflow_id LIMIT ?) "
+                f"RETURNING {_WORKFLOW_COLUMNS}",
+                (executor_id, at, at, *ready_params, room),
+            ).fetchall()
+            taken = [_workflow_from(r) for r in rows]
+            taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
+            return taken
+
+        return self._write(take)
+
+    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        params = (executor_id, app_version, _to_micros(now))
+        self._write(
+            lambda conn: conn.execute(
+                "INSERT INTO heartbeats (executor_id, app_version, seen_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (executor_id) DO UPDATE SET "
+                "app_version = excluded.app_version, seen_at = excluded.seen_at",
+                params,
+            )
+        )
+
+    def take_over(
+        self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
+    ) -> list[str]:
+        params = (
+            executor_id,
+            _to_micros(now),
+            app_version,
+            executor_id,
+            _to_micros(now - timedelta(seconds=lease_seconds)),
+        )
+
+        def move(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "UPDATE workflows SET executor_id = ?, updated_at = ? "
+                "WHERE status = 'PENDING' AND app_version = ? AND executor_id IN ("
+                "SELECT executor_id FROM heartbeats WHERE executor_id != ? AND seen_at < ?) "
+                "RETURNING workflow_id, created_at",
+                params,
+            ).fetchall()
+            return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+        return self._write(move)
+
+    def release(self, executor_id: str) -> list[str]:
+        params = (_to_micros(_now()), executor_id)
+
+        def put_back(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(
+                "UPDATE workflows SET status = 'ENQUEUED', executor_id = '', updated_at = ? "
+                "WHERE status = 'PENDING' AND executor_id = ? AND queue IS NOT NULL "
+                "RETURNING workflow_id, queue, created_at",
+                params,
+            ).fetchall()
+
+        rows = sorted(self._write(put_back), key=lambda r: (r[2], r[0]))
+        self._notify([("enqueued", q) for q in sorted({r[1] for r in rows})])
+        return [r[0] for r in rows]
+
+    # -- reading -------------------------------------------------------------
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
         with self._read() as conn:
@@ -562,9 +749,17 @@ class SqliteStore:
 
     # -- recording -----------------------------------------------------------
 
-    def _explain_refusal(
-        self, conn: sqlite3.Connection, workflow_id: str, executor_id: str | None
-    ) -> None:
+    def _refusal(
+        self,
+        conn: sqlite3.Connection,
+        workflow_id: str,
+        position: int,
+        pending: bool,
+        executor_id: str | None,
+    ) -> Record | None:
+        """Why a record cannot go to `position`: raises the protocol's error, or
+        returns the stored record the caller should hand back; None if nothing
+        stands in the way."""
         found = _first(
             conn.execute(
                 "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
@@ -575,7 +770,19 @@ class SqliteStore:
         if found is not None:
             row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
         check_recordable(row, workflow_id, executor_id)
-        raise StoreError(f"workflow id {workflow_id!r}: the run refused a record for no reason")
+        assert row is not None
+        stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, position)))
+        if stored is not None:
+            return _record_from(stored) if stored[3] is not None or pending else None
+        if (
+            position > 0
+            and _first(conn.execute(_SELECT_RECORD, (workflow_id, position - 1))) is None
+        ):
+            length = _first(
+                conn.execute("SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,))
+            )[0]
+            raise _gap_error(row.name, workflow_id, position, length)
+        return None
 
     def _write_record(
         self,
@@ -586,23 +793,25 @@ class SqliteStore:
         wake_at: datetime | None,
     ) -> None:
         """Write `record` or raise: `_Unchanged(stored)` or the protocol's errors."""
-        touched = conn.execute(
-            _TOUCH_RUN, (_to_micros(_now()), _to_micros(wake_at), workflow_id, executor_id)
-        ).rowcount
-        if not touched:
-            self._explain_refusal(conn, workflow_id, executor_id)
-        if conn.execute(_WRITE_RECORD, _record_params(workflow_id, record)).rowcount:
+        params = (*_record_params(workflow_id, record), executor_id, _to_micros(wake_at))
+        if conn.execute(_WRITE_RECORD, params).rowcount:
             return
-        found = _first(conn.execute(_SELECT_RECORD, (workflow_id, record.position)))
-        if found is not None:
-            raise _Unchanged(_record_from(found))
-        length = _first(
-            conn.execute("SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,))
-        )[0]
-        name = _first(
-            conn.execute("SELECT name FROM workflows WHERE workflow_id = ?", (workflow_id,))
-        )[0]
-        raise _gap_error(name, workflow_id, record.position, length)
+        stored = self._refusal(
+            conn, workflow_id, record.position, record.outcome is None, executor_id
+        )
+        if stored is not None:
+            raise _Unchanged(stored)
+        # Only the run's deadline stood in the way.
+        conn.execute(
+            "UPDATE workflows SET wake_at = ? WHERE workflow_id = ?",
+            (_to_micros(wake_at), workflow_id),
+        )
+        if not conn.execute(_WRITE_RECORD, params).rowcount:
+            raise StoreError(
+                f"workflow id {workflow_id!r}: position {record.position} could not be "
+                "recorded although nothing stood in the way; is another program writing "
+                "to this database?"
+            )
 
     def record(
         self,
@@ -610,7 +819,7 @@ class SqliteStore:
         record: Record,
         *,
         executor_id: str | None = None,
-        consume: int | None = None,
+        consume: int | Sequence[int] | None = None,
         send: OutgoingMessage | None = None,
         event: EventWrite | None = None,
         wake_at: datetime | None = None,
@@ -620,12 +829,7 @@ class SqliteStore:
         def write(conn: sqlite3.Connection) -> Record:
             self._write_record(conn, workflow_id, record, executor_id, wake_at)
             if consume is not None:
-                taken = conn.execute(
-                    "DELETE FROM messages WHERE message_id = ? AND workflow_id = ?",
-                    (consume, workflow_id),
-                ).rowcount
-                if not taken:
-                    raise _consumed_error(workflow_id, consume)
+                self._consume(conn, workflow_id, consume)
             if send is not None and self._deliver(
                 conn, send.workflow_id, send.topic, send.payload, send.idempotency_key
             ):
@@ -643,6 +847,22 @@ class SqliteStore:
         self._notify(notes)
         return stored
 
+    def _consume(
+        self, conn: sqlite3.Connection, workflow_id: str, consume: int | Sequence[int]
+    ) -> None:
+        ids = [consume] if isinstance(consume, int) else list(consume)
+        if not ids:
+            return
+        marks = ", ".join("?" for _ in ids)
+        taken = conn.execute(
+            f"DELETE FROM messages WHERE workflow_id = ? AND message_id IN ({marks}) "
+            "RETURNING message_id",
+            (workflow_id, *ids),
+        ).fetchall()
+        if len(taken) != len(ids):
+            gone = sorted(set(ids) - {r[0] for r in taken}) or ids
+            raise _consumed_error(workflow_id, gone)
+
     def record_transaction(
         self,
         workflow_id: str,
@@ -652,30 +872,13 @@ class SqliteStore:
         executor_id: str | None = None,
     ) -> Record:
         def write(conn: sqlite3.Connection) -> Record:
-            found = _first(
-                conn.execute(
-                    "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
-                    (workflow_id,),
-                )
-            )
-            row = None
-            if found is not None:
-                row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
-            check_recordable(row, workflow_id, executor_id)
-            assert row is not None
-            stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, position)))
-            if stored is not None and stored[3] is not None:
-                raise _Unchanged(_record_from(stored))
-            if stored is None and position > 0:
-                previous = _first(conn.execute(_SELECT_RECORD, (workflow_id, position - 1)))
-                if previous is None:
-                    length = _first(
-                        conn.execute(
-                            "SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,)
-                        )
-                    )[0]
-                    raise _gap_error(row.name, workflow_id, position, length)
-            record = body(conn)
+            stored = self._refusal(conn, workflow_id, position, False, executor_id)
+            if stored is not None:
+                raise _Unchanged(stored)
+            try:
+                record = body(conn)
+            except BaseException as exc:
+                raise _BodyFailed(exc) from exc
             if not conn.in_transaction:
                 raise StoreError(
                     f"workflow id {workflow_id!r} position {position}: the Transaction body "
@@ -695,7 +898,13 @@ class SqliteStore:
     # -- status --------------------------------------------------------------
 
     def finish_workflow(
-        self, workflow_id: str, status: Status, result: Outcome | None, *, error: str = ""
+        self,
+        workflow_id: str,
+        status: Status,
+        result: Outcome | None,
+        *,
+        error: str = "",
+        executor_id: str | None = None,
     ) -> bool:
         params = (
             Status(status).value,
@@ -703,13 +912,15 @@ class SqliteStore:
             error,
             _to_micros(_now()),
             workflow_id,
+            executor_id,
         )
 
         def finish(conn: sqlite3.Connection) -> bool:
             return bool(
                 conn.execute(
-                    "UPDATE workflows SET status = ?, result = ?, error = ?, updated_at = ?, "
-                    "wake_at = NULL WHERE workflow_id = ? AND status = 'PENDING'",
+                    "UPDATE workflows SET status = ?1, result = ?2, error = ?3, updated_at = ?4, "
+                    "wake_at = NULL WHERE workflow_id = ?5 AND status = 'PENDING' "
+                    "AND (?6 IS NULL OR executor_id = ?6)",
                     params,
                 ).rowcount
             )

@@ -1,0 +1,1270 @@
+"""`PostgresStore`: many engines on many machines sharing one PostgreSQL database.
+
+Everything lives in one schema of replaykit's own (default `replaykit`), which
+replaykit creates and migrates: `schema_version` records the migrations that
+ran, and they run under an advisory lock so engines starting together take
+turns. Connections come from a `psycopg_pool.ConnectionPool` in autocommit
+mode, so a one-statement write is one round trip.
+
+The common write, completing a new position of a PENDING run, is one
+statement: it locks the run's row (so a concurrent cancel or takeover waits
+for it, or it for them), checks status and owner, inserts the record or
+completes a pending one, and applies the side effects. Only when it writes
+nothing does a second query find out why. Writes that others may wait on call
+`pg_notify` in the same transaction; `subscribe` LISTENs on the schema's
+channel from a thread with its own connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from typing import Any
+
+import attrs
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Json, set_json_loads
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from replaykit import serde
+from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
+from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores.base import (
+    ClaimLimits,
+    EventWrite,
+    Message,
+    OutgoingMessage,
+    WorkflowFilter,
+    WorkflowRow,
+)
+from replaykit.stores.memory import check_recordable, claim_room, duplicate_dedup
+
+__all__ = ["MIGRATIONS", "PostgresStore", "redact_url", "schema_channel"]
+
+_log = logging.getLogger("replaykit.stores")
+
+_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+# The ordered migrations; version N is MIGRATIONS[N - 1]. Never edit a shipped
+# one: add the next file.
+MIGRATIONS: tuple[str, ...] = ("postgres_0001_initial.sql",)
+
+# Bounds every lock a migration waits for: the advisory lock another engine
+# holds while migrating, and the table locks that running engines hold.
+_MIGRATION_LOCK_TIMEOUT = "15s"
+
+# pg_notify refuses payloads of 8000 bytes or more; such a notification is
+# skipped (waiters poll anyway) rather than failing the write.
+_NOTIFY_MAX_KEY = 7900
+
+_WORKFLOW_COLUMNS = (
+    "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
+    "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
+    "started_at"
+)
+_RECORD_COLUMNS = (
+    "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
+)
+
+
+def schema_channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel a store on `schema` uses."""
+    return f"replaykit_{schema}"[:63]
+
+
+def _validate_schema(schema: str) -> str:
+    if not isinstance(schema, str) or not _SCHEMA_NAME.match(schema):
+        raise ValueError(
+            f"invalid PostgreSQL schema name {schema!r}: use 1 to 63 characters of lowercase "
+            "letters, digits and underscores, not starting with a digit (e.g. 'replaykit')"
+        )
+    return schema
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password replaced by `***`, for messages and logs."""
+    if "://" not in url:  # a libpq "key=value" string
+        return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparseable PostgreSQL URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{hostport}"
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    cleaned = [(k, "***" if k.lower() == "password" else v) for k, v in query]
+    return urllib.parse.urlunsplit(
+        (parts.scheme, netloc, parts.path, urllib.parse.urlencode(cleaned), parts.fragment)
+    )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    # Sessions run in UTC; swap psycopg's ZoneInfo("UTC") for the stdlib one the
+    # other stores return, so rows compare and print the same everywhere.
+    return None if value is None else value.replace(tzinfo=UTC)
+
+
+def _load_json(data: str | bytes) -> Any:
+    return serde.loads(data if isinstance(data, str) else bytes(data).decode("utf-8"))
+
+
+def _json(data: Any) -> Json:
+    return Json(data, dumps=serde.dumps)
+
+
+def _outcome_param(outcome: Outcome | None) -> Json | None:
+    return None if outcome is None else _json(outcome_to_json(outcome))
+
+
+def _record_from(row: Sequence[Any]) -> Record:
+    return Record(
+        position=row[0],
+        kind=row[1],
+        name=row[2],
+        outcome=outcome_from_json(row[3]),
+        digest=row[4],
+        call_site=row[5],
+        started_at=_utc(row[6]),
+        completed_at=_utc(row[7]),
+        wake_at=_utc(row[8]),
+        attempts=row[9],
+    )
+
+
+def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
+    return WorkflowRow(
+        workflow_id=row[0],
+        name=row[1],
+        status=Status(row[2]),
+        inputs=row[3],
+        result=outcome_from_json(row[4]),
+        executor_id=row[5],
+        app_version=row[6],
+        created_at=_utc(row[7]),
+        updated_at=_utc(row[8]),
+        parent_id=row[9],
+        queue=row[10],
+        priority=row[11],
+        dedup_id=row[12],
+        recovery_attempts=row[13],
+        wake_at=_utc(row[14]),
+        error=row[15],
+        started_at=_utc(row[16]),
+    )
+
+
+def _record_params(workflow_id: str, record: Record) -> dict[str, Any]:
+    return {
+        "wid": workflow_id,
+        "pos": record.position,
+        "kind": record.kind,
+        "name": record.name,
+        "outcome": _outcome_param(record.outcome),
+        "digest": record.digest,
+        "call_site": record.call_site,
+        "started_at": record.started_at,
+        "completed_at": record.completed_at,
+        "rwake": record.wake_at,
+        "attempts": record.attempts,
+    }
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _BodyFailed(Exception):
+    """Carries the user's exception from a Transaction body past our error mapping."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+
+@attrs.frozen
+class _RecordShape:
+    """Which optional parts a record() statement needs; one prepared statement each."""
+
+    executor: bool
+    first: bool
+    consume: bool
+    send: bool
+    send_key: bool
+    event: bool
+
+
+def _record_statement(s: str, shape: _RecordShape) -> str:
+    """The one statement that writes a record and its side effects, for `shape`.
+
+    Optional parts are left out of the text rather than switched off with
+    `param IS NULL OR ...`, so each variant gets a plan that never needs
+    re-planning, and it returns (written, messages sent, events set).
+    """
+    ctes: list[str] = []
+    gate = ["workflow_id = %(wid)s", "status = 'PENDING'"]
+    if shape.executor:
+        gate.append("executor_id = %(executor)s")
+    if shape.consume:
+        # Locking the message makes a concurrent consumer of it wait, then find it gone.
+        ctes.append(
+            f"msg AS (SELECT message_id FROM {s}.messages "
+            "WHERE message_id = ANY(%(consume)s::bigint[]) AND workflow_id = %(wid)s "
+            "FOR UPDATE)"
+        )
+        gate.append("(SELECT count(*) FROM msg) = %(consume_count)s")
+    if shape.send:
+        # A key-share lock keeps the receiving run from being deleted under us.
+        ctes.append(
+            f"target AS (SELECT workflow_id FROM {s}.workflows "
+            "WHERE workflow_id = %(send_to)s FOR KEY SHARE)"
+        )
+        gate.append("EXISTS (SELECT 1 FROM target)")
+    ctes.append(
+        f"run AS (SELECT workflow_id FROM {s}.workflows WHERE {' AND '.join(gate)} "
+        "FOR NO KEY UPDATE)"
+    )
+    after_last = (
+        ""
+        if shape.first
+        else f"WHERE EXISTS (SELECT 1 FROM {s}.records p "
+        "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
+    )
+    ctes.append(
+        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
+        "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
+        "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s "
+        f"FROM run {after_last} "
+        "ON CONFLICT (workflow_id, position) DO UPDATE SET "
+        "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
+        "digest = excluded.digest, call_site = excluded.call_site, "
+        "started_at = excluded.started_at, completed_at = excluded.completed_at, "
+        "wake_at = excluded.wake_at, attempts = excluded.attempts "
+        "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
+        "RETURNING r.workflow_id)"
+    )
+    # Only a changed deadline dirties the run's row.
+    ctes.append(
+        f"wake AS (UPDATE {s}.workflows w SET wake_at = %(wake_at)s FROM ins "
+        "WHERE w.workflow_id = ins.workflow_id AND w.wake_at IS DISTINCT FROM %(wake_at)s)"
+    )
+    sent = "0"
+    events = "0"
+    if shape.consume:
+        ctes.append(
+            f"taken AS (DELETE FROM {s}.messages m USING msg, ins "
+            "WHERE m.message_id = msg.message_id)"
+        )
+    if shape.send:
+        key_join = ""
+        if shape.send_key:
+            ctes.append(
+                f"used_key AS (INSERT INTO {s}.send_keys (workflow_id, key) "
+                "SELECT target.workflow_id, %(send_key)s FROM target, ins "
+                "ON CONFLICT DO NOTHING RETURNING workflow_id)"
+            )
+            key_join = ", used_key"
+        ctes.append(
+            f"sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at) "
+            "SELECT target.workflow_id, %(send_topic)s, %(send_payload)s, %(now)s "
+            f"FROM target, ins{key_join} RETURNING workflow_id)"
+        )
+        sent = _notify_count("message", "sent")
+    if shape.event:
+        ctes.append(
+            f"ev AS (INSERT INTO {s}.events (workflow_id, key, value) "
+            "SELECT ins.workflow_id, %(event_key)s, %(event_value)s FROM ins "
+            "ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value "
+            "RETURNING workflow_id)"
+        )
+        events = _notify_count("event", "ev")
+    return f"WITH {', '.join(ctes)} SELECT (SELECT count(*) FROM ins), {sent}, {events}"
+
+
+def _notify_count(kind: str, source: str) -> str:
+    """SQL counting the rows of `source`, notifying `kind:<workflow_id>` for each."""
+    # `0 * count(pg_notify(...))` evaluates the notification for every row
+    # without letting it change the count.
+    return (
+        f"(SELECT count(*) + 0 * count(pg_notify(%(channel)s, '{kind}:' || workflow_id)) "
+        f"FILTER (WHERE octet_length(workflow_id) < {_NOTIFY_MAX_KEY}) FROM {source})"
+    )
+
+
+class _Listener:
+    """LISTENs on one channel from its own thread and connection, reconnecting forever."""
+
+    def __init__(
+        self,
+        conninfo: str,
+        channel: str,
+        application_name: str,
+        deliver: Callable[[str, str], None],
+        safe_url: str,
+    ) -> None:
+        self._conninfo = conninfo
+        self._channel = channel
+        self._application_name = application_name
+        self._deliver = deliver
+        self._safe_url = safe_url
+        self._stop = threading.Event()
+        self.ready = threading.Event()
+        self.connections = 0  # how many times LISTEN was (re)established
+        self._thread = threading.Thread(
+            target=self._run, name=f"replaykit-listen-{channel}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        delay = 0.05
+        while not self._stop.is_set():
+            try:
+                self._listen()
+                delay = 0.05
+            except Exception as exc:
+                self.ready.clear()
+                if self._stop.is_set():
+                    return
+                _log.warning(
+                    "replaykit listener on %s lost its connection (%s); reconnecting in %.2fs",
+                    self._safe_url,
+                    exc,
+                    delay,
+                )
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+
+    def _listen(self) -> None:
+        with psycopg.connect(
+            self._conninfo,
+            autocommit=True,
+            application_name=self._application_name,
+            connect_timeout=10,
+        ) as conn:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            self.connections += 1
+            self.ready.set()
+            while not self._stop.is_set():
+                # A short timeout so stop() is noticed without closing the socket
+                # under the thread.
+                for notify in conn.notifies(timeout=0.25):
+                    kind, sep, key = notify.payload.partition(":")
+                    if sep:
+                        self._deliver(kind, key)
+
+
+class PostgresStore:
+    """The Store protocol on PostgreSQL, in schema `schema`; safe to share between threads.
+
+    Creating the store connects, then creates or migrates the schema unless
+    `auto_migrate=False` (then `schema_status()` tells where it stands and
+    `migrate()` brings it up to date). An unreachable server raises
+    `StoreUnavailable`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = "replaykit",
+        pool_min: int = 1,
+        pool_max: int = 10,
+        connect_timeout: float = 10.0,
+        auto_migrate: bool = True,
+    ) -> None:
+        self._schema = _validate_schema(schema)
+        if pool_min < 0 or pool_max < max(pool_min, 1):
+            raise ValueError(
+                f"need 0 <= pool_min <= pool_max and pool_max >= 1, got pool_min={pool_min}, "
+                f"pool_max={pool_max}"
+            )
+        self._url = url
+        self._safe_url = redact_url(url)
+        self._connect_timeout = connect_timeout
+        self._channel = schema_channel(schema)
+        self._s = sql.Identifier(schema).as_string(None)
+        self._statements: dict[_RecordShape, str] = {}
+        self._subscribers: list[Callable[[str, str], None]] = []
+        self._subscribers_lock = threading.Lock()
+        self._listener: _Listener | None = None
+        self._closed = False
+        self._pool = ConnectionPool(
+            url,
+            min_size=pool_min,
+            max_size=pool_max,
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            open=False,
+            timeout=connect_timeout,
+            name=f"replaykit-{schema}",
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout)
+        except PoolTimeout as exc:
+            self._pool.close()
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self._safe_url} within {connect_timeout}s "
+                f"({self._why_unreachable() or exc}); is the server running, and are the host, "
+                "port and credentials right?"
+            ) from exc
+        try:
+            if auto_migrate:
+                self.migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    def _why_unreachable(self) -> str:
+        """The server's own reason for refusing a connection; the pool only says it timed out."""
+        try:
+            psycopg.connect(self._url, connect_timeout=max(int(self._connect_timeout), 1)).close()
+        except psycopg.Error as exc:
+            return str(exc).strip().replace(self._url, self._safe_url)
+        return ""
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._safe_url!r}, schema={self._schema!r})"
+
+    @property
+    def schema(self) -> str:
+        return self._schema
+
+    @property
+    def channel(self) -> str:
+        return self._channel
+
+    # -- connections ---------------------------------------------------------
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection[Any]) -> None:
+        conn.execute("SET TIME ZONE 'UTC'")
+        set_json_loads(_load_json, conn)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self!r} is closed")
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled autocommit connection; connection trouble becomes `StoreUnavailable`."""
+        self._check_open()
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"no connection to PostgreSQL at {self._safe_url} within "
+                f"{self._connect_timeout}s ({exc})"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"PostgreSQL at {self._safe_url} failed: {exc}") from exc
+
+    def _one(self, query: str, params: Any = None) -> Any:
+        with self._connection() as conn:
+            return conn.execute(query, params).fetchone()
+
+    def _all(self, query: str, params: Any = None) -> list[Any]:
+        with self._connection() as conn:
+            return conn.execute(query, params).fetchall()
+
+    def _q(self, template: str) -> str:
+        return template.replace("{s}", self._s)
+
+    # -- schema --------------------------------------------------------------
+
+    def schema_status(self) -> tuple[int, int]:
+        """(the schema's migration version, the latest this replaykit knows); 0 if absent."""
+        with self._connection() as conn:
+            return self._current_version(conn), len(MIGRATIONS)
+
+    def _current_version(self, conn: psycopg.Connection[Any]) -> int:
+        exists = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f"{self._s}.schema_version",)
+        ).fetchone()
+        if not exists or not exists[0]:
+            return 0
+        found = conn.execute(self._q("SELECT max(version) FROM {s}.schema_version")).fetchone()
+        return int(found[0]) if found and found[0] is not None else 0
+
+    def migrate(self) -> int:
+        """Create the schema or bring it to the latest version; return that version.
+
+        Safe to run from many processes at once: they queue on an advisory
+        lock, and all but the first find nothing left to do.
+        """
+        latest = len(MIGRATIONS)
+        with self._connection() as conn:
+            if self._current_version(conn) == latest:
+                return latest
+            try:
+                with conn.transaction():
+                    conn.execute(f"SET LOCAL lock_timeout = '{_MIGRATION_LOCK_TIMEOUT}'")
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key("migrate"),))
+                    conn.execute(self._q("CREATE SCHEMA IF NOT EXISTS {s}"))
+                    conn.execute(
+                        self._q(
+                            "CREATE TABLE IF NOT EXISTS {s}.schema_version ("
+                            "version integer PRIMARY KEY, "
+                            "applied_at timestamptz NOT NULL DEFAULT now())"
+                        )
+                    )
+                    current = self._current_version(conn)
+                    if current > latest:
+                        raise StoreError(
+                            f"schema {self._schema!r} at {self._safe_url} is at version "
+                            f"{current}, newer than this replaykit knows ({latest}); upgrade "
+                            "replaykit, or use another schema"
+                        )
+                    for version in range(current + 1, latest + 1):
+                        conn.execute(self._migration(version))
+                        conn.execute(
+                            self._q("INSERT INTO {s}.schema_version (version) VALUES (%s)"),
+                            (version,),
+                        )
+            except psycopg.errors.LockNotAvailable as exc:
+                raise StoreError(
+                    f"could not migrate schema {self._schema!r} at {self._safe_url}: a lock "
+                    f"was not granted within {_MIGRATION_LOCK_TIMEOUT} ({exc}). Another "
+                    "process may be migrating it, or long transactions hold its tables; "
+                    "retry, or run `replaykit migrate` when traffic is low"
+                ) from exc
+        return latest
+
+    def _key(self, purpose: str) -> int:
+        """An advisory-lock key for `purpose` in this schema."""
+        digest = hashlib.sha256(f"replaykit\x00{self._schema}\x00{purpose}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def _migration(self, version: int) -> sql.Composed:
+        name = MIGRATIONS[version - 1]
+        text = resources.files("replaykit.stores").joinpath("sql", name).read_text("utf-8")
+        return sql.SQL(text).format(schema=sql.Identifier(self._schema))
+
+    # -- notifications -------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        with self._subscribers_lock:
+            self._subscribers.append(callback)
+            listener = self._listener
+            if listener is None and not self._closed:
+                listener = self._listener = _Listener(
+                    self._url,
+                    self._channel,
+                    f"replaykit-listen:{self._schema}"[:63],
+                    self._deliver,
+                    self._safe_url,
+                )
+                listener.start()
+        if listener is not None:
+            # Notifications sent before LISTEN took effect are lost; a brief wait
+            # makes "subscribe, then act" dependable when the server is up.
+            listener.ready.wait(timeout=self._connect_timeout)
+
+        def unsubscribe() -> None:
+            with self._subscribers_lock:
+                if callback in self._subscribers:
+                    self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _deliver(self, kind: str, key: str) -> None:
+        with self._subscribers_lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            # A failing subscriber must neither fail the write that already
+            # committed nor stop the listener thread.
+            try:
+                callback(kind, key)
+            except Exception:
+                _log.exception("store subscriber %r failed on %s:%s", callback, kind, key)
+
+    def _notify(self, notes: Sequence[tuple[str, str]]) -> None:
+        for kind, key in notes:
+            self._deliver(kind, key)
+
+    # -- runs ----------------------------------------------------------------
+
+    def create_workflow(
+        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+    ) -> tuple[WorkflowRow, bool]:
+        now = _now()
+        created = row.created_at or now
+        stored = attrs.evolve(
+            row,
+            created_at=created,
+            updated_at=row.updated_at or now,
+            started_at=row.started_at or (created if row.status is Status.PENDING else None),
+        )
+        insert = self._q(
+            "WITH ins AS (INSERT INTO {s}.workflows (" + _WORKFLOW_COLUMNS + ") VALUES ("
+            "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
+            "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
+            "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
+            "%(started_at)s) "
+            "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
+            "SELECT count(*) + 0 * count(pg_notify(%(channel)s, 'enqueued:' || queue)) "
+            "FILTER (WHERE status = 'ENQUEUED' AND queue IS NOT NULL "
+            f"AND octet_length(queue) < {_NOTIFY_MAX_KEY}) FROM ins"
+        )
+        params = {
+            "workflow_id": stored.workflow_id,
+            "name": stored.name,
+            "status": Status(stored.status).value,
+            "inputs": None if stored.inputs is None else _json(stored.inputs),
+            "result": _outcome_param(stored.result),
+            "executor_id": stored.executor_id,
+            "app_version": stored.app_version,
+            "created_at": stored.created_at,
+            "updated_at": stored.updated_at,
+            "parent_id": stored.parent_id,
+            "queue": stored.queue,
+            "priority": stored.priority,
+            "dedup_id": stored.dedup_id,
+            "recovery_attempts": stored.recovery_attempts,
+            "wake_at": stored.wake_at,
+            "error": stored.error,
+            "started_at": stored.started_at,
+            "channel": self._channel,
+        }
+        record_params = [_record_params(row.workflow_id, r) for r in records]
+        insert_record = self._q(
+            "INSERT INTO {s}.records (workflow_id, " + _RECORD_COLUMNS + ") VALUES ("
+            "%(wid)s, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, %(call_site)s, "
+            "%(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s)"
+        )
+        deduplicated = row.queue is not None and row.dedup_id is not None
+        for _ in range(5):
+            with self._connection() as conn:
+                if record_params or deduplicated:
+                    with conn.transaction():
+                        if deduplicated:
+                            self._check_dedup(conn, stored)
+                        inserted = conn.execute(insert, params).fetchone()
+                        if inserted and inserted[0] and record_params:
+                            with conn.cursor() as cur:
+                                cur.executemany(insert_record, record_params)
+                else:
+                    inserted = conn.execute(insert, params).fetchone()
+            if inserted and inserted[0]:
+                if stored.status is Status.ENQUEUED and stored.queue is not None:
+                    self._notify([("enqueued", stored.queue)])
+                return stored, True
+            existing = self.get_workflow(row.workflow_id)
+            if existing is not None:
+                return existing, False
+            # The run that stood in the way was deleted meanwhile: try again.
+        raise StoreError(
+            f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
+        )
+
+    def _check_dedup(self, conn: psycopg.Connection[Any], row: WorkflowRow) -> None:
+        """Refuse `row` if a live run of its queue holds its dedup_id (inside a transaction).
+
+        Creators of one (queue, dedup_id) take turns on an advisory lock, so two
+        engines enqueueing the same id at once cannot both get through.
+        """
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(%s)",
+            (self._key(f"dedup {row.queue}\x00{row.dedup_id}"),),
+        )
+        holder = conn.execute(
+            self._q(
+                "SELECT w.workflow_id FROM {s}.workflows w "
+                "WHERE w.queue = %(queue)s AND w.dedup_id = %(dedup)s "
+                "AND w.status IN ('ENQUEUED', 'PENDING') "
+                "AND NOT EXISTS (SELECT 1 FROM {s}.workflows me WHERE me.workflow_id = %(wid)s) "
+                "ORDER BY w.created_at, w.workflow_id LIMIT 1"
+            ),
+            {"queue": row.queue, "dedup": row.dedup_id, "wid": row.workflow_id},
+        ).fetchone()
+        if holder is not None:
+            raise duplicate_dedup(row, holder[0])
+
+    # -- queues --------------------------------------------------------------
+
+    def claim(
+        self,
+        queue: str,
+        *,
+        executor_id: str,
+        app_version: str,
+        limits: ClaimLimits,
+        now: datetime,
+    ) -> list[WorkflowRow]:
+        if limits.limit <= 0:
+            return []
+        params: dict[str, Any] = {
+            "queue": queue,
+            "version": app_version,
+            "now": now,
+            "executor": executor_id,
+        }
+        ready = self._q(
+            "FROM {s}.workflows WHERE queue = %(queue)s AND status = 'ENQUEUED' "
+            "AND app_version = %(version)s AND (wake_at IS NULL OR wake_at <= %(now)s)"
+        )
+        take = self._q(
+            "UPDATE {s}.workflows w SET status = 'PENDING', executor_id = %(executor)s, "
+            "started_at = %(now)s, wake_at = NULL, updated_at = %(now)s "
+            f"FROM (SELECT workflow_id {ready} "
+            "ORDER BY priority, created_at, workflow_id LIMIT %(room)s "
+            "FOR UPDATE SKIP LOCKED) AS ready WHERE w.workflow_id = ready.workflow_id "
+            f"RETURNING {', '.join('w.' + c.strip() for c in _WORKFLOW_COLUMNS.split(','))}"
+        )
+        with self._connection() as conn:
+            # Engines poll for claims; an empty queue costs one indexed read.
+            if conn.execute(f"SELECT 1 {ready} LIMIT 1", params).fetchone() is None:
+                return []
+            if limits.concurrency is None and limits.rate_limit is None:
+                # SKIP LOCKED alone keeps two claimers off the same run.
+                params["room"] = limits.limit
+                rows = conn.execute(take, params).fetchall()
+            else:
+                with conn.transaction():
+                    # The limits count every claimer's runs, so claimers of this
+                    # queue take turns; each statement after the lock sees what
+                    # the previous holder committed.
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._key(f"claim {queue}"),))
+                    room = claim_room(
+                        limits,
+                        running=self._count_running(conn, queue, limits),
+                        started_in_period=lambda since: self._count_started(conn, queue, since),
+                        now=now,
+                    )
+                    if room <= 0:
+                        return []
+                    params["room"] = room
+                    rows = conn.execute(take, params).fetchall()
+        taken = [_workflow_from(r) for r in rows]
+        taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
+        return taken
+
+    def _count_running(self, conn: psycopg.Connection[Any], queue: str, limits: ClaimLimits) -> int:
+        if limits.concurrency is None:
+            return 0
+        found = conn.execute(
+            self._q("SELECT count(*) FROM {s}.workflows WHERE queue = %s AND status = 'PENDING'"),
+            (queue,),
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    def _count_started(self, conn: psycopg.Connection[Any], queue: str, since: datetime) -> int:
+        found = conn.execute(
+            self._q("SELECT count(*) FROM {s}.workflows WHERE queue = %s AND started_at > %s"),
+            (queue, since),
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        with self._connection() as conn:
+            conn.execute(
+                self._q(
+                    "INSERT INTO {s}.heartbeats (executor_id, app_version, seen_at) "
+                    "VALUES (%s, %s, %s) ON CONFLICT (executor_id) DO UPDATE SET "
+                    "app_version = excluded.app_version, seen_at = excluded.seen_at"
+                ),
+                (executor_id, app_version, now),
+            )
+
+    def take_over(
+        self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
+    ) -> list[str]:
+        rows = self._all(
+            self._q(
+                "UPDATE {s}.workflows SET executor_id = %(executor)s, updated_at = %(now)s "
+                "WHERE status = 'PENDING' AND app_version = %(version)s AND executor_id IN ("
+                "SELECT executor_id FROM {s}.heartbeats "
+                "WHERE executor_id <> %(executor)s AND seen_at < %(cutoff)s) "
+                "RETURNING workflow_id, created_at"
+            ),
+            {
+                "executor": executor_id,
+                "now": now,
+                "version": app_version,
+                "cutoff": now - timedelta(seconds=lease_seconds),
+            },
+        )
+        return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+    def release(self, executor_id: str) -> list[str]:
+        rows = self._all(
+            self._q(
+                "WITH r AS (UPDATE {s}.workflows SET status = 'ENQUEUED', executor_id = '', "
+                "updated_at = %(now)s WHERE status = 'PENDING' AND executor_id = %(executor)s "
+                "AND queue IS NOT NULL RETURNING workflow_id, queue, created_at), "
+                "n AS (SELECT count(pg_notify(%(channel)s, 'enqueued:' || queue)) "
+                "FROM (SELECT DISTINCT queue FROM r) q "
+                f"WHERE octet_length(queue) < {_NOTIFY_MAX_KEY}) "
+                "SELECT r.workflow_id, r.queue, r.created_at FROM r, n"
+            ),
+            {"now": _now(), "executor": executor_id, "channel": self._channel},
+        )
+        rows.sort(key=lambda r: (r[2], r[0]))
+        self._notify([("enqueued", q) for q in sorted({r[1] for r in rows})])
+        return [r[0] for r in rows]
+
+    # -- reading -------------------------------------------------------------
+
+    def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        found = self._one(
+            self._q("SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows WHERE workflow_id = %s"),
+            (workflow_id,),
+        )
+        return None if found is None else _workflow_from(found)
+
+    def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        statuses = where.statuses()
+        if statuses is not None:
+            clauses.append("status = ANY(%s::text[])")
+            params.append([s.value for s in statuses])
+        for column, wanted in (
+            ("name", where.name),
+            ("executor_id", where.executor_id),
+            ("app_version", where.app_version),
+            ("parent_id", where.parent_id),
+            ("queue", where.queue),
+        ):
+            if wanted is not None:
+                clauses.append(f"{column} = %s")
+                params.append(wanted)
+        if where.since is not None:
+            clauses.append("created_at >= %s")
+            params.append(where.since)
+        if where.until is not None:
+            clauses.append("created_at < %s")
+            params.append(where.until)
+        text = "SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows"
+        if clauses:
+            text += " WHERE " + " AND ".join(clauses)
+        text += " ORDER BY created_at, workflow_id LIMIT %s OFFSET %s"
+        params.extend((where.limit, where.offset))
+        return [_workflow_from(r) for r in self._all(self._q(text), params)]
+
+    def load_log(self, workflow_id: str) -> list[Record]:
+        rows = self._all(
+            self._q(
+                "SELECT " + _RECORD_COLUMNS + " FROM {s}.records WHERE workflow_id = %s "
+                "ORDER BY position"
+            ),
+            (workflow_id,),
+        )
+        return [_record_from(r) for r in rows]
+
+    # -- recording -----------------------------------------------------------
+
+    def _statement(self, shape: _RecordShape) -> str:
+        text = self._statements.get(shape)
+        if text is None:
+            text = self._statements[shape] = _record_statement(self._s, shape)
+        return text
+
+    def record(
+        self,
+        workflow_id: str,
+        record: Record,
+        *,
+        executor_id: str | None = None,
+        consume: int | Sequence[int] | None = None,
+        send: OutgoingMessage | None = None,
+        event: EventWrite | None = None,
+        wake_at: datetime | None = None,
+    ) -> Record:
+        consumed = None
+        if consume is not None:
+            consumed = [consume] if isinstance(consume, int) else list(consume)
+        shape = _RecordShape(
+            executor=executor_id is not None,
+            first=record.position == 0,
+            consume=bool(consumed),
+            send=send is not None,
+            send_key=send is not None and send.idempotency_key is not None,
+            event=event is not None,
+        )
+        params = _record_params(workflow_id, record)
+        params["wake_at"] = wake_at
+        if executor_id is not None:
+            params["executor"] = executor_id
+        if consumed:
+            params["consume"] = consumed
+            params["consume_count"] = len(consumed)
+        if send is not None or event is not None:
+            params["channel"] = self._channel
+            params["now"] = _now()
+        if send is not None:
+            params["send_to"] = send.workflow_id
+            params["send_topic"] = send.topic
+            params["send_payload"] = _json(send.payload)
+            if send.idempotency_key is not None:
+                params["send_key"] = send.idempotency_key
+        if event is not None:
+            params["event_key"] = event.key
+            params["event_value"] = _json(event.value)
+        statement = self._statement(shape)
+        # A retry is only needed when a concurrent writer changed the log
+        # between this statement's snapshot and its row lock.
+        for _ in range(5):
+            with self._connection() as conn:
+                written, sent, events = conn.execute(statement, params).fetchone() or (0, 0, 0)
+                if not written:
+                    stored = self._explain(conn, workflow_id, record, executor_id, consumed, send)
+            if written:
+                # Outside the pooled connection: a subscriber may call the store.
+                notes = []
+                if sent and send is not None:
+                    notes.append(("message", send.workflow_id))
+                if events:
+                    notes.append(("event", workflow_id))
+                self._notify(notes)
+                return record
+            if stored is not None:
+                return stored
+        raise StoreError(
+            f"workflow id {workflow_id!r}: position {record.position} could not be recorded "
+            "after 5 attempts although nothing stood in the way"
+        )
+
+    def _explain(
+        self,
+        conn: psycopg.Connection[Any],
+        workflow_id: str,
+        record: Record,
+        executor_id: str | None,
+        consume: list[int] | None,
+        send: OutgoingMessage | None,
+    ) -> Record | None:
+        """Why nothing was written: raise, return the stored record, or None to retry."""
+        found = conn.execute(
+            self._q(
+                "SELECT w.name, w.status, w.executor_id, "
+                "(SELECT count(*) FROM {s}.records WHERE workflow_id = %(wid)s), "
+                "r.position, r.kind, r.name, r.outcome, r.digest, r.call_site, r.started_at, "
+                "r.completed_at, r.wake_at, r.attempts, "
+                "ARRAY(SELECT message_id FROM {s}.messages "
+                "WHERE message_id = ANY(%(consume)s::bigint[]) AND workflow_id = %(wid)s), "
+                "EXISTS (SELECT 1 FROM {s}.workflows WHERE workflow_id = %(send_to)s::text) "
+                "FROM (SELECT 1) AS one "
+                "LEFT JOIN {s}.workflows w ON w.workflow_id = %(wid)s "
+                "LEFT JOIN {s}.records r ON r.workflow_id = %(wid)s AND r.position = %(pos)s"
+            ),
+            {
+                "wid": workflow_id,
+                "pos": record.position,
+                "consume": consume or [],
+                "send_to": None if send is None else send.workflow_id,
+            },
+        ).fetchone()
+        assert found is not None
+        row = None
+        if found[0] is not None:
+            row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
+        check_recordable(row, workflow_id, executor_id)
+        assert row is not None
+        length = found[3]
+        if found[4] is not None:
+            stored = _record_from(found[4:14])
+            if stored.outcome is not None or record.outcome is None:
+                return stored
+        elif record.position > length:
+            raise RecordConflict(
+                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
+                f"{record.position}; the log ends at {length}"
+            )
+        if consume:
+            present = set(found[14])
+            # A repeated id cannot be taken twice either.
+            gone = sorted(set(consume) - present) or consume
+            if len(present) != len(consume):
+                raise RecordConflict(
+                    f"workflow id {workflow_id!r}: message(s) {gone} already consumed"
+                )
+        if send is not None and not found[15]:
+            raise WorkflowNotFound(
+                f"cannot send to workflow id {send.workflow_id!r}: no such run. Start it "
+                "first, or check the id"
+            )
+        return None
+
+    def record_transaction(
+        self,
+        workflow_id: str,
+        position: int,
+        body: Callable[[Any], Record],
+        *,
+        executor_id: str | None = None,
+    ) -> Record:
+        try:
+            with self._connection() as conn, conn.transaction():
+                stored = self._lock_for_transaction(conn, workflow_id, position, executor_id)
+                if stored is not None:
+                    return stored
+                try:
+                    record = body(conn)
+                except BaseException as exc:
+                    raise _BodyFailed(exc) from exc
+                if not isinstance(record, Record) or record.position != position:
+                    raise StoreError(
+                        f"workflow id {workflow_id!r}: the Transaction body must return the "
+                        f"Record for position {position}, not {record!r}"
+                    )
+                params = _record_params(workflow_id, record)
+                params["wake_at"] = None
+                shape = _RecordShape(
+                    executor=False,
+                    first=position == 0,
+                    consume=False,
+                    send=False,
+                    send_key=False,
+                    event=False,
+                )
+                try:
+                    written = conn.execute(self._statement(shape), params).fetchone()
+                except psycopg.errors.InFailedSqlTransaction as exc:
+                    raise StoreError(
+                        f"workflow id {workflow_id!r} position {position}: a statement in the "
+                        "Transaction body failed and the body carried on, so the transaction "
+                        "can only roll back. Let the exception propagate from the body"
+                    ) from exc
+                if not written or not written[0]:
+                    raise StoreError(
+                        f"workflow id {workflow_id!r}: position {position} could not be "
+                        "recorded while its run was locked"
+                    )
+                return record
+        except _BodyFailed as failed:
+            raise failed.error.with_traceback(failed.error.__traceback__) from None
+
+    def _lock_for_transaction(
+        self,
+        conn: psycopg.Connection[Any],
+        workflow_id: str,
+        position: int,
+        executor_id: str | None,
+    ) -> Record | None:
+        """Lock the run for a Transaction; return the stored record if `position` is done."""
+        found = conn.execute(
+            self._q(
+                "SELECT w.name, w.status, w.executor_id, "
+                "(SELECT count(*) FROM {s}.records WHERE workflow_id = %(wid)s), "
+                "r.position, r.kind, r.name, r.outcome, r.digest, r.call_site, r.started_at, "
+                "r.completed_at, r.wake_at, r.attempts "
+                "FROM {s}.workflows w "
+                "LEFT JOIN {s}.records r ON r.workflow_id = w.workflow_id "
+                "AND r.position = %(pos)s "
+                "WHERE w.workflow_id = %(wid)s FOR NO KEY UPDATE OF w"
+            ),
+            {"wid": workflow_id, "pos": position},
+        ).fetchone()
+        row = None
+        if found is not None:
+            row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
+        check_recordable(row, workflow_id, executor_id)
+        assert found is not None and row is not None
+        if found[4] is not None:
+            stored = _record_from(found[4:14])
+            return stored if stored.outcome is not None else None
+        if position > found[3]:
+            raise RecordConflict(
+                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
+                f"{position}; the log ends at {found[3]}"
+            )
+        return None
+
+    # -- status --------------------------------------------------------------
+
+    def finish_workflow(
+        self,
+        workflow_id: str,
+        status: Status,
+        result: Outcome | None,
+        *,
+        error: str = "",
+        executor_id: str | None = None,
+    ) -> bool:
+        found = self._one(
+            self._q(
+                "WITH u AS (UPDATE {s}.workflows SET status = %(status)s, result = %(result)s, "
+                "error = %(error)s, updated_at = %(now)s, wake_at = NULL "
+                "WHERE workflow_id = %(wid)s AND status = 'PENDING' "
+                "AND (%(executor)s::text IS NULL OR executor_id = %(executor)s) "
+                "RETURNING workflow_id) " + "SELECT " + _notify_count("finished", "u") + " "
+            ),
+            {
+                "status": Status(status).value,
+                "result": _outcome_param(result),
+                "error": error,
+                "now": _now(),
+                "wid": workflow_id,
+                "executor": executor_id,
+                "channel": self._channel,
+            },
+        )
+        changed = bool(found and found[0])
+        if changed:
+            self._notify([("finished", workflow_id)])
+        return changed
+
+    def set_status(
+        self,
+        workflow_id: str,
+        status: Status,
+        *,
+        only_from: Sequence[Status] | None = None,
+        error: str = "",
+        executor_id: str | None = None,
+        reset_recovery: bool = False,
+    ) -> bool:
+        status = Status(status)
+        condition = ""
+        params: dict[str, Any] = {
+            "status": status.value,
+            "error": error,
+            "now": _now(),
+            "executor": executor_id,
+            "reset": reset_recovery,
+            "wid": workflow_id,
+            "channel": self._channel,
+        }
+        if only_from is not None:
+            condition = " AND status = ANY(%(only_from)s::text[])"
+            params["only_from"] = [Status(s).value for s in only_from]
+        notify = (
+            _notify_count("finished", "u") if status.is_terminal else "(SELECT count(*) FROM u)"
+        )
+        found = self._one(
+            self._q(
+                "WITH u AS (UPDATE {s}.workflows SET status = %(status)s, error = %(error)s, "
+                "updated_at = %(now)s, executor_id = coalesce(%(executor)s::text, executor_id), "
+                "recovery_attempts = CASE WHEN %(reset)s::boolean THEN 0 "
+                "ELSE recovery_attempts END "
+                "WHERE workflow_id = %(wid)s" + condition + " RETURNING workflow_id) "
+                "SELECT " + notify
+            ),
+            params,
+        )
+        changed = bool(found and found[0])
+        if changed and status.is_terminal:
+            self._notify([("finished", workflow_id)])
+        return changed
+
+    def bump_recovery(self, workflow_id: str) -> int:
+        found = self._one(
+            self._q(
+                "UPDATE {s}.workflows SET recovery_attempts = recovery_attempts + 1 "
+                "WHERE workflow_id = %s RETURNING recovery_attempts"
+            ),
+            (workflow_id,),
+        )
+        if found is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return int(found[0])
+
+    # -- messages and events -------------------------------------------------
+
+    def send_message(
+        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+    ) -> bool:
+        key_cte = ""
+        key_join = ""
+        if idempotency_key is not None:
+            key_cte = (
+                ", used_key AS (INSERT INTO {s}.send_keys (workflow_id, key) "
+                "SELECT workflow_id, %(key)s FROM target ON CONFLICT DO NOTHING "
+                "RETURNING workflow_id)"
+            )
+            key_join = ", used_key"
+        found = self._one(
+            self._q(
+                "WITH target AS (SELECT workflow_id FROM {s}.workflows "
+                "WHERE workflow_id = %(wid)s FOR KEY SHARE)" + key_cte + ", "
+                "sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at) "
+                "SELECT target.workflow_id, %(topic)s, %(payload)s, %(now)s "
+                "FROM target" + key_join + " RETURNING workflow_id) "
+                "SELECT (SELECT count(*) FROM target), " + _notify_count("message", "sent")
+            ),
+            {
+                "wid": workflow_id,
+                "key": idempotency_key,
+                "topic": topic,
+                "payload": _json(payload),
+                "now": _now(),
+                "channel": self._channel,
+            },
+        )
+        if not found or not found[0]:
+            raise WorkflowNotFound(
+                f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, "
+                "or check the id"
+            )
+        if found[1]:
+            self._notify([("message", workflow_id)])
+        return bool(found[1])
+
+    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        found = self._one(
+            self._q(
+                "SELECT message_id, payload, created_at FROM {s}.messages "
+                "WHERE workflow_id = %s AND topic = %s ORDER BY message_id LIMIT 1"
+            ),
+            (workflow_id, topic),
+        )
+        if found is None:
+            return None
+        return Message(found[0], workflow_id, topic, found[1], _utc(found[2]))
+
+    def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        found = self._one(
+            self._q("SELECT value FROM {s}.events WHERE workflow_id = %s AND key = %s"),
+            (workflow_id, key),
+        )
+        if found is None:
+            return False, None
+        return True, found[0]
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def delete_workflow(self, workflow_id: str) -> bool:
+        with self._connection() as conn, conn.transaction():
+            # Deleting the run's row first takes its lock, so a writer that
+            # wants to add to it waits, then finds it gone; each later
+            # statement takes a fresh snapshot that includes what finished
+            # before the lock was granted.
+            deleted = conn.execute(
+                self._q("DELETE FROM {s}.workflows WHERE workflow_id = %s"), (workflow_id,)
+            ).rowcount
+            if not deleted:
+                return False
+            for table in ("records", "messages", "events", "send_keys"):
+                conn.execute(
+                    self._q(f"DELETE FROM {{s}}.{table} WHERE workflow_id = %s"), (workflow_id,)
+                )
+            return True
+
+    def close(self) -> None:
+        with self._subscribers_lock:
+            if self._closed:
+                return
+            self._closed = True
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.stop()
+        self._pool.close()
