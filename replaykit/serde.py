@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import sys
 import traceback as traceback_module
 import typing
@@ -106,11 +107,15 @@ converter = _make_converter()
 
 
 def canonical_json(data: Any) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def dumps(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    # NaN and Infinity are not JSON; PostgreSQL's json type refuses them, so
+    # every store refuses them here, early and alike.
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def loads(text: str) -> Any:
@@ -118,6 +123,8 @@ def loads(text: str) -> Any:
 
 
 def _first_unencodable(data: Any, path: str = "value") -> tuple[str, Any] | None:
+    if isinstance(data, float) and not math.isfinite(data):
+        return (path, data)
     if data is None or isinstance(data, (str, int, float, bool)):
         return None
     if isinstance(data, list):
@@ -143,7 +150,7 @@ def encode(value: Any, *, what: str = "value", max_bytes: int | None = None) -> 
     `what` names the value in errors ("the result of step 'charge'").
     """
     kind = type(value)
-    if value is None or kind is int or kind is float or kind is bool:
+    if value is None or kind is int or kind is bool:
         return value  # the hot path of trivial steps: nothing to convert or check
     if kind is str and (max_bytes is None or len(value) * 4 <= max_bytes):
         return value
@@ -156,6 +163,11 @@ def encode(value: Any, *, what: str = "value", max_bytes: int | None = None) -> 
     bad = _first_unencodable(data)
     if bad is not None:
         where, obj = bad
+        if isinstance(obj, float):
+            raise SerializationError(
+                f"cannot encode {what}: {where} is {obj!r}, which JSON cannot hold; "
+                "return None or a string instead"
+            )
         raise SerializationError(
             f"cannot encode {what}: {where} is a {type(obj).__module__}.{type(obj).__qualname__}, "
             "which has no JSON form. Return plain data, an attrs class, a dataclass, or "

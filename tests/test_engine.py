@@ -246,7 +246,9 @@ def test_sleep_survives_engine_restart_without_repeating_steps(store_url: str) -
         first = Engine(store_url, poll_interval=0.1)
     handle = first.start(sleeper_wf, 1.0, workflow_id="restart-1")
     deadline = time.monotonic() + 10
-    while CALLS.get("before", 0) < 1 and time.monotonic() < deadline:
+    # Wait for the sleep's start to be recorded (the step's counter moves before
+    # its own record commits, so it is not enough).
+    while len(first.steps("restart-1")) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     wake_at = first.steps("restart-1")[1].wake_at
     assert wake_at is not None and first.steps("restart-1")[1].outcome is None

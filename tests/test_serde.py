@@ -115,3 +115,10 @@ def test_return_type_of_reads_annotations() -> None:
     assert serde.return_type_of(f) is Order
     assert serde.return_type_of(g) is int
     assert serde.return_type_of(lambda: 1) is None
+
+
+def test_nan_and_infinity_are_refused_early_on_every_store() -> None:
+    with pytest.raises(SerializationError, match="nan"):
+        serde.encode(float("nan"), what="the result of step 's'")
+    with pytest.raises(SerializationError, match="inf"):
+        serde.encode({"x": [float("inf")]})

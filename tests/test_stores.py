@@ -25,18 +25,6 @@ from replaykit.stores import MemoryStore, SqliteStore, open_store
 from replaykit.stores.base import EventWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.testing.conformance import STORE_CHECKS, check_store
 
-# MemoryStore disagrees with the protocol's docstrings on these checks; the
-# fixes belong in replaykit/stores/memory.py. Once they land, the strict xfail
-# below fails: delete this set and that test.
-MEMORY_KNOWN_GAPS = frozenset(
-    {
-        "consume_is_atomic",  # a send to an unknown run after consuming leaves the message gone
-        "delete",  # a deleted run's idempotency keys outlive it
-        "claim_order_and_readiness",  # ties broken by insertion order, not id
-        "list_order_ties_broken_by_id",  # ties broken by insertion order, not id
-    }
-)
-
 
 def step(position: int, data: Any = None) -> Record:
     return Record(position, "step", f"s{position}", Value(data))
@@ -46,12 +34,7 @@ def step(position: int, data: Any = None) -> Record:
 
 
 def test_memory_store_conforms() -> None:
-    check_store(MemoryStore, only=lambda name: name not in MEMORY_KNOWN_GAPS)
-
-
-@pytest.mark.xfail(strict=True, reason="MemoryStore fixes pending; see MEMORY_KNOWN_GAPS")
-def test_memory_store_known_gaps() -> None:
-    check_store(MemoryStore, only=lambda name: name in MEMORY_KNOWN_GAPS)
+    check_store(MemoryStore)
 
 
 def test_sqlite_store_conforms(tmp_path: Path) -> None:
@@ -503,6 +486,7 @@ def test_postgres_unreachable_server_is_unavailable() -> None:
     message = str(info.value)
     assert "postgresql://someone:***@127.0.0.1:1/nowhere" in message
     assert "s3cret-pw" not in message
+    assert "Connection refused" in message  # the server's reason, not just a timeout
 
 
 def test_postgres_redacts_passwords_in_urls() -> None:

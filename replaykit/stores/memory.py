@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,9 @@ __all__ = [
     "duplicate_dedup",
     "matches_filter",
 ]
+
+
+log = logging.getLogger("replaykit.stores")
 
 
 def duplicate_dedup(row: WorkflowRow, existing_id: str) -> DuplicateDedupId:
@@ -130,7 +134,11 @@ class MemoryStore:
         with self._lock:
             subscribers = list(self._subscribers)
         for callback in subscribers:
-            callback(kind, key)
+            try:
+                callback(kind, key)
+            except Exception:
+                # The write has committed; a failing subscriber must not make it look failed.
+                log.exception("a store subscriber failed on %s %r", kind, key)
 
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
@@ -196,7 +204,7 @@ class MemoryStore:
                 and r.app_version == app_version
                 and (r.wake_at is None or r.wake_at <= now)
             ]
-            ready.sort(key=lambda r: (r.priority, r.created_at or now, self._order[r.workflow_id]))
+            ready.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
             claimed = []
             for row in ready[:room]:
                 taken = attrs.evolve(
@@ -263,7 +271,7 @@ class MemoryStore:
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
         with self._lock:
             rows = [r for r in self._rows.values() if matches_filter(r, where)]
-            rows.sort(key=lambda r: (r.created_at or _now(), self._order[r.workflow_id]))
+            rows.sort(key=lambda r: (r.created_at or _now(), r.workflow_id))
         rows = rows[where.offset :]
         return rows[: where.limit] if where.limit is not None else rows
 
@@ -301,9 +309,17 @@ class MemoryStore:
                 ids = [consume] if isinstance(consume, int) else list(consume)
                 inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
                 missing = [i for i in ids if i not in inbox_ids]
-                if missing:
+                if missing or len(set(ids)) != len(ids):
                     raise RecordConflict(
-                        f"workflow id {workflow_id!r}: message(s) {missing} already consumed"
+                        f"workflow id {workflow_id!r}: message(s) {missing or ids} already "
+                        "consumed (or named twice)"
+                    )
+                if send is not None and send.workflow_id not in self._rows:
+                    # Checked before anything changes: a failed send must not
+                    # leave the consumed message gone.
+                    raise WorkflowNotFound(
+                        f"cannot send to workflow id {send.workflow_id!r}: no such run. "
+                        "Start it first, or check the id"
                     )
                 for message_id in ids:
                     self._take_message(workflow_id, message_id)
@@ -450,6 +466,7 @@ class MemoryStore:
             self._logs.pop(workflow_id, None)
             self._inbox.pop(workflow_id, None)
             self._order.pop(workflow_id, None)
+            self._used_keys = {k for k in self._used_keys if k[0] != workflow_id}
             for key in [k for k in self._events if k[0] == workflow_id]:
                 del self._events[key]
             return True
