@@ -22,7 +22,6 @@ replay that diverges); 2 bad usage or bad input (options, files, `module:workflo
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import logging
 import os
@@ -34,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 try:
     import click
@@ -813,22 +812,9 @@ def _set_status_with_version(
     store: Store, workflow_id: str, executor_id: str, app_version: str | None
 ) -> bool:
     only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
-    if app_version is None:
-        return store.set_status(
-            workflow_id,
-            Status.PENDING,
-            only_from=only_from,
-            executor_id=executor_id,
-            reset_recovery=True,
-        )
-    # Restamping needs Store.set_status(app_version=...); stores that predate it
-    # get a clear refusal rather than a run no engine would ever recover.
-    if "app_version" not in inspect.signature(store.set_status).parameters:
-        raise CliError(
-            f"this store ({type(store).__name__}) cannot change a run's app version; resume it "
-            "without --app-version, or fork it with --app-version instead"
-        )
-    changed: bool = cast(Any, store).set_status(
+    # Becoming PENDING notifies ("resumed", id): the owning engine, if it is
+    # running, picks the run up at once; otherwise its next recovery does.
+    return store.set_status(
         workflow_id,
         Status.PENDING,
         only_from=only_from,
@@ -836,7 +822,6 @@ def _set_status_with_version(
         reset_recovery=True,
         app_version=app_version,
     )
-    return changed
 
 
 @workflows.command("resume")

@@ -95,3 +95,38 @@ def test_code_after_a_wait_runs_live_once_per_wait(store_url: str) -> None:
             engine.send("log-once", None, topic="tick")
         assert handle.result(timeout=20) == 5
     assert SEEN == [0, 1, 2, 3, 4]
+
+
+@workflow(name="regress-resumable")
+def resumable_wf() -> Generator[Any, Any, str]:
+    yield Step("first", lambda: "one")
+    yield Recv("go", timeout=0.01)
+    return "done"
+
+
+def test_a_run_resumed_by_another_process_is_picked_up_by_the_running_engine(
+    store_url: str,
+) -> None:
+    import replaykit
+
+    shared: Any = replaykit.MemoryStore() if store_url.startswith("memory") else store_url
+    with Engine(shared, poll_interval=0.05) as engine:
+        handle = engine.start(resumable_wf, workflow_id="resume-me")
+        handle.result(timeout=20)
+        engine.store.set_status("resume-me", Status.PARKED)  # as if it had been parked
+        # An operator elsewhere (the CLI) resumes it through its own store handle.
+        operator = shared if not isinstance(shared, str) else replaykit.stores.open_store(shared)
+        try:
+            assert operator.set_status(
+                "resume-me",
+                Status.PENDING,
+                only_from=(Status.PARKED,),
+                executor_id=engine.executor_id,
+            )
+        finally:
+            if operator is not shared:
+                operator.close()
+        deadline = time.monotonic() + 10
+        while handle.status() is not Status.SUCCESS:
+            assert time.monotonic() < deadline, "the resumed run was not picked up"
+            time.sleep(0.05)

@@ -53,6 +53,10 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///replaykit.db"
+# Poll rounds between sweeps for PENDING runs this engine owns but does not
+# track: runs an operator resumed from another process, whose notification
+# may not reach us (SQLite has none across processes).
+SWEEP_EVERY = 10
 log = logging.getLogger("replaykit.engine")
 
 
@@ -496,12 +500,15 @@ class Engine:
         if row is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         if row.status in (Status.CANCELLED, Status.PARKED, Status.PENDING):
+            # The run continues on this engine's code: stamp it with this
+            # engine's version so its recovery and takeovers find it later.
             self.store.set_status(
                 workflow_id,
                 Status.PENDING,
                 only_from=(Status.CANCELLED, Status.PARKED, Status.PENDING),
                 executor_id=self.executor_id,
                 reset_recovery=True,
+                app_version=self.app_version,
             )
             with self._cv:
                 self._cancelled.discard(workflow_id)
@@ -710,8 +717,8 @@ class Engine:
         row = self.store_call(lambda: self.store.get_workflow(workflow_id))
         if row is None or row.status is not Status.PENDING or self._closed:
             return
-        if row.executor_id != self.executor_id:
-            return  # another engine owns it
+        if row.executor_id != self.executor_id or row.app_version != self.app_version:
+            return  # another engine (or another version's engine) owns it
         try:
             wf = lookup(row.name)
         except UnknownWorkflowError as exc:
@@ -990,6 +997,11 @@ class Engine:
         if kind == "enqueued":
             self._claim_wanted.set()
             return
+        if kind == "resumed":
+            # Resumed by an operator (maybe from the CLI, in another process):
+            # an activation checks the owner and version and runs it if ours.
+            self.dispatch(key)
+            return
         wake = (kind, key)
         with self._cv:
             self._seq += 1
@@ -1090,7 +1102,9 @@ class Engine:
                     heapq.heapify(self._idle_deadlines)
 
     def _poll_loop(self) -> None:
-        """The fallback for lost notifications: look again at runs that wait."""
+        """The fallback for lost notifications: look again at runs that wait, and
+        every few rounds for runs of ours nobody here tracks (resumed elsewhere)."""
+        rounds = 0
         while True:
             with self._cv:
                 if self._closed:
@@ -1099,6 +1113,9 @@ class Engine:
                 if self._closed:
                     return
                 waiting = [wid for wid, s in self._suspended.items() if s.waits]
+            rounds += 1
+            if rounds % SWEEP_EVERY == 0:
+                self._sweep()
             for workflow_id in waiting:
                 if self._closed:
                     return
@@ -1106,6 +1123,26 @@ class Engine:
                     with self._cv:
                         self._forget_suspension(workflow_id)
                     self.dispatch(workflow_id)
+
+    def _sweep(self) -> None:
+        try:
+            rows = self.store.list_workflows(
+                WorkflowFilter(
+                    status=Status.PENDING,
+                    executor_id=self.executor_id,
+                    app_version=self.app_version,
+                )
+            )
+        except StoreUnavailable:
+            return
+        with self._cv:
+            untracked = [
+                row.workflow_id
+                for row in rows
+                if row.workflow_id not in self._active and row.workflow_id not in self._suspended
+            ]
+        for workflow_id in untracked:
+            self.dispatch(workflow_id)
 
     def _wait_satisfied(self, workflow_id: str) -> bool:
         with self._cv:

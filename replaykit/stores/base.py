@@ -258,11 +258,15 @@ class Store(Protocol):
         error: str = "",
         executor_id: str | None = None,
         reset_recovery: bool = False,
+        app_version: str | None = None,
     ) -> bool:
         """Change a run's status (only from `only_from` when given).
 
-        `executor_id` reassigns ownership; `reset_recovery` zeroes the recovery
-        counter (used by resume). Returns whether the row changed.
+        `executor_id` reassigns ownership; `app_version` restamps the run (a
+        resume on newer code); `reset_recovery` zeroes the recovery counter.
+        Returns whether the row changed. A change to a terminal status notifies
+        ("finished", id); a change to PENDING notifies ("resumed", id), so the
+        owning engine picks the run up at once.
         """
         ...
 

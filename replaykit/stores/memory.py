@@ -383,6 +383,7 @@ class MemoryStore:
         error: str = "",
         executor_id: str | None = None,
         reset_recovery: bool = False,
+        app_version: str | None = None,
     ) -> bool:
         with self._lock:
             row = self._rows.get(workflow_id)
@@ -395,9 +396,13 @@ class MemoryStore:
                 changes["executor_id"] = executor_id
             if reset_recovery:
                 changes["recovery_attempts"] = 0
+            if app_version is not None:
+                changes["app_version"] = app_version
             self._rows[workflow_id] = attrs.evolve(row, **changes)
         if status.is_terminal:
             self._notify("finished", workflow_id)
+        elif status is Status.PENDING:
+            self._notify("resumed", workflow_id)
         return True
 
     def bump_recovery(self, workflow_id: str) -> int:

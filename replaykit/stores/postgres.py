@@ -1132,6 +1132,7 @@ class PostgresStore:
         error: str = "",
         executor_id: str | None = None,
         reset_recovery: bool = False,
+        app_version: str | None = None,
     ) -> bool:
         status = Status(status)
         condition = ""
@@ -1140,6 +1141,7 @@ class PostgresStore:
             "error": error,
             "now": _now(),
             "executor": executor_id,
+            "version": app_version,
             "reset": reset_recovery,
             "wid": workflow_id,
             "channel": self._channel,
@@ -1147,13 +1149,18 @@ class PostgresStore:
         if only_from is not None:
             condition = " AND status = ANY(%(only_from)s::text[])"
             params["only_from"] = [Status(s).value for s in only_from]
-        notify = (
-            _notify_count("finished", "u") if status.is_terminal else "(SELECT count(*) FROM u)"
-        )
+        if status.is_terminal:
+            notify = _notify_count("finished", "u")
+        elif status is Status.PENDING:
+            # Tells the owning engine, wherever it runs, to pick the run up now.
+            notify = _notify_count("resumed", "u")
+        else:
+            notify = "(SELECT count(*) FROM u)"
         found = self._one(
             self._q(
                 "WITH u AS (UPDATE {s}.workflows SET status = %(status)s, error = %(error)s, "
                 "updated_at = %(now)s, executor_id = coalesce(%(executor)s::text, executor_id), "
+                "app_version = coalesce(%(version)s::text, app_version), "
                 "recovery_attempts = CASE WHEN %(reset)s::boolean THEN 0 "
                 "ELSE recovery_attempts END "
                 "WHERE workflow_id = %(wid)s" + condition + " RETURNING workflow_id) "
@@ -1164,6 +1171,8 @@ class PostgresStore:
         changed = bool(found and found[0])
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
+        elif changed and status is Status.PENDING:
+            self._notify([("resumed", workflow_id)])
         return changed
 
     def bump_recovery(self, workflow_id: str) -> int:

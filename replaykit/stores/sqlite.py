@@ -939,11 +939,13 @@ class SqliteStore:
         error: str = "",
         executor_id: str | None = None,
         reset_recovery: bool = False,
+        app_version: str | None = None,
     ) -> bool:
         status = Status(status)
         text = (
             "UPDATE workflows SET status = ?, error = ?, updated_at = ?, "
             "executor_id = coalesce(?, executor_id), "
+            "app_version = coalesce(?, app_version), "
             "recovery_attempts = CASE WHEN ? THEN 0 ELSE recovery_attempts END "
             "WHERE workflow_id = ?"
         )
@@ -952,6 +954,7 @@ class SqliteStore:
             error,
             _to_micros(_now()),
             executor_id,
+            app_version,
             reset_recovery,
             workflow_id,
         ]
@@ -965,6 +968,8 @@ class SqliteStore:
         changed = self._write(lambda conn: bool(conn.execute(text, params).rowcount))
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
+        elif changed and status is Status.PENDING:
+            self._notify([("resumed", workflow_id)])
         return changed
 
     def bump_recovery(self, workflow_id: str) -> int:
