@@ -803,8 +803,7 @@ def cancel_command(workflow_id: str, url: str, children: bool) -> None:
 def _pickup_note(executor_id: str, app_version: str) -> str:
     return (
         f"The engine with executor id {executor_id!r} and app version {app_version!r} runs it "
-        "when it next recovers (when it starts, or on engine.recover()); this command runs "
-        "no workflow code."
+        "(at once if it is running, else when it starts); this command runs no workflow code."
     )
 
 
