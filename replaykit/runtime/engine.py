@@ -309,7 +309,7 @@ class Engine:
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
         if created and queue is None:
-            self.dispatch(stored.workflow_id)
+            self.dispatch(stored.workflow_id, row=stored, fresh=True)
         return stored, created
 
     def start(
@@ -668,8 +668,14 @@ class Engine:
         if self._closed:
             raise RuntimeError("this Engine is closed; create a new one")
 
-    def dispatch(self, workflow_id: str) -> None:
-        """Run an activation of `workflow_id` soon (at most one at a time per run)."""
+    def dispatch(
+        self, workflow_id: str, *, row: WorkflowRow | None = None, fresh: bool = False
+    ) -> None:
+        """Run an activation of `workflow_id` soon (at most one at a time per run).
+
+        `row` is the run as this engine just stored or claimed it, which spares
+        the first activation a read; `fresh` says its log is empty (just created).
+        """
         with self._cv:
             if self._closed:
                 return
@@ -680,19 +686,22 @@ class Engine:
             self._busy += 1
             self._activation_seq[workflow_id] = self._seq
         try:
-            self._workers.submit(self._activation_loop, workflow_id)
+            self._workers.submit(self._activation_loop, workflow_id, row, fresh)
         except RuntimeError:  # shut down between the check and the submit
             with self._cv:
                 self._active.discard(workflow_id)
                 self._busy -= 1
 
-    def _activation_loop(self, workflow_id: str) -> None:
+    def _activation_loop(
+        self, workflow_id: str, row: WorkflowRow | None = None, fresh: bool = False
+    ) -> None:
         try:
             while True:
                 with self._cv:
                     self._scopes[workflow_id] = CancelScope()
                 try:
-                    self._activate(workflow_id)
+                    self._activate(workflow_id, row, fresh)
+                    row, fresh = None, False  # a rerun reads the run afresh
                 except Exception:
                     log.exception("workflow id %r: activation failed unexpectedly", workflow_id)
                 finally:
@@ -713,8 +722,10 @@ class Engine:
                     self._last_notified.clear()
                 self._cv.notify_all()
 
-    def _activate(self, workflow_id: str) -> None:
-        row = self.store_call(lambda: self.store.get_workflow(workflow_id))
+    def _activate(
+        self, workflow_id: str, known: WorkflowRow | None = None, fresh: bool = False
+    ) -> None:
+        row = known or self.store_call(lambda: self.store.get_workflow(workflow_id))
         if row is None or row.status is not Status.PENDING or self._closed:
             return
         if row.executor_id != self.executor_id or row.app_version != self.app_version:
@@ -730,7 +741,7 @@ class Engine:
         except Exception as exc:
             self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return
-        records = self.store_call(lambda: self.store.load_log(workflow_id))
+        records = [] if fresh else self.store_call(lambda: self.store.load_log(workflow_id))
         try:
             interp = Interpreter(
                 gen, records, workflow_name=row.name, workflow_id=workflow_id, strict=self.strict
@@ -832,7 +843,8 @@ class Engine:
             with self._cv:
                 held.update(row.workflow_id for row in rows)
             for row in rows:
-                self.dispatch(row.workflow_id)
+                # A claimed run may have a log (one released by a stopped worker).
+                self.dispatch(row.workflow_id, row=row)
             taken += len(rows)
         return taken
 
@@ -1114,7 +1126,9 @@ class Engine:
                     return
                 waiting = [wid for wid, s in self._suspended.items() if s.waits]
             rounds += 1
-            if rounds % SWEEP_EVERY == 0:
+            if rounds % SWEEP_EVERY == 0 and self._busy == 0:
+                # A fallback for lost "resumed" notifications; a busy engine
+                # sweeps once it is idle again.
                 self._sweep()
             for workflow_id in waiting:
                 if self._closed:

@@ -386,7 +386,7 @@ class PostgresStore:
         *,
         schema: str = "replaykit",
         pool_min: int = 1,
-        pool_max: int = 10,
+        pool_max: int = 20,
         connect_timeout: float = 10.0,
         auto_migrate: bool = True,
     ) -> None:
