@@ -28,7 +28,6 @@ import os
 import re
 import sys
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -45,6 +44,14 @@ except ImportError as _missing:  # pragma: no cover - depends on the installatio
 from replaykit.errors import NonDeterminismError, ReplayKitError
 from replaykit.log import Failure, Log, Record, Status, outcome_to_json
 from replaykit.registry import Workflow, lookup
+from replaykit.runtime.admin import (
+    TERMINAL,
+    cancel_run,
+    collect_garbage,
+    delete_run,
+    export_run,
+    fork_run,
+)
 from replaykit.runtime.engine import DEFAULT_URL, open_store_for
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
@@ -53,7 +60,7 @@ __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main"]
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
-_TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+_TERMINAL = TERMINAL
 _STATUS_STYLE = {
     Status.SUCCESS: "green",
     Status.ERROR: "bold red",
@@ -298,111 +305,6 @@ def _get_row(store: Store, workflow_id: str) -> WorkflowRow:
             f"no workflow run with id {workflow_id!r} (`replaykit workflows list` shows the runs)"
         )
     return row
-
-
-# -- operator actions on a store -------------------------------------------------------------
-#
-# These have the semantics of Engine.cancel, .delete, .garbage_collect, .export_log
-# and .fork, without the in-process parts: the command is no executor.
-
-
-def cancel_run(store: Store, workflow_id: str, *, children: bool = True) -> bool:
-    """Mark a run (and its unfinished children) CANCELLED; False if it had finished.
-
-    An engine running it finds out at its next record, which the store refuses.
-    """
-    changed = store.set_status(
-        workflow_id, Status.CANCELLED, only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED)
-    )
-    if children:
-        for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
-            if not child.status.is_terminal:
-                cancel_run(store, child.workflow_id, children=True)
-    return changed
-
-
-def delete_run(store: Store, workflow_id: str, *, children: bool = False) -> bool:
-    """Delete a run with its log, inbox and events, cancelling it first if unfinished."""
-    row = store.get_workflow(workflow_id)
-    if row is None:
-        return False
-    if not row.status.is_terminal:
-        cancel_run(store, workflow_id, children=children)
-    if children:
-        for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
-            delete_run(store, child.workflow_id, children=True)
-    return store.delete_workflow(workflow_id)
-
-
-def collect_garbage(store: Store, cutoff: datetime, *, keep_running: bool = True) -> int:
-    """Delete runs created before `cutoff` (only finished ones unless told); the count."""
-    # Batches keep memory flat on a large table; each batch is deleted before the next
-    # is read, so reading from the start again finds the rest.
-    where = WorkflowFilter(status=_TERMINAL if keep_running else None, until=cutoff, limit=500)
-    deleted = 0
-    while batch := store.list_workflows(where):
-        progress = sum(1 for row in batch if delete_run(store, row.workflow_id))
-        if progress == 0:
-            break  # someone else deleted them as we went; nothing left for us
-        deleted += progress
-    return deleted
-
-
-def export_run(store: Store, workflow_id: str) -> Log:
-    row = _get_row(store, workflow_id)
-    return Log(
-        records=store.load_log(workflow_id),
-        workflow_name=row.name,
-        workflow_id=workflow_id,
-        args=row.inputs,
-        status=row.status.value,
-        result=row.result,
-    )
-
-
-def fork_run(
-    store: Store,
-    source_id: str,
-    from_position: int,
-    *,
-    workflow_id: str | None = None,
-    executor_id: str | None = None,
-    app_version: str | None = None,
-) -> tuple[WorkflowRow, int]:
-    """A new PENDING run holding the source's records below `from_position`.
-
-    Returns the new row and how many records it kept (an unfinished timed
-    command below the cut starts afresh in the fork). Executor and version
-    default to the source's: the engine that ran the source picks the fork up.
-    """
-    row = _get_row(store, source_id)
-    records = store.load_log(source_id)
-    if from_position > len(records):
-        raise CliError(
-            f"cannot fork {source_id!r} from position {from_position}: its log has "
-            f"{len(records)} position(s); pick --from between 0 and {len(records)}"
-        )
-    kept: list[Record] = []
-    for record in records[:from_position]:
-        if record.outcome is None:
-            break
-        kept.append(record)
-    fork_row = WorkflowRow(
-        workflow_id=workflow_id or f"{source_id}-fork-{uuid.uuid4().hex[:8]}",
-        name=row.name,
-        status=Status.PENDING,
-        inputs=row.inputs,
-        executor_id=executor_id or row.executor_id,
-        app_version=app_version or row.app_version,
-        created_at=datetime.now(UTC),
-        parent_id=row.parent_id,
-        queue=row.queue,
-        priority=row.priority,
-    )
-    stored, created = store.create_workflow(fork_row, records=kept)
-    if not created:
-        raise CliError(f"cannot fork into {fork_row.workflow_id!r}: that id is taken")
-    return stored, len(kept)
 
 
 # -- rendering -------------------------------------------------------------------------------
@@ -769,6 +671,7 @@ def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool
 def export_command(workflow_id: str, url: str, output: Path | None) -> None:
     """The run's log as JSON, for `replaykit replay` and `replaykit.testing.replay`."""
     with _store(url) as store:
+        _get_row(store, workflow_id)
         text = export_run(store, workflow_id).to_json()
     if output is None:
         click.echo(text)
@@ -884,6 +787,7 @@ def fork_command(
     completed steps.
     """
     with _store(url) as store:
+        _get_row(store, workflow_id)
         stored, kept = fork_run(
             store,
             workflow_id,
@@ -892,6 +796,8 @@ def fork_command(
             executor_id=executor,
             app_version=app_version,
         )
+        # Re-affirming PENDING notifies ("resumed"): a running owner starts it at once.
+        store.set_status(stored.workflow_id, Status.PENDING, only_from=(Status.PENDING,))
     copied = f"keeping positions 0..{kept - 1}" if kept else "keeping no records"
     click.echo(
         f"forked {workflow_id!r} into {stored.workflow_id!r}, {copied}; it runs live from "

@@ -443,7 +443,7 @@ def test_fork_reruns_a_fixed_failure_without_repeating_steps(runs: str) -> None:
         rk("workflows", "fork", "bad-run", "--from", "2", "--id", "bad-fixed", "--url", runs)
     )
     assert "taken" in taken
-    assert "pick --from between 0 and 3" in one_line_error(
+    assert "pick a position from 0 to 3" in one_line_error(
         rk("workflows", "fork", "bad-run", "--from", "9", "--url", runs)
     )
     ok(

@@ -41,6 +41,7 @@ from replaykit.errors import (
 from replaykit.interpreter import Completed, Effect, Interpreter
 from replaykit.log import Failure, Log, Outcome, Record, Status, Value
 from replaykit.registry import Workflow, app_version_of, lookup, registered
+from replaykit.runtime import admin
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import CancelScope, EffectRunner, Suspend, Wake
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
@@ -421,17 +422,8 @@ class Engine:
         return self.store.load_log(workflow_id)
 
     def export_log(self, workflow_id: str) -> Log:
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return Log(
-            records=self.store.load_log(workflow_id),
-            workflow_name=row.name,
-            workflow_id=workflow_id,
-            args=row.inputs,
-            status=row.status.value,
-            result=row.result,
-        )
+        """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
+        return admin.export_run(self.store, workflow_id)
 
     # -- messages and events from outside -----------------------------------------------
 
@@ -474,25 +466,19 @@ class Engine:
 
     def cancel(self, workflow_id: str, *, children: bool = True) -> bool:
         """Mark a run CANCELLED. A running step's attempt records nothing; waits stop."""
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        changed = self.store.set_status(
-            workflow_id,
-            Status.CANCELLED,
-            only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED),
+        admin.get_run(self.store, workflow_id)
+        return admin.cancel_run(
+            self.store, workflow_id, children=children, on_cancel=self._stop_locally
         )
+
+    def _stop_locally(self, workflow_id: str) -> None:
+        """The in-process half of a cancel: forget its waits, cancel what it runs."""
         with self._cv:
             self._cancelled.add(workflow_id)
             self._forget_suspension(workflow_id)
             scope = self._scopes.get(workflow_id)
         if scope is not None:
             scope.cancel()
-        if children:
-            for child in self.list_workflows(parent_id=workflow_id):
-                if not child.status.is_terminal:
-                    self.cancel(child.workflow_id, children=True)
-        return changed
 
     def resume(self, workflow_id: str) -> WorkflowHandle[Any]:
         """Continue a CANCELLED or PARKED run from its log, on this engine."""
@@ -531,69 +517,32 @@ class Engine:
         The way to re-run a fixed version of a failed workflow without repeating
         its completed steps. Positions from `from_position` on run again live.
         """
-        row = self.store.get_workflow(source_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {source_id!r}")
-        records = self.store.load_log(source_id)
-        if not 0 <= from_position <= len(records):
-            raise ValueError(
-                f"cannot fork workflow {row.name!r} (id {source_id!r}) from position "
-                f"{from_position}: its log has positions 0..{len(records) - 1}; pick "
-                f"0 <= from_position <= {len(records)}"
-            )
-        kept: list[Record] = []
-        for record in records[:from_position]:
-            if record.outcome is None:
-                break  # an unfinished timed command starts afresh in the fork
-            kept.append(record)
-        fork_row = WorkflowRow(
-            workflow_id=workflow_id or f"{source_id}-fork-{uuid.uuid4().hex[:8]}",
-            name=row.name,
-            status=Status.PENDING,
-            inputs=row.inputs,
+        stored, _kept = admin.fork_run(
+            self.store,
+            source_id,
+            from_position,
+            workflow_id=workflow_id,
             executor_id=self.executor_id,
             app_version=app_version or self.app_version,
-            created_at=self.clock.now(),
-            parent_id=row.parent_id,
-            queue=row.queue,
-            priority=row.priority,
+            now=self.clock.now(),
         )
-        stored, created = self.store.create_workflow(fork_row, records=kept)
-        if not created:
-            raise ValueError(f"cannot fork into {fork_row.workflow_id!r}: that id is taken")
         self.dispatch(stored.workflow_id)
         return WorkflowHandle(self, stored.workflow_id)
 
     def delete(self, workflow_id: str, *, children: bool = False) -> bool:
         """Remove a run with its log, inbox and events (cancelling it first if it runs)."""
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            return False
-        if not row.status.is_terminal:
-            self.cancel(workflow_id, children=children)
-        if children:
-            for child in self.list_workflows(parent_id=workflow_id):
-                self.delete(child.workflow_id, children=True)
-        return self.store.delete_workflow(workflow_id)
+        return admin.delete_run(
+            self.store, workflow_id, children=children, on_cancel=self._stop_locally
+        )
 
     def garbage_collect(
         self, *, older_than: timedelta | datetime, keep_running: bool = True
     ) -> int:
         """Delete runs created before a cutoff; by default only finished ones. Returns the count."""
         cutoff = older_than if isinstance(older_than, datetime) else self.clock.now() - older_than
-        statuses: tuple[Status, ...] | None = (
-            (Status.SUCCESS, Status.ERROR, Status.CANCELLED) if keep_running else None
+        return admin.collect_garbage(
+            self.store, cutoff, keep_running=keep_running, on_cancel=self._stop_locally
         )
-        deleted = 0
-        while True:
-            batch = self.store.list_workflows(
-                WorkflowFilter(status=statuses, until=cutoff, limit=500)
-            )
-            if not batch:
-                return deleted
-            for row in batch:
-                if self.delete(row.workflow_id):
-                    deleted += 1
 
     def recover(self) -> list[str]:
         """Re-dispatch this executor's unfinished runs of this version; park crash-loopers."""

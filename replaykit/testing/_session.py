@@ -30,6 +30,7 @@ from replaykit.commands import Command, Random, Uuid
 from replaykit.errors import ControlSignal, WorkflowNotFound
 from replaykit.log import Log, Outcome, Record, Status, Value
 from replaykit.registry import Workflow
+from replaykit.runtime.admin import export_run
 from replaykit.runtime.engine import Engine
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
@@ -657,17 +658,7 @@ class Session:
     # -- results ----------------------------------------------------------------------
 
     def log_of(self, workflow_id: str) -> Log:
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return Log(
-            records=self.store.load_log(workflow_id),
-            workflow_name=row.name,
-            workflow_id=workflow_id,
-            args=row.inputs,
-            status=row.status.value,
-            result=row.result,
-        )
+        return export_run(self.store, workflow_id)
 
     def rows(self) -> list[WorkflowRow]:
         return self.store.list_workflows(WorkflowFilter())
