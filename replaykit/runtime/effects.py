@@ -59,7 +59,7 @@ from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 if TYPE_CHECKING:
     from replaykit.runtime.engine import Engine
 
-__all__ = ["EffectRunner", "Suspend", "Wake"]
+__all__ = ["CancelScope", "EffectRunner", "Suspend", "WaitProbe", "Wake"]
 
 _random = random.SystemRandom()
 _NO_RETRY = Retry()
@@ -111,6 +111,28 @@ class CancelScope:
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
+
+
+@attrs.frozen
+class WaitProbe:
+    """Checks the store for what a suspended run waits on.
+
+    Holds ids and commands only, not the run's row or generator: a suspended
+    run should cost next to nothing while it waits.
+    """
+
+    runner: EffectRunner = attrs.field(eq=False, repr=False)
+    workflow_id: str
+    name: str
+    position: int
+    commands: tuple[Command, ...]
+
+    def __call__(self) -> bool:
+        row = WorkflowRow(self.workflow_id, self.name, Status.PENDING)
+        return any(
+            self.runner.check_ready(row, self.position, command, None) is not None
+            for command in self.commands
+        )
 
 
 @attrs.frozen
@@ -514,8 +536,17 @@ class EffectRunner:
         return Suspend(
             deadline,
             self.wakes_for(row, effect.position, command),
-            lambda: self.check_ready(row, effect.position, command, None) is not None,
+            self.probe(row, effect.position, (command,)),
         )
+
+    def probe(
+        self, row: WorkflowRow, position: int, commands: Sequence[Command]
+    ) -> WaitProbe | None:
+        """What the poller may call to see if a suspended run's wait is over (None: only time)."""
+        waiting = tuple(c for c in commands if isinstance(c, (Recv, GetEvent, Wait, Call)))
+        if not waiting:
+            return None
+        return WaitProbe(self, row.workflow_id, row.name, position, waiting)
 
     # -- Race and All ----------------------------------------------------------------------
 
@@ -631,7 +662,11 @@ class CompositeRun:
                         for i, d in enumerate(deadlines)
                         if d is not None and i not in self.outcomes
                     ]
-                    return Suspend(min(open_deadlines, default=None), wakes, self._any_ready)
+                    return Suspend(
+                        min(open_deadlines, default=None),
+                        wakes,
+                        runner.probe(self.row, effect.position, self.children),
+                    )
                 self.engine.check_cancelled(self.row.workflow_id)
                 open_deadlines = [
                     d for i, d in enumerate(deadlines) if d is not None and i not in self.outcomes
@@ -653,13 +688,6 @@ class CompositeRun:
         except ControlSignal:
             # A losing child: its outcome is never looked at.
             return Failure(serde.encode_error(Cancelled("cancelled"), with_traceback=False)), 0
-
-    def _any_ready(self) -> bool:
-        return any(
-            self.runner.check_ready(self.row, self.effect.position, child, None) is not None
-            for child in self.children
-            if isinstance(child, (Recv, GetEvent, Wait, Call))
-        )
 
     def _decided(self) -> Any:
         """The composite's recorded value, once it is decided; else None."""

@@ -1063,21 +1063,26 @@ class Engine:
                     heapq.heapify(self._idle_deadlines)
 
     def _poll_loop(self) -> None:
-        """The fallback for lost notifications: look again at runs that wait, and
-        every few rounds for runs of ours nobody here tracks (resumed elsewhere)."""
-        rounds = 0
+        """The fallback for lost notifications: once per poll interval look again at
+        runs that wait, and every few intervals for runs of ours nobody here tracks
+        (resumed elsewhere)."""
+        next_poll = time.monotonic() + self.poll_interval
+        next_sweep = time.monotonic() + SWEEP_EVERY * self.poll_interval
         while True:
             with self._cv:
+                # The condition is notified for many reasons; only time drives this loop.
+                while not self._closed and (left := next_poll - time.monotonic()) > 0:
+                    self._cv.wait(left)
                 if self._closed:
                     return
-                self._cv.wait(self.poll_interval)
-                if self._closed:
-                    return
-                waiting = [wid for wid, s in self._suspended.items() if s.waits]
-            rounds += 1
-            if rounds % SWEEP_EVERY == 0 and self._busy == 0:
+                waiting = [wid for wid, s in self._suspended.items() if s.ready is not None]
+                idle = self._busy == 0
+            now = time.monotonic()
+            next_poll = now + self.poll_interval
+            if now >= next_sweep and idle:
                 # A fallback for lost "resumed" notifications; a busy engine
                 # sweeps once it is idle again.
+                next_sweep = now + SWEEP_EVERY * self.poll_interval
                 self._sweep()
             for workflow_id in waiting:
                 if self._closed:
