@@ -9,6 +9,7 @@ rebuilt by replay when it wakes.
 
 from __future__ import annotations
 
+import collections
 import heapq
 import itertools
 import logging
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
+
+import attrs
 
 from replaykit import serde
 from replaykit.commands import as_seconds
@@ -58,6 +61,8 @@ DEFAULT_URL = "sqlite:///replaykit.db"
 # track: runs an operator resumed from another process, whose notification
 # may not reach us (SQLite has none across processes).
 SWEEP_EVERY = 10
+# Runs this engine finished, kept so handle.result() needs no read.
+FINISHED_CACHE = 4096
 log = logging.getLogger("replaykit.engine")
 
 
@@ -177,6 +182,7 @@ class Engine:
         self._rerun: set[str] = set()
         self._cancelled: set[str] = set()
         self._scopes: dict[str, CancelScope] = {}
+        self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
         self._activation_seq: dict[str, int] = {}
         # (when, tie-breaker, workflow id, the suspension it belongs to or None).
         # An entry whose suspension was forgotten is stale and skipped.
@@ -274,6 +280,7 @@ class Engine:
         priority: int = 0,
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
+        inline: bool = False,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
@@ -310,7 +317,7 @@ class Engine:
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
         if created and queue is None:
-            self.dispatch(stored.workflow_id, row=stored, fresh=True)
+            self.dispatch(stored.workflow_id, row=stored, fresh=True, inline=inline)
         return stored, created
 
     def start(
@@ -375,8 +382,14 @@ class Engine:
         timeout: float | None = None,
         **kwargs: Any,
     ) -> R:
-        """`start(...)` then `.result(timeout)`."""
-        return self.start(wf, *args, workflow_id=workflow_id, **kwargs).result(timeout)
+        """`start(...)` then `.result(timeout)`.
+
+        The first activation runs on the calling thread, which would only wait
+        otherwise; a run that suspends continues on the engine's threads.
+        """
+        self._check_open()
+        row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id, inline=True)
+        return WorkflowHandle[R](self, row.workflow_id, wf.result_type).result(timeout)
 
     def handle(self, workflow_id: str) -> WorkflowHandle[Any]:
         if self.store.get_workflow(workflow_id) is None:
@@ -531,6 +544,8 @@ class Engine:
 
     def delete(self, workflow_id: str, *, children: bool = False) -> bool:
         """Remove a run with its log, inbox and events (cancelling it first if it runs)."""
+        with self._cv:
+            self._finished.clear()
         return admin.delete_run(
             self.store, workflow_id, children=children, on_cancel=self._stop_locally
         )
@@ -540,6 +555,8 @@ class Engine:
     ) -> int:
         """Delete runs created before a cutoff; by default only finished ones. Returns the count."""
         cutoff = older_than if isinstance(older_than, datetime) else self.clock.now() - older_than
+        with self._cv:
+            self._finished.clear()
         return admin.collect_garbage(
             self.store, cutoff, keep_running=keep_running, on_cancel=self._stop_locally
         )
@@ -580,7 +597,10 @@ class Engine:
         unsubscribe = self.listen([("finished", workflow_id)], finished.set)
         try:
             while True:
-                row = self.store_call(lambda: self.store.get_workflow(workflow_id))
+                with self._cv:
+                    row = self._finished.get(workflow_id)
+                if row is None:
+                    row = self.store_call(lambda: self.store.get_workflow(workflow_id))
                 if row is None:
                     raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
                 if row.status.is_terminal:
@@ -618,7 +638,12 @@ class Engine:
             raise RuntimeError("this Engine is closed; create a new one")
 
     def dispatch(
-        self, workflow_id: str, *, row: WorkflowRow | None = None, fresh: bool = False
+        self,
+        workflow_id: str,
+        *,
+        row: WorkflowRow | None = None,
+        fresh: bool = False,
+        inline: bool = False,
     ) -> None:
         """Run an activation of `workflow_id` soon (at most one at a time per run).
 
@@ -634,6 +659,9 @@ class Engine:
             self._active.add(workflow_id)
             self._busy += 1
             self._activation_seq[workflow_id] = self._seq
+        if inline:
+            self._activation_loop(workflow_id, row, fresh)
+            return
         try:
             self._workers.submit(self._activation_loop, workflow_id, row, fresh)
         except RuntimeError:  # shut down between the check and the submit
@@ -740,15 +768,20 @@ class Engine:
                 )
 
     def _finish(self, row: WorkflowRow, status: Status, result: Outcome) -> None:
-        self.store_call(
+        error = result.error.message[:500] if isinstance(result, Failure) else ""
+        finished = self.store_call(
             lambda: self.store.finish_workflow(
-                row.workflow_id,
-                status,
-                result,
-                error=result.error.message[:500] if isinstance(result, Failure) else "",
-                executor_id=self.executor_id,
+                row.workflow_id, status, result, error=error, executor_id=self.executor_id
             )
         )
+        if finished:
+            # handle.result() on this engine then needs no read of its own.
+            with self._cv:
+                self._finished[row.workflow_id] = attrs.evolve(
+                    row, status=status, result=result, error=error
+                )
+                while len(self._finished) > FINISHED_CACHE:
+                    self._finished.popitem(last=False)
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
 
