@@ -244,7 +244,7 @@ def test_race_step_wins_and_replays_without_running_children(engine: Engine) -> 
 
 
 def ms_step(i: int) -> int:
-    time.sleep(0.05)
+    time.sleep(0.1)
     return i * i
 
 
@@ -256,8 +256,9 @@ def fanout_wf(n: int) -> Generator[Any, Any, list[int]]:
 def test_all_runs_children_concurrently_in_argument_order(engine: Engine) -> None:
     start = time.monotonic()
     assert engine.run(fanout_wf, 20, workflow_id="fan", timeout=30) == [i * i for i in range(20)]
-    # Twenty 50 ms steps in sequence take a second; concurrently, far less.
-    assert time.monotonic() - start < 0.8
+    # Twenty 100 ms steps in sequence take two seconds; concurrently, far less
+    # (the margin leaves room for a loaded CI machine).
+    assert time.monotonic() - start < 1.2
     (record,) = engine.steps("fan")
     assert record.kind == "all"
 
