@@ -49,8 +49,8 @@ from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import CancelScope, EffectRunner, Suspend, Wake
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
 from replaykit.runtime.schedules import Schedule, registered_schedules, ticks_between
+from replaykit.stores import open_store
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
-from replaykit.stores.memory import MemoryStore
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 
@@ -71,15 +71,7 @@ def open_store_for(target: str | Store | None) -> Store:
     if target is None:
         target = os.environ.get("REPLAYKIT_URL") or DEFAULT_URL
     if isinstance(target, str):
-        if target.startswith("memory://"):
-            return MemoryStore()
-        from replaykit import stores
-
-        opener = getattr(stores, "open_store", None)
-        if opener is None:
-            raise ValueError(f"no durable store is available for {target!r}")
-        store: Store = opener(target)
-        return store
+        return open_store(target)
     if not isinstance(target, Store):
         raise TypeError(
             f"Engine() takes a URL ('sqlite:///app.db', 'postgresql://...', 'memory://') or a "
