@@ -37,6 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
@@ -292,6 +293,72 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
     return f"WITH {', '.join(ctes)} SELECT (SELECT count(*) FROM ins), {sent}, {events}"
 
 
+def _batch_record_statement(s: str) -> str:
+    """Many plain records (no side effects) of distinct runs in one statement.
+
+    The same gate as `_record_statement` per row: the run PENDING (and owned by
+    the executor named, if any), the previous position present, a completed
+    position never overwritten. Returns the ids of the runs whose record was
+    written; the caller sends every other one down the one-record path, which
+    explains refusals. Runs are locked in id order so two batches never wait
+    for each other crosswise.
+    """
+    return (
+        'WITH input AS (SELECT wid COLLATE "C" AS wid, pos, kind, name, outcome, digest, '
+        "call_site, started_at, completed_at, rwake, attempts, executor, wake_at FROM unnest("
+        "%(wid)s::text[], %(pos)s::int[], %(kind)s::text[], %(name)s::text[], "
+        "%(outcome)s::text[], %(digest)s::text[], %(call_site)s::text[], "
+        "%(started_at)s::timestamptz[], %(completed_at)s::timestamptz[], "
+        "%(rwake)s::timestamptz[], %(attempts)s::int[], %(executor)s::text[], "
+        "%(wake_at)s::timestamptz[]) AS i(wid, pos, kind, name, outcome, digest, call_site, "
+        "started_at, completed_at, rwake, attempts, executor, wake_at)), "
+        f"run AS (SELECT w.workflow_id FROM {s}.workflows w JOIN input i "
+        "ON w.workflow_id = i.wid WHERE w.status = 'PENDING' "
+        "AND (i.executor IS NULL OR w.executor_id = i.executor) "
+        "ORDER BY w.workflow_id FOR NO KEY UPDATE OF w), "
+        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
+        "SELECT i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site, "
+        "i.started_at, i.completed_at, i.rwake, i.attempts FROM input i "
+        "JOIN run ON run.workflow_id = i.wid "
+        f"WHERE i.pos = 0 OR EXISTS (SELECT 1 FROM {s}.records p "
+        "WHERE p.workflow_id = i.wid AND p.position = i.pos - 1) "
+        "ON CONFLICT (workflow_id, position) DO UPDATE SET "
+        "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
+        "digest = excluded.digest, call_site = excluded.call_site, "
+        "started_at = excluded.started_at, completed_at = excluded.completed_at, "
+        "wake_at = excluded.wake_at, attempts = excluded.attempts "
+        "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
+        "RETURNING r.workflow_id), "
+        f"wake AS (UPDATE {s}.workflows w SET wake_at = i.wake_at FROM ins "
+        "JOIN input i ON i.wid = ins.workflow_id WHERE w.workflow_id = ins.workflow_id "
+        "AND w.wake_at IS DISTINCT FROM i.wake_at) "
+        "SELECT workflow_id FROM ins"
+    )
+
+
+@attrs.frozen
+class _PlainRecord:
+    """A record() call without side effects: what group commit batches."""
+
+    workflow_id: str
+    record: Record
+    executor_id: str | None
+    wake_at: datetime | None
+
+
+def _layers(slots: Sequence[Slot[_PlainRecord]]) -> list[list[Slot[_PlainRecord]]]:
+    """Split a batch so no run appears twice in one statement (arrival order kept)."""
+    layers: list[list[Slot[_PlainRecord]]] = []
+    depth: dict[str, int] = {}
+    for slot in slots:
+        level = depth.get(slot.item.workflow_id, 0)
+        depth[slot.item.workflow_id] = level + 1
+        if level == len(layers):
+            layers.append([])
+        layers[level].append(slot)
+    return layers
+
+
 def _notify_count(kind: str, source: str) -> str:
     """SQL counting the rows of `source`, notifying `kind:<workflow_id>` for each."""
     # `0 * count(pg_notify(...))` evaluates the notification for every row
@@ -402,6 +469,8 @@ class PostgresStore:
         self._channel = schema_channel(schema)
         self._s = sql.Identifier(schema).as_string(None)
         self._statements: dict[_RecordShape, str] = {}
+        self._batch_statement = _batch_record_statement(self._s)
+        self._group: GroupCommit[_PlainRecord] = GroupCommit(self._write_plain_records)
         self._subscribers: list[Callable[[str, str], None]] = []
         self._subscribers_lock = threading.Lock()
         self._listener: _Listener | None = None
@@ -889,6 +958,22 @@ class PostgresStore:
         event: EventWrite | None = None,
         wake_at: datetime | None = None,
     ) -> Record:
+        if consume is None and send is None and event is None:
+            stored = self._group.submit(_PlainRecord(workflow_id, record, executor_id, wake_at))
+            if stored is not FALL_BACK:
+                return stored  # type: ignore[no-any-return]
+        return self._record_one(workflow_id, record, executor_id, consume, send, event, wake_at)
+
+    def _record_one(
+        self,
+        workflow_id: str,
+        record: Record,
+        executor_id: str | None,
+        consume: int | Sequence[int] | None,
+        send: OutgoingMessage | None,
+        event: EventWrite | None,
+        wake_at: datetime | None,
+    ) -> Record:
         consumed = None
         if consume is not None:
             consumed = [consume] if isinstance(consume, int) else list(consume)
@@ -942,6 +1027,76 @@ class PostgresStore:
             f"workflow id {workflow_id!r}: position {record.position} could not be recorded "
             "after 5 attempts although nothing stood in the way"
         )
+
+    def _write_plain_records(self, slots: Sequence[Slot[_PlainRecord]]) -> None:
+        """Group commit's batch writer: one statement (and commit) per layer.
+
+        A lone record goes down the one-record path, whose statement is
+        lighter. Anything the batch did not write, and every record of a batch
+        that failed, falls back to that path too: it writes, or explains why not.
+        """
+        if len(slots) == 1:
+            # Written while leading, so that writes arriving meanwhile gather
+            # into the next batch.
+            item = slots[0].item
+            try:
+                slots[0].set_result(
+                    self._record_one(
+                        item.workflow_id,
+                        item.record,
+                        item.executor_id,
+                        None,
+                        None,
+                        None,
+                        item.wake_at,
+                    )
+                )
+            except Exception as exc:
+                slots[0].set_error(exc)
+            return
+        written: set[tuple[str, int]] = set()
+        try:
+            # Autocommit: each statement commits on its own; the records are
+            # independent, so layers need not share a transaction.
+            with self._connection() as conn:
+                for layer in _layers(slots):
+                    params = self._batch_params([slot.item for slot in layer])
+                    ids = conn.execute(self._batch_statement, params).fetchall()
+                    positions = {slot.item.workflow_id: slot.item.record.position for slot in layer}
+                    written.update((wid, positions[wid]) for (wid,) in ids)
+        except (psycopg.Error, StoreError) as exc:
+            _log.debug(
+                "group commit of %d records failed (%s); writing them one by one", len(slots), exc
+            )
+            written.clear()
+        for slot in slots:
+            item = slot.item
+            if (item.workflow_id, item.record.position) in written:
+                slot.set_result(item.record)
+            else:
+                slot.set_result(FALL_BACK)
+
+    @staticmethod
+    def _batch_params(items: Sequence[_PlainRecord]) -> dict[str, list[Any]]:
+        outcomes: list[str | None] = []
+        for item in items:
+            outcome = item.record.outcome
+            outcomes.append(None if outcome is None else serde.dumps(outcome_to_json(outcome)))
+        return {
+            "wid": [item.workflow_id for item in items],
+            "pos": [item.record.position for item in items],
+            "kind": [item.record.kind for item in items],
+            "name": [item.record.name for item in items],
+            "outcome": outcomes,
+            "digest": [item.record.digest for item in items],
+            "call_site": [item.record.call_site for item in items],
+            "started_at": [item.record.started_at for item in items],
+            "completed_at": [item.record.completed_at for item in items],
+            "rwake": [item.record.wake_at for item in items],
+            "attempts": [item.record.attempts for item in items],
+            "executor": [item.executor_id for item in items],
+            "wake_at": [item.wake_at for item in items],
+        }
 
     def _explain(
         self,

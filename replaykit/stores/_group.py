@@ -1,0 +1,123 @@
+"""Group commit: concurrent writers share one transaction.
+
+Each caller hands its write to `GroupCommit.submit` and blocks until it is
+durable, exactly as if it had committed alone. Whoever arrives while no batch
+is being written becomes the leader: it takes every write waiting at that
+moment (its own among them), writes them with `write_batch`, wakes each
+owner with its own result, and hands the lead to the oldest write that
+arrived meanwhile. Writes that arrive while a batch is in flight wait for it
+and go together in the next one, so the batch size follows the load: a lone
+writer pays no delay, a hundred concurrent ones share a round trip and a
+commit.
+
+A store's `write_batch` must settle every slot it is given: a result, an
+exception, or `FALL_BACK` (the owner then writes alone, on the store's
+ordinary path, which knows how to explain a refusal).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Generic, TypeVar
+
+__all__ = ["FALL_BACK", "GroupCommit", "Slot"]
+
+_T = TypeVar("_T")
+
+FALL_BACK: Final = object()
+_UNSET: Final = object()
+
+
+class Slot(Generic[_T]):
+    """One caller's write and, once the batch committed, its outcome."""
+
+    __slots__ = ("_error", "_result", "item", "wake")
+
+    def __init__(self, item: _T) -> None:
+        self.item = item
+        self._result: Any = _UNSET
+        self._error: BaseException | None = None
+        # Held until the owner may go on: its write settled, or it leads next.
+        # A bare lock per waiter wakes exactly that waiter, where a shared
+        # condition would wake them all.
+        self.wake = threading.Lock()
+        self.wake.acquire()
+
+    @property
+    def settled(self) -> bool:
+        return self._result is not _UNSET or self._error is not None
+
+    def set_result(self, result: Any) -> None:
+        self._result = result
+
+    def set_error(self, error: BaseException) -> None:
+        self._error = error
+
+    def outcome(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class GroupCommit(Generic[_T]):
+    """Leader/follower batching of writes into shared transactions."""
+
+    def __init__(
+        self, write_batch: Callable[[Sequence[Slot[_T]]], None], *, max_batch: int = 256
+    ) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, not {max_batch}")
+        self._write_batch = write_batch
+        self._max_batch = max_batch
+        self._lock = threading.Lock()
+        self._queue: deque[Slot[_T]] = deque()
+        self._leading = False
+
+    def submit(self, item: _T) -> Any:
+        """Write `item` (batched with whatever else is waiting); its outcome or `FALL_BACK`."""
+        slot = Slot(item)
+        with self._lock:
+            follow = self._leading
+            if follow:
+                self._queue.append(slot)
+            else:
+                self._leading = True
+        if follow:
+            slot.wake.acquire()
+            if slot.settled:
+                return slot.outcome()
+            # Promoted: the previous leader handed over; this thread leads now.
+        batch = [slot]
+        try:
+            with self._lock:
+                while self._queue and len(batch) < self._max_batch:
+                    batch.append(self._queue.popleft())
+            self._write(batch)
+        finally:
+            for other in batch:
+                if other is not slot:
+                    other.wake.release()
+            with self._lock:
+                if self._queue:
+                    self._queue.popleft().wake.release()
+                else:
+                    self._leading = False
+        return slot.outcome()
+
+    def _write(self, batch: Sequence[Slot[_T]]) -> None:
+        try:
+            self._write_batch(batch)
+        except BaseException as exc:
+            # Handed to every owner, so no caller is left without an answer.
+            for slot in batch:
+                if not slot.settled:
+                    slot.set_error(exc)
+            if not isinstance(exc, Exception):
+                raise
+        for slot in batch:
+            if not slot.settled:
+                slot.set_error(
+                    RuntimeError("group commit left a write unsettled; this is a replaykit bug")
+                )

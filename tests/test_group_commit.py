@@ -1,0 +1,217 @@
+"""Group commit: concurrent writes share batches, and each owner gets its own answer."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from replaykit.errors import RecordConflict
+from replaykit.log import Record, Status, Value
+from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores.base import WorkflowRow
+
+
+class _Gate:
+    """A batch writer that holds its first batch until released, recording every batch."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+        self.first_started = threading.Event()
+        self.release_first = threading.Event()
+
+    def write(self, slots: Sequence[Slot[int]]) -> None:
+        self.batches.append([slot.item for slot in slots])
+        if len(self.batches) == 1:
+            self.first_started.set()
+            assert self.release_first.wait(10)
+        for slot in slots:
+            if slot.item < 0:
+                slot.set_error(ValueError(f"item {slot.item} refused"))
+            else:
+                slot.set_result(slot.item * 10)
+
+
+def _submit_in_threads(group: GroupCommit[int], items: Sequence[int]) -> list[Any]:
+    results: list[Any] = [None] * len(items)
+
+    def submit(index: int) -> None:
+        try:
+            results[index] = group.submit(items[index])
+        except Exception as exc:
+            results[index] = exc
+
+    threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(items))]
+    for thread in threads:
+        thread.start()
+    return [threads, results]
+
+
+def _wait_queued(group: GroupCommit[int], count: int) -> None:
+    for _ in range(1000):
+        with group._lock:
+            if len(group._queue) >= count:
+                return
+        threading.Event().wait(0.005)
+    raise AssertionError(f"expected {count} queued writes")
+
+
+def test_a_lone_write_is_written_at_once() -> None:
+    gate = _Gate()
+    gate.release_first.set()
+    group = GroupCommit(gate.write)
+    assert group.submit(4) == 40
+    assert group.submit(5) == 50
+    assert gate.batches == [[4], [5]]
+
+
+def test_writes_arriving_during_a_batch_share_the_next_one() -> None:
+    gate = _Gate()
+    group = GroupCommit(gate.write)
+    first_threads, first = _submit_in_threads(group, [1])
+    assert gate.first_started.wait(10)
+    threads, results = _submit_in_threads(group, [2, 3, -4, 5])
+    _wait_queued(group, 4)
+    gate.release_first.set()
+    for thread in [*first_threads, *threads]:
+        thread.join(10)
+    assert first == [10]
+    assert results[:2] == [20, 30] and results[3] == 50
+    # The refusal reaches its own writer only.
+    assert isinstance(results[2], ValueError) and "item -4 refused" in str(results[2])
+    assert gate.batches[0] == [1]
+    assert sorted(gate.batches[1]) == [-4, 2, 3, 5]
+    assert len(gate.batches) == 2
+
+
+def test_batches_respect_the_size_limit() -> None:
+    gate = _Gate()
+    group = GroupCommit(gate.write, max_batch=2)
+    first_threads, _ = _submit_in_threads(group, [0])
+    assert gate.first_started.wait(10)
+    threads, results = _submit_in_threads(group, [1, 2, 3, 4, 5])
+    _wait_queued(group, 5)
+    gate.release_first.set()
+    for thread in [*first_threads, *threads]:
+        thread.join(10)
+    assert results == [10, 20, 30, 40, 50]
+    assert [len(batch) for batch in gate.batches] == [1, 2, 2, 1]
+
+
+def test_a_failing_batch_fails_each_of_its_writers_and_the_next_batch_works() -> None:
+    calls: list[int] = []
+
+    def write(slots: Sequence[Slot[int]]) -> None:
+        calls.append(len(slots))
+        if len(calls) == 1:
+            raise ConnectionError("server went away")
+        for slot in slots:
+            slot.set_result("ok")
+
+    group = GroupCommit(write)
+    with pytest.raises(ConnectionError, match="server went away"):
+        group.submit(1)
+    assert group.submit(2) == "ok"
+
+
+def test_a_writer_that_settles_nothing_is_reported_as_a_bug() -> None:
+    group: GroupCommit[int] = GroupCommit(lambda slots: None)
+    with pytest.raises(RuntimeError, match="left a write unsettled"):
+        group.submit(1)
+
+
+def test_max_batch_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_batch must be >= 1"):
+        GroupCommit(lambda slots: None, max_batch=0)
+
+
+# -- the PostgreSQL batch writer --------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
+    from replaykit.stores.postgres import PostgresStore
+
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=4)
+    yield store
+    store.close()
+
+
+def _rec(position: int, data: Any = None, *, pending: bool = False) -> Record:
+    return Record(position, "step", f"s{position}", None if pending else Value(data))
+
+
+def test_postgres_batch_writes_what_it_may_and_falls_back_for_the_rest(pg_store: Any) -> None:
+    from replaykit.stores.postgres import _PlainRecord
+
+    store = pg_store
+    for wid in ("a", "b", "c", "d", "e", "f"):
+        store.create_workflow(WorkflowRow(wid, "wf", Status.PENDING, executor_id="me"))
+    store.record("b", _rec(0, "stored"))
+    store.record("e", _rec(0, pending=True))
+    store.set_status("c", Status.CANCELLED)
+    items = [
+        _PlainRecord("a", _rec(0, "a0"), "me", None),  # written
+        _PlainRecord("a", _rec(1, "a1"), "me", None),  # same run again: a later layer
+        _PlainRecord("b", _rec(0, "other"), None, None),  # completed already: not written
+        _PlainRecord("c", _rec(0), None, None),  # cancelled run: not written
+        _PlainRecord("d", _rec(0), "someone-else", None),  # not the owner: not written
+        _PlainRecord("e", _rec(0, "done"), None, None),  # completes a pending record
+        _PlainRecord("f", _rec(2), None, None),  # a gap: not written
+    ]
+    slots = [Slot(item) for item in items]
+    store._write_plain_records(slots)
+    outcomes = [slot.outcome() for slot in slots]
+    assert outcomes[0] == items[0].record and outcomes[1] == items[1].record
+    assert outcomes[5] == items[5].record
+    assert [outcomes[i] is FALL_BACK for i in (2, 3, 4, 6)] == [True] * 4
+    assert store.load_log("a") == [_rec(0, "a0"), _rec(1, "a1")]
+    assert store.load_log("e") == [_rec(0, "done")]
+    assert store.load_log("c") == store.load_log("d") == store.load_log("f") == []
+    # What fell back gets the one-record path's answers.
+    assert store.record("b", _rec(0, "other")) == _rec(0, "stored")
+    with pytest.raises(RecordConflict, match="CANCELLED"):
+        store.record("c", _rec(0))
+    with pytest.raises(RecordConflict):
+        store.record("d", _rec(0), executor_id="someone-else")
+    with pytest.raises(RecordConflict, match="log ends at 0"):
+        store.record("f", _rec(2))
+
+
+def test_postgres_concurrent_records_share_commits(pg_store: Any) -> None:
+    store = pg_store
+    runs, positions = 24, 8
+    for run in range(runs):
+        store.create_workflow(WorkflowRow(f"r{run}", "wf", Status.PENDING))
+    sizes: list[int] = []
+    write_batch = store._group._write_batch
+
+    def counting(slots: Sequence[Slot[Any]]) -> None:
+        sizes.append(len(slots))
+        write_batch(slots)
+
+    store._group._write_batch = counting
+    barrier = threading.Barrier(runs)
+    errors: list[BaseException] = []
+
+    def work(run: int) -> None:
+        barrier.wait()
+        try:
+            for position in range(positions):
+                assert store.record(f"r{run}", _rec(position, run)) == _rec(position, run)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(run,)) for run in range(runs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    for run in range(runs):
+        assert store.load_log(f"r{run}") == [_rec(p, run) for p in range(positions)]
+    assert sum(sizes) == runs * positions
+    # 24 writers at once cannot all have gone one at a time.
+    assert max(sizes) > 1 and len(sizes) < runs * positions
