@@ -162,7 +162,7 @@ def test_postgres_batch_writes_what_it_may_and_falls_back_for_the_rest(pg_store:
         _PlainRecord("f", _rec(2), None, None),  # a gap: not written
     ]
     slots = [Slot(item) for item in items]
-    store._write_plain_records(slots)
+    store._write_batch(slots)
     outcomes = [slot.outcome() for slot in slots]
     assert outcomes[0] == items[0].record and outcomes[1] == items[1].record
     assert outcomes[5] == items[5].record
@@ -215,3 +215,44 @@ def test_postgres_concurrent_records_share_commits(pg_store: Any) -> None:
     assert sum(sizes) == runs * positions
     # 24 writers at once cannot all have gone one at a time.
     assert max(sizes) > 1 and len(sizes) < runs * positions
+
+
+def test_postgres_batch_finishes_only_what_it_may_and_notifies_other_processes(
+    pg_url: str, pg_schema: str, pg_store: Any
+) -> None:
+    from replaykit.stores.postgres import PostgresStore, _Finish
+
+    store = pg_store
+    for wid, executor in (("mine", "me"), ("theirs", "them"), ("done", "me"), ("plain", "me")):
+        store.create_workflow(WorkflowRow(wid, "wf", Status.PENDING, executor_id=executor))
+    store.finish_workflow("done", Status.SUCCESS, Value(0))
+    heard: list[tuple[str, str]] = []
+    listener = PostgresStore(pg_url, schema=pg_schema, pool_max=2)
+    unsubscribe = listener.subscribe(lambda kind, key: heard.append((kind, key)))
+    try:
+        items = [
+            _Finish("mine", Status.SUCCESS, Value(1), "", "me"),
+            _Finish("theirs", Status.SUCCESS, Value(2), "", "me"),  # not the owner
+            _Finish("done", Status.ERROR, None, "late", None),  # finished already
+            _Finish("missing", Status.SUCCESS, Value(3), "", None),
+            _Finish("plain", Status.ERROR, None, "boom", None),  # no owner check
+        ]
+        slots = [Slot(item) for item in items]
+        store._write_batch(slots)
+        assert [slot.outcome() for slot in slots] == [True, False, False, False, True]
+        mine, theirs, done, plain = (
+            store.get_workflow(w) for w in ("mine", "theirs", "done", "plain")
+        )
+        assert (mine.status, mine.result) == (Status.SUCCESS, Value(1))
+        assert theirs.status is Status.PENDING
+        assert (done.status, done.result) == (Status.SUCCESS, Value(0))
+        assert (plain.status, plain.error) == (Status.ERROR, "boom")
+        for _ in range(200):
+            if {("finished", "mine"), ("finished", "plain")} <= set(heard):
+                break
+            threading.Event().wait(0.02)
+        assert {("finished", "mine"), ("finished", "plain")} <= set(heard)
+        assert ("finished", "theirs") not in heard
+    finally:
+        unsubscribe()
+        listener.close()

@@ -817,8 +817,9 @@ class Engine:
             with self._cv:
                 held.update(row.workflow_id for row in rows)
             for row in rows:
-                # A claimed run may have a log (one released by a stopped worker).
-                self.dispatch(row.workflow_id, row=row)
+                # A claimed run may have a log (one released by a stopped worker);
+                # one claimed for the first time starts without reading it.
+                self.dispatch(row.workflow_id, row=row, fresh=row.has_log is False)
             taken += len(rows)
         return taken
 

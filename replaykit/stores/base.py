@@ -60,6 +60,9 @@ class WorkflowRow:
     # ENQUEUED run, the instant before which it may not be claimed (enqueue delay)
     error: str = ""  # why a run was PARKED (or a short form of its failure)
     started_at: datetime | None = None  # when it became PENDING (rate limits count these)
+    # Not stored: `claim` says whether the run already has records, so a run
+    # claimed for the first time starts without reading its (empty) log.
+    has_log: bool | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -153,7 +156,8 @@ class Store(Protocol):
         `concurrency` (PENDING runs of the queue, all executors) or `rate_limit`
         (runs whose `started_at` is within the last period, all executors) leaves
         less room. Atomic across concurrent claimers: no run is claimed twice and
-        the limits hold however many engines claim at once. Sets `started_at`.
+        the limits hold however many engines claim at once. Sets `started_at`,
+        and each returned row's `has_log` (does the run have records already).
         """
         ...
 

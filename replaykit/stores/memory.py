@@ -216,7 +216,7 @@ class MemoryStore:
                     updated_at=now,
                 )
                 self._rows[row.workflow_id] = taken
-                claimed.append(taken)
+                claimed.append(attrs.evolve(taken, has_log=bool(self._logs.get(row.workflow_id))))
             return claimed
 
     def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:

@@ -346,9 +346,38 @@ class _PlainRecord:
     wake_at: datetime | None
 
 
-def _layers(slots: Sequence[Slot[_PlainRecord]]) -> list[list[Slot[_PlainRecord]]]:
+@attrs.frozen
+class _Finish:
+    """A finish_workflow() call: group commit batches these too."""
+
+    workflow_id: str
+    status: Status
+    result: Outcome | None
+    error: str
+    executor_id: str | None
+
+
+_Write = _PlainRecord | _Finish
+
+
+def _batch_finish_statement(s: str) -> str:
+    """Finish many runs (each PENDING, owned by its executor if named); returns those finished."""
+    return (
+        'WITH input AS (SELECT wid COLLATE "C" AS wid, status, result, error, executor '
+        "FROM unnest(%(wid)s::text[], %(status)s::text[], %(result)s::text[], "
+        "%(error)s::text[], %(executor)s::text[]) AS i(wid, status, result, error, executor)), "
+        f"u AS (UPDATE {s}.workflows w SET status = i.status, result = i.result::json, "
+        "error = i.error, updated_at = %(now)s, wake_at = NULL FROM input i "
+        "WHERE w.workflow_id = i.wid AND w.status = 'PENDING' "
+        "AND (i.executor IS NULL OR w.executor_id = i.executor) RETURNING w.workflow_id) "
+        f"SELECT workflow_id, CASE WHEN octet_length(workflow_id) < {_NOTIFY_MAX_KEY} "
+        "THEN pg_notify(%(channel)s, 'finished:' || workflow_id) END FROM u"
+    )
+
+
+def _layers(slots: Sequence[Slot[_Write]]) -> list[list[Slot[_Write]]]:
     """Split a batch so no run appears twice in one statement (arrival order kept)."""
-    layers: list[list[Slot[_PlainRecord]]] = []
+    layers: list[list[Slot[_Write]]] = []
     depth: dict[str, int] = {}
     for slot in slots:
         level = depth.get(slot.item.workflow_id, 0)
@@ -470,7 +499,8 @@ class PostgresStore:
         self._s = sql.Identifier(schema).as_string(None)
         self._statements: dict[_RecordShape, str] = {}
         self._batch_statement = _batch_record_statement(self._s)
-        self._group: GroupCommit[_PlainRecord] = GroupCommit(self._write_plain_records)
+        self._finish_statement = _batch_finish_statement(self._s)
+        self._group: GroupCommit[_Write] = GroupCommit(self._write_batch)
         self._subscribers: list[Callable[[str, str], None]] = []
         self._subscribers_lock = threading.Lock()
         self._listener: _Listener | None = None
@@ -796,16 +826,18 @@ class PostgresStore:
             f"FROM (SELECT workflow_id {ready} "
             "ORDER BY priority, created_at, workflow_id LIMIT %(room)s "
             "FOR UPDATE SKIP LOCKED) AS ready WHERE w.workflow_id = ready.workflow_id "
-            f"RETURNING {', '.join('w.' + c.strip() for c in _WORKFLOW_COLUMNS.split(','))}"
+            f"RETURNING {', '.join('w.' + c.strip() for c in _WORKFLOW_COLUMNS.split(','))}, "
+            "EXISTS (SELECT 1 FROM {s}.records r WHERE r.workflow_id = w.workflow_id)"
         )
         with self._connection() as conn:
-            # Engines poll for claims; an empty queue costs one indexed read.
-            if conn.execute(f"SELECT 1 {ready} LIMIT 1", params).fetchone() is None:
-                return []
             if limits.concurrency is None and limits.rate_limit is None:
-                # SKIP LOCKED alone keeps two claimers off the same run.
+                # SKIP LOCKED alone keeps two claimers off the same run; on an
+                # empty queue this is one indexed read that writes nothing.
                 params["room"] = limits.limit
                 rows = conn.execute(take, params).fetchall()
+            elif conn.execute(f"SELECT 1 {ready} LIMIT 1", params).fetchone() is None:
+                # Engines poll for claims: an empty queue should not take the lock.
+                return []
             else:
                 with conn.transaction():
                     # The limits count every claimer's runs, so claimers of this
@@ -822,7 +854,7 @@ class PostgresStore:
                         return []
                     params["room"] = room
                     rows = conn.execute(take, params).fetchall()
-        taken = [_workflow_from(r) for r in rows]
+        taken = [attrs.evolve(_workflow_from(r), has_log=r[-1]) for r in rows]
         taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
         return taken
 
@@ -1028,19 +1060,31 @@ class PostgresStore:
             "after 5 attempts although nothing stood in the way"
         )
 
-    def _write_plain_records(self, slots: Sequence[Slot[_PlainRecord]]) -> None:
-        """Group commit's batch writer: one statement (and commit) per layer.
+    def _write_batch(self, slots: Sequence[Slot[_Write]]) -> None:
+        """Group commit's batch writer: records, then finishes, a statement each.
 
-        A lone record goes down the one-record path, whose statement is
-        lighter. Anything the batch did not write, and every record of a batch
-        that failed, falls back to that path too: it writes, or explains why not.
+        Autocommit: each statement commits on its own. The writes are
+        independent, so they need not share a transaction; what they share is
+        the round trip and the commit. A lone write takes the one-write path,
+        whose statement is lighter, while still leading, so that writes
+        arriving meanwhile gather into the next batch.
         """
-        if len(slots) == 1:
-            # Written while leading, so that writes arriving meanwhile gather
-            # into the next batch.
-            item = slots[0].item
-            try:
-                slots[0].set_result(
+        records = [slot for slot in slots if isinstance(slot.item, _PlainRecord)]
+        finishes = [slot for slot in slots if isinstance(slot.item, _Finish)]
+        if len(records) == 1:
+            self._settle_alone(records[0])
+        elif records:
+            self._write_records(records)
+        if len(finishes) == 1:
+            self._settle_alone(finishes[0])
+        elif finishes:
+            self._write_finishes(finishes)
+
+    def _settle_alone(self, slot: Slot[_Write]) -> None:
+        item = slot.item
+        try:
+            if isinstance(item, _PlainRecord):
+                slot.set_result(
                     self._record_one(
                         item.workflow_id,
                         item.record,
@@ -1051,18 +1095,24 @@ class PostgresStore:
                         item.wake_at,
                     )
                 )
-            except Exception as exc:
-                slots[0].set_error(exc)
-            return
+            else:
+                slot.set_result(self._finish_one(item))
+        except Exception as exc:
+            slot.set_error(exc)
+
+    def _write_records(self, slots: Sequence[Slot[_Write]]) -> None:
+        """Many records, one statement per layer; what was not written falls back.
+
+        Anything the batch did not write, and every record of a batch that
+        failed, goes down the one-record path, which writes it or explains why not.
+        """
         written: set[tuple[str, int]] = set()
         try:
-            # Autocommit: each statement commits on its own; the records are
-            # independent, so layers need not share a transaction.
             with self._connection() as conn:
                 for layer in _layers(slots):
-                    params = self._batch_params([slot.item for slot in layer])
-                    ids = conn.execute(self._batch_statement, params).fetchall()
-                    positions = {slot.item.workflow_id: slot.item.record.position for slot in layer}
+                    items = [slot.item for slot in layer if isinstance(slot.item, _PlainRecord)]
+                    ids = conn.execute(self._batch_statement, self._batch_params(items)).fetchall()
+                    positions = {item.workflow_id: item.record.position for item in items}
                     written.update((wid, positions[wid]) for (wid,) in ids)
         except (psycopg.Error, StoreError) as exc:
             _log.debug(
@@ -1071,10 +1121,44 @@ class PostgresStore:
             written.clear()
         for slot in slots:
             item = slot.item
+            assert isinstance(item, _PlainRecord)
             if (item.workflow_id, item.record.position) in written:
                 slot.set_result(item.record)
             else:
                 slot.set_result(FALL_BACK)
+
+    def _write_finishes(self, slots: Sequence[Slot[_Write]]) -> None:
+        """Many runs finished in one statement per layer; each owner learns if its run changed."""
+        finished: set[str] = set()
+        try:
+            with self._connection() as conn:
+                for layer in _layers(slots):
+                    items = [slot.item for slot in layer if isinstance(slot.item, _Finish)]
+                    params: dict[str, Any] = {
+                        "wid": [item.workflow_id for item in items],
+                        "status": [Status(item.status).value for item in items],
+                        "result": [
+                            None
+                            if item.result is None
+                            else serde.dumps(outcome_to_json(item.result))
+                            for item in items
+                        ],
+                        "error": [item.error for item in items],
+                        "executor": [item.executor_id for item in items],
+                        "now": _now(),
+                        "channel": self._channel,
+                    }
+                    rows = conn.execute(self._finish_statement, params).fetchall()
+                    finished.update(row[0] for row in rows)
+        except (psycopg.Error, StoreError) as exc:
+            _log.debug(
+                "group commit of %d finishes failed (%s); writing them one by one", len(slots), exc
+            )
+            for slot in slots:
+                slot.set_result(FALL_BACK)
+            return
+        for slot in slots:
+            slot.set_result(slot.item.workflow_id in finished)
 
     @staticmethod
     def _batch_params(items: Sequence[_PlainRecord]) -> dict[str, list[Any]]:
@@ -1255,6 +1339,16 @@ class PostgresStore:
         error: str = "",
         executor_id: str | None = None,
     ) -> bool:
+        finish = _Finish(workflow_id, status, result, error, executor_id)
+        changed = self._group.submit(finish)
+        if changed is FALL_BACK:
+            changed = self._finish_one(finish)
+        if changed:
+            # Outside the batch: a subscriber may call the store.
+            self._notify([("finished", workflow_id)])
+        return bool(changed)
+
+    def _finish_one(self, finish: _Finish) -> bool:
         found = self._one(
             self._q(
                 "WITH u AS (UPDATE {s}.workflows SET status = %(status)s, result = %(result)s, "
@@ -1264,19 +1358,16 @@ class PostgresStore:
                 "RETURNING workflow_id) " + "SELECT " + _notify_count("finished", "u") + " "
             ),
             {
-                "status": Status(status).value,
-                "result": _outcome_param(result),
-                "error": error,
+                "status": Status(finish.status).value,
+                "result": _outcome_param(finish.result),
+                "error": finish.error,
                 "now": _now(),
-                "wid": workflow_id,
-                "executor": executor_id,
+                "wid": finish.workflow_id,
+                "executor": finish.executor_id,
                 "channel": self._channel,
             },
         )
-        changed = bool(found and found[0])
-        if changed:
-            self._notify([("finished", workflow_id)])
-        return changed
+        return bool(found and found[0])
 
     def set_status(
         self,

@@ -290,7 +290,7 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
     )
 
 
-def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
+def _workflow_from(row: Sequence[Any], has_log: bool | None = None) -> WorkflowRow:
     return WorkflowRow(
         workflow_id=row[0],
         name=row[1],
@@ -309,6 +309,7 @@ def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
         wake_at=_from_micros(row[14]),
         error=row[15],
         started_at=_from_micros(row[16]),
+        has_log=has_log,
     )
 
 
@@ -671,10 +672,11 @@ class SqliteStore:
                 "wake_at = NULL, updated_at = ? "
                 f"WHERE workflow_id IN (SELECT workflow_id {ready} "
                 "ORDER BY priority, created_at, workflow_id LIMIT ?) "
-                f"RETURNING {_WORKFLOW_COLUMNS}",
+                f"RETURNING {_WORKFLOW_COLUMNS}, EXISTS (SELECT 1 FROM records r "
+                "WHERE r.workflow_id = workflows.workflow_id)",
                 (executor_id, at, at, *ready_params, room),
             ).fetchall()
-            taken = [_workflow_from(r) for r in rows]
+            taken = [_workflow_from(r, bool(r[-1])) for r in rows]
             taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
             return taken
 

@@ -827,6 +827,7 @@ def check_claim_order_and_readiness(store: Store) -> None:
         _equal(f"started_at of claimed {row.workflow_id}", now, row.started_at)
         _equal(f"wake_at of claimed {row.workflow_id}", None, row.wake_at)
         _equal(f"claimed {row.workflow_id} as stored", store.get_workflow(row.workflow_id), row)
+        _equal(f"has_log of {row.workflow_id}, claimed for the first time", False, row.has_log)
     _equal(
         "a second claim",
         [],
@@ -1014,6 +1015,7 @@ def check_release(store: Store) -> None:
             )
         )
     store.create_workflow(_run("rl-done", executor_id="e", queue="qa", status=Status.SUCCESS))
+    store.record("rl-1", Record(0, "step", "began", Value(1)))
     unsubscribe = store.subscribe(callback)
     try:
         released = store.release("e")
@@ -1050,6 +1052,11 @@ def check_release(store: Store) -> None:
             "qa", executor_id="g", app_version="", limits=ClaimLimits(9), now=datetime.now(UTC)
         )
         _equal("released runs can be claimed again", ["rl-1", "rl-3"], sorted(_ids(again)))
+        _equal(
+            "has_log of released runs claimed again (rl-1 had begun)",
+            {"rl-1": True, "rl-3": False},
+            {row.workflow_id: row.has_log for row in again},
+        )
     finally:
         unsubscribe()
 
