@@ -620,3 +620,29 @@ def test_postgres_datetimes_come_back_as_utc(pg_store: Any) -> None:
         conn.execute("SET TIME ZONE 'Asia/Kolkata'")
         conn.execute("RESET TIME ZONE")
     _check_utc(pg_store)
+
+
+def _open_at_once(path: Path, openers: int) -> list[BaseException]:
+    barrier = threading.Barrier(openers)
+    errors: list[BaseException] = []
+
+    def open_and_close() -> None:
+        barrier.wait()
+        try:
+            SqliteStore(path).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_and_close) for _ in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def test_sqlite_stores_opening_a_new_database_at_once_all_succeed(tmp_path: Path) -> None:
+    # Each opener switches the new file to WAL; SQLite answers "database is
+    # locked" at once to the loser of that race, without its busy handler.
+    for round_ in range(15):
+        assert _open_at_once(tmp_path / f"new-{round_}.db", openers=6) == []

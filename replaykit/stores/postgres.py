@@ -22,6 +22,7 @@ import logging
 import re
 import threading
 import urllib.parse
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -371,7 +372,7 @@ def _batch_finish_statement(s: str) -> str:
         "WHERE w.workflow_id = i.wid AND w.status = 'PENDING' "
         "AND (i.executor IS NULL OR w.executor_id = i.executor) RETURNING w.workflow_id) "
         f"SELECT workflow_id, CASE WHEN octet_length(workflow_id) < {_NOTIFY_MAX_KEY} "
-        "THEN pg_notify(%(channel)s, 'finished:' || workflow_id) END FROM u"
+        "THEN pg_notify(%(channel)s, %(origin)s || 'finished:' || workflow_id) END FROM u"
     )
 
 
@@ -393,7 +394,8 @@ def _notify_count(kind: str, source: str) -> str:
     # `0 * count(pg_notify(...))` evaluates the notification for every row
     # without letting it change the count.
     return (
-        f"(SELECT count(*) + 0 * count(pg_notify(%(channel)s, '{kind}:' || workflow_id)) "
+        "(SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
+        f"%(origin)s || '{kind}:' || workflow_id)) "
         f"FILTER (WHERE octet_length(workflow_id) < {_NOTIFY_MAX_KEY}) FROM {source})"
     )
 
@@ -407,9 +409,11 @@ class _Listener:
         channel: str,
         application_name: str,
         deliver: Callable[[str, str], None],
+        origin: str,
         safe_url: str,
     ) -> None:
         self._conninfo = conninfo
+        self._origin = origin
         self._channel = channel
         self._application_name = application_name
         self._deliver = deliver
@@ -462,7 +466,11 @@ class _Listener:
                 # A short timeout so stop() is noticed without closing the socket
                 # under the thread.
                 for notify in conn.notifies(timeout=0.25):
-                    kind, sep, key = notify.payload.partition(":")
+                    # "<origin>:<kind>:<key>"; the key may hold colons.
+                    if notify.payload.startswith(self._origin):
+                        continue
+                    _, _, note = notify.payload.partition(":")
+                    kind, sep, key = note.partition(":")
                     if sep:
                         self._deliver(kind, key)
 
@@ -496,6 +504,9 @@ class PostgresStore:
         self._safe_url = redact_url(url)
         self._connect_timeout = connect_timeout
         self._channel = schema_channel(schema)
+        # Notifications carry their sender's origin, so the listener can skip
+        # the ones this instance sent: it told its own subscribers at commit.
+        self._origin = uuid.uuid4().hex[:12] + ":"
         self._s = sql.Identifier(schema).as_string(None)
         self._statements: dict[_RecordShape, str] = {}
         self._batch_statement = _batch_record_statement(self._s)
@@ -669,6 +680,7 @@ class PostgresStore:
                     self._channel,
                     f"replaykit-listen:{self._schema}"[:63],
                     self._deliver,
+                    self._origin,
                     self._safe_url,
                 )
                 listener.start()
@@ -719,7 +731,8 @@ class PostgresStore:
             "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
             "%(started_at)s) "
             "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
-            "SELECT count(*) + 0 * count(pg_notify(%(channel)s, 'enqueued:' || queue)) "
+            "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
+            "%(origin)s || 'enqueued:' || queue)) "
             "FILTER (WHERE status = 'ENQUEUED' AND queue IS NOT NULL "
             f"AND octet_length(queue) < {_NOTIFY_MAX_KEY}) FROM ins"
         )
@@ -742,6 +755,7 @@ class PostgresStore:
             "error": stored.error,
             "started_at": stored.started_at,
             "channel": self._channel,
+            "origin": self._origin,
         }
         record_params = [_record_params(row.workflow_id, r) for r in records]
         insert_record = self._q(
@@ -911,12 +925,17 @@ class PostgresStore:
                 "WITH r AS (UPDATE {s}.workflows SET status = 'ENQUEUED', executor_id = '', "
                 "updated_at = %(now)s WHERE status = 'PENDING' AND executor_id = %(executor)s "
                 "AND queue IS NOT NULL RETURNING workflow_id, queue, created_at), "
-                "n AS (SELECT count(pg_notify(%(channel)s, 'enqueued:' || queue)) "
+                "n AS (SELECT count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue)) "
                 "FROM (SELECT DISTINCT queue FROM r) q "
                 f"WHERE octet_length(queue) < {_NOTIFY_MAX_KEY}) "
                 "SELECT r.workflow_id, r.queue, r.created_at FROM r, n"
             ),
-            {"now": _now(), "executor": executor_id, "channel": self._channel},
+            {
+                "now": _now(),
+                "executor": executor_id,
+                "channel": self._channel,
+                "origin": self._origin,
+            },
         )
         rows.sort(key=lambda r: (r[2], r[0]))
         self._notify([("enqueued", q) for q in sorted({r[1] for r in rows})])
@@ -1026,6 +1045,7 @@ class PostgresStore:
             params["consume_count"] = len(consumed)
         if send is not None or event is not None:
             params["channel"] = self._channel
+            params["origin"] = self._origin
             params["now"] = _now()
         if send is not None:
             params["send_to"] = send.workflow_id
@@ -1147,6 +1167,7 @@ class PostgresStore:
                         "executor": [item.executor_id for item in items],
                         "now": _now(),
                         "channel": self._channel,
+                        "origin": self._origin,
                     }
                     rows = conn.execute(self._finish_statement, params).fetchall()
                     finished.update(row[0] for row in rows)
@@ -1365,6 +1386,7 @@ class PostgresStore:
                 "wid": finish.workflow_id,
                 "executor": finish.executor_id,
                 "channel": self._channel,
+                "origin": self._origin,
             },
         )
         return bool(found and found[0])
@@ -1391,6 +1413,7 @@ class PostgresStore:
             "reset": reset_recovery,
             "wid": workflow_id,
             "channel": self._channel,
+            "origin": self._origin,
         }
         if only_from is not None:
             condition = " AND status = ANY(%(only_from)s::text[])"
@@ -1463,6 +1486,7 @@ class PostgresStore:
                 "payload": _json(payload),
                 "now": _now(),
                 "channel": self._channel,
+                "origin": self._origin,
             },
         )
         if not found or not found[0]:

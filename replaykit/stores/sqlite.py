@@ -17,6 +17,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -444,7 +445,7 @@ class SqliteStore:
     def _configure_writer(self) -> None:
         conn = self._writer
         if not self._in_memory:
-            mode = _first(conn.execute("PRAGMA journal_mode = WAL"))[0]
+            mode = self._switch_to_wal(conn)
             if str(mode).lower() != "wal":
                 _log.warning(
                     "SQLite database %s could not switch to WAL mode (it is in %s mode); "
@@ -453,6 +454,26 @@ class SqliteStore:
                     mode,
                 )
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+
+    def _switch_to_wal(self, conn: sqlite3.Connection) -> Any:
+        """`PRAGMA journal_mode = WAL`, waiting out another process doing the same.
+
+        Two processes opening a new database at once both switch it to WAL;
+        SQLite does not call the busy handler for that switch, so the loser
+        sees "database is locked" at once. Retry within `busy_timeout_ms`.
+        """
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        delay = 0.005
+        while True:
+            try:
+                return _first(conn.execute("PRAGMA journal_mode = WAL"))[0]
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise StoreUnavailable(
+                        f"cannot switch SQLite database {self._path!r} to WAL mode: {exc}"
+                    ) from exc
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
 
     def journal_mode(self) -> str:
         """SQLite's journal mode for this database (`wal` for a file database)."""
