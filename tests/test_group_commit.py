@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replaykit.errors import RecordConflict
+from replaykit.errors import RecordConflict, StoreUnavailable
 from replaykit.log import Record, Status, Value
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores.base import WorkflowRow
@@ -256,3 +257,101 @@ def test_postgres_batch_finishes_only_what_it_may_and_notifies_other_processes(
     finally:
         unsubscribe()
         listener.close()
+
+
+# -- the SQLite batch writer ------------------------------------------------------------------
+
+
+def test_sqlite_batch_commits_together_and_a_failing_write_undoes_only_its_own(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from replaykit.stores.sqlite import SqliteStore, _Unchanged
+
+    store = SqliteStore(tmp_path / "batch.db")
+    try:
+        store.create_workflow(WorkflowRow("w", "wf", Status.PENDING))
+
+        def event(key: str) -> Any:
+            def body(conn: sqlite3.Connection) -> str:
+                conn.execute(
+                    "INSERT INTO events (workflow_id, key, value) VALUES ('w', ?, '1')", (key,)
+                )
+                return key
+
+            return body
+
+        def refused(conn: sqlite3.Connection) -> str:
+            event("refused")(conn)
+            raise RecordConflict("not this one")
+
+        def unchanged(conn: sqlite3.Connection) -> str:
+            event("unchanged")(conn)
+            raise _Unchanged("as it was")
+
+        slots = [Slot(event("a")), Slot(refused), Slot(unchanged), Slot(event("b"))]
+        store._write_batch(slots)
+        assert slots[0].outcome() == "a" and slots[3].outcome() == "b"
+        assert slots[2].outcome() == "as it was"
+        with pytest.raises(RecordConflict, match="not this one"):
+            slots[1].outcome()
+        assert store.get_event("w", "a") == (True, 1) and store.get_event("w", "b") == (True, 1)
+        assert store.get_event("w", "refused") == (False, None)
+        assert store.get_event("w", "unchanged") == (False, None)
+
+        def broken(conn: sqlite3.Connection) -> str:
+            conn.execute("INSERT INTO no_such_table VALUES (1)")
+            return "never"
+
+        # The database itself failing sends every write of the batch back to its owner.
+        slots = [Slot(event("c")), Slot(broken)]
+        store._write_batch(slots)
+        assert [slot.outcome() for slot in slots] == [FALL_BACK, FALL_BACK]
+        assert store.get_event("w", "c") == (False, None)
+        with pytest.raises(StoreUnavailable, match="no such table: no_such_table"):
+            store._write(broken)
+        assert store._write(event("c")) == "c"
+    finally:
+        store.close()
+
+
+def test_sqlite_concurrent_records_share_commits(tmp_path: Path) -> None:
+    from replaykit.stores.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "many.db")
+    try:
+        runs, positions = 16, 10
+        for run in range(runs):
+            store.create_workflow(WorkflowRow(f"r{run}", "wf", Status.PENDING))
+        sizes: list[int] = []
+        write_batch = store._group._write_batch
+
+        def counting(slots: Sequence[Slot[Any]]) -> None:
+            sizes.append(len(slots))
+            write_batch(slots)
+
+        store._group._write_batch = counting
+        barrier = threading.Barrier(runs)
+        errors: list[BaseException] = []
+
+        def work(run: int) -> None:
+            barrier.wait()
+            try:
+                for position in range(positions):
+                    assert store.record(f"r{run}", _rec(position, run)) == _rec(position, run)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(run,)) for run in range(runs)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert errors == []
+        for run in range(runs):
+            assert store.load_log(f"r{run}") == [_rec(p, run) for p in range(positions)]
+        assert sum(sizes) == runs * positions
+        assert max(sizes) > 1
+    finally:
+        store.close()

@@ -55,6 +55,11 @@ class Slot(Generic[_T]):
     def set_error(self, error: BaseException) -> None:
         self._error = error
 
+    def fall_back(self) -> None:
+        """Whatever the batch said before, the owner writes alone after all."""
+        self._result = FALL_BACK
+        self._error = None
+
     def outcome(self) -> Any:
         if self._error is not None:
             raise self._error

@@ -3,7 +3,8 @@
 One writer connection, guarded by a lock, carries every write as a
 `BEGIN IMMEDIATE` transaction: SQLite allows one writer at a time anyway, and
 taking the write lock up front means a transaction never fails half-way on a
-lock it could not upgrade. Reads go to a small pool of reader connections; in
+lock it could not upgrade. Writes that arrive while a transaction is under way
+share the next one (group commit), each in a savepoint of its own. Reads go to a small pool of reader connections; in
 WAL mode they see the last committed state without waiting for the writer.
 
 Datetimes are stored as integer microseconds since the Unix epoch (UTC): exact,
@@ -28,6 +29,7 @@ import attrs
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
@@ -399,6 +401,10 @@ class SqliteStore:
         # so readers cannot have connections of their own.
         self._in_memory = self._path == ":memory:" or self._path == ""
         self._write_lock = threading.RLock()
+        self._inside_body = threading.local()
+        self._group: GroupCommit[Callable[[sqlite3.Connection], Any]] = GroupCommit(
+            self._write_batch
+        )
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
@@ -505,7 +511,77 @@ class SqliteStore:
             raise StoreError(f"{self!r} is closed")
 
     def _write(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run `body` in one BEGIN IMMEDIATE transaction; `_Unchanged` rolls back quietly."""
+        """Run `body` in a BEGIN IMMEDIATE transaction; `_Unchanged` rolls back quietly.
+
+        Concurrent writers share transactions (group commit): each body runs
+        inside a savepoint of its own, so one body's failure or `_Unchanged`
+        undoes only its own writes, and all of them commit together.
+        """
+        self._check_open()
+        if getattr(self._inside_body, "active", False):
+            raise StoreError(
+                "the store was called from inside a Transaction body on the same "
+                "thread; use the connection the body was given instead"
+            )
+        outcome = self._group.submit(body)
+        if outcome is FALL_BACK:
+            return self._write_alone(body)
+        return outcome  # type: ignore[no-any-return]
+
+    def _write_batch(self, slots: Sequence[Slot[Callable[[sqlite3.Connection], Any]]]) -> None:
+        """Group commit's batch writer: every body in one transaction, a savepoint each."""
+        if len(slots) == 1:
+            try:
+                slots[0].set_result(self._write_alone(slots[0].item))
+            except Exception as exc:
+                slots[0].set_error(exc)
+            return
+        with self._write_lock:
+            conn = self._writer
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                error = self._locked_error(exc)
+                for slot in slots:
+                    slot.set_error(error)
+                return
+            try:
+                for slot in slots:
+                    conn.execute("SAVEPOINT one_write")
+                    try:
+                        slot.set_result(slot.item(conn))
+                    except _Unchanged as unchanged:
+                        conn.execute("ROLLBACK TO one_write")
+                        slot.set_result(unchanged.value)
+                    except sqlite3.Error:
+                        # The database itself failed (I/O, disk full): SQLite may
+                        # have rolled the whole transaction back. Start over,
+                        # each write alone, where its failure is its own.
+                        raise
+                    except Exception as exc:
+                        conn.execute("ROLLBACK TO one_write")
+                        slot.set_error(exc)
+                    conn.execute("RELEASE one_write")
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                _log.debug(
+                    "group commit of %d writes failed (%s); writing them alone", len(slots), exc
+                )
+                for slot in slots:
+                    slot.fall_back()
+            except BaseException:
+                self._rollback(conn)
+                raise
+
+    def _locked_error(self, exc: sqlite3.OperationalError) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"SQLite database {self._path!r} stayed locked by another writer for "
+            f"{self._busy_timeout_ms} ms ({exc}); raise busy_timeout_ms or retry"
+        )
+
+    def _write_alone(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run `body` in a BEGIN IMMEDIATE transaction of its own."""
         self._check_open()
         with self._write_lock:
             conn = self._writer
@@ -517,10 +593,7 @@ class SqliteStore:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise StoreUnavailable(
-                    f"SQLite database {self._path!r} stayed locked by another writer for "
-                    f"{self._busy_timeout_ms} ms ({exc}); raise busy_timeout_ms or retry"
-                ) from exc
+                raise self._locked_error(exc) from exc
             try:
                 result = body(conn)
                 conn.execute("COMMIT")
@@ -898,10 +971,13 @@ class SqliteStore:
             stored = self._refusal(conn, workflow_id, position, False, executor_id)
             if stored is not None:
                 raise _Unchanged(stored)
+            self._inside_body.active = True
             try:
                 record = body(conn)
             except BaseException as exc:
                 raise _BodyFailed(exc) from exc
+            finally:
+                self._inside_body.active = False
             if not conn.in_transaction:
                 raise StoreError(
                     f"workflow id {workflow_id!r} position {position}: the Transaction body "
@@ -916,7 +992,8 @@ class SqliteStore:
             self._write_record(conn, workflow_id, record, executor_id, None)
             return record
 
-        return self._write(write)
+        # Alone: the body is the user's code, and it holds the connection.
+        return self._write_alone(write)
 
     # -- status --------------------------------------------------------------
 
