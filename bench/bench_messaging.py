@@ -97,9 +97,7 @@ def latency(pg: str, n: int, gap: float) -> None:
         if child.poll() is None:
             child.kill()
         with psycopg.connect(pg, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
-            )
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
     ms = [v * 1000 for v in values]
     print(
         f"Send -> Recv across two processes on PostgreSQL "

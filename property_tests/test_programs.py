@@ -428,25 +428,12 @@ def plans_for(draw: st.DrawFn, program: dict[str, Any]) -> Plans:
     }
 
 
-def _off_the_second(messages: list[Message]) -> list[Message]:
-    # Every timer in these programs falls on a whole second. A message due at
-    # exactly a Recv's deadline is a tie whose order the engine does not fix
-    # (the kit's clock and the timer thread race for it); half a second keeps
-    # generated arrivals off those instants. Ties between messages remain.
-    return [
-        Message(m.topic, m.payload, at=m.at + timedelta(seconds=0.5), to=m.to)
-        if isinstance(m.at, timedelta)
-        else m
-        for m in messages
-    ]
-
-
 MESSAGES = rks.message_schedules(
     {"a": st.integers(0, 99), "b": st.integers(0, 99)},
     max_messages=3,
     within=timedelta(hours=2),
     resolution=timedelta(minutes=10),
-).map(_off_the_second)
+)
 
 
 @st.composite

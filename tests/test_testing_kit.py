@@ -213,6 +213,29 @@ def test_a_message_due_with_the_timer_is_delivered_first() -> None:
     assert result.result == "shipped c for tie"
 
 
+@workflow(name="kit.recv_or_timeout")
+def recv_or_timeout(seconds: int) -> Generator[Any, Any, str]:
+    message = yield Recv("confirm", timeout=seconds)
+    return "timed out" if message is None else f"got {message}"
+
+
+@workflow(name="kit.sleep_or_recv")
+def sleep_or_recv(seconds: int) -> Generator[Any, Any, str]:
+    winner, value = yield Race(Sleep(seconds), Recv("confirm"))
+    return "slept" if winner == 0 else f"got {value}"
+
+
+@pytest.mark.parametrize("wf", [recv_or_timeout, sleep_or_recv])
+def test_a_message_at_a_deadline_wins_every_time(wf: Any) -> None:
+    # The message is in the inbox before the clock shows the instant, so no
+    # thread that sees the deadline (timer, poller) can beat it.
+    for seconds in range(1, 41):
+        tie = Message("confirm", seconds, at=timedelta(seconds=seconds))
+        assert rt.run(wf, seconds, messages=[tie]).result == f"got {seconds}"
+    late = Message("confirm", 0, at=timedelta(seconds=5, microseconds=1))
+    assert rt.run(wf, 5, messages=[late]).result in ("timed out", "slept")
+
+
 @workflow(name="kit.inbox")
 def inbox(count: int) -> Generator[Any, Any, list[Any]]:
     got = []

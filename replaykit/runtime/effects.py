@@ -481,7 +481,7 @@ class EffectRunner:
             finished = self._finished_outcome(row, position, target)
             if finished is not None:
                 return _Ready(finished)
-        if deadline is not None and self.clock.now() >= deadline:
+        if deadline is not None and self.clock.passed(deadline):
             if isinstance(command, Wait):
                 error = TimeoutError(
                     f"Wait({command.workflow_id!r}) in workflow {row.name!r} "
@@ -615,20 +615,34 @@ class CompositeRun:
                 for index, future in futures.items():
                     if index not in self.outcomes and future.done() and not future.cancelled():
                         self.outcomes[index] = future.result()[0]
-                for index, child in enumerate(self.children):
-                    if index in self.outcomes or index in futures:
-                        continue
-                    if isinstance(child, (Sleep, Recv, GetEvent, Wait, Call)):
+                # What arrived (a message, an event, a finished run) is looked
+                # at before any deadline: something that arrived at the instant
+                # a deadline falls wins the tie, whatever the children's order.
+                for timed_out in (False, True):
+                    if self.is_race and self.outcomes:
+                        break
+                    for index, child in enumerate(self.children):
+                        if index in self.outcomes or index in futures:
+                            continue
+                        if not isinstance(child, (Sleep, Recv, GetEvent, Wait, Call)):
+                            continue
+                        deadline = deadlines[index]
+                        if timed_out and (deadline is None or not runner.clock.passed(deadline)):
+                            continue  # looked at a moment ago, and not due
                         ready = runner.check_ready(
-                            self.row, effect.position, child, deadlines[index]
+                            self.row,
+                            effect.position,
+                            child,
+                            deadline if timed_out else None,
                         )
-                        if ready is not None:
-                            if ready.consume is not None and ready.consume in self.consumed:
-                                continue  # two Recv children on one topic take two messages
-                            self.outcomes[index] = ready.outcome
-                            if ready.consume is not None:
-                                self.consumed.append(ready.consume)
-                        if self.is_race and self.outcomes:
+                        if ready is None:
+                            continue
+                        if ready.consume is not None and ready.consume in self.consumed:
+                            continue  # two Recv children on one topic take two messages
+                        self.outcomes[index] = ready.outcome
+                        if ready.consume is not None:
+                            self.consumed.append(ready.consume)
+                        if self.is_race:
                             break
                 decided = self._decided()
                 if decided is not None:

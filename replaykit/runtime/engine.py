@@ -1029,7 +1029,7 @@ class Engine:
                     return
                 now = clock.now()
                 self._drop_stale_timers()
-                while self._timers and self._timers[0][0] <= now:
+                while self._timers and clock.passed(self._timers[0][0]):
                     _, _, workflow_id, token = heapq.heappop(self._timers)
                     if token is None or self._suspended.get(workflow_id) is token:
                         due.append(workflow_id)
@@ -1083,7 +1083,7 @@ class Engine:
         try:
             stop = time.monotonic() + self.poll_interval
             while not changed.is_set() and time.monotonic() < stop:
-                if deadline is not None and self.clock.now() >= deadline:
+                if deadline is not None and self.clock.passed(deadline):
                     return
                 changed.wait(0.005)
         finally:

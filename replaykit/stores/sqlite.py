@@ -4,8 +4,9 @@ One writer connection, guarded by a lock, carries every write as a
 `BEGIN IMMEDIATE` transaction: SQLite allows one writer at a time anyway, and
 taking the write lock up front means a transaction never fails half-way on a
 lock it could not upgrade. Writes that arrive while a transaction is under way
-share the next one (group commit), each in a savepoint of its own. Reads go to a small pool of reader connections; in
-WAL mode they see the last committed state without waiting for the writer.
+share the next one (group commit), each in a savepoint of its own. Reads go to
+a small pool of reader connections; in WAL mode they see the last committed
+state without waiting for the writer.
 
 Datetimes are stored as integer microseconds since the Unix epoch (UTC): exact,
 compact, and they sort the way the instants do. JSON values are stored as text.

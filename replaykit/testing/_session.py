@@ -180,10 +180,10 @@ class KitClock:
         self._lock = threading.Lock()
         self.autojump = True
         self._pending: list[tuple[datetime, int]] = []
-        self._deliver: Callable[[int], None] = lambda index: None
+        self._deliver: Callable[[int, datetime], None] = lambda index, at: None
 
     def attach(
-        self, pending: Iterable[tuple[datetime, int]], deliver: Callable[[int], None]
+        self, pending: Iterable[tuple[datetime, int]], deliver: Callable[[int, datetime], None]
     ) -> None:
         with self._lock:
             self._pending = list(pending)
@@ -217,17 +217,34 @@ class KitClock:
             if not (self._pending and self._pending[0][0] <= instant):
                 self._now = max(self._now, instant)
                 return
-            index = self._take_next_locked()
-        self._deliver(index)
+            at, index = heapq.heappop(self._pending)
+        self._move_then_deliver(at, index)
 
     def deliver_next(self) -> bool:
         """Move to the next message's arrival and deliver it; False if none is left."""
         with self._lock:
             if not self._pending:
                 return False
-            index = self._take_next_locked()
-        self._deliver(index)
+            at, index = heapq.heappop(self._pending)
+        self._move_then_deliver(at, index)
         return True
+
+    def _move_then_deliver(self, at: datetime, index: int) -> None:
+        # One message per call, even when several are due at this instant: the
+        # next is delivered once the engine is idle again. A notification that
+        # lands while the run is active makes the engine re-activate it in a
+        # loop (see `Engine._suspend`), and one at a time is also the order a
+        # real inbox would see. The clock shows the message's instant first,
+        # so the run it wakes sees a time no earlier than its arrival; timers
+        # due at that instant wait for every message due with them (`passed`).
+        with self._lock:
+            self._now = max(self._now, at)
+        self._deliver(index, at)
+
+    def passed(self, deadline: datetime) -> bool:
+        """True once the clock reached `deadline` and every message due by then arrived."""
+        with self._lock:
+            return self._now >= deadline and not (self._pending and self._pending[0][0] <= deadline)
 
     def deliver_due(self) -> None:
         """Deliver every message whose arrival time is not after now."""
@@ -236,22 +253,12 @@ class KitClock:
             while self._pending and self._pending[0][0] <= self._now:
                 due.append(heapq.heappop(self._pending)[1])
         for index in due:
-            self._deliver(index)
+            self._deliver(index, self.now())
 
     def move_to(self, instant: datetime) -> None:
         """Set the time outright; only while no engine runs (seeding a session)."""
         with self._lock:
             self._now = instant
-
-    def _take_next_locked(self) -> int:
-        # One message per call, even when several are due at this instant: the
-        # next is delivered once the engine is idle again. A notification that
-        # lands while the run is active makes the engine re-activate it in a
-        # loop (see `Engine._suspend`), and one at a time is also the order a
-        # real inbox would see.
-        at, index = heapq.heappop(self._pending)
-        self._now = max(self._now, at)
-        return index
 
 
 #: Store methods that change nothing; every other method is journaled as a write.
@@ -484,10 +491,9 @@ class Session:
         # Messages whose time has come arrive before the workflow runs.
         self.clock.deliver_due()
 
-    def _deliver(self, index: int) -> None:
+    def _deliver(self, index: int, at: datetime) -> None:
         message = self.messages[index]
         target = message.to or self.workflow_id
-        at = self.clock.now()
         try:
             self.store.send_message(target, message.topic or "", self._encoded[index])
         except WorkflowNotFound as exc:
