@@ -63,6 +63,10 @@ DEFAULT_URL = "sqlite:///replaykit.db"
 SWEEP_EVERY = 10
 # Runs this engine finished, kept so handle.result() needs no read.
 FINISHED_CACHE = 4096
+# Claim rounds that follow each other this closely would each take a run or
+# two of a steady stream of enqueues; waiting out the rest lets one claim take
+# what arrived meanwhile. A lone enqueue after a quiet spell is claimed at once.
+CLAIM_SPACING = 0.002
 log = logging.getLogger("replaykit.engine")
 
 
@@ -797,7 +801,12 @@ class Engine:
 
     def claim_now(self) -> int:
         """One claim round over the listened queues; returns how many runs it took."""
+        return self._claim_round()[0]
+
+    def _claim_round(self) -> tuple[int, bool]:
+        """(runs taken, whether some queue filled all the room it had: more may wait)."""
         taken = 0
+        saturated = False
         now = self.clock.now()
         for queue in self._listened_queues():
             with self._cv:
@@ -821,10 +830,12 @@ class Engine:
                 # one claimed for the first time starts without reading it.
                 self.dispatch(row.workflow_id, row=row, fresh=row.has_log is False)
             taken += len(rows)
-        return taken
+            saturated = saturated or len(rows) >= capacity
+        return taken, saturated
 
     def _queue_loop(self) -> None:
         last_beat = 0.0
+        last_claim = 0.0
         while not self._closed:
             try:
                 monotonic = time.monotonic()
@@ -840,16 +851,22 @@ class Engine:
                     ):
                         log.warning("took over workflow id %r from a dead engine", workflow_id)
                         self._adopt(workflow_id)
-                took = self.claim_now()
+                last_claim = time.monotonic()
+                saturated = self._claim_round()[1]
             except StoreUnavailable as exc:
                 log.warning("queue claim failed (%s); retrying", exc)
-                took = 0
+                saturated = False
             except Exception:
                 log.exception("queue loop failed; retrying")
-                took = 0
-            if took == 0:
-                self._claim_wanted.wait(min(self.poll_interval, self.lease_seconds / 3))
-                self._claim_wanted.clear()
+                saturated = False
+            if saturated:
+                continue  # the room was filled: more runs may be ready right now
+            # Woken by an enqueue, a finished run (room again) or the poll interval.
+            self._claim_wanted.wait(min(self.poll_interval, self.lease_seconds / 3))
+            self._claim_wanted.clear()
+            spacing = CLAIM_SPACING - (time.monotonic() - last_claim)
+            if spacing > 0:
+                time.sleep(spacing)
 
     def _adopt(self, workflow_id: str) -> None:
         row = self.store.get_workflow(workflow_id)
