@@ -41,7 +41,7 @@ def _submit_in_threads(group: GroupCommit[int], items: Sequence[int]) -> list[An
     def submit(index: int) -> None:
         try:
             results[index] = group.submit(items[index])
-        except Exception as exc:
+        except BaseException as exc:
             results[index] = exc
 
     threads = [threading.Thread(target=submit, args=(i,)) for i in range(len(items))]
@@ -355,3 +355,90 @@ def test_sqlite_concurrent_records_share_commits(tmp_path: Path) -> None:
         assert max(sizes) > 1
     finally:
         store.close()
+
+
+class _Interrupt(BaseException):
+    """Stands in for KeyboardInterrupt without upsetting the test runner."""
+
+
+def test_an_interrupted_follower_leaves_the_group_usable() -> None:
+    import signal
+
+    gate = _Gate()
+    group = GroupCommit(gate.write)
+    leader_threads, leader = _submit_in_threads(group, [1])
+    assert gate.first_started.wait(10)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise _Interrupt
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    main = threading.main_thread().ident
+    assert main is not None
+    kicker = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGUSR1))
+    kicker.start()
+    try:
+        with pytest.raises(_Interrupt):
+            group.submit(2)  # follows the blocked leader, then is interrupted
+    finally:
+        kicker.join()
+        signal.signal(signal.SIGUSR1, previous)
+    gate.release_first.set()
+    for thread in leader_threads:
+        thread.join(10)
+    assert leader == [10]
+    # The interrupted write left the queue; the group still takes writes.
+    assert group.submit(3) == 30
+    assert [item for batch in gate.batches for item in batch] == [1, 3]
+
+
+def test_an_interrupted_leader_sends_the_others_back_to_write_alone() -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    def write(slots: Sequence[Slot[int]]) -> None:
+        if slots[0].item == 0:
+            started.set()
+            assert release.wait(10)
+            slots[0].set_result("first")
+            return
+        slots[1].set_result("said before the interrupt")
+        raise _Interrupt
+
+    group = GroupCommit(write)
+    first_threads, first = _submit_in_threads(group, [0])
+    assert started.wait(10)
+    threads, results = _submit_in_threads(group, [1, 2])
+    _wait_queued(group, 2)
+    release.set()
+    for thread in [*first_threads, *threads]:
+        thread.join(10)
+    assert first == ["first"]
+    # Whoever led batch 2 was interrupted; the other is told to write alone,
+    # whatever the batch had said before the interrupt.
+    interrupted = [r for r in results if isinstance(r, _Interrupt)]
+    assert len(interrupted) == 1
+    assert [r for r in results if r is FALL_BACK] == [FALL_BACK]
+
+
+def test_postgres_one_run_twice_in_a_batch_gets_an_answer_per_write(pg_store: Any) -> None:
+    from replaykit.stores.postgres import _Finish, _PlainRecord
+
+    store = pg_store
+    store.create_workflow(WorkflowRow("w", "wf", Status.PENDING, executor_id="owner"))
+    store.create_workflow(WorkflowRow("f", "wf", Status.PENDING, executor_id="owner"))
+    slots: list[Slot[Any]] = [
+        Slot(_PlainRecord("w", _rec(0, "owner's"), "owner", None)),
+        Slot(_PlainRecord("w", _rec(0, "stale"), "stale", None)),
+        Slot(_Finish("f", Status.SUCCESS, Value(1), "", "owner")),
+        Slot(_Finish("f", Status.ERROR, None, "stale", "stale")),
+    ]
+    store._write_batch(slots)
+    assert slots[0].outcome() == _rec(0, "owner's")
+    assert slots[1].outcome() is FALL_BACK  # the one-record path explains the refusal
+    assert [slots[2].outcome(), slots[3].outcome()] == [True, False]
+    with pytest.raises(RecordConflict, match="owned by executor 'owner', not 'stale'"):
+        store.record("w", _rec(0, "stale"), executor_id="stale")
+    assert store.load_log("w") == [_rec(0, "owner's")]
+    finished = store.get_workflow("f")
+    assert (finished.status, finished.result) == (Status.SUCCESS, Value(1))

@@ -875,3 +875,19 @@ def test_every_public_name_is_documented() -> None:
     names = [*replaykit.testing.__all__, *(f"strategies.{n}" for n in rks.__all__)]
     missing = [n for n in names if f"`{n.split('.')[-1]}" not in docs]
     assert missing == []
+
+
+def test_the_kit_clock_holds_a_deadline_until_the_message_due_with_it_is_delivered() -> None:
+    from replaykit.testing._session import KitClock
+
+    start = datetime(2031, 1, 1, tzinfo=UTC)
+    at = start + timedelta(seconds=60)
+    clock = KitClock(start)
+    seen: list[tuple[datetime, bool]] = []
+    clock.attach([(at, 0)], lambda index, when: seen.append((clock.now(), clock.passed(at))))
+    assert not clock.passed(at)
+    clock.jump_to(at)
+    # During the delivery the clock shows the instant, but the deadline has not
+    # passed: the message is not in the inbox yet.
+    assert seen == [(at, False)]
+    assert clock.passed(at) and clock.now() == at

@@ -90,7 +90,7 @@ class GroupCommit(Generic[_T]):
             else:
                 self._leading = True
         if follow:
-            slot.wake.acquire()
+            self._follow(slot)
             if slot.settled:
                 return slot.outcome()
             # Promoted: the previous leader handed over; this thread leads now.
@@ -104,23 +104,57 @@ class GroupCommit(Generic[_T]):
             for other in batch:
                 if other is not slot:
                     other.wake.release()
-            with self._lock:
-                if self._queue:
-                    self._queue.popleft().wake.release()
-                else:
-                    self._leading = False
+            self._pass_the_lead()
         return slot.outcome()
+
+    def _follow(self, slot: Slot[_T]) -> None:
+        """Wait until `slot` is settled or promoted to lead.
+
+        An interrupted wait (Ctrl-C in the main thread) must not strand the
+        group: a slot still queued is withdrawn; one already taken into a
+        batch waits for it to finish; one already promoted hands the lead on.
+        """
+        try:
+            slot.wake.acquire()
+        except BaseException:
+            with self._lock:
+                queued = slot in self._queue
+                if queued:
+                    self._queue.remove(slot)
+            if not queued:
+                while True:
+                    try:
+                        slot.wake.acquire()
+                        break
+                    except BaseException:
+                        continue  # the first interrupt is re-raised below
+                if not slot.settled:
+                    self._pass_the_lead()
+            raise
+
+    def _pass_the_lead(self) -> None:
+        with self._lock:
+            if self._queue:
+                self._queue.popleft().wake.release()
+            else:
+                self._leading = False
 
     def _write(self, batch: Sequence[Slot[_T]]) -> None:
         try:
             self._write_batch(batch)
-        except BaseException as exc:
+        except Exception as exc:
             # Handed to every owner, so no caller is left without an answer.
             for slot in batch:
                 if not slot.settled:
                     slot.set_error(exc)
-            if not isinstance(exc, Exception):
-                raise
+        except BaseException:
+            # The leader was interrupted (KeyboardInterrupt, SystemExit): that is
+            # its own business. Whatever the batch said, the other writers write
+            # again alone; every store's one-write path adopts a write that
+            # did commit.
+            for slot in batch[1:]:
+                slot.fall_back()
+            raise
         for slot in batch:
             if not slot.settled:
                 slot.set_error(

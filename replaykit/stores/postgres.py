@@ -66,6 +66,8 @@ _MIGRATION_LOCK_TIMEOUT = "15s"
 # pg_notify refuses payloads of 8000 bytes or more; such a notification is
 # skipped (waiters poll anyway) rather than failing the write.
 _NOTIFY_MAX_KEY = 7900
+# What a notification can be about; an origin (12 hex digits) is never one of these.
+_NOTE_KINDS = frozenset({"message", "event", "finished", "enqueued", "resumed"})
 
 _WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
@@ -362,15 +364,23 @@ _Write = _PlainRecord | _Finish
 
 
 def _batch_finish_statement(s: str) -> str:
-    """Finish many runs (each PENDING, owned by its executor if named); returns those finished."""
+    """Finish many runs (each PENDING, owned by its executor if named); returns those finished.
+
+    The runs are locked in id order first, as the record statement does, so
+    two batches never wait for each other crosswise.
+    """
     return (
         'WITH input AS (SELECT wid COLLATE "C" AS wid, status, result, error, executor '
         "FROM unnest(%(wid)s::text[], %(status)s::text[], %(result)s::text[], "
         "%(error)s::text[], %(executor)s::text[]) AS i(wid, status, result, error, executor)), "
+        f"run AS (SELECT w.workflow_id FROM {s}.workflows w JOIN input i "
+        "ON w.workflow_id = i.wid WHERE w.status = 'PENDING' "
+        "AND (i.executor IS NULL OR w.executor_id = i.executor) "
+        "ORDER BY w.workflow_id FOR NO KEY UPDATE OF w), "
         f"u AS (UPDATE {s}.workflows w SET status = i.status, result = i.result::json, "
-        "error = i.error, updated_at = %(now)s, wake_at = NULL FROM input i "
-        "WHERE w.workflow_id = i.wid AND w.status = 'PENDING' "
-        "AND (i.executor IS NULL OR w.executor_id = i.executor) RETURNING w.workflow_id) "
+        "error = i.error, updated_at = %(now)s, wake_at = NULL FROM run JOIN input i "
+        "ON i.wid = run.workflow_id WHERE w.workflow_id = run.workflow_id "
+        "AND w.status = 'PENDING' RETURNING w.workflow_id) "
         f"SELECT workflow_id, CASE WHEN octet_length(workflow_id) < {_NOTIFY_MAX_KEY} "
         "THEN pg_notify(%(channel)s, %(origin)s || 'finished:' || workflow_id) END FROM u"
     )
@@ -466,11 +476,17 @@ class _Listener:
                 # A short timeout so stop() is noticed without closing the socket
                 # under the thread.
                 for notify in conn.notifies(timeout=0.25):
-                    # "<origin>:<kind>:<key>"; the key may hold colons.
+                    # "<origin>:<kind>:<key>" (the key may hold colons), or
+                    # "<kind>:<key>" from a sender that names no origin.
+                    head, sep, rest = notify.payload.partition(":")
+                    if not sep:
+                        continue
+                    if head in _NOTE_KINDS:
+                        self._deliver(head, rest)
+                        continue
                     if notify.payload.startswith(self._origin):
                         continue
-                    _, _, note = notify.payload.partition(":")
-                    kind, sep, key = note.partition(":")
+                    kind, sep, key = rest.partition(":")
                     if sep:
                         self._deliver(kind, key)
 
@@ -1123,33 +1139,36 @@ class PostgresStore:
     def _write_records(self, slots: Sequence[Slot[_Write]]) -> None:
         """Many records, one statement per layer; what was not written falls back.
 
-        Anything the batch did not write, and every record of a batch that
-        failed, goes down the one-record path, which writes it or explains why not.
+        Each layer's answer settles that layer's writers only (a run may appear
+        in several layers, each with its own record). A record the batch did
+        not write, and every record of a layer that failed or never ran, goes
+        down the one-record path, which writes it or explains why not.
         """
-        written: set[tuple[str, int]] = set()
         try:
             with self._connection() as conn:
                 for layer in _layers(slots):
                     items = [slot.item for slot in layer if isinstance(slot.item, _PlainRecord)]
                     ids = conn.execute(self._batch_statement, self._batch_params(items)).fetchall()
-                    positions = {item.workflow_id: item.record.position for item in items}
-                    written.update((wid, positions[wid]) for (wid,) in ids)
+                    written = {wid for (wid,) in ids}
+                    for slot in layer:
+                        item = slot.item
+                        assert isinstance(item, _PlainRecord)
+                        slot.set_result(item.record if item.workflow_id in written else FALL_BACK)
         except (psycopg.Error, StoreError) as exc:
             _log.debug(
-                "group commit of %d records failed (%s); writing them one by one", len(slots), exc
+                "group commit of %d records failed (%s); writing the rest one by one",
+                len(slots),
+                exc,
             )
-            written.clear()
         for slot in slots:
-            item = slot.item
-            assert isinstance(item, _PlainRecord)
-            if (item.workflow_id, item.record.position) in written:
-                slot.set_result(item.record)
-            else:
+            if not slot.settled:
                 slot.set_result(FALL_BACK)
 
     def _write_finishes(self, slots: Sequence[Slot[_Write]]) -> None:
-        """Many runs finished in one statement per layer; each owner learns if its run changed."""
-        finished: set[str] = set()
+        """Many runs finished in one statement per layer; each owner learns if its run changed.
+
+        A finish of a layer that failed or never ran falls back to the one-finish path.
+        """
         try:
             with self._connection() as conn:
                 for layer in _layers(slots):
@@ -1170,16 +1189,18 @@ class PostgresStore:
                         "origin": self._origin,
                     }
                     rows = conn.execute(self._finish_statement, params).fetchall()
-                    finished.update(row[0] for row in rows)
+                    finished = {row[0] for row in rows}
+                    for slot in layer:
+                        slot.set_result(slot.item.workflow_id in finished)
         except (psycopg.Error, StoreError) as exc:
             _log.debug(
-                "group commit of %d finishes failed (%s); writing them one by one", len(slots), exc
+                "group commit of %d finishes failed (%s); writing the rest one by one",
+                len(slots),
+                exc,
             )
-            for slot in slots:
-                slot.set_result(FALL_BACK)
-            return
         for slot in slots:
-            slot.set_result(slot.item.workflow_id in finished)
+            if not slot.settled:
+                slot.set_result(FALL_BACK)
 
     @staticmethod
     def _batch_params(items: Sequence[_PlainRecord]) -> dict[str, list[Any]]:
@@ -1362,10 +1383,14 @@ class PostgresStore:
     ) -> bool:
         finish = _Finish(workflow_id, status, result, error, executor_id)
         changed = self._group.submit(finish)
-        if changed is FALL_BACK:
+        fell_back = changed is FALL_BACK
+        if fell_back:
             changed = self._finish_one(finish)
-        if changed:
-            # Outside the batch: a subscriber may call the store.
+        if changed or fell_back:
+            # After a failed batch the run may have been finished by it, and
+            # then the one-finish path says "not changed"; a needless wake-up
+            # costs a read, a missing one a poll interval. Outside the batch:
+            # a subscriber may call the store.
             self._notify([("finished", workflow_id)])
         return bool(changed)
 

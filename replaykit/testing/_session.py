@@ -180,6 +180,9 @@ class KitClock:
         self._lock = threading.Lock()
         self.autojump = True
         self._pending: list[tuple[datetime, int]] = []
+        # Arrival times of messages taken from `_pending` whose delivery is
+        # still under way: they count as not arrived yet (see `passed`).
+        self._delivering: list[datetime] = []
         self._deliver: Callable[[int, datetime], None] = lambda index, at: None
 
     def attach(
@@ -218,7 +221,9 @@ class KitClock:
                 self._now = max(self._now, instant)
                 return
             at, index = heapq.heappop(self._pending)
-        self._move_then_deliver(at, index)
+            self._now = max(self._now, at)
+            self._delivering.append(at)
+        self._deliver_taken(at, index)
 
     def deliver_next(self) -> bool:
         """Move to the next message's arrival and deliver it; False if none is left."""
@@ -226,34 +231,44 @@ class KitClock:
             if not self._pending:
                 return False
             at, index = heapq.heappop(self._pending)
-        self._move_then_deliver(at, index)
+            self._now = max(self._now, at)
+            self._delivering.append(at)
+        self._deliver_taken(at, index)
         return True
 
-    def _move_then_deliver(self, at: datetime, index: int) -> None:
+    def _deliver_taken(self, at: datetime, index: int, journal_at: datetime | None = None) -> None:
         # One message per call, even when several are due at this instant: the
         # next is delivered once the engine is idle again. A notification that
         # lands while the run is active makes the engine re-activate it in a
         # loop (see `Engine._suspend`), and one at a time is also the order a
-        # real inbox would see. The clock shows the message's instant first,
+        # real inbox would see. The clock already shows the message's instant,
         # so the run it wakes sees a time no earlier than its arrival; timers
-        # due at that instant wait for every message due with them (`passed`).
-        with self._lock:
-            self._now = max(self._now, at)
-        self._deliver(index, at)
+        # due at that instant wait until it is in the inbox (`passed`).
+        try:
+            self._deliver(index, journal_at or at)
+        finally:
+            with self._lock:
+                self._delivering.remove(at)
 
     def passed(self, deadline: datetime) -> bool:
         """True once the clock reached `deadline` and every message due by then arrived."""
         with self._lock:
-            return self._now >= deadline and not (self._pending and self._pending[0][0] <= deadline)
+            if self._now < deadline:
+                return False
+            if self._pending and self._pending[0][0] <= deadline:
+                return False
+            return not any(at <= deadline for at in self._delivering)
 
     def deliver_due(self) -> None:
         """Deliver every message whose arrival time is not after now."""
         with self._lock:
-            due: list[int] = []
+            due: list[tuple[datetime, int]] = []
             while self._pending and self._pending[0][0] <= self._now:
-                due.append(heapq.heappop(self._pending)[1])
-        for index in due:
-            self._deliver(index, self.now())
+                due.append(heapq.heappop(self._pending))
+            self._delivering.extend(at for at, _ in due)
+            now = self._now
+        for at, index in due:
+            self._deliver_taken(at, index, journal_at=now)
 
     def move_to(self, instant: datetime) -> None:
         """Set the time outright; only while no engine runs (seeding a session)."""
