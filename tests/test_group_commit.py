@@ -442,3 +442,38 @@ def test_postgres_one_run_twice_in_a_batch_gets_an_answer_per_write(pg_store: An
     assert store.load_log("w") == [_rec(0, "owner's")]
     finished = store.get_workflow("f")
     assert (finished.status, finished.result) == (Status.SUCCESS, Value(1))
+
+
+def test_postgres_batched_records_keep_their_values_exactly(pg_store: Any) -> None:
+    from datetime import UTC, datetime
+
+    store = pg_store
+    at = datetime(2031, 2, 3, 4, 5, 6, 789012, tzinfo=UTC)
+    values: list[Any] = ["a\x00b", 1e300, {"b": 1, "a": [2, None]}, "ünï \\ \"q\" \n", -0.5]
+    records = [
+        Record(
+            0,
+            "step",
+            f'name "{i}" \\ ü',
+            Value(value),
+            digest=f"d{i}",
+            call_site=f"flows/x.py:{i} in 'f'",
+            started_at=at,
+            completed_at=at,
+            wake_at=None if i % 2 else at,
+            attempts=i + 1,
+        )
+        for i, value in enumerate(values)
+    ]
+    for i in range(len(values)):
+        store.create_workflow(WorkflowRow(f"v{i}", "wf", Status.PENDING))
+    from replaykit.stores.postgres import _PlainRecord
+
+    slots: list[Slot[Any]] = [
+        Slot(_PlainRecord(f"v{i}", record, None, at)) for i, record in enumerate(records)
+    ]
+    store._write_batch(slots)
+    assert [slot.outcome() for slot in slots] == records
+    for i, record in enumerate(records):
+        assert store.load_log(f"v{i}") == [record]
+        assert store.get_workflow(f"v{i}").wake_at == at

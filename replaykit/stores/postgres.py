@@ -189,6 +189,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
 class _BodyFailed(Exception):
     """Carries the user's exception from a Transaction body past our error mapping."""
 
@@ -296,6 +300,21 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
     return f"WITH {', '.join(ctes)} SELECT (SELECT count(*) FROM ins), {sent}, {events}"
 
 
+def _lock_runs(s: str) -> str:
+    """SQL locking the PENDING runs named in CTE `input` (owned by `executor` if set).
+
+    One primary-key probe per input row, in id order, so two batches never
+    wait for each other crosswise; a join would let the planner scan every
+    PENDING run instead.
+    """
+    return (
+        "SELECT w.workflow_id FROM (SELECT wid, executor FROM input ORDER BY wid) i "
+        "CROSS JOIN LATERAL (SELECT w.workflow_id, w.executor_id "
+        f"FROM {s}.workflows w WHERE w.workflow_id = i.wid AND w.status = 'PENDING' "
+        "AND (i.executor IS NULL OR w.executor_id = i.executor) FOR NO KEY UPDATE) w"
+    )
+
+
 def _batch_record_statement(s: str) -> str:
     """Many plain records (no side effects) of distinct runs in one statement.
 
@@ -307,24 +326,28 @@ def _batch_record_statement(s: str) -> str:
     for each other crosswise.
     """
     return (
-        'WITH input AS (SELECT wid COLLATE "C" AS wid, pos, kind, name, outcome, digest, '
-        "call_site, started_at, completed_at, rwake, attempts, executor, wake_at FROM unnest("
-        "%(wid)s::text[], %(pos)s::int[], %(kind)s::text[], %(name)s::text[], "
-        "%(outcome)s::text[], %(digest)s::text[], %(call_site)s::text[], "
-        "%(started_at)s::timestamptz[], %(completed_at)s::timestamptz[], "
-        "%(rwake)s::timestamptz[], %(attempts)s::int[], %(executor)s::text[], "
-        "%(wake_at)s::timestamptz[]) AS i(wid, pos, kind, name, outcome, digest, call_site, "
-        "started_at, completed_at, rwake, attempts, executor, wake_at)), "
-        f"run AS (SELECT w.workflow_id FROM {s}.workflows w JOIN input i "
-        "ON w.workflow_id = i.wid WHERE w.status = 'PENDING' "
-        "AND (i.executor IS NULL OR w.executor_id = i.executor) "
-        "ORDER BY w.workflow_id FOR NO KEY UPDATE OF w), "
+        # The plain columns travel as one JSON array of rows, which psycopg
+        # passes as a single string; thirteen array parameters cost more to
+        # adapt than the whole statement to run. Outcomes stay a text[] of
+        # their own: extracting a JSON value in SQL unescapes it, and "\u0000"
+        # inside a stored value must come back as written.
+        'WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, '
+        "e->>2 AS kind, e->>3 AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, "
+        "(e->>6)::timestamptz AS started_at, (e->>7)::timestamptz AS completed_at, "
+        "(e->>8)::timestamptz AS rwake, (e->>9)::int AS attempts, e->>10 AS executor, "
+        "(e->>11)::timestamptz AS wake_at "
+        "FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n) "
+        "JOIN unnest(%(outcome)s::text[]) WITH ORDINALITY AS o(outcome, n) USING (n)), "
+        f"run AS ({_lock_runs(s)}), "
         f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
         "SELECT i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site, "
         "i.started_at, i.completed_at, i.rwake, i.attempts FROM input i "
         "JOIN run ON run.workflow_id = i.wid "
-        f"WHERE i.pos = 0 OR EXISTS (SELECT 1 FROM {s}.records p "
-        "WHERE p.workflow_id = i.wid AND p.position = i.pos - 1) "
+        # A lateral probe of the primary key per row: `OR EXISTS (...)` lets
+        # the planner hash the whole records table instead.
+        f"LEFT JOIN LATERAL (SELECT 1 AS found FROM {s}.records p "
+        "WHERE p.workflow_id = i.wid AND p.position = i.pos - 1 LIMIT 1) prev ON true "
+        "WHERE i.pos = 0 OR prev.found IS NOT NULL "
         "ON CONFLICT (workflow_id, position) DO UPDATE SET "
         "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
         "digest = excluded.digest, call_site = excluded.call_site, "
@@ -373,10 +396,7 @@ def _batch_finish_statement(s: str) -> str:
         'WITH input AS (SELECT wid COLLATE "C" AS wid, status, result, error, executor '
         "FROM unnest(%(wid)s::text[], %(status)s::text[], %(result)s::text[], "
         "%(error)s::text[], %(executor)s::text[]) AS i(wid, status, result, error, executor)), "
-        f"run AS (SELECT w.workflow_id FROM {s}.workflows w JOIN input i "
-        "ON w.workflow_id = i.wid WHERE w.status = 'PENDING' "
-        "AND (i.executor IS NULL OR w.executor_id = i.executor) "
-        "ORDER BY w.workflow_id FOR NO KEY UPDATE OF w), "
+        f"run AS ({_lock_runs(s)}), "
         f"u AS (UPDATE {s}.workflows w SET status = i.status, result = i.result::json, "
         "error = i.error, updated_at = %(now)s, wake_at = NULL FROM run JOIN input i "
         "ON i.wid = run.workflow_id WHERE w.workflow_id = run.workflow_id "
@@ -1203,26 +1223,30 @@ class PostgresStore:
                 slot.set_result(FALL_BACK)
 
     @staticmethod
-    def _batch_params(items: Sequence[_PlainRecord]) -> dict[str, list[Any]]:
+    def _batch_params(items: Sequence[_PlainRecord]) -> dict[str, Any]:
+        rows: list[list[Any]] = []
         outcomes: list[str | None] = []
         for item in items:
-            outcome = item.record.outcome
+            record = item.record
+            outcome = record.outcome
             outcomes.append(None if outcome is None else serde.dumps(outcome_to_json(outcome)))
-        return {
-            "wid": [item.workflow_id for item in items],
-            "pos": [item.record.position for item in items],
-            "kind": [item.record.kind for item in items],
-            "name": [item.record.name for item in items],
-            "outcome": outcomes,
-            "digest": [item.record.digest for item in items],
-            "call_site": [item.record.call_site for item in items],
-            "started_at": [item.record.started_at for item in items],
-            "completed_at": [item.record.completed_at for item in items],
-            "rwake": [item.record.wake_at for item in items],
-            "attempts": [item.record.attempts for item in items],
-            "executor": [item.executor_id for item in items],
-            "wake_at": [item.wake_at for item in items],
-        }
+            rows.append(
+                [
+                    item.workflow_id,
+                    record.position,
+                    record.kind,
+                    record.name,
+                    record.digest,
+                    record.call_site,
+                    _iso(record.started_at),
+                    _iso(record.completed_at),
+                    _iso(record.wake_at),
+                    record.attempts,
+                    item.executor_id,
+                    _iso(item.wake_at),
+                ]
+            )
+        return {"rows": serde.dumps(rows), "outcome": outcomes}
 
     def _explain(
         self,
