@@ -410,25 +410,25 @@ class Engine:
             statuses = Status(status)
         elif status is not None and not isinstance(status, Status):
             statuses = tuple(Status(s) for s in status)
-        return self.store.list_workflows(
-            WorkflowFilter(
-                status=statuses,
-                name=name,
-                executor_id=executor_id,
-                app_version=version,
-                parent_id=parent_id,
-                since=since,
-                until=until,
-                limit=limit,
-                offset=offset,
-            )
+        where = WorkflowFilter(
+            status=statuses,
+            name=name,
+            executor_id=executor_id,
+            app_version=version,
+            parent_id=parent_id,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
         )
+        # Reads retry through a dropped connection, as the engine's own do.
+        return self.store_call(lambda: self.store.list_workflows(where))
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""
-        if self.store.get_workflow(workflow_id) is None:
+        if self.store_call(lambda: self.store.get_workflow(workflow_id)) is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return self.store.load_log(workflow_id)
+        return self.store_call(lambda: self.store.load_log(workflow_id))
 
     def export_log(self, workflow_id: str) -> Log:
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
