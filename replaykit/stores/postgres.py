@@ -213,6 +213,19 @@ class _RecordShape:
     event: bool
 
 
+# A position already holding a record is written only to complete a pending
+# one; a completed record is never overwritten.
+_COMPLETE_PENDING = (
+    "ON CONFLICT (workflow_id, position) DO UPDATE SET "
+    "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
+    "digest = excluded.digest, call_site = excluded.call_site, "
+    "started_at = excluded.started_at, completed_at = excluded.completed_at, "
+    "wake_at = excluded.wake_at, attempts = excluded.attempts "
+    "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
+    "RETURNING r.workflow_id"
+)
+
+
 def _record_statement(s: str, shape: _RecordShape) -> str:
     """The one statement that writes a record and its side effects, for `shape`.
 
@@ -254,13 +267,7 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
         "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
         "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s "
         f"FROM run {after_last} "
-        "ON CONFLICT (workflow_id, position) DO UPDATE SET "
-        "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
-        "digest = excluded.digest, call_site = excluded.call_site, "
-        "started_at = excluded.started_at, completed_at = excluded.completed_at, "
-        "wake_at = excluded.wake_at, attempts = excluded.attempts "
-        "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
-        "RETURNING r.workflow_id)"
+        f"{_COMPLETE_PENDING})"
     )
     # Only a changed deadline dirties the run's row.
     ctes.append(
@@ -348,13 +355,7 @@ def _batch_record_statement(s: str) -> str:
         f"LEFT JOIN LATERAL (SELECT 1 AS found FROM {s}.records p "
         "WHERE p.workflow_id = i.wid AND p.position = i.pos - 1 LIMIT 1) prev ON true "
         "WHERE i.pos = 0 OR prev.found IS NOT NULL "
-        "ON CONFLICT (workflow_id, position) DO UPDATE SET "
-        "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
-        "digest = excluded.digest, call_site = excluded.call_site, "
-        "started_at = excluded.started_at, completed_at = excluded.completed_at, "
-        "wake_at = excluded.wake_at, attempts = excluded.attempts "
-        "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
-        "RETURNING r.workflow_id), "
+        f"{_COMPLETE_PENDING}), "
         f"wake AS (UPDATE {s}.workflows w SET wake_at = i.wake_at FROM ins "
         "JOIN input i ON i.wid = ins.workflow_id WHERE w.workflow_id = ins.workflow_id "
         "AND w.wake_at IS DISTINCT FROM i.wake_at) "
@@ -1156,77 +1157,80 @@ class PostgresStore:
         except Exception as exc:
             slot.set_error(exc)
 
-    def _write_records(self, slots: Sequence[Slot[_Write]]) -> None:
-        """Many records, one statement per layer; what was not written falls back.
+    def _write_layers(
+        self,
+        slots: Sequence[Slot[_Write]],
+        what: str,
+        statement: str,
+        params: Callable[[list[_Write]], dict[str, Any]],
+        answer: Callable[[_Write, set[str]], Any],
+    ) -> None:
+        """One statement per layer; each layer's answer settles that layer's writers only.
 
-        Each layer's answer settles that layer's writers only (a run may appear
-        in several layers, each with its own record). A record the batch did
-        not write, and every record of a layer that failed or never ran, goes
-        down the one-record path, which writes it or explains why not.
+        A run may appear in several layers, each with its own write. The
+        statement returns the ids it wrote; `answer` turns that into each
+        writer's result. Every write of a layer that failed or never ran falls
+        back to the one-write path, which writes it or explains why not.
         """
         try:
             with self._connection() as conn:
                 for layer in _layers(slots):
-                    items = [slot.item for slot in layer if isinstance(slot.item, _PlainRecord)]
-                    ids = conn.execute(self._batch_statement, self._batch_params(items)).fetchall()
-                    written = {wid for (wid,) in ids}
+                    items = [slot.item for slot in layer]
+                    done = {row[0] for row in conn.execute(statement, params(items)).fetchall()}
                     for slot in layer:
-                        item = slot.item
-                        assert isinstance(item, _PlainRecord)
-                        slot.set_result(item.record if item.workflow_id in written else FALL_BACK)
+                        slot.set_result(answer(slot.item, done))
         except (psycopg.Error, StoreError) as exc:
             _log.debug(
-                "group commit of %d records failed (%s); writing the rest one by one",
+                "group commit of %d %s failed (%s); writing the rest one by one",
                 len(slots),
+                what,
                 exc,
             )
         for slot in slots:
             if not slot.settled:
                 slot.set_result(FALL_BACK)
+
+    def _write_records(self, slots: Sequence[Slot[_Write]]) -> None:
+        """Many records; a record the batch did not write falls back."""
+
+        def answer(item: _Write, written: set[str]) -> Any:
+            assert isinstance(item, _PlainRecord)
+            return item.record if item.workflow_id in written else FALL_BACK
+
+        self._write_layers(slots, "records", self._batch_statement, self._batch_params, answer)
 
     def _write_finishes(self, slots: Sequence[Slot[_Write]]) -> None:
-        """Many runs finished in one statement per layer; each owner learns if its run changed.
+        """Many runs finished; each owner learns whether its run changed."""
+        self._write_layers(
+            slots,
+            "finishes",
+            self._finish_statement,
+            self._finish_params,
+            lambda item, finished: item.workflow_id in finished,
+        )
 
-        A finish of a layer that failed or never ran falls back to the one-finish path.
-        """
-        try:
-            with self._connection() as conn:
-                for layer in _layers(slots):
-                    items = [slot.item for slot in layer if isinstance(slot.item, _Finish)]
-                    params: dict[str, Any] = {
-                        "wid": [item.workflow_id for item in items],
-                        "status": [Status(item.status).value for item in items],
-                        "result": [
-                            None
-                            if item.result is None
-                            else serde.dumps(outcome_to_json(item.result))
-                            for item in items
-                        ],
-                        "error": [item.error for item in items],
-                        "executor": [item.executor_id for item in items],
-                        "now": _now(),
-                        "channel": self._channel,
-                        "origin": self._origin,
-                    }
-                    rows = conn.execute(self._finish_statement, params).fetchall()
-                    finished = {row[0] for row in rows}
-                    for slot in layer:
-                        slot.set_result(slot.item.workflow_id in finished)
-        except (psycopg.Error, StoreError) as exc:
-            _log.debug(
-                "group commit of %d finishes failed (%s); writing the rest one by one",
-                len(slots),
-                exc,
-            )
-        for slot in slots:
-            if not slot.settled:
-                slot.set_result(FALL_BACK)
+    def _finish_params(self, items: Sequence[_Write]) -> dict[str, Any]:
+        finishes = [item for item in items if isinstance(item, _Finish)]
+        return {
+            "wid": [item.workflow_id for item in finishes],
+            "status": [Status(item.status).value for item in finishes],
+            "result": [
+                None if item.result is None else serde.dumps(outcome_to_json(item.result))
+                for item in finishes
+            ],
+            "error": [item.error for item in finishes],
+            "executor": [item.executor_id for item in finishes],
+            "now": _now(),
+            "channel": self._channel,
+            "origin": self._origin,
+        }
 
     @staticmethod
-    def _batch_params(items: Sequence[_PlainRecord]) -> dict[str, Any]:
+    def _batch_params(items: Sequence[_Write]) -> dict[str, Any]:
         rows: list[list[Any]] = []
         outcomes: list[str | None] = []
         for item in items:
+            assert isinstance(item, _PlainRecord)
             record = item.record
             outcome = record.outcome
             outcomes.append(None if outcome is None else serde.dumps(outcome_to_json(outcome)))
