@@ -646,3 +646,33 @@ def test_sqlite_stores_opening_a_new_database_at_once_all_succeed(tmp_path: Path
     # locked" at once to the loser of that race, without its busy handler.
     for round_ in range(15):
         assert _open_at_once(tmp_path / f"new-{round_}.db", openers=6) == []
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+def test_claims_say_exactly_whether_a_run_has_records(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # The conformance suite allows None ("not known"); replaykit's own stores
+    # always know, which is what spares a first claim its log read.
+    from replaykit.stores.base import ClaimLimits
+
+    if kind == "postgres":
+        store = request.getfixturevalue("pg_store")
+    elif kind == "sqlite":
+        store = SqliteStore(tmp_path / "claims.db")
+    else:
+        store = MemoryStore()
+    for wid in ("fresh", "begun"):
+        store.create_workflow(
+            WorkflowRow(wid, "wf", Status.ENQUEUED, queue="q", app_version="v", executor_id="")
+        )
+    # A run with records back in the queue, as a stopped worker's release leaves it.
+    store.set_status("begun", Status.PENDING)
+    store.record("begun", step(0))
+    store.set_status("begun", Status.ENQUEUED)
+    claimed = store.claim(
+        "q", executor_id="e", app_version="v", limits=ClaimLimits(9), now=datetime.now(UTC)
+    )
+    assert {row.workflow_id: row.has_log for row in claimed} == {"fresh": False, "begun": True}
+    if kind != "postgres":
+        store.close()

@@ -157,7 +157,9 @@ class Store(Protocol):
         (runs whose `started_at` is within the last period, all executors) leaves
         less room. Atomic across concurrent claimers: no run is claimed twice and
         the limits hold however many engines claim at once. Sets `started_at`,
-        and each returned row's `has_log` (does the run have records already).
+        and each returned row's `has_log`: whether the run has records already, or
+        None if the store cannot tell cheaply (the engine then reads the log).
+        Never False for a run that has records.
         """
         ...
 
