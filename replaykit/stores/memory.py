@@ -18,6 +18,7 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
@@ -116,29 +117,14 @@ class MemoryStore:
         self._used_keys: set[tuple[str, str]] = set()
         self._next_message_id = 1
         self._order: dict[str, int] = {}
-        self._subscribers: list[Callable[[str, str], None]] = []
+        self._subscribers = Subscribers()
         self._heartbeats: dict[str, tuple[str, datetime]] = {}
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
-        with self._lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
-
-        return unsubscribe
+        return self._subscribers.add(callback)
 
     def _notify(self, kind: str, key: str) -> None:
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            try:
-                callback(kind, key)
-            except Exception:
-                # The write has committed; a failing subscriber must not make it look failed.
-                log.exception("a store subscriber failed on %s %r", kind, key)
+        self._subscribers.deliver(kind, key)
 
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = ()

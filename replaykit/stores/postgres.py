@@ -39,6 +39,7 @@ from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
@@ -549,8 +550,8 @@ class PostgresStore:
         self._batch_statement = _batch_record_statement(self._s)
         self._finish_statement = _batch_finish_statement(self._s)
         self._group: GroupCommit[_Write] = GroupCommit(self._write_batch)
-        self._subscribers: list[Callable[[str, str], None]] = []
-        self._subscribers_lock = threading.Lock()
+        self._subscribers = Subscribers()
+        self._subscribers_lock = threading.Lock()  # guards the listener and `_closed`
         self._listener: _Listener | None = None
         self._closed = False
         self._pool = ConnectionPool(
@@ -708,15 +709,15 @@ class PostgresStore:
     # -- notifications -------------------------------------------------------
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
+        unsubscribe = self._subscribers.add(callback)
         with self._subscribers_lock:
-            self._subscribers.append(callback)
             listener = self._listener
             if listener is None and not self._closed:
                 listener = self._listener = _Listener(
                     self._url,
                     self._channel,
                     f"replaykit-listen:{self._schema}"[:63],
-                    self._deliver,
+                    self._subscribers.deliver,
                     self._origin,
                     self._safe_url,
                 )
@@ -725,28 +726,11 @@ class PostgresStore:
             # Notifications sent before LISTEN took effect are lost; a brief wait
             # makes "subscribe, then act" dependable when the server is up.
             listener.ready.wait(timeout=self._connect_timeout)
-
-        def unsubscribe() -> None:
-            with self._subscribers_lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
-
         return unsubscribe
-
-    def _deliver(self, kind: str, key: str) -> None:
-        with self._subscribers_lock:
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
-            # A failing subscriber must neither fail the write that already
-            # committed nor stop the listener thread.
-            try:
-                callback(kind, key)
-            except Exception:
-                _log.exception("store subscriber %r failed on %s:%s", callback, kind, key)
 
     def _notify(self, notes: Sequence[tuple[str, str]]) -> None:
         for kind, key in notes:
-            self._deliver(kind, key)
+            self._subscribers.deliver(kind, key)
 
     # -- runs ----------------------------------------------------------------
 

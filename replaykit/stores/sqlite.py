@@ -31,6 +31,7 @@ from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
@@ -409,8 +410,7 @@ class SqliteStore:
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
-        self._subscribers: list[Callable[[str, str], None]] = []
-        self._subscribers_lock = threading.Lock()
+        self._subscribers = Subscribers()
         self._closed = False
         self._writer = self._connect()
         try:
@@ -647,29 +647,11 @@ class SqliteStore:
     # -- notifications -------------------------------------------------------
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
-        with self._subscribers_lock:
-            self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            with self._subscribers_lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
-
-        return unsubscribe
+        return self._subscribers.add(callback)
 
     def _notify(self, notes: Sequence[tuple[str, str]]) -> None:
-        if not notes:
-            return
-        with self._subscribers_lock:
-            subscribers = list(self._subscribers)
         for kind, key in notes:
-            for callback in subscribers:
-                # The write already committed; a failing subscriber must not make
-                # the caller believe it did not.
-                try:
-                    callback(kind, key)
-                except Exception:
-                    _log.exception("store subscriber %r failed on %s:%s", callback, kind, key)
+            self._subscribers.deliver(kind, key)
 
     # -- runs ----------------------------------------------------------------
 
