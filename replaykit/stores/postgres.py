@@ -148,7 +148,7 @@ def _record_from(row: Sequence[Any]) -> Record:
     )
 
 
-def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
+def _workflow_from(row: Sequence[Any], has_log: bool | None = None) -> WorkflowRow:
     return WorkflowRow(
         workflow_id=row[0],
         name=row[1],
@@ -167,6 +167,7 @@ def _workflow_from(row: Sequence[Any]) -> WorkflowRow:
         wake_at=_utc(row[14]),
         error=row[15],
         started_at=_utc(row[16]),
+        has_log=has_log,
     )
 
 
@@ -889,7 +890,7 @@ class PostgresStore:
                         return []
                     params["room"] = room
                     rows = conn.execute(take, params).fetchall()
-        taken = [attrs.evolve(_workflow_from(r), has_log=r[-1]) for r in rows]
+        taken = [_workflow_from(r, r[-1]) for r in rows]
         taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
         return taken
 
