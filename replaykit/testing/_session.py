@@ -31,6 +31,7 @@ from replaykit.errors import ControlSignal, WorkflowNotFound
 from replaykit.log import Log, Outcome, Record, Status, Value
 from replaykit.registry import Workflow
 from replaykit.runtime.admin import export_run
+from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
@@ -165,7 +166,7 @@ class SessionTimeout(TimeoutError):
     """The run neither finished nor blocked within the wall-clock budget."""
 
 
-class KitClock:
+class KitClock(VirtualClock):
     """A virtual clock that also delivers the test's messages when their time comes.
 
     The engine jumps the clock to its next timer when nothing runs; a message
@@ -176,9 +177,7 @@ class KitClock:
     """
 
     def __init__(self, start: datetime) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-        self.autojump = True
+        super().__init__(start, autojump=True)
         self._pending: list[tuple[datetime, int]] = []
         # Arrival times of messages taken from `_pending` whose delivery is
         # still under way: they count as not arrived yet (see `passed`).
@@ -192,21 +191,6 @@ class KitClock:
             self._pending = list(pending)
             heapq.heapify(self._pending)
         self._deliver = deliver
-
-    def now(self) -> datetime:
-        with self._lock:
-            return self._now
-
-    def sleep(self, seconds: float) -> None:
-        # Retry back-off: the wait passes instantly.
-        self.advance(max(seconds, 0.0))
-
-    def advance(self, delta: timedelta | float) -> None:
-        seconds = delta.total_seconds() if isinstance(delta, timedelta) else float(delta)
-        if seconds < 0:
-            raise ValueError("a clock only moves forward")
-        with self._lock:
-            self._now += timedelta(seconds=seconds)
 
     def rewind(self, instant: datetime) -> None:
         """Only for crash simulation: the lost work's time is spent again."""
