@@ -1,9 +1,13 @@
 """The in-memory core: steps executed and positions replayed per second.
 
+Also the suite's concurrent case (100 workflows x 10 steps started at once) on
+the memory store: the engine's threads and interpreter with no database under
+them, the ceiling of that case on any store.
+
     python -m bench.bench_core [--steps 20000] [--repeat 5]
 
-Each figure is printed with its ratio to a plain Python loop calling the same
-step function, measured in the same run (the baseline).
+The executed and replayed rates are printed with their ratio to a plain Python
+loop calling the same step function, measured in the same run (the baseline).
 """
 
 from __future__ import annotations
@@ -75,6 +79,18 @@ def main() -> None:
 
         replayed = best_of(args.repeat, replay)
 
+        # The suite's concurrent case without a database: what the engine's own
+        # threads and interpreter allow, the ceiling for any store under it.
+        def concurrent() -> None:
+            tag = next(counter)
+            handles = [
+                engine.start(many_steps, 10, workflow_id=f"conc-{tag}-{w}") for w in range(100)
+            ]
+            for handle in handles:
+                handle.result(timeout=600)
+
+        concurrent_s = best_of(args.repeat, concurrent)
+
     print(f"plain loop:      {n / baseline:>12,.0f} calls/s")
     print(
         f"steps executed:  {n / executed:>12,.0f} steps/s    "
@@ -83,6 +99,10 @@ def main() -> None:
     print(
         f"positions replayed: {n / replayed:>9,.0f} positions/s "
         f"({replayed / baseline:,.0f}x the plain loop's time; target >= 200,000 positions/s)"
+    )
+    print(
+        f"concurrent:      {1000 / concurrent_s:>12,.0f} steps/s    "
+        "(100 workflows x 10 steps started at once: the suite's concurrent case, no database)"
     )
 
 

@@ -45,7 +45,8 @@ def one_ms(i: int) -> int:
 
 @workflow(name="bench-all-100")
 def all_100() -> Generator[Any, Any, list[int]]:
-    return (yield All(*[Step(f"s{i}", one_ms, i) for i in range(100)]))
+    values: list[int] = yield All(*[Step(f"s{i}", one_ms, i) for i in range(100)])
+    return values
 
 
 @workflow(name="bench-seq-100")

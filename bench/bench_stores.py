@@ -91,9 +91,11 @@ def measure(label: str, url: str, floor: Callable[[], None], n: int, repeat: int
         for _ in range(repeat):
             floors.append(median_of(1, floor))
             run_id = next(ids)
-            executes.append(
-                median_of(1, lambda run_id=run_id: engine.run(steps_wf, n, workflow_id=run_id))
-            )
+
+            def execute(run_id: str = run_id) -> Any:
+                return engine.run(steps_wf, n, workflow_id=run_id)
+
+            executes.append(median_of(1, execute))
             records = engine.store.load_log(run_id)
             source = engine.store.get_workflow(run_id)
             assert source is not None and len(records) == n

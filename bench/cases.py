@@ -112,6 +112,12 @@ CASES: tuple[Case, ...] = (
         rows=(
             Row("ms per insert+commit", {"floor": "ms_per_op"}, "ms"),
             Row("inserts/s", {"floor": "ops_per_s"}, "/s"),
+            Row("client CPU, us per insert", {"floor": "client_cpu_us_per_op"}, "us"),
+            Row(
+                "server CPU, us per insert (local PostgreSQL)",
+                {"floor": "server_cpu_us_per_op"},
+                "us",
+            ),
         ),
     ),
     Case(
@@ -128,6 +134,24 @@ CASES: tuple[Case, ...] = (
             ),
             Row(
                 "ms per workflow", {"replaykit": "ms_per_workflow", "dbos": "ms_per_workflow"}, "ms"
+            ),
+            Row(
+                "client CPU, us per step (floor: per insert)",
+                {
+                    "replaykit": "client_cpu_us_per_step",
+                    "dbos": "client_cpu_us_per_step",
+                    "floor": "client_cpu_us_per_op",
+                },
+                "us",
+            ),
+            Row(
+                "server CPU, us per step (local PostgreSQL)",
+                {
+                    "replaykit": "server_cpu_us_per_step",
+                    "dbos": "server_cpu_us_per_step",
+                    "floor": "server_cpu_us_per_op",
+                },
+                "us",
             ),
         ),
         checks=(
@@ -207,6 +231,24 @@ CASES: tuple[Case, ...] = (
                 "/s",
             ),
             Row("total, s", {"replaykit": "total_s", "dbos": "total_s", "floor": "total_s"}, "s"),
+            Row(
+                "client CPU, us per step (floor: per insert)",
+                {
+                    "replaykit": "client_cpu_us_per_step",
+                    "dbos": "client_cpu_us_per_step",
+                    "floor": "client_cpu_us_per_op",
+                },
+                "us",
+            ),
+            Row(
+                "server CPU, us per step (local PostgreSQL)",
+                {
+                    "replaykit": "server_cpu_us_per_step",
+                    "dbos": "server_cpu_us_per_step",
+                    "floor": "server_cpu_us_per_op",
+                },
+                "us",
+            ),
         ),
         checks=(
             _ratio(

@@ -13,12 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "CpuReading",
     "MemoryReading",
+    "cpu_per",
+    "cpu_reading",
     "measure_sleepers",
     "per_step",
     "read_memory",
     "rss_bytes",
     "timed",
+    "timed_cpu",
     "wait_until",
 ]
 
@@ -34,6 +38,56 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     value = fn()
     return time.perf_counter() - start, value
+
+
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU seconds used so far: by this process, and by the local PostgreSQL server (or None)."""
+
+    client: float
+    server: float | None
+
+    def since(self, earlier: CpuReading) -> tuple[float, float | None]:
+        server = (
+            None if self.server is None or earlier.server is None else self.server - earlier.server
+        )
+        return self.client - earlier.client, server
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _postgres_cpu() -> float | None:
+    """CPU seconds of every process named `postgres` on this machine (Linux /proc).
+
+    The postmaster's children-time fields hold what exited backends used, so
+    the sum stays right when connections come and go. None where /proc is not
+    there or no such process is visible (the server is elsewhere).
+    """
+    total, seen = 0, False
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        if name != "postgres":
+            continue
+        # Fields after the name: utime, stime, cutime, cstime are the 12th-15th.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        total += sum(int(value) for value in fields[11:15])
+        seen = True
+    return total / _TICKS if seen else None
+
+
+def cpu_reading(server: bool) -> CpuReading:
+    """Read the CPU clocks; `server` says whether the database server is a local PostgreSQL."""
+    return CpuReading(time.process_time(), _postgres_cpu() if server else None)
 
 
 def rss_bytes() -> int:
@@ -71,9 +125,15 @@ def wait_until(
         time.sleep(poll)
 
 
-def per_step(total: float, workflows: int, steps: int) -> dict[str, float]:
-    """The figures of a run of `workflows` workflows of `steps` steps that took `total` s."""
-    return {
+def per_step(
+    total: float, workflows: int, steps: int, cpu: tuple[float, float | None] | None = None
+) -> dict[str, float]:
+    """The figures of a run of `workflows` workflows of `steps` steps that took `total` s.
+
+    `cpu`, if measured: (this process's CPU seconds, the local PostgreSQL
+    server's or None) over the same run.
+    """
+    figures = {
         "workflows": workflows,
         "steps": workflows * steps,
         "total_s": total,
@@ -81,6 +141,26 @@ def per_step(total: float, workflows: int, steps: int) -> dict[str, float]:
         "ms_per_workflow": total / workflows * 1000,
         "steps_per_s": workflows * steps / total,
     }
+    figures.update(cpu_per(cpu, workflows * steps, "step"))
+    return figures
+
+
+def cpu_per(cpu: tuple[float, float | None] | None, count: int, unit: str) -> dict[str, float]:
+    """CPU microseconds per `unit`: `client_cpu_us_per_<unit>`, `server_cpu_us_per_<unit>`."""
+    if cpu is None:
+        return {}
+    client, server = cpu
+    figures = {f"client_cpu_us_per_{unit}": client / count * 1e6}
+    if server is not None:
+        figures[f"server_cpu_us_per_{unit}"] = server / count * 1e6
+    return figures
+
+
+def timed_cpu(server: bool, fn: Callable[[], Any]) -> tuple[float, tuple[float, float | None], Any]:
+    """`fn()` timed on the wall clock and on the CPU clocks of `cpu_reading`."""
+    before = cpu_reading(server)
+    total, value = timed(fn)
+    return total, cpu_reading(server).since(before), value
 
 
 def measure_sleepers(

@@ -16,4 +16,5 @@ def one(i: int) -> int:
 
 @workflow(name="bench-one-step")
 def one_step(i: int) -> Generator[Any, Any, int]:
-    return (yield Step("one", one, i))
+    value: int = yield Step("one", one, i)
+    return value

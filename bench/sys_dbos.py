@@ -22,7 +22,7 @@ from typing import Any
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from bench.measure import measure_sleepers, per_step, timed, wait_until
+from bench.measure import measure_sleepers, per_step, timed, timed_cpu, wait_until
 from bench.worker import Worker
 
 __all__ = ["Dbos"]
@@ -93,8 +93,8 @@ class Dbos(Worker):
                     handle = DBOS.start_workflow(steps_wf, steps)
                 handle.get_result()
 
-        total, _ = timed(go)
-        return {"metrics": per_step(total, workflows, steps)}
+        total, cpu, _ = timed_cpu(self.local_server, go)
+        return {"metrics": per_step(total, workflows, steps, cpu)}
 
     def case_concurrent(self, tag: str, sizes: Mapping[str, int]) -> dict[str, Any]:
         workflows, steps = sizes["workflows"], sizes["steps"]
@@ -107,8 +107,8 @@ class Dbos(Worker):
             for handle in handles:
                 handle.get_result()
 
-        total, _ = timed(go)
-        return {"metrics": per_step(total, workflows, steps)}
+        total, cpu, _ = timed_cpu(self.local_server, go)
+        return {"metrics": per_step(total, workflows, steps, cpu)}
 
     def case_long(self, tag: str, sizes: Mapping[str, int]) -> dict[str, Any]:
         steps = sizes["steps"]

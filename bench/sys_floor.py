@@ -10,10 +10,10 @@ SQLite: sqlite3 with the pragmas `replaykit.stores.sqlite` sets on its writer
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Mapping
 from typing import Any
 
+from bench.measure import cpu_per, timed_cpu
 from bench.worker import Worker
 
 __all__ = ["Floor"]
@@ -75,16 +75,19 @@ class Floor(Worker):
 
     def _inserts(self, tag: str, count: int) -> dict[str, Any]:
         insert = self._insert
-        start = time.perf_counter()
-        for i in range(count):
-            insert(tag, i)
-        total = time.perf_counter() - start
+
+        def go() -> None:
+            for i in range(count):
+                insert(tag, i)
+
+        total, cpu, _ = timed_cpu(self.local_server, go)
         return {
             "metrics": {
                 "ops": count,
                 "total_s": total,
                 "ms_per_op": total / count * 1000,
                 "ops_per_s": count / total,
+                **cpu_per(cpu, count, "op"),
             }
         }
 

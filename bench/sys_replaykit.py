@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 
 import replaykit
-from bench.measure import measure_sleepers, per_step, timed
+from bench.measure import measure_sleepers, per_step, timed, timed_cpu
 from bench.worker import Worker
 from replaykit import Engine, Queue, Sleep, Status, Step, workflow
 from replaykit.interpreter import Completed, Interpreter
@@ -84,8 +84,8 @@ class Replaykit(Worker):
             for w in range(workflows):
                 engine.run(steps_wf, steps, workflow_id=f"seq-{tag}-{w}", timeout=self.timeout)
 
-        total, _ = timed(go)
-        return {"metrics": per_step(total, workflows, steps)}
+        total, cpu, _ = timed_cpu(self.local_server, go)
+        return {"metrics": per_step(total, workflows, steps, cpu)}
 
     def case_concurrent(self, tag: str, sizes: Mapping[str, int]) -> dict[str, Any]:
         engine, workflows, steps = self.engine, sizes["workflows"], sizes["steps"]
@@ -98,8 +98,8 @@ class Replaykit(Worker):
             for handle in handles:
                 handle.result(timeout=self.timeout)
 
-        total, _ = timed(go)
-        return {"metrics": per_step(total, workflows, steps)}
+        total, cpu, _ = timed_cpu(self.local_server, go)
+        return {"metrics": per_step(total, workflows, steps, cpu)}
 
     def case_long(self, tag: str, sizes: Mapping[str, int]) -> dict[str, Any]:
         engine, store, steps = self.engine, self.engine.store, sizes["steps"]

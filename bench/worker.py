@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import traceback
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -58,6 +59,17 @@ class Worker:
         self.target: dict[str, Any] = dict(spec["target"])
         self.options: dict[str, Any] = dict(spec.get("options", {}))
         self.timeout: float = float(self.options.get("timeout", 600))
+
+    @property
+    def local_server(self) -> bool:
+        """Whether the case's database is a PostgreSQL server on this machine (its CPU is read)."""
+        if self.store != "postgres":
+            return False
+        parts = urllib.parse.urlsplit(self.target["url"])
+        hosts = urllib.parse.parse_qs(parts.query).get("host", [parts.hostname or ""])
+        return all(
+            host in ("", "localhost", "127.0.0.1", "::1") or host.startswith("/") for host in hosts
+        )
 
     def case_method(self) -> Any:
         method = getattr(self, f"case_{self.case}", None)

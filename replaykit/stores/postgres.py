@@ -228,6 +228,20 @@ _COMPLETE_PENDING = (
 )
 
 
+# _BY_ID_ONLY: a statement about one run names it by primary key and nothing
+# else in its scan of `workflows`; conditions on status or owner are checked on
+# the row it locked. psycopg prepares a statement on its sixth execution and
+# PostgreSQL keeps a generic plan made from the statistics of that moment: on
+# an empty schema, `workflow_id = $1 AND status = 'PENDING'` once got a plan
+# through the status index, which then read every PENDING run per checkpoint
+# as the table grew (tests/test_postgres_plans.py). Locking the row first also
+# leaves the check to the row's latest version, which the lock waited for.
+_LOCK_BY_ID = (
+    "run AS (SELECT status, executor_id FROM {s}.workflows "
+    "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
+)
+
+
 def _record_statement(s: str, shape: _RecordShape) -> str:
     """The one statement that writes a record and its side effects, for `shape`.
 
@@ -236,9 +250,9 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
     re-planning, and it returns (written, messages sent, events set).
     """
     ctes: list[str] = []
-    gate = ["workflow_id = %(wid)s", "status = 'PENDING'"]
+    gate = ["run.status = 'PENDING'"]
     if shape.executor:
-        gate.append("executor_id = %(executor)s")
+        gate.append("run.executor_id = %(executor)s")
     if shape.consume:
         # Locking the message makes a concurrent consumer of it wait, then find it gone.
         ctes.append(
@@ -254,21 +268,21 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
             "WHERE workflow_id = %(send_to)s FOR KEY SHARE)"
         )
         gate.append("EXISTS (SELECT 1 FROM target)")
+    # Found by primary key alone, the gate checked on the locked row (_BY_ID_ONLY).
     ctes.append(
-        f"run AS (SELECT workflow_id FROM {s}.workflows WHERE {' AND '.join(gate)} "
-        "FOR NO KEY UPDATE)"
+        f"run AS (SELECT workflow_id, status, executor_id FROM {s}.workflows "
+        "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
     )
-    after_last = (
-        ""
-        if shape.first
-        else f"WHERE EXISTS (SELECT 1 FROM {s}.records p "
-        "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
-    )
+    if not shape.first:
+        gate.append(
+            f"EXISTS (SELECT 1 FROM {s}.records p "
+            "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
+        )
     ctes.append(
         f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
         "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
         "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s "
-        f"FROM run {after_last} "
+        f"FROM run WHERE {' AND '.join(gate)} "
         f"{_COMPLETE_PENDING})"
     )
     # Only a changed deadline dirties the run's row.
@@ -318,9 +332,11 @@ def _lock_runs(s: str) -> str:
     """
     return (
         "SELECT w.workflow_id FROM (SELECT wid, executor FROM input ORDER BY wid) i "
-        "CROSS JOIN LATERAL (SELECT w.workflow_id, w.executor_id "
-        f"FROM {s}.workflows w WHERE w.workflow_id = i.wid AND w.status = 'PENDING' "
-        "AND (i.executor IS NULL OR w.executor_id = i.executor) FOR NO KEY UPDATE) w"
+        "CROSS JOIN LATERAL (SELECT w.workflow_id, w.status, w.executor_id "
+        # OFFSET 0 keeps the planner from pushing the status check into the
+        # scan, which would undo _BY_ID_ONLY.
+        f"FROM {s}.workflows w WHERE w.workflow_id = i.wid OFFSET 0 FOR NO KEY UPDATE) w "
+        "WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)"
     )
 
 
@@ -403,7 +419,7 @@ def _batch_finish_statement(s: str) -> str:
         f"u AS (UPDATE {s}.workflows w SET status = i.status, result = i.result::json, "
         "error = i.error, updated_at = %(now)s, wake_at = NULL FROM run JOIN input i "
         "ON i.wid = run.workflow_id WHERE w.workflow_id = run.workflow_id "
-        "AND w.status = 'PENDING' RETURNING w.workflow_id) "
+        "RETURNING w.workflow_id) "
         f"SELECT workflow_id, CASE WHEN octet_length(workflow_id) < {_NOTIFY_MAX_KEY} "
         "THEN pg_notify(%(channel)s, %(origin)s || 'finished:' || workflow_id) END FROM u"
     )
@@ -1410,11 +1426,12 @@ class PostgresStore:
     def _finish_one(self, finish: _Finish) -> bool:
         found = self._one(
             self._q(
-                "WITH u AS (UPDATE {s}.workflows SET status = %(status)s, result = %(result)s, "
-                "error = %(error)s, updated_at = %(now)s, wake_at = NULL "
-                "WHERE workflow_id = %(wid)s AND status = 'PENDING' "
-                "AND (%(executor)s::text IS NULL OR executor_id = %(executor)s) "
-                "RETURNING workflow_id) " + "SELECT " + _notify_count("finished", "u") + " "
+                "WITH " + _LOCK_BY_ID + ", "
+                "u AS (UPDATE {s}.workflows w SET status = %(status)s, result = %(result)s, "
+                "error = %(error)s, updated_at = %(now)s, wake_at = NULL FROM run "
+                "WHERE w.workflow_id = %(wid)s AND run.status = 'PENDING' "
+                "AND (%(executor)s::text IS NULL OR run.executor_id = %(executor)s) "
+                "RETURNING w.workflow_id) " + "SELECT " + _notify_count("finished", "u") + " "
             ),
             {
                 "status": Status(finish.status).value,
@@ -1454,7 +1471,7 @@ class PostgresStore:
             "origin": self._origin,
         }
         if only_from is not None:
-            condition = " AND status = ANY(%(only_from)s::text[])"
+            condition = " AND run.status = ANY(%(only_from)s::text[])"
             params["only_from"] = [Status(s).value for s in only_from]
         if status.is_terminal:
             notify = _notify_count("finished", "u")
@@ -1465,12 +1482,14 @@ class PostgresStore:
             notify = "(SELECT count(*) FROM u)"
         found = self._one(
             self._q(
-                "WITH u AS (UPDATE {s}.workflows SET status = %(status)s, error = %(error)s, "
-                "updated_at = %(now)s, executor_id = coalesce(%(executor)s::text, executor_id), "
-                "app_version = coalesce(%(version)s::text, app_version), "
+                "WITH " + _LOCK_BY_ID + ", "
+                "u AS (UPDATE {s}.workflows w SET status = %(status)s, error = %(error)s, "
+                "updated_at = %(now)s, "
+                "executor_id = coalesce(%(executor)s::text, w.executor_id), "
+                "app_version = coalesce(%(version)s::text, w.app_version), "
                 "recovery_attempts = CASE WHEN %(reset)s::boolean THEN 0 "
-                "ELSE recovery_attempts END "
-                "WHERE workflow_id = %(wid)s" + condition + " RETURNING workflow_id) "
+                "ELSE w.recovery_attempts END FROM run "
+                "WHERE w.workflow_id = %(wid)s" + condition + " RETURNING w.workflow_id) "
                 "SELECT " + notify
             ),
             params,

@@ -1,0 +1,124 @@
+"""Statements that name a run find it by primary key, whatever plan a connection cached.
+
+psycopg prepares a statement on its sixth execution, and PostgreSQL then keeps
+a generic plan for it, chosen from the table statistics of that moment. On an
+empty schema every index of `workflows` looks equally cheap, and a connection
+once chose the (executor_id, app_version, status) index for the checkpoint's
+row lock, then kept that plan while the table grew: every checkpoint read every
+run its executor ever had, and PostgreSQL's CPU per step grew with the table
+(until an ANALYZE, which a server without autovacuum never runs).
+
+The test prepares every run-keyed statement on an empty schema, grows the
+tables, and asks PostgreSQL for the plans the connection cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from replaykit.log import Record, Status, Value
+from replaykit.stores._group import Slot
+from replaykit.stores.base import WorkflowRow
+
+# More than psycopg's prepare threshold (5) plus PostgreSQL's custom-plan rounds (5).
+_ROUNDS = 14
+
+
+@pytest.fixture
+def one_connection_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
+    from replaykit.stores.postgres import PostgresStore
+
+    # One pooled connection, so every statement is prepared on the connection inspected.
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=1)
+    yield store
+    store.close()
+
+
+def _row(workflow_id: str) -> WorkflowRow:
+    return WorkflowRow(
+        workflow_id=workflow_id,
+        name="wf",
+        status=Status.PENDING,
+        inputs=None,
+        executor_id="e1",
+        app_version="v1",
+    )
+
+
+def _step(position: int) -> Record:
+    return Record(position, "step", f"s{position}", Value(position))
+
+
+def _use_every_run_keyed_statement(store: Any, round_: int) -> None:
+    from replaykit.stores.postgres import _Finish, _PlainRecord
+
+    ids = [f"r{round_}-{n}" for n in range(6)]
+    for workflow_id in ids:
+        store.create_workflow(_row(workflow_id))
+    # One at a time: the one-record and one-finish statements, with and without an owner.
+    store.record(ids[0], _step(0), executor_id="e1")
+    store.record(ids[0], _step(1), executor_id="e1")
+    store.record(ids[1], _step(0))
+    store.record(ids[1], _step(1))
+    store.finish_workflow(ids[0], Status.SUCCESS, Value(1), executor_id="e1")
+    store.finish_workflow(ids[1], Status.SUCCESS, Value(1))
+    store.set_status(ids[2], Status.CANCELLED, only_from=[Status.PENDING])
+    store.set_status(ids[2], Status.PENDING)
+    # Batches, as group commit writes them: plain records, then finishes.
+    records = [Slot(_PlainRecord(ids[n], _step(0), "e1", None)) for n in (3, 4, 5)]
+    store._write_batch(records)
+    finishes = [Slot(_Finish(ids[n], Status.SUCCESS, Value(2), "", "e1")) for n in (3, 4, 5)]
+    store._write_batch(finishes)
+    for slot in [*records, *finishes]:
+        slot.outcome()  # raises if the batch refused it
+
+
+def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
+    one_connection_store: Any,
+) -> None:
+    store = one_connection_store
+    for round_ in range(_ROUNDS):
+        _use_every_run_keyed_statement(store, round_)
+
+    now = datetime.now(UTC)
+    with store._connection() as conn:
+        # Thousands of runs of the same executor, most finished, some still PENDING.
+        conn.execute(
+            store._q(
+                "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
+                "app_version, created_at, updated_at) "
+                "SELECT 'grown-' || n, 'wf', CASE WHEN n %% 10 = 0 THEN 'PENDING' "
+                "ELSE 'SUCCESS' END, 'e1', 'v1', %(now)s, %(now)s "
+                "FROM generate_series(1, 4000) AS n"
+            ),
+            {"now": now},
+        )
+        prepared = conn.execute(
+            "SELECT name, statement, cardinality(parameter_types), generic_plans "
+            "FROM pg_prepared_statements WHERE statement LIKE %s",
+            (f"%{store._s}.workflows%",),
+        ).fetchall()
+        # Explain the plan each statement cached, not one made from today's statistics.
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        plans = {}
+        for name, statement, arity, generic_plans in prepared:
+            if not statement.lstrip().startswith(("WITH", "UPDATE")):
+                continue  # inserts and reads by id: nothing to choose between
+            if generic_plans == 0:
+                continue  # planned afresh on every execution: nothing cached to go stale
+            arguments = ", ".join(["NULL"] * arity)
+            lines = conn.execute(f"EXPLAIN EXECUTE {name}({arguments})").fetchall()
+            plans[statement] = "\n".join(line[0] for line in lines)
+        conn.execute("RESET plan_cache_mode")
+
+    # At least the checkpoint statements (first and later positions) kept a generic plan.
+    checkpoints = [s for s in plans if s.startswith("WITH run AS")]
+    assert len(checkpoints) >= 2, sorted(s[:60] for s in plans)
+    for statement, plan in plans.items():
+        assert "workflows_by_" not in plan and "Seq Scan on workflows" not in plan, (
+            f"{statement[:120]}...\ncached plan:\n{plan}"
+        )
