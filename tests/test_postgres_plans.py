@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import pytest
 
 from replaykit.log import Record, Status, Value
@@ -122,3 +123,67 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
         assert "workflows_by_" not in plan and "Seq Scan on workflows" not in plan, (
             f"{statement[:120]}...\ncached plan:\n{plan}"
         )
+
+
+def test_queue_and_sweep_statements_are_planned_for_the_table_as_it_is(
+    one_connection_store: Any,
+) -> None:
+    """Claims with limits, sweeps, takeovers and listings are planned on every execution.
+
+    On an empty schema a cached plan counted a queue's PENDING runs through the
+    (queue, started_at) index, reading every run the queue ever had; the claim
+    itself, whose ORDER BY matches the (queue, status, priority, created_at)
+    index, stays prepared and must keep using that index.
+    """
+    from replaykit.stores.base import ClaimLimits, WorkflowFilter
+
+    store = one_connection_store
+    for round_ in range(_ROUNDS):
+        for n in range(3):
+            row = attrs.evolve(
+                _row(f"q{round_}-{n}"), status=Status.ENQUEUED, executor_id="", queue="q"
+            )
+            store.create_workflow(row)
+        now = datetime.now(UTC)
+        for limits in (
+            ClaimLimits(limit=1),
+            ClaimLimits(limit=1, concurrency=100),
+            ClaimLimits(limit=1, rate_limit=(1000, 1.0)),
+        ):
+            assert store.claim("q", executor_id="e1", app_version="v1", limits=limits, now=now)
+        store.heartbeat("e1", "v1", now)
+        store.take_over(executor_id="e1", app_version="v1", lease_seconds=30, now=now)
+        store.release("e-gone")
+        store.list_workflows(
+            WorkflowFilter(status=Status.PENDING, executor_id="e1", app_version="v1", limit=100)
+        )
+        store.list_workflows(WorkflowFilter(queue="q", limit=10))
+
+    with store._connection() as conn:
+        prepared = conn.execute(
+            "SELECT name, statement, cardinality(parameter_types), generic_plans "
+            "FROM pg_prepared_statements WHERE statement LIKE %s",
+            (f"%{store._s}.workflows%",),
+        ).fetchall()
+        planned_each_time = (
+            "SELECT count(*) FROM",  # a queue's PENDING runs, its recent starts
+            "SELECT 1 FROM",  # is anything ready to claim
+            "SELECT workflow_id, name, status",  # listings and sweeps
+            "WITH r AS (UPDATE",  # release
+        )
+        for _, statement, _, _ in prepared:
+            assert not statement.startswith(planned_each_time), statement
+            assert "SET executor_id = $1, updated_at" not in statement, statement  # take_over
+        claims = [row for row in prepared if "SET status = 'PENDING', executor_id" in row[1]]
+        assert claims, [row[1][:60] for row in prepared]
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        for name, _, arity, generic_plans in claims:
+            assert generic_plans > 0
+            plan = "\n".join(
+                line[0]
+                for line in conn.execute(
+                    f"EXPLAIN EXECUTE {name}({', '.join(['NULL'] * arity)})"
+                ).fetchall()
+            )
+            assert "workflows_by_queue " in plan, plan
+        conn.execute("RESET plan_cache_mode")

@@ -236,6 +236,13 @@ _COMPLETE_PENDING = (
 # through the status index, which then read every PENDING run per checkpoint
 # as the table grew (tests/test_postgres_plans.py). Locking the row first also
 # leaves the check to the row's latest version, which the lock waited for.
+# Statements that search runs by queue, status or executor, and run at most a
+# few times per claim round or sweep, are not prepared: planned with their
+# actual values and the table's current size each time, no plan made while the
+# schema was small outlives it. (Statements about one run stay prepared; they
+# are safe by _BY_ID_ONLY.)
+_PLAN_EACH_TIME = False
+
 _LOCK_BY_ID = (
     "run AS (SELECT status, executor_id FROM {s}.workflows "
     "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
@@ -646,9 +653,9 @@ class PostgresStore:
         with self._connection() as conn:
             return conn.execute(query, params).fetchone()
 
-    def _all(self, query: str, params: Any = None) -> list[Any]:
+    def _all(self, query: str, params: Any = None, *, prepare: bool | None = None) -> list[Any]:
         with self._connection() as conn:
-            return conn.execute(query, params).fetchall()
+            return conn.execute(query, params, prepare=prepare).fetchall()
 
     def _q(self, template: str) -> str:
         return template.replace("{s}", self._s)
@@ -887,7 +894,12 @@ class PostgresStore:
                 # empty queue this is one indexed read that writes nothing.
                 params["room"] = limits.limit
                 rows = conn.execute(take, params).fetchall()
-            elif conn.execute(f"SELECT 1 {ready} LIMIT 1", params).fetchone() is None:
+            elif (
+                conn.execute(
+                    f"SELECT 1 {ready} LIMIT 1", params, prepare=_PLAN_EACH_TIME
+                ).fetchone()
+                is None
+            ):
                 # Engines poll for claims: an empty queue should not take the lock.
                 return []
             else:
@@ -916,6 +928,7 @@ class PostgresStore:
         found = conn.execute(
             self._q("SELECT count(*) FROM {s}.workflows WHERE queue = %s AND status = 'PENDING'"),
             (queue,),
+            prepare=_PLAN_EACH_TIME,
         ).fetchone()
         return int(found[0]) if found else 0
 
@@ -923,6 +936,7 @@ class PostgresStore:
         found = conn.execute(
             self._q("SELECT count(*) FROM {s}.workflows WHERE queue = %s AND started_at > %s"),
             (queue, since),
+            prepare=_PLAN_EACH_TIME,
         ).fetchone()
         return int(found[0]) if found else 0
 
@@ -954,6 +968,7 @@ class PostgresStore:
                 "version": app_version,
                 "cutoff": now - timedelta(seconds=lease_seconds),
             },
+            prepare=_PLAN_EACH_TIME,
         )
         return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
 
@@ -974,6 +989,7 @@ class PostgresStore:
                 "channel": self._channel,
                 "origin": self._origin,
             },
+            prepare=_PLAN_EACH_TIME,
         )
         rows.sort(key=lambda r: (r[2], r[0]))
         self._notify([("enqueued", q) for q in sorted({r[1] for r in rows})])
@@ -992,7 +1008,12 @@ class PostgresStore:
         clauses: list[str] = []
         params: list[Any] = []
         statuses = where.statuses()
-        if statuses is not None:
+        if statuses is not None and len(statuses) == 1:
+            # `=` lets the (executor_id, app_version, status) index find a
+            # sweep's PENDING runs; the planner leaves `= ANY(...)` to a filter.
+            clauses.append("status = %s")
+            params.append(statuses[0].value)
+        elif statuses is not None:
             clauses.append("status = ANY(%s::text[])")
             params.append([s.value for s in statuses])
         for column, wanted in (
@@ -1016,7 +1037,9 @@ class PostgresStore:
             text += " WHERE " + " AND ".join(clauses)
         text += " ORDER BY created_at, workflow_id LIMIT %s OFFSET %s"
         params.extend((where.limit, where.offset))
-        return [_workflow_from(r) for r in self._all(self._q(text), params)]
+        return [
+            _workflow_from(r) for r in self._all(self._q(text), params, prepare=_PLAN_EACH_TIME)
+        ]
 
     def load_log(self, workflow_id: str) -> list[Record]:
         rows = self._all(
