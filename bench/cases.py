@@ -101,6 +101,28 @@ def _ratio(
     return Check(label, num, den, op, threshold, stores)
 
 
+#: What each system's process and (when local) the PostgreSQL server spent per step.
+_CPU_ROWS = (
+    Row(
+        "client CPU, us per step (floor: per insert)",
+        {
+            "replaykit": "client_cpu_us_per_step",
+            "dbos": "client_cpu_us_per_step",
+            "floor": "client_cpu_us_per_op",
+        },
+        "us",
+    ),
+    Row(
+        "server CPU, us per step (local PostgreSQL)",
+        {
+            "replaykit": "server_cpu_us_per_step",
+            "dbos": "server_cpu_us_per_step",
+            "floor": "server_cpu_us_per_op",
+        },
+        "us",
+    ),
+)
+
 CASES: tuple[Case, ...] = (
     Case(
         name="floor",
@@ -135,24 +157,7 @@ CASES: tuple[Case, ...] = (
             Row(
                 "ms per workflow", {"replaykit": "ms_per_workflow", "dbos": "ms_per_workflow"}, "ms"
             ),
-            Row(
-                "client CPU, us per step (floor: per insert)",
-                {
-                    "replaykit": "client_cpu_us_per_step",
-                    "dbos": "client_cpu_us_per_step",
-                    "floor": "client_cpu_us_per_op",
-                },
-                "us",
-            ),
-            Row(
-                "server CPU, us per step (local PostgreSQL)",
-                {
-                    "replaykit": "server_cpu_us_per_step",
-                    "dbos": "server_cpu_us_per_step",
-                    "floor": "server_cpu_us_per_op",
-                },
-                "us",
-            ),
+            *_CPU_ROWS,
         ),
         checks=(
             _ratio(
@@ -231,24 +236,7 @@ CASES: tuple[Case, ...] = (
                 "/s",
             ),
             Row("total, s", {"replaykit": "total_s", "dbos": "total_s", "floor": "total_s"}, "s"),
-            Row(
-                "client CPU, us per step (floor: per insert)",
-                {
-                    "replaykit": "client_cpu_us_per_step",
-                    "dbos": "client_cpu_us_per_step",
-                    "floor": "client_cpu_us_per_op",
-                },
-                "us",
-            ),
-            Row(
-                "server CPU, us per step (local PostgreSQL)",
-                {
-                    "replaykit": "server_cpu_us_per_step",
-                    "dbos": "server_cpu_us_per_step",
-                    "floor": "server_cpu_us_per_op",
-                },
-                "us",
-            ),
+            *_CPU_ROWS,
         ),
         checks=(
             _ratio(
