@@ -365,10 +365,9 @@ def _workflow_name(wf: Any) -> str:
 
 
 @attrs.frozen(init=False)
-class Start(Command):
-    """Start a child workflow; yields its id. Replays start nothing new."""
+class _ChildCommand(Command):
+    """What `Start` and `Call` share: the child's workflow, arguments, id and queue."""
 
-    kind: ClassVar[str] = "start"
     workflow: Any = attrs.field(eq=False)
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
@@ -396,34 +395,17 @@ class Start(Command):
 
 
 @attrs.frozen(init=False)
-class Call(Command):
+class Start(_ChildCommand):
+    """Start a child workflow; yields its id. Replays start nothing new."""
+
+    kind: ClassVar[str] = "start"
+
+
+@attrs.frozen(init=False)
+class Call(_ChildCommand):
     """Start a child workflow and wait for its result, in one position."""
 
     kind: ClassVar[str] = "call"
-    workflow: Any = attrs.field(eq=False)
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
-    workflow_id: str | None
-    queue: str | None
-
-    def __init__(
-        self,
-        wf: Any,
-        /,
-        *args: Any,
-        workflow_id: str | None = None,
-        queue: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        _workflow_name(wf)
-        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)
-
-    @property
-    def name(self) -> str:
-        return _workflow_name(self.workflow)
-
-    def describe_args(self) -> Any:
-        return [list(self.args), dict(self.kwargs), self.workflow_id]
 
 
 @attrs.frozen(init=False)
