@@ -34,6 +34,7 @@ __all__ = [
     "claim_room",
     "duplicate_dedup",
     "matches_filter",
+    "stamped_for_create",
 ]
 
 
@@ -68,6 +69,22 @@ def claim_room(
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def stamped_for_create(row: WorkflowRow) -> WorkflowRow:
+    """`row` as every store creates it: times it leaves unset filled in with now.
+
+    A run created PENDING started when it was created; one created ENQUEUED
+    starts when claimed.
+    """
+    now = _now()
+    created = row.created_at or now
+    return attrs.evolve(
+        row,
+        created_at=created,
+        updated_at=row.updated_at or now,
+        started_at=row.started_at or (created if row.status is Status.PENDING else None),
+    )
 
 
 def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
@@ -141,14 +158,7 @@ class MemoryStore:
                         and other.status in (Status.ENQUEUED, Status.PENDING)
                     ):
                         raise duplicate_dedup(row, other.workflow_id)
-            now = _now()
-            created = row.created_at or now
-            stored = attrs.evolve(
-                row,
-                created_at=created,
-                updated_at=row.updated_at or now,
-                started_at=row.started_at or (created if row.status is Status.PENDING else None),
-            )
+            stored = stamped_for_create(row)
             self._rows[row.workflow_id] = stored
             self._logs[row.workflow_id] = list(records)
             self._order[row.workflow_id] = len(self._order)

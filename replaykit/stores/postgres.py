@@ -48,7 +48,12 @@ from replaykit.stores.base import (
     WorkflowFilter,
     WorkflowRow,
 )
-from replaykit.stores.memory import check_recordable, claim_room, duplicate_dedup
+from replaykit.stores.memory import (
+    check_recordable,
+    claim_room,
+    duplicate_dedup,
+    stamped_for_create,
+)
 
 __all__ = ["MIGRATIONS", "PostgresStore", "redact_url", "schema_channel"]
 
@@ -761,14 +766,7 @@ class PostgresStore:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
     ) -> tuple[WorkflowRow, bool]:
-        now = _now()
-        created = row.created_at or now
-        stored = attrs.evolve(
-            row,
-            created_at=created,
-            updated_at=row.updated_at or now,
-            started_at=row.started_at or (created if row.status is Status.PENDING else None),
-        )
+        stored = stamped_for_create(row)
         insert = self._q(
             "WITH ins AS (INSERT INTO {s}.workflows (" + _WORKFLOW_COLUMNS + ") VALUES ("
             "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "

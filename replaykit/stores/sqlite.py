@@ -25,8 +25,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-import attrs
-
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
@@ -40,7 +38,12 @@ from replaykit.stores.base import (
     WorkflowFilter,
     WorkflowRow,
 )
-from replaykit.stores.memory import check_recordable, claim_room, duplicate_dedup
+from replaykit.stores.memory import (
+    check_recordable,
+    claim_room,
+    duplicate_dedup,
+    stamped_for_create,
+)
 
 __all__ = ["SqliteStore"]
 
@@ -658,14 +661,7 @@ class SqliteStore:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
     ) -> tuple[WorkflowRow, bool]:
-        now = _now()
-        created = row.created_at or now
-        stored = attrs.evolve(
-            row,
-            created_at=created,
-            updated_at=row.updated_at or now,
-            started_at=row.started_at or (created if row.status is Status.PENDING else None),
-        )
+        stored = stamped_for_create(row)
         params = _workflow_params(stored)
         record_params = [_record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
