@@ -165,3 +165,46 @@ def test_postgres_connections_killed_under_group_commit(pg_url: str, pg_schema: 
         assert [r.outcome.data for r in logs[run]] == list(range(steps))  # type: ignore[union-attr]
         # Nothing skipped; a step whose checkpoint was cut off may have run twice.
         assert all(1 <= RAN.get(f"run-{run}-{i}", 0) <= 2 for i in range(steps))
+
+
+def test_postgres_exhausted_pool_fails_a_batch_once_not_once_per_writer(
+    pg_url: str, pg_schema: str
+) -> None:
+    # While every pooled connection is taken, a batch waits connect_timeout for
+    # one and fails. Its writers must get that failure, not each wait again on
+    # the one-write path; a batch's finishes must not wait after its records did.
+    from replaykit.log import Status, Value
+    from replaykit.stores._group import Slot
+    from replaykit.stores.base import WorkflowRow
+    from replaykit.stores.postgres import PostgresStore, _Finish, _PlainRecord
+
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=1, connect_timeout=0.3)
+    try:
+        for n in range(4):
+            store.create_workflow(
+                WorkflowRow(
+                    workflow_id=f"w{n}",
+                    name="wf",
+                    status=replaykit.Status.PENDING,
+                    inputs=None,
+                    executor_id="e1",
+                    app_version="v1",
+                )
+            )
+        slots = [
+            Slot(_PlainRecord(f"w{n}", Record(0, "step", "s", Value(n)), "e1", None))
+            for n in range(3)
+        ] + [Slot(_Finish("w3", Status.SUCCESS, Value(1), "", "e1"))]
+        before = store._pool.get_stats().get("requests_errors", 0)
+        with store._connection():  # the only connection, held for the whole batch
+            store._write_batch(slots)
+        waited = store._pool.get_stats().get("requests_errors", 0) - before
+        for slot in slots:
+            with pytest.raises(StoreUnavailable, match="no connection"):
+                slot.outcome()
+        assert waited == 1, f"{waited} connection requests timed out, expected the batch's one"
+        # The writes were not made: the runs are as they were.
+        assert store.load_log("w0") == []
+        assert store.get_workflow("w3").status is replaykit.Status.PENDING  # type: ignore[union-attr]
+    finally:
+        store.close()

@@ -200,6 +200,14 @@ def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
 
+class _PoolExhausted(StoreUnavailable):
+    """No pooled connection came free within connect_timeout.
+
+    Group commit hands this to every writer of the batch instead of letting
+    each wait for a connection again on the one-write path.
+    """
+
+
 class _BodyFailed(Exception):
     """Carries the user's exception from a Transaction body past our error mapping."""
 
@@ -647,7 +655,7 @@ class PostgresStore:
             with self._pool.connection() as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise StoreUnavailable(
+            raise _PoolExhausted(
                 f"no connection to PostgreSQL at {self._safe_url} within "
                 f"{self._connect_timeout}s ({exc})"
             ) from exc
@@ -1150,14 +1158,20 @@ class PostgresStore:
         """
         records = [slot for slot in slots if isinstance(slot.item, _PlainRecord)]
         finishes = [slot for slot in slots if isinstance(slot.item, _Finish)]
-        if len(records) == 1:
-            self._settle_alone(records[0])
-        elif records:
-            self._write_records(records)
-        if len(finishes) == 1:
-            self._settle_alone(finishes[0])
-        elif finishes:
-            self._write_finishes(finishes)
+        try:
+            if len(records) == 1:
+                self._settle_alone(records[0])
+            elif records:
+                self._write_records(records)
+            if len(finishes) == 1:
+                self._settle_alone(finishes[0])
+            elif finishes:
+                self._write_finishes(finishes)
+        except _PoolExhausted as exc:
+            # The pool had nothing for connect_timeout: the rest would wait as long.
+            for slot in slots:
+                if not slot.settled:
+                    slot.set_error(exc)
 
     def _settle_alone(self, slot: Slot[_Write]) -> None:
         item = slot.item
@@ -1176,6 +1190,9 @@ class PostgresStore:
                 )
             else:
                 slot.set_result(self._finish_one(item))
+        except _PoolExhausted as exc:
+            slot.set_error(exc)
+            raise
         except Exception as exc:
             slot.set_error(exc)
 
@@ -1192,7 +1209,8 @@ class PostgresStore:
         A run may appear in several layers, each with its own write. The
         statement returns the ids it wrote; `answer` turns that into each
         writer's result. Every write of a layer that failed or never ran falls
-        back to the one-write path, which writes it or explains why not.
+        back to the one-write path, which writes it or explains why not, unless
+        no connection came free at all (`_PoolExhausted`, for `_write_batch`).
         """
         try:
             with self._connection() as conn:
@@ -1201,6 +1219,8 @@ class PostgresStore:
                     done = {row[0] for row in conn.execute(statement, params(items)).fetchall()}
                     for slot in layer:
                         slot.set_result(answer(slot.item, done))
+        except _PoolExhausted:
+            raise
         except (psycopg.Error, StoreError) as exc:
             _log.debug(
                 "group commit of %d %s failed (%s); writing the rest one by one",
