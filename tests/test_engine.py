@@ -423,3 +423,38 @@ def test_list_workflows_filters(engine: Engine) -> None:
     assert [r.workflow_id for r in engine.list_workflows(limit=1, offset=1)] == ["l2"]
     assert engine.list_workflows(name="engine-checkout")[0].workflow_id == "l1"
     assert engine.list_workflows(since=datetime.now(UTC) + timedelta(days=1)) == []
+
+
+@workflow(name="draws")
+def draws() -> Generator[Any, Any, tuple[float, str]]:
+    number = yield replaykit.Random()
+    ident = yield replaykit.Uuid()
+    return number, ident
+
+
+def test_entropy_hook_decides_what_random_and_uuid_draw() -> None:
+    import random
+    import uuid
+
+    asked: list[tuple[str, int, str]] = []
+
+    def entropy(workflow_id: str, position: int, kind: str) -> random.Random:
+        asked.append((workflow_id, position, kind))
+        return random.Random(f"{position}:{kind}")
+
+    results = []
+    for run in ("a", "b"):
+        with Engine("memory://", app_version="t", entropy=entropy) as engine:
+            results.append(engine.run(draws, workflow_id=run, timeout=10))
+    assert results[0] == results[1]
+    number, ident = results[0]
+    assert number == random.Random("0:random").random()
+    assert uuid.UUID(ident).version == 4
+    assert asked == [("a", 0, "random"), ("a", 1, "uuid"), ("b", 0, "random"), ("b", 1, "uuid")]
+
+    # Without the hook: the operating system's randomness, a fresh value each run.
+    with Engine("memory://", app_version="t") as engine:
+        first = engine.run(draws, workflow_id="c", timeout=10)
+        second = engine.run(draws, workflow_id="d", timeout=10)
+    assert first != second
+    assert uuid.UUID(first[1]).version == 4

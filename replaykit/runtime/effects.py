@@ -59,9 +59,27 @@ from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 if TYPE_CHECKING:
     from replaykit.runtime.engine import Engine
 
-__all__ = ["CancelScope", "EffectRunner", "Suspend", "WaitProbe", "Wake"]
+__all__ = [
+    "CancelScope",
+    "EffectRunner",
+    "Entropy",
+    "Suspend",
+    "WaitProbe",
+    "Wake",
+    "system_entropy",
+]
 
-_random = random.SystemRandom()
+#: Where a `Random()` or `Uuid()` draws from: called once per draw with the run's
+#: id, the command's position and its kind ("random" or "uuid"). A hook for
+#: tests that want reproducible draws; the default is the operating system's.
+Entropy = Callable[[str, int, str], random.Random]
+
+_system_random = random.SystemRandom()
+
+
+def system_entropy(workflow_id: str, position: int, kind: str) -> random.Random:
+    """The default `Entropy`: the operating system's randomness, for every draw."""
+    return _system_random
 _NO_RETRY = Retry()
 
 
@@ -164,6 +182,7 @@ class EffectRunner:
         self.engine = engine
         self.store = engine.store
         self.clock = engine.clock
+        self.entropy = engine.entropy
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -194,9 +213,10 @@ class EffectRunner:
         if isinstance(command, Now):
             return Value(self.clock.now().isoformat())
         if isinstance(command, Random):
-            return Value(_random.random())
+            return Value(self.entropy(row.workflow_id, position, command.kind).random())
         if isinstance(command, Uuid):
-            return Value(str(uuid.uuid4()))
+            source = self.entropy(row.workflow_id, position, command.kind)
+            return Value(str(uuid.UUID(int=source.getrandbits(128), version=4)))
         if isinstance(command, Patch):
             return Value(True)
         if isinstance(command, Start):

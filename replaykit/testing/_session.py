@@ -18,7 +18,6 @@ import heapq
 import random
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -26,9 +25,8 @@ from typing import Any, cast
 import attrs
 
 from replaykit import serde
-from replaykit.commands import Command, Random, Uuid
 from replaykit.errors import ControlSignal, WorkflowNotFound
-from replaykit.log import Log, Outcome, Record, Status, Value
+from replaykit.log import Log, Outcome, Record, Status
 from replaykit.registry import Workflow
 from replaykit.runtime.admin import export_run
 from replaykit.runtime.clock import VirtualClock
@@ -376,35 +374,25 @@ for _name, _member in vars(Store).items():
         setattr(JournalStore, _name, _passthrough(_name))
 
 
-def _seed_entropy(engine: Engine, seed: int) -> None:
-    """Make `Random()` and `Uuid()` reproducible: derived from (seed, run id, position).
+class _SeededEntropy:
+    """Reproducible `Random()` and `Uuid()`: each draw derived from (seed, run id, position).
 
-    The engine draws them from a system RNG with no hook to replace it, so
-    this wraps the effect runner's `instant_outcome` on this one engine
-    instance. (Requested engine change: an `Engine(entropy=random.Random)`
-    parameter.) Without the attribute the kit falls back to real randomness.
+    One per engine: an engine started after a simulated crash draws the same
+    values again, so a recovered run sees what an uninterrupted run saw; within
+    one engine a position drawn twice gets a new value.
     """
-    runner = getattr(engine, "_runner", None)
-    original = getattr(runner, "instant_outcome", None)
-    if runner is None or original is None:
-        return
-    drawn: dict[tuple[str, int, str], int] = {}
-    lock = threading.Lock()
 
-    def instant_outcome(row: WorkflowRow, position: int, command: Command) -> Outcome:
-        if not isinstance(command, (Random, Uuid)):
-            outcome: Outcome = original(row, position, command)
-            return outcome
-        key = (row.workflow_id, position, command.kind)
-        with lock:
-            nth = drawn.get(key, 0)
-            drawn[key] = nth + 1
-        rng = random.Random(f"{seed}:{row.workflow_id}:{position}:{command.kind}:{nth}")
-        if isinstance(command, Random):
-            return Value(rng.random())
-        return Value(str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._drawn: dict[tuple[str, int, str], int] = {}
+        self._lock = threading.Lock()
 
-    setattr(runner, "instant_outcome", instant_outcome)  # noqa: B010 - see docstring
+    def __call__(self, workflow_id: str, position: int, kind: str) -> random.Random:
+        key = (workflow_id, position, kind)
+        with self._lock:
+            nth = self._drawn.get(key, 0)
+            self._drawn[key] = nth + 1
+        return random.Random(f"{self._seed}:{workflow_id}:{position}:{kind}:{nth}")
 
 
 def _renumbered(write: Write) -> Callable[[int], Write]:
@@ -571,14 +559,13 @@ class Session:
             recover=False,
             # Registered cron schedules would fire into the test's store as virtual time jumps.
             schedules=False,
+            # Every step lookup goes through the tap so the kit can count body calls.
+            step_overrides=StepTap(
+                fresh_fakes(self.fakes),
+                lambda name, args, kwargs: self.on_step_call(engine_no, name, args, kwargs),
+            ),
+            entropy=_SeededEntropy(self.seed),
         )
-        # Every step lookup goes through the tap so the kit can count body calls.
-        # (Requested engine change: a documented step-call hook.)
-        engine.step_overrides = StepTap(
-            fresh_fakes(self.fakes),
-            lambda name, args, kwargs: self.on_step_call(engine_no, name, args, kwargs),
-        )
-        _seed_entropy(engine, self.seed)
         engine.recover()
         return engine
 
