@@ -117,7 +117,7 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
         conn.execute("RESET plan_cache_mode")
 
     # At least the checkpoint statements (first and later positions) kept a generic plan.
-    checkpoints = [s for s in plans if s.startswith("WITH run AS")]
+    checkpoints = [s for s in plans if s.startswith("WITH run AS") and ".records" in s]
     assert len(checkpoints) >= 2, sorted(s[:60] for s in plans)
     for statement, plan in plans.items():
         assert "workflows_by_" not in plan and "Seq Scan on workflows" not in plan, (

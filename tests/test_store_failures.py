@@ -208,3 +208,46 @@ def test_postgres_exhausted_pool_fails_a_batch_once_not_once_per_writer(
         assert store.get_workflow("w3").status is replaykit.Status.PENDING  # type: ignore[union-attr]
     finally:
         store.close()
+
+
+def test_postgres_batch_keeps_committed_records_when_its_finishes_get_no_connection(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Records and finishes of one batch are statements of their own; if the
+    # pool runs dry between them, the records stand and only the finishes fail.
+    from replaykit.log import Status, Value
+    from replaykit.stores._group import Slot
+    from replaykit.stores.base import WorkflowRow
+    from replaykit.stores.postgres import PostgresStore, _Finish, _PlainRecord, _PoolExhausted
+
+    store = PostgresStore(pg_url, schema=pg_schema)
+    try:
+        for n in range(4):
+            store.create_workflow(
+                WorkflowRow(f"w{n}", "wf", replaykit.Status.PENDING, executor_id="e1")
+            )
+        records = [
+            Slot(_PlainRecord(f"w{n}", Record(0, "step", "s", Value(n)), "e1", None))
+            for n in (0, 1)
+        ]
+        finishes = [Slot(_Finish(f"w{n}", Status.SUCCESS, Value(n), "", "e1")) for n in (2, 3)]
+        real_connection = store._connection
+        calls = []
+
+        def dry_after_one() -> Any:
+            calls.append(1)
+            if len(calls) > 1:
+                raise _PoolExhausted("no connection to PostgreSQL within 0.1s (test)")
+            return real_connection()
+
+        monkeypatch.setattr(store, "_connection", dry_after_one)
+        store._write_batch([*records, *finishes])
+        monkeypatch.undo()
+        assert [slot.outcome().position for slot in records] == [0, 0]
+        for slot in finishes:
+            with pytest.raises(StoreUnavailable, match="no connection"):
+                slot.outcome()
+        assert [len(store.load_log(f"w{n}")) for n in range(4)] == [1, 1, 0, 0]
+        assert store.get_workflow("w2").status is replaykit.Status.PENDING  # type: ignore[union-attr]
+    finally:
+        store.close()

@@ -676,3 +676,43 @@ def test_claims_say_exactly_whether_a_run_has_records(
     assert {row.workflow_id: row.has_log for row in claimed} == {"fresh": False, "begun": True}
     if kind != "postgres":
         store.close()
+
+
+def test_postgres_consuming_record_and_delete_take_locks_in_one_order(
+    pg_url: str, pg_store: Any
+) -> None:
+    # delete_workflow locks the run's row, then its messages. A record that
+    # consumes a message must lock the run first too: the other way round, a
+    # record on a finished run and a delete of it deadlocked.
+    import psycopg
+
+    from replaykit.errors import RecordConflict, WorkflowNotFound
+
+    store = pg_store
+    store.create_workflow(WorkflowRow("k", "wf", Status.CANCELLED))
+    assert store.send_message("k", "t", {"n": 1})
+    message = store.peek_message("k", "t")
+    assert message is not None
+    outcome: list[Any] = []
+
+    def consume() -> None:
+        try:
+            outcome.append(
+                store.record(
+                    "k", Record(0, "recv", "t", Value({"n": 1})), consume=message.message_id
+                )
+            )
+        except Exception as exc:
+            outcome.append(exc)
+
+    with psycopg.connect(pg_url) as deleter:  # one transaction, as delete_workflow's
+        deleter.execute(store._q("DELETE FROM {s}.workflows WHERE workflow_id = 'k'"))
+        consumer = threading.Thread(target=consume)
+        consumer.start()
+        consumer.join(0.5)  # the record now waits for the run's row
+        deleter.execute("SET LOCAL lock_timeout = '5s'")
+        deleter.execute(store._q("DELETE FROM {s}.messages WHERE workflow_id = 'k'"))
+        deleter.commit()
+    consumer.join(10)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], (WorkflowNotFound, RecordConflict)), outcome

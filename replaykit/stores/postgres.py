@@ -273,12 +273,20 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
     gate = ["run.status = 'PENDING'"]
     if shape.executor:
         gate.append("run.executor_id = %(executor)s")
+    # Found by primary key alone, the gate checked on the locked row (_BY_ID_ONLY).
+    ctes.append(
+        f"run AS (SELECT workflow_id, status, executor_id FROM {s}.workflows "
+        "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
+    )
     if shape.consume:
-        # Locking the message makes a concurrent consumer of it wait, then find it gone.
+        # Locking the message makes a concurrent consumer of it wait, then find
+        # it gone. Joined with `run`, so the run's row is locked first, in the
+        # order delete_workflow takes them (the gate's subqueries are evaluated
+        # before `run` is scanned; alone, this one would lock the message first).
         ctes.append(
-            f"msg AS (SELECT message_id FROM {s}.messages "
-            "WHERE message_id = ANY(%(consume)s::bigint[]) AND workflow_id = %(wid)s "
-            "FOR UPDATE)"
+            f"msg AS (SELECT m.message_id FROM {s}.messages m, run "
+            "WHERE m.message_id = ANY(%(consume)s::bigint[]) AND m.workflow_id = %(wid)s "
+            "FOR UPDATE OF m)"
         )
         gate.append("(SELECT count(*) FROM msg) = %(consume_count)s")
     if shape.send:
@@ -288,11 +296,6 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
             "WHERE workflow_id = %(send_to)s FOR KEY SHARE)"
         )
         gate.append("EXISTS (SELECT 1 FROM target)")
-    # Found by primary key alone, the gate checked on the locked row (_BY_ID_ONLY).
-    ctes.append(
-        f"run AS (SELECT workflow_id, status, executor_id FROM {s}.workflows "
-        "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
-    )
     if not shape.first:
         gate.append(
             f"EXISTS (SELECT 1 FROM {s}.records p "
