@@ -1,0 +1,114 @@
+"""The benchmark suite's own arithmetic: medians, paired ratios, targets, CPU accounts.
+
+The figures in docs/performance.md are only as good as this code, so it is
+tested like the library. Nothing here times anything.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from bench.cases import CASES, case_named
+from bench.measure import CpuReading, cpu_per, cpu_reading, per_step
+from bench.report import summarize
+from bench.worker import Worker
+from conftest import require_postgres
+
+
+def _entry(store: str, reps: dict[str, list[dict[str, float]]]) -> dict[str, Any]:
+    return {
+        "case": "sequential",
+        "store": store,
+        "systems": {
+            system: {"reps": [{"rep": i, "metrics": m} for i, m in enumerate(metrics)]}
+            for system, metrics in reps.items()
+        },
+    }
+
+
+def test_checks_are_ratios_of_medians_judged_only_on_their_stores() -> None:
+    reps = {
+        "replaykit": [{"ms_per_step": 0.5}, {"ms_per_step": 0.7}, {"ms_per_step": 0.6}],
+        "dbos": [{"ms_per_step": 3.0}, {"ms_per_step": 2.8}, {"ms_per_step": 3.6}],
+        "floor": [{"ms_per_op": 0.3}, {"ms_per_op": 0.25}, {"ms_per_op": 0.35}],
+    }
+    postgres = _entry("postgres", reps)
+    summarize(postgres)
+    checks = {c["label"]: c for c in postgres["checks"]}
+    to_floor = checks["replaykit step / floor insert"]
+    assert to_floor["value"] == pytest.approx(0.6 / 0.3)
+    assert to_floor["target"] == "<= 1.3x" and to_floor["met"] is False
+    to_dbos = checks["DBOS step / replaykit step"]
+    assert to_dbos["value"] == pytest.approx(3.0 / 0.6)
+    assert to_dbos["met"] is True  # exactly 5x meets ">= 5x"
+    # Within each repetition: 3.0/0.5, 2.8/0.7, 3.6/0.6 -> median 6.0.
+    assert to_dbos["paired"] == pytest.approx(6.0)
+
+    sqlite = _entry("sqlite", reps)
+    summarize(sqlite)
+    for check in sqlite["checks"]:
+        assert check["target"] == "" and check["met"] is None  # targets name PostgreSQL only
+
+
+def test_a_missing_system_leaves_its_checks_without_a_value() -> None:
+    entry = _entry("postgres", {"replaykit": [{"ms_per_step": 0.5}]})
+    summarize(entry)
+    assert all(check["value"] is None and check["met"] is None for check in entry["checks"])
+
+
+def test_every_row_and_check_names_a_system_the_case_runs() -> None:
+    for case in CASES:
+        for row in case.rows:
+            assert set(row.metrics) <= set(case.systems), (case.name, row.label)
+        for check in case.checks:
+            assert check.num[0] in case.systems, (case.name, check.label)
+            assert check.den is None or check.den[0] in case.systems, (case.name, check.label)
+    assert case_named("concurrent").sizes == {"workflows": 100, "steps": 10}
+
+
+def test_cpu_figures_per_step() -> None:
+    figures = per_step(2.0, 200, 10, cpu=(0.5, 0.25))
+    assert figures["ms_per_step"] == pytest.approx(1.0)
+    assert figures["client_cpu_us_per_step"] == pytest.approx(250.0)
+    assert figures["server_cpu_us_per_step"] == pytest.approx(125.0)
+    assert "server_cpu_us_per_step" not in per_step(2.0, 200, 10, cpu=(0.5, None))
+    assert cpu_per(None, 10, "op") == {}
+    assert CpuReading(3.0, 7.0).since(CpuReading(1.0, 4.0)) == (2.0, 3.0)
+    assert CpuReading(3.0, None).since(CpuReading(1.0, 4.0)) == (2.0, None)
+
+
+def test_client_cpu_counts_work_and_not_sleep() -> None:
+    before = cpu_reading(server=False)
+    time.sleep(0.05)
+    slept = cpu_reading(server=False).since(before)[0]
+    before = cpu_reading(server=False)
+    deadline = time.perf_counter() + 0.05
+    while time.perf_counter() < deadline:
+        pass
+    worked = cpu_reading(server=False).since(before)[0]
+    assert slept < 0.03 < worked
+
+
+def test_server_cpu_is_read_from_the_local_postgresql() -> None:
+    require_postgres()
+    reading = cpu_reading(server=True)
+    assert reading.server is not None and reading.server > 0
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("postgresql://postgres@127.0.0.1:5432/test", True),
+        ("postgresql://u@localhost/db", True),
+        ("postgresql:///db?host=/var/run/postgresql", True),
+        ("postgresql://u@db.example.com:5432/db", False),
+        ("postgresql://u@127.0.0.1/db?host=db.example.com", False),
+    ],
+)
+def test_server_cpu_is_read_only_for_a_server_on_this_machine(url: str, local: bool) -> None:
+    spec = {"case": "floor", "store": "postgres", "sizes": {}, "target": {"url": url}}
+    assert Worker(spec).local_server is local
+    assert Worker({**spec, "store": "sqlite", "target": {"path": "x"}}).local_server is False
