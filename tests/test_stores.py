@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -716,3 +716,49 @@ def test_postgres_consuming_record_and_delete_take_locks_in_one_order(
     consumer.join(10)
     assert len(outcome) == 1
     assert isinstance(outcome[0], (WorkflowNotFound, RecordConflict)), outcome
+
+
+def test_postgres_take_over_locks_runs_in_id_order_as_batches_do(
+    pg_url: str, pg_store: Any
+) -> None:
+    # A batch of checkpoints locks its runs in id order. A takeover of the same
+    # runs (their executor only looked dead) must take them in that order too;
+    # in the order of its scan (oldest first here) the two deadlocked.
+    import psycopg
+
+    store = pg_store
+    now = datetime.now(UTC)
+    store.heartbeat("slow", "v1", now - timedelta(minutes=5))
+    # r2 is the older run, so a scan by status and age meets it first.
+    for workflow_id, age in (("r2", 60), ("r1", 30)):
+        store.create_workflow(
+            WorkflowRow(
+                workflow_id,
+                "wf",
+                Status.PENDING,
+                executor_id="slow",
+                app_version="v1",
+                created_at=now - timedelta(seconds=age),
+            )
+        )
+    taken: list[Any] = []
+
+    def take_over() -> None:
+        try:
+            taken.append(
+                store.take_over(executor_id="me", app_version="v1", lease_seconds=30, now=now)
+            )
+        except Exception as exc:
+            taken.append(exc)
+
+    lock = store._q("SELECT 1 FROM {s}.workflows WHERE workflow_id = %s FOR NO KEY UPDATE")
+    with psycopg.connect(pg_url) as batch:  # as a batch statement: r1, then r2
+        batch.execute("SET lock_timeout = '5s'")
+        batch.execute(lock, ("r1",))
+        taker = threading.Thread(target=take_over)
+        taker.start()
+        taker.join(0.5)  # the takeover now waits for r1
+        batch.execute(lock, ("r2",))
+        batch.commit()
+    taker.join(10)
+    assert taken == [["r2", "r1"]], taken

@@ -256,6 +256,12 @@ _COMPLETE_PENDING = (
 # are safe by _BY_ID_ONLY.)
 _PLAN_EACH_TIME = False
 
+# Statements that change many runs lock them in id order first, as the batch
+# statements do (_lock_runs), so no two of them wait for each other crosswise.
+# Locked rows that changed meanwhile are checked again and dropped if they no
+# longer match.
+_IN_ID_ORDER = "ORDER BY workflow_id FOR NO KEY UPDATE"
+
 _LOCK_BY_ID = (
     "run AS (SELECT status, executor_id FROM {s}.workflows "
     "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
@@ -965,11 +971,13 @@ class PostgresStore:
     ) -> list[str]:
         rows = self._all(
             self._q(
-                "UPDATE {s}.workflows SET executor_id = %(executor)s, updated_at = %(now)s "
+                "UPDATE {s}.workflows w SET executor_id = %(executor)s, updated_at = %(now)s "
+                "FROM (SELECT workflow_id FROM {s}.workflows "
                 "WHERE status = 'PENDING' AND app_version = %(version)s AND executor_id IN ("
                 "SELECT executor_id FROM {s}.heartbeats "
                 "WHERE executor_id <> %(executor)s AND seen_at < %(cutoff)s) "
-                "RETURNING workflow_id, created_at"
+                f"{_IN_ID_ORDER}) AS dead WHERE w.workflow_id = dead.workflow_id "
+                "RETURNING w.workflow_id, w.created_at"
             ),
             {
                 "executor": executor_id,
@@ -984,9 +992,11 @@ class PostgresStore:
     def release(self, executor_id: str) -> list[str]:
         rows = self._all(
             self._q(
-                "WITH r AS (UPDATE {s}.workflows SET status = 'ENQUEUED', executor_id = '', "
-                "updated_at = %(now)s WHERE status = 'PENDING' AND executor_id = %(executor)s "
-                "AND queue IS NOT NULL RETURNING workflow_id, queue, created_at), "
+                "WITH r AS (UPDATE {s}.workflows w SET status = 'ENQUEUED', executor_id = '', "
+                "updated_at = %(now)s FROM (SELECT workflow_id FROM {s}.workflows "
+                "WHERE status = 'PENDING' AND executor_id = %(executor)s AND queue IS NOT NULL "
+                f"{_IN_ID_ORDER}) AS mine WHERE w.workflow_id = mine.workflow_id "
+                "RETURNING w.workflow_id, w.queue, w.created_at), "
                 "n AS (SELECT count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue)) "
                 "FROM (SELECT DISTINCT queue FROM r) q "
                 f"WHERE octet_length(queue) < {_NOTIFY_MAX_KEY}) "
