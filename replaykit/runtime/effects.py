@@ -80,6 +80,8 @@ _system_random = random.SystemRandom()
 def system_entropy(workflow_id: str, position: int, kind: str) -> random.Random:
     """The default `Entropy`: the operating system's randomness, for every draw."""
     return _system_random
+
+
 _NO_RETRY = Retry()
 
 
