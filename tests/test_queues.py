@@ -225,3 +225,29 @@ def test_claim_limits_are_enforced_by_the_store(store_url: str) -> None:
             now=now,
         )
         assert len(rest) == 3
+
+
+def test_a_worker_says_when_a_queue_holds_runs_of_a_version_it_never_claims(
+    shared: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The usual cause: a producer and a worker importing different workflows
+    # compute different default versions. The worker cannot take those runs,
+    # but it can say why the queue does not drain.
+    Queue("q-strand")
+    long_ago = replaykit.VirtualClock(datetime.now(UTC) - timedelta(minutes=2))
+    with Engine(shared, queues=[], app_version="web-1", clock=long_ago) as producer:
+        stranded = producer.enqueue("q-strand", note_wf, "old", workflow_id="stranded")
+    with Engine(shared, queues=[], app_version="worker-1") as producer:
+        producer.enqueue("q-strand", note_wf, "new", workflow_id="fresh")
+    worker = Engine(shared, queues=["q-strand"], app_version="worker-1", poll_interval=0.05)
+    with caplog.at_level("WARNING", logger="replaykit.engine"), worker:
+        assert worker.handle("fresh").result(timeout=20) == "new"
+        deadline = time.monotonic() + 10
+        while "never claims" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # more claim rounds: the warning is not repeated
+        assert worker.handle(stranded.workflow_id).status() is Status.ENQUEUED
+    warnings = [r.getMessage() for r in caplog.records if "never claims" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "'q-strand'" in warnings[0] and "'web-1'" in warnings[0]
+    assert "'worker-1'" in warnings[0] and "app_version" in warnings[0]

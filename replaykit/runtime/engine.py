@@ -74,6 +74,11 @@ FINISHED_CACHE = 4096
 # two of a steady stream of enqueues; waiting out the rest lets one claim take
 # what arrived meanwhile. A lone enqueue after a quiet spell is claimed at once.
 CLAIM_SPACING = 0.002
+# A queue this engine finds nothing to claim in is checked, at most this often,
+# for runs enqueued longer ago than STRANDED_AFTER under another application
+# version, which no engine of this version will ever take (docs/versioning.md).
+STRANDED_CHECK_SECONDS = 60.0
+STRANDED_AFTER = timedelta(seconds=30)
 log = logging.getLogger("replaykit.engine")
 
 
@@ -177,6 +182,8 @@ class Engine:
         self.lease_seconds = lease_seconds
         self._queue_runs: dict[str, set[str]] = {}
         self._claim_wanted = threading.Event()
+        self._stranded_checked: dict[str, float] = {}
+        self._stranded_warned: set[tuple[str, frozenset[str]]] = set()
 
         self._max_workers = max_workers
         self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
@@ -835,6 +842,8 @@ class Engine:
                 limits=ClaimLimits(capacity, queue.concurrency, queue.rate_limit),
                 now=now,
             )
+            if not rows:
+                self._warn_if_stranded(queue.name)
             with self._cv:
                 held.update(row.workflow_id for row in rows)
             for row in rows:
@@ -844,6 +853,42 @@ class Engine:
             taken += len(rows)
             saturated = saturated or len(rows) >= capacity
         return taken, saturated
+
+    def _warn_if_stranded(self, queue: str) -> None:
+        """Say so when a queue holds old runs of application versions this engine never claims.
+
+        Their usual cause is a producer and a worker that compute different
+        default versions because they import different workflows.
+        """
+        checked = time.monotonic()
+        if checked - self._stranded_checked.get(queue, -STRANDED_CHECK_SECONDS) < (
+            STRANDED_CHECK_SECONDS
+        ):
+            return
+        self._stranded_checked[queue] = checked
+        cutoff = self.clock.now() - STRANDED_AFTER  # engines stamp created_at by their clocks
+        waiting = self.store.list_workflows(
+            WorkflowFilter(status=Status.ENQUEUED, queue=queue, until=cutoff, limit=100)
+        )
+        stranded = [row for row in waiting if row.app_version != self.app_version]
+        versions = frozenset(row.app_version for row in stranded)
+        if not stranded or (queue, versions) in self._stranded_warned:
+            return
+        self._stranded_warned.add((queue, versions))
+        log.warning(
+            "queue %r holds %s%d run(s) enqueued over %ds ago under application version(s) %s; "
+            "this engine (executor %r) runs version %r and never claims them. If the process "
+            "that enqueued them runs this same code, give both the same app_version "
+            "(Engine(app_version=...)); if they are an older release's, run a process of "
+            "that version to drain them (docs/versioning.md)",
+            queue,
+            "at least " if len(waiting) == 100 else "",
+            len(stranded),
+            STRANDED_AFTER.total_seconds(),
+            ", ".join(sorted(repr(v) for v in versions)),
+            self.executor_id,
+            self.app_version,
+        )
 
     def _queue_loop(self) -> None:
         last_beat = 0.0
