@@ -178,7 +178,7 @@ def test_postgres_exhausted_pool_fails_a_batch_once_not_once_per_writer(
     from replaykit.stores.base import WorkflowRow
     from replaykit.stores.postgres import PostgresStore, _Finish, _PlainRecord
 
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=1, connect_timeout=0.3)
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=1, connect_timeout=1.0)
     try:
         for n in range(4):
             store.create_workflow(
