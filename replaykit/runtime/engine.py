@@ -843,7 +843,12 @@ class Engine:
                 now=now,
             )
             if not rows:
-                self._warn_if_stranded(queue.name)
+                try:
+                    self._warn_if_stranded(queue.name)
+                except Exception:  # a diagnostic: it must not stop the claims
+                    log.debug(
+                        "could not check queue %r for stranded runs", queue.name, exc_info=True
+                    )
             with self._cv:
                 held.update(row.workflow_id for row in rows)
             for row in rows:
