@@ -866,9 +866,8 @@ class Engine:
         default versions because they import different workflows.
         """
         checked = time.monotonic()
-        if checked - self._stranded_checked.get(queue, -STRANDED_CHECK_SECONDS) < (
-            STRANDED_CHECK_SECONDS
-        ):
+        last = self._stranded_checked.get(queue)
+        if last is not None and checked - last < STRANDED_CHECK_SECONDS:
             return
         self._stranded_checked[queue] = checked
         cutoff = self.clock.now() - STRANDED_AFTER  # engines stamp created_at by their clocks

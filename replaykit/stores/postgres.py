@@ -263,7 +263,7 @@ _PLAN_EACH_TIME = False
 _IN_ID_ORDER = "ORDER BY workflow_id FOR NO KEY UPDATE"
 
 _LOCK_BY_ID = (
-    "run AS (SELECT status, executor_id FROM {s}.workflows "
+    "run AS (SELECT workflow_id, status, executor_id FROM {s}.workflows "
     "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
 )
 
@@ -280,10 +280,7 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
     if shape.executor:
         gate.append("run.executor_id = %(executor)s")
     # Found by primary key alone, the gate checked on the locked row (_BY_ID_ONLY).
-    ctes.append(
-        f"run AS (SELECT workflow_id, status, executor_id FROM {s}.workflows "
-        "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
-    )
+    ctes.append(_LOCK_BY_ID.replace("{s}", s))
     if shape.consume:
         # Locking the message makes a concurrent consumer of it wait, then find
         # it gone. Joined with `run`, so the run's row is locked first, in the

@@ -202,9 +202,7 @@ class KitClock(VirtualClock):
             if not (self._pending and self._pending[0][0] <= instant):
                 self._now = max(self._now, instant)
                 return
-            at, index = heapq.heappop(self._pending)
-            self._now = max(self._now, at)
-            self._delivering.append(at)
+            at, index = self._take_next_locked()
         self._deliver_taken(at, index)
 
     def deliver_next(self) -> bool:
@@ -212,11 +210,16 @@ class KitClock(VirtualClock):
         with self._lock:
             if not self._pending:
                 return False
-            at, index = heapq.heappop(self._pending)
-            self._now = max(self._now, at)
-            self._delivering.append(at)
+            at, index = self._take_next_locked()
         self._deliver_taken(at, index)
         return True
+
+    def _take_next_locked(self) -> tuple[datetime, int]:
+        """The next message: the clock moves to its arrival; it is under delivery."""
+        at, index = heapq.heappop(self._pending)
+        self._now = max(self._now, at)
+        self._delivering.append(at)
+        return at, index
 
     def _deliver_taken(self, at: datetime, index: int, journal_at: datetime | None = None) -> None:
         # One message per call, even when several are due at this instant: the
