@@ -477,6 +477,50 @@ def test_a_run_with_crashes_agrees_with_the_model(
             assert record.attempts == model.attempts[model.step_keys[record.position]]
 
 
+# -- 1b. warm runs and replayed runs are indistinguishable ---------------------------------------
+
+
+def _log_facts(result: rt.RunResult[Any]) -> list[tuple[Any, ...]]:
+    return [
+        (r.position, r.kind, r.name, r.outcome, r.attempts, r.started_at, r.completed_at)
+        for r in result.log
+    ]
+
+
+@settings(deadline=None)
+@given(scenario=scenarios(), keep=st.lists(st.booleans(), max_size=64))
+def test_warm_runs_and_replayed_runs_record_the_same(
+    scenario: tuple[dict[str, Any], Plans, list[Message]], keep: list[bool]
+) -> None:
+    program, plans, messages = scenario
+    model = run_model(program, plans, messages)
+    decisions = iter(keep)
+
+    def stays_warm(workflow_id: str, position: int) -> bool:
+        # Drawn up front: the predicate runs on the engine's threads, where
+        # hypothesis may not draw. Past the drawn list every run stays warm.
+        return next(decisions, True)
+
+    runs = {
+        how: rt.run(
+            program_wf,
+            program,
+            steps=fakes_for(program, plans),
+            messages=messages,
+            clock=START,
+            warm=warm,
+        )
+        for how, warm in (("replayed", False), ("warm", stays_warm))
+    }
+    event(f"{sum(not k for k in keep)} eviction(s) drawn")
+    for result in runs.values():
+        assert_matches_model(result, model)
+    replayed, warm = runs["replayed"], runs["warm"]
+    assert _log_facts(warm) == _log_facts(replayed)
+    assert warm.status is replayed.status
+    assert calls_by_key(warm) == calls_by_key(replayed)
+
+
 # -- 2. every stop-and-resume of a run is consistent -------------------------------------------
 
 

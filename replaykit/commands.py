@@ -21,6 +21,7 @@ __all__ = [
     "All",
     "Call",
     "Command",
+    "CommandFacts",
     "Composite",
     "DeprecatePatch",
     "GetEvent",
@@ -40,6 +41,7 @@ __all__ = [
     "Wait",
     "as_seconds",
     "callable_name",
+    "facts_of",
 ]
 
 
@@ -152,15 +154,11 @@ def _check_children(owner: str, children: tuple[Any, ...]) -> tuple[Command, ...
     if not children:
         raise ValueError(f"{owner}() needs at least one command")
     for child in children:
-        if isinstance(child, Composite):
-            raise TypeError(
-                f"{owner}() cannot hold {type(child).__name__}: nest a composite by "
-                "moving it into a child workflow (Call) instead"
-            )
         if not isinstance(child, Command) or not child.kind:
             raise TypeError(f"{owner}() takes replaykit commands, got {child!r}")
-        if isinstance(child, (Patch, DeprecatePatch, Transaction)):
-            raise TypeError(f"{owner}() cannot hold {type(child).__name__}; yield it on its own")
+        facts = facts_of(child)
+        if not facts.in_composite:
+            raise TypeError(f"{owner}() cannot hold {type(child).__name__}: {facts.why_not_child}")
     return children
 
 
@@ -481,3 +479,96 @@ class All(Composite):
 
     def __init__(self, *commands: Command, return_exceptions: bool = False) -> None:
         self.__attrs_init__(_check_children("All", commands), return_exceptions)
+
+
+# -- one table of what each command is ---------------------------------------------------
+
+
+@attrs.frozen
+class CommandFacts:
+    """What every layer needs to know about one kind of command, in one place.
+
+    The construction checks, the effect runner, the wake rules and the
+    composites all read this table instead of keeping lists of their own.
+    """
+
+    #: The notification that may complete it ("message", "event", "finished"), if any.
+    wakes_on: str | None = None
+    #: The attribute holding its deadline in seconds from its start, if it can time out.
+    deadline_field: str | None = None
+    #: Completes at once, without waiting and without running user code.
+    instant: bool = False
+    #: Waits for something outside the run (a time, a message, an event, a workflow).
+    waits: bool = False
+    #: May be a child of `Race` / `All`; when not, `why_not_child` says what to do instead.
+    in_composite: bool = True
+    why_not_child: str = ""
+
+    def deadline_seconds(self, command: Command) -> float | None:
+        if self.deadline_field is None:
+            return None
+        seconds: float | None = getattr(command, self.deadline_field)
+        return seconds
+
+
+_ALONE = "yield it on its own, before or after the composite"
+
+_FACTS: dict[type[Command], CommandFacts] = {
+    Step: CommandFacts(),
+    Transaction: CommandFacts(
+        in_composite=False,
+        why_not_child="its body runs inside the transaction that commits its own record; " + _ALONE,
+    ),
+    Sleep: CommandFacts(deadline_field="seconds", waits=True),
+    Now: CommandFacts(instant=True),
+    Random: CommandFacts(instant=True),
+    Uuid: CommandFacts(instant=True),
+    Send: CommandFacts(
+        in_composite=False,
+        why_not_child="its message is delivered in the same commit as its own record, which a "
+        "losing child could never undo; " + _ALONE,
+    ),
+    Recv: CommandFacts(wakes_on="message", deadline_field="timeout", waits=True),
+    SetEvent: CommandFacts(
+        in_composite=False,
+        why_not_child="its value is published in the same commit as its own record, which a "
+        "losing child could never undo; " + _ALONE,
+    ),
+    GetEvent: CommandFacts(wakes_on="event", deadline_field="timeout", waits=True),
+    Start: CommandFacts(instant=True),
+    Call: CommandFacts(wakes_on="finished", waits=True),
+    Wait: CommandFacts(wakes_on="finished", deadline_field="timeout", waits=True),
+    Patch: CommandFacts(
+        instant=True,
+        in_composite=False,
+        why_not_child="a patch marker takes a position of its own (or none, on old runs); "
+        + _ALONE,
+    ),
+    DeprecatePatch: CommandFacts(
+        instant=True,
+        in_composite=False,
+        why_not_child="a patch marker takes a position of its own (or none, on old runs); "
+        + _ALONE,
+    ),
+    Race: CommandFacts(
+        waits=True,
+        in_composite=False,
+        why_not_child="composites do not nest yet; move the inner one into a child "
+        "workflow (Call) instead",
+    ),
+    All: CommandFacts(
+        waits=True,
+        in_composite=False,
+        why_not_child="composites do not nest yet; move the inner one into a child "
+        "workflow (Call) instead",
+    ),
+}
+
+
+def facts_of(command: Command) -> CommandFacts:
+    """The table's row for this command (subclasses share their base's row)."""
+    for cls in type(command).__mro__:
+        facts = _FACTS.get(cls)
+        if facts is not None:
+            return facts
+    raise TypeError(f"{type(command).__qualname__} is not a replaykit command")

@@ -44,7 +44,7 @@ from replaykit.commands import (
     Uuid,
 )
 from replaykit.errors import InvalidCommandError, NonDeterminismError
-from replaykit.log import Failure, Outcome, Record, Value
+from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record
 
 __all__ = [
     "Completed",
@@ -58,7 +58,6 @@ __all__ = [
     "context",
     "decode_outcome",
     "logger",
-    "outcome_json",
 ]
 
 WorkflowGenerator = Generator[Command, Any, Any]
@@ -158,32 +157,32 @@ def result_type(command: Command) -> Any:
     return None
 
 
-def _decode_child(command: Command, outcome_data: Any) -> tuple[bool, Any]:
+def _decode_child(command: Command, outcome: Outcome) -> tuple[bool, Any]:
     """(ok, value-or-exception) for one child outcome held in a composite record."""
-    if "error" in outcome_data:
-        info = serde.converter.structure(outcome_data["error"], serde.ErrorInfo)
-        return False, serde.decode_error(info)
-    return True, _decode_value(command, outcome_data.get("value"))
+    if isinstance(outcome, Failure):
+        return False, serde.decode_error(outcome.error)
+    return True, _decode_value(command, outcome.data)
 
 
 def _decode_value(command: Command, data: Any) -> Any:
     if isinstance(command, Race):
-        index = int(data["index"])
-        ok, value = _decode_child(command.children[index], data["outcome"])
+        race = RaceOutcome.from_data(data)
+        ok, value = _decode_child(command.children[race.index], race.outcome)
         if not ok:
             raise value
-        return (index, value)
+        return (race.index, value)
     if isinstance(command, All):
-        first = data.get("first_failure")
+        every = AllOutcome.from_data(data)
+        first = every.first_failure
         if first is not None and not command.return_exceptions:
             # Fail-fast: children still running when the first failed have no
             # outcome worth decoding.
-            ok, error = _decode_child(command.children[first], data["outcomes"][first])
+            ok, error = _decode_child(command.children[first], every.outcomes[first])
             if not ok:
                 raise error
         results: list[Any] = []
-        for child, child_data in zip(command.children, data["outcomes"], strict=True):
-            results.append(_decode_child(child, child_data)[1])
+        for child, outcome in zip(command.children, every.outcomes, strict=True):
+            results.append(_decode_child(child, outcome)[1])
         return results
     hint = result_type(command)
     if hint is None:
@@ -199,13 +198,6 @@ def decode_outcome(command: Command, outcome: Outcome) -> tuple[bool, Any]:
         return True, _decode_value(command, outcome.data)
     except Exception as exc:  # a child failure of a composite is the composite's failure
         return False, exc
-
-
-def outcome_json(outcome: Outcome) -> Any:
-    """A child outcome in the form composite records hold."""
-    if isinstance(outcome, Value):
-        return {"value": outcome.data}
-    return {"error": serde.converter.unstructure(outcome.error)}
 
 
 def command_digest(command: Command) -> str:
@@ -305,6 +297,7 @@ class Interpreter:
         "_closed",
         "_ctx",
         "_gen",
+        "_keep_records",
         "_position",
         "_records",
         "_waiting",
@@ -323,6 +316,7 @@ class Interpreter:
         workflow_id: str,
         strict: bool = False,
         trace: list[tuple[int, str, str]] | None = None,
+        keep_records: bool = True,
     ) -> None:
         if not inspect.isgenerator(gen):
             raise InvalidCommandError(
@@ -341,6 +335,9 @@ class Interpreter:
         self.strict = strict
         # (position, kind, name) of every command the code yielded, for the testing kit.
         self.trace = trace
+        # False: records are let go once replayed past, and live ones are not kept, so
+        # a long-lived run held in memory between wake-ups does not grow with its log.
+        self._keep_records = keep_records
 
     @property
     def position(self) -> int:
@@ -349,6 +346,8 @@ class Interpreter:
 
     @property
     def records(self) -> Sequence[Record]:
+        """The records replayed and committed so far (only those still to replay when
+        built with `keep_records=False`)."""
         return self._records
 
     def start(self) -> Decision:
@@ -368,7 +367,7 @@ class Interpreter:
         self._waiting = None
         if effect.position < len(self._records):
             self._records[effect.position] = record
-        else:
+        elif self._keep_records:
             self._records.append(record)
         self._position = effect.position + 1
         ok, value = decode_outcome(effect.command, record.outcome)
@@ -466,6 +465,9 @@ class Interpreter:
 
     def _await(self, effect: Effect) -> Effect:
         self._waiting = effect
+        if not self._keep_records and effect.position >= len(self._records):
+            # Live from here on: no position below will be looked at again.
+            self._records = []
         return effect
 
     def _abandon(self) -> None:

@@ -17,10 +17,12 @@ from replaykit import serde
 from replaykit.serde import ErrorInfo
 
 __all__ = [
+    "AllOutcome",
     "ErrorInfo",
     "Failure",
     "Log",
     "Outcome",
+    "RaceOutcome",
     "Record",
     "Status",
     "Value",
@@ -73,6 +75,54 @@ def outcome_from_json(data: Any) -> Outcome | None:
     if "value" in data:
         return Value(data["value"])
     return Failure(serde.converter.structure(data["error"], ErrorInfo))
+
+
+@attrs.frozen
+class RaceOutcome:
+    """What a `Race`'s record holds: the winner's index and its outcome.
+
+    Losers are not recorded at all: they leave no trace.
+    """
+
+    index: int
+    outcome: Outcome
+
+    def to_data(self) -> dict[str, Any]:
+        return {"index": self.index, "outcome": outcome_to_json(self.outcome)}
+
+    @classmethod
+    def from_data(cls, data: Any) -> RaceOutcome:
+        outcome = outcome_from_json(data["outcome"])
+        if outcome is None:
+            raise ValueError("a Race record names no outcome for its winner")
+        return cls(int(data["index"]), outcome)
+
+
+@attrs.frozen
+class AllOutcome:
+    """What an `All`'s record holds: every child's outcome, in argument order.
+
+    `first_failure` is the index of the failure that decided a fail-fast `All`;
+    children still running then hold `Value(None)`, never looked at.
+    """
+
+    outcomes: tuple[Outcome, ...]
+    first_failure: int | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "outcomes": [outcome_to_json(outcome) for outcome in self.outcomes],
+            "first_failure": self.first_failure,
+        }
+
+    @classmethod
+    def from_data(cls, data: Any) -> AllOutcome:
+        outcomes: list[Outcome] = []
+        for child in data["outcomes"]:
+            outcome = outcome_from_json(child)
+            outcomes.append(Value(None) if outcome is None else outcome)
+        first = data.get("first_failure")
+        return cls(tuple(outcomes), None if first is None else int(first))
 
 
 @attrs.frozen

@@ -76,3 +76,29 @@ def test_start_needs_a_registered_workflow() -> None:
 
 def test_every_command_is_a_command() -> None:
     assert isinstance(Step("s", f), Command)
+
+
+def test_composites_refuse_at_construction_what_cannot_run_inside_them() -> None:
+    from replaykit import DeprecatePatch, Patch, Send, SetEvent
+
+    # Each of these was once accepted when built and failed only when run.
+    for child in (Send("other", 1), SetEvent("k", 1), Patch("p"), DeprecatePatch("p")):
+        for composite in (Race, All):
+            with pytest.raises(TypeError, match=type(child).__name__) as caught:
+                composite(child, Sleep(1))
+            assert "on its own" in str(caught.value)
+
+
+def test_every_command_has_a_row_in_the_command_table() -> None:
+    import replaykit.commands as commands
+
+    for name in commands.__all__:
+        value = getattr(commands, name)
+        if isinstance(value, type) and issubclass(value, commands.Command):
+            if value in (commands.Command, commands.Composite):
+                continue
+            facts = commands.facts_of(object.__new__(value))
+            # A waiting command either has a notification, a deadline or both.
+            if facts.waits and value not in (commands.Race, commands.All):
+                assert facts.wakes_on or facts.deadline_field, name
+            assert facts.in_composite or facts.why_not_child, name

@@ -12,12 +12,11 @@ import asyncio
 import concurrent.futures
 import functools
 import inspect
-import random
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -35,12 +34,12 @@ from replaykit.commands import (
     Retry,
     Send,
     SetEvent,
-    Sleep,
     Start,
     Step,
     Transaction,
     Uuid,
     Wait,
+    facts_of,
 )
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
@@ -52,35 +51,12 @@ from replaykit.errors import (
     StoreUnavailable,
     WorkflowNotFound,
 )
-from replaykit.interpreter import Effect, outcome_json
-from replaykit.log import Failure, Outcome, Record, Status, Value
+from replaykit.interpreter import Effect
+from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
+from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
-if TYPE_CHECKING:
-    from replaykit.runtime.engine import Engine
-
-__all__ = [
-    "CancelScope",
-    "EffectRunner",
-    "Entropy",
-    "Suspend",
-    "WaitProbe",
-    "Wake",
-    "system_entropy",
-]
-
-#: Where a `Random()` or `Uuid()` draws from: called once per draw with the run's
-#: id, the command's position and its kind ("random" or "uuid"). A hook for
-#: tests that want reproducible draws; the default is the operating system's.
-Entropy = Callable[[str, int, str], random.Random]
-
-_system_random = random.SystemRandom()
-
-
-def system_entropy(workflow_id: str, position: int, kind: str) -> random.Random:
-    """The default `Entropy`: the operating system's randomness, for every draw."""
-    return _system_random
-
+__all__ = ["CompositeRun", "EffectRunner", "WaitProbe", "is_async"]
 
 _NO_RETRY = Retry()
 
@@ -97,40 +73,6 @@ def is_async(fn: Callable[..., Any]) -> bool:
         return _is_async(fn)
     except TypeError:  # unhashable callable
         return _is_async.__wrapped__(fn)
-
-
-Wake = tuple[str, str]  # (notification kind, key), as in Store.subscribe
-
-
-class CancelScope:
-    """Cancels what an attempt has in flight: async step tasks, pending waits.
-
-    Sync step functions cannot be interrupted (Python cannot stop a thread);
-    their result is dropped and no retry follows.
-    """
-
-    def __init__(self, parent: CancelScope | None = None) -> None:
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], object]] = []
-        self.cancelled = False
-        if parent is not None:
-            parent.on_cancel(self.cancel)
-
-    def on_cancel(self, callback: Callable[[], object]) -> None:
-        with self._lock:
-            if not self.cancelled:
-                self._callbacks.append(callback)
-                return
-        callback()
-
-    def cancel(self) -> None:
-        with self._lock:
-            if self.cancelled:
-                return
-            self.cancelled = True
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
 
 
 @attrs.frozen
@@ -156,16 +98,6 @@ class WaitProbe:
 
 
 @attrs.frozen
-class Suspend:
-    """The workflow waits: until `wake_at`, or until one of `waits` is notified."""
-
-    wake_at: datetime | None
-    waits: tuple[Wake, ...] = ()
-    #: Checks the store for what it waits on; the poller's fallback for lost wake-ups.
-    ready: Callable[[], bool] | None = attrs.field(default=None, eq=False)
-
-
-@attrs.frozen
 class _Ready:
     """A waiting command that can complete now."""
 
@@ -173,18 +105,28 @@ class _Ready:
     consume: int | None = None
 
 
+def _same_write(stored: Record, written: Record) -> bool:
+    """Is `stored` the record we wrote, read back (after a lost acknowledgement)?"""
+    return (
+        stored.kind == written.kind
+        and stored.name == written.name
+        and stored.outcome == written.outcome
+        and stored.completed_at == written.completed_at
+    )
+
+
 def _topic(topic: str | None) -> str:
     return topic or ""
 
 
 class EffectRunner:
-    """Carries out effects for one engine. Stateless apart from the engine it serves."""
+    """Carries out effects for one host. Stateless apart from the host it serves."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.store = engine.store
-        self.clock = engine.clock
-        self.entropy = engine.entropy
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.store = host.store
+        self.clock = host.clock
+        self.entropy = host.entropy
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -199,8 +141,6 @@ class EffectRunner:
             return self._transaction(row, effect, command)
         if isinstance(command, (Race, All)):
             return self._composite(row, effect, command)
-        if isinstance(command, (Sleep, Recv, GetEvent, Wait, Call)):
-            return self._waiting(row, effect, command)
         if isinstance(command, Send):
             return self._send(row, effect, command)
         if isinstance(command, SetEvent):
@@ -208,7 +148,12 @@ class EffectRunner:
             if isinstance(data, Failure):
                 return self.commit(row, effect, data)
             return self.commit(row, effect, Value(None), event=EventWrite(command.key, data))
-        return self.commit(row, effect, self.instant_outcome(row, effect.position, command))
+        facts = facts_of(command)
+        if facts.waits:
+            return self._waiting(row, effect, command)
+        if facts.instant:
+            return self.commit(row, effect, self.instant_outcome(row, effect.position, command))
+        raise AssertionError(f"the command table has no way to carry out {command.describe()}")
 
     def instant_outcome(self, row: WorkflowRow, position: int, command: Command) -> Outcome:
         """Outcomes that need no waiting: Now, Random, Uuid, Patch, Start."""
@@ -254,19 +199,25 @@ class EffectRunner:
             wake_at=wake_at or (pending.wake_at if pending else None),
             attempts=attempts,
         )
-        return self.engine.store_write(
+        stored = self.host.store_write(
             row,
             effect.position,
             lambda: self.store.record(
                 row.workflow_id,
                 record,
-                executor_id=self.engine.executor_id,
+                executor_id=self.host.executor_id,
                 consume=consume,
                 send=send,
                 event=event,
                 wake_at=wake_at,
             ),
         )
+        if outcome is not None and stored is not record and not _same_write(stored, record):
+            raise LogMovedOn(
+                f"workflow {row.name!r} (id {row.workflow_id!r}): position {effect.position} "
+                f"was already completed by another writer ({stored.describe()})"
+            )
+        return stored
 
     def _encode(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any:
         try:
@@ -274,7 +225,7 @@ class EffectRunner:
                 value,
                 what=f"{what} in workflow {row.name!r} (id {row.workflow_id!r}) at position "
                 f"{effect.position}",
-                max_bytes=self.engine.max_payload_bytes,
+                max_bytes=self.host.max_payload_bytes,
             )
         except (SerializationError, PayloadTooLarge) as exc:
             return Failure(serde.encode_error(exc))
@@ -290,13 +241,13 @@ class EffectRunner:
         self, row: WorkflowRow, position: int, command: Step, scope: CancelScope | None = None
     ) -> tuple[Outcome, int]:
         """Run a step with its retries; the outcome as it will be recorded, and attempts made."""
-        fn = self.engine.step_overrides.get(command.name, command.fn)
+        fn = self.host.step_overrides.get(command.name, command.fn)
         retry = command.retry or _NO_RETRY
-        scope = scope or self.engine.scope_of(row.workflow_id)
+        scope = scope or self.host.scope_of(row.workflow_id)
         attempt = 0
         while True:
             attempt += 1
-            self.engine.check_cancelled(row.workflow_id)
+            self.host.check_cancelled(row.workflow_id)
             if scope is not None and scope.cancelled:
                 raise Cancelled(f"step {command.name!r} of workflow id {row.workflow_id!r}")
             try:
@@ -307,7 +258,7 @@ class EffectRunner:
                 raise
             except Exception as exc:
                 if retry.should_retry(exc, attempt):
-                    self.engine.logger.info(
+                    self.host.logger.info(
                         "step %r of workflow %r (id %r) failed on attempt %d (%s); retrying",
                         command.name,
                         row.name,
@@ -323,7 +274,7 @@ class EffectRunner:
                     value,
                     what=f"the result of step {command.name!r} in workflow {row.name!r} "
                     f"(id {row.workflow_id!r}) at position {position}",
-                    max_bytes=self.engine.max_payload_bytes,
+                    max_bytes=self.host.max_payload_bytes,
                 )
             except (SerializationError, PayloadTooLarge) as exc:
                 return Failure(serde.encode_error(exc)), attempt
@@ -353,7 +304,7 @@ class EffectRunner:
                 raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
         if timeout is None:
             return fn(*args, **kwargs)
-        future = self.engine.step_pool.submit(fn, *args, **kwargs)
+        future = self.host.step_pool.submit(fn, *args, **kwargs)
         try:
             return future.result(timeout=timeout)
         except concurrent.futures.TimeoutError:
@@ -384,7 +335,7 @@ class EffectRunner:
 
     def _transaction(self, row: WorkflowRow, effect: Effect, command: Transaction) -> Record:
         started = self.clock.now()
-        fn = self.engine.step_overrides.get(command.name, command.fn)
+        fn = self.host.step_overrides.get(command.name, command.fn)
 
         def body(conn: Any) -> Record:
             value = fn(conn, *command.args)
@@ -392,7 +343,7 @@ class EffectRunner:
                 value,
                 what=f"the result of transaction {command.name!r} in workflow {row.name!r} "
                 f"(id {row.workflow_id!r}) at position {effect.position}",
-                max_bytes=self.engine.max_payload_bytes,
+                max_bytes=self.host.max_payload_bytes,
             )
             return Record(
                 effect.position,
@@ -405,13 +356,13 @@ class EffectRunner:
                 self.clock.now(),
             )
 
-        self.engine.check_cancelled(row.workflow_id)
+        self.host.check_cancelled(row.workflow_id)
         try:
-            return self.engine.store_write(
+            return self.host.store_write(
                 row,
                 effect.position,
                 lambda: self.store.record_transaction(
-                    row.workflow_id, effect.position, body, executor_id=self.engine.executor_id
+                    row.workflow_id, effect.position, body, executor_id=self.host.executor_id
                 ),
             )
         except (ControlSignal, RecordConflict, StoreUnavailable):
@@ -447,7 +398,7 @@ class EffectRunner:
     def _start_child(self, row: WorkflowRow, position: int, command: Start | Call) -> Outcome:
         child_id = self.child_id(row, position, command)
         try:
-            self.engine.create_run(
+            self.host.create_run(
                 command.workflow,
                 tuple(command.args),
                 dict(command.kwargs),
@@ -462,25 +413,22 @@ class EffectRunner:
     # -- waiting commands -----------------------------------------------------------------
 
     def deadline(self, command: Command, started: datetime) -> datetime | None:
-        seconds: float | None
-        if isinstance(command, Sleep):
-            seconds = command.seconds
-        elif isinstance(command, (Recv, GetEvent, Wait)):
-            seconds = command.timeout
-        else:
-            seconds = None
+        seconds = facts_of(command).deadline_seconds(command)
         return None if seconds is None else started + timedelta(seconds=seconds)
 
     def wakes_for(self, row: WorkflowRow, position: int, command: Command) -> tuple[Wake, ...]:
+        kind = facts_of(command).wakes_on
+        if kind is None:
+            return ()
         if isinstance(command, Recv):
-            return (("message", row.workflow_id),)
+            return ((kind, row.workflow_id),)
         if isinstance(command, GetEvent):
-            return (("event", command.workflow_id),)
+            return ((kind, command.workflow_id),)
         if isinstance(command, Wait):
-            return (("finished", command.workflow_id),)
+            return ((kind, command.workflow_id),)
         if isinstance(command, Call):
-            return (("finished", self.child_id(row, position, command)),)
-        return ()
+            return ((kind, self.child_id(row, position, command)),)
+        raise AssertionError(f"the command table says {command.describe()} wakes on {kind!r}")
 
     def check_ready(
         self, row: WorkflowRow, position: int, command: Command, deadline: datetime | None
@@ -532,9 +480,7 @@ class EffectRunner:
             return Failure(serde.encode_error(error, with_traceback=False))
         return None
 
-    def _waiting(
-        self, row: WorkflowRow, effect: Effect, command: Sleep | Recv | GetEvent | Wait | Call
-    ) -> Record | Suspend:
+    def _waiting(self, row: WorkflowRow, effect: Effect, command: Command) -> Record | Suspend:
         if isinstance(command, Call) and effect.pending is None:
             started = self._start_child(row, effect.position, command)
             if isinstance(started, Failure):
@@ -552,20 +498,21 @@ class EffectRunner:
             # Record the start before suspending: the deadline survives a crash
             # or a deploy, and the next replay knows the code up to this yield
             # already ran (context().is_replaying stays true through it).
-            stored = self.commit(row, effect, None, started_at=started_at, wake_at=deadline)
-            if stored.outcome is not None:
-                return stored
+            pending = self.commit(row, effect, None, started_at=started_at, wake_at=deadline)
+            if pending.outcome is not None:
+                return pending
         return Suspend(
             deadline,
             self.wakes_for(row, effect.position, command),
             self.probe(row, effect.position, (command,)),
+            pending,
         )
 
     def probe(
         self, row: WorkflowRow, position: int, commands: Sequence[Command]
     ) -> WaitProbe | None:
         """What the poller may call to see if a suspended run's wait is over (None: only time)."""
-        waiting = tuple(c for c in commands if isinstance(c, (Recv, GetEvent, Wait, Call)))
+        waiting = tuple(c for c in commands if facts_of(c).wakes_on is not None)
         if not waiting:
             return None
         return WaitProbe(self, row.workflow_id, row.name, position, waiting)
@@ -586,7 +533,7 @@ class CompositeRun:
 
     def __init__(self, runner: EffectRunner, row: WorkflowRow, effect: Effect, command: Race | All):
         self.runner = runner
-        self.engine = runner.engine
+        self.host = runner.host
         self.row = row
         self.effect = effect
         self.command = command
@@ -598,7 +545,7 @@ class CompositeRun:
         self.changed = threading.Event()
         # Losing Race children are cancelled through this scope; so is
         # everything when the run itself is cancelled.
-        self.scope = CancelScope(self.engine.scope_of(row.workflow_id))
+        self.scope = CancelScope(self.host.scope_of(row.workflow_id))
         self.scope.on_cancel(self.changed.set)
 
     def run(self) -> Record | Suspend:
@@ -612,28 +559,26 @@ class CompositeRun:
         futures: dict[int, concurrent.futures.Future[tuple[Outcome, int]]] = {}
         for index, child in enumerate(self.children):
             if isinstance(child, Step):
-                future = self.engine.step_pool.submit(self._run_child_step, effect.position, child)
+                future = self.host.step_pool.submit(self._run_child_step, effect.position, child)
                 future.add_done_callback(lambda _f: self.changed.set())
                 futures[index] = future
-            elif isinstance(child, (Now, Random, Uuid, Start, Patch)):
+            elif facts_of(child).instant:
                 self.outcomes[index] = runner.instant_outcome(self.row, effect.position, child)
             elif isinstance(child, Call):
                 started = runner._start_child(self.row, effect.position, child)
                 if isinstance(started, Failure):
                     self.outcomes[index] = started
-            elif isinstance(child, (Send, SetEvent, Transaction)):
-                raise TypeError(f"{type(self.command).__name__} cannot hold {child.describe()}")
 
         wakes = tuple(
             wake
             for index, child in enumerate(self.children)
             for wake in runner.wakes_for(self.row, effect.position, child)
         )
-        unsubscribe = self.engine.listen(wakes, self.changed.set) if futures else None
+        unsubscribe = self.host.listen(wakes, self.changed.set) if futures else None
         try:
             while True:
                 self.changed.clear()
-                self.engine.check_cancelled(self.row.workflow_id)
+                self.host.check_cancelled(self.row.workflow_id)
                 for index, future in futures.items():
                     if index not in self.outcomes and future.done() and not future.cancelled():
                         self.outcomes[index] = future.result()[0]
@@ -646,7 +591,7 @@ class CompositeRun:
                     for index, child in enumerate(self.children):
                         if index in self.outcomes or index in futures:
                             continue
-                        if not isinstance(child, (Sleep, Recv, GetEvent, Wait, Call)):
+                        if not facts_of(child).waits:
                             continue
                         deadline = deadlines[index]
                         if timed_out and (deadline is None or not runner.clock.passed(deadline)):
@@ -675,7 +620,7 @@ class CompositeRun:
                     return runner.commit(
                         self.row,
                         effect,
-                        Value(decided),
+                        Value(decided.to_data()),
                         started_at=started_at,
                         consume=self.consumed or None,
                     )
@@ -683,15 +628,15 @@ class CompositeRun:
                     # Nothing is consumed before the commit, so partial readiness
                     # can be dropped: the replay on wake-up looks again.
                     if pending is None:
-                        stored = runner.commit(
+                        pending = runner.commit(
                             self.row,
                             effect,
                             None,
                             started_at=started_at,
                             wake_at=min(timed) if timed else None,
                         )
-                        if stored.outcome is not None:
-                            return stored
+                        if pending.outcome is not None:
+                            return pending
                     # Wake at the next deadline of a child that is not done yet.
                     open_deadlines = [
                         d
@@ -702,15 +647,16 @@ class CompositeRun:
                         min(open_deadlines, default=None),
                         wakes,
                         runner.probe(self.row, effect.position, self.children),
+                        pending,
                     )
-                self.engine.check_cancelled(self.row.workflow_id)
+                self.host.check_cancelled(self.row.workflow_id)
                 open_deadlines = [
                     d for i, d in enumerate(deadlines) if d is not None and i not in self.outcomes
                 ]
                 steps_running = any(
                     i not in self.outcomes and not f.done() for i, f in futures.items()
                 )
-                self.engine.wait_for_change(
+                self.host.wait_for_change(
                     self.changed, min(open_deadlines, default=None), idle=not steps_running
                 )
         finally:
@@ -725,11 +671,11 @@ class CompositeRun:
             # A losing child: its outcome is never looked at.
             return Failure(serde.encode_error(Cancelled("cancelled"), with_traceback=False)), 0
 
-    def _decided(self) -> Any:
+    def _decided(self) -> RaceOutcome | AllOutcome | None:
         """The composite's recorded value, once it is decided; else None."""
         if self.is_race:
             for index in sorted(self.outcomes):
-                return {"index": index, "outcome": outcome_json(self.outcomes[index])}
+                return RaceOutcome(index, self.outcomes[index])
             return None
         assert isinstance(self.command, All)
         for index in sorted(self.outcomes):
@@ -738,9 +684,5 @@ class CompositeRun:
                 break
         if self.first_failure is None and len(self.outcomes) < len(self.children):
             return None
-        return {
-            "outcomes": [
-                outcome_json(self.outcomes.get(i, Value(None))) for i in range(len(self.children))
-            ],
-            "first_failure": self.first_failure,
-        }
+        outcomes = tuple(self.outcomes.get(i, Value(None)) for i in range(len(self.children)))
+        return AllOutcome(outcomes, self.first_failure)

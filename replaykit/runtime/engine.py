@@ -1,17 +1,15 @@
-"""The Engine: runs interpreters, carries out effects, keeps timers and wake-ups.
+"""The Engine: the front door of the runtime.
 
-This is the only layer with threads and clocks. Each *activation* of a run
-loads its log in one query, replays it through a fresh `Interpreter` and
-carries out effects until the run finishes or suspends. A suspended run keeps
-no thread and no generator: only a timer entry or a waiter entry, and it is
-rebuilt by replay when it wakes.
+It owns no loop of its own. It builds the runtime's rooms and joins them:
+the scheduler (activations and warm runs), the wake-ups (timers, waiters,
+notifications, the poll loop), the claims (queues, leases, takeovers) and the
+schedules (the cron loop); the effect runner sees it through the `Host`
+protocol. Its methods are what users call: start, enqueue, send, cancel,
+resume, fork, list, wait for results. docs/design.md draws who calls whom.
 """
 
 from __future__ import annotations
 
-import collections
-import heapq
-import itertools
 import logging
 import os
 import threading
@@ -22,63 +20,37 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-import attrs
-
 from replaykit import serde
 from replaykit.commands import as_seconds
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
-    Cancelled,
-    ControlSignal,
     DuplicateDedupId,
-    InvalidCommandError,
-    NonDeterminismError,
     PayloadTooLarge,
-    RecordConflict,
-    SerializationError,
     StoreUnavailable,
     UnknownWorkflowError,
     WorkflowNotFound,
     WorkflowTimeout,
 )
-from replaykit.interpreter import Completed, Effect, Interpreter
-from replaykit.log import Failure, Log, Outcome, Record, Status, Value
+from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.registry import Workflow, app_version_of, lookup, registered
 from replaykit.runtime import admin
+from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
-from replaykit.runtime.effects import (
-    CancelScope,
-    EffectRunner,
-    Entropy,
-    Suspend,
-    Wake,
-    system_entropy,
-)
-from replaykit.runtime.queues import Queue, queue_named, registered_queues
-from replaykit.runtime.schedules import Schedule, registered_schedules, ticks_between
+from replaykit.runtime.effects import EffectRunner
+from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
+from replaykit.runtime.queues import Queue
+from replaykit.runtime.retries import call_with_retries, write_with_retries
+from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
+from replaykit.runtime.schedules import Schedule, ScheduleLoop, registered_schedules
+from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores import open_store
-from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 
 R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///replaykit.db"
-# Poll rounds between sweeps for PENDING runs this engine owns but does not
-# track: runs an operator resumed from another process, whose notification
-# may not reach us (SQLite has none across processes).
-SWEEP_EVERY = 10
-# Runs this engine finished, kept so handle.result() needs no read.
-FINISHED_CACHE = 4096
-# Claim rounds that follow each other this closely would each take a run or
-# two of a steady stream of enqueues; waiting out the rest lets one claim take
-# what arrived meanwhile. A lone enqueue after a quiet spell is claimed at once.
-CLAIM_SPACING = 0.002
-# A queue this engine finds nothing to claim in is checked, at most this often,
-# for runs enqueued longer ago than STRANDED_AFTER under another application
-# version, which no engine of this version will ever take (docs/versioning.md).
-STRANDED_CHECK_SECONDS = 60.0
-STRANDED_AFTER = timedelta(seconds=30)
 log = logging.getLogger("replaykit.engine")
 
 
@@ -160,6 +132,7 @@ class Engine:
         lease_seconds: float = 30.0,
         schedules: bool = True,
         entropy: Entropy | None = None,
+        max_cached_runs: int = DEFAULT_MAX_CACHED_RUNS,
     ) -> None:
         self.store: Store = open_store_for(target)
         self.executor_id = executor_id
@@ -175,64 +148,60 @@ class Engine:
         )
         self.entropy: Entropy = entropy or system_entropy
         self.logger = log
-        # None: every registered queue, looked up afresh on each claim round.
-        self._queue_names: list[str] | None = (
-            None if queues is None else [q.name if isinstance(q, Queue) else q for q in queues]
-        )
         self.lease_seconds = lease_seconds
-        self._queue_runs: dict[str, set[str]] = {}
-        self._claim_wanted = threading.Event()
-        self._stranded_checked: dict[str, float] = {}
-        self._stranded_warned: set[tuple[str, frozenset[str]]] = set()
-
-        self._max_workers = max_workers
-        self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
         self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
-        self._runner = EffectRunner(self)
-
-        self._cv = threading.Condition()
         self._closed = False
-        self._busy = 0  # activations queued or running
-        self._active: set[str] = set()
-        self._rerun: set[str] = set()
-        self._cancelled: set[str] = set()
-        self._scopes: dict[str, CancelScope] = {}
-        self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
-        self._activation_seq: dict[str, int] = {}
-        # (when, tie-breaker, workflow id, the suspension it belongs to or None).
-        # An entry whose suspension was forgotten is stale and skipped.
-        self._timers: list[tuple[datetime, int, str, Suspend | None]] = []
-        # Deadlines that composites wait for while counted idle (virtual clocks).
-        self._idle_deadlines: list[tuple[datetime, int]] = []
-        self._timer_seq = itertools.count()
-        self._suspended: dict[str, Suspend] = {}
-        self._waiters: dict[Wake, set[str]] = {}
-        self._listeners: dict[Wake, list[Callable[[], None]]] = {}
-        self._seq = 0
-        self._last_notified: dict[Wake, int] = {}
-
+        self._runner = EffectRunner(self)
+        self.wakeups = Wakeups(
+            self.clock,
+            poll_interval=poll_interval,
+            dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
+            busy=lambda: self.scheduler.busy,
+            sweep=self._sweep,
+        )
+        self.claims = Claims(
+            self.store,
+            self.clock,
+            executor_id=executor_id,
+            app_version=self.app_version,
+            queue_names=(
+                None if queues is None else [q.name if isinstance(q, Queue) else q for q in queues]
+            ),
+            capacity=max_workers * 2,
+            lease_seconds=lease_seconds,
+            poll_interval=poll_interval,
+            dispatch=lambda workflow_id, row, fresh: self.scheduler.dispatch(
+                workflow_id, row=row, fresh=fresh
+            ),
+            forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
+        )
+        self.scheduler = Scheduler(
+            store=self.store,
+            runner=self._runner,
+            wakeups=self.wakeups,
+            clock=self.clock,
+            executor_id=executor_id,
+            app_version=self.app_version,
+            strict=strict,
+            max_workers=max_workers,
+            max_cached_runs=max_cached_runs,
+            max_payload_bytes=max_payload_bytes,
+            poll_interval=poll_interval,
+            park=self.park,
+            queue_run_done=self.claims.run_done,
+        )
+        self.schedules = ScheduleLoop(
+            self.store,
+            self.clock,
+            registered_schedules() if schedules else (),
+            poll_interval=poll_interval,
+            fire=self._fire,
+        )
         self._unsubscribe = self.store.subscribe(self._on_notify)
-        self._timer_thread = threading.Thread(
-            target=self._timer_loop, name="replaykit-timers", daemon=True
-        )
-        self._timer_thread.start()
-        self._poll_thread = threading.Thread(
-            target=self._poll_loop, name="replaykit-poll", daemon=True
-        )
-        self._poll_thread.start()
+        self.wakeups.start()
         self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
-        self._queue_thread = threading.Thread(
-            target=self._queue_loop, name="replaykit-queues", daemon=True
-        )
-        self._queue_thread.start()
-        self._schedules: dict[str, Schedule] = (
-            {entry.name: entry for entry in registered_schedules()} if schedules else {}
-        )
-        self._schedule_wanted = threading.Event()
-        self._schedule_thread = threading.Thread(
-            target=self._schedule_loop, name="replaykit-schedules", daemon=True
-        )
-        self._schedule_thread.start()
+        self.claims.start()
+        self.schedules.start()
         if recover:
             self.recover()
 
@@ -250,24 +219,16 @@ class Engine:
         Runs that are mid-way stay PENDING in the store and are recovered by the
         next engine with the same executor id and version.
         """
-        with self._cv:
-            if self._closed:
-                return
-            self._closed = True
-            self._cv.notify_all()
-            scopes = list(self._scopes.values())
-        for scope in scopes:
-            scope.cancel()
+        if self._closed:
+            return
+        self._closed = True
         self._unsubscribe()
-        self._workers.shutdown(wait=wait, cancel_futures=True)
+        self.scheduler.close(wait=wait)
         self.step_pool.shutdown(wait=False, cancel_futures=True)
         self._runner.close()
-        self._claim_wanted.set()
-        self._schedule_wanted.set()
-        self._schedule_thread.join(timeout=5)
-        self._timer_thread.join(timeout=5)
-        self._poll_thread.join(timeout=5)
-        self._queue_thread.join(timeout=5)
+        self.claims.close()
+        self.schedules.close()
+        self.wakeups.close()
         if wait:
             # Queue runs this engine held go back to their queue for others to
             # claim at once; other runs wait for recovery or a lease takeover.
@@ -332,7 +293,7 @@ class Engine:
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
         if created and queue is None:
-            self.dispatch(stored.workflow_id, row=stored, fresh=True, inline=inline)
+            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=True, inline=inline)
         return stored, created
 
     def start(
@@ -500,13 +461,7 @@ class Engine:
         )
 
     def _stop_locally(self, workflow_id: str) -> None:
-        """The in-process half of a cancel: forget its waits, cancel what it runs."""
-        with self._cv:
-            self._cancelled.add(workflow_id)
-            self._forget_suspension(workflow_id)
-            scope = self._scopes.get(workflow_id)
-        if scope is not None:
-            scope.cancel()
+        self.scheduler.cancel_locally(workflow_id)
 
     def resume(self, workflow_id: str) -> WorkflowHandle[Any]:
         """Continue a CANCELLED or PARKED run from its log, on this engine."""
@@ -524,9 +479,9 @@ class Engine:
                 reset_recovery=True,
                 app_version=self.app_version,
             )
-            with self._cv:
-                self._cancelled.discard(workflow_id)
-            self.dispatch(workflow_id)
+            self.scheduler.allow(workflow_id)
+            self.scheduler.drop_warm(workflow_id)
+            self.scheduler.dispatch(workflow_id)
         elif row.status is not Status.SUCCESS and row.status is not Status.ERROR:
             raise ValueError(f"workflow id {workflow_id!r} is {row.status.value}; cannot resume")
         return WorkflowHandle(self, workflow_id)
@@ -554,13 +509,12 @@ class Engine:
             app_version=app_version or self.app_version,
             now=self.clock.now(),
         )
-        self.dispatch(stored.workflow_id)
+        self.scheduler.dispatch(stored.workflow_id)
         return WorkflowHandle(self, stored.workflow_id)
 
     def delete(self, workflow_id: str, *, children: bool = False) -> bool:
         """Remove a run with its log, inbox and events (cancelling it first if it runs)."""
-        with self._cv:
-            self._finished.clear()
+        self.scheduler.forget_finished()
         return admin.delete_run(
             self.store, workflow_id, children=children, on_cancel=self._stop_locally
         )
@@ -570,8 +524,7 @@ class Engine:
     ) -> int:
         """Delete runs created before a cutoff; by default only finished ones. Returns the count."""
         cutoff = older_than if isinstance(older_than, datetime) else self.clock.now() - older_than
-        with self._cv:
-            self._finished.clear()
+        self.scheduler.forget_finished()
         return admin.collect_garbage(
             self.store, cutoff, keep_running=keep_running, on_cancel=self._stop_locally
         )
@@ -595,14 +548,14 @@ class Engine:
                 )
                 continue
             recovered.append(row.workflow_id)
-            self.dispatch(row.workflow_id)
+            self.scheduler.drop_warm(row.workflow_id)
+            self.scheduler.dispatch(row.workflow_id)
         return recovered
 
     def park(self, workflow_id: str, why: str) -> None:
         self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
         log.error("workflow id %r parked: %s", workflow_id, why)
-        with self._cv:
-            self._cv.notify_all()
+        self.wakeups.poke()
 
     # -- waiting for results ---------------------------------------------------------------
 
@@ -612,8 +565,7 @@ class Engine:
         unsubscribe = self.listen([("finished", workflow_id)], finished.set)
         try:
             while True:
-                with self._cv:
-                    row = self._finished.get(workflow_id)
+                row = self.scheduler.finished_row(workflow_id)
                 if row is None:
                     row = self.store_call(lambda: self.store.get_workflow(workflow_id))
                 if row is None:
@@ -646,297 +598,69 @@ class Engine:
         data = outcome.data if isinstance(outcome, Value) else None
         return serde.decode(data, result_type, what=f"the result of workflow {row.name!r}")
 
-    # -- scheduling activations ------------------------------------------------------------
+    # -- what the scheduler's neighbours and the effect runner call (the Host protocol) ----
 
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("this Engine is closed; create a new one")
 
-    def dispatch(
-        self,
-        workflow_id: str,
-        *,
-        row: WorkflowRow | None = None,
-        fresh: bool = False,
-        inline: bool = False,
-    ) -> None:
-        """Run an activation of `workflow_id` soon (at most one at a time per run).
-
-        `row` is the run as this engine just stored or claimed it, which spares
-        the first activation a read; `fresh` says its log is empty (just created).
-        """
-        with self._cv:
-            if self._closed:
-                return
-            if workflow_id in self._active:
-                self._rerun.add(workflow_id)
-                return
-            self._active.add(workflow_id)
-            self._busy += 1
-            self._activation_seq[workflow_id] = self._seq
-        if inline:
-            self._activation_loop(workflow_id, row, fresh)
-            return
-        try:
-            self._workers.submit(self._activation_loop, workflow_id, row, fresh)
-        except RuntimeError:  # shut down between the check and the submit
-            with self._cv:
-                self._active.discard(workflow_id)
-                self._busy -= 1
-
-    def _activation_loop(
-        self, workflow_id: str, row: WorkflowRow | None = None, fresh: bool = False
-    ) -> None:
-        try:
-            while True:
-                with self._cv:
-                    self._scopes[workflow_id] = CancelScope()
-                try:
-                    self._activate(workflow_id, row, fresh)
-                    row, fresh = None, False  # a rerun reads the run afresh
-                except Exception:
-                    log.exception("workflow id %r: activation failed unexpectedly", workflow_id)
-                finally:
-                    with self._cv:
-                        self._scopes.pop(workflow_id, None)
-                with self._cv:
-                    if workflow_id in self._rerun and not self._closed:
-                        self._rerun.discard(workflow_id)
-                        self._activation_seq[workflow_id] = self._seq
-                        continue
-                    self._active.discard(workflow_id)
-                    self._activation_seq.pop(workflow_id, None)
-                    break
-        finally:
-            with self._cv:
-                self._busy -= 1
-                if not self._active:
-                    self._last_notified.clear()
-                self._cv.notify_all()
-
-    def _activate(
-        self, workflow_id: str, known: WorkflowRow | None = None, fresh: bool = False
-    ) -> None:
-        row = known or self.store_call(lambda: self.store.get_workflow(workflow_id))
-        if row is None or row.status is not Status.PENDING or self._closed:
-            return
-        if row.executor_id != self.executor_id or row.app_version != self.app_version:
-            return  # another engine (or another version's engine) owns it
-        try:
-            wf = lookup(row.name)
-        except UnknownWorkflowError as exc:
-            log.error("workflow id %r: %s", workflow_id, exc)
-            return
-        try:
-            args, kwargs = wf.decode_inputs(row.inputs)
-            gen = wf.fn(*args, **kwargs)
-        except Exception as exc:
-            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
-            return
-        records = [] if fresh else self.store_call(lambda: self.store.load_log(workflow_id))
-        try:
-            interp = Interpreter(
-                gen, records, workflow_name=row.name, workflow_id=workflow_id, strict=self.strict
-            )
-        except InvalidCommandError as exc:
-            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
-            return
-        recorded_before = len(records)
-        try:
-            decision = interp.start()
-            while isinstance(decision, Effect):
-                outcome = self._runner.carry_out(row, decision)
-                if isinstance(outcome, Suspend):
-                    interp.close()
-                    self._suspend(workflow_id, outcome)
-                    return
-                decision = interp.resume(outcome)
-            if isinstance(decision, Completed):
-                try:
-                    data = serde.encode(
-                        decision.value,
-                        what=f"the result of workflow {row.name!r} (id {workflow_id!r})",
-                        max_bytes=self.max_payload_bytes,
-                    )
-                except (SerializationError, PayloadTooLarge) as exc:
-                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
-                else:
-                    self._finish(row, Status.SUCCESS, Value(data))
-            else:
-                self._finish(row, Status.ERROR, Failure(serde.encode_error(decision.error)))
-        except NonDeterminismError as exc:
-            interp.close()
-            self.park(workflow_id, str(exc))
-        except (RecordConflict, ControlSignal) as exc:
-            # Cancelled, or another writer owns the run now: stop without recording.
-            log.info("workflow id %r stopped: %s", workflow_id, exc)
-            interp.close()
-        except StoreUnavailable as exc:
-            interp.close()
-            log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, exc)
-            self._add_timer(self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id)
-        finally:
-            if row.recovery_attempts and len(interp.records) > recorded_before:
-                # Progress after a recovery: it is not crash-looping.
-                self.store.set_status(
-                    workflow_id, Status.PENDING, only_from=(Status.PENDING,), reset_recovery=True
-                )
-
-    def _finish(self, row: WorkflowRow, status: Status, result: Outcome) -> None:
-        error = result.error.message[:500] if isinstance(result, Failure) else ""
-        finished = self.store_call(
-            lambda: self.store.finish_workflow(
-                row.workflow_id, status, result, error=error, executor_id=self.executor_id
-            )
-        )
-        if finished:
-            # handle.result() on this engine then needs no read of its own.
-            with self._cv:
-                self._finished[row.workflow_id] = attrs.evolve(
-                    row, status=status, result=result, error=error
-                )
-                while len(self._finished) > FINISHED_CACHE:
-                    self._finished.popitem(last=False)
-        if row.queue is not None:
-            self._queue_run_done(row.queue, row.workflow_id)
+    def dispatch(self, workflow_id: str, *, row: WorkflowRow | None = None) -> None:
+        """Run an activation of `workflow_id` soon (at most one at a time per run)."""
+        self.scheduler.dispatch(workflow_id, row=row)
 
     def scope_of(self, workflow_id: str) -> CancelScope | None:
-        with self._cv:
-            return self._scopes.get(workflow_id)
+        return self.scheduler.scope_of(workflow_id)
 
-    # -- queues ------------------------------------------------------------------------------
+    def check_cancelled(self, workflow_id: str) -> None:
+        self.scheduler.check_cancelled(workflow_id)
 
-    def _listened_queues(self) -> list[Queue]:
-        if self._queue_names is None:
-            return registered_queues()
-        return [queue_named(name) for name in self._queue_names]
+    def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when any of `wakes` is notified, until unsubscribed."""
+        return self.wakeups.listen(wakes, callback)
 
-    def _queue_run_done(self, queue: str, workflow_id: str) -> None:
-        with self._cv:
-            runs = self._queue_runs.get(queue)
-            if runs is not None:
-                runs.discard(workflow_id)
-        self._claim_wanted.set()
+    def wait_for_change(
+        self, changed: threading.Event, deadline: datetime | None, *, idle: bool
+    ) -> None:
+        """Wait (holding the calling thread) for `changed`, the deadline, or a poll interval.
+
+        `idle=True` says nothing runs on behalf of this wait but the clock: an
+        autojumping clock may then jump to the deadline, as it does for timers.
+        """
+        if not (idle and self.clock.autojump):
+            timeout = self.poll_interval
+            if deadline is not None:
+                timeout = min(timeout, (deadline - self.clock.now()).total_seconds())
+            changed.wait(max(timeout, 0.0))
+            return
+        # The deadline is in place before this wait counts as idle, and stays until it
+        # counts as busy again: the clock never jumps past it meanwhile.
+        token = None if deadline is None else self.wakeups.add_idle_deadline(deadline)
+        try:
+            with self.scheduler.counted_idle():
+                stop = time.monotonic() + self.poll_interval
+                while not changed.is_set() and time.monotonic() < stop:
+                    if deadline is not None and self.clock.passed(deadline):
+                        return
+                    changed.wait(0.005)
+        finally:
+            if token is not None:
+                self.wakeups.remove_idle_deadline(token)
+
+    def store_call(self, fn: Callable[[], R], *, attempts: int = 8) -> R:
+        """Retry `fn` through `StoreUnavailable` with backoff (the pool reconnects)."""
+        return call_with_retries(fn, stop=lambda: self._closed, attempts=attempts)
+
+    def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
+        """Commit a record, resolving a lost acknowledgement by reading back the log."""
+        return write_with_retries(
+            self.store, row.workflow_id, position, write, stop=lambda: self._closed
+        )
+
+    # -- queues and schedules --------------------------------------------------------------------
 
     def claim_now(self) -> int:
         """One claim round over the listened queues; returns how many runs it took."""
-        return self._claim_round()[0]
-
-    def _claim_round(self) -> tuple[int, bool]:
-        """(runs taken, whether some queue filled all the room it had: more may wait)."""
-        taken = 0
-        saturated = False
-        now = self.clock.now()
-        for queue in self._listened_queues():
-            with self._cv:
-                held = self._queue_runs.setdefault(queue.name, set())
-                capacity = self._max_workers * 2
-                if queue.worker_concurrency is not None:
-                    capacity = min(capacity, queue.worker_concurrency - len(held))
-            if capacity <= 0:
-                continue
-            rows = self.store.claim(
-                queue.name,
-                executor_id=self.executor_id,
-                app_version=self.app_version,
-                limits=ClaimLimits(capacity, queue.concurrency, queue.rate_limit),
-                now=now,
-            )
-            if not rows:
-                try:
-                    self._warn_if_stranded(queue.name)
-                except Exception:  # a diagnostic: it must not stop the claims
-                    log.debug(
-                        "could not check queue %r for stranded runs", queue.name, exc_info=True
-                    )
-            with self._cv:
-                held.update(row.workflow_id for row in rows)
-            for row in rows:
-                # A claimed run may have a log (one released by a stopped worker);
-                # one claimed for the first time starts without reading it.
-                self.dispatch(row.workflow_id, row=row, fresh=row.has_log is False)
-            taken += len(rows)
-            saturated = saturated or len(rows) >= capacity
-        return taken, saturated
-
-    def _warn_if_stranded(self, queue: str) -> None:
-        """Say so when a queue holds old runs of application versions this engine never claims.
-
-        Their usual cause is a producer and a worker that compute different
-        default versions because they import different workflows.
-        """
-        checked = time.monotonic()
-        last = self._stranded_checked.get(queue)
-        if last is not None and checked - last < STRANDED_CHECK_SECONDS:
-            return
-        self._stranded_checked[queue] = checked
-        cutoff = self.clock.now() - STRANDED_AFTER  # engines stamp created_at by their clocks
-        waiting = self.store.list_workflows(
-            WorkflowFilter(status=Status.ENQUEUED, queue=queue, until=cutoff, limit=100)
-        )
-        stranded = [row for row in waiting if row.app_version != self.app_version]
-        versions = frozenset(row.app_version for row in stranded)
-        if not stranded or (queue, versions) in self._stranded_warned:
-            return
-        self._stranded_warned.add((queue, versions))
-        log.warning(
-            "queue %r holds %s%d run(s) enqueued over %ds ago under application version(s) %s; "
-            "this engine (executor %r) runs version %r and never claims them. If the process "
-            "that enqueued them runs this same code, give both the same app_version "
-            "(Engine(app_version=...)); if they are an older release's, run a process of "
-            "that version to drain them (docs/versioning.md)",
-            queue,
-            "at least " if len(waiting) == 100 else "",
-            len(stranded),
-            STRANDED_AFTER.total_seconds(),
-            ", ".join(sorted(repr(v) for v in versions)),
-            self.executor_id,
-            self.app_version,
-        )
-
-    def _queue_loop(self) -> None:
-        last_beat = 0.0
-        last_claim = 0.0
-        while not self._closed:
-            try:
-                monotonic = time.monotonic()
-                if monotonic - last_beat >= self.lease_seconds / 3:
-                    last_beat = monotonic
-                    now = self.clock.now()
-                    self.store.heartbeat(self.executor_id, self.app_version, now)
-                    for workflow_id in self.store.take_over(
-                        executor_id=self.executor_id,
-                        app_version=self.app_version,
-                        lease_seconds=self.lease_seconds,
-                        now=now,
-                    ):
-                        log.warning("took over workflow id %r from a dead engine", workflow_id)
-                        self._adopt(workflow_id)
-                last_claim = time.monotonic()
-                saturated = self._claim_round()[1]
-            except StoreUnavailable as exc:
-                log.warning("queue claim failed (%s); retrying", exc)
-                saturated = False
-            except Exception:
-                log.exception("queue loop failed; retrying")
-                saturated = False
-            if saturated:
-                continue  # the room was filled: more runs may be ready right now
-            # Woken by an enqueue, a finished run (room again) or the poll interval.
-            self._claim_wanted.wait(min(self.poll_interval, self.lease_seconds / 3))
-            self._claim_wanted.clear()
-            spacing = CLAIM_SPACING - (time.monotonic() - last_claim)
-            if spacing > 0:
-                time.sleep(spacing)
-
-    def _adopt(self, workflow_id: str) -> None:
-        row = self.store.get_workflow(workflow_id)
-        if row is not None and row.queue is not None:
-            with self._cv:
-                self._queue_runs.setdefault(row.queue, set()).add(workflow_id)
-        self.dispatch(workflow_id)
-
-    # -- schedules ---------------------------------------------------------------------------
+        return self.claims.claim_now()
 
     def schedule(
         self,
@@ -950,9 +674,7 @@ class Engine:
     ) -> Schedule:
         """Start `wf(tick)` once per tick of `cron`, across all engines that know it."""
         entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue)
-        with self._cv:
-            self._schedules[entry.name] = entry
-        self._schedule_wanted.set()
+        self.schedules.add(entry)
         return entry
 
     def _fire(self, entry: Schedule, tick: datetime) -> None:
@@ -963,245 +685,27 @@ class Engine:
         except Exception:
             log.exception("schedule %r could not start its run for %s", entry.name, tick)
 
-    def _latest_tick(self, entry: Schedule) -> datetime | None:
-        prefix = entry.run_id(self.clock.now())[: -len(self.clock.now().isoformat())]
-        latest: datetime | None = None
-        for row in self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name)):
-            if row.workflow_id.startswith(prefix):
-                try:
-                    tick = datetime.fromisoformat(row.workflow_id[len(prefix) :])
-                except ValueError:
-                    continue
-                latest = tick if latest is None or tick > latest else latest
-        return latest
-
-    def _schedule_loop(self) -> None:
-        upcoming: dict[str, datetime] = {}
-        while not self._closed:
-            now = self.clock.now()
-            with self._cv:
-                entries = dict(self._schedules)
-            for name, entry in entries.items():
-                if name in upcoming:
-                    continue
-                start = now
-                if entry.backfill:
-                    latest = self._latest_tick(entry)
-                    if latest is not None:
-                        for tick in ticks_between(entry, latest, now):
-                            self._fire(entry, tick)
-                upcoming[name] = entry.next_tick(start)
-            for name, tick in list(upcoming.items()):
-                if tick <= now and name in entries:
-                    self._fire(entries[name], tick)
-                    upcoming[name] = entries[name].next_tick(tick)
-            wait = self.poll_interval
-            if upcoming:
-                wait = min(wait, (min(upcoming.values()) - self.clock.now()).total_seconds())
-            self._schedule_wanted.wait(max(wait, 0.005))
-            self._schedule_wanted.clear()
-
-    def check_cancelled(self, workflow_id: str) -> None:
-        if workflow_id in self._cancelled or self._closed:
-            raise Cancelled(f"workflow id {workflow_id!r} was cancelled or its engine closed")
-
-    # -- suspension, timers, wake-ups --------------------------------------------------------
-
-    def _suspend(self, workflow_id: str, suspend: Suspend) -> None:
-        with self._cv:
-            self._forget_suspension(workflow_id)
-            started = self._activation_seq.get(workflow_id, self._seq)
-            if any(self._last_notified.get(w, -1) > started for w in suspend.waits):
-                # What it waits for changed while it was being replayed: look again.
-                self._rerun.add(workflow_id)
-                return
-            self._suspended[workflow_id] = suspend
-            for wake in suspend.waits:
-                self._waiters.setdefault(wake, set()).add(workflow_id)
-            if suspend.wake_at is not None:
-                heapq.heappush(
-                    self._timers, (suspend.wake_at, next(self._timer_seq), workflow_id, suspend)
-                )
-            self._cv.notify_all()
-
-    def _forget_suspension(self, workflow_id: str) -> None:
-        suspend = self._suspended.pop(workflow_id, None)
-        if suspend is None:
-            return
-        for wake in suspend.waits:
-            waiting = self._waiters.get(wake)
-            if waiting is not None:
-                waiting.discard(workflow_id)
-                if not waiting:
-                    del self._waiters[wake]
-
-    def _add_timer(self, at: datetime, workflow_id: str) -> None:
-        with self._cv:
-            heapq.heappush(self._timers, (at, next(self._timer_seq), workflow_id, None))
-            self._cv.notify_all()
-
-    def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` when any of `wakes` is notified, until unsubscribed."""
-        wakes = list(wakes)
-        with self._cv:
-            for wake in wakes:
-                self._listeners.setdefault(wake, []).append(callback)
-
-        def unsubscribe() -> None:
-            with self._cv:
-                for wake in wakes:
-                    callbacks = self._listeners.get(wake)
-                    if callbacks and callback in callbacks:
-                        callbacks.remove(callback)
-                        if not callbacks:
-                            del self._listeners[wake]
-
-        return unsubscribe
+    # -- notifications -------------------------------------------------------------------------
 
     def _on_notify(self, kind: str, key: str) -> None:
         if kind == "enqueued":
-            self._claim_wanted.set()
+            self.claims.wake()
             return
         if kind == "resumed":
             # Resumed by an operator (maybe from the CLI, in another process):
             # an activation checks the owner and version and runs it if ours.
-            self.dispatch(key)
+            self.scheduler.drop_warm(key)
+            self.scheduler.dispatch(key)
             return
-        wake = (kind, key)
-        with self._cv:
-            self._seq += 1
-            if self._active:
-                self._last_notified[wake] = self._seq
-            to_wake = list(self._waiters.get(wake, ()))
-            for workflow_id in to_wake:
-                self._forget_suspension(workflow_id)
-            callbacks = list(self._listeners.get(wake, ()))
-            if kind == "message" and key in self._active:
-                self._rerun.add(key)
-        for callback in callbacks:
-            callback()
-        for workflow_id in to_wake:
-            self.dispatch(workflow_id)
-
-    def _drop_stale_timers(self) -> None:
-        while self._timers:
-            _, _, workflow_id, token = self._timers[0]
-            if token is None or self._suspended.get(workflow_id) is token:
-                return
-            heapq.heappop(self._timers)
-
-    def _next_jump(self) -> datetime | None:
-        """Where an autojumping clock goes when nothing runs (caller holds the lock)."""
-        self._drop_stale_timers()
-        candidates = [self._timers[0][0]] if self._timers else []
-        if self._idle_deadlines:
-            candidates.append(self._idle_deadlines[0][0])
-        return min(candidates) if candidates else None
-
-    def _timer_loop(self) -> None:
-        clock = self.clock
-        while True:
-            due: list[str] = []
-            with self._cv:
-                if self._closed:
-                    return
-                now = clock.now()
-                self._drop_stale_timers()
-                while self._timers and clock.passed(self._timers[0][0]):
-                    _, _, workflow_id, token = heapq.heappop(self._timers)
-                    if token is None or self._suspended.get(workflow_id) is token:
-                        due.append(workflow_id)
-                    self._drop_stale_timers()
-                if not due:
-                    target = self._next_jump() if clock.autojump and self._busy == 0 else None
-                    if target is not None:
-                        # Called even when the target is now: a test clock delivers
-                        # what is due at that instant (a message at a deadline) first.
-                        clock.jump_to(target)
-                        self._cv.notify_all()
-                        if target > now:
-                            continue
-                        self._cv.wait(0.005)  # nothing to jump over: no busy loop
-                        continue
-                    wait = self.poll_interval
-                    if self._timers and not clock.autojump:
-                        wait = min(wait, (self._timers[0][0] - now).total_seconds())
-                    elif clock.autojump:
-                        wait = min(wait, 0.05)
-                    self._cv.wait(max(wait, 0.001))
-                    continue
-            for workflow_id in due:
-                with self._cv:
-                    suspend = self._suspended.get(workflow_id)
-                    if suspend is not None:
-                        self._forget_suspension(workflow_id)
-                self.dispatch(workflow_id)
-
-    def wait_for_change(
-        self, changed: threading.Event, deadline: datetime | None, *, idle: bool
-    ) -> None:
-        """Wait (holding the calling thread) for `changed`, the deadline, or a poll interval.
-
-        `idle=True` says nothing runs on behalf of this wait but the clock: an
-        autojumping clock may then jump to the deadline, as it does for timers.
-        """
-        now = self.clock.now()
-        if not (idle and self.clock.autojump):
-            timeout = self.poll_interval
-            if deadline is not None:
-                timeout = min(timeout, (deadline - now).total_seconds())
-            changed.wait(max(timeout, 0.0))
-            return
-        token = (deadline, next(self._timer_seq)) if deadline is not None else None
-        with self._cv:
-            self._busy -= 1
-            if token is not None:
-                heapq.heappush(self._idle_deadlines, token)
-            self._cv.notify_all()
-        try:
-            stop = time.monotonic() + self.poll_interval
-            while not changed.is_set() and time.monotonic() < stop:
-                if deadline is not None and self.clock.passed(deadline):
-                    return
-                changed.wait(0.005)
-        finally:
-            with self._cv:
-                self._busy += 1
-                if token is not None:
-                    self._idle_deadlines.remove(token)
-                    heapq.heapify(self._idle_deadlines)
-
-    def _poll_loop(self) -> None:
-        """The fallback for lost notifications: once per poll interval look again at
-        runs that wait, and every few intervals for runs of ours nobody here tracks
-        (resumed elsewhere)."""
-        next_poll = time.monotonic() + self.poll_interval
-        next_sweep = time.monotonic() + SWEEP_EVERY * self.poll_interval
-        while True:
-            with self._cv:
-                # The condition is notified for many reasons; only time drives this loop.
-                while not self._closed and (left := next_poll - time.monotonic()) > 0:
-                    self._cv.wait(left)
-                if self._closed:
-                    return
-                waiting = [wid for wid, s in self._suspended.items() if s.ready is not None]
-                idle = self._busy == 0
-            now = time.monotonic()
-            next_poll = now + self.poll_interval
-            if now >= next_sweep and idle:
-                # A fallback for lost "resumed" notifications; a busy engine
-                # sweeps once it is idle again.
-                next_sweep = now + SWEEP_EVERY * self.poll_interval
-                self._sweep()
-            for workflow_id in waiting:
-                if self._closed:
-                    return
-                if self._wait_satisfied(workflow_id):
-                    with self._cv:
-                        self._forget_suspension(workflow_id)
-                    self.dispatch(workflow_id)
+        if kind == "finished":
+            # Finished or cancelled elsewhere: nothing of it is worth keeping warm.
+            self.scheduler.drop_warm(key)
+        self.wakeups.notify((kind, key))
+        if kind == "message":
+            self.scheduler.message_arrived(key)
 
     def _sweep(self) -> None:
+        """Dispatch PENDING runs of ours that nothing here tracks (resumed elsewhere)."""
         try:
             rows = self.store.list_workflows(
                 WorkflowFilter(
@@ -1212,62 +716,9 @@ class Engine:
             )
         except StoreUnavailable:
             return
-        with self._cv:
-            untracked = [
-                row.workflow_id
-                for row in rows
-                if row.workflow_id not in self._active and row.workflow_id not in self._suspended
-            ]
-        for workflow_id in untracked:
-            self.dispatch(workflow_id)
-
-    def _wait_satisfied(self, workflow_id: str) -> bool:
-        with self._cv:
-            suspend = self._suspended.get(workflow_id)
-        if suspend is None or suspend.ready is None:
-            return False
-        try:
-            return suspend.ready()
-        except StoreUnavailable:
-            return False
-
-    # -- store calls that survive outages -------------------------------------------------------
-
-    def store_call(self, fn: Callable[[], R], *, attempts: int = 8) -> R:
-        """Retry `fn` through `StoreUnavailable` with backoff (the pool reconnects)."""
-        delay = 0.05
-        for attempt in range(1, attempts + 1):
-            try:
-                return fn()
-            except StoreUnavailable:
-                if attempt == attempts or self._closed:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-        raise AssertionError("unreachable")
-
-    def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
-        """Commit a record, resolving a lost acknowledgement by reading back the log."""
-        retried = False
-        delay = 0.05
-        while True:
-            try:
-                return write()
-            except StoreUnavailable:
-                if self._closed:
-                    raise
-                retried = True
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-            except RecordConflict:
-                if not retried:
-                    raise
-                # The first attempt may have committed before the connection
-                # dropped; if so, the position holds our record: adopt it.
-                records = self.store_call(lambda: self.store.load_log(row.workflow_id))
-                if position < len(records) and records[position].outcome is not None:
-                    return records[position]
-                raise
+        for row in rows:
+            if not self.scheduler.is_tracked(row.workflow_id):
+                self.scheduler.dispatch(row.workflow_id)
 
     # -- for the testing kit ------------------------------------------------------------------
 
@@ -1277,14 +728,10 @@ class Engine:
         Returns False if `timeout` passed first.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cv:
-            while True:
-                idle = self._busy == 0 and not (
-                    self.clock.autojump and self._next_jump() is not None
-                )
-                if idle:
-                    return True
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cv.wait(0.05 if left is None else min(left, 0.05))
+        while True:
+            if self.scheduler.busy == 0 and self.wakeups.settled():
+                return True
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            self.wakeups.wait(0.05 if left is None else min(left, 0.05))

@@ -8,18 +8,23 @@ are parsed by croniter (the `schedules` extra).
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any, TypeVar
 
 import attrs
 
 from replaykit.registry import Workflow
+from replaykit.runtime.clock import Clock
+from replaykit.stores.base import Store, WorkflowFilter
 
-__all__ = ["Schedule", "registered_schedules", "schedule", "ticks_between"]
+__all__ = ["Schedule", "ScheduleLoop", "registered_schedules", "schedule", "ticks_between"]
 
 W = TypeVar("W", bound=Workflow[..., Any])
+
+log = logging.getLogger("replaykit.engine")
 
 _schedules: dict[str, Schedule] = {}
 _lock = threading.Lock()
@@ -89,3 +94,87 @@ def schedule(
 def registered_schedules() -> list[Schedule]:
     with _lock:
         return list(_schedules.values())
+
+
+class ScheduleLoop:
+    """The cron loop of one engine: fires each schedule's ticks as they come.
+
+    `fire(entry, tick)` creates the tick's run (idempotent by its id, so engines
+    that see the same tick start it once between them).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        entries: Iterable[Schedule],
+        *,
+        poll_interval: float,
+        fire: Callable[[Schedule, datetime], None],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self._fire = fire
+        self._lock = threading.Lock()
+        self._entries = {entry.name: entry for entry in entries}
+        self._wanted = threading.Event()
+        self._closed = False
+        self._thread = threading.Thread(target=self._loop, name="replaykit-schedules", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wanted.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def add(self, entry: Schedule) -> None:
+        with self._lock:
+            self._entries[entry.name] = entry
+        self._wanted.set()
+
+    def _latest_tick(self, entry: Schedule) -> datetime | None:
+        prefix = entry.run_id(self.clock.now())[: -len(self.clock.now().isoformat())]
+        latest: datetime | None = None
+        for row in self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name)):
+            if row.workflow_id.startswith(prefix):
+                try:
+                    tick = datetime.fromisoformat(row.workflow_id[len(prefix) :])
+                except ValueError:
+                    continue
+                latest = tick if latest is None or tick > latest else latest
+        return latest
+
+    def _loop(self) -> None:
+        upcoming: dict[str, datetime] = {}
+        while not self._closed:
+            try:
+                self._round(upcoming)
+            except Exception:
+                log.exception("schedule loop failed; retrying")
+            wait = self.poll_interval
+            if upcoming:
+                wait = min(wait, (min(upcoming.values()) - self.clock.now()).total_seconds())
+            self._wanted.wait(max(wait, 0.005))
+            self._wanted.clear()
+
+    def _round(self, upcoming: dict[str, datetime]) -> None:
+        now = self.clock.now()
+        with self._lock:
+            entries = dict(self._entries)
+        for name, entry in entries.items():
+            if name in upcoming:
+                continue
+            if entry.backfill:
+                latest = self._latest_tick(entry)
+                if latest is not None:
+                    for tick in ticks_between(entry, latest, now):
+                        self._fire(entry, tick)
+            upcoming[name] = entry.next_tick(now)
+        for name, tick in list(upcoming.items()):
+            if tick <= now and name in entries:
+                self._fire(entries[name], tick)
+                upcoming[name] = entries[name].next_tick(tick)

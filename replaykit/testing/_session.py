@@ -31,9 +31,14 @@ from replaykit.registry import Workflow
 from replaykit.runtime.admin import export_run
 from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
+from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
+
+#: `run(warm=...)`: replay at every wake-up (False), keep runs warm (True), or ask
+#: `(workflow_id, position) -> bool` at each suspension whether the run stays warm.
+Warm = bool | Callable[[str, int], bool]
 
 __all__ = [
     "APP_VERSION",
@@ -44,6 +49,7 @@ __all__ = [
     "Session",
     "SessionTimeout",
     "SimulatedCrash",
+    "Warm",
     "Write",
     "default_workflow_id",
 ]
@@ -416,8 +422,10 @@ class Session:
         seed: int,
         timeout: float,
         crash_at: Callable[[Commit, int], bool] | None = None,
+        warm: Warm = False,
     ) -> None:
         self.workflow_id = workflow_id
+        self.warm = warm
         self.fakes = dict(fakes)
         self.messages = list(messages)
         self.start = start
@@ -568,7 +576,10 @@ class Session:
                 lambda name, args, kwargs: self.on_step_call(engine_no, name, args, kwargs),
             ),
             entropy=_SeededEntropy(self.seed),
+            max_cached_runs=0 if self.warm is False else DEFAULT_MAX_CACHED_RUNS,
         )
+        if callable(self.warm):
+            engine.scheduler.keep_warm_if = self.warm
         engine.recover()
         return engine
 

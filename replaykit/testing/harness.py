@@ -18,6 +18,7 @@ from replaykit.testing._session import (
     Commit,
     Message,
     Session,
+    Warm,
     default_workflow_id,
 )
 
@@ -72,6 +73,7 @@ def start_session(
     timeout: float,
     seed: int,
     crash_at: Callable[[Commit, int], bool] | None = None,
+    warm: Warm = False,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     messages = list(messages)
@@ -90,6 +92,7 @@ def start_session(
         seed=seed,
         timeout=timeout,
         crash_at=crash_at,
+        warm=warm,
     )
     session.create_root(wf, args, kwargs)
     return session
@@ -233,6 +236,7 @@ def run(
     timeout: float = 30.0,
     seed: int = 0,
     crash_at: int | Iterable[int] | None = None,
+    warm: Warm = False,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -248,6 +252,11 @@ def run(
     - `crash_at=n` (or several) simulates a process crash before the n-th store
       commit (from 0, counted over the whole run): the step body in flight has
       run, its record is lost, and a new engine recovers the run.
+    - `warm=False` (the default) rebuilds the run by replay at every wake-up, as
+      an engine does after a restart or an eviction, so drift between the code
+      and its log shows at once. `warm=True` keeps suspended runs in memory as
+      the engine does; a callable `(workflow_id, position) -> bool` is asked at
+      each suspension whether the run stays warm (evictions where it says no).
     - Returns when the run finishes, is parked, or waits for something that
       will never come (status PENDING); raises `TimeoutError` if it does none
       of these within `timeout` seconds of wall time.
@@ -265,6 +274,7 @@ def run(
         timeout=timeout,
         seed=seed,
         crash_at=_crash_predicate(crash_at),
+        warm=warm,
     )
     session.drive()
     return result_of(session, wf, clock)

@@ -1,0 +1,228 @@
+"""Claims: taking runs from queues, keeping this engine's lease, taking over dead ones.
+
+One thread claims from the queues this engine listens to, as often as runs
+arrive and room frees up, and beats the engine's heartbeat so that others see
+it alive; runs of engines whose heartbeat stopped are taken over. What it
+takes goes to `dispatch`; this room never runs a workflow itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+from replaykit.errors import StoreUnavailable
+from replaykit.log import Status
+from replaykit.runtime.clock import Clock
+from replaykit.runtime.queues import Queue, queue_named, registered_queues
+from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
+
+__all__ = ["CLAIM_SPACING", "Claims"]
+
+log = logging.getLogger("replaykit.engine")
+
+# Claim rounds that follow each other this closely would each take a run or
+# two of a steady stream of enqueues; waiting out the rest lets one claim take
+# what arrived meanwhile. A lone enqueue after a quiet spell is claimed at once.
+CLAIM_SPACING = 0.002
+# A queue this engine finds nothing to claim in is checked, at most this often,
+# for runs enqueued longer ago than STRANDED_AFTER under another application
+# version, which no engine of this version will ever take (docs/versioning.md).
+STRANDED_CHECK_SECONDS = 60.0
+STRANDED_AFTER = timedelta(seconds=30)
+
+Dispatch = Callable[[str, WorkflowRow | None, bool], None]
+
+
+class Claims:
+    """Queue claiming, the heartbeat and takeovers, with the state they need.
+
+    `dispatch(workflow_id, row, fresh)` starts an activation of what was
+    claimed (`row` as claimed, `fresh` when it has no log yet); `forget(id)`
+    is told about runs taken over, whose cached state may be stale.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        executor_id: str,
+        app_version: str,
+        queue_names: list[str] | None,
+        capacity: int,
+        lease_seconds: float,
+        poll_interval: float,
+        dispatch: Dispatch,
+        forget: Callable[[str], None],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.executor_id = executor_id
+        self.app_version = app_version
+        # None: every registered queue, looked up afresh on each claim round.
+        self._queue_names = queue_names
+        self.capacity = capacity
+        self.lease_seconds = lease_seconds
+        self.poll_interval = poll_interval
+        self._dispatch = dispatch
+        self._forget = forget
+        self._lock = threading.Lock()
+        self._held: dict[str, set[str]] = {}  # queue -> runs of it this engine runs
+        self._wanted = threading.Event()
+        self._closed = False
+        self._stranded_checked: dict[str, float] = {}
+        self._stranded_warned: set[tuple[str, frozenset[str]]] = set()
+        self._thread = threading.Thread(target=self._loop, name="replaykit-queues", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wanted.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def wake(self) -> None:
+        """Something was enqueued, or room freed up: claim again soon."""
+        self._wanted.set()
+
+    def run_done(self, queue: str, workflow_id: str) -> None:
+        with self._lock:
+            runs = self._held.get(queue)
+            if runs is not None:
+                runs.discard(workflow_id)
+        self._wanted.set()
+
+    def listened(self) -> list[Queue]:
+        if self._queue_names is None:
+            return registered_queues()
+        return [queue_named(name) for name in self._queue_names]
+
+    def claim_now(self) -> int:
+        """One claim round over the listened queues; returns how many runs it took."""
+        return self._round()[0]
+
+    def _round(self) -> tuple[int, bool]:
+        """(runs taken, whether some queue filled all the room it had: more may wait)."""
+        taken = 0
+        saturated = False
+        now = self.clock.now()
+        for queue in self.listened():
+            with self._lock:
+                held = self._held.setdefault(queue.name, set())
+                capacity = self.capacity
+                if queue.worker_concurrency is not None:
+                    capacity = min(capacity, queue.worker_concurrency - len(held))
+            if capacity <= 0:
+                continue
+            rows = self.store.claim(
+                queue.name,
+                executor_id=self.executor_id,
+                app_version=self.app_version,
+                limits=ClaimLimits(capacity, queue.concurrency, queue.rate_limit),
+                now=now,
+            )
+            if not rows:
+                try:
+                    self._warn_if_stranded(queue.name)
+                except Exception:  # a diagnostic: it must not stop the claims
+                    log.debug(
+                        "could not check queue %r for stranded runs", queue.name, exc_info=True
+                    )
+            with self._lock:
+                held.update(row.workflow_id for row in rows)
+            for row in rows:
+                # A claimed run may have a log (one released by a stopped worker);
+                # one claimed for the first time starts without reading it.
+                self._forget(row.workflow_id)
+                self._dispatch(row.workflow_id, row, row.has_log is False)
+            taken += len(rows)
+            saturated = saturated or len(rows) >= capacity
+        return taken, saturated
+
+    def _warn_if_stranded(self, queue: str) -> None:
+        """Say so when a queue holds old runs of application versions this engine never claims.
+
+        Their usual cause is a producer and a worker that compute different
+        default versions because they import different workflows.
+        """
+        checked = time.monotonic()
+        last = self._stranded_checked.get(queue)
+        if last is not None and checked - last < STRANDED_CHECK_SECONDS:
+            return
+        self._stranded_checked[queue] = checked
+        cutoff = self.clock.now() - STRANDED_AFTER  # engines stamp created_at by their clocks
+        waiting = self.store.list_workflows(
+            WorkflowFilter(status=Status.ENQUEUED, queue=queue, until=cutoff, limit=100)
+        )
+        stranded = [row for row in waiting if row.app_version != self.app_version]
+        versions = frozenset(row.app_version for row in stranded)
+        if not stranded or (queue, versions) in self._stranded_warned:
+            return
+        self._stranded_warned.add((queue, versions))
+        log.warning(
+            "queue %r holds %s%d run(s) enqueued over %ds ago under application version(s) %s; "
+            "this engine (executor %r) runs version %r and never claims them. If the process "
+            "that enqueued them runs this same code, give both the same app_version "
+            "(Engine(app_version=...)); if they are an older release's, run a process of "
+            "that version to drain them (docs/versioning.md)",
+            queue,
+            "at least " if len(waiting) == 100 else "",
+            len(stranded),
+            STRANDED_AFTER.total_seconds(),
+            ", ".join(sorted(repr(v) for v in versions)),
+            self.executor_id,
+            self.app_version,
+        )
+
+    def _loop(self) -> None:
+        last_beat = 0.0
+        last_claim = 0.0
+        while not self._closed:
+            try:
+                monotonic = time.monotonic()
+                if monotonic - last_beat >= self.lease_seconds / 3:
+                    last_beat = monotonic
+                    self._beat()
+                last_claim = time.monotonic()
+                saturated = self._round()[1]
+            except StoreUnavailable as exc:
+                log.warning("queue claim failed (%s); retrying", exc)
+                saturated = False
+            except Exception:
+                log.exception("queue loop failed; retrying")
+                saturated = False
+            if saturated:
+                continue  # the room was filled: more runs may be ready right now
+            # Woken by an enqueue, a finished run (room again) or the poll interval.
+            self._wanted.wait(min(self.poll_interval, self.lease_seconds / 3))
+            self._wanted.clear()
+            spacing = CLAIM_SPACING - (time.monotonic() - last_claim)
+            if spacing > 0:
+                time.sleep(spacing)
+
+    def _beat(self) -> None:
+        now = self.clock.now()
+        self.store.heartbeat(self.executor_id, self.app_version, now)
+        for workflow_id in self.store.take_over(
+            executor_id=self.executor_id,
+            app_version=self.app_version,
+            lease_seconds=self.lease_seconds,
+            now=now,
+        ):
+            log.warning("took over workflow id %r from a dead engine", workflow_id)
+            self._adopt(workflow_id)
+
+    def _adopt(self, workflow_id: str) -> None:
+        row = self.store.get_workflow(workflow_id)
+        if row is not None and row.queue is not None:
+            with self._lock:
+                self._held.setdefault(row.queue, set()).add(workflow_id)
+        # Another engine ran it meanwhile: what this one may hold of it is stale.
+        self._forget(workflow_id)
+        self._dispatch(workflow_id, None, False)

@@ -1,0 +1,150 @@
+"""What the effect runner needs from whoever hosts runs, and the values they exchange.
+
+The effect runner (`effects.py`) carries out one command for one run. It never
+imports the Engine: it is handed a `Host`, which the Engine implements and a
+test may fake. The types here are the only ones both sides share.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Executor
+from datetime import datetime
+from typing import Any, Protocol
+
+import attrs
+
+from replaykit.errors import ControlSignal
+from replaykit.log import Record
+from replaykit.runtime.clock import Clock
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = [
+    "CancelScope",
+    "Entropy",
+    "Host",
+    "LogMovedOn",
+    "Suspend",
+    "Wake",
+    "system_entropy",
+]
+
+#: Where a `Random()` or `Uuid()` draws from: called once per draw with the run's
+#: id, the command's position and its kind ("random" or "uuid"). A hook for
+#: tests that want reproducible draws; the default is the operating system's.
+Entropy = Callable[[str, int, str], random.Random]
+
+_system_random = random.SystemRandom()
+
+
+def system_entropy(workflow_id: str, position: int, kind: str) -> random.Random:
+    """The default `Entropy`: the operating system's randomness, for every draw."""
+    return _system_random
+
+
+Wake = tuple[str, str]  # (notification kind, key), as in Store.subscribe
+
+
+class CancelScope:
+    """Cancels what an attempt has in flight: async step tasks, pending waits.
+
+    Sync step functions cannot be interrupted (Python cannot stop a thread);
+    their result is dropped and no retry follows.
+    """
+
+    def __init__(self, parent: CancelScope | None = None) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], object]] = []
+        self.cancelled = False
+        if parent is not None:
+            parent.on_cancel(self.cancel)
+
+    def on_cancel(self, callback: Callable[[], object]) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+
+class LogMovedOn(ControlSignal):
+    """A position this run was about to record had been completed by another writer.
+
+    The run's log moved on without this activation: what it holds in memory may
+    be behind the store, so it stops and is rebuilt by replay.
+    """
+
+
+@attrs.frozen
+class Suspend:
+    """The workflow waits: until `wake_at`, or until one of `waits` is notified."""
+
+    wake_at: datetime | None
+    waits: tuple[Wake, ...] = ()
+    #: Checks the store for what it waits on; the poller's fallback for lost wake-ups.
+    ready: Callable[[], bool] | None = attrs.field(default=None, eq=False)
+    #: The pending record its position holds now; a warm run resumes from it.
+    pending: Record | None = attrs.field(default=None, eq=False)
+
+
+class Host(Protocol):
+    """The runtime services one effect needs. `Engine` is the host in production."""
+
+    store: Store
+    clock: Clock
+    executor_id: str
+    entropy: Entropy
+    max_payload_bytes: int
+    step_overrides: Mapping[str, Callable[..., Any]]
+    logger: Any
+
+    @property
+    def step_pool(self) -> Executor:
+        """Where sync step bodies run when they must not hold the caller's thread."""
+        ...
+
+    def create_run(
+        self,
+        wf: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        workflow_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+    ) -> tuple[WorkflowRow, bool]:
+        """Store (or find) a child run and schedule it."""
+        ...
+
+    def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
+        """Commit a record through outages, adopting one a lost acknowledgement hid."""
+        ...
+
+    def check_cancelled(self, workflow_id: str) -> None:
+        """Raise `Cancelled` if the run was cancelled or its host is closing."""
+        ...
+
+    def scope_of(self, workflow_id: str) -> CancelScope | None:
+        """The cancel scope of the run's current activation."""
+        ...
+
+    def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when any of `wakes` is notified, until unsubscribed."""
+        ...
+
+    def wait_for_change(
+        self, changed: threading.Event, deadline: datetime | None, *, idle: bool
+    ) -> None:
+        """Hold the calling thread until `changed`, the deadline or a poll interval."""
+        ...

@@ -1,0 +1,341 @@
+"""Wake-ups: timers, waiters, notifications and the poll loop.
+
+A suspended run is an entry here and nothing else: its deadline in the timer
+heap, the notifications it waits for, and a probe the poller may call when a
+notification was lost. When one of them fires, the run is handed to
+`dispatch`; this room never runs a workflow itself and never reaches back
+into the Engine.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from replaykit.errors import StoreUnavailable
+from replaykit.runtime.clock import Clock
+from replaykit.runtime.host import Suspend, Wake
+
+__all__ = ["SWEEP_EVERY", "Wakeups"]
+
+# Poll rounds between sweeps for PENDING runs this engine owns but does not
+# track: runs an operator resumed from another process, whose notification
+# may not reach us (SQLite has none across processes).
+SWEEP_EVERY = 10
+
+
+class Wakeups:
+    """Owns every suspended run's wake conditions, under one lock of its own.
+
+    `dispatch(workflow_id)` is called (never under the lock) when a run should
+    run again. `busy()` says how many activations run now: an autojumping clock
+    moves only when it is zero. `sweep()` is the poller's occasional look for
+    runs nobody here tracks.
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        poll_interval: float,
+        dispatch: Callable[[str], None],
+        busy: Callable[[], int],
+        sweep: Callable[[], None],
+    ) -> None:
+        self.clock = clock
+        self.poll_interval = poll_interval
+        self._dispatch = dispatch
+        self._busy = busy
+        self._sweep = sweep
+        self._cv = threading.Condition()
+        self._closed = False
+        # (when, tie-breaker, workflow id, the suspension it belongs to or None).
+        # An entry whose suspension was forgotten is stale and skipped.
+        self._timers: list[tuple[datetime, int, str, Suspend | None]] = []
+        # Deadlines that composites wait for while counted idle (virtual clocks).
+        self._idle_deadlines: list[tuple[datetime, int]] = []
+        self._timer_seq = itertools.count()
+        self._suspended: dict[str, Suspend] = {}
+        self._waiters: dict[Wake, set[str]] = {}
+        self._listeners: dict[Wake, list[Callable[[], None]]] = {}
+        # Runs taken off their waits and not yet handed to dispatch: the clock
+        # must not jump over them.
+        self._waking = 0
+        # Notification counter, and the count at each wake's latest notification,
+        # so a run that suspends can tell whether what it waits for changed while
+        # it was being replayed.
+        self._seq = 0
+        self._last_notified: dict[Wake, int] = {}
+        self._threads = [
+            threading.Thread(target=self._timer_loop, name="replaykit-timers", daemon=True),
+            threading.Thread(target=self._poll_loop, name="replaykit-poll", daemon=True),
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout=5)
+
+    # -- suspending and forgetting ----------------------------------------------------
+
+    def seq(self) -> int:
+        """The notification count now; pass it back to `suspend` as `seen`."""
+        with self._cv:
+            return self._seq
+
+    def suspend(self, workflow_id: str, suspend: Suspend, *, seen: int) -> bool:
+        """Register the run's waits; False if one was notified after `seen` (look again)."""
+        with self._cv:
+            self._forget(workflow_id)
+            if any(self._last_notified.get(w, -1) > seen for w in suspend.waits):
+                return False
+            self._suspended[workflow_id] = suspend
+            for wake in suspend.waits:
+                self._waiters.setdefault(wake, set()).add(workflow_id)
+            if suspend.wake_at is not None:
+                heapq.heappush(
+                    self._timers, (suspend.wake_at, next(self._timer_seq), workflow_id, suspend)
+                )
+            self._cv.notify_all()
+            return True
+
+    def forget(self, workflow_id: str) -> None:
+        with self._cv:
+            self._forget(workflow_id)
+
+    def is_suspended(self, workflow_id: str) -> bool:
+        with self._cv:
+            return workflow_id in self._suspended
+
+    def suspended_ids(self) -> set[str]:
+        with self._cv:
+            return set(self._suspended)
+
+    def _forget(self, workflow_id: str) -> None:
+        suspend = self._suspended.pop(workflow_id, None)
+        if suspend is None:
+            return
+        for wake in suspend.waits:
+            waiting = self._waiters.get(wake)
+            if waiting is not None:
+                waiting.discard(workflow_id)
+                if not waiting:
+                    del self._waiters[wake]
+
+    def add_timer(self, at: datetime, workflow_id: str) -> None:
+        """Dispatch `workflow_id` at `at` whatever it waits on (a retry after an outage)."""
+        with self._cv:
+            heapq.heappush(self._timers, (at, next(self._timer_seq), workflow_id, None))
+            self._cv.notify_all()
+
+    # -- notifications -------------------------------------------------------------------
+
+    def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when any of `wakes` is notified, until unsubscribed."""
+        wakes = list(wakes)
+        with self._cv:
+            for wake in wakes:
+                self._listeners.setdefault(wake, []).append(callback)
+
+        def unsubscribe() -> None:
+            with self._cv:
+                for wake in wakes:
+                    callbacks = self._listeners.get(wake)
+                    if callbacks and callback in callbacks:
+                        callbacks.remove(callback)
+                        if not callbacks:
+                            del self._listeners[wake]
+
+        return unsubscribe
+
+    def notify(self, wake: Wake) -> None:
+        """Something a run may wait for happened: wake its waiters and listeners."""
+        with self._cv:
+            self._seq += 1
+            if self._busy():
+                self._last_notified[wake] = self._seq
+            to_wake = list(self._waiters.get(wake, ()))
+            for workflow_id in to_wake:
+                self._forget(workflow_id)
+            self._waking += len(to_wake)
+            callbacks = list(self._listeners.get(wake, ()))
+        for callback in callbacks:
+            callback()
+        self._hand_over(to_wake)
+
+    def forget_notifications(self, upto: int) -> None:
+        """Nothing ran when the count was `upto`: no suspension in the making needs the
+        notifications up to then (activations started since have seen them)."""
+        with self._cv:
+            if self._last_notified:
+                self._last_notified = {
+                    wake: seq for wake, seq in self._last_notified.items() if seq > upto
+                }
+            self._cv.notify_all()
+
+    def poke(self) -> None:
+        """Look again now (the number of busy activations changed)."""
+        with self._cv:
+            self._cv.notify_all()
+
+    def _hand_over(self, workflow_ids: list[str]) -> None:
+        try:
+            for workflow_id in workflow_ids:
+                self._dispatch(workflow_id)
+        finally:
+            with self._cv:
+                self._waking -= len(workflow_ids)
+                self._cv.notify_all()
+
+    # -- time --------------------------------------------------------------------------------
+
+    def _drop_stale_timers(self) -> None:
+        while self._timers:
+            _, _, workflow_id, token = self._timers[0]
+            if token is None or self._suspended.get(workflow_id) is token:
+                return
+            heapq.heappop(self._timers)
+
+    def _next_jump(self) -> datetime | None:
+        """Where an autojumping clock goes when nothing runs (caller holds the lock)."""
+        self._drop_stale_timers()
+        candidates = [self._timers[0][0]] if self._timers else []
+        if self._idle_deadlines:
+            candidates.append(self._idle_deadlines[0][0])
+        return min(candidates) if candidates else None
+
+    def _idle(self) -> bool:
+        return self._busy() == 0 and self._waking == 0
+
+    def _timer_loop(self) -> None:
+        clock = self.clock
+        while True:
+            due: list[str] = []
+            with self._cv:
+                if self._closed:
+                    return
+                now = clock.now()
+                self._drop_stale_timers()
+                while self._timers and clock.passed(self._timers[0][0]):
+                    _, _, workflow_id, token = heapq.heappop(self._timers)
+                    if token is None or self._suspended.get(workflow_id) is token:
+                        due.append(workflow_id)
+                        self._forget(workflow_id)
+                    self._drop_stale_timers()
+                if not due:
+                    target = self._next_jump() if clock.autojump and self._idle() else None
+                    if target is not None:
+                        # Called even when the target is now: a test clock delivers
+                        # what is due at that instant (a message at a deadline) first.
+                        clock.jump_to(target)
+                        self._cv.notify_all()
+                        if target > now:
+                            continue
+                        self._cv.wait(0.005)  # nothing to jump over: no busy loop
+                        continue
+                    wait = self.poll_interval
+                    if self._timers and not clock.autojump:
+                        wait = min(wait, (self._timers[0][0] - now).total_seconds())
+                    elif clock.autojump:
+                        wait = min(wait, 0.05)
+                    self._cv.wait(max(wait, 0.001))
+                    continue
+                self._waking += len(due)
+            self._hand_over(due)
+
+    def add_idle_deadline(self, deadline: datetime) -> tuple[datetime, int]:
+        """A composite waits for `deadline` while counted idle: the clock may jump to it."""
+        token = (deadline, next(self._timer_seq))
+        with self._cv:
+            heapq.heappush(self._idle_deadlines, token)
+            self._cv.notify_all()
+        return token
+
+    def remove_idle_deadline(self, token: tuple[datetime, int]) -> None:
+        with self._cv:
+            self._idle_deadlines.remove(token)
+            heapq.heapify(self._idle_deadlines)
+
+    def jump_for(self, deadline: datetime) -> bool:
+        """Move an autojumping clock to `deadline` for the one activation that runs, if
+        the timer loop would do so next anyway; True if the deadline has now passed.
+
+        The caller runs alone (it counts itself busy) and waits for nothing but
+        that deadline: instead of suspending and being dispatched again by the
+        timer loop, it may go on on its own thread.
+        """
+        if not self.clock.autojump:
+            return False
+        with self._cv:
+            if self._closed or self._busy() != 1 or self._waking:
+                return False
+            target = self._next_jump()
+            if target is not None and target < deadline:
+                return False
+            self.clock.jump_to(deadline)
+            self._cv.notify_all()
+            return self.clock.passed(deadline)
+
+    def settled(self) -> bool:
+        """Nothing runs and an autojumping clock has nowhere left to jump."""
+        with self._cv:
+            return self._idle() and not (self.clock.autojump and self._next_jump() is not None)
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until something here changes, or `timeout` passes."""
+        with self._cv:
+            self._cv.wait(timeout)
+
+    # -- the poller: the fallback for lost notifications -------------------------------------
+
+    def _poll_loop(self) -> None:
+        """Once per poll interval look again at runs that wait, and every few
+        intervals for runs of ours nobody here tracks (resumed elsewhere)."""
+        next_poll = time.monotonic() + self.poll_interval
+        next_sweep = time.monotonic() + SWEEP_EVERY * self.poll_interval
+        while True:
+            with self._cv:
+                # The condition is notified for many reasons; only time drives this loop.
+                while not self._closed and (left := next_poll - time.monotonic()) > 0:
+                    self._cv.wait(left)
+                if self._closed:
+                    return
+                waiting = [(wid, s) for wid, s in self._suspended.items() if s.ready is not None]
+            now = time.monotonic()
+            next_poll = now + self.poll_interval
+            if now >= next_sweep and self._busy() == 0:
+                # A fallback for lost "resumed" notifications; a busy engine
+                # sweeps once it is idle again.
+                next_sweep = now + SWEEP_EVERY * self.poll_interval
+                self._sweep()
+            for workflow_id, suspend in waiting:
+                if self._closed:
+                    return
+                if not _probe(suspend):
+                    continue
+                with self._cv:
+                    if self._suspended.get(workflow_id) is not suspend:
+                        continue  # woken meanwhile
+                    self._forget(workflow_id)
+                    self._waking += 1
+                self._hand_over([workflow_id])
+
+
+def _probe(suspend: Suspend) -> bool:
+    if suspend.ready is None:
+        return False
+    try:
+        return suspend.ready()
+    except StoreUnavailable:
+        return False

@@ -1,0 +1,172 @@
+"""The scheduler's warm runs, on every store: resumed without a log read, rebuilt by
+replay when evicted, cancelled, or when the log moved on without them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import replaykit
+from replaykit import Engine, Recv, Sleep, Status, Step, workflow
+from replaykit.log import Record, Value
+from replaykit.stores import open_store
+from replaykit.stores.base import Store
+
+CALLS: dict[str, int] = {}
+REPLAYING: list[bool] = []
+LOCK = threading.Lock()
+
+
+def bump(name: str) -> int:
+    with LOCK:
+        CALLS[name] = CALLS.get(name, 0) + 1
+        return CALLS[name]
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    CALLS.clear()
+    REPLAYING.clear()
+    yield
+
+
+class CountingStore:
+    """Wraps a store's `load_log` to count how often a run's log is read."""
+
+    def __init__(self, store: Store) -> None:
+        self.reads = 0
+        original = store.load_log
+
+        def load_log(workflow_id: str) -> list[Record]:
+            with LOCK:
+                self.reads += 1
+            return original(workflow_id)
+
+        store.load_log = load_log  # type: ignore[method-assign]
+
+
+def engine_on(url: str, **options: Any) -> tuple[Engine, CountingStore]:
+    store = open_store(url)
+    counter = CountingStore(store)
+    return Engine(store, poll_interval=0.1, **options), counter
+
+
+@workflow(name="sched.looper")
+def looper(n: int) -> Generator[Any, Any, int]:
+    total = 0
+    for i in range(n):
+        total += yield Step("add", lambda i=i: bump("add") and i)
+        REPLAYING.append(replaykit.context().is_replaying)
+        yield Sleep(0.01)
+    return total
+
+
+def test_a_warm_run_wakes_without_reading_its_log(store_url: str) -> None:
+    engine, counter = engine_on(store_url)
+    with engine:
+        assert engine.run(looper, 8, timeout=30) == sum(range(8))
+    assert counter.reads == 0
+    assert CALLS["add"] == 8
+    assert REPLAYING == [False] * 8  # never replayed: the code between yields ran once
+
+
+def test_without_a_cache_every_wake_up_replays(store_url: str) -> None:
+    engine, counter = engine_on(store_url, max_cached_runs=0)
+    with engine:
+        assert engine.run(looper, 5, timeout=30) == sum(range(5))
+    assert counter.reads == 5  # one replay per wake-up
+    assert CALLS["add"] == 5  # replays ran no step body again
+    assert REPLAYING.count(False) == 5
+
+
+def test_evicted_runs_are_rebuilt_by_replay(store_url: str) -> None:
+    engine, counter = engine_on(store_url, max_cached_runs=1)
+    with engine:
+        handles = [engine.start(looper, 4, workflow_id=f"evict-{i}") for i in range(3)]
+        assert [h.result(timeout=30) for h in handles] == [sum(range(4))] * 3
+    assert CALLS["add"] == 12
+    assert counter.reads > 0  # three runs share one place: some wake-ups replayed
+
+
+@workflow(name="sched.waiter")
+def waiter() -> Generator[Any, Any, str]:
+    yield Step("first", lambda: bump("first"))
+    message = yield Recv("go")
+    yield Step("second", lambda: bump("second"))
+    return f"got {message}"
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+def test_a_cancelled_warm_run_resumes_by_replay(store_url: str) -> None:
+    engine, counter = engine_on(store_url)
+    with engine:
+        handle = engine.start(waiter, workflow_id="cancel-warm")
+        wait_until(lambda: engine.scheduler.is_warm("cancel-warm"))
+        engine.cancel("cancel-warm")
+        assert not engine.scheduler.is_warm("cancel-warm")
+        assert handle.status() is Status.CANCELLED
+        engine.resume("cancel-warm")
+        engine.send("cancel-warm", "now", topic="go")
+        assert handle.result(timeout=30) == "got now"
+    assert counter.reads >= 1
+    assert CALLS == {"first": 1, "second": 1}
+
+
+def test_a_warm_run_whose_log_moved_on_is_rebuilt_from_the_store(store_url: str) -> None:
+    engine, counter = engine_on(store_url)
+    with engine:
+        handle = engine.start(waiter, workflow_id="moved-on")
+        wait_until(lambda: engine.scheduler.is_warm("moved-on"))
+        # Another writer completes the Recv and the step after it behind this
+        # engine's back (as a second process with the same executor id would).
+        records = engine.steps("moved-on")
+        pending = records[1]
+        assert pending.outcome is None
+        reads_before = counter.reads
+        now = engine.clock.now()
+        store = engine.store
+        store.record(
+            "moved-on",
+            Record(1, "recv", "go", Value("elsewhere"), pending.digest, "", now, now),
+        )
+        store.record("moved-on", Record(2, "step", "second", Value(7), "", "", now, now))
+        engine.send("moved-on", "here", topic="go")
+        assert handle.result(timeout=30) == "got elsewhere"
+    # The warm run took the message, found position 1 completed by the other
+    # writer, and was rebuilt by replay: the other writer's step is not run again.
+    assert CALLS == {"first": 1}
+    assert counter.reads == reads_before + 1
+
+
+@workflow(name="sched.finally")
+def with_cleanup() -> Generator[Any, Any, str]:
+    try:
+        yield Sleep(timedelta(milliseconds=10))
+        yield Sleep(timedelta(milliseconds=10))
+    finally:
+        bump("cleanup")
+    return "done"
+
+
+def test_finally_blocks_of_a_warm_run_run_once(store_url: str) -> None:
+    engine, _counter = engine_on(store_url)
+    with engine:
+        assert engine.run(with_cleanup, timeout=30) == "done"
+    assert CALLS == {"cleanup": 1}
+
+
+def test_max_cached_runs_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="max_cached_runs"):
+        Engine("memory://", max_cached_runs=-1)
