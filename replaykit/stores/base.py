@@ -14,6 +14,8 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - Side effects passed to `record()` (consuming a message, sending one, setting
   an event) commit in the same transaction as the record, or not at all.
 - `create_workflow()` is idempotent by id: it returns the existing run.
+  `create_workflows()` creates many runs the same way in one transaction, all
+  or nothing.
 - `send_message()` with an idempotency key already used delivers nothing more.
 """
 
@@ -137,6 +139,32 @@ class Store(Protocol):
         PENDING run of that queue has the same `dedup_id`. A PENDING row gets
         `started_at` (its creation time) if it has none. Creating an ENQUEUED
         row notifies ("enqueued", queue).
+        """
+        ...
+
+    def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
+        """Create many runs in one transaction, each as `create_workflow(row)` would.
+
+        Answers, in input order, what `create_workflow` called on each row in
+        turn would: (the stored row, True) for a new id, (the existing row,
+        False) for an id that exists; an existing run is never modified. A
+        row whose id an earlier row of the same batch has answers that
+        earlier row's answer with False. PENDING rows get `started_at`; rows
+        given no `created_at` get creation times that increase in input order,
+        so a queue claims a batch of equal priorities in the order given.
+
+        All or nothing: the rows are checked in input order, and if a new row
+        has a `queue` and a `dedup_id` that a live (ENQUEUED or PENDING) run of
+        that queue holds, or that an earlier new row of the batch, itself
+        ENQUEUED or PENDING, takes, `DuplicateDedupId` is raised for the whole
+        batch and nothing is written. Its `existing_id` names the live run, or
+        the earlier row of the batch (which was not created either). A row
+        whose id exists is answered, never checked, as in `create_workflow`.
+
+        After the commit, notifies ("enqueued", queue) once for each queue that
+        got a new ENQUEUED run. PostgreSQL inserts the new rows with one
+        statement. An empty batch writes nothing. Forks (`records=`) are
+        created one at a time with `create_workflow`.
         """
         ...
 

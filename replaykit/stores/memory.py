@@ -30,10 +30,14 @@ from replaykit.stores.base import (
 
 __all__ = [
     "MemoryStore",
+    "batch_of",
+    "check_batch_dedup",
     "check_recordable",
     "claim_room",
     "duplicate_dedup",
+    "first_of_each_id",
     "matches_filter",
+    "stamped_for_batch",
     "stamped_for_create",
 ]
 
@@ -48,6 +52,66 @@ def duplicate_dedup(row: WorkflowRow, existing_id: str) -> DuplicateDedupId:
         "pass if_exists='return' to get the existing run",
         existing_id,
     )
+
+
+def duplicate_dedup_in_batch(row: WorkflowRow, earlier_id: str) -> DuplicateDedupId:
+    return DuplicateDedupId(
+        f"rows {earlier_id!r} and {row.workflow_id!r} of one batch both take dedup_id "
+        f"{row.dedup_id!r} on queue {row.queue!r}; nothing of the batch was created. Give "
+        "them different dedup_ids, or leave one of them out",
+        earlier_id,
+    )
+
+
+_LIVE = (Status.ENQUEUED, Status.PENDING)
+
+
+def batch_of(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
+    """`rows` as a list; a lone row passed where a batch belongs is refused."""
+    if isinstance(rows, WorkflowRow):
+        raise TypeError("create_workflows() takes a sequence of rows; use create_workflow(row)")
+    return list(rows)
+
+
+def first_of_each_id(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
+    """The rows whose id no earlier row of the batch has, in input order."""
+    seen: set[str] = set()
+    firsts = []
+    for row in rows:
+        if row.workflow_id not in seen:
+            seen.add(row.workflow_id)
+            firsts.append(row)
+    return firsts
+
+
+def check_batch_dedup(
+    rows: Sequence[WorkflowRow],
+    *,
+    is_new: Callable[[str], bool],
+    live_holder: Callable[[WorkflowRow], str | None],
+) -> None:
+    """The dedup rule of `create_workflows`, shared by every store; raises or writes nothing.
+
+    `rows` are the batch's first rows of each id, in input order; only rows
+    with a queue and a dedup_id whose id is new (`is_new`) are checked, as
+    `create_workflow` would check them one after another: refused when
+    `live_holder(row)` names a live run of the store holding that dedup_id,
+    or when an earlier new row of the batch, itself ENQUEUED or PENDING,
+    takes it. The first refusal in input order is raised, for the whole batch.
+    """
+    held: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if row.queue is None or row.dedup_id is None or not is_new(row.workflow_id):
+            continue
+        holder = live_holder(row)
+        if holder is not None:
+            error = duplicate_dedup(row, holder)
+            raise DuplicateDedupId(f"{error}; nothing of the batch was created", holder)
+        key = (row.queue, row.dedup_id)
+        if key in held:
+            raise duplicate_dedup_in_batch(row, held[key])
+        if row.status in _LIVE:
+            held[key] = row.workflow_id
 
 
 def claim_room(
@@ -67,17 +131,20 @@ def claim_room(
     return max(room, 0)
 
 
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def stamped_for_create(row: WorkflowRow) -> WorkflowRow:
+def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> WorkflowRow:
     """`row` as every store creates it: times it leaves unset filled in with now.
 
     A run created PENDING started when it was created; one created ENQUEUED
-    starts when claimed.
+    starts when claimed. `now` is the time to fill in (default: the clock's).
     """
-    now = _now()
+    now = now or _now()
     created = row.created_at or now
     return attrs.evolve(
         row,
@@ -85,6 +152,16 @@ def stamped_for_create(row: WorkflowRow) -> WorkflowRow:
         updated_at=row.updated_at or now,
         started_at=row.started_at or (created if row.status is Status.PENDING else None),
     )
+
+
+def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
+    """`rows` as `create_workflows` creates them: each as `stamped_for_create` stamps it.
+
+    Rows given no `created_at` get creation times a microsecond apart in input
+    order, so a queue claims a batch of equal priorities in the order given.
+    """
+    now = _now()
+    return [stamped_for_create(row, now + index * _MICROSECOND) for index, row in enumerate(rows)]
 
 
 def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
@@ -165,6 +242,38 @@ class MemoryStore:
         if stored.status is Status.ENQUEUED and stored.queue is not None:
             self._notify("enqueued", stored.queue)
         return stored, True
+
+    def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
+        batch = stamped_for_batch(batch_of(rows))
+        answers: list[tuple[WorkflowRow, bool]] = []
+        queues: dict[str, None] = {}
+        with self._lock:
+            firsts = first_of_each_id(batch)
+            live: dict[tuple[str, str], str] = {}
+            if any(r.queue is not None and r.dedup_id is not None for r in firsts):
+                for other in self._rows.values():
+                    if other.queue is None or other.dedup_id is None or other.status not in _LIVE:
+                        continue
+                    live.setdefault((other.queue, other.dedup_id), other.workflow_id)
+            check_batch_dedup(
+                firsts,
+                is_new=lambda workflow_id: workflow_id not in self._rows,
+                live_holder=lambda row: live.get((row.queue or "", row.dedup_id or "")),
+            )
+            for row in batch:
+                existing = self._rows.get(row.workflow_id)
+                if existing is not None:
+                    answers.append((existing, False))
+                    continue
+                self._rows[row.workflow_id] = row
+                self._logs[row.workflow_id] = []
+                self._order[row.workflow_id] = len(self._order)
+                answers.append((row, True))
+                if row.status is Status.ENQUEUED and row.queue is not None:
+                    queues[row.queue] = None
+        for queue in queues:
+            self._notify("enqueued", queue)
+        return answers
 
     def claim(
         self,

@@ -49,9 +49,13 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 from replaykit.stores.memory import (
+    batch_of,
+    check_batch_dedup,
     check_recordable,
     claim_room,
     duplicate_dedup,
+    first_of_each_id,
+    stamped_for_batch,
     stamped_for_create,
 )
 
@@ -407,6 +411,76 @@ def _batch_record_statement(s: str) -> str:
     )
 
 
+def _create_many_statement(s: str) -> str:
+    """Insert many runs in one statement; returns the ids it created.
+
+    Ids already present are left alone (ON CONFLICT DO NOTHING) and the
+    caller reads them afterwards. The rows are inserted in id order, so two
+    batches naming the same ids never wait for each other crosswise. Each
+    queue that got a new ENQUEUED run is notified once.
+    """
+    return (
+        # The columns travel as one JSON array of rows (one string for psycopg
+        # to pass), read as jsonb: `->>` on json parses the text again for
+        # every column of every row. The JSON values (inputs, result) travel
+        # as strings holding their encoded text, which `->>` gives back exactly
+        # as written ("\u0000" included, which jsonb refuses as a value).
+        'WITH input AS (SELECT (e->>0) COLLATE "C" AS workflow_id, e->>1 AS name, '
+        "e->>2 AS status, (e->>3)::json AS inputs, (e->>4)::json AS result, "
+        "e->>5 AS executor_id, e->>6 AS app_version, (e->>7)::timestamptz AS created_at, "
+        '(e->>8)::timestamptz AS updated_at, (e->>9) COLLATE "C" AS parent_id, e->>10 AS queue, '
+        "(e->>11)::int AS priority, e->>12 AS dedup_id, (e->>13)::int AS recovery_attempts, "
+        "(e->>14)::timestamptz AS wake_at, e->>15 AS error, (e->>16)::timestamptz AS started_at "
+        "FROM jsonb_array_elements(%(rows)s::jsonb) AS e), "
+        f"ins AS (INSERT INTO {s}.workflows ({_WORKFLOW_COLUMNS}) "
+        f"SELECT {_WORKFLOW_COLUMNS} FROM input ORDER BY workflow_id "
+        "ON CONFLICT (workflow_id) DO NOTHING RETURNING workflow_id, queue, status), "
+        "notified AS (SELECT count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue)) "
+        "FROM (SELECT DISTINCT queue FROM ins WHERE status = 'ENQUEUED' AND queue IS NOT NULL) q "
+        f"WHERE octet_length(queue) < {_NOTIFY_MAX_KEY}) "
+        "SELECT ins.workflow_id FROM ins, notified"
+    )
+
+
+def _read_many_statement(s: str) -> str:
+    """The runs with the ids given, one primary-key probe each (_BY_ID_ONLY)."""
+    columns = ", ".join("w." + c.strip() for c in _WORKFLOW_COLUMNS.split(","))
+    return (
+        f'SELECT {columns} FROM (SELECT wid COLLATE "C" AS wid '
+        "FROM unnest(%(wid)s::text[]) AS u(wid)) i "
+        # OFFSET 0 keeps the planner from flattening the probe into a join,
+        # which a plan made on a small table does with a scan of every run.
+        f"CROSS JOIN LATERAL (SELECT * FROM {s}.workflows w WHERE w.workflow_id = i.wid "
+        "OFFSET 0) w"
+    )
+
+
+def _dedup_holders_statement(s: str) -> str:
+    """For each (id, queue, dedup_id) given: whether the id exists, and the live holder.
+
+    Searches runs by queue and dedup_id, once per batch: planned each time
+    (_PLAN_EACH_TIME). Each search is a lateral probe fenced with OFFSET 0:
+    `EXISTS (...)` lets the planner hash the whole table instead, and with
+    the ORDER BY next to the search it walked the created_at index for the
+    first live run of each dedup_id rather than look the id up.
+    """
+    return (
+        "SELECT i.wid, me.found IS NOT NULL, h.workflow_id "
+        'FROM (SELECT wid COLLATE "C" AS wid, queue, dedup FROM unnest(%(wid)s::text[], '
+        "%(queue)s::text[], %(dedup)s::text[]) AS u(wid, queue, dedup)) i "
+        f"LEFT JOIN LATERAL (SELECT 1 AS found FROM {s}.workflows me "
+        "WHERE me.workflow_id = i.wid OFFSET 0) me ON true "
+        "LEFT JOIN LATERAL (SELECT d.workflow_id FROM (SELECT workflow_id, status, created_at "
+        f"FROM {s}.workflows w WHERE w.queue = i.queue AND w.dedup_id = i.dedup OFFSET 0) d "
+        "WHERE d.status IN ('ENQUEUED', 'PENDING') ORDER BY d.created_at, d.workflow_id "
+        "LIMIT 1) h ON true"
+    )
+
+
+class _RacedWithDelete(Exception):
+    """A run the batch found in its way was deleted before it was read: start over."""
+
+
 @attrs.frozen
 class _PlainRecord:
     """A record() call without side effects: what group commit batches."""
@@ -592,6 +666,9 @@ class PostgresStore:
         self._statements: dict[_RecordShape, str] = {}
         self._batch_statement = _batch_record_statement(self._s)
         self._finish_statement = _batch_finish_statement(self._s)
+        self._create_many = _create_many_statement(self._s)
+        self._read_many = _read_many_statement(self._s)
+        self._dedup_holders = _dedup_holders_statement(self._s)
         self._group: GroupCommit[_Write] = GroupCommit(self._write_batch)
         self._subscribers = Subscribers()
         self._subscribers_lock = threading.Lock()  # guards the listener and `_closed`
@@ -843,6 +920,135 @@ class PostgresStore:
             # The run that stood in the way was deleted meanwhile: try again.
         raise StoreError(
             f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
+        )
+
+    def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
+        batch = stamped_for_batch(batch_of(rows))
+        if not batch:
+            return []
+        firsts = first_of_each_id(batch)
+        deduplicated = any(r.queue is not None and r.dedup_id is not None for r in firsts)
+        created: set[str] = set()
+        existing: dict[str, WorkflowRow] = {}
+        todo = firsts
+        for _ in range(5):
+            with self._connection() as conn:
+                if deduplicated:
+                    # The dedup check, the insert and the read of the runs in
+                    # the way in one transaction: a refusal writes nothing.
+                    try:
+                        with conn.transaction():
+                            self._check_batch_dedup(conn, todo)
+                            inserted, found = self._insert_many(conn, todo)
+                            if len(inserted) + len(found) < len(todo):
+                                raise _RacedWithDelete
+                    except _RacedWithDelete:
+                        continue
+                else:
+                    # One statement, one commit; the read only if some ids existed.
+                    inserted, found = self._insert_many(conn, todo)
+            created |= inserted
+            existing.update(found)
+            # A run in the way deleted before it was read: create that row again.
+            todo = [r for r in todo if r.workflow_id not in inserted and r.workflow_id not in found]
+            if not todo:
+                break
+        else:
+            raise StoreError(
+                f"create_workflows of {len(firsts)} runs kept racing with deletes "
+                f"(e.g. workflow id {todo[0].workflow_id!r})"
+            )
+        answers: list[tuple[WorkflowRow, bool]] = []
+        answered: dict[str, WorkflowRow] = {}
+        queues: dict[str, None] = {}
+        for row in batch:
+            if row.workflow_id in answered:
+                answers.append((answered[row.workflow_id], False))
+            elif row.workflow_id in created:
+                answered[row.workflow_id] = row
+                answers.append((row, True))
+                if row.status is Status.ENQUEUED and row.queue is not None:
+                    queues[row.queue] = None
+            else:
+                answered[row.workflow_id] = existing[row.workflow_id]
+                answers.append((existing[row.workflow_id], False))
+        self._notify([("enqueued", queue) for queue in queues])
+        return answers
+
+    def _insert_many(
+        self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]
+    ) -> tuple[set[str], dict[str, WorkflowRow]]:
+        """Insert `rows` (distinct ids) in one statement; (ids created, runs found in the way)."""
+        plain = [
+            [
+                row.workflow_id,
+                row.name,
+                Status(row.status).value,
+                None if row.inputs is None else serde.dumps(row.inputs),
+                None if row.result is None else serde.dumps(outcome_to_json(row.result)),
+                row.executor_id,
+                row.app_version,
+                _iso(row.created_at),
+                _iso(row.updated_at),
+                row.parent_id,
+                row.queue,
+                row.priority,
+                row.dedup_id,
+                row.recovery_attempts,
+                _iso(row.wake_at),
+                row.error,
+                _iso(row.started_at),
+            ]
+            for row in rows
+        ]
+        params = {
+            "rows": serde.dumps(plain),
+            "channel": self._channel,
+            "origin": self._origin,
+        }
+        inserted = {r[0] for r in conn.execute(self._create_many, params).fetchall()}
+        in_the_way = [row.workflow_id for row in rows if row.workflow_id not in inserted]
+        found: dict[str, WorkflowRow] = {}
+        if in_the_way:
+            for r in conn.execute(self._read_many, {"wid": in_the_way}).fetchall():
+                found[r[0]] = _workflow_from(r)
+        return inserted, found
+
+    def _check_batch_dedup(
+        self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]
+    ) -> None:
+        """`check_batch_dedup` for `rows` (inside a transaction), as `_check_dedup` for one row.
+
+        The advisory locks of every (queue, dedup_id) of the batch are taken in
+        key order, so two batches never wait for each other crosswise, and
+        before the check, whose statement then sees what earlier holders
+        committed.
+        """
+        deduplicated = [r for r in rows if r.queue is not None and r.dedup_id is not None]
+        keys = sorted({self._key(f"dedup {r.queue}\x00{r.dedup_id}") for r in deduplicated})
+        # JIT off for the rest of the transaction: the check is index probes
+        # that JIT cannot speed up, and a large batch's estimate would pass
+        # jit_above_cost and pay for compiling it.
+        conn.execute(
+            "SELECT set_config('jit', 'off', true), count(pg_advisory_xact_lock(k)) "
+            "FROM unnest(%s::bigint[]) AS k",
+            (keys,),
+        )
+        found = conn.execute(
+            self._dedup_holders,
+            {
+                "wid": [r.workflow_id for r in deduplicated],
+                "queue": [r.queue for r in deduplicated],
+                "dedup": [r.dedup_id for r in deduplicated],
+            },
+            prepare=_PLAN_EACH_TIME,
+        ).fetchall()
+        exists = {r[0]: bool(r[1]) for r in found}
+        holders = {r[0]: r[2] for r in found}
+        check_batch_dedup(
+            rows,
+            is_new=lambda workflow_id: not exists.get(workflow_id, False),
+            live_holder=lambda row: holders.get(row.workflow_id),
         )
 
     def _check_dedup(self, conn: psycopg.Connection[Any], row: WorkflowRow) -> None:

@@ -39,9 +39,13 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 from replaykit.stores.memory import (
+    batch_of,
+    check_batch_dedup,
     check_recordable,
     claim_room,
     duplicate_dedup,
+    first_of_each_id,
+    stamped_for_batch,
     stamped_for_create,
 )
 
@@ -191,6 +195,10 @@ _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING
+"""
+_SELECT_DEDUP_HOLDER = """
+SELECT workflow_id FROM workflows WHERE queue = ? AND dedup_id = ?
+AND status IN ('ENQUEUED', 'PENDING') ORDER BY created_at, workflow_id LIMIT 1
 """
 
 
@@ -671,14 +679,7 @@ class SqliteStore:
                 existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
                 if existing is not None:
                     raise _Unchanged((_workflow_from(existing), False))
-                holder = _first(
-                    conn.execute(
-                        "SELECT workflow_id FROM workflows WHERE queue = ? AND dedup_id = ? "
-                        "AND status IN ('ENQUEUED', 'PENDING') "
-                        "ORDER BY created_at, workflow_id LIMIT 1",
-                        (row.queue, row.dedup_id),
-                    )
-                )
+                holder = _first(conn.execute(_SELECT_DEDUP_HOLDER, (row.queue, row.dedup_id)))
                 if holder is not None:
                     raise duplicate_dedup(stored, holder[0])
             if conn.execute(_INSERT_WORKFLOW, params).rowcount == 0:
@@ -692,6 +693,58 @@ class SqliteStore:
         if result[1] and stored.status is Status.ENQUEUED and stored.queue is not None:
             self._notify([("enqueued", stored.queue)])
         return result
+
+    def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
+        batch = stamped_for_batch(batch_of(rows))
+        if not batch:
+            return []
+        firsts = first_of_each_id(batch)
+
+        def insert(conn: sqlite3.Connection) -> dict[str, WorkflowRow]:
+            # Inside BEGIN IMMEDIATE nobody else writes: the ids found missing
+            # here are the ones the insert creates.
+            existing: dict[str, WorkflowRow] = {}
+            for row in firsts:
+                found = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
+                if found is not None:
+                    existing[row.workflow_id] = _workflow_from(found)
+
+            def live_holder(row: WorkflowRow) -> str | None:
+                holder = _first(conn.execute(_SELECT_DEDUP_HOLDER, (row.queue, row.dedup_id)))
+                return None if holder is None else str(holder[0])
+
+            check_batch_dedup(
+                firsts,
+                is_new=lambda workflow_id: workflow_id not in existing,
+                live_holder=live_holder,
+            )
+            new = [_workflow_params(row) for row in firsts if row.workflow_id not in existing]
+            if not new:
+                raise _Unchanged(existing)
+            inserted = conn.executemany(_INSERT_WORKFLOW, new).rowcount
+            if inserted != len(new):
+                raise StoreError(
+                    f"create_workflows inserted {inserted} of {len(new)} new runs inside one "
+                    "write transaction; the database changed under its write lock"
+                )
+            return existing
+
+        existing = self._write(insert)
+        answers: list[tuple[WorkflowRow, bool]] = []
+        created: dict[str, WorkflowRow] = {}
+        queues: dict[str, None] = {}
+        for row in batch:
+            if row.workflow_id in existing:
+                answers.append((existing[row.workflow_id], False))
+            elif row.workflow_id in created:
+                answers.append((created[row.workflow_id], False))
+            else:
+                created[row.workflow_id] = row
+                answers.append((row, True))
+                if row.status is Status.ENQUEUED and row.queue is not None:
+                    queues[row.queue] = None
+        self._notify([("enqueued", queue) for queue in queues])
+        return answers
 
     # -- queues --------------------------------------------------------------
 
