@@ -35,7 +35,7 @@ from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, workflow
 from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
-from replaykit.runtime.queues import Queue
+from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import schedule
 from replaykit.stores import MemoryStore
 
@@ -53,6 +53,7 @@ __all__ = [
     "Now",
     "Patch",
     "Queue",
+    "QueueItem",
     "Race",
     "Random",
     "Record",

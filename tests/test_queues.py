@@ -251,3 +251,51 @@ def test_a_worker_says_when_a_queue_holds_runs_of_a_version_it_never_claims(
     assert len(warnings) == 1, warnings
     assert "'q-strand'" in warnings[0] and "'web-1'" in warnings[0]
     assert "'worker-1'" in warnings[0] and "app_version" in warnings[0]
+
+
+def test_enqueue_many_enqueues_in_one_commit_and_claims_in_order(shared: Any) -> None:
+    Queue("q-many", worker_concurrency=1)
+    with Engine(shared, queues=[], poll_interval=0.1) as producer:
+        handles = producer.enqueue_many(
+            "q-many",
+            note_wf,
+            [("a",), ("b",), replaykit.QueueItem("first", priority=-1, workflow_id="many-1")],
+        )
+        assert [h.workflow_id for h in handles][2] == "many-1"
+        assert all(h.status() is Status.ENQUEUED for h in handles)
+        # An id that exists already answers with its run, as enqueue does.
+        again = producer.enqueue_many(
+            "q-many", note_wf, [replaykit.QueueItem("x", workflow_id="many-1")]
+        )
+        assert [h.workflow_id for h in again] == ["many-1"]
+        assert producer.enqueue_many("q-many", note_wf, []) == []
+    with Engine(shared, queues=["q-many"], poll_interval=0.1) as worker:
+        assert wait_all(worker, [h.workflow_id for h in handles]) == ["a", "b", "first"]
+    assert ORDER == ["first", "a", "b"]
+
+
+def test_enqueue_many_is_all_or_nothing_on_dedup_ids(shared: Any) -> None:
+    Queue("q-many-dedup")
+    with Engine(shared, queues=[], poll_interval=0.1) as eng:
+        held = eng.enqueue("q-many-dedup", note_wf, "held", dedup_id="d-1")
+        with pytest.raises(DuplicateDedupId, match="d-1") as info:
+            eng.enqueue_many(
+                "q-many-dedup",
+                note_wf,
+                [
+                    replaykit.QueueItem("fresh", workflow_id="dd-fresh"),
+                    replaykit.QueueItem("dup", dedup_id="d-1"),
+                ],
+            )
+        assert info.value.existing_id == held.workflow_id
+        assert [r.workflow_id for r in eng.list_workflows(status=Status.ENQUEUED)] == [
+            held.workflow_id
+        ]
+
+
+def test_enqueue_many_refuses_items_that_are_not_argument_tuples(store_url: str) -> None:
+    Queue("q-many-bad")
+    with Engine(store_url, queues=[], poll_interval=0.1) as eng:
+        with pytest.raises(TypeError, match="item 1 is 'b'"):
+            eng.enqueue_many("q-many-bad", note_wf, [("a",), "b"])  # type: ignore[list-item]
+        assert eng.list_workflows() == []

@@ -13,7 +13,7 @@ import argparse
 import time
 
 from examples.worker.workflows import make_thumbnails, thumbnails
-from replaykit import Engine
+from replaykit import Engine, QueueItem
 
 
 def main() -> None:
@@ -24,18 +24,21 @@ def main() -> None:
     args = parser.parse_args()
     # This engine only produces: it listens to no queue, so it runs nothing.
     with Engine(args.url, queues=[]) as engine:
-        handles = [
-            engine.enqueue(
-                thumbnails,
-                make_thumbnails,
-                f"img-{args.batch}-{i}",
-                workflow_id=f"thumbs-{args.batch}-{i}",
-                # The same image twice in flight is pointless: deduplicate by image.
-                dedup_id=f"img-{args.batch}-{i}",
-                if_exists="return",
-            )
-            for i in range(args.count)
-        ]
+        # One statement and one commit for the whole batch. Ids make a re-run of
+        # this producer idempotent: items already enqueued answer with their run.
+        handles = engine.enqueue_many(
+            thumbnails,
+            make_thumbnails,
+            [
+                QueueItem(
+                    f"img-{args.batch}-{i}",
+                    workflow_id=f"thumbs-{args.batch}-{i}",
+                    # The same image twice in flight is pointless: deduplicate by image.
+                    dedup_id=f"img-{args.batch}-{i}",
+                )
+                for i in range(args.count)
+            ],
+        )
         started = time.monotonic()
         results = [h.result(timeout=600) for h in handles]
         took = time.monotonic() - started

@@ -38,7 +38,7 @@ from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
-from replaykit.runtime.queues import Queue
+from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.retries import call_with_retries, write_with_retries
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
 from replaykit.runtime.schedules import Schedule, ScheduleLoop, registered_schedules
@@ -262,6 +262,37 @@ class Engine:
 
         With a `queue` the run is ENQUEUED and waits for a claim instead.
         """
+        row = self._new_row(
+            wf,
+            args,
+            kwargs,
+            workflow_id=workflow_id,
+            parent_id=parent_id,
+            queue=queue,
+            priority=priority,
+            dedup_id=dedup_id,
+            delay=delay,
+            now=self.clock.now(),
+        )
+        stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        if created and queue is None:
+            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=True, inline=inline)
+        return stored, created
+
+    def _new_row(
+        self,
+        wf: Workflow[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        workflow_id: str | None,
+        parent_id: str | None,
+        queue: str | None,
+        priority: int,
+        dedup_id: str | None,
+        delay: timedelta | float | None,
+        now: datetime,
+    ) -> WorkflowRow:
         if not isinstance(wf, Workflow):
             raise TypeError(
                 f"expected a function decorated with @workflow, got {wf!r}; decorate it with "
@@ -275,9 +306,8 @@ class Engine:
                 f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
                 "Engine(max_payload_bytes=...)"
             )
-        now = self.clock.now()
         delay_seconds = as_seconds(delay, "enqueue delay")
-        row = WorkflowRow(
+        return WorkflowRow(
             workflow_id=workflow_id or str(uuid.uuid4()),
             name=wf.workflow_name,
             status=Status.ENQUEUED if queue is not None else Status.PENDING,
@@ -291,10 +321,6 @@ class Engine:
             dedup_id=dedup_id,
             wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
         )
-        stored, created = self.store_call(lambda: self.store.create_workflow(row))
-        if created and queue is None:
-            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=True, inline=inline)
-        return stored, created
 
     def start(
         self,
@@ -348,6 +374,67 @@ class Engine:
                 return WorkflowHandle(self, exc.existing_id, wf.result_type)
             raise
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
+
+    def enqueue_many(
+        self,
+        queue: str | Queue,
+        wf: Workflow[..., R],
+        items: Iterable[Sequence[Any] | QueueItem],
+        /,
+        *,
+        priority: int = 0,
+        delay: timedelta | float | None = None,
+    ) -> list[WorkflowHandle[R]]:
+        """Put many runs of `wf` on a queue in one statement and one commit.
+
+        Each item is a tuple of positional arguments, or a `QueueItem(*args,
+        workflow_id=..., priority=..., dedup_id=..., delay=..., **kwargs)`;
+        `priority` and `delay` here apply to items that give none. Handles come
+        back in item order; an id that exists already gives that run's handle.
+        All or nothing: a `dedup_id` that a live run of the queue (or an earlier
+        item) holds raises `DuplicateDedupId` and enqueues none of them. Items of
+        equal priority are claimed in the order given.
+        """
+        self._check_open()
+        name = queue.name if isinstance(queue, Queue) else queue
+        now = self.clock.now()
+        rows: list[WorkflowRow] = []
+        for index, item in enumerate(items):
+            if isinstance(item, QueueItem):
+                args, kwargs = item.args, dict(item.kwargs)
+                item_id, item_dedup = item.workflow_id, item.dedup_id
+                item_priority = priority if item.priority is None else item.priority
+                item_delay = delay if item.delay is None else item.delay
+            elif isinstance(item, (tuple, list)):
+                args, kwargs = tuple(item), {}
+                item_id = item_dedup = None
+                item_priority, item_delay = priority, delay
+            else:
+                raise TypeError(
+                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...): item {index} is "
+                    f"{item!r}; each item is a tuple of the workflow's positional arguments "
+                    "(a one-argument workflow takes (value,)), or QueueItem(*args, **kwargs, "
+                    "workflow_id=..., priority=..., dedup_id=..., delay=...)"
+                )
+            rows.append(
+                self._new_row(
+                    wf,
+                    args,
+                    kwargs,
+                    workflow_id=item_id,
+                    parent_id=None,
+                    queue=name,
+                    priority=item_priority,
+                    dedup_id=item_dedup,
+                    delay=item_delay,
+                    # Apart by a microsecond: equal priorities are claimed in item order.
+                    now=now + timedelta(microseconds=index),
+                )
+            )
+        if not rows:
+            return []
+        answers = self.store_call(lambda: self.store.create_workflows(rows))
+        return [WorkflowHandle(self, stored.workflow_id, wf.result_type) for stored, _ in answers]
 
     def run(
         self,

@@ -10,13 +10,15 @@ many engines on however many machines claim at once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import Any
 
 import attrs
 
 from replaykit.commands import as_seconds
 
-__all__ = ["Queue", "queue_named", "registered_queues"]
+__all__ = ["Queue", "QueueItem", "queue_named", "registered_queues"]
 
 _queues: dict[str, Queue] = {}
 _lock = threading.Lock()
@@ -81,3 +83,26 @@ def queue_named(name: str) -> Queue:
 def registered_queues() -> list[Queue]:
     with _lock:
         return list(_queues.values())
+
+
+@attrs.frozen(init=False)
+class QueueItem:
+    """One run for `Engine.enqueue_many`: its arguments, and what `enqueue` would take."""
+
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    workflow_id: str | None
+    priority: int | None
+    dedup_id: str | None
+    delay: timedelta | float | None
+
+    def __init__(
+        self,
+        *args: Any,
+        workflow_id: str | None = None,
+        priority: int | None = None,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.__attrs_init__(args, dict(kwargs), workflow_id, priority, dedup_id, delay)
