@@ -112,3 +112,57 @@ def test_server_cpu_is_read_only_for_a_server_on_this_machine(url: str, local: b
     spec = {"case": "floor", "store": "postgres", "sizes": {}, "target": {"url": url}}
     assert Worker(spec).local_server is local
     assert Worker({**spec, "store": "sqlite", "target": {"path": "x"}}).local_server is False
+
+
+def test_runtime_bench_sizes_ratios_and_growth() -> None:
+    from bench.bench_runtime import growth, parse_sizes, ratio, rounded
+
+    assert parse_sizes("2000, 250,250") == [250, 2000]
+    with pytest.raises(ValueError):
+        parse_sizes("0,10")
+    assert ratio(6.0, 2.0) == pytest.approx(3.0)
+    assert ratio(None, 2.0) is None and ratio(1.0, 0.0) is None
+    # 8x the size: 8x the time is linear (k = 1), 64x quadratic (k = 2).
+    assert growth(250, 1.0, 2000, 8.0) == pytest.approx((8.0, 8.0, 1.0))
+    assert growth(250, 0.5, 2000, 32.0)[2] == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        growth(500, 1.0, 250, 2.0)
+    assert rounded({"a": [1234.5678, float("nan")], "b": 2}) == {"a": [1230.0, None], "b": 2}
+
+
+def test_runtime_bench_skips_the_sizes_after_one_over_budget() -> None:
+    from bench.bench_runtime import run_sizes
+
+    took = {250: 10.0, 500: 130.0, 1000: 1.0}
+    outcome = run_sizes([250, 500, 1000], lambda n: (took[n], n * 2), budget=120.0)
+    assert outcome.results == {250: 500, 500: 1000}
+    assert outcome.skipped == [1000] and "500" in outcome.why
+    # The last size may overrun without anything to skip.
+    assert run_sizes([250], lambda n: (500.0, n), budget=120.0).skipped == []
+
+    def timeout_at_500(n: int) -> tuple[float, int]:
+        if n == 500:
+            raise TimeoutError("not finished after 600 s")
+        return 1.0, n
+
+    outcome = run_sizes([250, 500, 1000], timeout_at_500, budget=120.0)
+    assert outcome.results == {250: 250}
+    assert outcome.skipped == [500, 1000] and "600 s" in outcome.why
+
+
+def test_runtime_bench_cache_variants_follow_the_engine_signature() -> None:
+    from bench.bench_runtime import cache_variants
+
+    class NoCache:
+        def __init__(self, target: str, *, strict: bool = False) -> None: ...
+
+    class BigCache:
+        def __init__(self, target: str, *, max_cached_runs: int = 10_000) -> None: ...
+
+    class SmallCache:
+        def __init__(self, target: str, *, max_cached_runs: int = 100) -> None: ...
+
+    assert cache_variants(NoCache, 2200) == [("no cache", {})]
+    evicted, warm = cache_variants(BigCache, 2200)
+    assert evicted[1] == {"max_cached_runs": 0} and warm[1] == {}
+    assert cache_variants(SmallCache, 2200)[1][1] == {"max_cached_runs": 2200}
