@@ -451,3 +451,241 @@ def test_postgres_batched_records_keep_their_values_exactly(pg_store: Any) -> No
     for i, record in enumerate(records):
         assert store.load_log(f"v{i}") == [record]
         assert store.get_workflow(f"v{i}").wake_at == at
+
+
+# -- one thread, many writes: submit_many -----------------------------------------------------
+
+
+def _many_in_thread(group: GroupCommit[int], items: Sequence[int]) -> tuple[threading.Thread, list]:
+    answer: list[Any] = []
+
+    def run() -> None:
+        try:
+            answer.append(group.submit_many(items))
+        except BaseException as exc:
+            answer.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, answer
+
+
+def _answers(items: Sequence[int]) -> list[tuple[Any, Any]]:
+    """What _Gate answers for each item, as submit_many reports it."""
+    return [(None, "refused") if item < 0 else (item * 10, None) for item in items]
+
+
+def _plain(answers: Sequence[tuple[Any, BaseException | None]]) -> list[tuple[Any, Any]]:
+    return [(result, None if error is None else "refused") for result, error in answers]
+
+
+def test_submit_many_alone_writes_one_batch_and_answers_each_item() -> None:
+    gate = _Gate()
+    gate.release_first.set()
+    group = GroupCommit(gate.write)
+    answers = group.submit_many([1, -2, 3])
+    assert _plain(answers) == _answers([1, -2, 3])
+    assert isinstance(answers[1][1], ValueError) and "item -2 refused" in str(answers[1][1])
+    assert gate.batches == [[1, -2, 3]]
+    assert group.submit_many([]) == []
+    assert group.submit(4) == 40
+    assert not group._leading and not group._queue
+
+
+def test_submit_many_splits_at_the_size_limit() -> None:
+    gate = _Gate()
+    gate.release_first.set()
+    group = GroupCommit(gate.write, max_batch=3)
+    assert _plain(group.submit_many(list(range(8)))) == _answers(range(8))
+    assert gate.batches == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    assert not group._leading and not group._queue
+
+
+def test_submit_many_shares_batches_with_other_threads_writes() -> None:
+    gate = _Gate()
+    group = GroupCommit(gate.write, max_batch=4)
+    first_threads, first = _submit_in_threads(group, [100])  # leads, held in its batch
+    assert gate.first_started.wait(10)
+    before_threads, before = _submit_in_threads(group, [101])
+    _wait_queued(group, 1)
+    many_thread, many = _many_in_thread(group, [1, 2, -3, 4, 5, 6])
+    _wait_queued(group, 7)
+    after_threads, after = _submit_in_threads(group, [102, 103])
+    _wait_queued(group, 9)
+    gate.release_first.set()
+    for thread in [*first_threads, *before_threads, many_thread, *after_threads]:
+        thread.join(10)
+        assert not thread.is_alive()
+    assert first == [1000] and before == [1010] and after == [1020, 1030]
+    assert _plain(many[0]) == _answers([1, 2, -3, 4, 5, 6])
+    # Arrival order, four at a time: the other threads' writes share batches
+    # with submit_many's, whoever leads each.
+    assert gate.batches == [[100], [101, 1, 2, -3], [4, 5, 6, 102], [103]]
+    assert not group._leading and not group._queue
+
+
+def test_submit_many_leads_each_batch_it_is_promoted_to() -> None:
+    gate = _Gate()
+    group = GroupCommit(gate.write, max_batch=2)
+    leaders: list[str] = []
+    write = gate.write
+
+    def noting(slots: Sequence[Slot[int]]) -> None:
+        leaders.append(threading.current_thread().name)
+        write(slots)
+
+    group._write_batch = noting
+    first_threads, _ = _submit_in_threads(group, [0])
+    assert gate.first_started.wait(10)
+    many_thread, many = _many_in_thread(group, [1, 2, 3, 4, 5])
+    _wait_queued(group, 5)
+    other_threads, other = _submit_in_threads(group, [6])
+    _wait_queued(group, 6)
+    gate.release_first.set()
+    for thread in [*first_threads, many_thread, *other_threads]:
+        thread.join(10)
+    assert _plain(many[0]) == _answers([1, 2, 3, 4, 5]) and other == [60]
+    assert gate.batches == [[0], [1, 2], [3, 4], [5, 6]]
+    assert leaders[1:] == [many_thread.name] * 3
+
+
+def test_submit_many_where_a_batch_fails_answers_its_items_with_the_error() -> None:
+    calls: list[list[int]] = []
+
+    def write(slots: Sequence[Slot[int]]) -> None:
+        calls.append([slot.item for slot in slots])
+        if len(calls) == 2:
+            raise ConnectionError("server went away")
+        for slot in slots:
+            slot.set_result(slot.item)
+
+    group = GroupCommit(write, max_batch=2)
+    answers = group.submit_many([1, 2, 3, 4, 5])
+    assert calls == [[1, 2], [3, 4], [5]]
+    assert [result for result, _ in answers] == [1, 2, None, None, 5]
+    errors = [error for _, error in answers]
+    assert errors[0] is errors[1] is errors[4] is None
+    assert isinstance(errors[2], ConnectionError) and errors[2] is errors[3]
+    assert group.submit(6) == 6
+
+
+def test_submit_many_passes_fall_back_through() -> None:
+    def write(slots: Sequence[Slot[int]]) -> None:
+        for slot in slots:
+            if slot.item % 2:
+                slot.fall_back()
+            else:
+                slot.set_result(slot.item)
+
+    group = GroupCommit(write)
+    assert group.submit_many([1, 2, 3]) == [(FALL_BACK, None), (2, None), (FALL_BACK, None)]
+
+
+def test_an_interrupted_submit_many_leader_withdraws_the_rest_and_keeps_the_group_usable() -> None:
+    started = threading.Event()
+    release = threading.Event()
+    batches: list[list[int]] = []
+
+    def write(slots: Sequence[Slot[int]]) -> None:
+        batches.append([slot.item for slot in slots])
+        if slots[0].item == 0:
+            started.set()
+            assert release.wait(10)
+        if slots[0].item == 1:
+            raise _Interrupt  # the thread of submit_many, leading its first batch
+        for slot in slots:
+            slot.set_result(slot.item * 10)
+
+    group = GroupCommit(write, max_batch=2)
+    first_threads, first = _submit_in_threads(group, [0])
+    assert started.wait(10)
+    many_thread, many = _many_in_thread(group, [1, 2, 3, 4, 5])
+    _wait_queued(group, 5)
+    other_threads, other = _submit_in_threads(group, [6])
+    _wait_queued(group, 6)
+    release.set()
+    for thread in [*first_threads, many_thread, *other_threads]:
+        thread.join(10)
+        assert not thread.is_alive()
+    assert first == [0] and isinstance(many[0], _Interrupt)
+    # Items 3, 4, 5 were withdrawn, never written; the write queued behind them
+    # still got its turn.
+    assert other == [60]
+    assert batches == [[0], [1, 2], [6]]
+    assert not group._leading and not group._queue
+    assert group.submit(7) == 70
+
+
+def test_an_interrupted_submit_many_follower_withdraws_its_items() -> None:
+    import signal
+
+    gate = _Gate()
+    group = GroupCommit(gate.write)
+    leader_threads, leader = _submit_in_threads(group, [1])
+    assert gate.first_started.wait(10)
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise _Interrupt
+
+    previous = signal.signal(signal.SIGUSR1, interrupt)
+    main = threading.main_thread().ident
+    assert main is not None
+    kicker = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGUSR1))
+    kicker.start()
+    try:
+        with pytest.raises(_Interrupt):
+            group.submit_many([2, 3, 4])  # all queued behind the blocked leader
+    finally:
+        kicker.join()
+        signal.signal(signal.SIGUSR1, previous)
+    assert not group._queue
+    gate.release_first.set()
+    for thread in leader_threads:
+        thread.join(10)
+    assert leader == [10]
+    assert group.submit(5) == 50
+    assert [item for batch in gate.batches for item in batch] == [1, 5]
+    assert not group._leading
+
+
+def test_submit_many_and_submit_from_many_threads_answer_every_item_once() -> None:
+    import random
+
+    written: list[int] = []
+    lock = threading.Lock()
+
+    def write(slots: Sequence[Slot[int]]) -> None:
+        threading.Event().wait(random.random() / 1000)
+        with lock:
+            written.extend(slot.item for slot in slots)
+        for slot in slots:
+            slot.set_result(slot.item)
+
+    group = GroupCommit(write, max_batch=5)
+    errors: list[BaseException] = []
+    answers: dict[int, Any] = {}
+
+    def work(worker: int) -> None:
+        rng = random.Random(worker)
+        try:
+            for round_ in range(30):
+                base = (worker * 100 + round_) * 100
+                if worker % 2:
+                    items = [base + i for i in range(rng.randint(1, 12))]
+                    got = group.submit_many(items)
+                    answers.update(zip(items, got, strict=True))
+                else:
+                    answers[base] = (group.submit(base), None)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+        assert not thread.is_alive(), "a writer never got its answer"
+    assert errors == []
+    assert all(answer == (item, None) for item, answer in answers.items())
+    assert sorted(written) == sorted(answers)
+    assert not group._leading and not group._queue

@@ -10,6 +10,10 @@ and go together in the next one, so the batch size follows the load: a lone
 writer pays no delay, a hundred concurrent ones share a round trip and a
 commit.
 
+One thread may also hand over several writes at once (`submit_many`): they
+queue together, in order, and go into the same batches as everyone else's,
+each answered on its own.
+
 A store's `write_batch` must settle every slot it is given: a result, an
 exception, or `FALL_BACK` (the owner then writes alone, on the store's
 ordinary path, which knows how to explain a refusal).
@@ -65,6 +69,12 @@ class Slot(Generic[_T]):
             raise self._error
         return self._result
 
+    def settlement(self) -> tuple[Any, BaseException | None]:
+        """(result, None) or (None, error): the outcome, without raising."""
+        if self._error is not None:
+            return None, self._error
+        return self._result, None
+
 
 class GroupCommit(Generic[_T]):
     """Leader/follower batching of writes into shared transactions."""
@@ -94,6 +104,50 @@ class GroupCommit(Generic[_T]):
             if slot.settled:
                 return slot.outcome()
             # Promoted: the previous leader handed over; this thread leads now.
+        self._lead(slot)
+        return slot.outcome()
+
+    def submit_many(self, items: Sequence[_T]) -> list[tuple[Any, BaseException | None]]:
+        """Write several items from one thread, in the batches other threads' writes go into.
+
+        Answers (result, None) or (None, error) per item, in input order; a
+        result may be `FALL_BACK`. The items queue together, in order, as if
+        as many threads had submitted them at once: the first leads if no
+        batch is being written, and each promoted to lead on the way leads a
+        batch of its own, so the lead never waits on a thread that is busy
+        waiting for another of its items. An interrupt withdraws the items
+        not yet taken into a batch (those already taken may have been
+        written, as with `submit`) and hands on the lead if it held it.
+        """
+        slots = [Slot(item) for item in items]
+        if not slots:
+            return []
+        with self._lock:
+            lead = not self._leading
+            if lead:
+                self._leading = True
+                self._queue.extend(slots[1:])
+            else:
+                self._queue.extend(slots)
+        index = 0
+        try:
+            for index, slot in enumerate(slots):
+                if index > 0 or not lead:
+                    # Settled by a batch (ours or another thread's, whose
+                    # leader released it), or promoted: only the wake says
+                    # which, once the batch that took it is over.
+                    self._follow(slot)
+                    if slot.settled:
+                        continue
+                self._lead(slot)
+        except BaseException:
+            # `_follow` and `_lead` have already seen to slots[index].
+            self._abandon(slots[index + 1 :])
+            raise
+        return [slot.settlement() for slot in slots]
+
+    def _lead(self, slot: Slot[_T]) -> None:
+        """Write a batch starting with `slot` (this thread leads), then hand on the lead."""
         batch = [slot]
         try:
             with self._lock:
@@ -105,7 +159,29 @@ class GroupCommit(Generic[_T]):
                 if other is not slot:
                     other.wake.release()
             self._pass_the_lead()
-        return slot.outcome()
+
+    def _abandon(self, slots: Sequence[Slot[_T]]) -> None:
+        """Take back one thread's slots after an interrupt, never stranding the group.
+
+        Slots still queued are withdrawn. Every other one was taken into a
+        batch (wait for it to be over) or promoted to lead (hand the lead on).
+        """
+        with self._lock:
+            taken = []
+            for slot in slots:
+                if slot in self._queue:
+                    self._queue.remove(slot)
+                else:
+                    taken.append(slot)
+        for slot in taken:
+            while True:
+                try:
+                    slot.wake.acquire()
+                    break
+                except BaseException:
+                    continue  # the interrupt being handled is re-raised by the caller
+            if not slot.settled:
+                self._pass_the_lead()
 
     def _follow(self, slot: Slot[_T]) -> None:
         """Wait until `slot` is settled or promoted to lead.

@@ -13,6 +13,9 @@ Every method is one transaction. The runtime relies on these guarantees, and
   be recorded into.
 - Side effects passed to `record()` (consuming a message, sending one, setting
   an event) commit in the same transaction as the record, or not at all.
+- `record_many()` applies many `record()` writes of distinct runs at once,
+  each with the guarantees above; a refused write answers with its exception
+  and the others still commit.
 - `create_workflow()` is idempotent by id: it returns the existing run.
   `create_workflows()` creates many runs the same way in one transaction, all
   or nothing.
@@ -34,6 +37,7 @@ __all__ = [
     "EventWrite",
     "Message",
     "OutgoingMessage",
+    "RecordWrite",
     "Store",
     "WorkflowFilter",
     "WorkflowRow",
@@ -92,6 +96,19 @@ class OutgoingMessage:
 class EventWrite:
     key: str
     value: Any
+
+
+@attrs.frozen
+class RecordWrite:
+    """One `record()` call, as `record_many()` takes it: the same arguments."""
+
+    workflow_id: str
+    record: Record
+    executor_id: str | None = None
+    consume: int | Sequence[int] | None = None
+    send: OutgoingMessage | None = None
+    event: EventWrite | None = None
+    wake_at: datetime | None = None
 
 
 @attrs.frozen
@@ -249,6 +266,35 @@ class Store(Protocol):
         restart).
         Raises `RecordConflict` if the run is not PENDING or, with
         `executor_id`, belongs to another executor.
+        """
+        ...
+
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
+        """Apply many `record()` writes, each to a run of its own; answer each in input order.
+
+        Each write is applied as `record()` would apply it alone, with the same
+        gates: the run PENDING (and owned by `executor_id`, if given), the
+        previous position present, `consume`/`send`/`event` in the same
+        transaction as its record or not at all, and a completed position
+        written once (the answer is then the stored record). The answer for a
+        write is what `record()` would return, or the exception instance it
+        would raise (`RecordConflict`, `WorkflowNotFound`, ...), returned
+        rather than raised: a refused write does not stop the others, which
+        still commit.
+
+        `StoreUnavailable` answers every write that may not have committed
+        (the connection was lost, the database stayed locked); one that did
+        commit is found on a retry with `record()`, as after a lost
+        acknowledgement, so the caller retries those one at a time.
+
+        Precondition: no two writes name the same `workflow_id`; a call that
+        breaks it raises `ValueError` and writes nothing. A closed store
+        raises `StoreError`, as `record()` does. An empty sequence writes
+        nothing. Notifications are sent as `record()` sends them, after the
+        commit. SQLite writes the batch in one transaction (a savepoint per
+        write); PostgreSQL writes the plain records (no `consume`, `send` or
+        `event`) with one statement and the others one at a time; both share
+        their batches with concurrent `record()` callers (group commit).
         """
         ...
 

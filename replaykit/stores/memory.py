@@ -18,12 +18,14 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores._many import writes_of
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
     Message,
     OutgoingMessage,
+    RecordWrite,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -395,53 +397,98 @@ class MemoryStore:
         event: EventWrite | None = None,
         wake_at: datetime | None = None,
     ) -> Record:
+        notes: list[tuple[str, str]] = []
         with self._lock:
-            row = self._rows.get(workflow_id)
-            check_recordable(row, workflow_id, executor_id)
-            assert row is not None
-            log = self._logs[workflow_id]
-            position = record.position
-            if position < len(log):
-                stored = log[position]
-                if stored.outcome is not None or record.outcome is None:
-                    return stored
-            elif position != len(log):
+            stored = self._record_locked(
+                workflow_id, record, executor_id, consume, send, event, wake_at, notes
+            )
+        for kind, key in notes:
+            self._notify(kind, key)
+        return stored
+
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
+        batch = writes_of(writes)
+        answers: list[Record | Exception] = []
+        notes: list[tuple[str, str]] = []
+        with self._lock:
+            for write in batch:
+                try:
+                    answers.append(
+                        self._record_locked(
+                            write.workflow_id,
+                            write.record,
+                            write.executor_id,
+                            write.consume,
+                            write.send,
+                            write.event,
+                            write.wake_at,
+                            notes,
+                        )
+                    )
+                except Exception as exc:
+                    answers.append(exc)
+        for kind, key in notes:
+            self._notify(kind, key)
+        return answers
+
+    def _record_locked(
+        self,
+        workflow_id: str,
+        record: Record,
+        executor_id: str | None,
+        consume: int | Sequence[int] | None,
+        send: OutgoingMessage | None,
+        event: EventWrite | None,
+        wake_at: datetime | None,
+        notes: list[tuple[str, str]],
+    ) -> Record:
+        """`record()` under the lock; appends the notifications to send after it."""
+        row = self._rows.get(workflow_id)
+        check_recordable(row, workflow_id, executor_id)
+        assert row is not None
+        log = self._logs[workflow_id]
+        position = record.position
+        if position < len(log):
+            stored = log[position]
+            if stored.outcome is not None or record.outcome is None:
+                return stored
+        elif position != len(log):
+            raise RecordConflict(
+                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
+                f"{position}; the log ends at {len(log)}"
+            )
+        if consume is not None:
+            ids = [consume] if isinstance(consume, int) else list(consume)
+            inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
+            missing = [i for i in ids if i not in inbox_ids]
+            if missing or len(set(ids)) != len(ids):
                 raise RecordConflict(
-                    f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                    f"{position}; the log ends at {len(log)}"
+                    f"workflow id {workflow_id!r}: message(s) {missing or ids} already "
+                    "consumed (or named twice)"
                 )
-            if consume is not None:
-                ids = [consume] if isinstance(consume, int) else list(consume)
-                inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
-                missing = [i for i in ids if i not in inbox_ids]
-                if missing or len(set(ids)) != len(ids):
-                    raise RecordConflict(
-                        f"workflow id {workflow_id!r}: message(s) {missing or ids} already "
-                        "consumed (or named twice)"
-                    )
-                if send is not None and send.workflow_id not in self._rows:
-                    # Checked before anything changes: a failed send must not
-                    # leave the consumed message gone.
-                    raise WorkflowNotFound(
-                        f"cannot send to workflow id {send.workflow_id!r}: no such run. "
-                        "Start it first, or check the id"
-                    )
-                for message_id in ids:
-                    self._take_message(workflow_id, message_id)
-            if send is not None:
-                self._deliver(send.workflow_id, send.topic, send.payload, send.idempotency_key)
-            if event is not None:
-                self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
-            if position < len(log):
-                log[position] = record
-            else:
-                log.append(record)
-            if row.wake_at != wake_at:
-                self._rows[workflow_id] = attrs.evolve(row, updated_at=_now(), wake_at=wake_at)
+            if send is not None and send.workflow_id not in self._rows:
+                # Checked before anything changes: a failed send must not
+                # leave the consumed message gone.
+                raise WorkflowNotFound(
+                    f"cannot send to workflow id {send.workflow_id!r}: no such run. "
+                    "Start it first, or check the id"
+                )
+            for message_id in ids:
+                self._take_message(workflow_id, message_id)
         if send is not None:
-            self._notify("message", send.workflow_id)
+            self._deliver(send.workflow_id, send.topic, send.payload, send.idempotency_key)
         if event is not None:
-            self._notify("event", workflow_id)
+            self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
+        if position < len(log):
+            log[position] = record
+        else:
+            log.append(record)
+        if row.wake_at != wake_at:
+            self._rows[workflow_id] = attrs.evolve(row, updated_at=_now(), wake_at=wake_at)
+        if send is not None:
+            notes.append(("message", send.workflow_id))
+        if event is not None:
+            notes.append(("event", workflow_id))
         return record
 
     def record_transaction(

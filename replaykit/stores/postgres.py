@@ -39,12 +39,20 @@ from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores._many import (
+    Answers,
+    answered,
+    from_the_batch,
+    write_one_by_one,
+    writes_of,
+)
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
     Message,
     OutgoingMessage,
+    RecordWrite,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -1297,6 +1305,44 @@ class PostgresStore:
             if stored is not FALL_BACK:
                 return stored  # type: ignore[no-any-return]
         return self._record_one(workflow_id, record, executor_id, consume, send, event, wake_at)
+
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
+        """Plain records in group commit's batch statement; the rest one at a time.
+
+        The plain records (no `consume`, `send` or `event`) go into the batches
+        concurrent `record()` callers share: written together, one statement
+        and one commit per batch. What a batch did not write (a refusal, a
+        completed position, a failed statement) and the records with side
+        effects take `record()`'s one-record path, in input order.
+        """
+        batch = writes_of(writes)
+        if not batch:
+            return []
+        self._check_open()
+        answers: Answers = [None] * len(batch)
+        plain = [
+            i
+            for i, w in enumerate(batch)
+            if w.consume is None and w.send is None and w.event is None
+        ]
+        items: list[_Write] = [
+            _PlainRecord(
+                batch[i].workflow_id, batch[i].record, batch[i].executor_id, batch[i].wake_at
+            )
+            for i in plain
+        ]
+        from_the_batch(answers, plain, self._group.submit_many(items))
+        # What the batch fell back on, and what it never took, in input order.
+        rest = [i for i, answer in enumerate(answers) if answer is None]
+
+        def one(index: int) -> Record:
+            w = batch[index]
+            return self._record_one(
+                w.workflow_id, w.record, w.executor_id, w.consume, w.send, w.event, w.wake_at
+            )
+
+        write_one_by_one(batch, answers, rest, one)
+        return answered(answers)
 
     def _record_one(
         self,

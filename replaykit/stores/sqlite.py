@@ -29,12 +29,20 @@ from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores._many import (
+    Answers,
+    answered,
+    from_the_batch,
+    write_one_by_one,
+    writes_of,
+)
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
     Message,
     OutgoingMessage,
+    RecordWrite,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -953,8 +961,57 @@ class SqliteStore:
         wake_at: datetime | None = None,
     ) -> Record:
         notes: list[tuple[str, str]] = []
+        body = self._record_body(
+            workflow_id, record, executor_id, consume, send, event, wake_at, notes
+        )
+        stored = self._write(body)
+        self._notify(notes)
+        return stored
+
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
+        """One transaction for the batch (a savepoint per write), shared by group commit."""
+        batch = writes_of(writes)
+        if not batch:
+            return []
+        self._check_open()
+        if getattr(self._inside_body, "active", False):
+            raise StoreError(
+                "the store was called from inside a Transaction body on the same "
+                "thread; use the connection the body was given instead"
+            )
+        notes: list[list[tuple[str, str]]] = [[] for _ in batch]
+        bodies = [
+            self._record_body(
+                w.workflow_id, w.record, w.executor_id, w.consume, w.send, w.event, w.wake_at, noted
+            )
+            for w, noted in zip(batch, notes, strict=True)
+        ]
+        answers: Answers = [None] * len(batch)
+        everyone = range(len(batch))
+        alone = from_the_batch(answers, everyone, self._group.submit_many(bodies))
+        write_one_by_one(batch, answers, alone, lambda i: self._write_alone(bodies[i]))
+        done = answered(answers)
+        # Only a write that was answered with a record ran its body to the end.
+        self._notify([note for i in everyone if isinstance(done[i], Record) for note in notes[i]])
+        return done
+
+    def _record_body(
+        self,
+        workflow_id: str,
+        record: Record,
+        executor_id: str | None,
+        consume: int | Sequence[int] | None,
+        send: OutgoingMessage | None,
+        event: EventWrite | None,
+        wake_at: datetime | None,
+        notes: list[tuple[str, str]],
+    ) -> Callable[[sqlite3.Connection], Record]:
+        """The transaction body of one record() write; `notes` gets its notifications."""
 
         def write(conn: sqlite3.Connection) -> Record:
+            # A body that ran in a batch that then fell back runs again: what
+            # it noted the first time was rolled back with it.
+            notes.clear()
             self._write_record(conn, workflow_id, record, executor_id, wake_at)
             if consume is not None:
                 self._consume(conn, workflow_id, consume)
@@ -971,9 +1028,7 @@ class SqliteStore:
                 notes.append(("event", workflow_id))
             return record
 
-        stored = self._write(write)
-        self._notify(notes)
-        return stored
+        return write
 
     def _consume(
         self, conn: sqlite3.Connection, workflow_id: str, consume: int | Sequence[int]
