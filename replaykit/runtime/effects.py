@@ -185,19 +185,8 @@ class EffectRunner:
         event: EventWrite | None = None,
         wake_at: datetime | None = None,
     ) -> Record:
-        now = self.clock.now()
-        pending = effect.pending
-        record = Record(
-            position=effect.position,
-            kind=effect.command.kind,
-            name=effect.command.name,
-            outcome=outcome,
-            digest=effect.digest,
-            call_site=effect.call_site,
-            started_at=started_at or (pending.started_at if pending else None) or now,
-            completed_at=now if outcome is not None else None,
-            wake_at=wake_at or (pending.wake_at if pending else None),
-            attempts=attempts,
+        record = self.record_for(
+            effect, outcome, started_at=started_at, attempts=attempts, wake_at=wake_at
         )
         stored = self.host.store_write(
             row,
@@ -212,9 +201,43 @@ class EffectRunner:
                 wake_at=wake_at,
             ),
         )
-        if outcome is not None and stored is not record and not _same_write(stored, record):
+        return self.check_written(row, record, stored)
+
+    def record_for(
+        self,
+        effect: Effect,
+        outcome: Outcome | None,
+        *,
+        started_at: datetime | None = None,
+        attempts: int = 1,
+        wake_at: datetime | None = None,
+    ) -> Record:
+        """The record that commits `outcome` at the effect's position."""
+        now = self.clock.now()
+        pending = effect.pending
+        return Record(
+            position=effect.position,
+            kind=effect.command.kind,
+            name=effect.command.name,
+            outcome=outcome,
+            digest=effect.digest,
+            call_site=effect.call_site,
+            started_at=started_at or (pending.started_at if pending else None) or now,
+            completed_at=now if outcome is not None else None,
+            wake_at=wake_at or (pending.wake_at if pending else None),
+            attempts=attempts,
+        )
+
+    def check_written(self, row: WorkflowRow, written: Record, stored: Record) -> Record:
+        """`stored` as the store answered a write of `written`; `LogMovedOn` if another
+        writer had completed that position first."""
+        if (
+            written.outcome is not None
+            and stored is not written
+            and not _same_write(stored, written)
+        ):
             raise LogMovedOn(
-                f"workflow {row.name!r} (id {row.workflow_id!r}): position {effect.position} "
+                f"workflow {row.name!r} (id {row.workflow_id!r}): position {written.position} "
                 f"was already completed by another writer ({stored.describe()})"
             )
         return stored

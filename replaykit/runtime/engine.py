@@ -198,6 +198,7 @@ class Engine:
             fire=self._fire,
         )
         self._unsubscribe = self.store.subscribe(self._on_notify)
+        self.scheduler.start()
         self.wakeups.start()
         self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
         self.claims.start()

@@ -1,12 +1,18 @@
-"""The scheduler: activations of runs, at most one at a time per run, and warm runs.
+"""The scheduler: one thread advances every run, between commits shared by all.
 
-An *activation* advances one run until it finishes or suspends: the
-interpreter decides, the effect runner carries out, and the driver loop in
-`_advance` joins them. A run that suspends is kept *warm*: its generator and
-interpreter stay in a bounded cache, so when it wakes the scheduler resumes it
-with the new outcome, with no log read and no replay. A run that is not warm
-(evicted, never seen by this engine, or whose log may hold what the cache does
-not) is rebuilt by replay from the store.
+An *activation* advances one run until it finishes or suspends. The scheduler
+thread does the deciding: it resumes each run's generator through its
+interpreter and, for each effect the run asks for, hands the blocking part to
+a pool — a step's body, a read of the log, a wait's first look at the store —
+and goes on with other runs. The records of all steps that finished since the
+last commit are committed together in one `Store.record_many` call, and each
+run resumes once its record is durable. A run that suspends holds no thread.
+
+A run that suspends is kept *warm*: its generator and interpreter stay in a
+bounded cache, so when it wakes the scheduler resumes it with the new outcome,
+with no log read and no replay. A run that is not warm (evicted, never seen by
+this engine, or whose log may hold what the cache does not) is rebuilt by
+replay from the store.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any
 import attrs
 
 from replaykit import serde
+from replaykit.commands import Step
 from replaykit.errors import (
     Cancelled,
     ControlSignal,
@@ -35,7 +42,7 @@ from replaykit.errors import (
     UnknownWorkflowError,
 )
 from replaykit.interpreter import Completed, Decision, Effect, Interpreter
-from replaykit.log import Failure, Outcome, Status, Value
+from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.effects import EffectRunner
@@ -65,13 +72,44 @@ class WarmRun:
     effect: Effect  # the effect it waits on, with the pending record its position holds
 
 
-class Scheduler:
-    """Runs activations on a pool of threads and keeps suspended runs warm.
+@attrs.define(slots=True, eq=False)
+class _Activation:
+    """One run being advanced: what the scheduler holds of it between its effects."""
 
-    It owns its state under its own lock: which runs are active, which must
-    run again, which were cancelled here, their cancel scopes, the warm cache
-    and the finished cache. It hands suspensions to `wakeups` and hears back
-    through `dispatch`.
+    workflow_id: str
+    row: WorkflowRow | None
+    fresh: bool
+    interp: Interpreter | None = None
+    scope: CancelScope | None = None
+    progressed: bool = False  # a record was committed in this activation
+
+    def row_or_raise(self) -> WorkflowRow:
+        if self.row is None:  # pragma: no cover - an effect always follows a read row
+            raise AssertionError(f"workflow id {self.workflow_id!r}: no row read yet")
+        return self.row
+
+
+Event = tuple[Any, ...]  # what the scheduler thread works from: (kind, activation, ...)
+
+
+class _HandedOver(Exception):
+    """This thread stopped being the scheduler's while it ran a step (internal)."""
+
+
+@attrs.frozen
+class _StepWrite:
+    activation: _Activation
+    effect: Effect
+    record: Record
+
+
+class Scheduler:
+    """Advances activations on its one thread and keeps suspended runs warm.
+
+    It owns its state under its own lock: the inbox its thread works from,
+    which runs are active, which must run again, which were cancelled here,
+    their cancel scopes, the warm cache and the finished cache. It hands
+    suspensions to `wakeups` and hears back through `dispatch`.
     """
 
     def __init__(
@@ -105,8 +143,17 @@ class Scheduler:
         self.poll_interval = poll_interval
         self._park = park
         self._queue_run_done = queue_run_done
+        # Blocking work of activations: step bodies, store reads, effects that wait.
         self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
-        self._lock = threading.Lock()
+        # One condition guards the scheduler's state and wakes its thread.
+        self._cv = threading.Condition(threading.Lock())
+        self._inbox: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._stopping = False
+        # The thread that is the scheduler now (`_notify_loop` may hand over), and
+        # whether it is running a step body itself.
+        self._owner: int | None = None
+        self._stepping_here = False
+        self._thread = threading.Thread(target=self._loop, name="replaykit-scheduler", daemon=True)
         self._closed = False
         self._busy = 0  # activations queued or running (read without the lock)
         self._active: set[str] = set()
@@ -131,41 +178,41 @@ class Scheduler:
         return self._closed
 
     def warm_count(self) -> int:
-        with self._lock:
+        with self._cv:
             return len(self._warm)
 
     def is_warm(self, workflow_id: str) -> bool:
-        with self._lock:
+        with self._cv:
             return workflow_id in self._warm
 
     def is_tracked(self, workflow_id: str) -> bool:
-        with self._lock:
+        with self._cv:
             if workflow_id in self._active:
                 return True
         return self.wakeups.is_suspended(workflow_id)
 
     def finished_row(self, workflow_id: str) -> WorkflowRow | None:
-        with self._lock:
+        with self._cv:
             return self._finished.get(workflow_id)
 
     def forget_finished(self) -> None:
-        with self._lock:
+        with self._cv:
             self._finished.clear()
 
     def scope_of(self, workflow_id: str) -> CancelScope | None:
-        with self._lock:
+        with self._cv:
             return self._scopes.get(workflow_id)
 
     @contextlib.contextmanager
     def counted_idle(self) -> Iterator[None]:
         """The calling activation only waits on the clock: let an autojumping clock move."""
-        with self._lock:
+        with self._cv:
             self._busy -= 1
         self.wakeups.poke()
         try:
             yield
         finally:
-            with self._lock:
+            with self._cv:
                 self._busy += 1
 
     def check_cancelled(self, workflow_id: str) -> None:
@@ -176,7 +223,7 @@ class Scheduler:
 
     def cancel_locally(self, workflow_id: str) -> None:
         """The in-process half of a cancel: forget its waits, cancel what it runs."""
-        with self._lock:
+        with self._cv:
             self._cancelled.add(workflow_id)
             scope = self._scopes.get(workflow_id)
         self.wakeups.forget(workflow_id)
@@ -186,37 +233,51 @@ class Scheduler:
 
     def allow(self, workflow_id: str) -> None:
         """A run cancelled here was resumed: it may run again."""
-        with self._lock:
+        with self._cv:
             self._cancelled.discard(workflow_id)
 
     def drop_warm(self, workflow_id: str) -> None:
         """The store may hold what the cached run does not: rebuild it by replay next time."""
-        with self._lock:
+        with self._cv:
             warm = self._warm.pop(workflow_id, None)
         if warm is not None:
             _close_quietly(warm.interpreter)
 
     def message_arrived(self, workflow_id: str) -> None:
         """A message for a run that is running now: let it look again when it stops."""
-        with self._lock:
+        with self._cv:
             if workflow_id in self._active:
                 self._rerun.add(workflow_id)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    def start(self) -> None:
+        self._thread.start()
+
     def close(self, *, wait: bool) -> None:
-        with self._lock:
+        """Stop: no new effect starts; with `wait`, steps under way finish and commit."""
+        with self._cv:
             self._closed = True
             scopes = list(self._scopes.values())
             warm = list(self._warm.values())
             self._warm.clear()
+            self._cv.notify_all()
         for scope in scopes:
             scope.cancel()
-        self._workers.shutdown(wait=wait, cancel_futures=True)
         for run in warm:
             _close_quietly(run.interpreter)
+        if wait:
+            with self._cv:
+                while self._active and self._thread.is_alive():
+                    self._cv.wait(0.05)
+        with self._cv:
+            self._stopping = True
+            self._cv.notify_all()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5 if wait else 1)
+        self._workers.shutdown(wait=wait, cancel_futures=True)
 
-    # -- activations -----------------------------------------------------------------------
+    # -- activations: entry -------------------------------------------------------------------
 
     def dispatch(
         self,
@@ -230,9 +291,11 @@ class Scheduler:
 
         `row` is the run as this engine just stored or claimed it, which spares
         the first activation a read; `fresh` says its log is empty (just created).
+        (`inline` is accepted for the callers that once ran the first activation
+        on their own thread; the scheduler thread runs every activation now.)
         """
         seen = self.wakeups.seq()
-        with self._lock:
+        with self._cv:
             if self._closed:
                 return
             if workflow_id in self._active:
@@ -241,51 +304,459 @@ class Scheduler:
             self._active.add(workflow_id)
             self._busy += 1
             self._seen[workflow_id] = seen
-        if inline:
-            self._activation_loop(workflow_id, row, fresh)
+            self._inbox.append(("begin", _Activation(workflow_id, row, fresh)))
+            self._notify_loop()
+
+    def _post(self, event: tuple[Any, ...]) -> None:
+        with self._cv:
+            self._inbox.append(event)
+            self._notify_loop()
+
+    def _submit(self, fn: Callable[..., Event], activation: _Activation, *args: Any) -> None:
+        """Blocking work for an activation: on this thread when the run is alone (no
+        hand-off), else on the pool; what it finds comes back as an event."""
+        if self._alone():
+            event = self._here(fn, activation, *args)
+            with self._cv:
+                self._inbox.appendleft(event)
             return
         try:
-            self._workers.submit(self._activation_loop, workflow_id, row, fresh)
-        except RuntimeError:  # shut down between the check and the submit
-            with self._lock:
-                self._active.discard(workflow_id)
-                self._busy -= 1
+            self._workers.submit(self._post_result, fn, activation, *args)
+        except RuntimeError:  # the pool shut down: the activation ends here
+            self._end(activation)
 
-    def _activation_loop(
-        self, workflow_id: str, row: WorkflowRow | None = None, fresh: bool = False
-    ) -> None:
+    def _post_result(self, fn: Callable[..., Event], *args: Any) -> None:
+        self._post(fn(*args))
+
+    def _here(self, fn: Callable[..., Event], *args: Any) -> Event:
+        """Run blocking work on the scheduler's thread, handing the scheduler over to
+        another thread if an event arrives meanwhile (then `_HandedOver`)."""
+        with self._cv:
+            self._stepping_here = True
         try:
-            while True:
-                with self._lock:
-                    self._scopes[workflow_id] = CancelScope()
-                try:
-                    self._activate(workflow_id, row, fresh)
-                    row, fresh = None, False  # a rerun reads the run afresh
-                except Exception:
-                    log.exception("workflow id %r: activation failed unexpectedly", workflow_id)
-                finally:
-                    with self._lock:
-                        self._scopes.pop(workflow_id, None)
-                seen = self.wakeups.seq()
-                with self._lock:
-                    if workflow_id in self._rerun and not self._closed:
-                        self._rerun.discard(workflow_id)
-                        self._seen[workflow_id] = seen
-                        continue
-                    self._active.discard(workflow_id)
-                    self._seen.pop(workflow_id, None)
-                    break
+            event = fn(*args)
         finally:
-            with self._lock:
-                self._busy -= 1
-                nothing_runs = not self._active
-            if nothing_runs:
-                self.wakeups.forget_notifications(seen)
+            with self._cv:
+                self._stepping_here = False
+                handed_over = self._owner != threading.get_ident()
+        if handed_over:
+            with self._cv:
+                self._inbox.appendleft(event)
+                self._cv.notify_all()
+            raise _HandedOver
+        return event
+
+    # -- the scheduler thread ---------------------------------------------------------------
+
+    def _loop(self) -> None:
+        """Advance every run that has something new, then commit their steps together."""
+        with self._cv:
+            self._owner = threading.get_ident()
+            self._thread = threading.current_thread()
+        while True:
+            with self._cv:
+                while not self._inbox and not self._stopping:
+                    self._cv.wait()
+                if self._stopping and not self._inbox:
+                    return
+                events = collections.deque(self._inbox)
+                self._inbox.clear()
+            writes: list[_StepWrite] = []
+            try:
+                while events or writes:
+                    while events:
+                        event = events.popleft()
+                        try:
+                            self._handle(event, writes)
+                        except _HandedOver:
+                            raise
+                        except (Exception, ControlSignal):
+                            activation = event[1]
+                            log.exception(
+                                "workflow id %r: activation failed unexpectedly",
+                                activation.workflow_id,
+                            )
+                            self._close_interp(activation)
+                            self._end(activation)
+                    if writes:
+                        # The records of every step that finished, in one batch; what
+                        # each write came to goes round as an event of its own.
+                        events.extend(self._commit(writes))
+                        writes = []
+            except _HandedOver:
+                # Another thread is the scheduler now: give it what this one held.
+                with self._cv:
+                    for write in reversed(writes):
+                        self._inbox.appendleft(("written", write.activation, write))
+                    self._inbox.extendleft(reversed(events))
+                    self._cv.notify_all()
+                return
+
+    def _notify_loop(self) -> None:
+        """Wake the scheduler thread (the caller holds the lock and queued an event).
+
+        If the scheduler's thread is running a step itself, another thread takes
+        over as the scheduler, so that the event is not held up by the step.
+        """
+        self._cv.notify_all()  # close() may wait on the condition too
+        if self._stepping_here and not self._stopping:
+            self._stepping_here = False
+            self._owner = None
+            threading.Thread(target=self._loop, name="replaykit-scheduler", daemon=True).start()
+
+    def _handle(self, event: tuple[Any, ...], writes: list[_StepWrite]) -> None:
+        kind, activation = event[0], event[1]
+        assert isinstance(activation, _Activation)
+        if kind == "begin":
+            self._begin(activation)
+        elif kind == "prepared":
+            self._decide(activation, None, None)
+        elif kind == "stepped":
+            _, _, effect, outcome, attempts, started = event
+            record = self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
+            writes.append(_StepWrite(activation, effect, record))
+        elif kind == "carried":
+            _, _, effect, result = event
+            self._carried(activation, effect, result)
+        elif kind == "ended":
+            self._end(activation)
+        else:  # pragma: no cover - every event kind is handled above
+            raise AssertionError(f"unknown scheduler event {kind!r}")
+
+    def _begin(self, activation: _Activation) -> None:
+        with self._cv:
+            activation.scope = self._scopes[activation.workflow_id] = CancelScope()
+        if self._closed:
+            self._end(activation)
+            return
+        warm = self._take_warm(activation.workflow_id)
+        if warm is not None:
+            # No read and no replay: the cached run resumes where it waits. Its
+            # record is gated on status and owner like any other, and a log
+            # that moved on without it is caught at the commit (LogMovedOn).
+            activation.row, activation.interp = warm.row, warm.interpreter
+            self._submit(self._carry, activation, warm.effect)
+            return
+        self._submit(self._prepare, activation)
+
+    def _decide(
+        self, activation: _Activation, record: Record | None, effect: Effect | None
+    ) -> None:
+        """Resume the run's generator (start it, or send it `record`) and act on its decision."""
+        interp = activation.interp
+        assert interp is not None
+        while True:
+            if record is not None:
+                activation.progressed = True
+                if self._closed:
+                    # Shutting down: the record is durable; the rest waits for recovery.
+                    self._close_interp(activation)
+                    self._end(activation)
+                    return
+            try:
+                decision: Decision = interp.start() if record is None else interp.resume(record)
+            except NonDeterminismError as exc:
+                self._close_interp(activation)
+                self._submit(self._park_run, activation, str(exc))
+                return
+            if not isinstance(decision, Effect):
+                self._submit(self._finish_run, activation, decision)
+                return
+            if not isinstance(decision.command, Step):
+                self._submit(self._carry, activation, decision)
+                return
+            if not self._alone():
+                self._submit(self._run_step, activation, decision)
+                return
+            record = self._step_here(activation, decision)
+            if record is None:
+                return
+
+    def _alone(self) -> bool:
+        """Only this activation runs: a step may run on this thread, sparing two hand-offs."""
+        return self._busy == 1 and not self._inbox and not self._closed
+
+    def _step_here(self, activation: _Activation, effect: Effect) -> Record | None:
+        """Run a step and commit its record on the scheduler's own thread (`_here`).
+
+        Returns the committed record, or None when the activation failed.
+        """
+        event = self._here(self._step_and_commit, activation, effect)
+        result = event[3]
+        if isinstance(result, Record):
+            return result
+        self._failed(activation, result)
+        return None
+
+    def _step_and_commit(self, activation: _Activation, effect: Effect) -> Event:
+        command = effect.command
+        assert isinstance(command, Step)
+        row = activation.row_or_raise()
+        result: Any
+        try:
+            started = self.clock.now()
+            outcome, attempts = self.runner.run_step(
+                row, effect.position, command, activation.scope
+            )
+            written = self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
+            stored = self.runner.host.store_write(
+                row,
+                effect.position,
+                lambda: self.store.record(row.workflow_id, written, executor_id=self.executor_id),
+            )
+            result = self.runner.check_written(row, written, stored)
+        except BaseException as exc:
+            result = exc
+        return ("carried", activation, effect, result)
+
+    def _carried(self, activation: _Activation, effect: Effect, result: Any) -> None:
+        if isinstance(result, Record):
+            self._decide(activation, result, effect)
+        elif isinstance(result, Suspend):
+            self._suspended(activation, effect, result)
+        else:
+            self._failed(activation, result)
+
+    def _suspended(self, activation: _Activation, effect: Effect, suspend: Suspend) -> None:
+        interp = activation.interp
+        row = activation.row
+        assert interp is not None and row is not None
+        workflow_id = activation.workflow_id
+        keep = self._stays_warm(workflow_id, effect)
+        pending = suspend.pending if suspend.pending is not None else effect.pending
+        waiting = attrs.evolve(effect, pending=pending)
+        if keep and self._due_at_once(suspend):
+            # A warm run alone on an autojumping clock: the timer loop would jump
+            # to its deadline and wake it; it goes on at once instead.
+            self._submit(self._carry, activation, waiting)
+            return
+        if activation.progressed and row.recovery_attempts:
+            activation.row = row = attrs.evolve(row, recovery_attempts=0)
+            self._workers.submit(self._reset_recovery, workflow_id)
+        if keep:
+            self._keep_warm(workflow_id, WarmRun(row, interp, waiting))
+        else:
+            _close_quietly(interp)
+        activation.interp = None
+        with self._cv:
+            seen = self._seen.get(workflow_id, 0)
+        if not self.wakeups.suspend(workflow_id, suspend, seen=seen):
+            # What it waits for changed while it was being replayed: look again.
+            with self._cv:
+                self._rerun.add(workflow_id)
+        self._end(activation)
+
+    def _failed(self, activation: _Activation, error: BaseException) -> None:
+        """An effect ended the attempt: how the run goes on depends on why."""
+        workflow_id = activation.workflow_id
+        self._close_interp(activation)
+        if isinstance(error, NonDeterminismError):
+            self._submit(self._park_run, activation, str(error))
+            return
+        if isinstance(error, LogMovedOn):
+            # Another writer got to this run's log first: rebuild it from the store.
+            log.info("workflow id %r: %s; replaying it from the store", workflow_id, error)
+            with self._cv:
+                self._rerun.add(workflow_id)
+        elif isinstance(error, (RecordConflict, ControlSignal)):
+            # Cancelled, or another writer owns the run now: stop without recording.
+            log.info("workflow id %r stopped: %s", workflow_id, error)
+        elif isinstance(error, StoreUnavailable):
+            log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, error)
+            self.wakeups.add_timer(
+                self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id
+            )
+        else:
+            log.error(
+                "workflow id %r: activation failed unexpectedly",
+                workflow_id,
+                exc_info=(type(error), error, error.__traceback__),
+            )
+        self._end(activation)
+
+    def _commit(self, writes: list[_StepWrite]) -> list[tuple[Any, ...]]:
+        """One batch for every step that finished since the last one (group commit)."""
+        try:
+            answers = self._record_many(writes)
+        except Exception as exc:  # the batch as a whole: each write goes its own way
+            answers = [exc] * len(writes)
+        outcomes: list[tuple[Any, ...]] = []
+        for write, answer in zip(writes, answers, strict=True):
+            activation = write.activation
+            if isinstance(answer, StoreUnavailable):
+                # It may have committed: the one-write path resolves that.
+                self._submit(self._write_alone, activation, write.effect, write.record)
+                continue
+            result: Any = answer
+            if not isinstance(answer, BaseException):
+                try:
+                    result = self.runner.check_written(
+                        activation.row_or_raise(), write.record, answer
+                    )
+                except LogMovedOn as exc:
+                    result = exc
+            outcomes.append(("carried", activation, write.effect, result))
+        return outcomes
+
+    def _record_many(self, writes: list[_StepWrite]) -> list[Any]:
+        answers: list[Any] = []
+        for write in writes:
+            try:
+                answers.append(
+                    self.store.record(
+                        write.activation.workflow_id, write.record, executor_id=self.executor_id
+                    )
+                )
+            except (Exception, ControlSignal) as exc:
+                answers.append(exc)
+        return answers
+
+    def _end(self, activation: _Activation) -> None:
+        """The activation is over; another begins at once if the run must look again."""
+        workflow_id = activation.workflow_id
+        seen = self.wakeups.seq()
+        with self._cv:
+            if self._scopes.get(workflow_id) is activation.scope:
+                self._scopes.pop(workflow_id, None)
+            if workflow_id in self._rerun and not self._closed:
+                self._rerun.discard(workflow_id)
+                self._seen[workflow_id] = seen
+                self._inbox.append(("begin", _Activation(workflow_id, None, False)))
+                self._notify_loop()
+                return
+            self._rerun.discard(workflow_id)
+            self._active.discard(workflow_id)
+            self._seen.pop(workflow_id, None)
+            self._busy -= 1
+            nothing_runs = not self._active
+            self._cv.notify_all()
+        if nothing_runs:
+            self.wakeups.forget_notifications(seen)
+        else:
+            self.wakeups.poke()
+
+    def _close_interp(self, activation: _Activation) -> None:
+        if activation.interp is not None:
+            _close_quietly(activation.interp)
+            activation.interp = None
+
+    # -- blocking work: each returns the event of what it found ---------------------------------
+
+    def _prepare(self, activation: _Activation) -> Event:
+        """Read the run (unless known) and its log, and build its interpreter."""
+        try:
+            interp = self._load(activation)
+        except BaseException as exc:
+            return ("carried", activation, None, exc)
+        if interp is None:
+            return ("ended", activation)
+        activation.interp = interp
+        return ("prepared", activation)
+
+    def _load(self, activation: _Activation) -> Interpreter | None:
+        workflow_id = activation.workflow_id
+        known = activation.row
+        row = known or self._store_call(lambda: self.store.get_workflow(workflow_id))
+        if row is None or row.status is not Status.PENDING or self._closed:
+            return None
+        if row.executor_id != self.executor_id or row.app_version != self.app_version:
+            return None  # another engine (or another version's engine) owns it
+        activation.row = row
+        try:
+            wf = lookup(row.name)
+        except UnknownWorkflowError as exc:
+            log.error("workflow id %r: %s", workflow_id, exc)
+            return None
+        try:
+            args, kwargs = wf.decode_inputs(row.inputs)
+            gen = wf.fn(*args, **kwargs)
+        except Exception as exc:
+            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            return None
+        fresh = activation.fresh
+        records = [] if fresh else self._store_call(lambda: self.store.load_log(workflow_id))
+        try:
+            return Interpreter(
+                gen,
+                records,
+                workflow_name=row.name,
+                workflow_id=workflow_id,
+                strict=self.strict,
+                keep_records=False,
+            )
+        except InvalidCommandError as exc:
+            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            return None
+
+    def _run_step(self, activation: _Activation, effect: Effect) -> Event:
+        """A step's body with its retries; its record is committed by the scheduler thread."""
+        command = effect.command
+        assert isinstance(command, Step)
+        row = activation.row_or_raise()
+        try:
+            started = self.clock.now()
+            outcome, attempts = self.runner.run_step(
+                row, effect.position, command, activation.scope
+            )
+        except BaseException as exc:
+            return ("carried", activation, effect, exc)
+        return ("stepped", activation, effect, outcome, attempts, started)
+
+    def _carry(self, activation: _Activation, effect: Effect) -> Event:
+        try:
+            result: Any = self.runner.carry_out(activation.row_or_raise(), effect)
+        except BaseException as exc:
+            result = exc
+        return ("carried", activation, effect, result)
+
+    def _write_alone(self, activation: _Activation, effect: Effect, record: Record) -> Event:
+        row = activation.row_or_raise()
+        try:
+            stored = self.runner.host.store_write(
+                row,
+                effect.position,
+                lambda: self.store.record(row.workflow_id, record, executor_id=self.executor_id),
+            )
+            result: Any = self.runner.check_written(row, record, stored)
+        except BaseException as exc:
+            result = exc
+        return ("carried", activation, effect, result)
+
+    def _finish_run(self, activation: _Activation, decision: Decision) -> Event:
+        row = activation.row_or_raise()
+        workflow_id = row.workflow_id
+        try:
+            if activation.progressed and row.recovery_attempts:
+                self._reset_recovery(workflow_id)
+            if isinstance(decision, Completed):
+                try:
+                    data = serde.encode(
+                        decision.value,
+                        what=f"the result of workflow {row.name!r} (id {workflow_id!r})",
+                        max_bytes=self.max_payload_bytes,
+                    )
+                except (SerializationError, PayloadTooLarge) as exc:
+                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+                else:
+                    self._finish(row, Status.SUCCESS, Value(data))
             else:
-                self.wakeups.poke()
+                assert not isinstance(decision, Effect)
+                self._finish(row, Status.ERROR, Failure(serde.encode_error(decision.error)))
+        except BaseException as exc:
+            return ("carried", activation, None, exc)
+        return ("ended", activation)
+
+    def _park_run(self, activation: _Activation, why: str) -> Event:
+        try:
+            self._park(activation.workflow_id, why)
+        except BaseException as exc:
+            log.warning("workflow id %r: could not park it (%s)", activation.workflow_id, exc)
+        return ("ended", activation)
+
+    # -- the warm cache ---------------------------------------------------------------------
 
     def _take_warm(self, workflow_id: str) -> WarmRun | None:
-        with self._lock:
+        with self._cv:
             return self._warm.pop(workflow_id, None)
 
     def _stays_warm(self, workflow_id: str, effect: Effect) -> bool:
@@ -301,7 +772,7 @@ class Scheduler:
 
     def _keep_warm(self, workflow_id: str, run: WarmRun) -> None:
         evicted: list[WarmRun] = []
-        with self._lock:
+        with self._cv:
             if self._closed:
                 evicted.append(run)
             else:
@@ -311,139 +782,14 @@ class Scheduler:
         for old in evicted:
             _close_quietly(old.interpreter)
 
-    def _activate(
-        self, workflow_id: str, known: WorkflowRow | None = None, fresh: bool = False
-    ) -> None:
-        if self._closed:
-            return
-        warm = self._take_warm(workflow_id)
-        if warm is not None:
-            # No read and no replay: the cached run resumes where it waits. Its
-            # record is gated on status and owner like any other, and a log
-            # that moved on without it is caught at the commit (LogMovedOn).
-            self._advance(warm.row, warm.interpreter, warm.effect)
-            return
-        row = known or self._store_call(lambda: self.store.get_workflow(workflow_id))
-        if row is None or row.status is not Status.PENDING or self._closed:
-            return
-        if row.executor_id != self.executor_id or row.app_version != self.app_version:
-            return  # another engine (or another version's engine) owns it
+    def _reset_recovery(self, workflow_id: str) -> None:
+        """Progress after a recovery: the run is not crash-looping."""
         try:
-            wf = lookup(row.name)
-        except UnknownWorkflowError as exc:
-            log.error("workflow id %r: %s", workflow_id, exc)
-            return
-        try:
-            args, kwargs = wf.decode_inputs(row.inputs)
-            gen = wf.fn(*args, **kwargs)
-        except Exception as exc:
-            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
-            return
-        records = [] if fresh else self._store_call(lambda: self.store.load_log(workflow_id))
-        try:
-            interp = Interpreter(
-                gen,
-                records,
-                workflow_name=row.name,
-                workflow_id=workflow_id,
-                strict=self.strict,
-                keep_records=False,
+            self.store.set_status(
+                workflow_id, Status.PENDING, only_from=(Status.PENDING,), reset_recovery=True
             )
-        except InvalidCommandError as exc:
-            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
-            return
-        self._advance(row, interp, None)
-
-    def _advance(self, row: WorkflowRow, interp: Interpreter, waiting: Effect | None) -> None:
-        """The driver loop: carry out effects until the run finishes or suspends."""
-        workflow_id = row.workflow_id
-        progressed = False
-        try:
-            decision: Decision = interp.start() if waiting is None else waiting
-            while isinstance(decision, Effect):
-                outcome = self.runner.carry_out(row, decision)
-                if isinstance(outcome, Suspend):
-                    keep = self._stays_warm(workflow_id, decision)
-                    if keep and self._due_at_once(outcome):
-                        # A warm run alone on an autojumping clock: the timer loop
-                        # would jump to its deadline and wake it; it goes on here.
-                        decision = attrs.evolve(decision, pending=outcome.pending)
-                        continue
-                    self._suspend(row, interp, decision, outcome, progressed, keep=keep)
-                    return
-                progressed = True
-                decision = interp.resume(outcome)
-            self._reset_recovery(row, progressed)
-            if isinstance(decision, Completed):
-                try:
-                    data = serde.encode(
-                        decision.value,
-                        what=f"the result of workflow {row.name!r} (id {workflow_id!r})",
-                        max_bytes=self.max_payload_bytes,
-                    )
-                except (SerializationError, PayloadTooLarge) as exc:
-                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
-                else:
-                    self._finish(row, Status.SUCCESS, Value(data))
-            else:
-                self._finish(row, Status.ERROR, Failure(serde.encode_error(decision.error)))
-        except NonDeterminismError as exc:
-            _close_quietly(interp)
-            self._park(workflow_id, str(exc))
-        except LogMovedOn as exc:
-            # Another writer got to this run's log first: rebuild it from the store.
-            log.info("workflow id %r: %s; replaying it from the store", workflow_id, exc)
-            _close_quietly(interp)
-            with self._lock:
-                if workflow_id in self._active:
-                    self._rerun.add(workflow_id)
-        except (RecordConflict, ControlSignal) as exc:
-            # Cancelled, or another writer owns the run now: stop without recording.
-            log.info("workflow id %r stopped: %s", workflow_id, exc)
-            _close_quietly(interp)
-        except StoreUnavailable as exc:
-            _close_quietly(interp)
-            log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, exc)
-            self.wakeups.add_timer(
-                self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id
-            )
-        except BaseException:
-            _close_quietly(interp)
-            raise
-
-    def _suspend(
-        self,
-        row: WorkflowRow,
-        interp: Interpreter,
-        effect: Effect,
-        suspend: Suspend,
-        progressed: bool,
-        *,
-        keep: bool,
-    ) -> None:
-        row = self._reset_recovery(row, progressed)
-        workflow_id = row.workflow_id
-        pending = suspend.pending if suspend.pending is not None else effect.pending
-        if keep:
-            run = WarmRun(row, interp, attrs.evolve(effect, pending=pending))
-            self._keep_warm(workflow_id, run)
-        else:
-            _close_quietly(interp)
-        with self._lock:
-            seen = self._seen.get(workflow_id, 0)
-        if not self.wakeups.suspend(workflow_id, suspend, seen=seen):
-            # What it waits for changed while it was being replayed: look again.
-            with self._lock:
-                self._rerun.add(workflow_id)
-
-    def _reset_recovery(self, row: WorkflowRow, progressed: bool) -> WorkflowRow:
-        if not (row.recovery_attempts and progressed):
-            return row
-        # Progress after a recovery: it is not crash-looping.
-        self.store.set_status(
-            row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), reset_recovery=True
-        )
-        return attrs.evolve(row, recovery_attempts=0)
+        except Exception as exc:  # only the crash-loop counter: the next progress resets it
+            log.warning("workflow id %r: could not reset its recovery count (%s)", workflow_id, exc)
 
     def _finish(self, row: WorkflowRow, status: Status, result: Outcome) -> None:
         error = result.error.message[:500] if isinstance(result, Failure) else ""
@@ -454,7 +800,7 @@ class Scheduler:
         )
         if finished:
             # handle.result() on this engine then needs no read of its own.
-            with self._lock:
+            with self._cv:
                 self._finished[row.workflow_id] = attrs.evolve(
                     row, status=status, result=result, error=error
                 )
