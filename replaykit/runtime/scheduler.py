@@ -49,7 +49,7 @@ from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.retries import call_with_retries
 from replaykit.runtime.wakeups import Wakeups
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import RecordWrite, Store, WorkflowRow
 
 __all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "Scheduler", "WarmRun"]
 
@@ -599,17 +599,11 @@ class Scheduler:
         return outcomes
 
     def _record_many(self, writes: list[_StepWrite]) -> list[Any]:
-        answers: list[Any] = []
-        for write in writes:
-            try:
-                answers.append(
-                    self.store.record(
-                        write.activation.workflow_id, write.record, executor_id=self.executor_id
-                    )
-                )
-            except (Exception, ControlSignal) as exc:
-                answers.append(exc)
-        return answers
+        batch = [
+            RecordWrite(w.activation.workflow_id, w.record, executor_id=self.executor_id)
+            for w in writes
+        ]
+        return list(self.store.record_many(batch))
 
     def _end(self, activation: _Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""

@@ -32,7 +32,7 @@ from replaykit.runtime.admin import export_run
 from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
 
@@ -344,6 +344,27 @@ class JournalStore:
         )
         stored: Record = self._call("record", (workflow_id, record), kwargs, commit)
         return stored
+
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | BaseException]:
+        # One commit point per write, in order, as a process writing them one by one
+        # would have: a crash lands between any two of them.
+        answers: list[Record | BaseException] = []
+        for write in writes:
+            try:
+                answers.append(
+                    self.record(
+                        write.workflow_id,
+                        write.record,
+                        executor_id=write.executor_id,
+                        consume=write.consume,
+                        send=write.send,
+                        event=write.event,
+                        wake_at=write.wake_at,
+                    )
+                )
+            except (Exception, ControlSignal) as exc:
+                answers.append(exc)
+        return answers
 
     def finish_workflow(
         self, workflow_id: str, status: Status, result: Outcome | None, **kwargs: Any
