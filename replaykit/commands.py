@@ -3,8 +3,8 @@
 Every command is a frozen attrs value. The interpreter needs three things from
 each: its `kind` and `name` (compared on every replay), and `describe_args()`,
 the JSON-encodable arguments whose digest strict mode compares. Leaf commands
-are carried out by the runtime; composites (`Race`, `All`) hold leaf children
-and take one position for themselves.
+are carried out by the runtime; composites (`Race`, `All`) hold children (leaf
+commands or other composites) and take one position for the whole tree.
 """
 
 from __future__ import annotations
@@ -134,14 +134,21 @@ class Command:
 
 
 class Composite(Command):
-    """A command that holds leaf commands and takes a single position."""
+    """A command that holds other commands (composites included) and takes one position.
+
+    Its name lists its children's `kind:name`; a composite child is written
+    `kind(name)`, so `Race(All(a, b), c)` and `Race(All(a), b, c)` differ.
+    """
 
     __slots__ = ()
     children: tuple[Command, ...]
 
     @property
     def name(self) -> str:
-        return "|".join(f"{c.kind}:{c.name}" for c in self.children)
+        return "|".join(
+            f"{c.kind}({c.name})" if isinstance(c, Composite) else f"{c.kind}:{c.name}"
+            for c in self.children
+        )
 
     def describe_args(self) -> Any:
         return [[c.kind, c.name, c.describe_args()] for c in self.children]
@@ -159,6 +166,8 @@ def _check_children(owner: str, children: tuple[Any, ...]) -> tuple[Command, ...
         facts = facts_of(child)
         if not facts.in_composite:
             raise TypeError(f"{owner}() cannot hold {type(child).__name__}: {facts.why_not_child}")
+        # A nested composite was checked when it was built: nothing refused sits
+        # anywhere below it.
     return children
 
 
@@ -550,18 +559,8 @@ _FACTS: dict[type[Command], CommandFacts] = {
         why_not_child="a patch marker takes a position of its own (or none, on old runs); "
         + _ALONE,
     ),
-    Race: CommandFacts(
-        waits=True,
-        in_composite=False,
-        why_not_child="composites do not nest yet; move the inner one into a child "
-        "workflow (Call) instead",
-    ),
-    All: CommandFacts(
-        waits=True,
-        in_composite=False,
-        why_not_child="composites do not nest yet; move the inner one into a child "
-        "workflow (Call) instead",
-    ),
+    Race: CommandFacts(waits=True),
+    All: CommandFacts(waits=True),
 }
 
 

@@ -161,6 +161,14 @@ def _decode_child(command: Command, outcome: Outcome) -> tuple[bool, Any]:
     """(ok, value-or-exception) for one child outcome held in a composite record."""
     if isinstance(outcome, Failure):
         return False, serde.decode_error(outcome.error)
+    if isinstance(command, (Race, All)):
+        # A nested composite's value is its own record's data; when that says it
+        # failed (an inner Race won by a failure, an inner fail-fast All), the
+        # failure is this child's.
+        try:
+            return True, _decode_value(command, outcome.data)
+        except Exception as exc:
+            return False, exc
     return True, _decode_value(command, outcome.data)
 
 

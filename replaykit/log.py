@@ -81,7 +81,9 @@ def outcome_from_json(data: Any) -> Outcome | None:
 class RaceOutcome:
     """What a `Race`'s record holds: the winner's index and its outcome.
 
-    Losers are not recorded at all: they leave no trace.
+    Losers are not recorded at all: they leave no trace. When the winner is
+    itself a `Race` or an `All`, its outcome is a `Value` holding that inner
+    composite's own `to_data()`, so a tree of composites is one record.
     """
 
     index: int
@@ -103,7 +105,9 @@ class AllOutcome:
     """What an `All`'s record holds: every child's outcome, in argument order.
 
     `first_failure` is the index of the failure that decided a fail-fast `All`;
-    children still running then hold `Value(None)`, never looked at.
+    children still running then hold `Value(None)`, never looked at. A child that
+    is itself a `Race` or an `All` holds a `Value` of that composite's `to_data()`
+    (a failed inner composite too: its data says so, and `first_failure` names it).
     """
 
     outcomes: tuple[Outcome, ...]

@@ -6,8 +6,21 @@ from datetime import timedelta
 
 import pytest
 
-from replaykit import All, Race, Recv, Retry, Sleep, Step, Transaction, workflow
-from replaykit.commands import Command, Start
+from replaykit import (
+    All,
+    DeprecatePatch,
+    Patch,
+    Race,
+    Recv,
+    Retry,
+    Send,
+    SetEvent,
+    Sleep,
+    Step,
+    Transaction,
+    workflow,
+)
+from replaykit.commands import Command, Start, facts_of
 
 
 def f(x: int) -> int:
@@ -45,9 +58,7 @@ def test_retry_backoff_is_capped() -> None:
         Retry(max_attempts=0)
 
 
-def test_composites_hold_leaf_commands_only() -> None:
-    with pytest.raises(TypeError, match="child workflow"):
-        Race(All(Sleep(1)), Sleep(1))
+def test_composites_refuse_what_they_cannot_run() -> None:
     with pytest.raises(ValueError, match="at least one"):
         All()
     with pytest.raises(TypeError, match="replaykit commands"):
@@ -58,6 +69,48 @@ def test_composites_hold_leaf_commands_only() -> None:
 
 def test_composite_name_lists_children_so_replay_notices_changes() -> None:
     assert Race(Recv("go"), Sleep(1)).name == "recv:go|sleep:sleep"
+
+
+def test_composites_nest() -> None:
+    inner = Race(Recv("go"), Sleep(1))
+    outer = All(inner, Step("s", f, 1))
+    assert facts_of(inner).in_composite and facts_of(All(Sleep(1))).in_composite
+    assert outer.children[0] is inner
+    assert outer.name == "race(recv:go|sleep:sleep)|step:s"
+    assert Race(All(Step("a", f), Step("b", f)), Sleep(60)).name == (
+        "all(step:a|step:b)|sleep:sleep"
+    )
+    # A nested child's boundaries are in the name: these trees differ.
+    assert Race(All(Step("a", f), Step("b", f))).name != Race(All(Step("a", f)), Step("b", f)).name
+    # A changed inner child changes the outer name (replay compares it), and its
+    # arguments change the outer digest (strict replay compares that).
+    assert All(Race(Recv("stop"), Sleep(1)), Step("s", f, 1)).name != outer.name
+    assert All(Race(Recv("go"), Sleep(2)), Step("s", f, 1)).describe_args() != (
+        outer.describe_args()
+    )
+    assert Race(Race(Race(Sleep(1)))).name == "race(race(sleep:sleep))"
+
+
+@pytest.mark.parametrize(
+    "leaf",
+    [
+        Send("w", 1),
+        SetEvent("k", 1),
+        Transaction("t", f),
+        Patch("p"),
+        DeprecatePatch("p"),
+    ],
+    ids=lambda c: type(c).__name__,
+)
+def test_forbidden_leaves_are_refused_at_any_depth(leaf: Command) -> None:
+    for build in (
+        lambda: Race(leaf, Sleep(1)),
+        lambda: All(Sleep(1), leaf),
+        lambda: Race(All(Sleep(1), leaf), Sleep(1)),
+        lambda: All(Race(Sleep(1), All(Recv("x"), leaf))),
+    ):
+        with pytest.raises(TypeError, match="cannot hold"):
+            build()
 
 
 def test_start_needs_a_registered_workflow() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Generator, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -410,3 +411,187 @@ def test_all_of_sleeps_waits_for_the_longest_without_spinning(engine: Engine) ->
     assert engine.run(all_sleeps_wf, workflow_id="all-sleeps", timeout=20) == [None, None]
     assert time.monotonic() - start >= 0.4
     assert RUNS == {"before": 1, "after": 1}
+
+
+# -- nested composites ------------------------------------------------------------------------
+
+
+def ms_step_named(name: str) -> str:
+    time.sleep(0.05)
+    return count(name)
+
+
+@workflow(name="comm-race-of-all")
+def race_of_all_wf(deadline: float) -> Generator[Any, Any, Any]:
+    return (
+        yield Race(
+            All(Step("a", ms_step_named, "a"), Step("b", ms_step_named, "b")), Sleep(deadline)
+        )
+    )
+
+
+def test_a_race_of_an_all_is_one_record_and_replays(engine: Engine) -> None:
+    assert engine.run(race_of_all_wf, 60, workflow_id="roa", timeout=20) == [0, ["a", "b"]]
+    (record,) = engine.steps("roa")
+    assert record.kind == "race" and record.name == "all(step:a|step:b)|sleep:sleep"
+    assert record.to_json()["outcome"] == {
+        "value": {
+            "index": 0,
+            "outcome": {
+                "value": {"outcomes": [{"value": "a"}, {"value": "b"}], "first_failure": None}
+            },
+        }
+    }
+    assert RUNS == {"a": 1, "b": 1}
+
+
+@workflow(name="comm-all-of-race")
+def all_of_race_wf(deadline: float) -> Generator[Any, Any, Any]:
+    raced, stepped = yield All(Race(Recv("x"), Sleep(deadline)), Step("s", count, "s"))
+    later = yield Recv("x", timeout=0.2)
+    return [raced, stepped, later]
+
+
+def test_an_all_of_a_race_times_out_the_inner_recv(engine: Engine) -> None:
+    handle = engine.start(all_of_race_wf, 0.2, workflow_id="aor-1")
+    assert handle.result(timeout=20) == [[1, None], "s", None]
+    records = engine.steps("aor-1")
+    assert [r.kind for r in records] == ["all", "recv"]
+    assert records[0].name == "race(recv:x|sleep:sleep)|step:s"
+
+
+def test_an_all_of_a_race_takes_the_message(engine: Engine) -> None:
+    handle = engine.start(all_of_race_wf, 30, workflow_id="aor-2")
+    engine.send("aor-2", "hello", topic="x")
+    assert handle.result(timeout=20) == [[0, "hello"], "s", None]
+    assert engine.store.peek_message("aor-2", "x") is None
+
+
+@workflow(name="comm-losing-inner-recv")
+def losing_inner_recv_wf() -> Generator[Any, Any, Any]:
+    raced = yield Race(All(Recv("x"), Recv("y")), Recv("z"))
+    later = yield Recv("x")
+    return [raced, later]
+
+
+def test_a_losing_inner_recv_leaves_its_message_for_a_later_recv(engine: Engine) -> None:
+    handle = engine.start(losing_inner_recv_wf, workflow_id="lir")
+    engine.send("lir", "X", topic="x")
+    time.sleep(0.3)  # the inner Recv("x") sees it, but its All is not decided
+    engine.send("lir", "Z", topic="z")
+    assert handle.result(timeout=20) == [[1, "Z"], "X"]
+    assert engine.store.peek_message("lir", "x") is None
+
+
+@workflow(name="comm-losing-recv-to-step")
+def losing_recv_to_step_wf() -> Generator[Any, Any, Any]:
+    raced = yield Race(All(Recv("x"), Recv("y")), Step("slow", slow_step, 0.4))
+    later = yield Recv("x")
+    return [raced, later]
+
+
+def test_a_recv_losing_to_a_step_leaves_its_message(engine: Engine) -> None:
+    handle = engine.start(losing_recv_to_step_wf, workflow_id="lrs")
+    engine.send("lrs", "X", topic="x")
+    assert handle.result(timeout=20) == [[1, "slow"], "X"]
+
+
+@workflow(name="comm-call-loses")
+def call_loses_wf() -> Generator[Any, Any, Any]:
+    raced = yield Race(Call(sleepy_child_wf), Sleep(0.3))
+    yield Step("after", count, "after")
+    return raced
+
+
+def test_a_call_losing_to_a_sleep_is_cancelled_and_the_parent_goes_on(engine: Engine) -> None:
+    assert engine.run(call_loses_wf, workflow_id="cl", timeout=20) == [1, None]
+    assert RUNS == {"after": 1}
+    assert engine.handle("cl:0.0").status() is Status.CANCELLED
+    (child,) = engine.list_workflows(parent_id="cl")
+    assert child.workflow_id == "cl:0.0"
+
+
+@workflow(name="comm-two-calls")
+def two_calls_wf() -> Generator[Any, Any, Any]:
+    return (yield Race(Call(child_wf, 1), All(Call(child_wf, 2), Call(sleepy_child_wf))))
+
+
+def test_calls_inside_composites_get_distinct_ids_and_losers_are_cancelled(
+    engine: Engine,
+) -> None:
+    assert engine.run(two_calls_wf, workflow_id="tc", timeout=20) == [0, 10]
+    children = {c.workflow_id: c.status for c in engine.list_workflows(parent_id="tc")}
+    assert set(children) == {"tc:0.0", "tc:0.1.0", "tc:0.1.1"}
+    assert children["tc:0.0"] is Status.SUCCESS
+    wait_for(lambda: engine.handle("tc:0.1.1").status() is Status.CANCELLED)
+
+
+@workflow(name="comm-all-fails-cancels")
+def all_fails_cancels_wf() -> Generator[Any, Any, Any]:
+    try:
+        yield All(Call(sleepy_child_wf), Step("bad", failing, 1))
+    except ValueError as exc:
+        return str(exc)
+    return "no failure"
+
+
+def test_a_failing_all_cancels_its_calls_still_running(engine: Engine) -> None:
+    assert engine.run(all_fails_cancels_wf, workflow_id="afc", timeout=20) == "child 1 failed"
+    assert engine.handle("afc:0.0").status() is Status.CANCELLED
+
+
+def test_a_nested_composite_suspended_over_a_restart_keeps_its_deadlines(
+    store_url: str,
+) -> None:
+    if store_url.startswith("memory"):
+        pytest.skip("a memory store does not outlive its engine")
+    with Engine(store_url, poll_interval=0.2) as first:
+        first.start(losing_deadline_wf, workflow_id="restart")
+        wait_for(lambda: bool(first.steps("restart")))
+        (pending,) = first.steps("restart")
+        assert pending.outcome is None and pending.wake_at is not None
+    with Engine(store_url, poll_interval=0.2) as second:
+        second.recover()
+        assert second.handle("restart").result(timeout=20) == [[1, [None, None]], None]
+        (record,) = second.steps("restart")
+        assert record.started_at == pending.started_at
+
+
+@workflow(name="comm-losing-deadline")
+def losing_deadline_wf() -> Generator[Any, Any, Any]:
+    return [(yield Race(Recv("never"), All(Sleep(0.5), Sleep(0.8)))), None]
+
+
+# -- nested composites across crashes (the testing kit: virtual time, a crash per commit) ------
+
+
+@workflow(name="comm-kit-nested")
+def kit_nested_wf() -> Generator[Any, Any, Any]:
+    first = yield Race(All(Recv("go"), Sleep(10)), Sleep(60))
+    second = yield All(Race(Recv("x"), Sleep(5)), Step("s", count, "s"))
+    third = yield Race(Call(sleepy_child_wf), All(Sleep(10), Recv("y", timeout=20)))
+    return [first, second, third]
+
+
+@pytest.mark.parametrize("crash", [None, *range(7), [1, 3]])
+def test_nested_composites_survive_a_crash_at_every_commit(crash: int | list[int] | None) -> None:
+    from replaykit import testing as rt
+    from replaykit.testing import Message
+
+    result = rt.run(
+        kit_nested_wf,
+        steps={"s": "S"},
+        messages=[Message("go", "GO", at=30), Message("x", "X", at=90)],
+        crash_at=crash,
+    )
+    assert result.status is Status.SUCCESS, result
+    # go came before the minute; x after the inner 5 s (counted from that All's start).
+    assert result.result == [[0, ["GO", None]], [[1, None], "S"], [1, [None, None]]]
+    assert [r.kind for r in result.log] == ["race", "all", "race"]
+    # Every deadline counts from its composite's recorded start, crash or not.
+    assert result.elapsed.total_seconds() == 30 + 5 + 20
+    assert result.log[1].started_at == result.started_at + timedelta(seconds=30)
+    in_flight = [c.position for c in result.crashes if c.kind in ("race", "all") and c.completes]
+    assert len(result.calls["s"]) == 1 + in_flight.count(1)
+    if crash is not None:
+        assert result.crashes

@@ -417,6 +417,84 @@ def test_all_raises_first_failure_or_returns_exceptions() -> None:
     assert lenient.value[0] == 1 and isinstance(lenient.value[1], KeyError)
 
 
+_KEY_ERROR = {
+    "error": {
+        "module": "builtins",
+        "qualname": "KeyError",
+        "message": "'k'",
+        "args": ["k"],
+        "traceback": "",
+    }
+}
+
+
+def test_nested_composites_decode_from_one_record() -> None:
+    def wf() -> Generator[Any, Any, Any]:
+        raced = yield Race(All(Step("a", double, 1), Step("b", double, 2)), Sleep(60))
+        both = yield All(Race(Recv("x"), Sleep(5)), Step("s", double, 3))
+        return raced, both
+
+    inner_all = {"outcomes": [{"value": 2}, {"value": 4}], "first_failure": None}
+    inner_race = {"index": 1, "outcome": {"value": None}}
+    records = [
+        Record(
+            0,
+            "race",
+            "all(step:a|step:b)|sleep:sleep",
+            Value({"index": 0, "outcome": {"value": inner_all}}),
+        ),
+        Record(
+            1,
+            "all",
+            "race(recv:x|sleep:sleep)|step:s",
+            Value({"outcomes": [{"value": inner_race}, {"value": 6}], "first_failure": None}),
+        ),
+    ]
+    assert make(wf(), records).start() == Completed(((0, [2, 4]), [(1, None), 6]))
+
+
+def test_an_inner_failure_is_the_childs_failure() -> None:
+    failed_all = {"outcomes": [{"value": 1}, _KEY_ERROR], "first_failure": 1}
+    won_by_failure = {"index": 0, "outcome": _KEY_ERROR}
+
+    def race_of_all() -> Generator[Any, Any, Any]:
+        return (yield Race(All(Step("a", double, 1), Step("b", double, 2)), Sleep(60)))
+
+    def all_of_race(return_exceptions: bool) -> Generator[Any, Any, Any]:
+        return (
+            yield All(
+                Race(Step("a", double, 1), Sleep(5)),
+                Step("s", double, 3),
+                return_exceptions=return_exceptions,
+            )
+        )
+
+    name = "all(step:a|step:b)|sleep:sleep"
+    record = Record(0, "race", name, Value({"index": 0, "outcome": {"value": failed_all}}))
+    decided = make(race_of_all(), [record]).start()
+    assert isinstance(decided, Failed) and isinstance(decided.error, KeyError)
+
+    name = "race(step:a|sleep:sleep)|step:s"
+    fail_fast = {"outcomes": [{"value": won_by_failure}, {"value": None}], "first_failure": 0}
+    decided = make(all_of_race(False), [Record(0, "all", name, Value(fail_fast))]).start()
+    assert isinstance(decided, Failed) and isinstance(decided.error, KeyError)
+    lenient = {"outcomes": [{"value": won_by_failure}, {"value": 6}], "first_failure": None}
+    decided = make(all_of_race(True), [Record(0, "all", name, Value(lenient))]).start()
+    assert isinstance(decided, Completed)
+    assert isinstance(decided.value[0], KeyError) and decided.value[1] == 6
+
+
+def test_a_changed_inner_child_is_a_mismatch() -> None:
+    def wf(topic: str) -> Generator[Any, Any, Any]:
+        return (yield All(Race(Recv(topic), Sleep(5)), Step("s", double, 3)))
+
+    data = {"outcomes": [{"value": {"index": 1, "outcome": {"value": None}}}, {"value": 6}]}
+    records = [Record(0, "all", "race(recv:x|sleep:sleep)|step:s", Value(data))]
+    assert make(wf("x"), records).start() == Completed([(1, None), 6])
+    with pytest.raises(NonDeterminismError, match="recv:y"):
+        make(wf("y"), records).start()
+
+
 def test_pending_record_is_handed_back_as_the_effect() -> None:
     def wf() -> Generator[Any, Any, None]:
         yield Sleep(60)

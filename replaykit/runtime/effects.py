@@ -14,7 +14,7 @@ import functools
 import inspect
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -88,12 +88,15 @@ class WaitProbe:
     name: str
     position: int
     commands: tuple[Command, ...]
+    #: The child run each `Call` waits on (None: the default id at `position`).
+    targets: tuple[str | None, ...] = ()
 
     def __call__(self) -> bool:
         row = WorkflowRow(self.workflow_id, self.name, Status.PENDING)
+        targets = self.targets or (None,) * len(self.commands)
         return any(
-            self.runner.check_ready(row, self.position, command, None) is not None
-            for command in self.commands
+            self.runner.check_ready(row, self.position, command, None, target=target) is not None
+            for command, target in zip(self.commands, targets, strict=True)
         )
 
 
@@ -103,6 +106,21 @@ class _Ready:
 
     outcome: Outcome
     consume: int | None = None
+
+
+@attrs.frozen
+class _Attempt:
+    """Call the step's body once (the driver sends back its value or throws its error)."""
+
+
+@attrs.frozen
+class _Backoff:
+    """Wait this long before the next attempt."""
+
+    seconds: float
+
+
+_ATTEMPT = _Attempt()
 
 
 def _same_write(stored: Record, written: Record) -> bool:
@@ -260,13 +278,18 @@ class EffectRunner:
         outcome, attempts = self.run_step(row, effect.position, command)
         return self.commit(row, effect, outcome, started_at=started, attempts=attempts)
 
-    def run_step(
-        self, row: WorkflowRow, position: int, command: Step, scope: CancelScope | None = None
-    ) -> tuple[Outcome, int]:
-        """Run a step with its retries; the outcome as it will be recorded, and attempts made."""
-        fn = self.host.step_overrides.get(command.name, command.fn)
+    def step_fn(self, command: Step) -> Callable[..., Any]:
+        """The body a step runs: the command's own, unless the host overrides it."""
+        return self.host.step_overrides.get(command.name, command.fn)
+
+    def _attempts(
+        self, row: WorkflowRow, position: int, command: Step, scope: CancelScope | None
+    ) -> Generator[_Attempt | _Backoff, Any, tuple[Outcome, int]]:
+        """A step's retry policy, as a generator of what to do next: call the body
+        (`_Attempt`, answered with its value or its exception) or wait
+        (`_Backoff`). `run_step` and `run_step_async` are its two drivers, like
+        psycopg's blocking and asyncio waits over one generator."""
         retry = command.retry or _NO_RETRY
-        scope = scope or self.host.scope_of(row.workflow_id)
         attempt = 0
         while True:
             attempt += 1
@@ -274,9 +297,7 @@ class EffectRunner:
             if scope is not None and scope.cancelled:
                 raise Cancelled(f"step {command.name!r} of workflow id {row.workflow_id!r}")
             try:
-                value = self._call(
-                    fn, command.args, command.kwargs, command.timeout, command.name, scope
-                )
+                value = yield _ATTEMPT
             except ControlSignal:
                 raise
             except Exception as exc:
@@ -289,7 +310,7 @@ class EffectRunner:
                         attempt,
                         exc,
                     )
-                    self.clock.sleep(retry.delay_before(attempt + 1))
+                    yield _Backoff(retry.delay_before(attempt + 1))
                     continue
                 return Failure(serde.encode_error(exc)), attempt
             try:
@@ -303,6 +324,83 @@ class EffectRunner:
                 return Failure(serde.encode_error(exc)), attempt
             return Value(data), attempt
 
+    def run_step(
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Step,
+        scope: CancelScope | None = None,
+        fn: Callable[..., Any] | None = None,
+    ) -> tuple[Outcome, int]:
+        """Run a step with its retries, blocking; the outcome to record, and attempts made."""
+        fn = fn or self.step_fn(command)
+        scope = scope or self.host.scope_of(row.workflow_id)
+        steps = self._attempts(row, position, command, scope)
+        request = next(steps)
+        while True:
+            try:
+                if isinstance(request, _Backoff):
+                    self.clock.sleep(request.seconds)
+                    reply = None
+                else:
+                    reply = self._call(
+                        fn, command.args, command.kwargs, command.timeout, command.name, scope
+                    )
+            except ControlSignal:
+                steps.close()
+                raise
+            except Exception as exc:
+                try:
+                    request = steps.throw(exc)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                continue
+            try:
+                request = steps.send(reply)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    async def run_step_async(
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Step,
+        scope: CancelScope | None,
+        fn: Callable[..., Any],
+    ) -> tuple[Outcome, int]:
+        """Run an async step with its retries on the event loop: no thread waits for it."""
+        steps = self._attempts(row, position, command, scope)
+        request = next(steps)
+        while True:
+            try:
+                if isinstance(request, _Backoff):
+                    await self.clock.sleep_async(request.seconds)
+                    reply = None
+                else:
+                    body = fn(*command.args, **command.kwargs)
+                    if command.timeout is None:
+                        reply = await body
+                    else:
+                        try:
+                            reply = await asyncio.wait_for(body, command.timeout)
+                        except TimeoutError:
+                            raise TimeoutError(
+                                f"step {command.name!r} timed out after {command.timeout}s"
+                            ) from None
+            except ControlSignal:
+                steps.close()
+                raise
+            except Exception as exc:
+                try:
+                    request = steps.throw(exc)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+                continue
+            try:
+                request = steps.send(reply)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
     def _call(
         self,
         fn: Callable[..., Any],
@@ -315,7 +413,7 @@ class EffectRunner:
         if is_async(fn):
             coro = fn(*args, **kwargs)
             future = asyncio.run_coroutine_threadsafe(
-                asyncio.wait_for(coro, timeout) if timeout is not None else coro, self._async_loop()
+                asyncio.wait_for(coro, timeout) if timeout is not None else coro, self.async_loop()
             )
             if scope is not None:
                 scope.on_cancel(future.cancel)
@@ -335,7 +433,8 @@ class EffectRunner:
             future.cancel()
             raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
 
-    def _async_loop(self) -> asyncio.AbstractEventLoop:
+    def async_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop async step bodies run on (started on first use)."""
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -415,11 +514,20 @@ class EffectRunner:
 
     # -- child workflows ----------------------------------------------------------------
 
-    def child_id(self, row: WorkflowRow, position: int, command: Start | Call) -> str:
-        return command.workflow_id or f"{row.workflow_id}:{position}"
+    def child_id(
+        self, row: WorkflowRow, position: int, command: Start | Call, path: Sequence[int] = ()
+    ) -> str:
+        """The child run's id: its own `workflow_id`, else `parent:position`, and inside
+        a composite `parent:position.i.j` (the child's argument indexes, outermost first)."""
+        if command.workflow_id:
+            return command.workflow_id
+        where = ".".join(map(str, (position, *path)))
+        return f"{row.workflow_id}:{where}"
 
-    def _start_child(self, row: WorkflowRow, position: int, command: Start | Call) -> Outcome:
-        child_id = self.child_id(row, position, command)
+    def _start_child(
+        self, row: WorkflowRow, position: int, command: Start | Call, child_id: str | None = None
+    ) -> Outcome:
+        child_id = child_id or self.child_id(row, position, command)
         try:
             self.host.create_run(
                 command.workflow,
@@ -439,7 +547,9 @@ class EffectRunner:
         seconds = facts_of(command).deadline_seconds(command)
         return None if seconds is None else started + timedelta(seconds=seconds)
 
-    def wakes_for(self, row: WorkflowRow, position: int, command: Command) -> tuple[Wake, ...]:
+    def wakes_for(
+        self, row: WorkflowRow, position: int, command: Command, target: str | None = None
+    ) -> tuple[Wake, ...]:
         kind = facts_of(command).wakes_on
         if kind is None:
             return ()
@@ -450,13 +560,22 @@ class EffectRunner:
         if isinstance(command, Wait):
             return ((kind, command.workflow_id),)
         if isinstance(command, Call):
-            return ((kind, self.child_id(row, position, command)),)
+            return ((kind, target or self.child_id(row, position, command)),)
         raise AssertionError(f"the command table says {command.describe()} wakes on {kind!r}")
 
     def check_ready(
-        self, row: WorkflowRow, position: int, command: Command, deadline: datetime | None
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Command,
+        deadline: datetime | None,
+        *,
+        target: str | None = None,
     ) -> _Ready | None:
-        """Can this waiting command complete now? (Checks the store, never blocks.)"""
+        """Can this waiting command complete now? (Checks the store, never blocks.)
+
+        `target` is the child run a `Call` waits on when it is not the default
+        id at `position` (a `Call` inside a composite)."""
         if isinstance(command, Recv):
             message = self.store.peek_message(row.workflow_id, _topic(command.topic))
             if message is not None:
@@ -466,11 +585,10 @@ class EffectRunner:
             if found:
                 return _Ready(Value(value))
         elif isinstance(command, (Wait, Call)):
-            target = (
-                command.workflow_id
-                if isinstance(command, Wait)
-                else self.child_id(row, position, command)
-            )
+            if isinstance(command, Wait):
+                target = command.workflow_id
+            elif target is None:
+                target = self.child_id(row, position, command)
             finished = self._finished_outcome(row, position, target)
             if finished is not None:
                 return _Ready(finished)
@@ -532,13 +650,25 @@ class EffectRunner:
         )
 
     def probe(
-        self, row: WorkflowRow, position: int, commands: Sequence[Command]
+        self,
+        row: WorkflowRow,
+        position: int,
+        commands: Sequence[Command],
+        targets: Sequence[str | None] = (),
     ) -> WaitProbe | None:
         """What the poller may call to see if a suspended run's wait is over (None: only time)."""
-        waiting = tuple(c for c in commands if facts_of(c).wakes_on is not None)
+        every = list(zip(commands, targets or [None] * len(commands), strict=True))
+        waiting = [(c, t) for c, t in every if facts_of(c).wakes_on is not None]
         if not waiting:
             return None
-        return WaitProbe(self, row.workflow_id, row.name, position, waiting)
+        return WaitProbe(
+            self,
+            row.workflow_id,
+            row.name,
+            position,
+            tuple(c for c, _ in waiting),
+            tuple(t for _, t in waiting) if targets else (),
+        )
 
     # -- Race and All ----------------------------------------------------------------------
 
@@ -546,12 +676,49 @@ class EffectRunner:
         return CompositeRun(self, row, effect, command).run()
 
 
-class CompositeRun:
-    """One attempt at a `Race` or an `All`.
+@attrs.define(eq=False)
+class _Node:
+    """One command of a composite tree: the root `Race`/`All`, an inner one, or a leaf."""
 
-    Step children run concurrently on the step pool while this thread watches
-    the waiting children. A Race with no step children suspends like a single
-    wait (no thread held); an All holds its thread until every child is done.
+    path: tuple[int, ...]
+    command: Command
+    parent: _Node | None
+    children: list[_Node] = attrs.field(factory=list)
+    #: Leaves: the instant it times out, counted from the outer composite's start.
+    deadline: datetime | None = None
+    #: `Call` and `Start` leaves: the child run's id.
+    target: str | None = None
+    #: Composites: cancels the steps below it once it is decided.
+    scope: CancelScope | None = None
+
+    @property
+    def is_composite(self) -> bool:
+        return isinstance(self.command, (Race, All))
+
+    def leaves(self) -> list[_Node]:
+        if not self.is_composite:
+            return [self]
+        return [leaf for child in self.children for leaf in child.leaves()]
+
+
+class CompositeRun:
+    """One attempt at a `Race` or an `All`, composites nested in it included.
+
+    The whole tree is decided in this attempt and recorded once, at the outer
+    composite's position. Every deadline below counts from the outer record's
+    `started_at`, so a restart keeps them. Step leaves run concurrently on the
+    step pool while this thread watches the waiting leaves. A tree with no step
+    leaves suspends like a single wait (no thread held): its partial readiness
+    is dropped (nothing is consumed before the commit) and looked at again on
+    wake-up. A tree with step leaves holds its thread until it is decided.
+
+    An inner composite, once decided, stays decided for the attempt; the steps
+    below it that lost are cancelled then, and its waiting leaves are not looked
+    at again (a losing inner `Recv` takes no message). The record consumes the
+    messages of the subtrees whose outcomes it holds, nothing else; two `Recv`
+    leaves never take the same message. After the record committed, every
+    `Call` leaf without an outcome (a loser, or a child still running when a
+    fail-fast `All` failed) has its child run cancelled.
     """
 
     def __init__(self, runner: EffectRunner, row: WorkflowRow, effect: Effect, command: Race | All):
@@ -560,99 +727,129 @@ class CompositeRun:
         self.row = row
         self.effect = effect
         self.command = command
-        self.children: Sequence[Command] = command.children
-        self.is_race = isinstance(command, Race)
-        self.outcomes: dict[int, Outcome] = {}
-        self.consumed: list[int] = []
-        self.first_failure: int | None = None
-        self.changed = threading.Event()
-        # Losing Race children are cancelled through this scope; so is
-        # everything when the run itself is cancelled.
+        # Losing children are cancelled through the scopes; so is everything
+        # when the run itself is cancelled.
         self.scope = CancelScope(self.host.scope_of(row.workflow_id))
+        self.changed = threading.Event()
         self.scope.on_cancel(self.changed.set)
+        self.root = self._build((), command, None, self.scope)
+        self.leaves = self.root.leaves()
+        self.outcomes: dict[tuple[int, ...], Outcome] = {}
+        #: message id -> the leaf that took it (not consumed until the record commits).
+        self.taken: dict[int, tuple[int, ...]] = {}
+        #: composites decided so far: path -> (recorded value, whether it failed).
+        self.decided: dict[tuple[int, ...], tuple[Outcome, bool]] = {}
+        self.winners: dict[tuple[int, ...], int] = {}
+        #: `Call` leaves whose child run this attempt started (or found started).
+        self.started: list[_Node] = []
+
+    def _build(
+        self,
+        path: tuple[int, ...],
+        command: Command,
+        parent: _Node | None,
+        scope: CancelScope | None = None,
+    ) -> _Node:
+        node = _Node(path, command, parent)
+        if isinstance(command, (Race, All)):
+            node.scope = scope or CancelScope(parent.scope if parent else None)
+            node.children = [
+                self._build((*path, index), child, node)
+                for index, child in enumerate(command.children)
+            ]
+        elif isinstance(command, (Start, Call)):
+            node.target = self._child_id(command, path)
+        return node
+
+    def _child_id(self, command: Start | Call, path: tuple[int, ...]) -> str:
+        runner, row, position = self.runner, self.row, self.effect.position
+        child_id = runner.child_id(row, position, command, path)
+        if command.workflow_id or self.effect.pending is None:
+            return child_id
+        # A composite recorded as started before child ids held the child's
+        # place in the tree used the composite's own `parent:position`; keep
+        # waiting on that child rather than starting a second one.
+        legacy = runner.child_id(row, position, command)
+        if runner.store.get_workflow(child_id) is None:
+            old = runner.store.get_workflow(legacy)
+            if old is not None and old.parent_id == row.workflow_id:
+                return legacy
+        return child_id
+
+    # -- the attempt -----------------------------------------------------------------------
 
     def run(self) -> Record | Suspend:
-        runner, effect = self.runner, self.effect
+        runner, effect, row = self.runner, self.effect, self.row
         now = runner.clock.now()
         pending = effect.pending
         started_at = pending.started_at if pending and pending.started_at else now
-        deadlines = [runner.deadline(child, started_at) for child in self.children]
-        timed = [d for d in deadlines if d is not None]
+        for leaf in self.leaves:
+            leaf.deadline = runner.deadline(leaf.command, started_at)
+        timed = [leaf.deadline for leaf in self.leaves if leaf.deadline is not None]
 
-        futures: dict[int, concurrent.futures.Future[tuple[Outcome, int]]] = {}
-        for index, child in enumerate(self.children):
+        futures: dict[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]] = {}
+        for leaf in self.leaves:
+            child = leaf.command
+            if not self._is_open(leaf):
+                continue  # an instant sibling already decided the Race above it
             if isinstance(child, Step):
-                future = self.host.step_pool.submit(self._run_child_step, effect.position, child)
+                future = self.host.step_pool.submit(self._run_child_step, leaf)
                 future.add_done_callback(lambda _f: self.changed.set())
-                futures[index] = future
+                futures[leaf.path] = future
+            elif isinstance(child, Start):
+                self.outcomes[leaf.path] = runner._start_child(
+                    row, effect.position, child, leaf.target
+                )
+                self._decide(self.root)
             elif facts_of(child).instant:
-                self.outcomes[index] = runner.instant_outcome(self.row, effect.position, child)
+                self.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
+                self._decide(self.root)
             elif isinstance(child, Call):
-                started = runner._start_child(self.row, effect.position, child)
+                started = runner._start_child(row, effect.position, child, leaf.target)
                 if isinstance(started, Failure):
-                    self.outcomes[index] = started
+                    self.outcomes[leaf.path] = started
+                    self._decide(self.root)
+                else:
+                    self.started.append(leaf)
 
         wakes = tuple(
-            wake
-            for index, child in enumerate(self.children)
-            for wake in runner.wakes_for(self.row, effect.position, child)
+            dict.fromkeys(
+                wake
+                for leaf in self.leaves
+                for wake in runner.wakes_for(row, effect.position, leaf.command, leaf.target)
+            )
         )
         unsubscribe = self.host.listen(wakes, self.changed.set) if futures else None
         try:
             while True:
                 self.changed.clear()
-                self.host.check_cancelled(self.row.workflow_id)
-                for index, future in futures.items():
-                    if index not in self.outcomes and future.done() and not future.cancelled():
-                        self.outcomes[index] = future.result()[0]
-                # What arrived (a message, an event, a finished run) is looked
-                # at before any deadline: something that arrived at the instant
-                # a deadline falls wins the tie, whatever the children's order.
-                for timed_out in (False, True):
-                    if self.is_race and self.outcomes:
-                        break
-                    for index, child in enumerate(self.children):
-                        if index in self.outcomes or index in futures:
-                            continue
-                        if not facts_of(child).waits:
-                            continue
-                        deadline = deadlines[index]
-                        if timed_out and (deadline is None or not runner.clock.passed(deadline)):
-                            continue  # looked at a moment ago, and not due
-                        ready = runner.check_ready(
-                            self.row,
-                            effect.position,
-                            child,
-                            deadline if timed_out else None,
-                        )
-                        if ready is None:
-                            continue
-                        if ready.consume is not None and ready.consume in self.consumed:
-                            continue  # two Recv children on one topic take two messages
-                        self.outcomes[index] = ready.outcome
-                        if ready.consume is not None:
-                            self.consumed.append(ready.consume)
-                        if self.is_race:
-                            break
-                decided = self._decided()
+                self.host.check_cancelled(row.workflow_id)
+                decided = self._look(futures)
                 if decided is not None:
                     self.scope.cancel()
-                    for index, future in futures.items():
-                        if index not in self.outcomes:
+                    for future in futures.values():
+                        if not future.done():
                             future.cancel()
-                    return runner.commit(
-                        self.row,
+                    record = runner.commit(
+                        row,
                         effect,
-                        Value(decided.to_data()),
+                        decided,
                         started_at=started_at,
-                        consume=self.consumed or None,
+                        consume=self._consumed() or None,
                     )
+                    self._cancel_losing_children()
+                    return record
+                open_deadlines = [
+                    leaf.deadline
+                    for leaf in self.leaves
+                    if leaf.deadline is not None and self._is_open(leaf)
+                ]
                 if not futures:
                     # Nothing is consumed before the commit, so partial readiness
                     # can be dropped: the replay on wake-up looks again.
                     if pending is None:
                         pending = runner.commit(
-                            self.row,
+                            row,
                             effect,
                             None,
                             started_at=started_at,
@@ -660,24 +857,22 @@ class CompositeRun:
                         )
                         if pending.outcome is not None:
                             return pending
-                    # Wake at the next deadline of a child that is not done yet.
-                    open_deadlines = [
-                        d
-                        for i, d in enumerate(deadlines)
-                        if d is not None and i not in self.outcomes
-                    ]
+                    # Wake at the next deadline of a leaf that is not done yet.
+                    waiting = [leaf for leaf in self.leaves if facts_of(leaf.command).waits]
                     return Suspend(
                         min(open_deadlines, default=None),
                         wakes,
-                        runner.probe(self.row, effect.position, self.children),
+                        runner.probe(
+                            row,
+                            effect.position,
+                            [leaf.command for leaf in waiting],
+                            [leaf.target for leaf in waiting],
+                        ),
                         pending,
                     )
-                self.host.check_cancelled(self.row.workflow_id)
-                open_deadlines = [
-                    d for i, d in enumerate(deadlines) if d is not None and i not in self.outcomes
-                ]
+                self.host.check_cancelled(row.workflow_id)
                 steps_running = any(
-                    i not in self.outcomes and not f.done() for i, f in futures.items()
+                    self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items()
                 )
                 self.host.wait_for_change(
                     self.changed, min(open_deadlines, default=None), idle=not steps_running
@@ -687,25 +882,124 @@ class CompositeRun:
             if unsubscribe is not None:
                 unsubscribe()
 
-    def _run_child_step(self, position: int, child: Step) -> tuple[Outcome, int]:
+    def _leaf(self, path: tuple[int, ...]) -> _Node:
+        node = self.root
+        for index in path:
+            node = node.children[index]
+        return node
+
+    def _is_open(self, leaf: _Node) -> bool:
+        """Not done, and no composite above it decided (then it lost, or is not needed)."""
+        if leaf.path in self.outcomes:
+            return False
+        node = leaf.parent
+        while node is not None:
+            if node.path in self.decided:
+                return False
+            node = node.parent
+        return True
+
+    def _look(
+        self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
+    ) -> Outcome | None:
+        """Take in what finished and what arrived; the root's recorded value once decided."""
+        for path, future in futures.items():
+            if future.done() and not future.cancelled() and self._is_open(self._leaf(path)):
+                self.outcomes[path] = future.result()[0]
+        decided = self._decide(self.root)
+        if decided is not None:
+            return decided[0]
+        # What arrived (a message, an event, a finished run) is looked at before
+        # any deadline: something that arrived at the instant a deadline falls
+        # wins the tie, whatever the children's order.
+        for timed_out in (False, True):
+            for leaf in self.leaves:
+                if leaf.path in futures or not facts_of(leaf.command).waits:
+                    continue
+                if not self._is_open(leaf):
+                    continue
+                deadline = leaf.deadline
+                if timed_out and (deadline is None or not self.runner.clock.passed(deadline)):
+                    continue  # looked at a moment ago, and not due
+                ready = self.runner.check_ready(
+                    self.row,
+                    self.effect.position,
+                    leaf.command,
+                    deadline if timed_out else None,
+                    target=leaf.target,
+                )
+                if ready is None:
+                    continue
+                if ready.consume is not None:
+                    if ready.consume in self.taken:
+                        continue  # two Recv leaves on one topic take two messages
+                    self.taken[ready.consume] = leaf.path
+                self.outcomes[leaf.path] = ready.outcome
+                decided = self._decide(self.root)
+                if decided is not None:
+                    return decided[0]
+        return None
+
+    def _decide(self, node: _Node) -> tuple[Outcome, bool] | None:
+        """(recorded value, failed) of a node once decided; decisions stick for the attempt."""
+        if not node.is_composite:
+            outcome = self.outcomes.get(node.path)
+            return None if outcome is None else (outcome, isinstance(outcome, Failure))
+        known = self.decided.get(node.path)
+        if known is not None:
+            return known
+        command = node.command
+        result: tuple[Outcome, bool] | None = None
+        if isinstance(command, Race):
+            for index, child in enumerate(node.children):
+                won = self._decide(child)
+                if won is not None:
+                    self.winners[node.path] = index
+                    result = (Value(RaceOutcome(index, won[0]).to_data()), won[1])
+                    break
+        else:
+            assert isinstance(command, All)
+            every = [self._decide(child) for child in node.children]
+            first_failure = None
+            if not command.return_exceptions:
+                first_failure = next(
+                    (i for i, got in enumerate(every) if got is not None and got[1]), None
+                )
+            if first_failure is not None or all(got is not None for got in every):
+                outcomes = tuple(Value(None) if got is None else got[0] for got in every)
+                value = AllOutcome(outcomes, first_failure).to_data()
+                result = (Value(value), first_failure is not None)
+        if result is not None:
+            self.decided[node.path] = result
+            if node is not self.root and node.scope is not None:
+                node.scope.cancel()  # its losing (or no longer needed) steps
+        return result
+
+    def _kept(self, node: _Node) -> list[_Node]:
+        """The leaves whose outcomes the decided node's record holds."""
+        if not node.is_composite:
+            return [node] if node.path in self.outcomes else []
+        if node.path not in self.decided:
+            return []
+        if isinstance(node.command, Race):
+            return self._kept(node.children[self.winners[node.path]])
+        return [leaf for child in node.children for leaf in self._kept(child)]
+
+    def _consumed(self) -> list[int]:
+        kept = {leaf.path for leaf in self._kept(self.root)}
+        return [message for message, path in self.taken.items() if path in kept]
+
+    def _cancel_losing_children(self) -> None:
+        kept = {leaf.path for leaf in self._kept(self.root)}
+        for leaf in self.started:
+            if leaf.path not in kept and leaf.target:
+                self.host.cancel_child(leaf.target)
+
+    def _run_child_step(self, leaf: _Node) -> tuple[Outcome, int]:
+        assert isinstance(leaf.command, Step)
+        scope = leaf.parent.scope if leaf.parent is not None else self.scope
         try:
-            return self.runner.run_step(self.row, position, child, self.scope)
+            return self.runner.run_step(self.row, self.effect.position, leaf.command, scope)
         except ControlSignal:
             # A losing child: its outcome is never looked at.
             return Failure(serde.encode_error(Cancelled("cancelled"), with_traceback=False)), 0
-
-    def _decided(self) -> RaceOutcome | AllOutcome | None:
-        """The composite's recorded value, once it is decided; else None."""
-        if self.is_race:
-            for index in sorted(self.outcomes):
-                return RaceOutcome(index, self.outcomes[index])
-            return None
-        assert isinstance(self.command, All)
-        for index in sorted(self.outcomes):
-            if isinstance(self.outcomes[index], Failure) and not self.command.return_exceptions:
-                self.first_failure = index
-                break
-        if self.first_failure is None and len(self.outcomes) < len(self.children):
-            return None
-        outcomes = tuple(self.outcomes.get(i, Value(None)) for i in range(len(self.children)))
-        return AllOutcome(outcomes, self.first_failure)

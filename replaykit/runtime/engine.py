@@ -702,6 +702,17 @@ class Engine:
     def check_cancelled(self, workflow_id: str) -> None:
         self.scheduler.check_cancelled(workflow_id)
 
+    def cancel_child(self, workflow_id: str) -> None:
+        """Cancel a losing `Call`'s child run (with its own children); finished runs stay."""
+        try:
+            self.store_call(
+                lambda: admin.cancel_run(
+                    self.store, workflow_id, children=True, on_cancel=self._stop_locally
+                )
+            )
+        except Exception as exc:  # the parent's record is committed; do not fail it now
+            self.logger.warning("could not cancel the losing child run %r: %s", workflow_id, exc)
+
     def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` when any of `wakes` is notified, until unsubscribed."""
         return self.wakeups.listen(wakes, callback)

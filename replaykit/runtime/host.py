@@ -127,6 +127,13 @@ class Host(Protocol):
         """Store (or find) a child run and schedule it."""
         ...
 
+    def cancel_child(self, workflow_id: str) -> None:
+        """Cancel a child run a composite no longer needs (a losing `Call`).
+
+        Called after the composite's record committed; a run that already
+        finished is left as it is."""
+        ...
+
     def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
         """Commit a record through outages, adopting one a lost acknowledgement hid."""
         ...
