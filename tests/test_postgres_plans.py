@@ -57,7 +57,7 @@ def _step(position: int) -> Record:
 def _use_every_run_keyed_statement(store: Any, round_: int) -> None:
     from replaykit.stores.postgres import _Finish, _PlainRecord
 
-    ids = [f"r{round_}-{n}" for n in range(6)]
+    ids = [f"r{round_}-{n}" for n in range(12)]
     for workflow_id in ids:
         store.create_workflow(_row(workflow_id))
     # One at a time: the one-record and one-finish statements, with and without an owner.
@@ -74,8 +74,23 @@ def _use_every_run_keyed_statement(store: Any, round_: int) -> None:
     store._write_batch(records)
     finishes = [Slot(_Finish(ids[n], Status.SUCCESS, Value(2), "", "e1")) for n in (3, 4, 5)]
     store._write_batch(finishes)
-    for slot in [*records, *finishes]:
+    # Finishes with their last record: alone (first and later positions, with and
+    # without an owner), then a batch of them.
+    store.finish_workflow(ids[6], Status.SUCCESS, Value(1), executor_id="e1", record=_step(0))
+    store.record(ids[7], _step(0))
+    store.finish_workflow(ids[7], Status.SUCCESS, Value(1), executor_id="e1", record=_step(1))
+    store.finish_workflow(ids[8], Status.SUCCESS, Value(1), record=_step(0))
+    store.record(ids[9], _step(0))
+    store.finish_workflow(ids[9], Status.SUCCESS, Value(1), record=_step(1))
+    store.record(ids[11], _step(0))
+    closing = [
+        Slot(_Finish(ids[10], Status.SUCCESS, Value(3), "", "e1", _step(0))),
+        Slot(_Finish(ids[11], Status.SUCCESS, Value(3), "", None, _step(1))),
+    ]
+    store._write_batch(closing)
+    for slot in [*records, *finishes, *closing]:
         slot.outcome()  # raises if the batch refused it
+    assert [slot.outcome() for slot in closing] == [True, True]
 
 
 def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
@@ -109,8 +124,11 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
         for name, statement, arity, generic_plans in prepared:
             if not statement.lstrip().startswith(("WITH", "UPDATE")):
                 continue  # inserts and reads by id: nothing to choose between
-            if generic_plans == 0:
+            closes = ".records" in statement and "wake_at = NULL" in statement
+            if generic_plans == 0 and not closes:
                 continue  # planned afresh on every execution: nothing cached to go stale
+            # A finish with its record is checked either way: PostgreSQL may
+            # switch a batch statement to its generic plan later on.
             arguments = ", ".join(["NULL"] * arity)
             lines = conn.execute(f"EXPLAIN EXECUTE {name}({arguments})").fetchall()
             plans[statement] = "\n".join(line[0] for line in lines)
@@ -119,6 +137,9 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
     # At least the checkpoint statements (first and later positions) kept a generic plan.
     checkpoints = [s for s in plans if s.startswith("WITH run AS") and ".records" in s]
     assert len(checkpoints) >= 2, sorted(s[:60] for s in plans)
+    # And the finishes with their last record: four shapes alone, and the batch.
+    closing = [s for s in plans if ".records" in s and "wake_at = NULL" in s]
+    assert len(closing) == 5, sorted(s[:60] for s in plans)
     for statement, plan in plans.items():
         assert "workflows_by_" not in plan and "Seq Scan on workflows" not in plan, (
             f"{statement[:120]}...\ncached plan:\n{plan}"

@@ -16,6 +16,11 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - `record_many()` applies many `record()` writes of distinct runs at once,
   each with the guarantees above; a refused write answers with its exception
   and the others still commit.
+- `finish_workflow()` with `record=` commits the run's last record and its
+  finish in one transaction, or neither: a run not PENDING (or not owned)
+  answers False as without a record; a gap before the record's position, or
+  a different completed record at it, raises `RecordConflict`, and the run
+  stays PENDING with its log unchanged.
 - `create_workflow()` is idempotent by id: it returns the existing run.
   `create_workflows()` creates many runs the same way in one transaction, all
   or nothing.
@@ -324,9 +329,38 @@ class Store(Protocol):
         *,
         error: str = "",
         executor_id: str | None = None,
+        record: Record | None = None,
     ) -> bool:
-        """Move a PENDING run to a terminal status with its result; False if not PENDING
-        (or, with `executor_id`, owned by another executor)."""
+        """Move a PENDING run to a terminal status with its result, and its last record.
+
+        Returns False, and writes nothing, if the run does not exist, is not
+        PENDING or, with `executor_id`, is owned by another executor; True
+        once the run is finished. Sets `error`, clears `wake_at`, and notifies
+        ("finished", id) after the commit.
+
+        `record`, a completed `Record`, is the run's last outcome, from which
+        `result` was computed: it is written as `record(workflow_id, record,
+        executor_id=executor_id)` would write it (no side effects, `wake_at`
+        None), in the same transaction as the finish; both commit or neither
+        does. The finish's gates come first: a run that is not PENDING or not
+        owned answers False, as without a record. Then the record's own:
+
+        - no record at its position: inserted, provided the previous position
+          is present; otherwise `RecordConflict` (a gap) and nothing written;
+        - a pending record there: completed;
+        - a completed record there that equals `record` (a retried write after
+          a lost acknowledgement, or a record already committed with
+          `record()`): counts as written, and the run is finished;
+        - a different completed record there: another writer's outcome won,
+          and the result was not computed from it. `RecordConflict`, and
+          nothing is written: the run stays PENDING, and a replay finishes
+          it from the stored outcome.
+
+        A pending `record` is refused with `ValueError` (nothing written). A
+        finish with a record is one commit: the journal of the testing kit
+        counts it as one commit point, and PostgreSQL writes it in one
+        statement, batched with concurrent finishes that carry a record.
+        """
         ...
 
     def set_status(

@@ -18,6 +18,7 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._many import writes_of
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
@@ -513,13 +514,29 @@ class MemoryStore:
         *,
         error: str = "",
         executor_id: str | None = None,
+        record: Record | None = None,
     ) -> bool:
+        last = last_record(workflow_id, record)
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None or row.status is not Status.PENDING:
                 return False
             if executor_id is not None and row.executor_id != executor_id:
                 return False
+            if last is not None:
+                log = self._logs[workflow_id]
+                position = last.position
+                if position > len(log):
+                    raise RecordConflict(
+                        f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
+                        f"{position}; the log ends at {len(log)}"
+                    )
+                if position == len(log):
+                    log.append(last)
+                elif log[position].outcome is None:
+                    log[position] = last
+                elif not same_record(log[position], last):
+                    raise unlike_error(row.name, workflow_id, log[position], last)
             self._rows[workflow_id] = attrs.evolve(
                 row, status=status, result=result, error=error, updated_at=_now(), wake_at=None
             )

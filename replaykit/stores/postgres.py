@@ -38,6 +38,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._many import (
     Answers,
@@ -202,6 +203,28 @@ def _record_params(workflow_id: str, record: Record) -> dict[str, Any]:
         "rwake": record.wake_at,
         "attempts": record.attempts,
     }
+
+
+def _batch_row(
+    workflow_id: str, record: Record, executor_id: str | None, wake_at: datetime | None
+) -> tuple[list[Any], str | None]:
+    """One write's row of a batch statement's `rows` (`_batch_input`), and its outcome's text."""
+    outcome = record.outcome
+    row = [
+        workflow_id,
+        record.position,
+        record.kind,
+        record.name,
+        record.digest,
+        record.call_site,
+        _iso(record.started_at),
+        _iso(record.completed_at),
+        _iso(record.wake_at),
+        record.attempts,
+        executor_id,
+        _iso(wake_at),
+    ]
+    return row, None if outcome is None else serde.dumps(outcome_to_json(outcome))
 
 
 def _now() -> datetime:
@@ -378,6 +401,50 @@ def _lock_runs(s: str) -> str:
     )
 
 
+def _batch_input(*, finishing: bool) -> str:
+    """The CTE `input` of a batch statement: one row per write, from `rows` and `outcome`.
+
+    With `finishing`, each row also carries the run's finish: its status and
+    error (elements 12 and 13) and its result (the `result` text[]).
+    """
+    finish_columns = ", e->>12 AS status, e->>13 AS error, o.result" if finishing else ""
+    texts = (
+        "unnest(%(outcome)s::text[], %(result)s::text[]) WITH ORDINALITY AS o(outcome, result, n)"
+        if finishing
+        else "unnest(%(outcome)s::text[]) WITH ORDINALITY AS o(outcome, n)"
+    )
+    return (
+        # The plain columns travel as one JSON array of rows, which psycopg
+        # passes as a single string; thirteen array parameters cost more to
+        # adapt than the whole statement to run. Outcomes (and results) stay
+        # a text[] of their own: extracting a JSON value in SQL unescapes it,
+        # and "\u0000" inside a stored value must come back as written.
+        'WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, '
+        "e->>2 AS kind, e->>3 AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, "
+        "(e->>6)::timestamptz AS started_at, (e->>7)::timestamptz AS completed_at, "
+        "(e->>8)::timestamptz AS rwake, (e->>9)::int AS attempts, e->>10 AS executor, "
+        f"(e->>11)::timestamptz AS wake_at{finish_columns} "
+        "FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n) "
+        f"JOIN {texts} USING (n))"
+    )
+
+
+def _batch_insert(s: str) -> str:
+    """The CTE `ins` of a batch statement: each input row's record, through the record gate."""
+    return (
+        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
+        "SELECT i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site, "
+        "i.started_at, i.completed_at, i.rwake, i.attempts FROM input i "
+        "JOIN run ON run.workflow_id = i.wid "
+        # A lateral probe of the primary key per row: `OR EXISTS (...)` lets
+        # the planner hash the whole records table instead.
+        f"LEFT JOIN LATERAL (SELECT 1 AS found FROM {s}.records p "
+        "WHERE p.workflow_id = i.wid AND p.position = i.pos - 1 LIMIT 1) prev ON true "
+        "WHERE i.pos = 0 OR prev.found IS NOT NULL "
+        f"{_COMPLETE_PENDING})"
+    )
+
+
 def _batch_record_statement(s: str) -> str:
     """Many plain records (no side effects) of distinct runs in one statement.
 
@@ -389,33 +456,69 @@ def _batch_record_statement(s: str) -> str:
     for each other crosswise.
     """
     return (
-        # The plain columns travel as one JSON array of rows, which psycopg
-        # passes as a single string; thirteen array parameters cost more to
-        # adapt than the whole statement to run. Outcomes stay a text[] of
-        # their own: extracting a JSON value in SQL unescapes it, and "\u0000"
-        # inside a stored value must come back as written.
-        'WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, '
-        "e->>2 AS kind, e->>3 AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, "
-        "(e->>6)::timestamptz AS started_at, (e->>7)::timestamptz AS completed_at, "
-        "(e->>8)::timestamptz AS rwake, (e->>9)::int AS attempts, e->>10 AS executor, "
-        "(e->>11)::timestamptz AS wake_at "
-        "FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n) "
-        "JOIN unnest(%(outcome)s::text[]) WITH ORDINALITY AS o(outcome, n) USING (n)), "
+        f"{_batch_input(finishing=False)}, "
         f"run AS ({_lock_runs(s)}), "
-        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
-        "SELECT i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site, "
-        "i.started_at, i.completed_at, i.rwake, i.attempts FROM input i "
-        "JOIN run ON run.workflow_id = i.wid "
-        # A lateral probe of the primary key per row: `OR EXISTS (...)` lets
-        # the planner hash the whole records table instead.
-        f"LEFT JOIN LATERAL (SELECT 1 AS found FROM {s}.records p "
-        "WHERE p.workflow_id = i.wid AND p.position = i.pos - 1 LIMIT 1) prev ON true "
-        "WHERE i.pos = 0 OR prev.found IS NOT NULL "
-        f"{_COMPLETE_PENDING}), "
+        f"{_batch_insert(s)}, "
         f"wake AS (UPDATE {s}.workflows w SET wake_at = i.wake_at FROM ins "
         "JOIN input i ON i.wid = ins.workflow_id WHERE w.workflow_id = ins.workflow_id "
         "AND w.wake_at IS DISTINCT FROM i.wake_at) "
         "SELECT workflow_id FROM ins"
+    )
+
+
+def _batch_finish_record_statement(s: str) -> str:
+    """Finish many runs, each with its last record, in one statement (one commit).
+
+    Each row: the record statement's gate and insert, as in
+    `_batch_record_statement`, and the run finished only if its record was
+    written, so a run's record and finish commit together or not at all.
+    Returns (and notifies) the runs finished; the caller sends every other
+    one down the one-finish path, which finishes a run whose position holds
+    an equal record already, answers False for a run not PENDING, or raises.
+    """
+    return (
+        f"{_batch_input(finishing=True)}, "
+        f"run AS ({_lock_runs(s)}), "
+        f"{_batch_insert(s)}, "
+        f"u AS (UPDATE {s}.workflows w SET status = i.status, result = i.result::json, "
+        "error = i.error, updated_at = %(now)s, wake_at = NULL FROM ins "
+        "JOIN input i ON i.wid = ins.workflow_id WHERE w.workflow_id = ins.workflow_id "
+        "RETURNING w.workflow_id) "
+        f"SELECT workflow_id, CASE WHEN octet_length(workflow_id) < {_NOTIFY_MAX_KEY} "
+        "THEN pg_notify(%(channel)s, %(origin)s || 'finished:' || workflow_id) END FROM u"
+    )
+
+
+def _finish_record_statement(s: str, *, executor: bool, first: bool) -> str:
+    """Finish one run with its last record: one statement, so one round trip and one commit.
+
+    Locks the run's row by primary key (_BY_ID_ONLY), writes the record
+    through `record()`'s gate (PENDING, owner, previous position present; a
+    pending position completed, a completed one left alone) and finishes the
+    run only if the record was written. Returns whether the run passed the
+    finish's gate, and how many runs it finished (each one notified).
+    """
+    gate = ["run.status = 'PENDING'"]
+    if executor:
+        gate.append("run.executor_id = %(executor)s")
+    record_gate = list(gate)
+    if not first:
+        record_gate.append(
+            f"EXISTS (SELECT 1 FROM {s}.records p "
+            "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
+        )
+    return (
+        f"WITH {_LOCK_BY_ID.replace('{s}', s)}, "
+        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
+        "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
+        "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s "
+        f"FROM run WHERE {' AND '.join(record_gate)} "
+        f"{_COMPLETE_PENDING}), "
+        f"u AS (UPDATE {s}.workflows w SET status = %(status)s, result = %(result)s, "
+        "error = %(error)s, updated_at = %(now)s, wake_at = NULL FROM ins "
+        "WHERE w.workflow_id = ins.workflow_id RETURNING w.workflow_id) "
+        f"SELECT EXISTS (SELECT 1 FROM run WHERE {' AND '.join(gate)}), "
+        f"{_notify_count('finished', 'u')}"
     )
 
 
@@ -501,13 +604,14 @@ class _PlainRecord:
 
 @attrs.frozen
 class _Finish:
-    """A finish_workflow() call: group commit batches these too."""
+    """A finish_workflow() call, with or without its last record: group commit batches these too."""
 
     workflow_id: str
     status: Status
     result: Outcome | None
     error: str
     executor_id: str | None
+    record: Record | None = None
 
 
 _Write = _PlainRecord | _Finish
@@ -674,6 +778,8 @@ class PostgresStore:
         self._statements: dict[_RecordShape, str] = {}
         self._batch_statement = _batch_record_statement(self._s)
         self._finish_statement = _batch_finish_statement(self._s)
+        self._finish_record_batch = _batch_finish_record_statement(self._s)
+        self._finish_record_statements: dict[tuple[bool, bool], str] = {}
         self._create_many = _create_many_statement(self._s)
         self._read_many = _read_many_statement(self._s)
         self._dedup_holders = _dedup_holders_statement(self._s)
@@ -1410,21 +1516,34 @@ class PostgresStore:
         )
 
     def _write_batch(self, slots: Sequence[Slot[_Write]]) -> None:
-        """Group commit's batch writer: records, then finishes, a statement each.
+        """Group commit's batch writer: records, finishes with their last record, then
+        finishes, a statement each.
 
         Autocommit: each statement commits on its own. The writes are
         independent, so they need not share a transaction; what they share is
-        the round trip and the commit. A lone write takes the one-write path,
+        the round trip and the commit (a finish and its last record are one
+        write, in one statement). A lone write takes the one-write path,
         whose statement is lighter, while still leading, so that writes
         arriving meanwhile gather into the next batch.
         """
         records = [slot for slot in slots if isinstance(slot.item, _PlainRecord)]
-        finishes = [slot for slot in slots if isinstance(slot.item, _Finish)]
+        closing = [
+            slot
+            for slot in slots
+            if isinstance(slot.item, _Finish) and slot.item.record is not None
+        ]
+        finishes = [
+            slot for slot in slots if isinstance(slot.item, _Finish) and slot.item.record is None
+        ]
         try:
             if len(records) == 1:
                 self._settle_alone(records[0])
             elif records:
                 self._write_records(records)
+            if len(closing) == 1:
+                self._settle_alone(closing[0])
+            elif closing:
+                self._write_closing(closing)
             if len(finishes) == 1:
                 self._settle_alone(finishes[0])
             elif finishes:
@@ -1513,6 +1632,42 @@ class PostgresStore:
             lambda item, finished: item.workflow_id in finished,
         )
 
+    def _write_closing(self, slots: Sequence[Slot[_Write]]) -> None:
+        """Many runs finished with their last records; what the batch did not finish falls back."""
+
+        def answer(item: _Write, finished: set[str]) -> Any:
+            return True if item.workflow_id in finished else FALL_BACK
+
+        self._write_layers(
+            slots,
+            "finishes with records",
+            self._finish_record_batch,
+            self._closing_params,
+            answer,
+        )
+
+    def _closing_params(self, items: Sequence[_Write]) -> dict[str, Any]:
+        rows: list[list[Any]] = []
+        outcomes: list[str | None] = []
+        results: list[str | None] = []
+        for item in items:
+            assert isinstance(item, _Finish) and item.record is not None
+            row, outcome = _batch_row(item.workflow_id, item.record, item.executor_id, None)
+            row.extend((Status(item.status).value, item.error))
+            rows.append(row)
+            outcomes.append(outcome)
+            results.append(
+                None if item.result is None else serde.dumps(outcome_to_json(item.result))
+            )
+        return {
+            "rows": serde.dumps(rows),
+            "outcome": outcomes,
+            "result": results,
+            "now": _now(),
+            "channel": self._channel,
+            "origin": self._origin,
+        }
+
     def _finish_params(self, items: Sequence[_Write]) -> dict[str, Any]:
         finishes = [item for item in items if isinstance(item, _Finish)]
         return {
@@ -1535,25 +1690,9 @@ class PostgresStore:
         outcomes: list[str | None] = []
         for item in items:
             assert isinstance(item, _PlainRecord)
-            record = item.record
-            outcome = record.outcome
-            outcomes.append(None if outcome is None else serde.dumps(outcome_to_json(outcome)))
-            rows.append(
-                [
-                    item.workflow_id,
-                    record.position,
-                    record.kind,
-                    record.name,
-                    record.digest,
-                    record.call_site,
-                    _iso(record.started_at),
-                    _iso(record.completed_at),
-                    _iso(record.wake_at),
-                    record.attempts,
-                    item.executor_id,
-                    _iso(item.wake_at),
-                ]
-            )
+            row, outcome = _batch_row(item.workflow_id, item.record, item.executor_id, item.wake_at)
+            rows.append(row)
+            outcomes.append(outcome)
         return {"rows": serde.dumps(rows), "outcome": outcomes}
 
     def _explain(
@@ -1566,27 +1705,7 @@ class PostgresStore:
         send: OutgoingMessage | None,
     ) -> Record | None:
         """Why nothing was written: raise, return the stored record, or None to retry."""
-        found = conn.execute(
-            self._q(
-                "SELECT w.name, w.status, w.executor_id, "
-                "(SELECT count(*) FROM {s}.records WHERE workflow_id = %(wid)s), "
-                "r.position, r.kind, r.name, r.outcome, r.digest, r.call_site, r.started_at, "
-                "r.completed_at, r.wake_at, r.attempts, "
-                "ARRAY(SELECT message_id FROM {s}.messages "
-                "WHERE message_id = ANY(%(consume)s::bigint[]) AND workflow_id = %(wid)s), "
-                "EXISTS (SELECT 1 FROM {s}.workflows WHERE workflow_id = %(send_to)s::text) "
-                "FROM (SELECT 1) AS one "
-                "LEFT JOIN {s}.workflows w ON w.workflow_id = %(wid)s "
-                "LEFT JOIN {s}.records r ON r.workflow_id = %(wid)s AND r.position = %(pos)s"
-            ),
-            {
-                "wid": workflow_id,
-                "pos": record.position,
-                "consume": consume or [],
-                "send_to": None if send is None else send.workflow_id,
-            },
-        ).fetchone()
-        assert found is not None
+        found = self._state(conn, workflow_id, record.position, consume, send)
         row = None
         if found[0] is not None:
             row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
@@ -1616,6 +1735,43 @@ class PostgresStore:
                 "first, or check the id"
             )
         return None
+
+    def _state(
+        self,
+        conn: psycopg.Connection[Any],
+        workflow_id: str,
+        position: int,
+        consume: list[int] | None,
+        send: OutgoingMessage | None,
+    ) -> Any:
+        """What stands in the way of a record at `position`, read afresh in one query.
+
+        (name, status, executor_id) of the run (NULLs if it is missing), its
+        log's length, the record at `position` (ten columns, NULLs if none),
+        the messages of `consume` still there, and whether `send`'s target exists.
+        """
+        found = conn.execute(
+            self._q(
+                "SELECT w.name, w.status, w.executor_id, "
+                "(SELECT count(*) FROM {s}.records WHERE workflow_id = %(wid)s), "
+                "r.position, r.kind, r.name, r.outcome, r.digest, r.call_site, r.started_at, "
+                "r.completed_at, r.wake_at, r.attempts, "
+                "ARRAY(SELECT message_id FROM {s}.messages "
+                "WHERE message_id = ANY(%(consume)s::bigint[]) AND workflow_id = %(wid)s), "
+                "EXISTS (SELECT 1 FROM {s}.workflows WHERE workflow_id = %(send_to)s::text) "
+                "FROM (SELECT 1) AS one "
+                "LEFT JOIN {s}.workflows w ON w.workflow_id = %(wid)s "
+                "LEFT JOIN {s}.records r ON r.workflow_id = %(wid)s AND r.position = %(pos)s"
+            ),
+            {
+                "wid": workflow_id,
+                "pos": position,
+                "consume": consume or [],
+                "send_to": None if send is None else send.workflow_id,
+            },
+        ).fetchone()
+        assert found is not None
+        return found
 
     def record_transaction(
         self,
@@ -1712,8 +1868,10 @@ class PostgresStore:
         *,
         error: str = "",
         executor_id: str | None = None,
+        record: Record | None = None,
     ) -> bool:
-        finish = _Finish(workflow_id, status, result, error, executor_id)
+        last = last_record(workflow_id, record)
+        finish = _Finish(workflow_id, status, result, error, executor_id, last)
         changed = self._group.submit(finish)
         fell_back = changed is FALL_BACK
         if fell_back:
@@ -1727,6 +1885,8 @@ class PostgresStore:
         return bool(changed)
 
     def _finish_one(self, finish: _Finish) -> bool:
+        if finish.record is not None:
+            return self._finish_with_record(finish, finish.record)
         found = self._one(
             self._q(
                 "WITH " + _LOCK_BY_ID + ", "
@@ -1748,6 +1908,75 @@ class PostgresStore:
             },
         )
         return bool(found and found[0])
+
+    def _finish_with_record(self, finish: _Finish, record: Record) -> bool:
+        """One statement: the last record through record()'s gate, and the finish with it."""
+        shape = (finish.executor_id is not None, record.position == 0)
+        statement = self._finish_record_statements.get(shape)
+        if statement is None:
+            statement = self._finish_record_statements[shape] = _finish_record_statement(
+                self._s, executor=shape[0], first=shape[1]
+            )
+        params = _record_params(finish.workflow_id, record)
+        params.update(
+            status=Status(finish.status).value,
+            result=_outcome_param(finish.result),
+            error=finish.error,
+            now=_now(),
+            channel=self._channel,
+            origin=self._origin,
+        )
+        if finish.executor_id is not None:
+            params["executor"] = finish.executor_id
+        # A retry is only needed when a concurrent writer changed the log
+        # between this statement's snapshot and its row lock.
+        for _ in range(5):
+            verdict: bool | None = None
+            with self._connection() as conn:
+                passed, finished = conn.execute(statement, params).fetchone() or (False, 0)
+                if passed and not finished:
+                    verdict = self._explain_finish(conn, finish, record)
+            if finished:
+                return True
+            if not passed or verdict is False:
+                return False
+            if verdict:
+                # The position holds this very record already: finish without it.
+                return self._finish_one(attrs.evolve(finish, record=None))
+        raise StoreError(
+            f"workflow id {finish.workflow_id!r}: position {record.position} could not be "
+            "recorded with the run's finish after 5 attempts although nothing stood in the way"
+        )
+
+    def _explain_finish(
+        self, conn: psycopg.Connection[Any], finish: _Finish, record: Record
+    ) -> bool | None:
+        """Why a finish's last record was not written, read afresh.
+
+        False: the run is missing, not PENDING or not owned now (the finish
+        answers False). True: the position holds an equal completed record,
+        which counts as written. None: nothing stands in the way any more
+        (a concurrent writer moved on after the statement's snapshot): retry.
+        Otherwise raises `RecordConflict`.
+        """
+        found = self._state(conn, finish.workflow_id, record.position, None, None)
+        name, status, owner, length = found[0], found[1], found[2], found[3]
+        if name is None or status != Status.PENDING.value:
+            return False
+        if finish.executor_id is not None and owner != finish.executor_id:
+            return False
+        if found[4] is not None:
+            stored = _record_from(found[4:14])
+            if same_record(stored, record):
+                return True
+            if stored.outcome is not None:
+                raise unlike_error(name, finish.workflow_id, stored, record)
+        elif record.position > length:
+            raise RecordConflict(
+                f"workflow {name!r} (id {finish.workflow_id!r}): cannot record position "
+                f"{record.position}; the log ends at {length}"
+            )
+        return None
 
     def set_status(
         self,

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._many import (
     Answers,
@@ -177,14 +178,14 @@ _RECORD_COLUMNS = (
 # already `wake_at` (changes() = 0 sends the caller down the slow path, which
 # says why, or moves the deadline and tries again). The run's row is only read,
 # so a commit writes one page, as a bare insert would.
-_WRITE_RECORD = """
+_RECORD_WRITE_TEMPLATE = """
 INSERT INTO records (workflow_id, position, kind, name, outcome, digest, call_site,
                      started_at, completed_at, wake_at, attempts)
 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11
 WHERE EXISTS (
         SELECT 1 FROM workflows
         WHERE workflow_id = ?1 AND status = 'PENDING'
-          AND (?12 IS NULL OR executor_id = ?12) AND wake_at IS ?13)
+          AND (?12 IS NULL OR executor_id = ?12){deadline})
   AND (?2 = 0 OR EXISTS (SELECT 1 FROM records WHERE workflow_id = ?1 AND position = ?2 - 1))
 ON CONFLICT (workflow_id, position) DO UPDATE SET
     kind = excluded.kind, name = excluded.name, outcome = excluded.outcome,
@@ -192,6 +193,13 @@ ON CONFLICT (workflow_id, position) DO UPDATE SET
     started_at = excluded.started_at, completed_at = excluded.completed_at,
     wake_at = excluded.wake_at, attempts = excluded.attempts
 WHERE records.outcome IS NULL AND excluded.outcome IS NOT NULL
+"""
+_WRITE_RECORD = _RECORD_WRITE_TEMPLATE.format(deadline=" AND wake_at IS ?13")
+# A finish's last record: the same gates but the deadline, which the finish clears.
+_WRITE_LAST_RECORD = _RECORD_WRITE_TEMPLATE.format(deadline="")
+_FINISH = """
+UPDATE workflows SET status = ?1, result = ?2, error = ?3, updated_at = ?4, wake_at = NULL
+WHERE workflow_id = ?5 AND status = 'PENDING' AND (?6 IS NULL OR executor_id = ?6)
 """
 _INSERT_RECORD = f"""
 INSERT INTO records (workflow_id, {_RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -1092,7 +1100,9 @@ class SqliteStore:
         *,
         error: str = "",
         executor_id: str | None = None,
+        record: Record | None = None,
     ) -> bool:
+        last = last_record(workflow_id, record)
         params = (
             Status(status).value,
             _dump_outcome(result),
@@ -1101,21 +1111,65 @@ class SqliteStore:
             workflow_id,
             executor_id,
         )
+        record_params = None if last is None else (*_record_params(workflow_id, last), executor_id)
 
         def finish(conn: sqlite3.Connection) -> bool:
-            return bool(
-                conn.execute(
-                    "UPDATE workflows SET status = ?1, result = ?2, error = ?3, updated_at = ?4, "
-                    "wake_at = NULL WHERE workflow_id = ?5 AND status = 'PENDING' "
-                    "AND (?6 IS NULL OR executor_id = ?6)",
-                    params,
-                ).rowcount
-            )
+            if last is not None and record_params is not None:
+                written = conn.execute(_WRITE_LAST_RECORD, record_params).rowcount
+                if not written and not self._last_record_stands(
+                    conn, workflow_id, last, executor_id
+                ):
+                    return False
+            # A savepoint of its own (group commit) or a transaction: a refusal
+            # raised above, or a finish that changes nothing, leaves no record.
+            if not conn.execute(_FINISH, params).rowcount:
+                if last is not None:
+                    raise _Unchanged(False)
+                return False
+            return True
 
         changed = self._write(finish)
         if changed:
             self._notify([("finished", workflow_id)])
         return changed
+
+    def _last_record_stands(
+        self, conn: sqlite3.Connection, workflow_id: str, last: Record, executor_id: str | None
+    ) -> bool:
+        """Why a finish's last record was not written (in its transaction).
+
+        False: the run is missing, not PENDING or not owned (the finish
+        answers False). True: the position holds an equal completed record,
+        which counts as written. Otherwise raises `RecordConflict`.
+        """
+        found = _first(
+            conn.execute(
+                "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
+                (workflow_id,),
+            )
+        )
+        if found is None or found[1] != Status.PENDING.value:
+            return False
+        if executor_id is not None and found[2] != executor_id:
+            return False
+        stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, last.position)))
+        if stored is not None:
+            held = _record_from(stored)
+            if same_record(held, last):
+                return True
+            if held.outcome is not None:
+                raise unlike_error(found[0], workflow_id, held, last)
+        elif last.position > 0:
+            length = _first(
+                conn.execute("SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,))
+            )[0]
+            if length < last.position:
+                raise _gap_error(found[0], workflow_id, last.position, length)
+        raise StoreError(
+            f"workflow id {workflow_id!r}: position {last.position} could not be recorded "
+            "with the run's finish although nothing stood in the way; is another program "
+            "writing to this database?"
+        )
 
     def set_status(
         self,
