@@ -2,7 +2,8 @@
 
 A small generated language (steps with planned outcomes and retries, try/except
 around steps, sleeps, Now/Random/Uuid, Recv with and without timeouts, branches
-on recorded values, loops, helpers run with `yield from`) is walked by one
+on recorded values, loops, helpers run with `yield from`, trees of nested
+Race/All over sleeps and timed Recv) is walked by one
 generic `@workflow`. The same walker, driven by a plain-Python model of time,
 retries and inboxes instead of the engine, predicts every run: its commands,
 its status, its result, and how often each step body runs. Then:
@@ -35,8 +36,10 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from replaykit import (
+    All,
     NonDeterminismError,
     Now,
+    Race,
     Random,
     Recv,
     Retry,
@@ -109,6 +112,8 @@ def walk_body(
         elif op == "recv":
             message = yield Recv(node["topic"], node["timeout"])
             acc.append(["recv", node["topic"], message])
+        elif op == "tree":
+            acc.append(["tree", plain((yield tree_command(node["tree"])))])
         elif op == "if":
             # Branch on recorded values only: the sum of the step results so far.
             branch = node["then"] if state[0] % 2 == 0 else node["else"]
@@ -120,6 +125,23 @@ def walk_body(
             yield from helper(program, node["index"], acc, state, path)
         else:  # pragma: no cover - the generator never makes one
             raise ValueError(f"unknown op {op!r}")
+
+
+def tree_command(spec: dict[str, Any]) -> Any:
+    kind = spec["k"]
+    if kind == "sleep":
+        return Sleep(spec["seconds"])
+    if kind == "recv":
+        return Recv(spec["topic"], spec["timeout"])
+    children = [tree_command(child) for child in spec["c"]]
+    return Race(*children) if kind == "race" else All(*children)
+
+
+def plain(value: Any) -> Any:
+    """A tree's value as JSON would hold it (an inner Race's tuple is a list)."""
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
 
 
 def helper(
@@ -274,11 +296,153 @@ def run_model(program: dict[str, Any], plans: Plans, messages: list[Message]) ->
             else:
                 now = deadline
                 ok, value = True, None
+        elif isinstance(command, (Race, All)):
+            now, value, taken = model_tree(command, now, inbox, consumed)
+            consumed.update(taken)
+            ok = True
         else:  # pragma: no cover
             raise AssertionError(f"the model does not know {command!r}")
         model.stream.append((command.kind, command.name))
         model.args.append(_args_of(command))
         model.outcomes.append((ok, value))
+
+
+def model_tree(
+    tree: Any, start: datetime, inbox: list[tuple[int, Message]], consumed: set[int]
+) -> tuple[datetime, Any, set[int]]:
+    """(when, value, messages consumed) of a tree of Race/All over Sleep and timed Recv.
+
+    The tree holds no step, so the run suspends and the tree is looked at afresh
+    at every wake-up: when a message is delivered (one at a time) and at the next
+    deadline of a leaf not yet decided. A look takes what arrived first (leaves
+    in argument order, depth first, one message per leaf), then what timed out,
+    and stops once the whole tree is decided.
+    """
+    leaves: list[tuple[tuple[int, ...], Any]] = []
+
+    def collect(node: Any, path: tuple[int, ...]) -> None:
+        if isinstance(node, (Race, All)):
+            for i, child in enumerate(node.children):
+                collect(child, (*path, i))
+        else:
+            leaves.append((path, node))
+
+    collect(tree, ())
+    deadlines: dict[tuple[int, ...], datetime | None] = {}
+    for path, leaf in leaves:
+        seconds = leaf.seconds if isinstance(leaf, Sleep) else leaf.timeout
+        deadlines[path] = None if seconds is None else start + timedelta(seconds=seconds)
+
+    def node_at(path: tuple[int, ...]) -> Any:
+        node = tree
+        for i in path:
+            node = node.children[i]
+        return node
+
+    def look(now: datetime, delivered: int) -> tuple[Any, set[int], list[datetime]]:
+        present = [(i, m) for n, (i, m) in enumerate(inbox) if n < delivered and i not in consumed]
+        due = [m.arrival(START) for _, m in inbox[delivered:]]
+
+        def passed(deadline: datetime) -> bool:
+            # The virtual clock counts a deadline passed once every message due by
+            # then was delivered.
+            return deadline <= now and all(at > deadline for at in due)
+
+        outcomes: dict[tuple[int, ...], Any] = {}
+        taken: dict[int, tuple[int, ...]] = {}
+        decided: dict[tuple[int, ...], Any] = {}
+
+        def decide(path: tuple[int, ...]) -> Any:
+            node = node_at(path)
+            if not isinstance(node, (Race, All)):
+                return outcomes.get(path, _UNSET)
+            if path in decided:
+                return decided[path]
+            got: Any = _UNSET
+            if isinstance(node, Race):
+                for i in range(len(node.children)):
+                    v = decide((*path, i))
+                    if v is not _UNSET:
+                        got = ((i, v), (*path, i))
+                        break
+                if got is not _UNSET:
+                    decided[path] = got[0]
+                    winners[path] = got[1]
+                    return got[0]
+                return _UNSET
+            every = [decide((*path, i)) for i in range(len(node.children))]
+            if all(v is not _UNSET for v in every):
+                decided[path] = list(every)
+                return decided[path]
+            return _UNSET
+
+        winners: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+        def is_open(path: tuple[int, ...]) -> bool:
+            if path in outcomes:
+                return False
+            return not any(path[:k] in decided for k in range(len(path)))
+
+        for timed_out in (False, True):
+            for path, leaf in leaves:
+                if not is_open(path):
+                    continue
+                deadline = deadlines[path]
+                if timed_out and (deadline is None or not passed(deadline)):
+                    continue
+                if isinstance(leaf, Recv):
+                    first = next(((i, m) for i, m in present if m.topic == leaf.topic), None)
+                    if first is not None and first[0] in taken:
+                        if not timed_out:
+                            continue
+                        outcomes[path] = None
+                    elif first is not None:
+                        taken[first[0]] = path
+                        outcomes[path] = first[1].payload
+                    elif timed_out:
+                        outcomes[path] = None
+                    else:
+                        continue
+                elif timed_out:
+                    outcomes[path] = None
+                else:
+                    continue
+                value = decide(())
+                if value is not _UNSET:
+
+                    def kept(p: tuple[int, ...]) -> set[tuple[int, ...]]:
+                        node = node_at(p)
+                        if not isinstance(node, (Race, All)):
+                            return {p} if p in outcomes else set()
+                        if p not in decided:
+                            return set()
+                        if isinstance(node, Race):
+                            return kept(winners[p])
+                        return set().union(*(kept((*p, i)) for i in range(len(node.children))))
+
+                    keep = kept(())
+                    return value, {m for m, p in taken.items() if p in keep}, []
+        open_deadlines = [d for p, d in deadlines.items() if d is not None and is_open(p)]
+        return None, set(), open_deadlines
+
+    now = start
+    delivered = sum(1 for _, m in inbox if m.arrival(START) <= start)
+    while True:
+        value, taken, open_deadlines = look(now, delivered)
+        if value is not None:
+            return now, value, taken
+        arrivals = [m.arrival(START) for _, m in inbox[delivered:]]
+        wake = min(open_deadlines, default=None)
+        if arrivals and (wake is None or arrivals[0] <= wake):
+            now = max(now, arrivals[0])
+            delivered += 1
+        elif wake is not None:
+            now = max(now, wake)
+        else:  # pragma: no cover - every leaf of a generated tree has a deadline
+            raise AssertionError("a generated tree never decides")
+
+
+_UNSET: Any = object()
 
 
 def expect_replay(program: dict[str, Any], original: ModelRun, *, strict: bool) -> str:
@@ -352,7 +516,28 @@ def calls_by_key(result: rt.RunResult[Any]) -> collections.Counter[str]:
 
 # -- generating programs -----------------------------------------------------------------------
 
+TREE_LEAVES = st.one_of(
+    st.fixed_dictionaries(
+        {"k": st.just("sleep"), "seconds": st.integers(0, 4).map(lambda n: 600 * n)}
+    ),
+    st.fixed_dictionaries(
+        {
+            "k": st.just("recv"),
+            "topic": st.sampled_from(["a", "b"]),
+            "timeout": st.integers(1, 8).map(lambda n: 600 * n),
+        }
+    ),
+)
+TREES = st.recursive(
+    TREE_LEAVES,
+    lambda inner: st.fixed_dictionaries(
+        {"k": st.sampled_from(["race", "all"]), "c": st.lists(inner, min_size=1, max_size=3)}
+    ),
+    max_leaves=5,
+).filter(lambda t: "c" in t)
+
 LEAVES = st.one_of(
+    st.fixed_dictionaries({"op": st.just("tree"), "tree": TREES}),
     st.fixed_dictionaries({"op": st.just("step"), "retry": st.integers(1, 3)}),
     st.fixed_dictionaries({"op": st.just("try"), "retry": st.integers(1, 3)}),
     st.fixed_dictionaries(
@@ -463,6 +648,7 @@ def test_a_run_with_crashes_agrees_with_the_model(
         crash_at=crash,
     )
     event(f"status {model.status.value}, {len(result.crashes)} crash(es)")
+    event(f"{sum(k in ('race', 'all') for k, _ in model.stream)} tree(s) run")
     assert_matches_model(result, model)
     # Every recorded step body ran once per attempt; a crash before a step's
     # record made that step run all its attempts once more, nothing else did.
@@ -640,3 +826,33 @@ def test_a_mutation_at_the_first_position_is_always_drift() -> None:
     assert _replay_outcome(salted, log, strict=False) == "ok"
     trimmed = {"body": program["body"][:1], "helpers": []}
     assert _replay_outcome(trimmed, log, strict=True) == "drift"
+
+
+def test_a_nested_tree_agrees_with_the_model() -> None:
+    tree = {
+        "k": "all",
+        "c": [
+            {
+                "k": "race",
+                "c": [{"k": "recv", "topic": "a", "timeout": 1800}, {"k": "sleep", "seconds": 600}],
+            },
+            {
+                "k": "race",
+                "c": [
+                    {"k": "recv", "topic": "a", "timeout": 600},
+                    {"k": "recv", "topic": "b", "timeout": 3000},
+                ],
+            },
+        ],
+    }
+    program = {
+        "body": [{"op": "tree", "tree": tree}, {"op": "recv", "topic": "a", "timeout": 60}],
+        "helpers": [],
+    }
+    messages = [Message("a", 1, at=timedelta(minutes=5)), Message("b", 2, at=timedelta(minutes=40))]
+    model = run_model(program, {}, messages)
+    for crash in (None, 0, 1, 2):
+        result = rt.run(program_wf, program, messages=messages, clock=START, crash_at=crash)
+        assert_matches_model(result, model)
+    # The second Recv("a") cannot take the message the first took: it times out.
+    assert model.result == [["tree", [[0, 1], [0, None]]], ["recv", "a", None]]

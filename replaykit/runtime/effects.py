@@ -930,9 +930,13 @@ class CompositeRun:
                 )
                 if ready is None:
                     continue
+                if ready.consume is not None and ready.consume in self.taken:
+                    # Two Recv leaves never take one message: the store shows only
+                    # the oldest, so this one waits on, or times out when due.
+                    if not timed_out:
+                        continue
+                    ready = _Ready(Value(None))
                 if ready.consume is not None:
-                    if ready.consume in self.taken:
-                        continue  # two Recv leaves on one topic take two messages
                     self.taken[ready.consume] = leaf.path
                 self.outcomes[leaf.path] = ready.outcome
                 decided = self._decide(self.root)
