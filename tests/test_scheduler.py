@@ -170,3 +170,43 @@ def test_finally_blocks_of_a_warm_run_run_once(store_url: str) -> None:
 def test_max_cached_runs_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="max_cached_runs"):
         Engine("memory://", max_cached_runs=-1)
+
+
+GATE: dict[str, Any] = {}
+
+
+async def gated(i: int) -> int:
+    import asyncio
+
+    gate = GATE.setdefault("event", asyncio.Event())
+    GATE["waiting"] = GATE.get("waiting", 0) + 1
+    await gate.wait()
+    return i
+
+
+async def flaky_async(key: str) -> str:
+    if bump(key) < 3:
+        raise ConnectionError("not yet")
+    return "third time"
+
+
+@workflow(name="sched.async")
+def async_steps(i: int) -> Generator[Any, Any, list[Any]]:
+    got = yield Step("gated", gated, i)
+    again = yield Step("flaky", flaky_async, f"flaky-{i}", retry=replaykit.Retry(3, interval=0.01))
+    return [got, again]
+
+
+def test_async_steps_hold_no_thread_while_they_wait(store_url: str) -> None:
+    GATE.clear()
+    engine, _counter = engine_on(store_url)
+    with engine:
+        handles = [engine.start(async_steps, i, workflow_id=f"async-{i}") for i in range(40)]
+        wait_until(lambda: GATE.get("waiting", 0) == 40)
+        run_threads = [t for t in threading.enumerate() if t.name.startswith("replaykit-run")]
+        # Forty steps are under way on the event loop; none of them holds a pool thread.
+        assert len(run_threads) < 10
+        loop = engine._runner.async_loop()
+        loop.call_soon_threadsafe(GATE["event"].set)
+        assert [h.result(timeout=30) for h in handles] == [[i, "third time"] for i in range(40)]
+    assert all(CALLS[f"flaky-{i}"] == 3 for i in range(40))

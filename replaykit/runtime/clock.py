@@ -7,6 +7,7 @@ trio's MockClock with autojump), so a 30-day `Sleep` takes no wall time.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -32,6 +33,10 @@ class Clock(Protocol):
 
     def sleep(self, seconds: float) -> None: ...
 
+    async def sleep_async(self, seconds: float) -> None:
+        """`sleep` for a coroutine on an event loop (a retry's back-off in an async step)."""
+        ...
+
     def jump_to(self, instant: datetime) -> None: ...
 
 
@@ -47,6 +52,10 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
+
+    async def sleep_async(self, seconds: float) -> None:
+        if seconds > 0:
+            await asyncio.sleep(seconds)
 
     def jump_to(self, instant: datetime) -> None:
         raise RuntimeError("the system clock cannot be moved")
@@ -84,3 +93,6 @@ class VirtualClock:
     def sleep(self, seconds: float) -> None:
         # Retry back-off under virtual time: the wait passes instantly.
         self.advance(max(seconds, 0.0))
+
+    async def sleep_async(self, seconds: float) -> None:
+        self.sleep(seconds)

@@ -17,7 +17,9 @@ replay from the store.
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import logging
 import threading
@@ -45,7 +47,7 @@ from replaykit.interpreter import Completed, Decision, Effect, Interpreter
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.effects import EffectRunner
+from replaykit.runtime.effects import EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.retries import call_with_retries
 from replaykit.runtime.wakeups import Wakeups
@@ -58,8 +60,9 @@ log = logging.getLogger("replaykit.engine")
 # Runs this engine finished, kept so handle.result() needs no read.
 FINISHED_CACHE = 4096
 # Suspended runs kept warm. A warm run costs its generator's frame and the
-# interpreter around it, a few KiB for a typical workflow (docs/performance.md
-# has the measurement); 10,000 of them stay in the tens of MiB.
+# interpreter around it: about 2.5 KiB of heap for a small workflow, against
+# 1.1 KiB for an evicted sleeper (python -m bench.bench_runtime --cases memory;
+# docs/performance.md). 10,000 of them stay near 25 MiB.
 DEFAULT_MAX_CACHED_RUNS = 10_000
 
 
@@ -437,6 +440,12 @@ class Scheduler:
             activation.row, activation.interp = warm.row, warm.interpreter
             self._submit(self._carry, activation, warm.effect)
             return
+        if activation.fresh and activation.row is not None:
+            # Just created here: nothing to read, so nothing to hand to the pool.
+            event = self._prepare(activation)
+            with self._cv:
+                self._inbox.appendleft(event)
+            return
         self._submit(self._prepare, activation)
 
     def _decide(
@@ -462,8 +471,13 @@ class Scheduler:
             if not isinstance(decision, Effect):
                 self._submit(self._finish_run, activation, decision)
                 return
-            if not isinstance(decision.command, Step):
+            command = decision.command
+            if not isinstance(command, Step):
                 self._submit(self._carry, activation, decision)
+                return
+            fn = self.runner.step_fn(command)
+            if is_async(fn):
+                self._start_async_step(activation, decision, command, fn)
                 return
             if not self._alone():
                 self._submit(self._run_step, activation, decision)
@@ -471,6 +485,36 @@ class Scheduler:
             record = self._step_here(activation, decision)
             if record is None:
                 return
+
+    def _start_async_step(
+        self, activation: _Activation, effect: Effect, command: Step, fn: Callable[..., Any]
+    ) -> None:
+        """An async step runs on the event loop; no thread waits for it."""
+        started = self.clock.now()
+        scope = activation.scope
+        future = asyncio.run_coroutine_threadsafe(
+            self.runner.run_step_async(
+                activation.row_or_raise(), effect.position, command, scope, fn
+            ),
+            self.runner.async_loop(),
+        )
+        if scope is not None:
+            scope.on_cancel(future.cancel)
+
+        def done(finished: concurrent.futures.Future[tuple[Outcome, int]]) -> None:
+            event: Event
+            try:
+                outcome, attempts = finished.result()
+            except concurrent.futures.CancelledError:
+                cancelled = Cancelled(f"step {command.name!r} was cancelled")
+                event = ("carried", activation, effect, cancelled)
+            except BaseException as exc:
+                event = ("carried", activation, effect, exc)
+            else:
+                event = ("stepped", activation, effect, outcome, attempts, started)
+            self._post(event)
+
+        future.add_done_callback(done)
 
     def _alone(self) -> bool:
         """Only this activation runs: a step may run on this thread, sparing two hand-offs."""
@@ -540,7 +584,8 @@ class Scheduler:
         activation.interp = None
         with self._cv:
             seen = self._seen.get(workflow_id, 0)
-        if not self.wakeups.suspend(workflow_id, suspend, seen=seen):
+        # What waits in the wake-ups holds no record: the warm entry has it, if any.
+        if not self.wakeups.suspend(workflow_id, attrs.evolve(suspend, pending=None), seen=seen):
             # What it waits for changed while it was being replayed: look again.
             with self._cv:
                 self._rerun.add(workflow_id)
