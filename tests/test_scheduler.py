@@ -210,3 +210,37 @@ def test_async_steps_hold_no_thread_while_they_wait(store_url: str) -> None:
         loop.call_soon_threadsafe(GATE["event"].set)
         assert [h.result(timeout=30) for h in handles] == [[i, "third time"] for i in range(40)]
     assert all(CALLS[f"flaky-{i}"] == 3 for i in range(40))
+
+
+@workflow(name="sched.three")
+def three_steps() -> Generator[Any, Any, int]:
+    total = 0
+    for i in range(3):
+        total += yield Step("add", lambda i=i: bump("add") and i)
+    return total
+
+
+def test_a_lone_runs_last_record_commits_with_its_finish(store_url: str) -> None:
+    store = open_store(store_url)
+    seen: list[str] = []
+    record, finish = store.record, store.finish_workflow
+
+    def counted_record(*args: Any, **kwargs: Any) -> Record:
+        seen.append("record")
+        return record(*args, **kwargs)
+
+    def counted_finish(*args: Any, **kwargs: Any) -> bool:
+        seen.append("finish+record" if kwargs.get("record") is not None else "finish")
+        return finish(*args, **kwargs)
+
+    store.record = counted_record  # type: ignore[method-assign]
+    store.finish_workflow = counted_finish  # type: ignore[method-assign]
+    with Engine(store, poll_interval=0.1) as engine:
+        assert engine.run(three_steps, timeout=30) == 3
+        assert [r.position for r in engine.steps(engine.list_workflows()[0].workflow_id)] == [
+            0,
+            1,
+            2,
+        ]
+    # Three steps, three commits: the third record went with the finish.
+    assert seen == ["record", "record", "finish+record"]

@@ -41,6 +41,16 @@ class LosesAcks:
             raise StoreUnavailable("connection lost after COMMIT (simulated)")
         return stored
 
+    def finish_workflow(self, workflow_id: str, *args: Any, **kwargs: Any) -> bool:
+        # A run's last record may commit with its finish: lose that acknowledgement too.
+        finished = self.inner.finish_workflow(workflow_id, *args, **kwargs)
+        last: Record | None = kwargs.get("record")
+        if last is not None and last.position in self.fail_positions:
+            self.fail_positions.discard(last.position)
+            self.failures += 1
+            raise StoreUnavailable("connection lost after COMMIT (simulated)")
+        return finished
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

@@ -43,7 +43,7 @@ from replaykit.errors import (
     StoreUnavailable,
     UnknownWorkflowError,
 )
-from replaykit.interpreter import Completed, Decision, Effect, Interpreter
+from replaykit.interpreter import Completed, Decision, Effect, Failed, Interpreter
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
@@ -454,6 +454,7 @@ class Scheduler:
         """Resume the run's generator (start it, or send it `record`) and act on its decision."""
         interp = activation.interp
         assert interp is not None
+        decided: Decision | None = None  # a decision already made from a record in flight
         while True:
             if record is not None:
                 activation.progressed = True
@@ -462,14 +463,17 @@ class Scheduler:
                     self._close_interp(activation)
                     self._end(activation)
                     return
-            try:
-                decision: Decision = interp.start() if record is None else interp.resume(record)
-            except NonDeterminismError as exc:
-                self._close_interp(activation)
-                self._submit(self._park_run, activation, str(exc))
-                return
+            if decided is not None:
+                decision, decided = decided, None
+            else:
+                try:
+                    decision = interp.start() if record is None else interp.resume(record)
+                except NonDeterminismError as exc:
+                    self._close_interp(activation)
+                    self._submit(self._park_run, activation, str(exc))
+                    return
             if not isinstance(decision, Effect):
-                self._submit(self._finish_run, activation, decision)
+                self._submit(self._finish_run, activation, decision, None)
                 return
             command = decision.command
             if not isinstance(command, Step):
@@ -482,9 +486,33 @@ class Scheduler:
             if not self._alone():
                 self._submit(self._run_step, activation, decision)
                 return
-            record = self._step_here(activation, decision)
+            step = decision
+            written = self._step_here(activation, step, fn)
+            if written is None:
+                return
+            # The generator goes on with the outcome before its record is durable, so
+            # that a workflow's last record commits with its finish. Nothing is carried
+            # out until that record has committed, and if it never does, this
+            # interpreter is dropped and the run rebuilt by replay from the store.
+            try:
+                following = interp.resume(written)
+            except NonDeterminismError as exc:
+                following = Failed(exc)
+                nondeterministic: NonDeterminismError | None = exc
+            else:
+                nondeterministic = None
+            if nondeterministic is None and not isinstance(following, Effect):
+                activation.progressed = True
+                self._submit(self._finish_run, activation, following, written)
+                return
+            record = self._commit_here(activation, step, written)
             if record is None:
                 return
+            if nondeterministic is not None:
+                self._close_interp(activation)
+                self._submit(self._park_run, activation, str(nondeterministic))
+                return
+            decided = following
 
     def _start_async_step(
         self, activation: _Activation, effect: Effect, command: Step, fn: Callable[..., Any]
@@ -520,38 +548,29 @@ class Scheduler:
         """Only this activation runs: a step may run on this thread, sparing two hand-offs."""
         return self._busy == 1 and not self._inbox and not self._closed
 
-    def _step_here(self, activation: _Activation, effect: Effect) -> Record | None:
-        """Run a step and commit its record on the scheduler's own thread (`_here`).
+    def _step_here(
+        self, activation: _Activation, effect: Effect, fn: Callable[..., Any]
+    ) -> Record | None:
+        """Run a step's body on the scheduler's own thread (`_here`); the record of its
+        outcome, not yet committed, or None when the activation failed."""
+        event = self._here(self._run_step, activation, effect, fn)
+        if event[0] == "stepped":
+            _, _, _, outcome, attempts, started = event
+            return self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
+        self._failed(activation, event[3])
+        return None
 
-        Returns the committed record, or None when the activation failed.
-        """
-        event = self._here(self._step_and_commit, activation, effect)
+    def _commit_here(
+        self, activation: _Activation, effect: Effect, written: Record
+    ) -> Record | None:
+        """Commit a step's record on the scheduler's own thread (`_here`); the stored
+        record, or None when the activation failed (its interpreter is dropped)."""
+        event = self._here(self._write_alone, activation, effect, written)
         result = event[3]
         if isinstance(result, Record):
             return result
         self._failed(activation, result)
         return None
-
-    def _step_and_commit(self, activation: _Activation, effect: Effect) -> Event:
-        command = effect.command
-        assert isinstance(command, Step)
-        row = activation.row_or_raise()
-        result: Any
-        try:
-            started = self.clock.now()
-            outcome, attempts = self.runner.run_step(
-                row, effect.position, command, activation.scope
-            )
-            written = self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
-            stored = self.runner.host.store_write(
-                row,
-                effect.position,
-                lambda: self.store.record(row.workflow_id, written, executor_id=self.executor_id),
-            )
-            result = self.runner.check_written(row, written, stored)
-        except BaseException as exc:
-            result = exc
-        return ("carried", activation, effect, result)
 
     def _carried(self, activation: _Activation, effect: Effect, result: Any) -> None:
         if isinstance(result, Record):
@@ -727,7 +746,9 @@ class Scheduler:
             self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return None
 
-    def _run_step(self, activation: _Activation, effect: Effect) -> Event:
+    def _run_step(
+        self, activation: _Activation, effect: Effect, fn: Callable[..., Any] | None = None
+    ) -> Event:
         """A step's body with its retries; its record is committed by the scheduler thread."""
         command = effect.command
         assert isinstance(command, Step)
@@ -735,7 +756,7 @@ class Scheduler:
         try:
             started = self.clock.now()
             outcome, attempts = self.runner.run_step(
-                row, effect.position, command, activation.scope
+                row, effect.position, command, activation.scope, fn
             )
         except BaseException as exc:
             return ("carried", activation, effect, exc)
@@ -761,7 +782,10 @@ class Scheduler:
             result = exc
         return ("carried", activation, effect, result)
 
-    def _finish_run(self, activation: _Activation, decision: Decision) -> Event:
+    def _finish_run(
+        self, activation: _Activation, decision: Decision, last: Record | None
+    ) -> Event:
+        """Finish the run; `last` is its last record, not yet committed: they commit together."""
         row = activation.row_or_raise()
         workflow_id = row.workflow_id
         try:
@@ -775,12 +799,13 @@ class Scheduler:
                         max_bytes=self.max_payload_bytes,
                     )
                 except (SerializationError, PayloadTooLarge) as exc:
-                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)), last)
                 else:
-                    self._finish(row, Status.SUCCESS, Value(data))
+                    self._finish(row, Status.SUCCESS, Value(data), last)
             else:
                 assert not isinstance(decision, Effect)
-                self._finish(row, Status.ERROR, Failure(serde.encode_error(decision.error)))
+                error = Failure(serde.encode_error(decision.error))
+                self._finish(row, Status.ERROR, error, last)
         except BaseException as exc:
             return ("carried", activation, None, exc)
         return ("ended", activation)
@@ -830,13 +855,26 @@ class Scheduler:
         except Exception as exc:  # only the crash-loop counter: the next progress resets it
             log.warning("workflow id %r: could not reset its recovery count (%s)", workflow_id, exc)
 
-    def _finish(self, row: WorkflowRow, status: Status, result: Outcome) -> None:
+    def _finish(
+        self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
+    ) -> None:
         error = result.error.message[:500] if isinstance(result, Failure) else ""
-        finished = self._store_call(
-            lambda: self.store.finish_workflow(
-                row.workflow_id, status, result, error=error, executor_id=self.executor_id
+        try:
+            finished = self._store_call(
+                lambda: self.store.finish_workflow(
+                    row.workflow_id,
+                    status,
+                    result,
+                    error=error,
+                    executor_id=self.executor_id,
+                    record=last,
+                )
             )
-        )
+        except RecordConflict as exc:
+            if last is None:
+                raise
+            # The last record could not be written as computed: the log moved on.
+            raise LogMovedOn(str(exc)) from exc
         if finished:
             # handle.result() on this engine then needs no read of its own.
             with self._cv:
