@@ -3,6 +3,7 @@ replay when evicted, cancelled, or when the log moved on without them."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -244,3 +245,27 @@ def test_a_lone_runs_last_record_commits_with_its_finish(store_url: str) -> None
         ]
     # Three steps, three commits: the third record went with the finish.
     assert seen == ["record", "record", "finish+record"]
+
+
+@workflow(name="sched.ten")
+def ten_steps(k: int) -> Generator[Any, Any, int]:
+    total = 0
+    for i in range(10):
+        total += yield Step("add", lambda i=i: i)
+    return total + k
+
+
+def test_runs_started_while_others_step_all_finish(
+    store_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Starts land while the scheduler's own thread is inside a lone run's step or its
+    # commit, so the scheduler is handed over mid-step again and again: every run
+    # must still finish, each exactly once, with nothing left for a sweep to find
+    # (the poll interval is far beyond the test's patience).
+    caplog.set_level(logging.ERROR, logger="replaykit.engine")
+    with Engine(store_url, poll_interval=60) as engine:
+        handles = [engine.start(ten_steps, k, workflow_id=f"many-{k}") for k in range(60)]
+        assert [h.result(timeout=20) for h in handles] == [45 + k for k in range(60)]
+        for k in (0, 59):
+            assert [r.position for r in engine.steps(f"many-{k}")] == list(range(10))
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -421,6 +421,10 @@ class Scheduler:
         elif kind == "carried":
             _, _, effect, result = event
             self._carried(activation, effect, result)
+        elif kind == "ahead":
+            # Handed over while a record written ahead was committing: go on here.
+            if self._committed_ahead(activation, event):
+                self._decide(activation, event[3], event[2], decided=event[4])
         elif kind == "ended":
             self._end(activation)
         else:  # pragma: no cover - every event kind is handled above
@@ -449,12 +453,19 @@ class Scheduler:
         self._submit(self._prepare, activation)
 
     def _decide(
-        self, activation: _Activation, record: Record | None, effect: Effect | None
+        self,
+        activation: _Activation,
+        record: Record | None,
+        effect: Effect | None,
+        decided: Decision | None = None,
     ) -> None:
-        """Resume the run's generator (start it, or send it `record`) and act on its decision."""
+        """Resume the run's generator (start it, or send it `record`) and act on its decision.
+
+        `decided` is what the generator already decided from `record` before it was
+        durable (see below); it is acted on without resuming the generator again.
+        """
         interp = activation.interp
         assert interp is not None
-        decided: Decision | None = None  # a decision already made from a record in flight
         while True:
             if record is not None:
                 activation.progressed = True
@@ -505,14 +516,12 @@ class Scheduler:
                 activation.progressed = True
                 self._submit(self._finish_run, activation, following, written)
                 return
-            record = self._commit_here(activation, step, written)
-            if record is None:
+            event = self._here(
+                self._write_ahead, activation, step, written, following, nondeterministic
+            )
+            if not self._committed_ahead(activation, event):
                 return
-            if nondeterministic is not None:
-                self._close_interp(activation)
-                self._submit(self._park_run, activation, str(nondeterministic))
-                return
-            decided = following
+            record, decided = event[3], following
 
     def _start_async_step(
         self, activation: _Activation, effect: Effect, command: Step, fn: Callable[..., Any]
@@ -560,17 +569,31 @@ class Scheduler:
         self._failed(activation, event[3])
         return None
 
-    def _commit_here(
-        self, activation: _Activation, effect: Effect, written: Record
-    ) -> Record | None:
-        """Commit a step's record on the scheduler's own thread (`_here`); the stored
-        record, or None when the activation failed (its interpreter is dropped)."""
-        event = self._here(self._write_alone, activation, effect, written)
-        result = event[3]
-        if isinstance(result, Record):
-            return result
-        self._failed(activation, result)
-        return None
+    def _write_ahead(
+        self,
+        activation: _Activation,
+        effect: Effect,
+        written: Record,
+        following: Decision,
+        nondeterministic: NonDeterminismError | None,
+    ) -> Event:
+        """Commit a record the generator has gone on from; the event carries what it
+        decided then, so that whichever thread is the scheduler acts on it once."""
+        result = self._write_alone(activation, effect, written)[3]
+        return ("ahead", activation, effect, result, following, nondeterministic)
+
+    def _committed_ahead(self, activation: _Activation, event: Event) -> bool:
+        """Settle a record written ahead: True if the run goes on with its decision."""
+        _, _, _, result, _, nondeterministic = event
+        if not isinstance(result, Record):
+            self._failed(activation, result)  # the generator is past it: it is dropped
+            return False
+        activation.progressed = True
+        if nondeterministic is not None:
+            self._close_interp(activation)
+            self._submit(self._park_run, activation, str(nondeterministic))
+            return False
+        return True
 
     def _carried(self, activation: _Activation, effect: Effect, result: Any) -> None:
         if isinstance(result, Record):
