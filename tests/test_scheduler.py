@@ -269,3 +269,24 @@ def test_runs_started_while_others_step_all_finish(
         for k in (0, 59):
             assert [r.position for r in engine.steps(f"many-{k}")] == list(range(10))
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@workflow(name="sched.nap")
+def nap(seconds: float) -> Generator[Any, Any, str]:
+    yield Step("before", lambda: bump("before"))
+    yield Sleep(seconds)
+    return "rested"
+
+
+def test_runs_waiting_long_for_a_deadline_alone_are_not_kept_warm(store_url: str) -> None:
+    from replaykit.runtime.scheduler import WARM_HORIZON
+
+    engine, _counter = engine_on(store_url)
+    with engine:
+        engine.start(nap, WARM_HORIZON * 6, workflow_id="long-nap")
+        engine.start(nap, 30.0, workflow_id="short-nap")
+        wait_until(lambda: engine.scheduler.is_warm("short-nap"))
+        wait_until(lambda: len(engine.steps("long-nap")) == 2)  # its Sleep is recorded
+        engine.wait_idle(timeout=10)
+        assert not engine.scheduler.is_warm("long-nap")
+        assert engine.scheduler.is_warm("short-nap")

@@ -53,10 +53,14 @@ from replaykit.runtime.retries import call_with_retries
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores.base import RecordWrite, Store, WorkflowRow
 
-__all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "Scheduler", "WarmRun"]
+__all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "WARM_HORIZON", "Scheduler", "WarmRun"]
 
 log = logging.getLogger("replaykit.engine")
 
+# A run that waits only for a deadline further away than this is not kept warm:
+# the memory goes to runs likely to wake soon (loops, pollers, conversations); a
+# replay when a day-long sleep ends costs nothing worth keeping 2 KiB for.
+WARM_HORIZON = 600.0
 # Runs this engine finished, kept so handle.result() needs no read.
 FINISHED_CACHE = 4096
 # Suspended runs kept warm. A warm run costs its generator's frame and the
@@ -608,7 +612,7 @@ class Scheduler:
         row = activation.row
         assert interp is not None and row is not None
         workflow_id = activation.workflow_id
-        keep = self._stays_warm(workflow_id, effect)
+        keep = self._stays_warm(workflow_id, effect, suspend)
         pending = suspend.pending if suspend.pending is not None else effect.pending
         waiting = attrs.evolve(effect, pending=pending)
         if keep and self._due_at_once(suspend):
@@ -846,9 +850,15 @@ class Scheduler:
         with self._cv:
             return self._warm.pop(workflow_id, None)
 
-    def _stays_warm(self, workflow_id: str, effect: Effect) -> bool:
+    def _stays_warm(self, workflow_id: str, effect: Effect, suspend: Suspend) -> bool:
         if self.max_cached_runs == 0 or self._closed:
             return False
+        if (
+            not suspend.waits
+            and suspend.wake_at is not None
+            and (suspend.wake_at - self.clock.now()).total_seconds() > WARM_HORIZON
+        ):
+            return False  # it will not wake for a long while: not worth its memory
         keep_if = self.keep_warm_if
         return keep_if is None or keep_if(workflow_id, effect.position)
 
