@@ -302,6 +302,7 @@ class Interpreter:
     """
 
     __slots__ = (
+        "_base",
         "_closed",
         "_ctx",
         "_gen",
@@ -334,6 +335,8 @@ class Interpreter:
             )
         self._gen = gen
         self._records = list(records)
+        # The position of `_records[0]`: records before it were let go (keep_records=False).
+        self._base = 0
         self._position = 0
         self._waiting: Effect | None = None
         self._closed = False
@@ -373,8 +376,8 @@ class Interpreter:
                 + (" (still pending)" if record.outcome is None else "")
             )
         self._waiting = None
-        if effect.position < len(self._records):
-            self._records[effect.position] = record
+        if effect.position < self._base + len(self._records):
+            self._records[effect.position - self._base] = record
         elif self._keep_records:
             self._records.append(record)
         self._position = effect.position + 1
@@ -411,12 +414,14 @@ class Interpreter:
             raise RuntimeError(f"{self._where()}: the interpreter was closed")
         gen = self._gen
         records = self._records
+        base = self._base
+        end = base + len(records)  # positions below `end` are answered from the log
         ctx = self._ctx
         token = _current.set(ctx)
         try:
             while True:
                 ctx.position = self._position
-                ctx.is_replaying = self._position < len(records)
+                ctx.is_replaying = self._position < end
                 try:
                     yielded = gen.send(value) if ok else gen.throw(value)
                 except StopIteration as stop:
@@ -438,7 +443,7 @@ class Interpreter:
                     self.trace.append((position, yielded.kind, yielded.name))
 
                 if isinstance(yielded, (Patch, DeprecatePatch)):
-                    marker = records[position] if position < len(records) else None
+                    marker = records[position - base] if position < end else None
                     matches = (
                         marker is not None
                         and marker.kind == "patch"
@@ -454,8 +459,8 @@ class Interpreter:
                         ok, value = True, (False if isinstance(yielded, Patch) else None)
                         continue
 
-                if position < len(records):
-                    record = records[position]
+                if position < end:
+                    record = records[position - base]
                     self._check_match(yielded, record)
                     if record.outcome is None:
                         return self._await(
@@ -473,10 +478,31 @@ class Interpreter:
 
     def _await(self, effect: Effect) -> Effect:
         self._waiting = effect
-        if not self._keep_records and effect.position >= len(self._records):
+        if not self._keep_records and effect.position >= self._base + len(self._records):
             # Live from here on: no position below will be looked at again.
             self._records = []
+            self._base = effect.position
         return effect
+
+    def catch_up(self, records: Sequence[Record]) -> None:
+        """Take records that another writer committed from the awaited position on.
+
+        The run's log moved on while this interpreter waited at `position`:
+        `records` are the log's records from that position (read with
+        `load_log(since=position)`). The caller then resumes with the first of
+        them, and the generator replays the rest before it goes live again,
+        without being rebuilt and without the earlier records being read again.
+        """
+        effect = self._waiting
+        if effect is None or self._closed:
+            raise RuntimeError("catch_up() needs an interpreter waiting for an effect")
+        if not records or records[0].position != effect.position:
+            raise ValueError(
+                f"catch_up() needs the records from position {effect.position} on, got "
+                + (f"position {records[0].position} first" if records else "none")
+            )
+        self._records = list(records)
+        self._base = effect.position
 
     def _abandon(self) -> None:
         self._closed = True
@@ -485,10 +511,10 @@ class Interpreter:
             self._gen.close()
 
     def _check_log_consumed(self, how: str) -> None:
-        remaining = len(self._records) - self._position
+        remaining = self._base + len(self._records) - self._position
         if remaining <= 0:
             return
-        nxt = self._records[self._position]
+        nxt = self._records[self._position - self._base]
         raise NonDeterminismError(
             f"{self._where()}: the workflow {how} here, but the log records "
             f"{remaining} more position(s), starting with {nxt.describe()} recorded at "

@@ -512,3 +512,36 @@ def test_resume_refuses_a_record_for_another_position() -> None:
     assert isinstance(effect, Effect)
     with pytest.raises(ValueError, match="position 0"):
         interp.resume(Record(3, "step", "first", Value(1)))
+
+
+def three_doubles() -> Generator[Any, Any, int]:
+    total = 0
+    for i in range(3):
+        total += yield Step("double", double, i + 1)
+    return total
+
+
+def test_catch_up_replays_what_another_writer_recorded_without_a_rebuild() -> None:
+    interp = make(three_doubles(), keep_records=False)
+    first = interp.start()
+    assert isinstance(first, Effect) and first.position == 0
+    second = interp.resume(done(first, 2))
+    assert isinstance(second, Effect) and second.position == 1
+    # Positions 1 and 2 were completed elsewhere meanwhile: catch up from position 1.
+    theirs = [
+        Record(1, "step", "double", Value(40), second.digest),
+        Record(2, "step", "double", Value(60), second.digest),
+    ]
+    interp.catch_up(theirs)
+    finished = interp.resume(theirs[0])
+    assert finished == Completed(2 + 40 + 60)  # the generator saw the log's values
+
+
+def test_catch_up_refuses_records_that_do_not_start_at_the_awaited_position() -> None:
+    interp = make(three_doubles(), keep_records=False)
+    effect = interp.start()
+    assert isinstance(effect, Effect)
+    with pytest.raises(ValueError, match="from position 0"):
+        interp.catch_up([Record(1, "step", "double", Value(4))])
+    with pytest.raises(ValueError, match="none"):
+        interp.catch_up([])

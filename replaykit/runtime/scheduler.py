@@ -425,6 +425,8 @@ class Scheduler:
         elif kind == "carried":
             _, _, effect, result = event
             self._carried(activation, effect, result)
+        elif kind == "tail":
+            self._caught_up(activation, event[2], event[3])
         elif kind == "ahead":
             # Handed over while a record written ahead was committing: go on here.
             if self._committed_ahead(activation, event):
@@ -599,13 +601,46 @@ class Scheduler:
             return False
         return True
 
-    def _carried(self, activation: _Activation, effect: Effect, result: Any) -> None:
+    def _carried(self, activation: _Activation, effect: Effect | None, result: Any) -> None:
         if isinstance(result, Record):
+            assert effect is not None
             self._decide(activation, result, effect)
         elif isinstance(result, Suspend):
+            assert effect is not None
             self._suspended(activation, effect, result)
+        elif (
+            isinstance(result, LogMovedOn)
+            and effect is not None
+            and activation.interp is not None
+            and activation.interp.position == effect.position
+        ):
+            # Another writer completed this position: read the log from here on and
+            # let the generator replay it, instead of rebuilding the run from position 0.
+            self._submit(self._read_tail, activation, effect)
         else:
             self._failed(activation, result)
+
+    def _caught_up(self, activation: _Activation, effect: Effect, tail: Any) -> None:
+        interp = activation.interp
+        if (
+            interp is None
+            or not isinstance(tail, list)
+            or not tail
+            or tail[0].position != effect.position
+            or tail[0].outcome is None
+        ):
+            error = tail if isinstance(tail, BaseException) else LogMovedOn("log moved on")
+            self._failed(activation, error)
+            return
+        log.info(
+            "workflow id %r: position %d was completed by another writer; replaying the %d "
+            "record(s) from there",
+            activation.workflow_id,
+            effect.position,
+            len(tail),
+        )
+        interp.catch_up(tail)
+        self._decide(activation, tail[0], effect)
 
     def _suspended(self, activation: _Activation, effect: Effect, suspend: Suspend) -> None:
         interp = activation.interp
@@ -795,6 +830,17 @@ class Scheduler:
         except BaseException as exc:
             result = exc
         return ("carried", activation, effect, result)
+
+    def _read_tail(self, activation: _Activation, effect: Effect) -> Event:
+        """The run's records from the effect's position on: what the cache lacks."""
+        workflow_id = activation.workflow_id
+        try:
+            tail: Any = self._store_call(
+                lambda: self.store.load_log(workflow_id, since=effect.position)
+            )
+        except BaseException as exc:
+            tail = exc
+        return ("tail", activation, effect, tail)
 
     def _write_alone(self, activation: _Activation, effect: Effect, record: Record) -> Event:
         row = activation.row_or_raise()

@@ -243,8 +243,12 @@ class Store(Protocol):
         """Runs matching `where`, oldest first (by created_at, then id)."""
         ...
 
-    def load_log(self, workflow_id: str) -> list[Record]:
-        """The run's records in position order, read in one query."""
+    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
+        """The run's records in position order, from position `since` on, in one query.
+
+        `since` lets a reader that holds the first positions already (a warm run
+        whose log moved on) read only the rest.
+        """
         ...
 
     def record(

@@ -383,9 +383,9 @@ class MemoryStore:
         rows = rows[where.offset :]
         return rows[: where.limit] if where.limit is not None else rows
 
-    def load_log(self, workflow_id: str) -> list[Record]:
+    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
         with self._lock:
-            return list(self._logs.get(workflow_id, ()))
+            return list(self._logs.get(workflow_id, ())[max(since, 0) :])
 
     def record(
         self,

@@ -1377,13 +1377,13 @@ class PostgresStore:
             _workflow_from(r) for r in self._all(self._q(text), params, prepare=_PLAN_EACH_TIME)
         ]
 
-    def load_log(self, workflow_id: str) -> list[Record]:
+    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
         rows = self._all(
             self._q(
                 "SELECT " + _RECORD_COLUMNS + " FROM {s}.records WHERE workflow_id = %s "
-                "ORDER BY position"
+                "AND position >= %s ORDER BY position"
             ),
-            (workflow_id,),
+            (workflow_id, since),
         )
         return [_record_from(r) for r in rows]
 

@@ -205,7 +205,10 @@ _INSERT_RECORD = f"""
 INSERT INTO records (workflow_id, {_RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _SELECT_RECORD = f"SELECT {_RECORD_COLUMNS} FROM records WHERE workflow_id = ? AND position = ?"
-_SELECT_LOG = f"SELECT {_RECORD_COLUMNS} FROM records WHERE workflow_id = ? ORDER BY position"
+_SELECT_LOG = (
+    f"SELECT {_RECORD_COLUMNS} FROM records WHERE workflow_id = ? AND position >= ? "
+    "ORDER BY position"
+)
 _SELECT_WORKFLOW = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows WHERE workflow_id = ?"
 _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
@@ -886,9 +889,9 @@ class SqliteStore:
             rows = conn.execute(text, params).fetchall()
         return [_workflow_from(r) for r in rows]
 
-    def load_log(self, workflow_id: str) -> list[Record]:
+    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
         with self._read() as conn:
-            rows = conn.execute(_SELECT_LOG, (workflow_id,)).fetchall()
+            rows = conn.execute(_SELECT_LOG, (workflow_id, since)).fetchall()
         return [_record_from(r) for r in rows]
 
     # -- recording -----------------------------------------------------------

@@ -542,6 +542,12 @@ def check_record_and_load_log(store: Store) -> None:
     for record in written:
         _equal(f"record() of new position {record.position}", record, store.record("r-1", record))
     _equal("load_log returns the records in position order", written, _log_of(store, "r-1"))
+    _equal(
+        "load_log(since=3) returns the records from position 3",
+        written[3:],
+        store.load_log("r-1", since=3),
+    )
+    _equal("load_log(since=) past the end is empty", [], store.load_log("r-1", since=9))
 
 
 def check_record_pending_then_completed(store: Store) -> None:
