@@ -123,6 +123,19 @@ class _Backoff:
 _ATTEMPT = _Attempt()
 
 
+def _answer(
+    steps: Generator[_Attempt | _Backoff, Any, tuple[Outcome, int]],
+    reply: Any,
+    error: Exception | None,
+) -> _Attempt | _Backoff | tuple[Outcome, int]:
+    """Give the attempts generator what its driver found: its next request, or its result."""
+    try:
+        return steps.throw(error) if error is not None else steps.send(reply)
+    except StopIteration as stop:
+        result: tuple[Outcome, int] = stop.value
+        return result
+
+
 def _same_write(stored: Record, written: Record) -> bool:
     """Is `stored` the record we wrote, read back (after a lost acknowledgement)?"""
     return (
@@ -338,6 +351,7 @@ class EffectRunner:
         steps = self._attempts(row, position, command, scope)
         request = next(steps)
         while True:
+            error: Exception | None
             try:
                 if isinstance(request, _Backoff):
                     self.clock.sleep(request.seconds)
@@ -350,15 +364,13 @@ class EffectRunner:
                 steps.close()
                 raise
             except Exception as exc:
-                try:
-                    request = steps.throw(exc)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                continue
-            try:
-                request = steps.send(reply)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                reply, error = None, exc
+            else:
+                error = None
+            answer = _answer(steps, reply, error)
+            if not isinstance(answer, (_Attempt, _Backoff)):
+                return answer
+            request = answer
 
     async def run_step_async(
         self,
@@ -372,6 +384,7 @@ class EffectRunner:
         steps = self._attempts(row, position, command, scope)
         request = next(steps)
         while True:
+            error: Exception | None
             try:
                 if isinstance(request, _Backoff):
                     await self.clock.sleep_async(request.seconds)
@@ -391,15 +404,13 @@ class EffectRunner:
                 steps.close()
                 raise
             except Exception as exc:
-                try:
-                    request = steps.throw(exc)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-                continue
-            try:
-                request = steps.send(reply)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
+                reply, error = None, exc
+            else:
+                error = None
+            answer = _answer(steps, reply, error)
+            if not isinstance(answer, (_Attempt, _Backoff)):
+                return answer
+            request = answer
 
     def _call(
         self,
