@@ -33,6 +33,7 @@ from replaykit.errors import (
 from replaykit.interpreter import context, logger
 from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, workflow
+from replaykit.runtime.aio import AsyncEngine, AsyncWorkflowHandle
 from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
 from replaykit.runtime.queues import Queue, QueueItem
@@ -41,6 +42,8 @@ from replaykit.stores import MemoryStore
 
 __all__ = [
     "All",
+    "AsyncEngine",
+    "AsyncWorkflowHandle",
     "AwaitedWorkflowCancelled",
     "Call",
     "Cancelled",

@@ -153,11 +153,15 @@ def _topic(topic: str | None) -> str:
 class EffectRunner:
     """Carries out effects for one host. Stateless apart from the host it serves."""
 
-    def __init__(self, host: Host) -> None:
+    def __init__(self, host: Host, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.host = host
         self.store = host.store
         self.clock = host.clock
         self.entropy = host.entropy
+        # A loop given here is the application's (AsyncEngine's): async step bodies
+        # run on it, so what belongs to that loop works inside them; it is never
+        # stopped by us. Without one, a private loop starts on first use.
+        self._given_loop = loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
@@ -445,7 +449,14 @@ class EffectRunner:
             raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
 
     def async_loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop async step bodies run on (started on first use)."""
+        """The event loop async step bodies run on (the given one, else started on first use)."""
+        if self._given_loop is not None:
+            if self._given_loop.is_closed():
+                raise RuntimeError(
+                    "the event loop this engine runs async steps on is closed; close the "
+                    "AsyncEngine (async with AsyncEngine(...)) before its loop ends"
+                )
+            return self._given_loop
         with self._loop_lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()

@@ -10,6 +10,7 @@ resume, fork, list, wait for results. docs/design.md draws who calls whom.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
@@ -111,6 +112,8 @@ class Engine:
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
     `Engine("memory://")`, `Engine("sqlite:///path.db")`,
     `Engine("postgresql://...")` or `Engine(store)` pick another store.
+    Async step bodies run on `step_loop` when given (`AsyncEngine` passes the
+    application's running loop), else on a private loop the engine starts.
     """
 
     def __init__(
@@ -133,6 +136,7 @@ class Engine:
         schedules: bool = True,
         entropy: Entropy | None = None,
         max_cached_runs: int = DEFAULT_MAX_CACHED_RUNS,
+        step_loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         self.store: Store = open_store_for(target)
         self.executor_id = executor_id
@@ -151,7 +155,7 @@ class Engine:
         self.lease_seconds = lease_seconds
         self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
         self._closed = False
-        self._runner = EffectRunner(self)
+        self._runner = EffectRunner(self, loop=step_loop)
         self.wakeups = Wakeups(
             self.clock,
             poll_interval=poll_interval,

@@ -167,6 +167,9 @@ class Scheduler:
         self._rerun: set[str] = set()
         self._cancelled: set[str] = set()
         self._scopes: dict[str, CancelScope] = {}
+        # Runs whose async step body is under way: a graceful close lets it finish
+        # and commit, as a sync body (which nothing can interrupt) does.
+        self._stepping: set[str] = set()
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
@@ -265,7 +268,11 @@ class Scheduler:
         """Stop: no new effect starts; with `wait`, steps under way finish and commit."""
         with self._cv:
             self._closed = True
-            scopes = list(self._scopes.values())
+            scopes = [
+                scope
+                for workflow_id, scope in self._scopes.items()
+                if not (wait and workflow_id in self._stepping)
+            ]
             warm = list(self._warm.values())
             self._warm.clear()
             self._cv.notify_all()
@@ -535,16 +542,25 @@ class Scheduler:
         """An async step runs on the event loop; no thread waits for it."""
         started = self.clock.now()
         scope = activation.scope
+        try:
+            loop = self.runner.async_loop()
+        except RuntimeError as exc:  # the application's loop ended before the engine
+            self._post(("carried", activation, effect, exc))
+            return
+        with self._cv:
+            self._stepping.add(activation.workflow_id)
         future = asyncio.run_coroutine_threadsafe(
             self.runner.run_step_async(
                 activation.row_or_raise(), effect.position, command, scope, fn
             ),
-            self.runner.async_loop(),
+            loop,
         )
         if scope is not None:
             scope.on_cancel(future.cancel)
 
         def done(finished: concurrent.futures.Future[tuple[Outcome, int]]) -> None:
+            with self._cv:
+                self._stepping.discard(activation.workflow_id)
             event: Event
             try:
                 outcome, attempts = finished.result()

@@ -1,0 +1,455 @@
+"""AsyncEngine: the runtime's asyncio face, on the same core as `Engine`.
+
+One core, two faces: an `AsyncEngine` holds an `Engine` (the same scheduler,
+wake-ups, claims and stores) and offers its operations as coroutines. What it
+adds is where things happen:
+
+- async step bodies run on the application's running loop, so clients,
+  sessions and futures that belong to it work inside steps;
+- store I/O and other blocking calls run on the engine's threads (a small
+  pool for the front door's calls, the scheduler's own for runs), never on
+  the loop;
+- waiting for a result or an event holds no thread: a notification from the
+  engine sets an asyncio event on the loop.
+
+Workflows stay generators; a run started under one face can be finished
+under the other (they share the store, the executor id and the version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTimeout
+from replaykit.log import Log, Record, Status
+from replaykit.registry import Workflow, lookup
+from replaykit.runtime.engine import Engine
+from replaykit.runtime.host import Wake
+from replaykit.runtime.queues import Queue, QueueItem
+from replaykit.runtime.schedules import Schedule
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+DEFAULT_IO_WORKERS = 16
+
+
+class AsyncWorkflowHandle(Generic[R]):
+    """A run seen from a coroutine: its id, its status, and an awaitable result."""
+
+    def __init__(self, engine: AsyncEngine, workflow_id: str, result_type: Any = None) -> None:
+        self._engine = engine
+        self.workflow_id = workflow_id
+        self._result_type = result_type
+
+    def __repr__(self) -> str:
+        return f"<AsyncWorkflowHandle {self.workflow_id!r}>"
+
+    async def row(self) -> WorkflowRow:
+        engine = self._engine.engine
+        row = await self._engine.off_loop(lambda: engine.store_call(self._get))
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {self.workflow_id!r}")
+        return row
+
+    def _get(self) -> WorkflowRow | None:
+        return self._engine.engine.store.get_workflow(self.workflow_id)
+
+    async def status(self) -> Status:
+        return (await self.row()).status
+
+    async def result(self, timeout: float | None = None) -> R:
+        """Wait for the run to finish and return its result, or raise its failure.
+
+        Holds no thread while it waits. Cancelling the task that awaits this
+        cancels the wait, not the run (`engine.cancel(id)` cancels the run);
+        `WorkflowTimeout` if `timeout` passes first.
+        """
+        row = await self._engine.wait_finished(self.workflow_id, timeout)
+        result_type = self._result_type
+        if result_type is None:
+            try:
+                result_type = lookup(row.name).result_type
+            except UnknownWorkflowError:
+                result_type = None
+        return self._engine.engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+
+class AsyncEngine:
+    """Runs workflows from asyncio code: `async with AsyncEngine(url) as engine:`.
+
+    Takes the same target and options as `Engine` (and `io_workers`, the
+    threads that carry the front door's store calls). It opens on entering
+    the `async with` (or `await engine.open()`), on the loop that is running
+    then; async step bodies run on that loop.
+    """
+
+    def __init__(
+        self,
+        target: str | Store | None = None,
+        *,
+        io_workers: int = DEFAULT_IO_WORKERS,
+        **options: Any,
+    ) -> None:
+        if "step_loop" in options:
+            raise TypeError(
+                "AsyncEngine runs async steps on the loop it is opened on; do not pass step_loop"
+            )
+        if io_workers < 1:
+            raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
+        self._target = target
+        self._options = options
+        self._io_workers = io_workers
+        self._engine: Engine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._io: ThreadPoolExecutor | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> AsyncEngine:
+        """Build the engine off the loop (it reads the store and recovers runs)."""
+        if self._engine is not None:
+            return self
+        loop = asyncio.get_running_loop()
+        io = ThreadPoolExecutor(self._io_workers, thread_name_prefix="replaykit-aio")
+        try:
+            engine = await loop.run_in_executor(
+                io, functools.partial(Engine, self._target, step_loop=loop, **self._options)
+            )
+        except BaseException:
+            io.shutdown(wait=False, cancel_futures=True)
+            raise
+        self._loop, self._io, self._engine = loop, io, engine
+        return self
+
+    async def __aenter__(self) -> AsyncEngine:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self, *, wait: bool = True) -> None:
+        """Stop taking work; with `wait`, running steps (async ones included) finish and
+        commit first. The loop stays free meanwhile: the close runs off it."""
+        engine, io = self._engine, self._io
+        if engine is None or io is None or engine.closed:
+            return
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(io, functools.partial(engine.close, wait=wait))
+        io.shutdown(wait=False)
+
+    @property
+    def engine(self) -> Engine:
+        """The sync face of this same core, for code on other threads."""
+        if self._engine is None:
+            raise RuntimeError(
+                "this AsyncEngine is not open: use `async with AsyncEngine(...) as engine:` "
+                "or `await engine.open()` first"
+            )
+        return self._engine
+
+    @property
+    def closed(self) -> bool:
+        return self._engine is not None and self._engine.closed
+
+    async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call on the engine's I/O threads and await its answer.
+
+        Cancelling the awaiting task abandons the answer; the call itself ends
+        on its thread (a start that was under way may still have started).
+        """
+        engine = self.engine
+        if engine.closed or self._io is None or self._loop is None:
+            raise RuntimeError("this AsyncEngine is closed; create a new one")
+        if asyncio.get_running_loop() is not self._loop:
+            raise RuntimeError(
+                "this AsyncEngine belongs to another event loop; use it on the loop it was "
+                "opened on"
+            )
+        return await self._loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+
+    # -- starting runs -----------------------------------------------------------------------
+
+    async def start(
+        self,
+        wf: Workflow[..., R],
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncWorkflowHandle[R]:
+        """Start a run; idempotent by `workflow_id` (an existing id returns that run)."""
+        handle = await self.off_loop(
+            self.engine.start, wf, *args, workflow_id=workflow_id, **kwargs
+        )
+        return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
+
+    async def run(
+        self,
+        wf: Workflow[..., R],
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> R:
+        """`await start(...)` then `await handle.result(timeout)`."""
+        handle = await self.start(wf, *args, workflow_id=workflow_id, **kwargs)
+        return await handle.result(timeout)
+
+    async def enqueue(
+        self,
+        queue: str | Queue,
+        wf: Workflow[..., R],
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        if_exists: str = "raise",
+        **kwargs: Any,
+    ) -> AsyncWorkflowHandle[R]:
+        """`Engine.enqueue` as a coroutine."""
+        handle = await self.off_loop(
+            self.engine.enqueue,
+            queue,
+            wf,
+            *args,
+            workflow_id=workflow_id,
+            priority=priority,
+            dedup_id=dedup_id,
+            delay=delay,
+            if_exists=if_exists,
+            **kwargs,
+        )
+        return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
+
+    async def enqueue_many(
+        self,
+        queue: str | Queue,
+        wf: Workflow[..., R],
+        items: Iterable[Sequence[Any] | QueueItem],
+        /,
+        *,
+        priority: int = 0,
+        delay: timedelta | float | None = None,
+    ) -> list[AsyncWorkflowHandle[R]]:
+        """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
+        # Items are read here, on the loop, so a generator of items is not
+        # consumed on another thread.
+        handles = await self.off_loop(
+            self.engine.enqueue_many, queue, wf, list(items), priority=priority, delay=delay
+        )
+        return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
+
+    def handle(self, workflow_id: str) -> AsyncWorkflowHandle[Any]:
+        """A handle by id, made without a store read: `status()` and `result()` raise
+        `WorkflowNotFound` if no such run exists."""
+        self.engine  # noqa: B018 - raises when not open
+        return AsyncWorkflowHandle(self, workflow_id)
+
+    # -- reading runs ---------------------------------------------------------------------------
+
+    async def list_workflows(
+        self,
+        *,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[WorkflowRow]:
+        return await self.off_loop(
+            self.engine.list_workflows,
+            status=status,
+            name=name,
+            version=version,
+            executor_id=executor_id,
+            parent_id=parent_id,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+        )
+
+    async def steps(self, workflow_id: str) -> list[Record]:
+        """The run's log, position by position."""
+        return await self.off_loop(self.engine.steps, workflow_id)
+
+    async def export_log(self, workflow_id: str) -> Log:
+        return await self.off_loop(self.engine.export_log, workflow_id)
+
+    # -- messages and events ------------------------------------------------------------------
+
+    async def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        topic: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
+        return await self.off_loop(
+            self.engine.send, workflow_id, message, topic, idempotency_key=idempotency_key
+        )
+
+    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
+        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None.
+
+        Waits on the engine's notifications (and its poll interval), holding no thread.
+        """
+        engine = self.engine
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        async with self._notified([("event", workflow_id)]) as changed:
+            while True:
+                found, value = await self.off_loop(
+                    engine.store_call, lambda: engine.store.get_event(workflow_id, key)
+                )
+                if found:
+                    return value
+                if deadline is None or loop.time() >= deadline:
+                    return None
+                await _wait_event(changed, min(engine.poll_interval, deadline - loop.time()))
+
+    # -- operating runs ----------------------------------------------------------------------
+
+    async def cancel(self, workflow_id: str, *, children: bool = True) -> bool:
+        """Mark a run CANCELLED. A running step's attempt records nothing; waits stop."""
+        return await self.off_loop(self.engine.cancel, workflow_id, children=children)
+
+    async def resume(self, workflow_id: str) -> AsyncWorkflowHandle[Any]:
+        """Continue a CANCELLED or PARKED run from its log, on this engine."""
+        handle = await self.off_loop(self.engine.resume, workflow_id)
+        return AsyncWorkflowHandle(self, handle.workflow_id)
+
+    async def fork(
+        self,
+        source_id: str,
+        from_position: int,
+        /,
+        *,
+        workflow_id: str | None = None,
+        app_version: str | None = None,
+    ) -> AsyncWorkflowHandle[Any]:
+        """`Engine.fork` as a coroutine."""
+        handle = await self.off_loop(
+            self.engine.fork,
+            source_id,
+            from_position,
+            workflow_id=workflow_id,
+            app_version=app_version,
+        )
+        return AsyncWorkflowHandle(self, handle.workflow_id)
+
+    async def delete(self, workflow_id: str, *, children: bool = False) -> bool:
+        return await self.off_loop(self.engine.delete, workflow_id, children=children)
+
+    async def garbage_collect(
+        self, *, older_than: timedelta | datetime, keep_running: bool = True
+    ) -> int:
+        return await self.off_loop(
+            self.engine.garbage_collect, older_than=older_than, keep_running=keep_running
+        )
+
+    async def recover(self) -> list[str]:
+        return await self.off_loop(self.engine.recover)
+
+    def schedule(
+        self,
+        cron: str,
+        wf: Workflow[..., Any],
+        /,
+        *,
+        name: str | None = None,
+        backfill: bool = False,
+        queue: str | None = None,
+    ) -> Schedule:
+        """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
+        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue)
+
+    async def claim_now(self) -> int:
+        return await self.off_loop(self.engine.claim_now)
+
+    async def wait_idle(self, timeout: float | None = None) -> bool:
+        """`Engine.wait_idle` off the loop (async steps keep running meanwhile)."""
+        return await self.off_loop(self.engine.wait_idle, timeout)
+
+    # -- waiting ----------------------------------------------------------------------------------
+
+    async def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        """The run's row once it is terminal; `WorkflowTimeout` after `timeout` seconds."""
+        engine = self.engine
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        async with self._notified([("finished", workflow_id)]) as finished:
+            while True:
+                row = engine.scheduler.finished_row(workflow_id)
+                if row is None:
+                    row = await self.off_loop(
+                        engine.store_call, lambda: engine.store.get_workflow(workflow_id)
+                    )
+                if row is None:
+                    raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+                if row.status.is_terminal:
+                    return row
+                wait = engine.poll_interval
+                if deadline is not None:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        raise WorkflowTimeout(
+                            f"workflow {row.name!r} (id {workflow_id!r}) is still "
+                            f"{row.status.value} after {timeout}s"
+                            + (f": {row.error}" if row.error else "")
+                        )
+                    wait = min(wait, left)
+                await _wait_event(finished, wait)
+
+    def _notified(self, wakes: Iterable[Wake]) -> _Notified:
+        return _Notified(self.engine, asyncio.get_running_loop(), list(wakes))
+
+
+class _Notified:
+    """An asyncio event set (on its loop) whenever the engine notifies one of `wakes`."""
+
+    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop, wakes: list[Wake]) -> None:
+        self._engine = engine
+        self._loop = loop
+        self._wakes = wakes
+        self._event = asyncio.Event()
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def _from_any_thread(self) -> None:
+        # A closed loop raises RuntimeError: nobody waits any more.
+        with contextlib.suppress(RuntimeError):
+            self._loop.call_soon_threadsafe(self._event.set)
+
+    async def __aenter__(self) -> asyncio.Event:
+        self._unsubscribe = self._engine.listen(self._wakes, self._from_any_thread)
+        return self._event
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+
+
+async def _wait_event(event: asyncio.Event, timeout: float) -> None:
+    """Wait for `event` or `timeout` seconds, then clear it for the next round."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), max(timeout, 0.0))
+    event.clear()
