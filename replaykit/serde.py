@@ -6,8 +6,9 @@ runtime type of a value; decoding structures to a type hint when there is one
 otherwise hands back the plain JSON data. Live results go through the same
 encode -> decode as replayed ones, so both paths agree.
 
-No pickle, no eval: an exception's class is found only among modules that are
-already imported.
+No pickle, no eval: an exception's class is found only by reading the
+namespaces of modules that are already imported, never by an attribute lookup
+that could import or run something.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import math
 import sys
 import traceback as traceback_module
+import types
 import typing
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -248,19 +250,36 @@ def encode_error(exc: BaseException, *, with_traceback: bool = True) -> ErrorInf
     return ErrorInfo(cls.__module__, cls.__qualname__, str(exc), args, tb)
 
 
-def _find_loaded_class(module: str, qualname: str) -> type[BaseException] | None:
+# The namespaces of a module and of a class, read without asking the object:
+# `getattr` and `vars()` would run a module's `__getattr__` (lazy imports such as
+# `concurrent.futures.ProcessPoolExecutor`), a metaclass's `__getattr__`, or a lazy
+# module's loader, and stored data must never make this process import or run code.
+_MODULE_DICT: Any = vars(types.ModuleType)["__dict__"]
+_CLASS_DICT: Any = vars(type)["__dict__"]
+
+
+def _find_loaded_class(module: str, qualname: str) -> type[Exception] | None:
+    """The exception class `module.qualname` names, if it is already loaded.
+
+    Only dictionaries are read: the module's namespace, then for a nested
+    qualname each enclosing class's own `__dict__`. Anything else (a missing
+    name, something that is not a class, a class that is not an `Exception`)
+    is None.
+    """
     mod = sys.modules.get(module)
-    if mod is None:
-        return None
-    obj: Any = mod
+    if not issubclass(type(mod), types.ModuleType):
+        return None  # sys.modules may hold stand-ins whose attributes are code
+    namespace: Any = _MODULE_DICT.__get__(mod)
+    obj: Any = None
     for part in qualname.split("."):
-        if part == "<locals>":
+        if namespace is None or part == "<locals>":
             return None
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    if isinstance(obj, type) and issubclass(obj, Exception):
-        return obj
+        obj = namespace.get(part)
+        # type(obj), not isinstance(): isinstance() falls back to reading `__class__`,
+        # which a proxy object answers by running code.
+        namespace = _CLASS_DICT.__get__(obj) if issubclass(type(obj), type) else None
+    if issubclass(type(obj), type) and issubclass(obj, Exception):
+        return typing.cast(type[Exception], obj)
     return None
 
 
