@@ -1,0 +1,318 @@
+"""AsyncEngine: the asyncio face of the runtime, on every store.
+
+Each test drives its coroutine with `asyncio.run`, the way an application's
+entry point does; no plugin is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from replaykit import (
+    All,
+    AsyncEngine,
+    AwaitedWorkflowCancelled,
+    Engine,
+    Queue,
+    Recv,
+    SetEvent,
+    Sleep,
+    Status,
+    Step,
+    WorkflowNotFound,
+    workflow,
+)
+from replaykit.errors import WorkflowTimeout
+
+T = TypeVar("T")
+
+# What belongs to the application's loop, set by each test's coroutine.
+APP: dict[str, Any] = {}
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    return asyncio.run(asyncio.wait_for(main(), 60))  # type: ignore[arg-type]
+
+
+async def uses_the_app_loop(value: int) -> int:
+    # A future made on the application's loop can only be awaited on that loop:
+    # on any other it raises "attached to a different loop".
+    future = APP["loop"].create_future()
+    APP["loop"].call_later(0.001, future.set_result, value * 10)
+    async with APP["lock"]:
+        return await future  # type: ignore[no-any-return]
+
+
+def where_am_i() -> str:
+    return threading.current_thread().name
+
+
+@workflow
+def app_loop_flow(n: int):
+    a = yield Step("on-loop", uses_the_app_loop, n)
+    b = yield Step("blocking", where_am_i)
+    c = yield All(Step("x", uses_the_app_loop, 1), Step("y", uses_the_app_loop, 2))
+    return [a, b, list(c)]
+
+
+def test_async_steps_run_on_the_applications_loop_and_sync_ones_off_it(store_url: str) -> None:
+    async def main() -> list[Any]:
+        APP["loop"] = asyncio.get_running_loop()
+        APP["lock"] = asyncio.Lock()
+        loop_thread = threading.current_thread().name
+        async with AsyncEngine(store_url) as engine:
+            result = await engine.run(app_loop_flow, 4, timeout=30)
+            assert result[1] != loop_thread  # a sync body never runs on the loop
+            return result
+
+    result = run(main)
+    assert result[0] == 40
+    assert result[2] == [10, 20]
+
+
+@workflow
+def waits_for_go(tag: str):
+    yield Step("first", where_am_i)
+    message = yield Recv("go")
+    return f"{tag}:{message}"
+
+
+def test_messages_results_and_status(store_url: str) -> None:
+    async def main() -> None:
+        async with AsyncEngine(store_url) as engine:
+            handle = await engine.start(waits_for_go, "a", workflow_id="w1")
+            assert handle.workflow_id == "w1"
+            with pytest.raises(WorkflowTimeout, match="w1"):
+                await handle.result(timeout=0.3)
+            assert await handle.status() is Status.PENDING
+            assert await engine.send("w1", "hello", "go", idempotency_key="k")
+            assert not await engine.send("w1", "again", "go", idempotency_key="k")
+            assert await handle.result(timeout=30) == "a:hello"
+            assert await engine.handle("w1").status() is Status.SUCCESS
+            records = await engine.steps("w1")
+            assert [r.name for r in records] == ["first", "go"]
+            listed = await engine.list_workflows(status="SUCCESS")
+            assert [row.workflow_id for row in listed] == ["w1"]
+            # Idempotent start by id: the same run comes back.
+            again = await engine.start(waits_for_go, "a", workflow_id="w1")
+            assert await again.result(timeout=5) == "a:hello"
+
+    run(main)
+
+
+def test_an_unknown_id_is_reported_on_use() -> None:
+    async def main() -> None:
+        async with AsyncEngine("memory://") as engine:
+            handle = engine.handle("nope")
+            with pytest.raises(WorkflowNotFound, match="nope"):
+                await handle.status()
+            with pytest.raises(WorkflowNotFound, match="nope"):
+                await handle.result(timeout=1)
+
+    run(main)
+
+
+def test_cancelling_the_awaiting_task_cancels_the_wait_not_the_run(store_url: str) -> None:
+    async def main() -> None:
+        async with AsyncEngine(store_url) as engine:
+            handle = await engine.start(waits_for_go, "c", workflow_id="c1")
+            waiter = asyncio.create_task(handle.result())
+            await asyncio.sleep(0.2)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert await handle.status() is Status.PENDING
+            await engine.send("c1", "still here", "go")
+            assert await handle.result(timeout=30) == "c:still here"
+
+            # engine.cancel cancels the run itself; a waiter hears it.
+            other = await engine.start(waits_for_go, "d", workflow_id="c2")
+            waiter = asyncio.create_task(other.result(timeout=30))
+            await asyncio.sleep(0.1)
+            assert await engine.cancel("c2")
+            with pytest.raises(AwaitedWorkflowCancelled, match="c2"):
+                await waiter
+            assert await other.status() is Status.CANCELLED
+            resumed = await engine.resume("c2")
+            await engine.send("c2", "back", "go")
+            assert await resumed.result(timeout=30) == "d:back"
+
+    run(main)
+
+
+def test_the_loop_stays_free_while_runs_wait_and_work(store_url: str) -> None:
+    """Nothing the engine does blocks the loop for long: a ticker keeps ticking."""
+
+    async def main() -> tuple[int, int]:
+        async with AsyncEngine(store_url) as engine:
+            ticks = 0
+            stop = asyncio.Event()
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while not stop.is_set():
+                    await asyncio.sleep(0.005)
+                    ticks += 1
+
+            task = asyncio.create_task(ticker())
+            handles = await asyncio.gather(
+                *(engine.start(waits_for_go, str(i), workflow_id=f"t{i}") for i in range(20))
+            )
+            for i in range(20):
+                await engine.send(f"t{i}", i, "go")
+            results = await asyncio.gather(*(h.result(timeout=30) for h in handles))
+            assert results == [f"{i}:{i}" for i in range(20)]
+            started = time.monotonic()
+            # While every run waits (none here), a blocking wait would starve the ticker.
+            late = await engine.start(waits_for_go, "late", workflow_id="late")
+            with pytest.raises(WorkflowTimeout):
+                await late.result(timeout=0.5)
+            waited = time.monotonic() - started
+            stop.set()
+            await task
+            return ticks, int(waited / 0.005)
+
+    ticks, possible = run(main)
+    # Generous: only a loop blocked for most of the wait would tick this rarely.
+    assert ticks >= possible // 4
+
+
+@workflow
+def sleeps_then_finishes(n: int):
+    yield Step("before", where_am_i)
+    yield Sleep(3600)
+    return n
+
+
+def test_sleeping_runs_hold_no_task_and_no_thread() -> None:
+    async def main() -> None:
+        pools = {"io_workers": 4, "max_workers": 8, "step_workers": 4}
+        async with AsyncEngine("memory://", **pools) as engine:
+            await engine.start(sleeps_then_finishes, -1)
+            assert await engine.wait_idle(30)
+            tasks, threads = len(asyncio.all_tasks()), threading.active_count()
+            await asyncio.gather(*(engine.start(sleeps_then_finishes, i) for i in range(300)))
+            assert await engine.wait_idle(30)
+            sleeping = await engine.list_workflows(status="PENDING")
+            assert len(sleeping) == 301
+            # Not one per run: the same tasks as with one sleeper, and no more
+            # threads than the engine's bounded pools may have started meanwhile.
+            assert len(asyncio.all_tasks()) <= tasks
+            assert threading.active_count() <= threads + sum(pools.values())
+
+    run(main)
+
+
+def test_a_run_started_by_one_face_is_finished_by_the_other(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'faces.db'}"
+
+    async def start_async() -> None:
+        async with AsyncEngine(url) as engine:
+            await engine.start(waits_for_go, "from-async", workflow_id="f1")
+            await asyncio.sleep(0.2)
+
+    run(start_async)
+    with Engine(url) as sync_engine:
+        sync_engine.send("f1", "sync", "go")
+        assert sync_engine.handle("f1").result(timeout=30) == "from-async:sync"
+        sync_engine.start(waits_for_go, "from-sync", workflow_id="f2")
+
+    async def finish_async() -> str:
+        async with AsyncEngine(url) as engine:
+            await engine.send("f2", "async", "go")
+            return await engine.handle("f2").result(timeout=30)  # type: ignore[no-any-return]
+
+    assert run(finish_async) == "from-sync:async"
+
+
+COMMITTED: list[str] = []
+
+
+async def slow_on_the_loop(tag: str) -> str:
+    await asyncio.sleep(0.4)
+    COMMITTED.append(tag)
+    return tag
+
+
+@workflow
+def slow_then_wait(tag: str):
+    value = yield Step("slow", slow_on_the_loop, tag)
+    yield Recv("never")
+    return value
+
+
+def test_closing_lets_a_running_async_step_finish_and_commit(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'close.db'}"
+    COMMITTED.clear()
+
+    async def main() -> None:
+        async with AsyncEngine(url) as engine:
+            await engine.start(slow_then_wait, "s", workflow_id="s1")
+            await asyncio.sleep(0.1)  # the step is under way when the engine closes
+
+    run(main)
+    assert COMMITTED == ["s"]
+    with Engine(url, recover=False) as engine:
+        records = engine.steps("s1")
+        assert [(r.name, r.outcome.data) for r in records] == [("slow", "s")]  # type: ignore[union-attr]
+
+
+@workflow
+def publishes(value: int):
+    yield SetEvent("progress", value)
+    yield Recv("done")
+    return value
+
+
+JOBS = Queue("aio-jobs")
+
+
+def test_events_queues_and_forks(store_url: str) -> None:
+    async def main() -> None:
+        async with AsyncEngine(store_url, queues=[JOBS]) as engine:
+            handle = await engine.start(publishes, 7, workflow_id="e1")
+            assert await engine.get_event("e1", "progress", timeout=30) == 7
+            assert await engine.get_event("e1", "missing", timeout=0.2) is None
+            await engine.send("e1", None, "done")
+            assert await handle.result(timeout=30) == 7
+
+            queued = await engine.enqueue_many(JOBS, sleeps_then_finishes, [(1,), (2,)])
+            one = await engine.enqueue(JOBS, publishes, 3)
+            assert len(queued) == 2
+            assert await engine.get_event(one.workflow_id, "progress", timeout=30) == 3
+
+            fork = await engine.fork("e1", 1, workflow_id="e1-fork")
+            await engine.send("e1-fork", None, "done")
+            assert await fork.result(timeout=30) == 7
+            assert [r.name for r in await engine.steps("e1-fork")] == ["progress", "done"]
+            log = await engine.export_log("e1")
+            assert log.workflow_id == "e1"
+
+    run(main)
+
+
+def test_misuse_says_what_to_do() -> None:
+    engine = AsyncEngine("memory://")
+    with pytest.raises(RuntimeError, match="async with AsyncEngine"):
+        engine.handle("x")
+    with pytest.raises(TypeError, match="step_loop"):
+        AsyncEngine("memory://", step_loop=None)
+
+    async def open_here() -> AsyncEngine:
+        return await AsyncEngine("memory://").open()
+
+    opened = run(open_here)
+
+    async def use_elsewhere() -> None:
+        await opened.list_workflows()
+
+    # A loop of its own: the engine belongs to the one it was opened on (now closed).
+    with pytest.raises(RuntimeError, match="another event loop"):
+        run(use_elsewhere)
+    opened.engine.close()
