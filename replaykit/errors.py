@@ -4,11 +4,15 @@ Two families live here. `ReplayKitError` subclasses are ordinary exceptions that
 tell a user what went wrong and what to do. `ControlSignal` subclasses derive
 from `BaseException` on purpose: cancellation and shutdown must end a workflow
 attempt even when the workflow body says `except Exception:`.
+
+Some of these describe the live state of the process that raises them, and
+`LIVE_ONLY` lists them: a recorded one is never rebuilt from stored data.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "LIVE_ONLY",
     "AwaitedWorkflowCancelled",
     "AwaitedWorkflowFailed",
     "Cancelled",
@@ -102,6 +106,10 @@ class UnknownWorkflowError(ReplayKitError, LookupError):
 class DuplicateDedupId(ReplayKitError, ValueError):
     """An enqueue reused a deduplication id that a live run of the queue holds."""
 
+    # Its args hold the message alone, so one rebuilt from the log skips __init__
+    # (`serde.decode_error`); it reads "" here instead of raising AttributeError.
+    existing_id: str = ""
+
     def __init__(self, message: str, existing_id: str) -> None:
         super().__init__(message)
         self.existing_id = existing_id
@@ -149,3 +157,16 @@ class ControlSignal(BaseException):
 
 class Cancelled(ControlSignal):
     """The workflow was cancelled by an operator or its parent."""
+
+
+#: Errors whose meaning is "the live state of this process", which the runtime
+#: acts on when it catches one: `StoreError`s (`StoreUnavailable` is retried as an
+#: outage, `RecordConflict` stops a run that another writer now owns),
+#: `NonDeterminismError` (parks the run), and every `ControlSignal` (cancellation,
+#: shutdown, `LogMovedOn`). One that a step or a workflow raised, and the log
+#: recorded, is history, not a signal: `serde.decode_error` hands it back as a
+#: `StepFailed` naming its type, so that a body re-raising it cannot make the
+#: runtime retry, stop or park a run that simply failed. Errors that are recorded
+#: outcomes (`WorkflowNotFound`, `AwaitedWorkflowCancelled`, ...) come back as
+#: themselves: workflows catch them.
+LIVE_ONLY: tuple[type[BaseException], ...] = (ControlSignal, StoreError, NonDeterminismError)

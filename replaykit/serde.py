@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 import cattrs
 
-from replaykit.errors import PayloadTooLarge, SerializationError, StepFailed
+from replaykit.errors import LIVE_ONLY, PayloadTooLarge, SerializationError, StepFailed
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
@@ -243,11 +243,20 @@ def encode_error(exc: BaseException, *, with_traceback: bool = True) -> ErrorInf
             args.append(encode(arg))
         except SerializationError:
             # An argument with no JSON form keeps its repr: the message stays exact.
-            args.append(repr(arg))
+            args.append(_text(arg, repr))
     tb = ""
     if with_traceback and exc.__traceback__ is not None:
         tb = "".join(traceback_module.format_exception(exc)[-20:])
-    return ErrorInfo(cls.__module__, cls.__qualname__, str(exc), args, tb)
+    return ErrorInfo(cls.__module__, cls.__qualname__, _text(exc, str), args, tb)
+
+
+def _text(obj: object, show: Callable[[object], str]) -> str:
+    # An object that cannot print is still recorded, under a placeholder as the
+    # traceback module does: a step's failure must reach the log, or its run is stuck.
+    try:
+        return show(obj)
+    except Exception:
+        return f"<{type(obj).__qualname__} object: {show.__name__}() failed>"
 
 
 # The namespaces of a module and of a class, read without asking the object:
@@ -264,7 +273,8 @@ def _find_loaded_class(module: str, qualname: str) -> type[Exception] | None:
     Only dictionaries are read: the module's namespace, then for a nested
     qualname each enclosing class's own `__dict__`. Anything else (a missing
     name, something that is not a class, a class that is not an `Exception`)
-    is None.
+    is None. Not any `BaseException`: a rebuilt `SystemExit`, `KeyboardInterrupt`
+    or `ControlSignal` thrown into a workflow would end far more than the workflow.
     """
     mod = sys.modules.get(module)
     if not issubclass(type(mod), types.ModuleType):
@@ -284,10 +294,27 @@ def _find_loaded_class(module: str, qualname: str) -> type[Exception] | None:
 
 
 def decode_error(info: ErrorInfo) -> BaseException:
-    """Rebuild a recorded exception; unknown classes become `StepFailed`."""
+    """Rebuild a recorded exception, or stand a `StepFailed` in for it.
+
+    The class comes back, with the recorded args, when it is already loaded, is
+    not one of `errors.LIVE_ONLY` (which would pass for a live signal), and the
+    rebuilt exception prints (`str` and `repr`). Otherwise `StepFailed` carries
+    the recorded type name and message.
+    """
     cls = _find_loaded_class(info.module, info.qualname)
-    if cls is None:
+    if cls is None or issubclass(cls, LIVE_ONLY):
         return StepFailed(info.type_name, info.message)
+    if cls is StepFailed:
+        # A stand-in that was recorded again: its message is "type_name: message".
+        type_name, sep, message = info.message.partition(": ")
+        return StepFailed(type_name, message) if sep else StepFailed(info.type_name, info.message)
+    exc = _rebuild(cls, info)
+    if exc is None or not _prints(exc):
+        return StepFailed(info.type_name, info.message)
+    return exc
+
+
+def _rebuild(cls: type[Exception], info: ErrorInfo) -> Exception | None:
     try:
         exc = cls(*info.args)
         if str(exc) == info.message:
@@ -295,10 +322,24 @@ def decode_error(info: ErrorInfo) -> BaseException:
     except Exception:
         pass
     # Classes whose __init__ does not take their own args back still get
-    # rebuilt, with the recorded args and message preserved.
-    exc = cls.__new__(cls)
-    exc.args = tuple(info.args) if info.args else (info.message,)
+    # rebuilt, with the recorded args and message preserved; whether what
+    # __init__ would have set is needed to print it, `_prints` finds out.
+    try:
+        exc = cls.__new__(cls)
+        exc.args = tuple(info.args) if info.args else (info.message,)
+    except Exception:
+        return None
     return exc
+
+
+def _prints(exc: BaseException) -> bool:
+    """Whether `str` and `repr` work: a log line or a traceback must not raise."""
+    try:
+        str(exc)
+        repr(exc)
+    except Exception:
+        return False
+    return True
 
 
 def utc(dt: datetime) -> datetime:

@@ -9,12 +9,28 @@ import subprocess
 import sys
 import textwrap
 import types
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from replaykit import StepFailed, serde
+from replaykit import Engine, Status, Step, StepFailed, Transaction, serde, workflow
+from replaykit.errors import (
+    AwaitedWorkflowCancelled,
+    Cancelled,
+    DuplicateDedupId,
+    NonDeterminismError,
+    PayloadTooLarge,
+    RecordConflict,
+    SerializationError,
+    StoreError,
+    StoreUnavailable,
+    TransactionUnsupported,
+    WorkflowNotFound,
+)
+from replaykit.runtime.host import LogMovedOn
+from replaykit.testing.replay import ResultMismatch
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -180,3 +196,183 @@ def test_a_lazily_loaded_module_is_not_executed(
     again = serde.decode_error(serde.ErrorInfo("rk_lazy_module", "Boom", "x", ["x"]))
     assert not ran.exists()
     assert isinstance(again, StepFailed)
+
+
+# -- a rebuilt exception always prints -------------------------------------------------------
+
+
+def _printable(exc: BaseException) -> tuple[str, str]:
+    return str(exc), repr(exc)  # either raising fails the test
+
+
+def test_a_called_process_error_comes_back_printable() -> None:
+    # The tuple command comes back a list, so CalledProcessError(*args) prints
+    # another message, and the bare rebuild's __str__ reads attributes never set.
+    original = subprocess.CalledProcessError(1, ("false",), b"out")
+    info = serde.encode_error(original, with_traceback=False)
+    again = serde.decode_error(info)
+    text, _ = _printable(again)
+    assert str(original) in text
+    if isinstance(again, StepFailed):
+        assert again.type_name == "subprocess.CalledProcessError"
+        assert again.message == str(original)
+    else:
+        assert type(again) is subprocess.CalledProcessError and text == str(original)
+
+
+def test_a_stored_error_without_its_args_comes_back_printable() -> None:
+    message = "Command 'make' returned non-zero exit status 2."
+    again = serde.decode_error(serde.ErrorInfo("subprocess", "CalledProcessError", message, []))
+    _printable(again)
+    assert isinstance(again, StepFailed)
+    assert again.type_name == "subprocess.CalledProcessError" and again.message == message
+
+
+def test_a_list_command_still_comes_back_as_its_class() -> None:
+    original = subprocess.CalledProcessError(2, ["make", "all"])
+    again = serde.decode_error(serde.encode_error(original))
+    assert type(again) is subprocess.CalledProcessError
+    assert str(again) == str(original) and again.returncode == 2
+
+
+class ReprBreaks(Exception):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr needs state a rebuilt one lacks")
+
+
+class StrBreaksWithoutState(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.detail = f"code {code}"
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def test_an_exception_that_cannot_print_falls_back_to_step_failed() -> None:
+    for info in [
+        serde.ErrorInfo(__name__, "ReprBreaks", "r", ["r"]),
+        serde.ErrorInfo(__name__, "StrBreaksWithoutState", "code 7", ["not a code", "extra"]),
+    ]:
+        again = serde.decode_error(info)
+        _printable(again)
+        assert isinstance(again, StepFailed), info
+        assert again.message == info.message and again.type_name == f"{__name__}.{info.qualname}"
+
+
+class StrRaises(Exception):
+    def __str__(self) -> str:
+        raise ValueError("no text")
+
+
+def test_an_exception_whose_str_raises_can_still_be_recorded() -> None:
+    info = serde.encode_error(StrRaises("x"))
+    assert info.qualname == "StrRaises" and info.message
+    _printable(serde.decode_error(info))
+
+
+def test_a_step_failed_comes_back_with_its_type_name_and_message() -> None:
+    stand_in = StepFailed("billing.CardDeclined", "card declined")
+    again = serde.decode_error(serde.encode_error(stand_in))
+    assert isinstance(again, StepFailed)
+    assert (again.type_name, again.message) == ("billing.CardDeclined", "card declined")
+    assert str(again) == str(stand_in)
+
+
+def test_a_rebuilt_duplicate_dedup_id_still_has_its_attribute() -> None:
+    # Its args hold the message only, so it is rebuilt without running __init__.
+    again = serde.decode_error(serde.encode_error(DuplicateDedupId("dedup id 'd' is taken", "r1")))
+    assert type(again) is DuplicateDedupId and str(again) == "dedup id 'd' is taken"
+    assert again.existing_id == ""
+
+
+# -- replaykit's live signals are never rebuilt from stored data -------------------------------
+
+
+class MyOutage(StoreUnavailable):
+    """An application's own subclass: still an outage signal to replaykit."""
+
+
+LIVE_ONLY = [
+    StoreUnavailable("the database is down"),
+    StoreError("bad schema"),
+    RecordConflict("another writer recorded position 3"),
+    MyOutage("down"),
+    NonDeterminismError("the code yielded step 'b', the log recorded step 'a'"),
+    ResultMismatch("the code returned 2 but the recorded run returned 1"),
+    Cancelled("cancelled by an operator"),
+    LogMovedOn("log moved on"),
+]
+
+
+@pytest.mark.parametrize("live", LIVE_ONLY, ids=lambda e: type(e).__name__)
+def test_live_signals_come_back_as_step_failed(live: BaseException) -> None:
+    info = serde.encode_error(live)
+    again = serde.decode_error(info)
+    assert type(again) is StepFailed
+    assert again.type_name == f"{type(live).__module__}.{type(live).__qualname__}"
+    assert again.message == str(live)
+
+
+RECORDED_FACTS = [
+    WorkflowNotFound("no workflow run with id 'x'"),
+    AwaitedWorkflowCancelled("workflow 'child' (id 'c') was cancelled"),
+    SerializationError("cannot encode the result"),
+    PayloadTooLarge("too big"),
+    TransactionUnsupported("needs SQLite or PostgreSQL"),
+]
+
+
+@pytest.mark.parametrize("fact", RECORDED_FACTS, ids=lambda e: type(e).__name__)
+def test_errors_that_are_recorded_outcomes_still_come_back_as_their_class(
+    fact: BaseException,
+) -> None:
+    # A workflow may catch these (a child that does not exist, a cancelled child).
+    again = serde.decode_error(serde.encode_error(fact))
+    assert type(again) is type(fact) and str(again) == str(fact)
+
+
+def down() -> None:
+    raise StoreUnavailable("the step's own database was down")
+
+
+@workflow(name="safety.outage-in-a-step")
+def outage_in_a_step() -> Generator[Any, Any, None]:
+    yield Step("down", down)
+
+
+def test_a_run_that_failed_with_an_outage_is_not_an_outage_of_the_caller(tmp_path: Path) -> None:
+    # StoreUnavailable says "retry, the store will be back": a caller that retries
+    # on it must not retry a run that has finished for good.
+    with (
+        Engine(f"sqlite:///{tmp_path / 'runs.db'}", poll_interval=0.05) as eng,
+        pytest.raises(StepFailed) as failed,
+    ):
+        eng.run(outage_in_a_step, workflow_id="outage", timeout=20)
+    assert failed.value.type_name == "replaykit.errors.StoreUnavailable"
+    assert "the step's own database was down" in failed.value.message
+
+
+STORED_OUTAGE = serde.encode_error(StoreUnavailable("the job table said: store was down"))
+
+
+def reraise_stored(conn: Any) -> None:
+    # A body that re-raises a failure it read back from stored data of its own.
+    raise serde.decode_error(STORED_OUTAGE)
+
+
+@workflow(name="safety.stored-outage-in-a-transaction")
+def stored_outage_in_a_transaction() -> Generator[Any, Any, None]:
+    yield Transaction("reraise", reraise_stored)
+
+
+def test_a_rebuilt_outage_in_a_transaction_fails_it_instead_of_retrying_forever(
+    tmp_path: Path,
+) -> None:
+    # The engine lets a live StoreUnavailable out of a Transaction and retries the
+    # run later; a rebuilt one would have it retry a body that always fails.
+    with Engine(f"sqlite:///{tmp_path / 'runs.db'}", poll_interval=0.05) as eng:
+        with pytest.raises(StepFailed) as failed:
+            eng.run(stored_outage_in_a_transaction, workflow_id="tx", timeout=5)
+        assert eng.handle("tx").status() is Status.ERROR
+    assert failed.value.type_name == "replaykit.errors.StoreUnavailable"
