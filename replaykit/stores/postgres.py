@@ -73,6 +73,7 @@ __all__ = ["MIGRATIONS", "PostgresStore", "redact_url", "schema_channel"]
 _log = logging.getLogger("replaykit.stores")
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_DEFAULT_SCHEMA = "replaykit"
 
 # The ordered migrations; version N is MIGRATIONS[N - 1]. Never edit a shipped
 # one: add the next file.
@@ -107,7 +108,25 @@ def _validate_schema(schema: str) -> str:
     if not isinstance(schema, str) or not _SCHEMA_NAME.match(schema):
         raise ValueError(
             f"invalid PostgreSQL schema name {schema!r}: use 1 to 63 characters of lowercase "
-            "letters, digits and underscores, not starting with a digit (e.g. 'replaykit')"
+            f"letters, digits and underscores, not starting with a digit (e.g. {_DEFAULT_SCHEMA!r})"
+        )
+    if schema == "information_schema" or schema.startswith("pg_"):
+        # PostgreSQL keeps these for its catalogs; a superuser may still create
+        # tables there, and replaykit once did.
+        raise ValueError(
+            f"schema {schema!r} is PostgreSQL's own (information_schema and every pg_* name "
+            f"are kept for its catalogs); replaykit needs a schema of its own: leave the "
+            f"default {_DEFAULT_SCHEMA!r}, or pick another name, e.g. ?schema=replaykit_orders "
+            "in the URL or PostgresStore(url, schema='replaykit_orders')"
+        )
+    if schema == "public":
+        # Everyone's default search_path: replaykit's tables would sit among the
+        # application's, where a migration or a DROP of either can hit the other.
+        raise ValueError(
+            f"schema 'public' is the database's shared default schema; replaykit keeps its "
+            f"tables in a schema of its own, and the default is {_DEFAULT_SCHEMA!r}. Leave "
+            "out ?schema= (or the schema argument), or choose another name with "
+            "?schema=NAME in the URL or PostgresStore(url, schema='NAME')"
         )
     return schema
 
@@ -755,7 +774,7 @@ class PostgresStore:
         self,
         url: str,
         *,
-        schema: str = "replaykit",
+        schema: str = _DEFAULT_SCHEMA,
         pool_min: int = 1,
         pool_max: int = 20,
         connect_timeout: float = 10.0,
