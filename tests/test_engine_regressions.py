@@ -130,3 +130,47 @@ def test_a_run_resumed_by_another_process_is_picked_up_by_the_running_engine(
         while handle.status() is not Status.SUCCESS:
             assert time.monotonic() < deadline, "the resumed run was not picked up"
             time.sleep(0.05)
+
+
+SWALLOWED: list[str] = []
+
+
+async def swallows_its_cancellation() -> str:
+    import asyncio
+
+    try:
+        await asyncio.sleep(5)
+    except asyncio.CancelledError:
+        SWALLOWED.append("swallowed")
+        return "finished anyway"
+    return "slept"
+
+
+@workflow
+def times_out_a_stubborn_step() -> Generator[Any, Any, str]:
+    try:
+        yield Step("stubborn", swallows_its_cancellation, timeout=0.1)
+    except TimeoutError as exc:
+        return f"timed out: {exc}"
+    return "recorded as a success"
+
+
+@workflow
+def times_out_a_stubborn_step_in_all() -> Generator[Any, Any, str]:
+    try:
+        yield All(Step("stubborn", swallows_its_cancellation, timeout=0.1), Now())
+    except TimeoutError as exc:
+        return f"timed out: {exc}"
+    return "recorded as a success"
+
+
+def test_an_async_step_that_swallows_its_cancellation_still_timed_out() -> None:
+    """Past its deadline an attempt failed with a timeout, whatever the body did with
+    its cancellation (asyncio.wait_for would hand back the body's late value)."""
+    SWALLOWED.clear()
+    with Engine("memory://") as engine:
+        assert engine.run(times_out_a_stubborn_step, timeout=20) == (
+            "timed out: step 'stubborn' timed out after 0.1s"
+        )
+        assert engine.run(times_out_a_stubborn_step_in_all, timeout=20).startswith("timed out")
+    assert SWALLOWED == ["swallowed", "swallowed"]  # the bodies were cancelled, and said so

@@ -14,9 +14,9 @@ import functools
 import inspect
 import threading
 import uuid
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -59,6 +59,7 @@ from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 __all__ = ["CompositeRun", "EffectRunner", "WaitProbe", "is_async"]
 
 _NO_RETRY = Retry()
+T = TypeVar("T")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -73,6 +74,34 @@ def is_async(fn: Callable[..., Any]) -> bool:
         return _is_async(fn)
     except TypeError:  # unhashable callable
         return _is_async.__wrapped__(fn)
+
+
+#: How long a timed-out async step body may take to end after it is cancelled (its
+#: `finally` blocks, say) before the attempt is judged without it.
+CANCEL_GRACE_SECONDS = 1.0
+
+
+async def within_deadline(body: Awaitable[T], timeout: float, name: str) -> T:
+    """Await `body` for at most `timeout` seconds; past that, the attempt timed out.
+
+    replaykit judges the timeout, not the body: a body that swallows its
+    cancellation and returns a value anyway has still timed out (asyncio's
+    `wait_for` would return that value). It is cancelled and given a short
+    grace to clean up; whatever it ends with then is ignored.
+    """
+    task = asyncio.ensure_future(body)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:  # the run was cancelled: so is its body
+        task.cancel()
+        raise
+    if task in done:
+        return task.result()
+    task.cancel()
+    # Its late outcome is dropped on purpose; retrieving it keeps asyncio quiet.
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
+    raise TimeoutError(f"step {name!r} timed out after {timeout}s")
 
 
 @attrs.frozen
@@ -398,12 +427,7 @@ class EffectRunner:
                     if command.timeout is None:
                         reply = await body
                     else:
-                        try:
-                            reply = await asyncio.wait_for(body, command.timeout)
-                        except TimeoutError:
-                            raise TimeoutError(
-                                f"step {command.name!r} timed out after {command.timeout}s"
-                            ) from None
+                        reply = await within_deadline(body, command.timeout, command.name)
             except ControlSignal:
                 steps.close()
                 raise
@@ -428,7 +452,8 @@ class EffectRunner:
         if is_async(fn):
             coro = fn(*args, **kwargs)
             future = asyncio.run_coroutine_threadsafe(
-                asyncio.wait_for(coro, timeout) if timeout is not None else coro, self.async_loop()
+                within_deadline(coro, timeout, name) if timeout is not None else coro,
+                self.async_loop(),
             )
             if scope is not None:
                 scope.on_cancel(future.cancel)
@@ -436,8 +461,6 @@ class EffectRunner:
                 return future.result()
             except concurrent.futures.CancelledError:
                 raise Cancelled(f"step {name!r} was cancelled") from None
-            except TimeoutError:
-                raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
         if timeout is None:
             return fn(*args, **kwargs)
         future = self.host.step_pool.submit(fn, *args, **kwargs)
