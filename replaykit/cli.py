@@ -17,6 +17,10 @@ its steps.
 
 Exit codes: 0 success; 1 an operation failed (unknown id, unreachable store, a
 replay that diverges); 2 bad usage or bad input (options, files, `module:workflow`).
+
+Everything printed from the store goes through `printable` (or, as JSON, through
+`_json_text`): stored ids, names, errors and tracebacks are data, and a terminal
+would obey the escape sequences among them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import logging
 import os
 import re
 import sys
+import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -55,7 +60,7 @@ from replaykit.runtime.admin import (
 from replaykit.runtime.engine import DEFAULT_URL, open_store_for
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main", "printable"]
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -71,11 +76,64 @@ _STATUS_STYLE = {
 }
 
 
+# -- what reaches the terminal ----------------------------------------------------------------
+
+# Characters a terminal acts on or shows as something else: control characters
+# (C0, DEL and C1, where 0x9b is ESC [ to some terminals), format characters
+# (bidi overrides and isolates that reorder what is shown, zero-width ones that
+# make two ids look alike), lone surrogates (which cannot even be encoded), and
+# the Unicode line and paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+# Printable ASCII is never hidden; only what is outside it is looked up.
+_MAYBE_HIDDEN = re.compile(r"[^\x20-\x7e]")
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """`text` with every hidden character shown as its Python escape (ESC as `\\x1b`).
+
+    `newlines=True` keeps line breaks, for a traceback; elsewhere they are
+    escaped too, so one stored value cannot pass for several lines of output.
+    """
+
+    def show(match: re.Match[str]) -> str:
+        char = match.group()
+        if (newlines and char == "\n") or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
+            return char
+        return repr(char)[1:-1]
+
+    return _MAYBE_HIDDEN.sub(show, text)
+
+
+def _json_text(text: str) -> str:
+    """JSON text with the hidden characters json.dumps leaves raw as \\u escapes.
+
+    With ensure_ascii=False it escapes C0 controls, not DEL, C1 or bidi
+    overrides; they can only be inside strings, where \\u escapes mean the same.
+    """
+
+    def show(match: re.Match[str]) -> str:
+        char = match.group()
+        if char == "\n" or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
+            return char
+        code = ord(char)
+        if code <= 0xFFFF:
+            return f"\\u{code:04x}"
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+    return _MAYBE_HIDDEN.sub(show, text)
+
+
+def _echo(text: str, *, err: bool = False) -> None:
+    """click.echo for a line that holds stored data."""
+    click.echo(printable(text), err=err)
+
+
 class CliError(click.ClickException):
     """One line on stderr and a non-zero exit; never a traceback."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(_redact(message))
+        super().__init__(printable(_redact(message)))
 
 
 def _redact(text: str) -> str:
@@ -411,7 +469,11 @@ class _Printer:
         if console.is_terminal:
             self.console = console
 
-    def line(self, text: str = "", style: str | None = None) -> None:
+    # Every cell and value is shown with `printable`, and handed to rich as a
+    # Text, never as markup: "[bold]" or ":smile:" in an id print as written.
+
+    def line(self, text: str = "", style: str | None = None, *, newlines: bool = False) -> None:
+        text = printable(text, newlines=newlines)
         if self.console is not None:
             from rich.text import Text
 
@@ -422,7 +484,8 @@ class _Printer:
     def fields(self, pairs: Sequence[tuple[str, str, str | None]]) -> None:
         """`label  value` lines; the third item is a rich style for the value."""
         width = max(len(label) for label, _, _ in pairs)
-        for label, value, style in pairs:
+        for label, raw_value, style in pairs:
+            value = printable(raw_value)
             if self.console is not None:
                 from rich.text import Text
 
@@ -439,9 +502,11 @@ class _Printer:
         rows: Sequence[Sequence[str]],
         styles: Sequence[dict[int, str]] | None = None,
     ) -> None:
+        rows = [[printable(cell) for cell in row] for row in rows]
         if self.console is not None:
             from rich import box
             from rich.table import Table
+            from rich.text import Text
 
             table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
             for header in headers:
@@ -449,12 +514,7 @@ class _Printer:
             for index, row in enumerate(rows):
                 row_styles = styles[index] if styles else {}
                 table.add_row(
-                    *(
-                        f"[{row_styles[col]}]{_escape(cell)}[/]"
-                        if col in row_styles
-                        else _escape(cell)
-                        for col, cell in enumerate(row)
-                    )
+                    *(Text(cell, style=row_styles.get(col, "")) for col, cell in enumerate(row))
                 )
             self.console.print(table)
             return
@@ -465,14 +525,8 @@ class _Printer:
             click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
-
 def _echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    click.echo(_json_text(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 # -- the command tree -------------------------------------------------------------------------
@@ -656,7 +710,7 @@ def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool
         out.line("children: " + ", ".join(f"{c.workflow_id} ({c.status.value})" for c in children))
     if show_traceback and isinstance(row.result, Failure):
         out.line()
-        out.line(row.result.error.traceback or "(no traceback was recorded)")
+        out.line(row.result.error.traceback or "(no traceback was recorded)", newlines=True)
 
 
 @workflows.command("export")
@@ -674,13 +728,13 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
         _get_row(store, workflow_id)
         text = export_run(store, workflow_id).to_json()
     if output is None:
-        click.echo(text)
+        click.echo(_json_text(text))
         return
     try:
         output.write_text(text + "\n", encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {str(output)!r}: {exc.strerror or exc}") from exc
-    click.echo(f"wrote the log of {workflow_id!r} to {output}", err=True)
+    _echo(f"wrote the log of {workflow_id!r} to {output}", err=True)
 
 
 @workflows.command("cancel")
@@ -696,7 +750,7 @@ def cancel_command(workflow_id: str, url: str, children: bool) -> None:
         if row.status.is_terminal:
             raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
         cancel_run(store, workflow_id, children=children)
-    click.echo(
+    _echo(
         f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
         f"(a step under way finishes, but its outcome is not recorded). "
         f"`replaykit workflows resume {workflow_id}` continues it from its log."
@@ -754,7 +808,7 @@ def resume_command(
             state = now.status.value if now else "gone"
             raise CliError(f"workflow {workflow_id!r} changed under us (now {state}); try again")
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
-    click.echo(
+    _echo(
         f"resumed {workflow_id!r} ({row.name}): PENDING again, {done} recorded position(s) "
         "to replay. " + _pickup_note(target, app_version or row.app_version)
     )
@@ -799,7 +853,7 @@ def fork_command(
         # Re-affirming PENDING notifies ("resumed"): a running owner starts it at once.
         store.set_status(stored.workflow_id, Status.PENDING, only_from=(Status.PENDING,))
     copied = f"keeping positions 0..{kept - 1}" if kept else "keeping no records"
-    click.echo(
+    _echo(
         f"forked {workflow_id!r} into {stored.workflow_id!r}, {copied}; it runs live from "
         f"position {kept}. " + _pickup_note(stored.executor_id, stored.app_version)
     )
@@ -816,13 +870,15 @@ def delete_command(workflow_id: str, url: str, children: bool, yes: bool) -> Non
         row = _get_row(store, workflow_id)
         if not yes:
             click.confirm(
-                f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
-                + (" and children" if children else "")
-                + "?",
+                printable(
+                    f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
+                    + (" and children" if children else "")
+                    + "?"
+                ),
                 abort=True,
             )
         delete_run(store, workflow_id, children=children)
-    click.echo(f"deleted {workflow_id!r}")
+    _echo(f"deleted {workflow_id!r}")
 
 
 @workflows.command("gc")
@@ -1022,7 +1078,7 @@ def replay_command(
         try:
             log = _read_log(path)
         except _BadInput as exc:
-            click.echo(f"Error: {path}: {_redact(str(exc))}", err=True)
+            _echo(f"Error: {path}: {_redact(str(exc))}", err=True)
             worst = max(worst, EXIT_BAD_INPUT)
             continue
         worst = max(worst, _replay_one(str(path), spec, module, attr, log, strict, check_result))
@@ -1046,7 +1102,7 @@ def replay_command(
                     )
                     ids.extend(row.workflow_id for row in rows)
                 if not ids:
-                    click.echo(f"no runs of {', '.join(names) or spec} are in flight")
+                    _echo(f"no runs of {', '.join(names) or spec} are in flight")
             for workflow_id in ids:
                 log = export_run(store, workflow_id)
                 label = f"run {workflow_id}"
@@ -1071,7 +1127,7 @@ def _replay_one(
     try:
         wf = resolve_workflow(spec, module, attr, log)
     except _BadInput as exc:
-        click.echo(f"Error: {label}: {_redact(str(exc))}", err=True)
+        _echo(f"Error: {label}: {_redact(str(exc))}", err=True)
         return EXIT_BAD_INPUT
     run = f"workflow {wf.workflow_name!r}" + (
         f" (id {log.workflow_id!r})" if log.workflow_id else ""
@@ -1079,20 +1135,20 @@ def _replay_one(
     try:
         result = replay(wf, log, strict=strict, check_result=check_result)
     except NonDeterminismError as drift:
-        click.echo(f"{label}: DIVERGES at position {drift.position} of {run}")
-        click.echo(f"  the code yielded  {drift.yielded}" + _at(drift.yielded_at))
-        click.echo(f"  the log recorded  {drift.recorded}" + _at(drift.recorded_at))
-        click.echo(f"  {_one_line(drift)}")
+        _echo(f"{label}: DIVERGES at position {drift.position} of {run}")
+        _echo(f"  the code yielded  {drift.yielded}" + _at(drift.yielded_at))
+        _echo(f"  the log recorded  {drift.recorded}" + _at(drift.recorded_at))
+        _echo(f"  {_one_line(drift)}")
         return EXIT_FAILED
     except Exception as exc:  # the code cannot even start on this log's inputs
-        click.echo(f"{label}: FAILS on {run}: {_one_line(exc)}")
+        _echo(f"{label}: FAILS on {run}: {_one_line(exc)}")
         return EXIT_FAILED
     mode = "strict" if strict else "kind and name only"
     if result.finished:
         ending = f"ends {result.status.value} as recorded"
     else:
         ending = f"the run waits at {result.next_command}"
-    click.echo(
+    _echo(
         f"{label}: OK, {result.positions} recorded position(s) of {run} replay ({mode}); {ending}"
     )
     return 0
