@@ -331,28 +331,70 @@ def test_non_determinism_parks_the_run_with_an_explanation(store_url: str) -> No
         assert "position 2" in parked.error and "Patch" in parked.error
 
 
+CRASH_HOLD = threading.Event()
+
+
+def hangs_until_released() -> str:
+    CRASH_HOLD.wait(10)
+    return "released"
+
+
 @workflow(name="engine-crashy")
 def crashy_wf() -> Generator[Any, Any, None]:
+    yield Step("hangs", hangs_until_released)
+
+
+@workflow(name="engine-long-sleeper")
+def long_sleeper_wf() -> Generator[Any, Any, None]:
     yield Sleep(3600)
 
 
-def test_recovery_parks_runs_that_keep_crashing(store_url: str) -> None:
+def _shared(store_url: str) -> Any:
     store: Any = replaykit.MemoryStore() if store_url.startswith("memory") else store_url
     if isinstance(store, replaykit.MemoryStore):
         store.close = lambda: None  # type: ignore[method-assign]
-    for _ in range(3):
-        with Engine(
-            store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-crash"
-        ) as eng:
+    return store
+
+
+def test_recovery_parks_runs_that_keep_crashing(store_url: str) -> None:
+    """A run that dies while executing (here: its engine stops mid-step, as a crash
+    would) counts toward parking at every launch."""
+    store = _shared(store_url)
+    CRASH_HOLD.clear()
+    try:
+        for _ in range(3):
+            eng = Engine(store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-crash")
             if not eng.list_workflows():
                 eng.start(crashy_wf, workflow_id="crashy")
             time.sleep(0.1)
-    with Engine(store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-crash") as eng:
-        row = eng.store.get_workflow("crashy")
-        assert row is not None and row.status is Status.PARKED
-        assert "max_recovery_attempts=2" in row.error
-        eng.resume("crashy")
-        assert eng.handle("crashy").status() is Status.PENDING
+            eng.close(wait=False)
+        with Engine(
+            store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-crash"
+        ) as eng:
+            row = eng.store.get_workflow("crashy")
+            assert row is not None and row.status is Status.PARKED
+            assert "max_recovery_attempts=2" in row.error
+            CRASH_HOLD.set()
+            eng.resume("crashy")
+            eng.handle("crashy").result(timeout=20)
+    finally:
+        CRASH_HOLD.set()
+
+
+def test_restarts_never_park_a_run_that_waits(store_url: str) -> None:
+    """Torture report, issue 13, fault 1: a run in Sleep(1h) was PARKED after 51 clean
+    restarts, every launch bumping its recovery count. Waiting is not crashing."""
+    store = _shared(store_url)
+    for _ in range(6):
+        with Engine(
+            store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-sleep"
+        ) as eng:
+            if not eng.list_workflows():
+                eng.start(long_sleeper_wf, workflow_id="sleeper")
+            assert eng.wait_idle(10)
+    with Engine(store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-sleep") as eng:
+        row = eng.store.get_workflow("sleeper")
+        assert row is not None and row.status is Status.PENDING, row.error
 
 
 def test_recovery_only_takes_its_own_executor_and_version(store_url: str) -> None:

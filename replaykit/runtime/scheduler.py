@@ -671,7 +671,10 @@ class Scheduler:
             # to its deadline and wake it; it goes on at once instead.
             self._submit(self._carry, activation, waiting)
             return
-        if activation.progressed and row.recovery_attempts:
+        if row.recovery_attempts:
+            # Reaching a wait is not crash-looping, even with no new record: a run
+            # that sleeps for a month must survive any number of restarts. Only runs
+            # that die while executing keep counting toward parking.
             activation.row = row = attrs.evolve(row, recovery_attempts=0)
             self._workers.submit(self._reset_recovery, workflow_id)
         if keep:
