@@ -8,6 +8,8 @@ from collections.abc import Generator
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from replaykit import All, Engine, Now, Race, Recv, Sleep, Status, Step, workflow
 from replaykit.testing import Message, run
 
@@ -174,3 +176,42 @@ def test_an_async_step_that_swallows_its_cancellation_still_timed_out() -> None:
         )
         assert engine.run(times_out_a_stubborn_step_in_all, timeout=20).startswith("timed out")
     assert SWALLOWED == ["swallowed", "swallowed"]  # the bodies were cancelled, and said so
+
+
+INTERRUPTS: list[int] = []
+
+
+def interrupted_once() -> str:
+    INTERRUPTS.append(1)
+    if len(INTERRUPTS) == 1:
+        raise KeyboardInterrupt("as if Ctrl-C reached the step")
+    return "ran again"
+
+
+@workflow
+def interrupted_step() -> Generator[Any, Any, str]:
+    value = yield Step("interrupted", interrupted_once)
+    return value
+
+
+@pytest.mark.parametrize("how", ["recover", "resume"])
+def test_a_base_exception_from_a_step_leaves_the_run_runnable_in_that_engine(
+    how: str, tmp_path: Any
+) -> None:
+    """Torture report, issue 13, fault 12: after a KeyboardInterrupt inside a step the
+    engine listed the run in recover() but nothing ran it, nor did resume."""
+    INTERRUPTS.clear()
+    with Engine(f"sqlite:///{tmp_path / 'kb.db'}", poll_interval=0.1) as engine:
+        handle = engine.start(interrupted_step, workflow_id="kb")
+        deadline = time.monotonic() + 10
+        while not INTERRUPTS:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert engine.wait_idle(10)
+        assert engine.steps("kb") == []  # the interrupted attempt recorded nothing
+        if how == "recover":
+            assert engine.recover() == ["kb"]
+        else:
+            engine.resume("kb")
+        assert handle.result(timeout=10) == "ran again"
+    assert len(INTERRUPTS) == 2
