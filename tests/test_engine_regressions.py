@@ -215,3 +215,36 @@ def test_a_base_exception_from_a_step_leaves_the_run_runnable_in_that_engine(
             engine.resume("kb")
         assert handle.result(timeout=10) == "ran again"
     assert len(INTERRUPTS) == 2
+
+
+def test_a_run_no_engine_can_run_says_why(tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Torture report, issue 13, fault 15: a run whose workflow this engine has not
+    registered stayed PENDING with an empty error, and result() only timed out."""
+    from datetime import UTC, datetime
+
+    from replaykit.errors import WorkflowTimeout
+    from replaykit.stores.base import WorkflowRow
+
+    with Engine(f"sqlite:///{tmp_path / 'unknown.db'}", poll_interval=0.05) as engine:
+        row = WorkflowRow(
+            workflow_id="orphan",
+            name="defined-in-a-module-nobody-imported",
+            status=Status.PENDING,
+            inputs={"args": [], "kwargs": {}},
+            executor_id=engine.executor_id,
+            app_version=engine.app_version,
+            created_at=datetime.now(UTC),
+        )
+        engine.store.create_workflow(row)
+        with caplog.at_level("WARNING", logger="replaykit.engine"):
+            for _ in range(3):  # as sweeps and recoveries would
+                engine.dispatch("orphan")
+                assert engine.wait_idle(10)
+        stored = engine.store.get_workflow("orphan")
+        assert stored is not None and stored.status is Status.PENDING
+        assert "defined-in-a-module-nobody-imported" in stored.error
+        assert "is registered" in stored.error and "orphan" in stored.error
+        warnings = [r for r in caplog.records if "cannot run workflow" in r.getMessage()]
+        assert len(warnings) == 1  # said once, not at every sweep
+        with pytest.raises(WorkflowTimeout, match="Import the module"):
+            engine.handle("orphan").result(timeout=0.2)

@@ -804,7 +804,7 @@ class Scheduler:
         try:
             wf = lookup(row.name)
         except UnknownWorkflowError as exc:
-            log.error("workflow id %r: %s", workflow_id, exc)
+            self._cannot_run(row, str(exc))
             return None
         try:
             args, kwargs = wf.decode_inputs(row.inputs)
@@ -826,6 +826,22 @@ class Scheduler:
         except InvalidCommandError as exc:
             self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return None
+
+    def _cannot_run(self, row: WorkflowRow, why: str) -> None:
+        """Say why this engine skips a run of its own, where users look: the run's
+        status detail (`workflows show`, `WorkflowTimeout`) and one warning here."""
+        detail = (
+            f"engine {self.executor_id!r} (version {self.app_version!r}) cannot run "
+            f"workflow {row.name!r} (id {row.workflow_id!r}): {why}"
+        )
+        if row.error == detail:
+            return  # said already; a sweep finds it again and stays quiet
+        log.warning("%s", detail)
+        self._store_call(
+            lambda: self.store.set_status(
+                row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
+            )
+        )
 
     def _run_step(
         self, activation: _Activation, effect: Effect, fn: Callable[..., Any] | None = None
