@@ -248,3 +248,45 @@ def test_a_run_no_engine_can_run_says_why(tmp_path: Any, caplog: pytest.LogCaptu
         assert len(warnings) == 1  # said once, not at every sweep
         with pytest.raises(WorkflowTimeout, match="Import the module"):
             engine.handle("orphan").result(timeout=0.2)
+
+
+def test_an_engine_whose_launch_fails_leaves_nothing_behind() -> None:
+    """Torture report, issue 13, fault 18: an Engine() whose recovery raised left its
+    threads running, and one of them raised later in the process."""
+    import replaykit
+
+    class FailingRecovery(replaykit.MemoryStore):
+        closed = False
+
+        def bump_recovery(self, workflow_id: str) -> int:
+            raise RuntimeError("a bad row, say")
+
+        def close(self) -> None:
+            self.closed = True
+            super().close()
+
+    store = FailingRecovery()
+    with Engine(store, recover=False) as first:
+        first.start(waits_forever, workflow_id="stays-pending")
+        assert first.wait_idle(10)
+    store.closed = False
+    before = {t.ident for t in threading.enumerate()}
+    with pytest.raises(RuntimeError, match="a bad row"):
+        Engine(store)
+    deadline = time.monotonic() + 10
+    while True:
+        left = [
+            t.name
+            for t in threading.enumerate()
+            if t.ident not in before and t.name.startswith("replaykit") and t.is_alive()
+        ]
+        if not left:
+            break
+        assert time.monotonic() < deadline, f"threads left running: {left}"
+        time.sleep(0.05)
+    assert store.closed
+
+
+@workflow
+def waits_forever() -> Generator[Any, Any, None]:
+    yield Recv("never")

@@ -201,14 +201,20 @@ class Engine:
             poll_interval=poll_interval,
             fire=self._fire,
         )
-        self._unsubscribe = self.store.subscribe(self._on_notify)
-        self.scheduler.start()
-        self.wakeups.start()
-        self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
-        self.claims.start()
-        self.schedules.start()
-        if recover:
-            self.recover()
+        self._unsubscribe: Callable[[], None] = lambda: None
+        try:
+            self._unsubscribe = self.store.subscribe(self._on_notify)
+            self.scheduler.start()
+            self.wakeups.start()
+            self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
+            self.claims.start()
+            self.schedules.start()
+            if recover:
+                self.recover()
+        except BaseException:
+            # A failed launch leaves nothing behind: no thread of it raises later.
+            self.close(wait=False)
+            raise
 
     # -- lifecycle -------------------------------------------------------------------
 
