@@ -484,6 +484,24 @@ def test_fork_reruns_a_fixed_version_without_repeating_completed_steps(
     assert CALLS == {"charge": 1, "pack": 1, "ship-broken": 1, "ship-fixed": 1}
 
 
+def test_a_fork_for_another_version_runs_on_an_engine_of_that_version(
+    target: Any, deploy: Deploy
+) -> None:
+    """Torture report, issue 13, fault 19: the doc said `engine.fork(..., app_version=)`
+    ran the fork at once on that engine; an engine never runs another version's code."""
+    with engine_on(target) as eng:
+        with pytest.raises(ValueError, match="no address for o-7"):
+            eng.run(fork_v1, "o-7", workflow_id="failed-7", timeout=20)
+        handle = eng.fork("failed-7", 2, workflow_id="fixed-7", app_version="prod-3")
+        assert eng.wait_idle(10)
+        assert handle.status() is Status.PENDING  # not this engine's version
+        assert handle.row().app_version == "prod-3"
+    deploy("ver-fork", fork_v2)
+    with engine_on(target, app_version="prod-3") as eng:
+        assert eng.handle("fixed-7").result(timeout=20) == "parcel-o-7"
+    assert CALLS == {"charge": 1, "pack": 1, "ship-broken": 1, "ship-fixed": 1}
+
+
 # -- resume ------------------------------------------------------------------------------------
 
 
