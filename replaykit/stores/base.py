@@ -25,6 +25,13 @@ Every method is one transaction. The runtime relies on these guarantees, and
   `create_workflows()` creates many runs the same way in one transaction, all
   or nothing.
 - `send_message()` with an idempotency key already used delivers nothing more.
+- Names are refused alike by every store, before anything is read or written:
+  a workflow id, a run's name, executor id, app version, parent id, queue or
+  dedup id, a record's name or kind, a topic, an event key or an idempotency
+  key that holds NUL or a lone surrogate, or is longer than `MAX_NAME_BYTES`
+  bytes of UTF-8, raises `ValueError` saying which field, its length and the
+  limit (`record_many()` answers such a write with that error). A run's
+  `error` text is kept, with NUL spelled out as `\\x00`.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import attrs
 from replaykit.log import Outcome, Record, Status
 
 __all__ = [
+    "MAX_NAME_BYTES",
     "ClaimLimits",
     "EventWrite",
     "Message",
@@ -47,6 +55,10 @@ __all__ = [
     "WorkflowFilter",
     "WorkflowRow",
 ]
+
+# PostgreSQL indexes at most 2,704 bytes per index row, and `(queue, dedup_id)`,
+# `(workflow_id, key)` and `(workflow_id, topic, ...)` hold two names each.
+MAX_NAME_BYTES = 1000
 
 
 @attrs.frozen

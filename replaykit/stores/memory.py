@@ -18,6 +18,14 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores._checks import (
+    check_filter,
+    check_names,
+    check_record,
+    check_row,
+    check_write,
+    storable_error,
+)
 from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._many import writes_of
 from replaykit.stores._subscribers import Subscribers
@@ -146,11 +154,14 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
 
     A run created PENDING started when it was created; one created ENQUEUED
     starts when claimed. `now` is the time to fill in (default: the clock's).
+    Raises `ValueError` if the row has a name no store takes.
     """
+    check_row(row)
     now = now or _now()
     created = row.created_at or now
     return attrs.evolve(
         row,
+        error=storable_error(row.error),
         created_at=created,
         updated_at=row.updated_at or now,
         started_at=row.started_at or (created if row.status is Status.PENDING else None),
@@ -162,6 +173,8 @@ def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
 
     Rows given no `created_at` get creation times a microsecond apart in input
     order, so a queue claims a batch of equal priorities in the order given.
+    Refuses the whole batch, before anything is written, if a row has a name
+    no store takes.
     """
     now = _now()
     return [stamped_for_create(row, now + index * _MICROSECOND) for index, row in enumerate(rows)]
@@ -226,6 +239,9 @@ class MemoryStore:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
     ) -> tuple[WorkflowRow, bool]:
+        stored = stamped_for_create(row)
+        for record in records:
+            check_record(row.workflow_id, record)
         with self._lock:
             existing = self._rows.get(row.workflow_id)
             if existing is not None:
@@ -238,7 +254,6 @@ class MemoryStore:
                         and other.status in (Status.ENQUEUED, Status.PENDING)
                     ):
                         raise duplicate_dedup(row, other.workflow_id)
-            stored = stamped_for_create(row)
             self._rows[row.workflow_id] = stored
             self._logs[row.workflow_id] = list(records)
             self._order[row.workflow_id] = len(self._order)
@@ -287,6 +302,7 @@ class MemoryStore:
         limits: ClaimLimits,
         now: datetime,
     ) -> list[WorkflowRow]:
+        check_names(queue=queue, executor_id=executor_id, app_version=app_version)
         with self._lock:
             room = claim_room(
                 limits,
@@ -328,12 +344,14 @@ class MemoryStore:
             return claimed
 
     def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        check_names(executor_id=executor_id, app_version=app_version)
         with self._lock:
             self._heartbeats[executor_id] = (app_version, now)
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:
+        check_names(executor_id=executor_id, app_version=app_version)
         with self._lock:
             dead = {
                 executor
@@ -354,6 +372,7 @@ class MemoryStore:
             return taken
 
     def release(self, executor_id: str) -> list[str]:
+        check_names(executor_id=executor_id)
         queues: set[str] = set()
         released = []
         with self._lock:
@@ -373,10 +392,12 @@ class MemoryStore:
         return released
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        check_names(workflow_id)
         with self._lock:
             return self._rows.get(workflow_id)
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        check_filter(where)
         with self._lock:
             rows = [r for r in self._rows.values() if matches_filter(r, where)]
             rows.sort(key=lambda r: (r.created_at or _now(), r.workflow_id))
@@ -384,6 +405,7 @@ class MemoryStore:
         return rows[: where.limit] if where.limit is not None else rows
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
+        check_names(workflow_id)
         with self._lock:
             return list(self._logs.get(workflow_id, ())[max(since, 0) :])
 
@@ -444,6 +466,7 @@ class MemoryStore:
         notes: list[tuple[str, str]],
     ) -> Record:
         """`record()` under the lock; appends the notifications to send after it."""
+        check_write(workflow_id, record, executor_id, send, event)
         row = self._rows.get(workflow_id)
         check_recordable(row, workflow_id, executor_id)
         assert row is not None
@@ -500,6 +523,7 @@ class MemoryStore:
         *,
         executor_id: str | None = None,
     ) -> Record:
+        check_names(workflow_id, executor_id=executor_id)
         raise TransactionUnsupported(
             f"workflow id {workflow_id!r} position {position}: Transaction runs its function "
             "inside the store's database transaction, and the memory store has no database. "
@@ -517,6 +541,10 @@ class MemoryStore:
         record: Record | None = None,
     ) -> bool:
         last = last_record(workflow_id, record)
+        check_names(workflow_id, executor_id=executor_id)
+        if last is not None:
+            check_record(workflow_id, last)
+        error = storable_error(error)
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None or row.status is not Status.PENDING:
@@ -554,6 +582,8 @@ class MemoryStore:
         reset_recovery: bool = False,
         app_version: str | None = None,
     ) -> bool:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        error = storable_error(error)
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None:
@@ -575,6 +605,7 @@ class MemoryStore:
         return True
 
     def bump_recovery(self, workflow_id: str) -> int:
+        check_names(workflow_id)
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None:
@@ -586,6 +617,7 @@ class MemoryStore:
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
     ) -> bool:
+        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         with self._lock:
             delivered = self._deliver(workflow_id, topic, payload, idempotency_key)
         if delivered:
@@ -621,6 +653,7 @@ class MemoryStore:
         )
 
     def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        check_names(workflow_id, topic=topic)
         with self._lock:
             for message in self._inbox.get(workflow_id, ()):
                 if message.topic == topic:
@@ -628,12 +661,14 @@ class MemoryStore:
             return None
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        check_names(workflow_id, event_key=key)
         with self._lock:
             if (workflow_id, key) in self._events:
                 return True, copy.deepcopy(self._events[(workflow_id, key)])
             return False, None
 
     def delete_workflow(self, workflow_id: str) -> bool:
+        check_names(workflow_id)
         with self._lock:
             if self._rows.pop(workflow_id, None) is None:
                 return False

@@ -38,6 +38,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores._checks import (
+    check_filter,
+    check_names,
+    check_record,
+    check_write,
+    refused_writes,
+    storable_error,
+)
 from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._many import (
@@ -991,6 +999,8 @@ class PostgresStore:
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
     ) -> tuple[WorkflowRow, bool]:
         stored = stamped_for_create(row)
+        for record in records:
+            check_record(row.workflow_id, record)
         insert = self._q(
             "WITH ins AS (INSERT INTO {s}.workflows (" + _WORKFLOW_COLUMNS + ") VALUES ("
             "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
@@ -1218,6 +1228,7 @@ class PostgresStore:
         limits: ClaimLimits,
         now: datetime,
     ) -> list[WorkflowRow]:
+        check_names(queue=queue, executor_id=executor_id, app_version=app_version)
         if limits.limit <= 0:
             return []
         params: dict[str, Any] = {
@@ -1292,6 +1303,7 @@ class PostgresStore:
         return int(found[0]) if found else 0
 
     def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        check_names(executor_id=executor_id, app_version=app_version)
         with self._connection() as conn:
             conn.execute(
                 self._q(
@@ -1305,6 +1317,7 @@ class PostgresStore:
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:
+        check_names(executor_id=executor_id, app_version=app_version)
         rows = self._all(
             self._q(
                 "UPDATE {s}.workflows w SET executor_id = %(executor)s, updated_at = %(now)s "
@@ -1326,6 +1339,7 @@ class PostgresStore:
         return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
 
     def release(self, executor_id: str) -> list[str]:
+        check_names(executor_id=executor_id)
         rows = self._all(
             self._q(
                 "WITH r AS (UPDATE {s}.workflows w SET status = 'ENQUEUED', executor_id = '', "
@@ -1353,6 +1367,7 @@ class PostgresStore:
     # -- reading -------------------------------------------------------------
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        check_names(workflow_id)
         found = self._one(
             self._q("SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows WHERE workflow_id = %s"),
             (workflow_id,),
@@ -1360,6 +1375,7 @@ class PostgresStore:
         return None if found is None else _workflow_from(found)
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        check_filter(where)
         clauses: list[str] = []
         params: list[Any] = []
         statuses = where.statuses()
@@ -1397,6 +1413,7 @@ class PostgresStore:
         ]
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
+        check_names(workflow_id)
         rows = self._all(
             self._q(
                 "SELECT " + _RECORD_COLUMNS + " FROM {s}.records WHERE workflow_id = %s "
@@ -1425,6 +1442,7 @@ class PostgresStore:
         event: EventWrite | None = None,
         wake_at: datetime | None = None,
     ) -> Record:
+        check_write(workflow_id, record, executor_id, send, event)
         if consume is None and send is None and event is None:
             stored = self._group.submit(_PlainRecord(workflow_id, record, executor_id, wake_at))
             if stored is not FALL_BACK:
@@ -1445,10 +1463,12 @@ class PostgresStore:
             return []
         self._check_open()
         answers: Answers = [None] * len(batch)
+        for index, refusal in refused_writes(batch).items():
+            answers[index] = refusal
         plain = [
             i
             for i, w in enumerate(batch)
-            if w.consume is None and w.send is None and w.event is None
+            if answers[i] is None and w.consume is None and w.send is None and w.event is None
         ]
         items: list[_Write] = [
             _PlainRecord(
@@ -1800,6 +1820,7 @@ class PostgresStore:
         *,
         executor_id: str | None = None,
     ) -> Record:
+        check_names(workflow_id, executor_id=executor_id)
         try:
             with self._connection() as conn, conn.transaction():
                 stored = self._lock_for_transaction(conn, workflow_id, position, executor_id)
@@ -1814,6 +1835,7 @@ class PostgresStore:
                         f"workflow id {workflow_id!r}: the Transaction body must return the "
                         f"Record for position {position}, not {record!r}"
                     )
+                check_record(workflow_id, record)
                 params = _record_params(workflow_id, record)
                 params["wake_at"] = None
                 shape = _RecordShape(
@@ -1890,7 +1912,10 @@ class PostgresStore:
         record: Record | None = None,
     ) -> bool:
         last = last_record(workflow_id, record)
-        finish = _Finish(workflow_id, status, result, error, executor_id, last)
+        check_names(workflow_id, executor_id=executor_id)
+        if last is not None:
+            check_record(workflow_id, last)
+        finish = _Finish(workflow_id, status, result, storable_error(error), executor_id, last)
         changed = self._group.submit(finish)
         fell_back = changed is FALL_BACK
         if fell_back:
@@ -2008,11 +2033,12 @@ class PostgresStore:
         reset_recovery: bool = False,
         app_version: str | None = None,
     ) -> bool:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         status = Status(status)
         condition = ""
         params: dict[str, Any] = {
             "status": status.value,
-            "error": error,
+            "error": storable_error(error),
             "now": _now(),
             "executor": executor_id,
             "version": app_version,
@@ -2053,6 +2079,7 @@ class PostgresStore:
         return changed
 
     def bump_recovery(self, workflow_id: str) -> int:
+        check_names(workflow_id)
         found = self._one(
             self._q(
                 "UPDATE {s}.workflows SET recovery_attempts = recovery_attempts + 1 "
@@ -2069,6 +2096,7 @@ class PostgresStore:
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
     ) -> bool:
+        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         key_cte = ""
         key_join = ""
         if idempotency_key is not None:
@@ -2107,6 +2135,7 @@ class PostgresStore:
         return bool(found[1])
 
     def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        check_names(workflow_id, topic=topic)
         found = self._one(
             self._q(
                 "SELECT message_id, payload, created_at FROM {s}.messages "
@@ -2119,6 +2148,7 @@ class PostgresStore:
         return Message(found[0], workflow_id, topic, found[1], _utc(found[2]))
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        check_names(workflow_id, event_key=key)
         found = self._one(
             self._q("SELECT value FROM {s}.events WHERE workflow_id = %s AND key = %s"),
             (workflow_id, key),
@@ -2130,6 +2160,7 @@ class PostgresStore:
     # -- lifecycle -----------------------------------------------------------
 
     def delete_workflow(self, workflow_id: str) -> bool:
+        check_names(workflow_id)
         with self._connection() as conn, conn.transaction():
             # Deleting the run's row first takes its lock, so a writer that
             # wants to add to it waits, then finds it gone; each later

@@ -28,6 +28,14 @@ from typing import Any, TypeVar
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.stores._checks import (
+    check_filter,
+    check_names,
+    check_record,
+    check_write,
+    refused_writes,
+    storable_error,
+)
 from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._many import (
@@ -689,6 +697,8 @@ class SqliteStore:
         self, row: WorkflowRow, *, records: Sequence[Record] = ()
     ) -> tuple[WorkflowRow, bool]:
         stored = stamped_for_create(row)
+        for record in records:
+            check_record(row.workflow_id, record)
         params = _workflow_params(stored)
         record_params = [_record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
@@ -776,6 +786,7 @@ class SqliteStore:
         limits: ClaimLimits,
         now: datetime,
     ) -> list[WorkflowRow]:
+        check_names(queue=queue, executor_id=executor_id, app_version=app_version)
         ready_params = (queue, app_version, _to_micros(now))
         ready = (
             "FROM workflows WHERE queue = ? AND status = 'ENQUEUED' AND app_version = ? "
@@ -828,6 +839,7 @@ class SqliteStore:
         return self._write(take)
 
     def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+        check_names(executor_id=executor_id, app_version=app_version)
         params = (executor_id, app_version, _to_micros(now))
         self._write(
             lambda conn: conn.execute(
@@ -841,6 +853,7 @@ class SqliteStore:
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:
+        check_names(executor_id=executor_id, app_version=app_version)
         params = (
             executor_id,
             _to_micros(now),
@@ -862,6 +875,7 @@ class SqliteStore:
         return self._write(move)
 
     def release(self, executor_id: str) -> list[str]:
+        check_names(executor_id=executor_id)
         params = (_to_micros(_now()), executor_id)
 
         def put_back(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -879,17 +893,20 @@ class SqliteStore:
     # -- reading -------------------------------------------------------------
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
+        check_names(workflow_id)
         with self._read() as conn:
             row = _first(conn.execute(_SELECT_WORKFLOW, (workflow_id,)))
         return None if row is None else _workflow_from(row)
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
+        check_filter(where)
         text, params = _filter_sql(where)
         with self._read() as conn:
             rows = conn.execute(text, params).fetchall()
         return [_workflow_from(r) for r in rows]
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
+        check_names(workflow_id)
         with self._read() as conn:
             rows = conn.execute(_SELECT_LOG, (workflow_id, since)).fetchall()
         return [_record_from(r) for r in rows]
@@ -971,6 +988,7 @@ class SqliteStore:
         event: EventWrite | None = None,
         wake_at: datetime | None = None,
     ) -> Record:
+        check_write(workflow_id, record, executor_id, send, event)
         notes: list[tuple[str, str]] = []
         body = self._record_body(
             workflow_id, record, executor_id, consume, send, event, wake_at, notes
@@ -991,19 +1009,28 @@ class SqliteStore:
                 "thread; use the connection the body was given instead"
             )
         notes: list[list[tuple[str, str]]] = [[] for _ in batch]
-        bodies = [
-            self._record_body(
-                w.workflow_id, w.record, w.executor_id, w.consume, w.send, w.event, w.wake_at, noted
-            )
-            for w, noted in zip(batch, notes, strict=True)
-        ]
         answers: Answers = [None] * len(batch)
-        everyone = range(len(batch))
-        alone = from_the_batch(answers, everyone, self._group.submit_many(bodies))
+        for index, refusal in refused_writes(batch).items():
+            answers[index] = refusal
+        taken = [i for i, answer in enumerate(answers) if answer is None]
+        bodies = {
+            i: self._record_body(
+                batch[i].workflow_id,
+                batch[i].record,
+                batch[i].executor_id,
+                batch[i].consume,
+                batch[i].send,
+                batch[i].event,
+                batch[i].wake_at,
+                notes[i],
+            )
+            for i in taken
+        }
+        alone = from_the_batch(answers, taken, self._group.submit_many(list(bodies.values())))
         write_one_by_one(batch, answers, alone, lambda i: self._write_alone(bodies[i]))
         done = answered(answers)
         # Only a write that was answered with a record ran its body to the end.
-        self._notify([note for i in everyone if isinstance(done[i], Record) for note in notes[i]])
+        self._notify([note for i in taken if isinstance(done[i], Record) for note in notes[i]])
         return done
 
     def _record_body(
@@ -1065,6 +1092,8 @@ class SqliteStore:
         *,
         executor_id: str | None = None,
     ) -> Record:
+        check_names(workflow_id, executor_id=executor_id)
+
         def write(conn: sqlite3.Connection) -> Record:
             stored = self._refusal(conn, workflow_id, position, False, executor_id)
             if stored is not None:
@@ -1087,6 +1116,7 @@ class SqliteStore:
                     f"workflow id {workflow_id!r}: the Transaction body must return the "
                     f"Record for position {position}, not {record!r}"
                 )
+            check_record(workflow_id, record)
             self._write_record(conn, workflow_id, record, executor_id, None)
             return record
 
@@ -1106,10 +1136,13 @@ class SqliteStore:
         record: Record | None = None,
     ) -> bool:
         last = last_record(workflow_id, record)
+        check_names(workflow_id, executor_id=executor_id)
+        if last is not None:
+            check_record(workflow_id, last)
         params = (
             Status(status).value,
             _dump_outcome(result),
-            error,
+            storable_error(error),
             _to_micros(_now()),
             workflow_id,
             executor_id,
@@ -1185,6 +1218,7 @@ class SqliteStore:
         reset_recovery: bool = False,
         app_version: str | None = None,
     ) -> bool:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         status = Status(status)
         text = (
             "UPDATE workflows SET status = ?, error = ?, updated_at = ?, "
@@ -1195,7 +1229,7 @@ class SqliteStore:
         )
         params: list[Any] = [
             status.value,
-            error,
+            storable_error(error),
             _to_micros(_now()),
             executor_id,
             app_version,
@@ -1217,6 +1251,8 @@ class SqliteStore:
         return changed
 
     def bump_recovery(self, workflow_id: str) -> int:
+        check_names(workflow_id)
+
         def bump(conn: sqlite3.Connection) -> int:
             found = _first(
                 conn.execute(
@@ -1262,6 +1298,7 @@ class SqliteStore:
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
     ) -> bool:
+        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         delivered = self._write(
             lambda conn: self._deliver(conn, workflow_id, topic, payload, idempotency_key)
         )
@@ -1270,6 +1307,7 @@ class SqliteStore:
         return delivered
 
     def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        check_names(workflow_id, topic=topic)
         with self._read() as conn:
             found = _first(
                 conn.execute(
@@ -1283,6 +1321,7 @@ class SqliteStore:
         return Message(found[0], workflow_id, topic, serde.loads(found[1]), _from_micros(found[2]))
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        check_names(workflow_id, event_key=key)
         with self._read() as conn:
             found = _first(
                 conn.execute(
@@ -1296,6 +1335,8 @@ class SqliteStore:
     # -- lifecycle -----------------------------------------------------------
 
     def delete_workflow(self, workflow_id: str) -> bool:
+        check_names(workflow_id)
+
         def delete(conn: sqlite3.Connection) -> bool:
             if not conn.execute(
                 "DELETE FROM workflows WHERE workflow_id = ?", (workflow_id,)
