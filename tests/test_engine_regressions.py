@@ -290,3 +290,44 @@ def test_an_engine_whose_launch_fails_leaves_nothing_behind() -> None:
 @workflow
 def waits_forever() -> Generator[Any, Any, None]:
     yield Recv("never")
+
+
+def kilobytes(n: int) -> str:
+    return "x" * (n * 1000)
+
+
+@workflow
+def three_big_children() -> Generator[Any, Any, str]:
+    try:
+        yield All(Step("a", kilobytes, 6), Step("b", kilobytes, 6), Step("c", kilobytes, 6))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "recorded"
+
+
+@workflow
+def inbox_only() -> Generator[Any, Any, int]:
+    message = yield Recv("in")
+    return len(message)
+
+
+def test_every_write_path_checks_the_payload_limit(store_url: str) -> None:
+    """Torture report, issue 13, fault 8: engine.send accepted 100 MB messages, and an
+    All of three 1.5 MB steps recorded one 4.7 MB record."""
+    from replaykit import serde
+    from replaykit.errors import PayloadTooLarge
+    from replaykit.log import Failure
+
+    with Engine(store_url, max_payload_bytes=10_000) as engine:
+        handle = engine.start(inbox_only, workflow_id="inbox")
+        with pytest.raises(PayloadTooLarge, match="the message to 'inbox'"):
+            engine.send("inbox", kilobytes(11), "in")
+        engine.send("inbox", kilobytes(9), "in")  # within the limit: delivered
+        assert handle.result(timeout=20) == 9000
+
+        outcome = engine.run(three_big_children, workflow_id="big-all", timeout=20)
+        assert outcome.startswith("PayloadTooLarge: the record of All in workflow")
+        assert "(id 'big-all') at position 0" in outcome
+        (record,) = engine.steps("big-all")
+        assert isinstance(record.outcome, Failure)
+        assert len(serde.dumps(record.outcome.error.message)) < 1000  # small, not the children's

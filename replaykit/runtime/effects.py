@@ -875,12 +875,14 @@ class CompositeRun:
                     for future in futures.values():
                         if not future.done():
                             future.cancel()
+                    too_large = self._over_the_limit(decided)
                     record = runner.commit(
                         row,
                         effect,
-                        decided,
+                        too_large or decided,
                         started_at=started_at,
-                        consume=self._consumed() or None,
+                        # A record refused for its size consumes nothing it took.
+                        consume=None if too_large else (self._consumed() or None),
                     )
                     self._cancel_losing_children()
                     return record
@@ -926,6 +928,24 @@ class CompositeRun:
             self.scope.cancel()
             if unsubscribe is not None:
                 unsubscribe()
+
+    def _over_the_limit(self, decided: Outcome) -> Failure | None:
+        """The composite's one record holds all its children's outcomes: each was
+        within the payload limit, the sum may not be (three 1.5 MB steps)."""
+        if not isinstance(decided, Value):
+            return None
+        limit = self.host.max_payload_bytes
+        size = len(serde.dumps(decided.data).encode())
+        if size <= limit:
+            return None
+        kind = type(self.command).__name__
+        error = PayloadTooLarge(
+            f"the record of {kind} in workflow {self.row.name!r} (id {self.row.workflow_id!r}) "
+            f"at position {self.effect.position} is {size} bytes encoded, over the limit of "
+            f"{limit}: it holds every child's outcome. Have the children return references "
+            "to data stored elsewhere, or raise Engine(max_payload_bytes=...)"
+        )
+        return Failure(serde.encode_error(error))
 
     def _leaf(self, path: tuple[int, ...]) -> _Node:
         node = self.root

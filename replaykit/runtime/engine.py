@@ -523,7 +523,9 @@ class Engine:
         idempotency_key: str | None = None,
     ) -> bool:
         """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        data = serde.encode(message, what=f"the message to {workflow_id!r}")
+        data = serde.encode(
+            message, what=f"the message to {workflow_id!r}", max_bytes=self.max_payload_bytes
+        )
         return self.store_call(
             lambda: self.store.send_message(
                 workflow_id, topic or "", data, idempotency_key=idempotency_key
