@@ -75,3 +75,74 @@ def test_a_failure_whose_message_holds_nul_finishes_on_every_store(store_url: st
         row = engine.store.get_workflow(handle.workflow_id)
         assert row is not None and row.status is Status.ERROR
         assert row.error == "bad \\x00 byte"
+
+
+# -- permanent PostgreSQL errors are not outages (#5) --------------------------------------
+
+
+def _raise_on_insert(pg_url: str, schema: str, table: str, sqlstate: str) -> None:
+    """A trigger that makes every insert into `schema.table` fail with `sqlstate`."""
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE FUNCTION {schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ "
+            f"BEGIN RAISE EXCEPTION 'refused by the test' USING ERRCODE = '{sqlstate}'; END $$"
+        )
+        conn.execute(
+            f"CREATE TRIGGER refuse BEFORE INSERT ON {schema}.{table} "
+            f"FOR EACH ROW EXECUTE FUNCTION {schema}.refuse()"
+        )
+
+
+@pytest.mark.parametrize(
+    "sqlstate",
+    ["54000", "22001", "23514", "42501", "XX000"],
+    ids=["program limit", "data", "integrity", "privilege", "internal"],
+)
+def test_a_permanent_postgres_error_is_raised_at_once_not_retried(
+    pg_url: str, pg_schema: str, sqlstate: str
+) -> None:
+    url = f"{pg_url}?schema={pg_schema}"
+    with Engine(url, recover=False, schedules=False) as engine:
+        handle = engine.start(waits, "a")
+        assert engine.get_event(handle.workflow_id, "tag", timeout=10) == "a"
+        _raise_on_insert(pg_url, pg_schema, "messages", sqlstate)
+        began = time.monotonic()
+        with pytest.raises(Exception, match="refused by the test") as info:
+            engine.send(handle.workflow_id, "go", "go")
+        assert not isinstance(info.value, StoreUnavailable), info.value
+        # Engine.send retries StoreUnavailable for seconds with backoff.
+        assert time.monotonic() - began < 1.0
+
+
+def test_only_connection_trouble_counts_as_the_store_being_unavailable() -> None:
+    import psycopg
+    from psycopg import errors
+
+    from replaykit.stores.postgres import _transient
+
+    for transient in (
+        psycopg.OperationalError("server closed the connection unexpectedly"),
+        errors.AdminShutdown(),
+        errors.CannotConnectNow(),
+        errors.SerializationFailure(),
+        errors.DeadlockDetected(),
+        errors.LockNotAvailable(),
+        errors.QueryCanceled(),
+        errors.TooManyConnections(),
+        errors.DiskFull(),
+        errors.ConnectionFailure(),
+    ):
+        assert _transient(transient), transient
+    for permanent in (
+        errors.ProgramLimitExceeded(),
+        errors.StringDataRightTruncation(),
+        errors.CheckViolation(),
+        errors.UndefinedTable(),
+        errors.InternalError_(),
+        errors.DatabaseDropped(),
+        errors.ObjectNotInPrerequisiteState(),
+        psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"),
+    ):
+        assert not _transient(permanent), permanent

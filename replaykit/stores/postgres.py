@@ -139,6 +139,30 @@ def _validate_schema(schema: str) -> str:
     return schema
 
 
+# What may succeed if tried again: the connection or the server went away
+# (class 08, shutdowns, idle_session_timeout), the server ran short of something
+# an operator can give it (class 53, io_error), or another transaction was in
+# the way (class 40, lock_not_available, object_in_use, query_canceled by
+# statement_timeout). psycopg files most of these under OperationalError, but
+# also program_limit_exceeded (54000: a value too large to index), which fails
+# again every time: retrying it as an outage had kept runs waiting forever.
+_TRANSIENT_CLASSES = frozenset({"08", "40", "53"})
+_TRANSIENT_STATES = frozenset(
+    {"57P01", "57P02", "57P03", "57P05", "57014", "55P03", "55006", "58030"}
+)
+
+
+def _transient(exc: psycopg.Error) -> bool:
+    """Whether `exc` says the store is unavailable for now, rather than refusing the call."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    if state is None:
+        # Raised by libpq, not the server: the connection failed or was lost.
+        return True
+    return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
+
+
 def redact_url(url: str) -> str:
     """`url` with any password replaced by `***`, for messages and logs."""
     if "://" not in url:  # a libpq "key=value" string
@@ -873,7 +897,12 @@ class PostgresStore:
 
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled autocommit connection; connection trouble becomes `StoreUnavailable`."""
+        """A pooled autocommit connection.
+
+        Connection trouble becomes `StoreUnavailable`, which callers retry; an
+        error the server would raise again (`_transient` says which) becomes
+        `StoreError`, raised once.
+        """
         self._check_open()
         try:
             with self._pool.connection() as conn:
@@ -883,8 +912,15 @@ class PostgresStore:
                 f"no connection to PostgreSQL at {self._safe_url} within "
                 f"{self._connect_timeout}s ({exc})"
             ) from exc
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"PostgreSQL at {self._safe_url} failed: {exc}") from exc
+        except psycopg.DatabaseError as exc:
+            if _transient(exc):
+                raise StoreUnavailable(f"PostgreSQL at {self._safe_url} failed: {exc}") from exc
+            raise StoreError(
+                f"PostgreSQL at {self._safe_url} refused the operation "
+                f"({type(exc).__name__}, SQLSTATE {exc.sqlstate or 'none'}): {exc}. This is "
+                "not an outage, so replaykit does not retry it; the server's message says "
+                "what it refused"
+            ) from exc
 
     def _one(self, query: str, params: Any = None) -> Any:
         with self._connection() as conn:
