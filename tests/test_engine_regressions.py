@@ -331,3 +331,56 @@ def test_every_write_path_checks_the_payload_limit(store_url: str) -> None:
         (record,) = engine.steps("big-all")
         assert isinstance(record.outcome, Failure)
         assert len(serde.dumps(record.outcome.error.message)) < 1000  # small, not the children's
+
+
+def _acknowledgement_lost_once(method: Any, when: Any = lambda *args: True) -> Any:
+    """`method` commits, then its caller hears a dropped connection, the first time
+    `when(*args)` holds."""
+    from replaykit.errors import StoreUnavailable
+
+    calls: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        answer = method(*args, **kwargs)
+        if not calls and when(*args):
+            calls.append(1)
+            raise StoreUnavailable("connection lost after COMMIT (as a cutting proxy does)")
+        return answer
+
+    return flaky
+
+
+def test_a_lost_acknowledgement_neither_duplicates_a_send_nor_strands_a_start(
+    store_url: str,
+) -> None:
+    """Torture report, issue 13, faults 2 and 3: the retry of an unkeyed send inserted the
+    message again; the retry of a create found the run and left it undispatched."""
+    from replaykit.stores import open_store
+
+    store = open_store(store_url)
+    with Engine(store, poll_interval=30) as engine:  # no sweep comes to the rescue
+        store.create_workflow = _acknowledgement_lost_once(store.create_workflow)  # type: ignore[method-assign]
+        handle = engine.start(inbox_only, workflow_id="lost-ack")
+        store.send_message = _acknowledgement_lost_once(store.send_message)  # type: ignore[method-assign]
+        assert engine.send("lost-ack", "one", "in") is True
+        assert handle.result(timeout=20) == 3
+        assert store.peek_message("lost-ack", "in") is None  # delivered once, consumed
+        # A child started by a workflow goes through the same path.
+        store.create_workflow = _acknowledgement_lost_once(  # type: ignore[method-assign]
+            store.create_workflow, when=lambda row, *rest: row.parent_id is not None
+        )
+        assert engine.run(starts_a_child, timeout=20) == "child:done"
+
+
+@workflow
+def child_says_done() -> Generator[Any, Any, str]:
+    yield Now()
+    return "child:done"
+
+
+@workflow
+def starts_a_child() -> Generator[Any, Any, str]:
+    from replaykit import Call
+
+    value: str = yield Call(child_says_done)
+    return value

@@ -286,8 +286,12 @@ class Engine:
             now=self.clock.now(),
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
-        if created and queue is None:
-            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=True, inline=inline)
+        # A lost acknowledgement: the first attempt committed, the retry found the
+        # run. It is still ours to dispatch; the instant (to the microsecond, from
+        # our clock) says the stored row is the one this call wrote.
+        ours = created or stored.created_at == row.created_at
+        if ours and queue is None:
+            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=created, inline=inline)
         return stored, created
 
     def _new_row(
@@ -526,11 +530,13 @@ class Engine:
         data = serde.encode(
             message, what=f"the message to {workflow_id!r}", max_bytes=self.max_payload_bytes
         )
-        return self.store_call(
-            lambda: self.store.send_message(
-                workflow_id, topic or "", data, idempotency_key=idempotency_key
-            )
+        # Without a key of the caller's, a key of this call's own: a retry after a
+        # lost acknowledgement (the first attempt committed) must not deliver twice.
+        key = idempotency_key or f"replaykit-send:{uuid.uuid4()}"
+        delivered = self.store_call(
+            lambda: self.store.send_message(workflow_id, topic or "", data, idempotency_key=key)
         )
+        return delivered if idempotency_key else True
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
