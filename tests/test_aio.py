@@ -316,3 +316,35 @@ def test_misuse_says_what_to_do() -> None:
     with pytest.raises(RuntimeError, match="another event loop"):
         run(use_elsewhere)
     opened.engine.close()
+
+
+async def hangs_on_the_loop() -> str:
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@workflow
+def hung_step() -> Any:
+    value = yield Step("hung", hangs_on_the_loop)
+    return value
+
+
+def test_close_with_a_timeout_cancels_a_step_that_does_not_end(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'hung.db'}"
+
+    async def main() -> float:
+        engine = await AsyncEngine(url).open()
+        await engine.start(hung_step, workflow_id="hung")
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await engine.close(timeout=0.3)
+        took = time.monotonic() - started
+        with pytest.raises(RuntimeError, match="closed; create a new one"):
+            await engine.open()  # a closed engine does not open again
+        return took
+
+    took = run(main)
+    assert took < 10  # not the hour the step would take
+    with Engine(url, recover=False) as engine:
+        assert engine.steps("hung") == []  # the cancelled attempt recorded nothing
+        assert engine.handle("hung").status() is Status.PENDING  # recovery runs it again

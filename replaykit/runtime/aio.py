@@ -118,6 +118,8 @@ class AsyncEngine:
     async def open(self) -> AsyncEngine:
         """Build the engine off the loop (it reads the store and recovers runs)."""
         if self._engine is not None:
+            if self._engine.closed:
+                raise RuntimeError("this AsyncEngine is closed; create a new one")
             return self
         loop = asyncio.get_running_loop()
         io = ThreadPoolExecutor(self._io_workers, thread_name_prefix="replaykit-aio")
@@ -137,14 +139,15 @@ class AsyncEngine:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def close(self, *, wait: bool = True) -> None:
+    async def close(self, *, wait: bool = True, timeout: float | None = None) -> None:
         """Stop taking work; with `wait`, running steps (async ones included) finish and
-        commit first. The loop stays free meanwhile: the close runs off it."""
+        commit first, for up to `timeout` seconds (then they are cancelled). The loop
+        stays free meanwhile: the close runs off it."""
         engine, io = self._engine, self._io
         if engine is None or io is None or engine.closed:
             return
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(io, functools.partial(engine.close, wait=wait))
+        await loop.run_in_executor(io, functools.partial(engine.close, wait=wait, timeout=timeout))
         io.shutdown(wait=False)
 
     @property

@@ -224,17 +224,19 @@ class Engine:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def close(self, *, wait: bool = True) -> None:
-        """Stop taking work, let running activations end, release the store.
+    def close(self, *, wait: bool = True, timeout: float | None = None) -> None:
+        """Stop taking work, let running steps finish and commit, release the store.
 
-        Runs that are mid-way stay PENDING in the store and are recovered by the
-        next engine with the same executor id and version.
+        With `timeout`, steps still running after that many seconds are
+        cancelled (an async body is interrupted; a sync one is abandoned) and
+        record nothing. Runs that are mid-way stay PENDING in the store and are
+        recovered by the next engine with the same executor id and version.
         """
         if self._closed:
             return
         self._closed = True
         self._unsubscribe()
-        self.scheduler.close(wait=wait)
+        self.scheduler.close(wait=wait, timeout=timeout)
         self.step_pool.shutdown(wait=False, cancel_futures=True)
         self._runner.close()
         self.claims.close()

@@ -23,6 +23,7 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -264,8 +265,9 @@ class Scheduler:
     def start(self) -> None:
         self._thread.start()
 
-    def close(self, *, wait: bool) -> None:
-        """Stop: no new effect starts; with `wait`, steps under way finish and commit."""
+    def close(self, *, wait: bool, timeout: float | None = None) -> None:
+        """Stop: no new effect starts; with `wait`, steps under way finish and commit
+        (for up to `timeout` seconds, after which what still runs is cancelled)."""
         with self._cv:
             self._closed = True
             scopes = [
@@ -281,9 +283,18 @@ class Scheduler:
         for run in warm:
             _close_quietly(run.interpreter)
         if wait:
+            deadline = None if timeout is None else time.monotonic() + timeout
             with self._cv:
                 while self._active and self._thread.is_alive():
+                    if deadline is not None and time.monotonic() >= deadline:
+                        late = list(self._scopes.values())
+                        break
                     self._cv.wait(0.05)
+                else:
+                    late = []
+            for scope in late:
+                # Out of time: cancelled, recording nothing; recovery runs them again.
+                scope.cancel()
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
