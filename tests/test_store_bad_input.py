@@ -8,16 +8,21 @@ that lost the events their copied records had set.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from replaykit import Engine, Recv, SetEvent, workflow
-from replaykit.errors import StoreUnavailable
-from replaykit.log import Status
+from replaykit.cli import cli
+from replaykit.errors import StoreError, StoreUnavailable
+from replaykit.log import Record, Status, Value
 from replaykit.stores import open_store
+from replaykit.stores.base import WorkflowFilter, WorkflowRow
 
 
 @workflow(name="bad-input-waits")
@@ -146,3 +151,132 @@ def test_only_connection_trouble_counts_as_the_store_being_unavailable() -> None
         psycopg.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes"),
     ):
         assert not _transient(permanent), permanent
+
+
+# -- one damaged row affects its own run only (#6) -----------------------------------------
+
+
+def _start_waiting(url: str, tags: list[str]) -> None:
+    """Runs run-<tag>, each PENDING in a Recv once this returns."""
+    with Engine(url, schedules=False) as engine:
+        for tag in tags:
+            engine.start(waits, tag, workflow_id=f"run-{tag}")
+        for tag in tags:
+            assert engine.get_event(f"run-{tag}", "tag", timeout=10) == tag
+
+
+def test_one_damaged_sqlite_row_leaves_the_engine_and_the_other_runs_going(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "damaged.db"
+    url = f"sqlite:///{path}"
+    _start_waiting(url, ["a", "b", "c"])
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE workflows SET inputs = ? WHERE workflow_id = 'run-b'", ('{"args": ["b',))
+
+    # Recovery lists the PENDING runs: the damaged one must not stop it.
+    with Engine(url, schedules=False) as engine:
+        for tag in ("a", "c"):
+            engine.send(f"run-{tag}", "go", "go")
+            assert engine.handle(f"run-{tag}").result(timeout=10) == f"{tag}:go"
+        listed = {row.workflow_id: row for row in engine.list_workflows()}
+        assert sorted(listed) == ["run-a", "run-b", "run-c"]
+        damaged = listed["run-b"]
+        assert damaged.status is Status.PENDING and damaged.inputs is None
+        assert damaged.damaged.startswith("inputs: not JSON"), damaged.damaged
+        assert damaged.error.startswith("damaged row: inputs"), damaged.error
+        assert listed["run-a"].damaged == "" and listed["run-a"].status is Status.SUCCESS
+        with pytest.raises(StoreError, match=r"workflow id 'run-b'.*column inputs.*not JSON"):
+            engine.store.get_workflow("run-b")
+
+    listing = CliRunner().invoke(cli, ["workflows", "list", "--url", url])
+    assert listing.exit_code == 0, (listing.output, listing.exception)
+    assert "run-a" in listing.stdout and "damaged row" in listing.stdout
+
+    # The way out the error names: delete the run (or repair the row).
+    with Engine(url, schedules=False, recover=False) as engine:
+        assert engine.delete("run-b") is True
+        assert [row.workflow_id for row in engine.list_workflows()] == ["run-a", "run-c"]
+
+
+def test_sqlite_records_messages_and_events_that_do_not_decode_name_their_run(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "damaged.db"
+    url = f"sqlite:///{path}"
+    _start_waiting(url, ["a"])
+    with Engine(url, schedules=False, recover=False) as engine:
+        engine.send("run-a", "held back", "other")
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE records SET outcome = '{\"value\": ' WHERE workflow_id = 'run-a'")
+        db.execute("UPDATE messages SET payload = '[' WHERE workflow_id = 'run-a'")
+        db.execute("UPDATE events SET value = 'tru' WHERE workflow_id = 'run-a'")
+    store = open_store(url)
+    try:
+        with pytest.raises(
+            StoreError, match=r"workflow id 'run-a' position 0: .*outcome.*not JSON"
+        ):
+            store.load_log("run-a")
+        with pytest.raises(StoreError, match=r"workflow id 'run-a'.*message 1 on topic 'other'"):
+            store.peek_message("run-a", "other")
+        with pytest.raises(StoreError, match=r"workflow id 'run-a'.*event 'tag'.*not JSON"):
+            store.get_event("run-a", "tag")
+    finally:
+        store.close()
+
+
+def _damage_postgres(pg_url: str, schema: str, *statements: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for statement in statements:
+            conn.execute(statement.replace("{s}", schema))
+
+
+def test_postgres_rows_of_the_wrong_shape_name_their_run(pg_url: str, pg_schema: str) -> None:
+    from replaykit.stores.postgres import PostgresStore
+
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=2)
+    try:
+        for wid in ("ok", "bad-inputs", "bad-result", "bad-log"):
+            store.create_workflow(WorkflowRow(wid, "wf", Status.PENDING, inputs={"args": []}))
+        store.record("bad-log", Record(0, "step", "s0", Value(1)))
+        store.record("bad-log", Record(1, "step", "s1", Value(2)))
+        _damage_postgres(
+            pg_url,
+            pg_schema,
+            "UPDATE {s}.workflows SET inputs = '5' WHERE workflow_id = 'bad-inputs'",
+            "UPDATE {s}.workflows SET result = '[\"value\"]' WHERE workflow_id = 'bad-result'",
+            "UPDATE {s}.records SET outcome = '{\"error\": 5}' "
+            "WHERE workflow_id = 'bad-log' AND position = 1",
+        )
+        listed = {row.workflow_id: row for row in store.list_workflows(WorkflowFilter())}
+        assert sorted(listed) == ["bad-inputs", "bad-log", "bad-result", "ok"]
+        assert listed["ok"].damaged == "" and listed["bad-log"].damaged == ""
+        assert listed["bad-inputs"].damaged.startswith("inputs: a JSON number where")
+        assert listed["bad-result"].damaged.startswith("result: a JSON array where")
+        with pytest.raises(StoreError, match=r"workflow id 'bad-inputs'.*column inputs.*number"):
+            store.get_workflow("bad-inputs")
+        with pytest.raises(StoreError, match=r"workflow id 'bad-result'.*column result.*array"):
+            store.get_workflow("bad-result")
+        with pytest.raises(StoreError, match=r"workflow id 'bad-log' position 1: .*outcome.*error"):
+            store.load_log("bad-log")
+        assert store.load_log("bad-log", since=2) == []
+    finally:
+        store.close()
+
+
+def test_a_postgres_engine_starts_and_runs_the_rest_beside_a_damaged_row(
+    pg_url: str, pg_schema: str
+) -> None:
+    url = f"{pg_url}?schema={pg_schema}"
+    _start_waiting(url, ["a", "b"])
+    _damage_postgres(
+        pg_url, pg_schema, "UPDATE {s}.workflows SET inputs = '[1]' WHERE workflow_id = 'run-b'"
+    )
+    with Engine(url, schedules=False) as engine:
+        engine.send("run-a", "go", "go")
+        assert engine.handle("run-a").result(timeout=10) == "a:go"
+        listed = {row.workflow_id: row for row in engine.list_workflows()}
+        assert listed["run-b"].status is Status.PENDING
+        assert listed["run-b"].damaged.startswith("inputs: a JSON array where")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Log, Record, Status
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "TERMINAL",
@@ -66,8 +66,17 @@ def delete_run(
     children: bool = False,
     on_cancel: Callable[[str], None] | None = None,
 ) -> bool:
-    """Delete a run with its log, inbox and events, cancelling it first if unfinished."""
-    row = store.get_workflow(workflow_id)
+    """Delete a run with its log, inbox and events, cancelling it first if unfinished.
+
+    A run whose stored row is damaged can be deleted too: that is one of the
+    two ways out its `DamagedRow` error names.
+    """
+    try:
+        row = store.get_workflow(workflow_id)
+    except DamagedRow as damaged:
+        row = damaged.row
+        if row is None:  # not even its status reads: cancel it in case it runs
+            row = WorkflowRow(workflow_id, "", Status.PENDING)
     if row is None:
         return False
     if not row.status.is_terminal:

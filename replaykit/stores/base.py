@@ -42,11 +42,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from replaykit.errors import StoreError
 from replaykit.log import Outcome, Record, Status
 
 __all__ = [
     "MAX_NAME_BYTES",
     "ClaimLimits",
+    "DamagedRow",
     "EventWrite",
     "Message",
     "OutgoingMessage",
@@ -86,6 +88,23 @@ class WorkflowRow:
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
+    # Not stored: what of a damaged row could not be read ("inputs: not JSON
+    # (...)"). Only listings return such rows, with those fields at their
+    # defaults and `error` saying so; get_workflow raises StoreError instead.
+    damaged: str = ""
+
+
+class DamagedRow(StoreError):
+    """A run's stored row does not decode (not JSON, or JSON of the wrong shape).
+
+    The message names the run and each damaged column with what is wrong.
+    `row` is the run as a listing shows it (`damaged` set), or None when not
+    even its id and status can be read.
+    """
+
+    def __init__(self, message: str, row: WorkflowRow | None) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 @attrs.frozen
@@ -248,18 +267,33 @@ class Store(Protocol):
         ...
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
-        """The run with this id, or None."""
+        """The run with this id, or None.
+
+        A stored row that does not decode raises `DamagedRow`, naming the run
+        and its damaged columns: the runtime reads a run this way before
+        running it, so that run alone fails to activate.
+        """
         ...
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
-        """Runs matching `where`, oldest first (by created_at, then id)."""
+        """Runs matching `where`, oldest first (by created_at, then id).
+
+        A row that does not decode is listed with `damaged` saying what is
+        wrong, its damaged fields at their defaults and `error` starting
+        "damaged row: "; one whose id or status cannot be read is left out,
+        with a warning. `create_workflow(s)` answer a damaged run in the way
+        the same way; `claim` leaves damaged runs out of its answer (they stay
+        PENDING for the claimer, logged).
+        """
         ...
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
         """The run's records in position order, from position `since` on, in one query.
 
         `since` lets a reader that holds the first positions already (a warm run
-        whose log moved on) read only the rest.
+        whose log moved on) read only the rest. A record that does not decode
+        raises `StoreError` naming the run and its position; so do a message
+        (`peek_message`) or an event (`get_event`) that does not.
         """
         ...
 

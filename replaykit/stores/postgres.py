@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
-from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.log import Outcome, Record, Status, outcome_to_json
 from replaykit.stores._checks import (
     check_filter,
     check_names,
@@ -54,6 +54,18 @@ from replaykit.stores._many import (
     from_the_batch,
     write_one_by_one,
     writes_of,
+)
+from replaykit.stores._rows import (
+    RECORD_FIELDS,
+    WORKFLOW_FIELDS,
+    claimed,
+    decoders,
+    inputs_value,
+    listed,
+    outcome_value,
+    record_from,
+    shown,
+    workflow_from,
 )
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
@@ -105,6 +117,7 @@ _WORKFLOW_COLUMNS = (
 _RECORD_COLUMNS = (
     "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
 )
+_SELECT_WORKFLOW = "SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows WHERE workflow_id = %s"
 
 
 def schema_channel(schema: str) -> str:
@@ -202,42 +215,35 @@ def _outcome_param(outcome: Outcome | None) -> Json | None:
     return None if outcome is None else _json(outcome_to_json(outcome))
 
 
-def _record_from(row: Sequence[Any]) -> Record:
-    return Record(
-        position=row[0],
-        kind=row[1],
-        name=row[2],
-        outcome=outcome_from_json(row[3]),
-        digest=row[4],
-        call_site=row[5],
-        started_at=_utc(row[6]),
-        completed_at=_utc(row[7]),
-        wake_at=_utc(row[8]),
-        attempts=row[9],
-    )
+# A `json` column holds any JSON, so inputs and outcomes are checked for shape.
+_RECORD_DECODERS = decoders(
+    _RECORD_COLUMNS,
+    RECORD_FIELDS,
+    {"outcome": outcome_value, "started_at": _utc, "completed_at": _utc, "wake_at": _utc},
+)
+_WORKFLOW_DECODERS = decoders(
+    _WORKFLOW_COLUMNS,
+    WORKFLOW_FIELDS,
+    {
+        "status": Status,
+        "inputs": inputs_value,
+        "result": outcome_value,
+        **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at"), _utc),
+    },
+)
+
+
+def _record_from(row: Sequence[Any], workflow_id: str) -> Record:
+    return record_from(_RECORD_DECODERS, row, workflow_id)
 
 
 def _workflow_from(row: Sequence[Any], has_log: bool | None = None) -> WorkflowRow:
-    return WorkflowRow(
-        workflow_id=row[0],
-        name=row[1],
-        status=Status(row[2]),
-        inputs=row[3],
-        result=outcome_from_json(row[4]),
-        executor_id=row[5],
-        app_version=row[6],
-        created_at=_utc(row[7]),
-        updated_at=_utc(row[8]),
-        parent_id=row[9],
-        queue=row[10],
-        priority=row[11],
-        dedup_id=row[12],
-        recovery_attempts=row[13],
-        wake_at=_utc(row[14]),
-        error=row[15],
-        started_at=_utc(row[16]),
-        has_log=has_log,
-    )
+    """The run, or `DamagedRow` (a `StoreError`) naming it and what does not decode."""
+    return workflow_from(_WORKFLOW_DECODERS, row, has_log)
+
+
+def _claimed_from(row: Sequence[Any]) -> WorkflowRow:
+    return _workflow_from(row, row[-1])
 
 
 def _record_params(workflow_id: str, record: Record) -> dict[str, Any]:
@@ -1093,9 +1099,9 @@ class PostgresStore:
                 if stored.status is Status.ENQUEUED and stored.queue is not None:
                     self._notify([("enqueued", stored.queue)])
                 return stored, True
-            existing = self.get_workflow(row.workflow_id)
-            if existing is not None:
-                return existing, False
+            found = self._one(self._q(_SELECT_WORKFLOW), (row.workflow_id,))
+            if found is not None:
+                return shown(_workflow_from, found), False
             # The run that stood in the way was deleted meanwhile: try again.
         raise StoreError(
             f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
@@ -1190,7 +1196,7 @@ class PostgresStore:
         found: dict[str, WorkflowRow] = {}
         if in_the_way:
             for r in conn.execute(self._read_many, {"wid": in_the_way}).fetchall():
-                found[r[0]] = _workflow_from(r)
+                found[r[0]] = shown(_workflow_from, r)
         return inserted, found
 
     def _check_batch_dedup(
@@ -1316,7 +1322,7 @@ class PostgresStore:
                         return []
                     params["room"] = room
                     rows = conn.execute(take, params).fetchall()
-        taken = [_workflow_from(r, r[-1]) for r in rows]
+        taken = claimed(_claimed_from, rows)
         taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
         return taken
 
@@ -1404,10 +1410,7 @@ class PostgresStore:
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
         check_names(workflow_id)
-        found = self._one(
-            self._q("SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows WHERE workflow_id = %s"),
-            (workflow_id,),
-        )
+        found = self._one(self._q(_SELECT_WORKFLOW), (workflow_id,))
         return None if found is None else _workflow_from(found)
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
@@ -1444,9 +1447,7 @@ class PostgresStore:
             text += " WHERE " + " AND ".join(clauses)
         text += " ORDER BY created_at, workflow_id LIMIT %s OFFSET %s"
         params.extend((where.limit, where.offset))
-        return [
-            _workflow_from(r) for r in self._all(self._q(text), params, prepare=_PLAN_EACH_TIME)
-        ]
+        return listed(_workflow_from, self._all(self._q(text), params, prepare=_PLAN_EACH_TIME))
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
         check_names(workflow_id)
@@ -1457,7 +1458,7 @@ class PostgresStore:
             ),
             (workflow_id, since),
         )
-        return [_record_from(r) for r in rows]
+        return [_record_from(r, workflow_id) for r in rows]
 
     # -- recording -----------------------------------------------------------
 
@@ -1788,7 +1789,7 @@ class PostgresStore:
         assert row is not None
         length = found[3]
         if found[4] is not None:
-            stored = _record_from(found[4:14])
+            stored = _record_from(found[4:14], workflow_id)
             if stored.outcome is not None or record.outcome is None:
                 return stored
         elif record.position > length:
@@ -1926,7 +1927,7 @@ class PostgresStore:
         check_recordable(row, workflow_id, executor_id)
         assert found is not None and row is not None
         if found[4] is not None:
-            stored = _record_from(found[4:14])
+            stored = _record_from(found[4:14], workflow_id)
             return stored if stored.outcome is not None else None
         if position > found[3]:
             raise RecordConflict(
@@ -2046,7 +2047,7 @@ class PostgresStore:
         if finish.executor_id is not None and owner != finish.executor_id:
             return False
         if found[4] is not None:
-            stored = _record_from(found[4:14])
+            stored = _record_from(found[4:14], finish.workflow_id)
             if same_record(stored, record):
                 return True
             if stored.outcome is not None:

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
-from replaykit.log import Outcome, Record, Status, outcome_from_json, outcome_to_json
+from replaykit.log import Outcome, Record, Status, outcome_to_json
 from replaykit.stores._checks import (
     check_filter,
     check_names,
@@ -44,6 +44,21 @@ from replaykit.stores._many import (
     from_the_batch,
     write_one_by_one,
     writes_of,
+)
+from replaykit.stores._rows import (
+    RECORD_FIELDS,
+    WORKFLOW_FIELDS,
+    claimed,
+    decoded_json,
+    decoders,
+    event_value,
+    inputs_value,
+    listed,
+    message_payload,
+    outcome_value,
+    record_from,
+    shown,
+    workflow_from,
 )
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
@@ -277,7 +292,11 @@ def _dump_outcome(outcome: Outcome | None) -> str | None:
 
 
 def _load_outcome(text: str | None) -> Outcome | None:
-    return None if text is None else outcome_from_json(serde.loads(text))
+    return None if text is None else outcome_value(decoded_json(text))
+
+
+def _load_inputs(text: str | None) -> Any:
+    return None if text is None else inputs_value(decoded_json(text))
 
 
 def _record_params(workflow_id: str, record: Record) -> tuple[Any, ...]:
@@ -296,19 +315,19 @@ def _record_params(workflow_id: str, record: Record) -> tuple[Any, ...]:
     )
 
 
-def _record_from(row: Sequence[Any]) -> Record:
-    return Record(
-        position=row[0],
-        kind=row[1],
-        name=row[2],
-        outcome=_load_outcome(row[3]),
-        digest=row[4],
-        call_site=row[5],
-        started_at=_from_micros(row[6]),
-        completed_at=_from_micros(row[7]),
-        wake_at=_from_micros(row[8]),
-        attempts=row[9],
-    )
+# JSON is stored as text here: it may not even parse.
+_RECORD_DECODERS = decoders(
+    _RECORD_COLUMNS,
+    RECORD_FIELDS,
+    {
+        "outcome": _load_outcome,
+        **dict.fromkeys(("started_at", "completed_at", "wake_at"), _from_micros),
+    },
+)
+
+
+def _record_from(row: Sequence[Any], workflow_id: str) -> Record:
+    return record_from(_RECORD_DECODERS, row, workflow_id)
 
 
 def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
@@ -333,27 +352,25 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
     )
 
 
+_WORKFLOW_DECODERS = decoders(
+    _WORKFLOW_COLUMNS,
+    WORKFLOW_FIELDS,
+    {
+        "status": Status,
+        "inputs": _load_inputs,
+        "result": _load_outcome,
+        **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at"), _from_micros),
+    },
+)
+
+
 def _workflow_from(row: Sequence[Any], has_log: bool | None = None) -> WorkflowRow:
-    return WorkflowRow(
-        workflow_id=row[0],
-        name=row[1],
-        status=Status(row[2]),
-        inputs=None if row[3] is None else serde.loads(row[3]),
-        result=_load_outcome(row[4]),
-        executor_id=row[5],
-        app_version=row[6],
-        created_at=_from_micros(row[7]),
-        updated_at=_from_micros(row[8]),
-        parent_id=row[9],
-        queue=row[10],
-        priority=row[11],
-        dedup_id=row[12],
-        recovery_attempts=row[13],
-        wake_at=_from_micros(row[14]),
-        error=row[15],
-        started_at=_from_micros(row[16]),
-        has_log=has_log,
-    )
+    """The run, or `DamagedRow` (a `StoreError`) naming it and what does not decode."""
+    return workflow_from(_WORKFLOW_DECODERS, row, has_log)
+
+
+def _claimed_from(row: Sequence[Any]) -> WorkflowRow:
+    return _workflow_from(row, bool(row[-1]))
 
 
 def _gap_error(name: str, workflow_id: str, position: int, length: int) -> RecordConflict:
@@ -707,13 +724,13 @@ class SqliteStore:
             if deduplicated:
                 existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
                 if existing is not None:
-                    raise _Unchanged((_workflow_from(existing), False))
+                    raise _Unchanged((shown(_workflow_from, existing), False))
                 holder = _first(conn.execute(_SELECT_DEDUP_HOLDER, (row.queue, row.dedup_id)))
                 if holder is not None:
                     raise duplicate_dedup(stored, holder[0])
             if conn.execute(_INSERT_WORKFLOW, params).rowcount == 0:
                 existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
-                raise _Unchanged((_workflow_from(existing), False))
+                raise _Unchanged((shown(_workflow_from, existing), False))
             if record_params:
                 conn.executemany(_INSERT_RECORD, record_params)
             return stored, True
@@ -736,7 +753,7 @@ class SqliteStore:
             for row in firsts:
                 found = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
                 if found is not None:
-                    existing[row.workflow_id] = _workflow_from(found)
+                    existing[row.workflow_id] = shown(_workflow_from, found)
 
             def live_holder(row: WorkflowRow) -> str | None:
                 holder = _first(conn.execute(_SELECT_DEDUP_HOLDER, (row.queue, row.dedup_id)))
@@ -832,7 +849,7 @@ class SqliteStore:
                 "WHERE r.workflow_id = workflows.workflow_id)",
                 (executor_id, at, at, *ready_params, room),
             ).fetchall()
-            taken = [_workflow_from(r, bool(r[-1])) for r in rows]
+            taken = claimed(_claimed_from, rows)
             taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
             return taken
 
@@ -903,13 +920,13 @@ class SqliteStore:
         text, params = _filter_sql(where)
         with self._read() as conn:
             rows = conn.execute(text, params).fetchall()
-        return [_workflow_from(r) for r in rows]
+        return listed(_workflow_from, rows)
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
         check_names(workflow_id)
         with self._read() as conn:
             rows = conn.execute(_SELECT_LOG, (workflow_id, since)).fetchall()
-        return [_record_from(r) for r in rows]
+        return [_record_from(r, workflow_id) for r in rows]
 
     # -- recording -----------------------------------------------------------
 
@@ -937,7 +954,7 @@ class SqliteStore:
         assert row is not None
         stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, position)))
         if stored is not None:
-            return _record_from(stored) if stored[3] is not None or pending else None
+            return _record_from(stored, workflow_id) if stored[3] is not None or pending else None
         if (
             position > 0
             and _first(conn.execute(_SELECT_RECORD, (workflow_id, position - 1))) is None
@@ -1190,7 +1207,7 @@ class SqliteStore:
             return False
         stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, last.position)))
         if stored is not None:
-            held = _record_from(stored)
+            held = _record_from(stored, workflow_id)
             if same_record(held, last):
                 return True
             if held.outcome is not None:
@@ -1318,7 +1335,8 @@ class SqliteStore:
             )
         if found is None:
             return None
-        return Message(found[0], workflow_id, topic, serde.loads(found[1]), _from_micros(found[2]))
+        payload = message_payload(decoded_json, found[1], workflow_id, found[0], topic)
+        return Message(found[0], workflow_id, topic, payload, _from_micros(found[2]))
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)
@@ -1330,7 +1348,7 @@ class SqliteStore:
             )
         if found is None:
             return False, None
-        return True, serde.loads(found[0])
+        return True, event_value(decoded_json, found[0], workflow_id, key)
 
     # -- lifecycle -----------------------------------------------------------
 
