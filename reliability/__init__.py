@@ -1,0 +1,20 @@
+"""replaykit's own chaos suite (issue 13): scenarios that break things on purpose.
+
+Each scenario is a module run as `python -m reliability.<name> [--smoke]`; it
+prints its figures and the invariants it checked, and exits non-zero when one
+broke (1), when it could not run (2: in CI, a missing PostgreSQL), or 3 when
+parts needing PostgreSQL were skipped outside CI. `python -m reliability --all
+[--smoke]` runs every scenario in turn. Step bodies count their executions in a
+ledger file outside the store (`reliability._harness.Ledger`), which the
+scenario checks against the store's logs (`reliability._check`). See
+docs/reliability.md.
+"""
+
+__all__ = ["SCENARIOS"]
+
+# name -> what it does; each is the module reliability.<name>
+SCENARIOS = {
+    "kill9": "kill -9 a worker at random moments, on SQLite and PostgreSQL",
+    "pg_crash": "crash and restart a private PostgreSQL cluster under load",
+    "lost_ack": "lose acknowledgements of committed writes through a cutting proxy",
+}

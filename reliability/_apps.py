@@ -1,0 +1,180 @@
+"""The workflows the scenarios run, in the driver and in worker processes alike.
+
+Every step body is `body`: it writes a `start` line to the ledger, sleeps its
+share, writes an `end` line and returns a fresh token. A run's result collects
+the tokens it was given, so the checker can tell the one execution whose
+outcome was recorded from the ones that were not (`reliability._check`).
+
+A worker imports this module by name (`replaykit worker reliability._apps`,
+`python -m reliability._worker`): the operator's choice, never stored data's.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Generator, Sequence
+from typing import Any
+
+from reliability._harness import LEDGER_ENV, Ledger
+from replaykit import All, Queue, Recv, Send, Sleep, Step, context, workflow
+
+__all__ = [
+    "GRACEFUL",
+    "LIMITED",
+    "body",
+    "inbox",
+    "layout_of",
+    "once",
+    "pinger",
+    "ponger",
+    "script",
+    "tokens_of",
+]
+
+# A queue whose concurrency the queue scenario sets for every process alike.
+LIMITED = Queue("rel-limited", concurrency=int(os.environ.get("RELIABILITY_QUEUE_K", "3")))
+# A queue without limits, for the SIGTERM scenario's queued runs.
+GRACEFUL = Queue("rel-graceful")
+
+_ledger: Ledger | None = None
+
+
+def _the_ledger() -> Ledger:
+    global _ledger
+    if _ledger is None:
+        path = os.environ.get(LEDGER_ENV)
+        if not path:
+            raise RuntimeError(
+                f"{LEDGER_ENV} is not set: the reliability workflows count their step "
+                "executions in a ledger file; run them from a reliability scenario"
+            )
+        _ledger = Ledger(path)
+    return _ledger
+
+
+def body(workflow_id: str, position: int, key: str, seconds: float) -> dict[str, Any]:
+    """A step: one `start` and one `end` line in the ledger, and a token no one else has."""
+    token = uuid.uuid4().hex
+    ledger = _the_ledger()
+    ledger.write(ev="start", wf=workflow_id, pos=position, key=key, token=token)
+    if seconds > 0:
+        time.sleep(seconds)
+    ledger.write(ev="end", wf=workflow_id, pos=position, key=key, token=token)
+    return {"token": token, "pid": os.getpid()}
+
+
+# -- a script of steps, sleeps and Alls ----------------------------------------------------
+#
+# A script is JSON: ["step", key, seconds] | ["sleep", seconds] | ["all", [[key, seconds], ...]].
+# Each item takes one position; `layout_of` says what the log must hold there.
+
+
+@workflow(name="rel-script")
+def script(items: list[Any]) -> Generator[Any, Any, dict[str, str]]:
+    wid = context().workflow_id
+    tokens: dict[str, str] = {}
+    for pos, item in enumerate(items):
+        if item[0] == "step":
+            out = yield Step(item[1], body, wid, pos, item[1], item[2])
+            tokens[item[1]] = out["token"]
+        elif item[0] == "sleep":
+            yield Sleep(item[1])
+        else:
+            children = [Step(key, body, wid, pos, key, seconds) for key, seconds in item[1]]
+            outs = yield All(*children)
+            for (key, _seconds), out in zip(item[1], outs, strict=True):
+                tokens[key] = out["token"]
+    return tokens
+
+
+# -- messages between runs -----------------------------------------------------------------
+
+
+@workflow(name="rel-ponger")
+def ponger(rounds: int, peer: str) -> Generator[Any, Any, list[Any]]:
+    """Answers each ping with a pong carrying its sequence number."""
+    wid = context().workflow_id
+    got: list[Any] = []
+    for _ in range(rounds):
+        message = yield Recv("ping")
+        got.append(message)
+        yield Send(peer, {"seq": message["seq"], "from": wid}, topic="pong")
+    return got
+
+
+@workflow(name="rel-pinger")
+def pinger(rounds: int, peer: str, seconds: float) -> Generator[Any, Any, dict[str, Any]]:
+    """Sends a ping, waits for its pong, runs a step; `rounds` times."""
+    wid = context().workflow_id
+    seqs: list[int] = []
+    tokens: dict[str, str] = {}
+    for i in range(rounds):
+        yield Send(peer, {"seq": i, "from": wid}, topic="ping")
+        message = yield Recv("pong")
+        seqs.append(message["seq"])
+        out = yield Step(f"p{i}", body, wid, 3 * i + 2, f"p{i}", seconds)
+        tokens[f"p{i}"] = out["token"]
+    return {"seqs": seqs, "tokens": tokens}
+
+
+@workflow(name="rel-inbox")
+def inbox(count: int, topic: str) -> Generator[Any, Any, list[Any]]:
+    """Receives `count` messages sent from outside (`engine.send`)."""
+    got: list[Any] = []
+    for _ in range(count):
+        got.append((yield Recv(topic)))
+    return got
+
+
+@workflow(name="rel-once")
+def once(label: str, seconds: float) -> Generator[Any, Any, dict[str, Any]]:
+    """One step; started from many processes at once by the idempotent-start scenario."""
+    wid = context().workflow_id
+    out = yield Step("only", body, wid, 0, "only", seconds)
+    return {"label": label, "token": out["token"]}
+
+
+# -- what the log of each run must hold ----------------------------------------------------
+
+
+def layout_of(name: str, args: Sequence[Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(kind, name, step keys) per position of a finished run of workflow `name`."""
+    if name == "rel-script":
+        layout: list[tuple[str, str, tuple[str, ...]]] = []
+        for item in args[0]:
+            if item[0] == "step":
+                layout.append(("step", item[1], (item[1],)))
+            elif item[0] == "sleep":
+                layout.append(("sleep", "sleep", ()))
+            else:
+                keys = tuple(key for key, _seconds in item[1])
+                layout.append(("all", "|".join(f"step:{key}" for key in keys), keys))
+        return layout
+    if name == "rel-ponger":
+        return [
+            entry for _ in range(args[0]) for entry in (("recv", "ping", ()), ("send", "pong", ()))
+        ]
+    if name == "rel-pinger":
+        return [
+            entry
+            for i in range(args[0])
+            for entry in (("send", "ping", ()), ("recv", "pong", ()), ("step", f"p{i}", (f"p{i}",)))
+        ]
+    if name == "rel-inbox":
+        return [("recv", args[1], ())] * args[0]
+    if name == "rel-once":
+        return [("step", "only", ("only",))]
+    raise ValueError(f"no layout for workflow {name!r}")
+
+
+def tokens_of(name: str, result: Any) -> dict[str, str]:
+    """The token each step key of a finished run was given, from its result."""
+    if name == "rel-script":
+        return dict(result)
+    if name == "rel-pinger":
+        return dict(result["tokens"])
+    if name == "rel-once":
+        return {"only": result["token"]}
+    return {}
