@@ -17,4 +17,5 @@ SCENARIOS = {
     "kill9": "kill -9 a worker at random moments, on SQLite and PostgreSQL",
     "pg_crash": "crash and restart a private PostgreSQL cluster under load",
     "lost_ack": "lose acknowledgements of committed writes through a cutting proxy",
+    "recoverers": "several processes with one executor id recover the same runs at once",
 }

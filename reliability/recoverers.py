@@ -114,7 +114,9 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:
         armed = wait_until(
             lambda: sum(1 for line in ledger.read() if line.get("ev") == "armed") >= processes, 60
         )
-        if not verdict.check(armed is not None, "every recoverer starts", procs.log_tail(workers[0])):
+        if not verdict.check(
+            armed is not None, "every recoverer starts", procs.log_tail(workers[0])
+        ):
             return
         started = time.monotonic()
         go.touch()
