@@ -18,4 +18,5 @@ SCENARIOS = {
     "pg_crash": "crash and restart a private PostgreSQL cluster under load",
     "lost_ack": "lose acknowledgements of committed writes through a cutting proxy",
     "recoverers": "several processes with one executor id recover the same runs at once",
+    "idempotent_start": "P processes x T threads start the same ids at one instant",
 }
