@@ -21,8 +21,8 @@ from replaykit import Engine, Recv, SetEvent, workflow
 from replaykit.cli import cli
 from replaykit.errors import StoreError, StoreUnavailable
 from replaykit.log import Record, Status, Value
-from replaykit.stores import open_store
-from replaykit.stores.base import WorkflowFilter, WorkflowRow
+from replaykit.stores import SqliteStore, open_store
+from replaykit.stores.base import EventWrite, WorkflowFilter, WorkflowRow
 
 
 @workflow(name="bad-input-waits")
@@ -30,6 +30,14 @@ def waits(tag: str) -> Generator[Any, Any, str]:
     yield SetEvent("tag", tag)
     message = yield Recv("go")
     return f"{tag}:{message}"
+
+
+@workflow(name="bad-input-sets-twice")
+def sets_twice() -> Generator[Any, Any, str]:
+    yield SetEvent("k", 1)
+    yield SetEvent("k", 2)
+    message = yield Recv("go")
+    return str(message)
 
 
 @workflow(name="bad-input-fails")
@@ -280,3 +288,104 @@ def test_a_postgres_engine_starts_and_runs_the_rest_beside_a_damaged_row(
         listed = {row.workflow_id: row for row in engine.list_workflows()}
         assert listed["run-b"].status is Status.PENDING
         assert listed["run-b"].damaged.startswith("inputs: a JSON array where")
+
+
+# -- a fork has the events its copied records set (#14) -------------------------------------
+
+
+def _until(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_a_fork_has_the_events_of_the_records_it_copied(store_url: str) -> None:
+    with Engine(store_url, recover=False, schedules=False) as engine:
+        engine.start(sets_twice, workflow_id="source")
+        # Both SetEvents recorded and the Recv pending.
+        _until(lambda: len(engine.steps("source")) == 3)
+        assert engine.get_event("source", "k") == 2
+
+        # Another version's fork waits for an engine of that version: nothing of it
+        # runs here, so its events are only what the fork itself set.
+        for position, expected in ((0, None), (1, 1), (2, 2)):
+            engine.fork("source", position, workflow_id=f"fork-{position}", app_version="later")
+            assert engine.get_event(f"fork-{position}", "k") == expected, position
+            assert len(engine.steps(f"fork-{position}")) == position
+
+        # A fork that runs here goes on from its copied log with the event in place.
+        engine.fork("source", 2, workflow_id="fork-runs")
+        assert engine.get_event("fork-runs", "k") == 2
+        engine.send("fork-runs", "go", "go")
+        assert engine.handle("fork-runs").result(timeout=10) == "go"
+        # A fork of a fork still knows which values its copied records set.
+        engine.fork("fork-runs", 1, workflow_id="fork-of-fork", app_version="later")
+        assert engine.get_event("fork-of-fork", "k") == 1
+        assert engine.get_event("source", "k") == 2
+
+
+def _set_event(position: int, key: str) -> Record:
+    return Record(position, "set_event", key, Value(None), digest=f"d{position}")
+
+
+def test_a_sqlite_database_of_schema_version_1_is_migrated_and_forks_from_then_on(
+    tmp_path: Path,
+) -> None:
+    from replaykit.stores.sqlite import _MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as db:
+        for statement in _MIGRATIONS[0]:
+            db.execute(statement)
+        db.execute("PRAGMA user_version = 1")
+    store = SqliteStore(path)
+    try:
+        assert store.schema_status() == (len(_MIGRATIONS), len(_MIGRATIONS))
+        store.create_workflow(WorkflowRow("src", "wf", Status.PENDING))
+        store.record("src", _set_event(0, "k"), event=EventWrite("k", 1))
+        store.create_workflow(
+            WorkflowRow("fork", "wf", Status.PENDING), records=store.load_log("src"), fork_of="src"
+        )
+        assert store.get_event("fork", "k") == (True, 1)
+    finally:
+        store.close()
+
+
+def test_a_postgres_schema_of_version_1_is_migrated_and_forks_from_then_on(
+    pg_url: str, pg_schema: str
+) -> None:
+    from replaykit.stores.postgres import MIGRATIONS, PostgresStore
+
+    PostgresStore(pg_url, schema=pg_schema).close()
+    # Back to version 1, with a run recorded then: its records remember nothing.
+    _damage_postgres(
+        pg_url,
+        pg_schema,
+        "ALTER TABLE {s}.records DROP COLUMN event_key, DROP COLUMN event_value",
+        "DELETE FROM {s}.schema_version WHERE version > 1",
+        "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, app_version, "
+        "created_at, updated_at) VALUES ('old', 'wf', 'PENDING', 'local', '', now(), now())",
+        "INSERT INTO {s}.records (workflow_id, position, kind, name, outcome, digest, "
+        "call_site, attempts) "
+        "VALUES ('old', 0, 'set_event', 'k', '{\"value\": null}', 'd0', '', 1)",
+        "INSERT INTO {s}.events VALUES ('old', 'k', '1')",
+    )
+    store = PostgresStore(pg_url, schema=pg_schema)
+    try:
+        assert store.schema_status() == (len(MIGRATIONS), len(MIGRATIONS))
+        # A record from before the migration set nothing the fork could copy.
+        store.create_workflow(
+            WorkflowRow("old-fork", "wf", Status.PENDING),
+            records=store.load_log("old"),
+            fork_of="old",
+        )
+        assert store.get_event("old-fork", "k") == (False, None)
+        store.create_workflow(WorkflowRow("src", "wf", Status.PENDING))
+        store.record("src", _set_event(0, "k"), event=EventWrite("k", 1))
+        store.create_workflow(
+            WorkflowRow("fork", "wf", Status.PENDING), records=store.load_log("src"), fork_of="src"
+        )
+        assert store.get_event("fork", "k") == (True, 1)
+    finally:
+        store.close()

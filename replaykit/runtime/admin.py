@@ -136,7 +136,9 @@ def fork_run(
 
     Returns the new row and how many records it kept (an unfinished timed
     command below the cut starts afresh in the fork). Executor and version
-    default to the source's.
+    default to the source's. The events the kept records set are set on the
+    fork as well (the last value per key), as the fork's own log says: a
+    `GetEvent` on the fork agrees with its `SetEvent` records.
     """
     row = get_run(store, source_id)
     records = store.load_log(source_id)
@@ -163,7 +165,7 @@ def fork_run(
         queue=row.queue,
         priority=row.priority,
     )
-    stored, created = store.create_workflow(fork_row, records=kept)
+    stored, created = store.create_workflow(fork_row, records=kept, fork_of=source_id)
     if not created:
         raise ValueError(f"cannot fork into {fork_row.workflow_id!r}: that id is taken")
     return stored, len(kept)

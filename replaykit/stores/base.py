@@ -182,7 +182,7 @@ class Store(Protocol):
     """Durable state of workflow runs. Implementations must be thread-safe."""
 
     def create_workflow(
-        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+        self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         """Insert `row` (and, for a fork, its first `records`) unless the id exists.
 
@@ -192,6 +192,15 @@ class Store(Protocol):
         PENDING run of that queue has the same `dedup_id`. A PENDING row gets
         `started_at` (its creation time) if it has none. Creating an ENQUEUED
         row notifies ("enqueued", queue).
+
+        `fork_of` names the run `records` were copied from (its positions 0 to
+        n-1, as a fork copies them). The events those records set in that run
+        (`record(..., event=)`) are set on the new run too, in the same
+        transaction: for each key, the value of the last copied record that
+        set it. The new run's records remember what they set, so a fork of the
+        fork sets them again; it notifies ("event", id) if it set any. Records
+        that do not match the source's at their position (kind, digest) set
+        nothing.
         """
         ...
 

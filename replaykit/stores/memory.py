@@ -224,6 +224,8 @@ class MemoryStore:
         self._logs: dict[str, list[Record]] = {}
         self._inbox: dict[str, list[Message]] = {}
         self._events: dict[tuple[str, str], Any] = {}
+        # What each run's records set: position -> (key, value), for forks.
+        self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
         self._used_keys: set[tuple[str, str]] = set()
         self._next_message_id = 1
         self._order: dict[str, int] = {}
@@ -237,11 +239,14 @@ class MemoryStore:
         self._subscribers.deliver(kind, key)
 
     def create_workflow(
-        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+        self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         stored = stamped_for_create(row)
         for record in records:
             check_record(row.workflow_id, record)
+        if fork_of is not None:
+            check_names(fork_of)
+        set_any = False
         with self._lock:
             existing = self._rows.get(row.workflow_id)
             if existing is not None:
@@ -257,9 +262,32 @@ class MemoryStore:
             self._rows[row.workflow_id] = stored
             self._logs[row.workflow_id] = list(records)
             self._order[row.workflow_id] = len(self._order)
+            if fork_of is not None:
+                set_any = self._copy_events(fork_of, row.workflow_id, records)
         if stored.status is Status.ENQUEUED and stored.queue is not None:
             self._notify("enqueued", stored.queue)
+        if set_any:
+            self._notify("event", row.workflow_id)
         return stored, True
+
+    def _copy_events(self, source_id: str, fork_id: str, records: Sequence[Record]) -> bool:
+        """Set on the fork what the copied records set in the source (under the lock)."""
+        source_log = self._logs.get(source_id, [])
+        source_set = self._set_by.get(source_id, {})
+        fork_set: dict[int, tuple[str, Any]] = {}
+        for record in records:
+            position = record.position
+            if position not in source_set or position >= len(source_log):
+                continue
+            original = source_log[position]
+            if (original.kind, original.digest) != (record.kind, record.digest):
+                continue
+            key, value = source_set[position]
+            fork_set[position] = (key, copy.deepcopy(value))
+            self._events[(fork_id, key)] = copy.deepcopy(value)
+        if fork_set:
+            self._set_by[fork_id] = fork_set
+        return bool(fork_set)
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))
@@ -503,6 +531,10 @@ class MemoryStore:
             self._deliver(send.workflow_id, send.topic, send.payload, send.idempotency_key)
         if event is not None:
             self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
+            self._set_by.setdefault(workflow_id, {})[position] = (
+                event.key,
+                copy.deepcopy(event.value),
+            )
         if position < len(log):
             log[position] = record
         else:
@@ -673,6 +705,7 @@ class MemoryStore:
             if self._rows.pop(workflow_id, None) is None:
                 return False
             self._logs.pop(workflow_id, None)
+            self._set_by.pop(workflow_id, None)
             self._inbox.pop(workflow_id, None)
             self._order.pop(workflow_id, None)
             self._used_keys = {k for k in self._used_keys if k[0] != workflow_id}

@@ -97,7 +97,7 @@ _DEFAULT_SCHEMA = "replaykit"
 
 # The ordered migrations; version N is MIGRATIONS[N - 1]. Never edit a shipped
 # one: add the next file.
-MIGRATIONS: tuple[str, ...] = ("postgres_0001_initial.sql",)
+MIGRATIONS: tuple[str, ...] = ("postgres_0001_initial.sql", "postgres_0002_record_events.sql")
 
 # Bounds every lock a migration waits for: the advisory lock another engine
 # holds while migrating, and the table locks that running engines hold.
@@ -331,6 +331,12 @@ _COMPLETE_PENDING = (
     "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
     "RETURNING r.workflow_id"
 )
+# A record that sets an event keeps what it set, for forks (migration 2).
+_COMPLETE_PENDING_SETTING = _COMPLETE_PENDING.replace(
+    "attempts = excluded.attempts ",
+    "attempts = excluded.attempts, event_key = excluded.event_key, "
+    "event_value = excluded.event_value ",
+)
 
 
 # _BY_ID_ONLY: a statement about one run names it by primary key and nothing
@@ -396,12 +402,16 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
             f"EXISTS (SELECT 1 FROM {s}.records p "
             "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
         )
+    # A record that sets an event keeps what it set, so a fork that copies it
+    # can set the event too (create_workflow's fork_of).
+    setting = ", event_key, event_value" if shape.event else ""
+    set_values = ", %(event_key)s, %(event_value)s" if shape.event else ""
     ctes.append(
-        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
+        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {_RECORD_COLUMNS}{setting}) "
         "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
-        "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s "
+        f"%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s{set_values} "
         f"FROM run WHERE {' AND '.join(gate)} "
-        f"{_COMPLETE_PENDING})"
+        f"{_COMPLETE_PENDING_SETTING if shape.event else _COMPLETE_PENDING})"
     )
     # Only a changed deadline dirties the run's row.
     ctes.append(
@@ -1038,11 +1048,13 @@ class PostgresStore:
     # -- runs ----------------------------------------------------------------
 
     def create_workflow(
-        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+        self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         stored = stamped_for_create(row)
         for record in records:
             check_record(row.workflow_id, record)
+        if fork_of is not None:
+            check_names(fork_of)
         insert = self._q(
             "WITH ins AS (INSERT INTO {s}.workflows (" + _WORKFLOW_COLUMNS + ") VALUES ("
             "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
@@ -1084,6 +1096,7 @@ class PostgresStore:
         )
         deduplicated = row.queue is not None and row.dedup_id is not None
         for _ in range(5):
+            got_events = False
             with self._connection() as conn:
                 if record_params or deduplicated:
                     with conn.transaction():
@@ -1093,11 +1106,15 @@ class PostgresStore:
                         if inserted and inserted[0] and record_params:
                             with conn.cursor() as cur:
                                 cur.executemany(insert_record, record_params)
+                            if fork_of is not None:
+                                got_events = self._copy_events(conn, fork_of, row.workflow_id)
                 else:
                     inserted = conn.execute(insert, params).fetchone()
             if inserted and inserted[0]:
                 if stored.status is Status.ENQUEUED and stored.queue is not None:
                     self._notify([("enqueued", stored.queue)])
+                if got_events:
+                    self._notify([("event", row.workflow_id)])
                 return stored, True
             found = self._one(self._q(_SELECT_WORKFLOW), (row.workflow_id,))
             if found is not None:
@@ -1106,6 +1123,36 @@ class PostgresStore:
         raise StoreError(
             f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
         )
+
+    def _copy_events(self, conn: psycopg.Connection[Any], source_id: str, fork_id: str) -> bool:
+        """Set on a fork what its copied records set in the source (inside its transaction).
+
+        The copied records take what their originals set; then the fork gets,
+        for each key, the value its last record setting that key set (and a
+        notification). Whether it got any.
+        """
+        conn.execute(
+            self._q(
+                "UPDATE {s}.records f SET event_key = src.event_key, "
+                "event_value = src.event_value FROM {s}.records src "
+                "WHERE f.workflow_id = %(fork)s AND src.workflow_id = %(source)s "
+                "AND src.position = f.position AND src.kind = f.kind AND src.digest = f.digest "
+                "AND src.event_key IS NOT NULL"
+            ),
+            {"fork": fork_id, "source": source_id},
+        )
+        found = conn.execute(
+            self._q(
+                "WITH ev AS (INSERT INTO {s}.events (workflow_id, key, value) "
+                "SELECT DISTINCT ON (event_key) workflow_id, event_key, event_value "
+                "FROM {s}.records WHERE workflow_id = %(wid)s AND event_key IS NOT NULL "
+                "ORDER BY event_key, position DESC "
+                "ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value "
+                "RETURNING workflow_id) SELECT " + _notify_count("event", "ev")
+            ),
+            {"wid": fork_id, "channel": self._channel, "origin": self._origin},
+        ).fetchone()
+        return bool(found and found[0])
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))

@@ -184,6 +184,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID
         """,
     ),
+    # 2: a record that set an event keeps the key and value it set, so a fork
+    # that copies the record sets the event too (events hold the latest only).
+    (
+        "ALTER TABLE records ADD COLUMN event_key TEXT",
+        "ALTER TABLE records ADD COLUMN event_value TEXT",
+    ),
 )
 
 _WORKFLOW_COLUMNS = (
@@ -237,6 +243,21 @@ _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING
+"""
+# A fork's copied records take what their originals set; then the fork gets,
+# for each key, the value its last record setting that key set.
+_COPY_SET_BY = """
+UPDATE records AS f SET event_key = s.event_key, event_value = s.event_value
+FROM records AS s
+WHERE f.workflow_id = ?1 AND s.workflow_id = ?2 AND s.position = f.position
+  AND s.kind = f.kind AND s.digest = f.digest AND s.event_key IS NOT NULL
+"""
+_SET_COPIED_EVENTS = """
+INSERT INTO events (workflow_id, key, value)
+SELECT workflow_id, event_key, event_value FROM records r
+WHERE workflow_id = ?1 AND event_key IS NOT NULL AND position = (
+    SELECT max(position) FROM records l WHERE l.workflow_id = ?1 AND l.event_key = r.event_key)
+ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value
 """
 _SELECT_DEDUP_HOLDER = """
 SELECT workflow_id FROM workflows WHERE queue = ? AND dedup_id = ?
@@ -711,34 +732,43 @@ class SqliteStore:
     # -- runs ----------------------------------------------------------------
 
     def create_workflow(
-        self, row: WorkflowRow, *, records: Sequence[Record] = ()
+        self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         stored = stamped_for_create(row)
         for record in records:
             check_record(row.workflow_id, record)
+        if fork_of is not None:
+            check_names(fork_of)
         params = _workflow_params(stored)
         record_params = [_record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
 
-        def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool]:
+        # (the row, whether created, whether the fork got events)
+        def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
             if deduplicated:
                 existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
                 if existing is not None:
-                    raise _Unchanged((shown(_workflow_from, existing), False))
+                    raise _Unchanged((shown(_workflow_from, existing), False, False))
                 holder = _first(conn.execute(_SELECT_DEDUP_HOLDER, (row.queue, row.dedup_id)))
                 if holder is not None:
                     raise duplicate_dedup(stored, holder[0])
             if conn.execute(_INSERT_WORKFLOW, params).rowcount == 0:
                 existing = _first(conn.execute(_SELECT_WORKFLOW, (row.workflow_id,)))
-                raise _Unchanged((shown(_workflow_from, existing), False))
+                raise _Unchanged((shown(_workflow_from, existing), False, False))
+            got_events = False
             if record_params:
                 conn.executemany(_INSERT_RECORD, record_params)
-            return stored, True
+                if fork_of is not None:
+                    conn.execute(_COPY_SET_BY, (row.workflow_id, fork_of))
+                    got_events = conn.execute(_SET_COPIED_EVENTS, (row.workflow_id,)).rowcount > 0
+            return stored, True, got_events
 
-        result = self._write(insert)
-        if result[1] and stored.status is Status.ENQUEUED and stored.queue is not None:
+        found, created, got_events = self._write(insert)
+        if created and stored.status is Status.ENQUEUED and stored.queue is not None:
             self._notify([("enqueued", stored.queue)])
-        return result
+        if got_events:
+            self._notify([("event", row.workflow_id)])
+        return found, created
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))
@@ -1075,10 +1105,16 @@ class SqliteStore:
             ):
                 notes.append(("message", send.workflow_id))
             if event is not None:
+                value = _dump(event.value)
                 conn.execute(
                     "INSERT INTO events (workflow_id, key, value) VALUES (?, ?, ?) "
                     "ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value",
-                    (workflow_id, event.key, _dump(event.value)),
+                    (workflow_id, event.key, value),
+                )
+                conn.execute(
+                    "UPDATE records SET event_key = ?, event_value = ? "
+                    "WHERE workflow_id = ? AND position = ?",
+                    (event.key, value, workflow_id, record.position),
                 )
                 notes.append(("event", workflow_id))
             return record

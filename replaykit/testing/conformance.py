@@ -205,6 +205,55 @@ def check_fork_with_records(store: Store) -> None:
     _equal("log after recording past the fork", [*records, _step(2)], _log_of(store, "f-1"))
 
 
+def check_fork_sets_the_events_its_records_set(store: Store) -> None:
+    def set_event(position: int, key: str) -> Record:
+        return Record(position, "set_event", key, Value(None), digest=f"d{position}")
+
+    store.create_workflow(_run("fe-src"))
+    store.record("fe-src", set_event(0, "k"), event=EventWrite("k", {"v": 1}))
+    store.record("fe-src", set_event(1, "k"), event=EventWrite("k", {"v": 2}))
+    store.record("fe-src", set_event(2, "j"), event=EventWrite("j", "x"))
+    store.record("fe-src", _step(3))
+    log = _log_of(store, "fe-src")
+    notes: list[tuple[str, str]] = []
+    unsubscribe = store.subscribe(lambda kind, key: notes.append((kind, key)))
+    try:
+        for cut, k, j in (
+            (0, (False, None), (False, None)),
+            (1, (True, {"v": 1}), (False, None)),
+            (2, (True, {"v": 2}), (False, None)),
+            (4, (True, {"v": 2}), (True, "x")),
+        ):
+            fork = f"fe-fork-{cut}"
+            _, created = store.create_workflow(_run(fork), records=log[:cut], fork_of="fe-src")
+            _equal(f"a fork of the first {cut} records created", True, created)
+            _equal(
+                f"the log of the fork of the first {cut} records", log[:cut], _log_of(store, fork)
+            )
+            _equal(
+                f"event 'k' of the fork of the first {cut} records", k, store.get_event(fork, "k")
+            )
+            _equal(
+                f"event 'j' of the fork of the first {cut} records", j, store.get_event(fork, "j")
+            )
+        _expect(
+            _wait_for(lambda: ("event", "fe-fork-4") in notes),
+            "a fork that gets events notifies ('event', its id)",
+            ("event", "fe-fork-4"),
+            notes,
+        )
+    finally:
+        unsubscribe()
+    store.create_workflow(_run("fe-fork-of-fork"), records=log[:1], fork_of="fe-fork-4")
+    _equal(
+        "event 'k' of a fork of a fork", (True, {"v": 1}), store.get_event("fe-fork-of-fork", "k")
+    )
+    _equal("the source's event after its forks", (True, {"v": 2}), store.get_event("fe-src", "k"))
+    store.record("fe-fork-1", set_event(1, "k"), event=EventWrite("k", {"v": 3}))
+    _equal("a fork sets its own events", (True, {"v": 3}), store.get_event("fe-fork-1", "k"))
+    _equal("... and not its source's", (True, {"v": 2}), store.get_event("fe-src", "k"))
+
+
 def check_started_at_on_create(store: Store) -> None:
     pending, _ = store.create_workflow(_run("c-4", created_at=_T0))
     _equal("started_at of a PENDING run created without one", _T0, pending.started_at)
@@ -2666,6 +2715,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_create_many_notifies_once_per_queue,
     check_create_many_then_claim,
     check_fork_with_records,
+    check_fork_sets_the_events_its_records_set,
     check_record_and_load_log,
     check_record_pending_then_completed,
     check_completed_position_not_overwritten,
