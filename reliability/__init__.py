@@ -19,4 +19,5 @@ SCENARIOS = {
     "lost_ack": "lose acknowledgements of committed writes through a cutting proxy",
     "recoverers": "several processes with one executor id recover the same runs at once",
     "idempotent_start": "P processes x T threads start the same ids at one instant",
+    "queue_kills": "a queue's concurrency limit while its workers are SIGKILLed",
 }
