@@ -90,7 +90,7 @@ class WorkflowRow:
     has_log: bool | None = attrs.field(default=None, eq=False)
     # Not stored: what of a damaged row could not be read ("inputs: not JSON
     # (...)"). Only listings return such rows, with those fields at their
-    # defaults and `error` saying so; get_workflow raises StoreError instead.
+    # defaults and `error` saying so; get_workflow raises DamagedRow instead.
     damaged: str = ""
 
 
