@@ -20,4 +20,6 @@ SCENARIOS = {
     "recoverers": "several processes with one executor id recover the same runs at once",
     "idempotent_start": "P processes x T threads start the same ids at one instant",
     "queue_kills": "a queue's concurrency limit while its workers are SIGKILLed",
+    "sigterm": "SIGTERM a replaykit worker mid-step and mid-All",
+    "bad_input": "hostile and damaged rows, bad names and escapes, through engine and CLI",
 }

@@ -24,11 +24,14 @@ __all__ = [
     "GRACEFUL",
     "LIMITED",
     "body",
+    "catch",
+    "echo",
     "inbox",
     "layout_of",
     "once",
     "pinger",
     "ponger",
+    "received_of",
     "script",
     "tokens_of",
 ]
@@ -38,20 +41,21 @@ LIMITED = Queue("rel-limited", concurrency=int(os.environ.get("RELIABILITY_QUEUE
 # A queue without limits, for the SIGTERM scenario's queued runs.
 GRACEFUL = Queue("rel-graceful")
 
-_ledger: Ledger | None = None
+_ledgers: dict[str, Ledger] = {}
 
 
 def _the_ledger() -> Ledger:
-    global _ledger
-    if _ledger is None:
-        path = os.environ.get(LEDGER_ENV)
-        if not path:
-            raise RuntimeError(
-                f"{LEDGER_ENV} is not set: the reliability workflows count their step "
-                "executions in a ledger file; run them from a reliability scenario"
-            )
-        _ledger = Ledger(path)
-    return _ledger
+    # Looked up on every call: a scenario running steps in its own process moves
+    # to a new ledger per part by changing the variable.
+    path = os.environ.get(LEDGER_ENV)
+    if not path:
+        raise RuntimeError(
+            f"{LEDGER_ENV} is not set: the reliability workflows count their step "
+            "executions in a ledger file; run them from a reliability scenario"
+        )
+    if path not in _ledgers:
+        _ledgers[path] = Ledger(path)
+    return _ledgers[path]
 
 
 def body(workflow_id: str, position: int, key: str, seconds: float) -> dict[str, Any]:
@@ -136,6 +140,28 @@ def once(label: str, seconds: float) -> Generator[Any, Any, dict[str, Any]]:
     return {"label": label, "token": out["token"]}
 
 
+# -- for the bad-input scenario -----------------------------------------------------------
+
+
+@workflow(name="rel-catch")
+def catch(key: str) -> Generator[Any, Any, dict[str, Any]]:
+    """One step, whose recorded failure (crafted by the scenario) it catches and describes."""
+    wid = context().workflow_id
+    try:
+        yield Step(key, body, wid, 0, key, 0.0)
+    except Exception as exc:
+        return {"type": type(exc).__name__, "text": str(exc)[:300]}
+    return {"type": None, "text": ""}
+
+
+@workflow(name="rel-echo")
+def echo(value: Any) -> Generator[Any, Any, dict[str, Any]]:
+    """Returns its argument, after one step: stored inputs are data, whatever they name."""
+    wid = context().workflow_id
+    out = yield Step("only", body, wid, 0, "only", 0.0)
+    return {"value": value, "token": out["token"]}
+
+
 # -- what the log of each run must hold ----------------------------------------------------
 
 
@@ -164,8 +190,10 @@ def layout_of(name: str, args: Sequence[Any]) -> list[tuple[str, str, tuple[str,
         ]
     if name == "rel-inbox":
         return [("recv", args[1], ())] * args[0]
-    if name == "rel-once":
+    if name in ("rel-once", "rel-echo"):
         return [("step", "only", ("only",))]
+    if name == "rel-catch":  # its one step's failure is crafted: replayed, never run
+        return [("step", args[0], ())]
     raise ValueError(f"no layout for workflow {name!r}")
 
 
@@ -175,6 +203,15 @@ def tokens_of(name: str, result: Any) -> dict[str, str]:
         return dict(result)
     if name == "rel-pinger":
         return dict(result["tokens"])
-    if name == "rel-once":
+    if name in ("rel-once", "rel-echo"):
         return {"only": result["token"]}
     return {}
+
+
+def received_of(name: str, result: Any) -> Any:
+    """What a finished run says it received, to compare with a plan's `expect`."""
+    if name == "rel-pinger":
+        return result["seqs"]
+    if name == "rel-echo":
+        return result["value"]
+    return result

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reliability._apps import layout_of, tokens_of
+from reliability._apps import layout_of, received_of, tokens_of
 from reliability._harness import Verdict
 
 __all__ = ["Incident", "check_runs", "executions", "topics_of"]
@@ -127,7 +127,7 @@ def check_runs(
         result = row.result.data
         results[wid] = result
         if "expect" in run:
-            got = result["seqs"] if name == "rel-pinger" else result
+            got = received_of(name, result)
             verdict.check(
                 got == run["expect"],
                 MESSAGES,
