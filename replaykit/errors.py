@@ -17,6 +17,7 @@ __all__ = [
     "AwaitedWorkflowFailed",
     "Cancelled",
     "ControlSignal",
+    "DamagedData",
     "DuplicateDedupId",
     "DuplicateWorkflowError",
     "InvalidCommandError",
@@ -145,6 +146,14 @@ class StoreError(ReplayKitError):
 
 class StoreUnavailable(StoreError):
     """The store could not be reached; the operation may be retried."""
+
+
+class DamagedData(StoreError):
+    """Stored data (a run's row, a record, a message, an event) cannot be read.
+
+    The fault is in the database, not in the code: the run it belongs to is
+    parked with this message until an operator repairs or deletes the row.
+    """
 
 
 class RecordConflict(StoreError):

@@ -190,7 +190,9 @@ def test_one_damaged_sqlite_row_leaves_the_engine_and_the_other_runs_going(
         listed = {row.workflow_id: row for row in engine.list_workflows()}
         assert sorted(listed) == ["run-a", "run-b", "run-c"]
         damaged = listed["run-b"]
-        assert damaged.status is Status.PENDING and damaged.inputs is None
+        # Parked once, naming the damage (issue 13, fault 4), not retried at every sweep.
+        assert damaged.status is Status.PARKED and damaged.inputs is None
+        assert "cannot be read" in damaged.error, damaged.error
         assert damaged.damaged.startswith("inputs: not JSON"), damaged.damaged
         assert damaged.error.startswith("damaged row: inputs"), damaged.error
         assert listed["run-a"].damaged == "" and listed["run-a"].status is Status.SUCCESS
@@ -286,7 +288,7 @@ def test_a_postgres_engine_starts_and_runs_the_rest_beside_a_damaged_row(
         engine.send("run-a", "go", "go")
         assert engine.handle("run-a").result(timeout=10) == "a:go"
         listed = {row.workflow_id: row for row in engine.list_workflows()}
-        assert listed["run-b"].status is Status.PENDING
+        assert listed["run-b"].status is Status.PARKED  # once, naming the damage
         assert listed["run-b"].damaged.startswith("inputs: a JSON array where")
 
 

@@ -36,6 +36,7 @@ from replaykit.commands import Step
 from replaykit.errors import (
     Cancelled,
     ControlSignal,
+    DamagedData,
     InvalidCommandError,
     NonDeterminismError,
     PayloadTooLarge,
@@ -556,7 +557,8 @@ class Scheduler:
         try:
             loop = self.runner.async_loop()
         except RuntimeError as exc:  # the application's loop ended before the engine
-            self._post(("carried", activation, effect, exc))
+            # Not the run's fault: it stops unrecorded and runs again after a restart.
+            self._post(("carried", activation, effect, Cancelled(str(exc))))
             return
         with self._cv:
             self._stepping.add(activation.workflow_id)
@@ -645,7 +647,7 @@ class Scheduler:
             # let the generator replay it, instead of rebuilding the run from position 0.
             self._submit(self._read_tail, activation, effect)
         else:
-            self._failed(activation, result)
+            self._failed(activation, result, effect)
 
     def _caught_up(self, activation: _Activation, effect: Effect, tail: Any) -> None:
         interp = activation.interp
@@ -702,7 +704,9 @@ class Scheduler:
                 self._rerun.add(workflow_id)
         self._end(activation)
 
-    def _failed(self, activation: _Activation, error: BaseException) -> None:
+    def _failed(
+        self, activation: _Activation, error: BaseException, effect: Effect | None = None
+    ) -> None:
         """An effect ended the attempt: how the run goes on depends on why."""
         workflow_id = activation.workflow_id
         self._close_interp(activation)
@@ -722,6 +726,16 @@ class Scheduler:
             self.wakeups.add_timer(
                 self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id
             )
+        elif isinstance(error, DamagedData):
+            # The fault is in stored data: no attempt can get past it until an
+            # operator repairs or deletes the row. Park it once, saying which.
+            self._submit(self._park_run, activation, str(error))
+            return
+        elif isinstance(error, Exception) and activation.row is not None:
+            # Not transient (the store classified it) and not a control signal:
+            # retrying at every sweep would fail the same way forever, unseen.
+            self._submit(self._fail_run, activation, error, effect)
+            return
         else:
             log.error(
                 "workflow id %r: activation failed unexpectedly",
@@ -927,6 +941,25 @@ class Scheduler:
                 self._finish(row, Status.ERROR, error, last)
         except BaseException as exc:
             return ("carried", activation, None, exc)
+        return ("ended", activation)
+
+    def _fail_run(self, activation: _Activation, error: Exception, effect: Effect | None) -> Event:
+        """End the run in ERROR with a permanent error, naming where it happened."""
+        row = activation.row_or_raise()
+        where = "" if effect is None else f" at position {effect.position}"
+        doing = "" if effect is None else f" ({type(effect.command).__name__})"
+        log.error(
+            "workflow %r (id %r) failed%s%s: %s", row.name, row.workflow_id, where, doing, error
+        )
+        info = serde.encode_error(error)
+        info = attrs.evolve(
+            info,
+            message=f"workflow {row.name!r} (id {row.workflow_id!r}){where}{doing}: {info.message}",
+        )
+        try:
+            self._finish(row, Status.ERROR, Failure(info))
+        except BaseException as exc:
+            log.warning("workflow id %r: could not record its failure (%s)", row.workflow_id, exc)
         return ("ended", activation)
 
     def _park_run(self, activation: _Activation, why: str) -> Event:

@@ -15,9 +15,9 @@ why. What callers get then:
   way) gets the row with `damaged` saying what is wrong, the damaged fields
   at their defaults, and `error` starting with "damaged row: ";
 - `get_workflow`, which is what the runtime reads before running a run,
-  raises `StoreError` naming the run and its damaged columns, so that run
+  raises `DamagedRow` (a `DamagedData`) naming the run and its damaged columns, so that run
   alone fails to activate;
-- a record, message or event that does not decode raises `StoreError` naming
+- a record, message or event that does not decode raises `DamagedData` naming
   the run, the position (or message, or key) and what is wrong.
 """
 
@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 
 from replaykit import serde
-from replaykit.errors import StoreError
+from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, outcome_from_json
 from replaykit.stores.base import DamagedRow, WorkflowRow
 
@@ -201,14 +201,14 @@ def workflow_from(
 
 
 def record_from(decoders: Decoders, values: Sequence[Any], workflow_id: str) -> Record:
-    """The record in `values` (a row of the store's record columns), or `StoreError`."""
+    """The record in `values` (a row of the store's record columns), or `DamagedData`."""
     try:
         return _new_record(*_decode(decoders, values))
     except Exception as exc:
         _, bad = _damage(RECORD_FIELDS, decoders, values)
         if not bad:
             raise exc from None
-    raise StoreError(
+    raise DamagedData(
         f"workflow id {workflow_id!r} position {values[0]!r}: the stored record cannot be "
         f"read: {'column' if len(bad) == 1 else 'columns'} {_described(bad)}. The run "
         f"cannot replay past it. {_REPAIR}"
@@ -221,7 +221,7 @@ def message_payload(
     try:
         return decode(value)
     except Exception as exc:
-        raise StoreError(
+        raise DamagedData(
             f"workflow id {workflow_id!r}: message {message_id} on topic {topic!r} cannot be "
             f"read: column payload: {_why(exc)}. Delete that message's row, or the run; "
             "other runs are not affected"
@@ -232,7 +232,7 @@ def event_value(decode: Callable[[Any], Any], value: Any, workflow_id: str, key:
     try:
         return decode(value)
     except Exception as exc:
-        raise StoreError(
+        raise DamagedData(
             f"workflow id {workflow_id!r}: event {key!r} cannot be read: column value: "
             f"{_why(exc)}. Delete that event's row, or set it again; other runs are not affected"
         ) from None

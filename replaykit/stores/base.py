@@ -42,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from replaykit.errors import StoreError
+from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, Status
 
 __all__ = [
@@ -94,7 +94,7 @@ class WorkflowRow:
     damaged: str = ""
 
 
-class DamagedRow(StoreError):
+class DamagedRow(DamagedData):
     """A run's stored row does not decode (not JSON, or JSON of the wrong shape).
 
     The message names the run and each damaged column with what is wrong.
@@ -301,7 +301,7 @@ class Store(Protocol):
 
         `since` lets a reader that holds the first positions already (a warm run
         whose log moved on) read only the rest. A record that does not decode
-        raises `StoreError` naming the run and its position; so do a message
+        raises `DamagedData` naming the run and its position; so do a message
         (`peek_message`) or an event (`get_event`) that does not.
         """
         ...
@@ -353,7 +353,7 @@ class Store(Protocol):
 
         Precondition: no two writes name the same `workflow_id`; a call that
         breaks it raises `ValueError` and writes nothing. A closed store
-        raises `StoreError`, as `record()` does. An empty sequence writes
+        raises `DamagedData`, as `record()` does. An empty sequence writes
         nothing. Notifications are sent as `record()` sends them, after the
         commit. SQLite writes the batch in one transaction (a savepoint per
         write); PostgreSQL writes the plain records (no `consume`, `send` or

@@ -1,0 +1,92 @@
+"""Torture report, issue 13, fault 4: errors that are not transient left runs PENDING
+forever, retried at every sweep. A permanent error fails the run, or parks it when the
+fault is in stored data, with the error named, once."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from replaykit import Engine, Recv, Send, Start, Status, Step, workflow
+
+
+def wait_for_status(engine: Engine, workflow_id: str, *statuses: Status) -> Any:
+    deadline = time.monotonic() + 20
+    while True:
+        row = engine.store.get_workflow(workflow_id)
+        if row is not None and row.status in statuses:
+            return row
+        assert time.monotonic() < deadline, f"{workflow_id}: still {row and row.status}"
+        time.sleep(0.02)
+
+
+@workflow
+def sends_to(target: str, topic: str) -> Generator[Any, Any, str]:
+    yield Send(target, "hello", topic=topic)
+    return "sent"
+
+
+@workflow
+def starts_child_named(child_id: str) -> Generator[Any, Any, str]:
+    yield Start(sends_to, "x", "t", workflow_id=child_id)
+    return "started"
+
+
+@pytest.mark.parametrize(
+    ("wf", "args", "what"),
+    [
+        (sends_to, ("target", "to\x00pic"), "NUL"),
+        (sends_to, ("target", "t" * 2000), "bytes"),
+        (starts_child_named, ("child\x00id",), "NUL"),
+    ],
+    ids=["nul-topic", "long-topic", "nul-child-id"],
+)
+def test_a_write_the_store_refuses_for_good_fails_the_run_once(
+    store_url: str, wf: Any, args: tuple[Any, ...], what: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Engine(store_url, poll_interval=0.05) as engine:
+        engine.start(sends_to, "nobody", "t", workflow_id="target")  # exists; fails alone
+        with caplog.at_level("ERROR", logger="replaykit.engine"):
+            engine.start(wf, *args, workflow_id="bad-write")
+            row = wait_for_status(engine, "bad-write", Status.ERROR, Status.PARKED)
+            time.sleep(0.3)  # several sweeps' worth: none tries it again
+        assert row.status is Status.ERROR
+        assert what in row.error and "'bad-write'" in row.error and "position 0" in row.error
+        said = [r for r in caplog.records if "bad-write" in r.getMessage()]
+        assert len(said) == 1, [r.getMessage() for r in said]
+
+
+def hello() -> str:
+    return "hello"
+
+
+@workflow
+def step_then_wait() -> Generator[Any, Any, str]:
+    greeting: str = yield Step("greet", hello)
+    yield Recv("go")
+    return greeting
+
+
+@pytest.mark.parametrize(
+    "outcome", ["[1, 2]", "42", '{"value": '], ids=["list", "number", "truncated"]
+)
+def test_a_record_of_the_wrong_shape_parks_its_run_naming_it(tmp_path: Any, outcome: str) -> None:
+    url = f"sqlite:///{tmp_path / 'shape.db'}"
+    with Engine(url) as engine:
+        engine.start(step_then_wait, workflow_id="shape")
+        engine.start(step_then_wait, workflow_id="fine")
+        assert engine.wait_idle(10)
+    with sqlite3.connect(tmp_path / "shape.db") as conn:
+        conn.execute(
+            "UPDATE records SET outcome = ? WHERE workflow_id = 'shape' AND position = 0",
+            (outcome,),
+        )
+    with Engine(url, poll_interval=0.05, max_cached_runs=0) as engine:
+        row = wait_for_status(engine, "shape", Status.PARKED)
+        assert "'shape'" in row.error and "position 0" in row.error
+        engine.send("fine", None, "go")
+        assert engine.handle("fine").result(timeout=20) == "hello"  # the others go on
