@@ -49,11 +49,15 @@ from reliability._harness import (
     wait_until,
 )
 
-__all__ = ["PARTS", "main"]
+__all__ = ["DAMAGE_SAID", "PARTS", "main"]
 
 PARTS = ("stored-code", "names", "damaged", "damaged-record", "escapes")
 CANARY_ENV = "RELIABILITY_CANARY_DIR"
 NOTHING_RAN = "nothing that stored data names ran or got imported"
+DAMAGE_SAID = (
+    "the store says a damaged run is damaged (marked, or PARKED/ERROR with the error named); "
+    "it is never left PENDING with nothing said"
+)
 NO_TRACEBACK = "the CLI answers bad data with an exit code and a line, never a traceback"
 RAW_BYTES = {
     "ESC": b"\x1b",
@@ -559,8 +563,7 @@ def _damaged(sc: Scenario, verdict: Verdict, url: str, damaged: list[str]) -> No
             said.append(f"{wid}: {status}, marked {marked}, logged {logged}")
             verdict.check(
                 row is not None and (marked or (status in ("PARKED", "ERROR") and bool(row.error))),
-                "the store says a damaged run is damaged (marked, or PARKED/ERROR with the "
-                "error named); it is never left PENDING with nothing said",
+                DAMAGE_SAID,
                 f"{wid}: {status} with error {row.error if row else ''!r}, not marked damaged "
                 f"(the engine only logged it: {logged}); every recovery tries it again",
             )

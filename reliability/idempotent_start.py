@@ -32,9 +32,12 @@ from reliability._harness import (
     wait_until,
 )
 
-__all__ = ["main"]
+__all__ = ["CONFLICT", "PHASES", "main"]
 
 PHASES = ("same", "conflicts")
+CONFLICT = (
+    "a start with other arguments or another workflow under a used id raises WorkflowIdConflict"
+)
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -147,8 +150,7 @@ def _conflicts(verdict: Verdict, seen: list[dict[str, Any]]) -> None:
     verdict.figure("conflicting starts accepted silently", len(accepted))
     verdict.check(
         not accepted and set(refused) <= {"WorkflowIdConflict"},
-        "a start with other arguments or another workflow under a used id raises "
-        "WorkflowIdConflict",
+        CONFLICT,
         f"{len(accepted)} such starts returned the existing run without a word (e.g. "
         f"{accepted[:2]}); refused: {refused}",
     )

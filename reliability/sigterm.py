@@ -37,9 +37,10 @@ from reliability._harness import (
 )
 from reliability.recoverers import pending_runs
 
-__all__ = ["PHASES", "main"]
+__all__ = ["COMMITS", "PHASES", "main"]
 
 PHASES = ("step", "all", "queued-step", "queued-all")
+COMMITS = "the steps running at SIGTERM commit before the worker exits"
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,7 +158,7 @@ def run_phase(sc: Scenario, verdict: Verdict, store_kind: str, phase: str) -> No
         )
         records = store.load_log(run["id"])
         committed = len(records) > position and records[position].outcome is not None
-        verdict.figure("steps in flight at SIGTERM", in_flight)
+        verdict.figure(f"steps of position {position} the stopping worker ran", in_flight)
         verdict.figure(
             f"position {position} ({records[position].kind if len(records) > position else '-'}) "
             "committed by the stopping worker",
@@ -165,7 +166,7 @@ def run_phase(sc: Scenario, verdict: Verdict, store_kind: str, phase: str) -> No
         )
         verdict.check(
             committed,
-            "the steps running at SIGTERM commit before the worker exits",
+            COMMITS,
             f"after the worker's exit the log holds {len(records)} record(s), position {position} "
             + (
                 "pending (no outcome)"
