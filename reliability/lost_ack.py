@@ -186,10 +186,11 @@ def phase_start(
         engine.close()
     verdict.figure("slowest start-to-finish after a lost acknowledgement (s)", max(latency))
     verdict.figure("fastest (s)", min(latency))
+    slow = {wid: round(s, 1) for wid, s in zip(began, latency, strict=True) if s >= 5.0}
     verdict.check(
-        max(latency) < 5.0,
+        not slow,
         "a start whose acknowledgement was lost is dispatched at once (not by a later sweep)",
-        f"the slowest such run took {max(latency):.1f}s to finish (a three-step run takes well "
+        f"runs that took 5s or more from start to finish: {slow} (a three-step run takes well "
         "under a second; the engine's sweep for untracked runs comes every 10s)",
     )
     from replaykit.stores.base import WorkflowFilter
@@ -207,14 +208,16 @@ def phase_start(
 
 
 def _latencies(store: Any, began: dict[str, float], timeout: float) -> list[float]:
-    finished: dict[str, float] = {}
-    deadline = time.monotonic() + timeout
-    while len(finished) < len(began) and time.monotonic() < deadline:
-        for wid in began:
-            if wid not in finished and _done(store.get_workflow(wid)):
-                finished[wid] = time.monotonic() - began[wid]
-        time.sleep(0.05)
-    return [finished.get(wid, float("inf")) for wid in began] or [0.0]
+    """Seconds from each run's creation to its finish, as the store stamped them."""
+    left = _wait_finished(store, list(began), timeout)
+    out = []
+    for wid in began:
+        row = store.get_workflow(wid)
+        if wid in left or row.created_at is None or row.updated_at is None:
+            out.append(float("inf"))
+        else:
+            out.append((row.updated_at - row.created_at).total_seconds())
+    return out or [0.0]
 
 
 def phase_record(
