@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import random
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -400,28 +401,44 @@ class AsyncEngine:
         engine = self.engine
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
+        scheduler = engine.scheduler
+
+        async def read() -> WorkflowRow:
+            row: WorkflowRow | None = await self.off_loop(
+                lambda: engine.store_call(lambda: engine.store.get_workflow(workflow_id))
+            )
+            if row is None:
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            return row
+
         async with self._notified([("finished", workflow_id)]) as finished:
+            told = False
             while True:
-                row = engine.scheduler.finished_row(workflow_id)
-                if row is None:
-                    row = await self.off_loop(
-                        engine.store_call, lambda: engine.store.get_workflow(workflow_id)
-                    )
-                if row is None:
-                    raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-                if row.status.is_terminal:
+                row = scheduler.finished_row(workflow_id)
+                if row is None and (told or not scheduler.is_tracked(workflow_id)):
+                    # Only a run that lives elsewhere is looked up at every round: one
+                    # this engine runs says when it finishes. (A thousand waiters
+                    # reading the store took its connections from the runs' commits.)
+                    # Told it finished, but not in the cache yet: the store has it.
+                    row = await read()
+                if row is not None and row.status.is_terminal:
                     return row
-                wait = engine.poll_interval
+                # Spread the waiters' rounds, so that a thousand of them started
+                # together do not all wake in the same instant.
+                wait = engine.poll_interval * random.uniform(0.75, 1.25)
                 if deadline is not None:
                     left = deadline - loop.time()
                     if left <= 0:
+                        row = row or await read()
+                        if row.status.is_terminal:
+                            return row
                         raise WorkflowTimeout(
                             f"workflow {row.name!r} (id {workflow_id!r}) is still "
                             f"{row.status.value} after {timeout}s"
                             + (f": {row.error}" if row.error else "")
                         )
                     wait = min(wait, left)
-                await _wait_event(finished, wait)
+                told = await _wait_event(finished, wait)
 
     def _notified(self, wakes: Iterable[Wake]) -> _Notified:
         return _Notified(self.engine, asyncio.get_running_loop(), list(wakes))
@@ -451,8 +468,13 @@ class _Notified:
             self._unsubscribe()
 
 
-async def _wait_event(event: asyncio.Event, timeout: float) -> None:
-    """Wait for `event` or `timeout` seconds, then clear it for the next round."""
+async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait for `event` or `timeout` seconds, then clear it for the next round;
+    whether it was set."""
+    # asyncio.timeout, not wait_for: no task of its own per round.
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), max(timeout, 0.0))
+        async with asyncio.timeout(max(timeout, 0.0)):
+            await event.wait()
+    told = event.is_set()
     event.clear()
+    return told

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import concurrent.futures
 import contextlib
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -105,6 +105,29 @@ class _HandedOver(Exception):
     """This thread stopped being the scheduler's while it ran a step (internal)."""
 
 
+@attrs.define(eq=False)
+class _AsyncStep:
+    """An async step between the scheduler and the loop it runs on."""
+
+    activation: _Activation
+    effect: Effect
+    command: Step
+    fn: Callable[..., Any]
+    started: datetime
+    loop: asyncio.AbstractEventLoop
+    task: asyncio.Task[tuple[Outcome, int]] | None = None
+    cancelled: bool = False
+
+    def cancel(self) -> None:
+        """From any thread: before its task exists, it will not start; after, it is
+        cancelled on its loop."""
+        self.cancelled = True
+        task = self.task
+        if task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs
+                self.loop.call_soon_threadsafe(task.cancel)
+
+
 @attrs.frozen
 class _StepWrite:
     activation: _Activation
@@ -172,6 +195,10 @@ class Scheduler:
         # Runs whose async step body is under way: a graceful close lets it finish
         # and commit, as a sync body (which nothing can interrupt) does.
         self._stepping: set[str] = set()
+        # Async steps started this round, not yet handed to their loop; and, on the
+        # loop's side, outcomes not yet posted to the scheduler.
+        self._launches: list[_AsyncStep] = []
+        self._async_outcomes: list[Event] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
@@ -404,13 +431,16 @@ class Scheduler:
                             )
                             self._close_interp(activation)
                             self._end(activation)
+                    self._launch_async_steps()
                     if writes:
                         # The records of every step that finished, in one batch; what
                         # each write came to goes round as an event of its own.
                         events.extend(self._commit(writes))
                         writes = []
+                self._launch_async_steps()
             except _HandedOver:
                 # Another thread is the scheduler now: give it what this one held.
+                self._launch_async_steps()
                 with self._cv:
                     for write in reversed(writes):
                         self._inbox.appendleft(("written", write.activation, write))
@@ -551,42 +581,80 @@ class Scheduler:
     def _start_async_step(
         self, activation: _Activation, effect: Effect, command: Step, fn: Callable[..., Any]
     ) -> None:
-        """An async step runs on the event loop; no thread waits for it."""
-        started = self.clock.now()
-        scope = activation.scope
+        """An async step runs on the event loop; no thread waits for it.
+
+        It is not handed to the loop one by one: the steps this round started go
+        in one call at its end (`_launch_async_steps`), and their outcomes come
+        back in batches (`_async_step_done`), sparing the loop and the scheduler
+        a wake-up per step.
+        """
         try:
             loop = self.runner.async_loop()
         except RuntimeError as exc:  # the application's loop ended before the engine
             # Not the run's fault: it stops unrecorded and runs again after a restart.
             self._post(("carried", activation, effect, Cancelled(str(exc))))
             return
+        step = _AsyncStep(activation, effect, command, fn, self.clock.now(), loop)
+        if activation.scope is not None:
+            activation.scope.on_cancel(step.cancel)
         with self._cv:
             self._stepping.add(activation.workflow_id)
-        future = asyncio.run_coroutine_threadsafe(
-            self.runner.run_step_async(
-                activation.row_or_raise(), effect.position, command, scope, fn
-            ),
-            loop,
-        )
-        if scope is not None:
-            scope.on_cancel(future.cancel)
+            self._launches.append(step)
 
-        def done(finished: concurrent.futures.Future[tuple[Outcome, int]]) -> None:
-            with self._cv:
-                self._stepping.discard(activation.workflow_id)
-            event: Event
+    def _launch_async_steps(self) -> None:
+        """Hand the async steps started since the last call to their loop, in one call."""
+        with self._cv:
+            if not self._launches:
+                return
+            steps, self._launches = self._launches, []
+        by_loop: dict[asyncio.AbstractEventLoop, list[_AsyncStep]] = {}
+        for step in steps:
+            by_loop.setdefault(step.loop, []).append(step)
+        for loop, batch in by_loop.items():
             try:
-                outcome, attempts = finished.result()
-            except concurrent.futures.CancelledError:
-                cancelled = Cancelled(f"step {command.name!r} was cancelled")
-                event = ("carried", activation, effect, cancelled)
-            except BaseException as exc:
-                event = ("carried", activation, effect, exc)
-            else:
-                event = ("stepped", activation, effect, outcome, attempts, started)
-            self._post(event)
+                loop.call_soon_threadsafe(self._start_on_loop, batch)
+            except RuntimeError as exc:  # closed meanwhile
+                for step in batch:
+                    self._post(("carried", step.activation, step.effect, Cancelled(str(exc))))
 
-        future.add_done_callback(done)
+    def _start_on_loop(self, batch: list[_AsyncStep]) -> None:
+        """On the loop: a task per step, each reporting to `_async_step_done`."""
+        for step in batch:
+            row = step.activation.row_or_raise()
+            task = step.loop.create_task(
+                self.runner.run_step_async(
+                    row, step.effect.position, step.command, step.activation.scope, step.fn
+                )
+            )
+            step.task = task
+            if step.cancelled:  # cancelled before its task existed
+                task.cancel()
+            task.add_done_callback(functools.partial(self._async_step_done, step))
+
+    def _async_step_done(self, step: _AsyncStep, task: asyncio.Task[tuple[Outcome, int]]) -> None:
+        """On the loop: collect the outcome; the first of a batch schedules its posting."""
+        command = step.command
+        event: Event
+        if task.cancelled():
+            cancelled = Cancelled(f"step {command.name!r} was cancelled")
+            event = ("carried", step.activation, step.effect, cancelled)
+        elif task.exception() is not None:
+            event = ("carried", step.activation, step.effect, task.exception())
+        else:
+            outcome, attempts = task.result()
+            event = ("stepped", step.activation, step.effect, outcome, attempts, step.started)
+        self._async_outcomes.append(event)
+        if len(self._async_outcomes) == 1:
+            step.loop.call_soon(self._post_async_outcomes)
+
+    def _post_async_outcomes(self) -> None:
+        """On the loop: every outcome collected since the last posting, under one lock."""
+        events, self._async_outcomes = self._async_outcomes, []
+        with self._cv:
+            for event in events:
+                self._stepping.discard(event[1].workflow_id)
+            self._inbox.extend(events)
+            self._notify_loop()
 
     def _alone(self) -> bool:
         """Only this activation runs: a step may run on this thread, sparing two hand-offs."""
