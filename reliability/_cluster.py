@@ -49,7 +49,7 @@ def _free_port() -> int:
     while True:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+            port = int(probe.getsockname()[1])
         if port not in taken and port > 1024:
             return port
 

@@ -341,9 +341,9 @@ def part_stored_code(sc: Scenario, verdict: Verdict, url: str, work: Path, ledge
         )
     finally:
         store.close()
-    commands = [("workflows", "list"), ("workflows", "list", "--json")]
-    shown = (0, 3, 6, 7, 8) if not sc.smoke else (0, 7, 8) if _thorough(sc, url) else (7,)
-    for n in shown:
+    commands: list[tuple[str, ...]] = [("workflows", "list"), ("workflows", "list", "--json")]
+    picked = (0, 3, 6, 7, 8) if not sc.smoke else (0, 7, 8) if _thorough(sc, url) else (7,)
+    for n in picked:
         commands += [
             ("workflows", "show", f"error-{n}", "--traceback"),
             ("workflows", "show", f"replay-{n}", "--json"),
@@ -351,10 +351,10 @@ def part_stored_code(sc: Scenario, verdict: Verdict, url: str, work: Path, ledge
         ]
     for args in commands:
         _check_cli(verdict, " ".join(args), cli(url, *args), (0,))
-    for n in shown:
+    for n in picked:
         answer = cli(url, "replay", "reliability._apps:catch", str(work / f"replay-{n}.json"))
         _check_cli(verdict, f"replay of replay-{n}", answer, (0, 1))
-    verdict.figure("CLI commands over hostile rows", len(commands) + len(shown))
+    verdict.figure("CLI commands over hostile rows", len(commands) + len(picked))
 
 
 # -- names ---------------------------------------------------------------------------------

@@ -170,7 +170,7 @@ def phase_start(
     try:
         for i in range(named):
             items = random_script(sc.rng, 3, (0.005, 0.02), 0.0)
-            run = {"wf": "rel-script", "id": f"start-{i}", "args": [items]}
+            run: dict[str, Any] = {"wf": "rel-script", "id": f"start-{i}", "args": [items]}
             proxy.arm(START, 1)
             engine.start(lookup("rel-script"), items, workflow_id=run["id"])
             began[run["id"]] = time.monotonic()
@@ -226,7 +226,7 @@ def phase_record(
     from replaykit.registry import lookup
 
     cuts = sc.size(8, 40)
-    runs = [
+    runs: list[dict[str, Any]] = [
         {
             "wf": "rel-script",
             "id": f"record-{i}",
@@ -253,7 +253,7 @@ def phase_finish(
 ) -> None:
     from replaykit.registry import lookup
 
-    runs = [
+    runs: list[dict[str, Any]] = [
         {"wf": "rel-script", "id": f"finish-{i}", "args": [[["step", "k0", 0.01]]]}
         for i in range(sc.size(4, 20))
     ]
@@ -371,7 +371,9 @@ def phase_random(
         "cuts by kind",
         {why: sum(1 for c in proxy.cuts if c[1] == why) for why in ("random", "mid-reply")},
     )
-    inboxes = {r["id"]: ["ext"] for r in plan["start"] if r["wf"] == "rel-inbox"}
+    inboxes: dict[str, Sequence[str]] = {
+        r["id"]: ["ext"] for r in plan["start"] if r["wf"] == "rel-inbox"
+    }
     check_runs(
         verdict,
         direct,

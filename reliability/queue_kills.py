@@ -90,6 +90,11 @@ def _worker_argv(url: str, name: str) -> list[str]:
     ]
 
 
+def _finished(store: Any, workflow_id: str) -> bool:
+    row = store.get_workflow(workflow_id)
+    return row is not None and bool(row.status.is_terminal)
+
+
 def _pending(store: Any) -> list[Any]:
     from replaykit import Status
     from replaykit.stores.base import WorkflowFilter
@@ -133,7 +138,7 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int) -> None:
     ledger = Ledger(work / "ledger.jsonl")
     workers_at_once = sc.size(3, 4)
     kills = sc.args.kills if sc.args.kills is not None else sc.size(2, 6)
-    runs = [
+    runs: list[dict[str, Any]] = [
         {
             "wf": "rel-script",
             "id": f"q-{i}",
@@ -175,7 +180,7 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int) -> None:
         deadline = time.monotonic() + sc.size(120, 600)
         kill_at = sorted(rng.uniform(0.1, 0.8) for _ in range(kills))
         while time.monotonic() < deadline:
-            done = sum(1 for wid in ids if store.get_workflow(wid).status.is_terminal)
+            done = sum(1 for wid in ids if _finished(store, wid))
             if done == len(ids):
                 break
             if kill_at and done >= kill_at[0] * len(ids):
@@ -196,7 +201,7 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int) -> None:
         sampler.join()
         for worker in live.values():
             worker.send_signal(signal.SIGTERM)
-        codes = []
+        codes: list[int | None] = []
         for worker in live.values():
             try:
                 codes.append(worker.wait(timeout=30))

@@ -82,6 +82,11 @@ def _worker_argv(url: str, executor_id: str) -> list[str]:
     ]
 
 
+def _finished(store: Any, workflow_id: str) -> bool:
+    row = store.get_workflow(workflow_id)
+    return row is not None and bool(row.status.is_terminal)
+
+
 def _script(phase: str, slow: float) -> list[Any]:
     if phase.endswith("step"):
         return [["step", "before", 0.01], ["step", "slow", slow], ["step", "after", 0.01]]
@@ -99,7 +104,7 @@ def run_phase(sc: Scenario, verdict: Verdict, store_kind: str, phase: str) -> No
     ledger = Ledger(work / "ledger.jsonl")
     slow = sc.size(1.0, 2.0)
     items = _script(phase, slow)
-    run = {"wf": "rel-script", "id": f"sigterm-{phase}", "args": [items]}
+    run: dict[str, Any] = {"wf": "rel-script", "id": f"sigterm-{phase}", "args": [items]}
     queued = phase.startswith("queued")
     # In flight at the signal: the slow step, or the All with c0 already done.
     signal_after = ("start", "slow") if phase.endswith("step") else ("end", "c0")
@@ -175,7 +180,7 @@ def run_phase(sc: Scenario, verdict: Verdict, store_kind: str, phase: str) -> No
             ),
         )
         second = procs.spawn(_worker_argv(url, "w7" if not queued else "qb"), name="second")
-        done = wait_until(lambda: store.get_workflow(run["id"]).status.is_terminal, 60)
+        done = wait_until(lambda: _finished(store, run["id"]), 60)
         verdict.check(done is not None, "the next worker finishes the run", procs.log_tail(second))
         second.send_signal(signal.SIGTERM)
         try:
