@@ -220,6 +220,11 @@ class Scenario:
         parser.add_argument("--smoke", action="store_true", help="small and fast (CI)")
         parser.add_argument("--seed", type=int, help="random seed (default: a fresh one)")
         parser.add_argument("--keep", action="store_true", help="keep the work directory")
+        parser.add_argument(
+            "--discard",
+            action="store_true",
+            help="remove the work directory even when an invariant broke",
+        )
         if add_arguments is not None:
             add_arguments(parser)
         self.args = parser.parse_args(argv)
@@ -237,7 +242,7 @@ class Scenario:
 
     def finish(self) -> int:
         code = self.report.finish()
-        if self.args.keep or code == EXIT_BROKEN:
+        if self.args.keep or (code == EXIT_BROKEN and not self.args.discard):
             print(f"   (work directory kept: {self.workdir})")
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
