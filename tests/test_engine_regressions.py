@@ -384,3 +384,63 @@ def starts_a_child() -> Generator[Any, Any, str]:
 
     value: str = yield Call(child_says_done)
     return value
+
+
+RAN: list[str] = []
+
+
+def takes_a_moment(name: str) -> str:
+    time.sleep(0.4)
+    RAN.append(name)
+    return name
+
+
+@workflow
+def three_children_then_wait() -> Generator[Any, Any, Any]:
+    done = yield All(
+        Step("a", takes_a_moment, "a"),
+        Step("b", takes_a_moment, "b"),
+        Step("c", takes_a_moment, "c"),
+    )
+    yield Recv("go")
+    return list(done)
+
+
+@workflow
+def a_step_beside_a_wait() -> Generator[Any, Any, Any]:
+    done = yield All(Step("a", takes_a_moment, "a"), Recv("never-before-close"))
+    return list(done)
+
+
+def test_a_graceful_close_lets_an_alls_running_children_finish_and_commit(
+    tmp_path: Any,
+) -> None:
+    """Torture report, issue 13, fault 7: on SIGTERM an All's three children finished in
+    the stopping worker, nothing was recorded, and the next worker ran all three again."""
+    url = f"sqlite:///{tmp_path / 'all.db'}"
+    RAN.clear()
+    engine = Engine(url)
+    engine.start(three_children_then_wait, workflow_id="all-3")
+    time.sleep(0.15)  # the three children are under way
+    engine.close()
+    assert sorted(RAN) == ["a", "b", "c"]
+    with Engine(url) as again:
+        records = again.steps("all-3")
+        assert records[0].kind == "all"  # committed before the close returned
+        assert records[0].outcome is not None
+        again.send("all-3", None, "go")
+        assert again.handle("all-3").result(timeout=20) == ["a", "b", "c"]
+    assert sorted(RAN) == ["a", "b", "c"]  # none ran twice
+
+    # An All that the running children cannot decide records nothing; the close still
+    # waits for them, then returns (it does not wait for the message).
+    RAN.clear()
+    engine = Engine(url)
+    engine.start(a_step_beside_a_wait, workflow_id="all-wait")
+    time.sleep(0.15)
+    started = time.monotonic()
+    engine.close()
+    assert time.monotonic() - started < 5
+    assert RAN == ["a"]
+    with Engine(url, recover=False) as again:
+        assert again.steps("all-wait") == []

@@ -27,7 +27,6 @@ import pytest
 from reliability._check import MESSAGES, POSITIONS, RECORDED, WINDOW, Incident, check_runs
 from reliability._harness import EXIT_BROKEN, EXIT_OK, EXIT_SKIPPED, Verdict
 from reliability.idempotent_start import CONFLICT
-from reliability.sigterm import COMMITS
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_TIMEOUT = 110  # seconds per scenario; pyproject's per-test timeout is 120
@@ -55,7 +54,7 @@ SMOKES = [
     Smoke("lost_ack"),
     Smoke("idempotent_start", ("--phase", "same")),
     Smoke("queue_kills", ("--stores", "postgres")),
-    Smoke("sigterm", ("--phase", "step,queued-step")),
+    Smoke("sigterm", ("--phase", "step,queued-step,all")),
     Smoke("bad_input"),
     Smoke(
         "recoverers",
@@ -70,13 +69,6 @@ SMOKES = [
         fault="engine.start under a used id with other arguments or another workflow returns "
         "the existing run; WorkflowIdConflict does not exist (docs/design.md section 5)",
         breaks=frozenset({CONFLICT}),
-    ),
-    Smoke(
-        "sigterm",
-        ("--phase", "all"),
-        fault="issue 13, fault 7: SIGTERM mid-All lets the children finish but never commits "
-        "the All's record, so the next worker runs every child again",
-        breaks=frozenset({COMMITS, WINDOW}),
     ),
 ]
 

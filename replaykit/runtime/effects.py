@@ -868,8 +868,10 @@ class CompositeRun:
         try:
             while True:
                 self.changed.clear()
-                self.host.check_cancelled(row.workflow_id)
+                closing = self._check_stop(futures, look_first=True)
                 decided = self._look(futures)
+                if decided is None and closing:
+                    self._check_stop(futures)
                 if decided is not None:
                     self.scope.cancel()
                     for future in futures.values():
@@ -917,7 +919,7 @@ class CompositeRun:
                         ),
                         pending,
                     )
-                self.host.check_cancelled(row.workflow_id)
+                self._check_stop(futures)
                 steps_running = any(
                     self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items()
                 )
@@ -928,6 +930,31 @@ class CompositeRun:
             self.scope.cancel()
             if unsubscribe is not None:
                 unsubscribe()
+
+    def _check_stop(
+        self,
+        futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]],
+        *,
+        look_first: bool = False,
+    ) -> bool:
+        """Raise `Cancelled` if the run was cancelled; when its host is closing, only
+        once no step child still runs. Shutdown lets running children finish, and if
+        they decide the composite (an `All` of steps), its record commits; what is
+        still undecided then records nothing and runs again after the restart.
+
+        With `look_first`, a closing host with no child running does not raise yet
+        but answers True: what the children just finished is looked at first."""
+        if not self.host.closed:
+            self.host.check_cancelled(self.row.workflow_id)
+            return False
+        if any(self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items()):
+            return False
+        if look_first:
+            return True
+        raise Cancelled(
+            f"workflow {self.row.name!r} (id {self.row.workflow_id!r}) at position "
+            f"{self.effect.position}: the engine is closing"
+        )
 
     def _over_the_limit(self, decided: Outcome) -> Failure | None:
         """The composite's one record holds all its children's outcomes: each was
@@ -968,12 +995,21 @@ class CompositeRun:
         self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
     ) -> Outcome | None:
         """Take in what finished and what arrived; the root's recorded value once decided."""
+        signal: BaseException | None = None
         for path, future in futures.items():
             if future.done() and not future.cancelled() and self._is_open(self._leaf(path)):
-                self.outcomes[path] = future.result()[0]
+                error = future.exception()
+                if error is None:
+                    self.outcomes[path] = future.result()[0]
+                elif signal is None:
+                    signal = error
         decided = self._decide(self.root)
         if decided is not None:
             return decided[0]
+        if signal is not None:
+            # A child that is still needed stopped without an outcome (the run was
+            # cancelled, or the engine closes before it began): so does the attempt.
+            raise signal
         # What arrived (a message, an event, a finished run) is looked at before
         # any deadline: something that arrived at the instant a deadline falls
         # wins the tie, whatever the children's order.
@@ -1067,8 +1103,6 @@ class CompositeRun:
     def _run_child_step(self, leaf: _Node) -> tuple[Outcome, int]:
         assert isinstance(leaf.command, Step)
         scope = leaf.parent.scope if leaf.parent is not None else self.scope
-        try:
-            return self.runner.run_step(self.row, self.effect.position, leaf.command, scope)
-        except ControlSignal:
-            # A losing child: its outcome is never looked at.
-            return Failure(serde.encode_error(Cancelled("cancelled"), with_traceback=False)), 0
+        # A control signal (cancelled, closing) leaves as the future's exception: a
+        # losing child's is never looked at, a needed one's ends the attempt.
+        return self.runner.run_step(self.row, self.effect.position, leaf.command, scope)

@@ -110,6 +110,11 @@ class Host(Protocol):
     logger: Any
 
     @property
+    def closed(self) -> bool:
+        """The host is shutting down: no new attempt starts; running ones may finish."""
+        ...
+
+    @property
     def step_pool(self) -> Executor:
         """Where sync step bodies run when they must not hold the caller's thread."""
         ...

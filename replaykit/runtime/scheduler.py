@@ -32,7 +32,7 @@ from typing import Any
 import attrs
 
 from replaykit import serde
-from replaykit.commands import Step
+from replaykit.commands import All, Race, Step
 from replaykit.errors import (
     Cancelled,
     ControlSignal,
@@ -473,6 +473,9 @@ class Scheduler:
             writes.append(_StepWrite(activation, effect, record))
         elif kind == "carried":
             _, _, effect, result = event
+            if effect is not None and isinstance(effect.command, (Race, All)):
+                with self._cv:
+                    self._stepping.discard(activation.workflow_id)
             self._carried(activation, effect, result)
         elif kind == "tail":
             self._caught_up(activation, event[2], event[3])
@@ -543,6 +546,11 @@ class Scheduler:
                 return
             command = decision.command
             if not isinstance(command, Step):
+                if isinstance(command, (Race, All)):
+                    # Its step children may be under way: a graceful close lets them
+                    # finish (and the composite commit, if they decide it).
+                    with self._cv:
+                        self._stepping.add(activation.workflow_id)
                 self._submit(self._carry, activation, decision)
                 return
             fn = self.runner.step_fn(command)
