@@ -42,6 +42,9 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 DEFAULT_IO_WORKERS = 16
+#: How many poll intervals a waiter for a run this engine runs sleeps between its
+#: own looks (it is woken when the run finishes; the look is for a lost wake-up).
+TRACKED_ROUNDS = 5
 
 
 class AsyncWorkflowHandle(Generic[R]):
@@ -414,8 +417,10 @@ class AsyncEngine:
         async with self._notified([("finished", workflow_id)]) as finished:
             told = False
             while True:
-                row = scheduler.finished_row(workflow_id)
-                if row is None and (told or not scheduler.is_tracked(workflow_id)):
+                # Lock-free looks: the scheduler's locks are contended, and waiting
+                # for one holds the loop behind the GIL. A miss costs a store read.
+                row = scheduler.peek_finished(workflow_id)
+                if row is None and (told or not scheduler.peek_tracked(workflow_id)):
                     # Only a run that lives elsewhere is looked up at every round: one
                     # this engine runs says when it finishes. (A thousand waiters
                     # reading the store took its connections from the runs' commits.)
@@ -423,9 +428,12 @@ class AsyncEngine:
                     row = await read()
                 if row is not None and row.status.is_terminal:
                     return row
-                # Spread the waiters' rounds, so that a thousand of them started
-                # together do not all wake in the same instant.
-                wait = engine.poll_interval * random.uniform(0.75, 1.25)
+                # A run this engine runs is heard of when it finishes: its waiter
+                # looks again only rarely, in case a notification was lost. Rounds
+                # are spread, so that a thousand waiters started together do not all
+                # wake in one instant (each round holds the loop a little).
+                rounds = engine.poll_interval * (TRACKED_ROUNDS if row is None else 1)
+                wait = rounds * random.uniform(0.75, 1.25)
                 if deadline is not None:
                     left = deadline - loop.time()
                     if left <= 0:

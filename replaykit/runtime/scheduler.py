@@ -105,6 +105,10 @@ class _HandedOver(Exception):
     """This thread stopped being the scheduler's while it ran a step (internal)."""
 
 
+#: Async steps started per loop iteration (see `Scheduler._start_on_loop`).
+LAUNCH_CHUNK = 32
+
+
 @attrs.define(eq=False)
 class _AsyncStep:
     """An async step between the scheduler and the loop it runs on."""
@@ -233,6 +237,15 @@ class Scheduler:
     def finished_row(self, workflow_id: str) -> WorkflowRow | None:
         with self._cv:
             return self._finished.get(workflow_id)
+
+    def peek_finished(self, workflow_id: str) -> WorkflowRow | None:
+        """`finished_row` without the lock, for a caller on an event loop that looks
+        again if it misses: a contended lock would stall its loop behind the GIL."""
+        return self._finished.get(workflow_id)
+
+    def peek_tracked(self, workflow_id: str) -> bool:
+        """`is_tracked` without the locks (see `peek_finished`)."""
+        return workflow_id in self._active or self.wakeups.peek_suspended(workflow_id)
 
     def forget_finished(self) -> None:
         with self._cv:
@@ -626,7 +639,14 @@ class Scheduler:
                     self._post(("carried", step.activation, step.effect, Cancelled(str(exc))))
 
     def _start_on_loop(self, batch: list[_AsyncStep]) -> None:
-        """On the loop: a task per step, each reporting to `_async_step_done`."""
+        """On the loop: a task per step, each reporting to `_async_step_done`.
+
+        A few at a time: each loop iteration runs what was ready when it began, so
+        the rest waits for the next one and the application's own callbacks and
+        timers get their turn in between."""
+        batch, rest = batch[:LAUNCH_CHUNK], batch[LAUNCH_CHUNK:]
+        if rest:
+            batch[0].loop.call_soon(self._start_on_loop, rest)
         for step in batch:
             row = step.activation.row_or_raise()
             task = step.loop.create_task(
@@ -656,8 +676,16 @@ class Scheduler:
             step.loop.call_soon(self._post_async_outcomes)
 
     def _post_async_outcomes(self) -> None:
-        """On the loop: every outcome collected since the last posting, under one lock."""
+        """On the loop: hand every outcome collected since the last posting to a worker,
+        which posts them under one lock (the scheduler's lock is contended, and the
+        loop must not wait for it)."""
         events, self._async_outcomes = self._async_outcomes, []
+        try:
+            self._workers.submit(self._post_many, events)
+        except RuntimeError:  # shutting down: post them from here after all
+            self._post_many(events)
+
+    def _post_many(self, events: list[Event]) -> None:
         with self._cv:
             for event in events:
                 self._stepping.discard(event[1].workflow_id)

@@ -118,6 +118,10 @@ class Wakeups:
         with self._cv:
             return workflow_id in self._suspended
 
+    def peek_suspended(self, workflow_id: str) -> bool:
+        """`is_suspended` without the lock, for a caller that looks again if it misses."""
+        return workflow_id in self._suspended
+
     def suspended_ids(self) -> set[str]:
         with self._cv:
             return set(self._suspended)
