@@ -253,7 +253,13 @@ def call_site(gen: Any) -> str:
     frame = getattr(current, "gi_frame", None)
     if frame is None:
         return ""
-    return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return _site(frame.f_code.co_filename, frame.f_lineno)
+
+
+@functools.lru_cache(maxsize=4096)
+def _site(filename: str, line: int) -> str:
+    # One string per call site, shared by every run paused there (a warm run keeps it).
+    return f"{_display_path(filename)}:{line}"
 
 
 def _explain_bad_yield(value: Any) -> str:

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import functools
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -116,6 +116,8 @@ class AsyncEngine:
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._io: ThreadPoolExecutor | None = None
+        self._finish_waiters: dict[str, set[asyncio.Event]] = {}
+        self._unlisten: Callable[[], None] = lambda: None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -135,6 +137,9 @@ class AsyncEngine:
             io.shutdown(wait=False, cancel_futures=True)
             raise
         self._loop, self._io, self._engine = loop, io, engine
+        # One listener for every finished run, whoever waits: a waiter registers in
+        # `_finish_waiters` on the loop and takes no lock of the engine's.
+        self._unlisten = engine.wakeups.listen_kind("finished", self._heard_finished)
         return self
 
     async def __aenter__(self) -> AsyncEngine:
@@ -151,6 +156,7 @@ class AsyncEngine:
         if engine is None or io is None or engine.closed:
             return
         loop = asyncio.get_running_loop()
+        self._unlisten()
         await loop.run_in_executor(io, functools.partial(engine.close, wait=wait, timeout=timeout))
         io.shutdown(wait=False)
 
@@ -414,7 +420,7 @@ class AsyncEngine:
                 raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
             return row
 
-        async with self._notified([("finished", workflow_id)]) as finished:
+        with self._finish_waiter(workflow_id) as finished:
             told = False
             while True:
                 # Lock-free looks: the scheduler's locks are contended, and waiting
@@ -447,6 +453,30 @@ class AsyncEngine:
                         )
                     wait = min(wait, left)
                 told = await _wait_event(finished, wait)
+
+    def _heard_finished(self, workflow_id: str) -> None:
+        """From any thread: a run finished; wake its waiters on the loop, if any."""
+        if workflow_id in self._finish_waiters and self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                self._loop.call_soon_threadsafe(self._wake_finish_waiters, workflow_id)
+
+    def _wake_finish_waiters(self, workflow_id: str) -> None:
+        for event in self._finish_waiters.get(workflow_id, ()):
+            event.set()
+
+    @contextlib.contextmanager
+    def _finish_waiter(self, workflow_id: str) -> Iterator[asyncio.Event]:
+        """On the loop: an event set when `workflow_id` finishes, while the block runs."""
+        event = asyncio.Event()
+        self._finish_waiters.setdefault(workflow_id, set()).add(event)
+        try:
+            yield event
+        finally:
+            waiters = self._finish_waiters.get(workflow_id)
+            if waiters is not None:
+                waiters.discard(event)
+                if not waiters:
+                    del self._finish_waiters[workflow_id]
 
     def _notified(self, wakes: Iterable[Wake]) -> _Notified:
         return _Notified(self.engine, asyncio.get_running_loop(), list(wakes))

@@ -795,7 +795,10 @@ class Scheduler:
             activation.row = row = attrs.evolve(row, recovery_attempts=0)
             self._workers.submit(self._reset_recovery, workflow_id)
         if keep:
-            self._keep_warm(workflow_id, WarmRun(row, interp, waiting))
+            # Its inputs went into the generator it keeps: the copy in the row is
+            # only weight (a workflow's arguments, held by every warm run).
+            kept = row if row.inputs is None else attrs.evolve(row, inputs=None)
+            self._keep_warm(workflow_id, WarmRun(kept, interp, waiting))
         else:
             _close_quietly(interp)
         activation.interp = None
@@ -1145,6 +1148,9 @@ class Scheduler:
                 )
                 while len(self._finished) > FINISHED_CACHE:
                     self._finished.popitem(last=False)
+            # The store's notification may have come before the cache held the row:
+            # tell the result waiters again, so they find it here, not in the store.
+            self.wakeups.tell_listeners(("finished", row.workflow_id))
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
 

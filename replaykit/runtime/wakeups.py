@@ -60,8 +60,11 @@ class Wakeups:
         self._idle_deadlines: list[tuple[datetime, int]] = []
         self._timer_seq = itertools.count()
         self._suspended: dict[str, Suspend] = {}
-        self._waiters: dict[Wake, set[str]] = {}
+        # Who waits on each wake: one run's id, or a set of them when several do (most
+        # wakes have one waiter: a run's own inbox; a set per run cost 200 B of each).
+        self._waiters: dict[Wake, str | set[str]] = {}
         self._listeners: dict[Wake, list[Callable[[], None]]] = {}
+        self._kind_listeners: dict[str, list[Callable[[str], None]]] = {}
         # Runs taken off their waits and not yet handed to dispatch: the clock
         # must not jump over them.
         self._waking = 0
@@ -102,7 +105,14 @@ class Wakeups:
                 return False
             self._suspended[workflow_id] = suspend
             for wake in suspend.waits:
-                self._waiters.setdefault(wake, set()).add(workflow_id)
+                waiting = self._waiters.get(wake)
+                if waiting is None:
+                    self._waiters[wake] = workflow_id
+                elif isinstance(waiting, str):
+                    if waiting != workflow_id:
+                        self._waiters[wake] = {waiting, workflow_id}
+                else:
+                    waiting.add(workflow_id)
             if suspend.wake_at is not None:
                 heapq.heappush(
                     self._timers, (suspend.wake_at, next(self._timer_seq), workflow_id, suspend)
@@ -132,10 +142,15 @@ class Wakeups:
             return
         for wake in suspend.waits:
             waiting = self._waiters.get(wake)
-            if waiting is not None:
-                waiting.discard(workflow_id)
-                if not waiting:
+            if waiting is None:
+                continue
+            if isinstance(waiting, str):
+                if waiting == workflow_id:
                     del self._waiters[wake]
+                continue
+            waiting.discard(workflow_id)
+            if not waiting:
+                del self._waiters[wake]
 
     def add_timer(self, at: datetime, workflow_id: str) -> None:
         """Dispatch `workflow_id` at `at` whatever it waits on (a retry after an outage)."""
@@ -163,19 +178,49 @@ class Wakeups:
 
         return unsubscribe
 
+    def listen_kind(self, kind: str, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call `callback(key)` for every notification of `kind`, until unsubscribed.
+
+        One registration for many keys: `AsyncEngine` hears every finished run
+        through it, so that a thousand waiters take no lock of ours on the loop."""
+        with self._cv:
+            self._kind_listeners.setdefault(kind, []).append(callback)
+
+        def unsubscribe() -> None:
+            with self._cv:
+                callbacks = self._kind_listeners.get(kind, [])
+                if callback in callbacks:
+                    callbacks.remove(callback)
+
+        return unsubscribe
+
+    def tell_listeners(self, wake: Wake) -> None:
+        """Call the listeners of `wake` (not its waiters): something they look at
+        changed since the notification they had (the finished cache was filled)."""
+        with self._cv:
+            callbacks = list(self._listeners.get(wake, ()))
+            by_kind = list(self._kind_listeners.get(wake[0], ()))
+        for callback in callbacks:
+            callback()
+        for kind_callback in by_kind:
+            kind_callback(wake[1])
+
     def notify(self, wake: Wake) -> None:
         """Something a run may wait for happened: wake its waiters and listeners."""
         with self._cv:
             self._seq += 1
             if self._busy():
                 self._last_notified[wake] = self._seq
-            to_wake = list(self._waiters.get(wake, ()))
+            to_wake = _ids(self._waiters.get(wake))
             for workflow_id in to_wake:
                 self._forget(workflow_id)
             self._waking += len(to_wake)
             callbacks = list(self._listeners.get(wake, ()))
+            by_kind = list(self._kind_listeners.get(wake[0], ()))
         for callback in callbacks:
             callback()
+        for kind_callback in by_kind:
+            kind_callback(wake[1])
         self._hand_over(to_wake)
 
     def forget_notifications(self, upto: int) -> None:
@@ -343,3 +388,9 @@ def _probe(suspend: Suspend) -> bool:
         return suspend.ready()
     except StoreUnavailable:
         return False
+
+
+def _ids(waiting: str | set[str] | None) -> list[str]:
+    if waiting is None:
+        return []
+    return [waiting] if isinstance(waiting, str) else list(waiting)
