@@ -348,3 +348,40 @@ def test_close_with_a_timeout_cancels_a_step_that_does_not_end(tmp_path: Any) ->
     with Engine(url, recover=False) as engine:
         assert engine.steps("hung") == []  # the cancelled attempt recorded nothing
         assert engine.handle("hung").status() is Status.PENDING  # recovery runs it again
+
+
+def test_concurrent_starts_share_a_statement_and_fail_alone(store_url: str) -> None:
+    """A gather of starts goes to the store as one batch; a start the store or the
+    engine refuses fails its own caller, and the others start."""
+    from replaykit.stores import open_store
+
+    store = open_store(store_url)
+    batches: list[int] = []
+    create_workflows = store.create_workflows
+
+    def counted(rows: Any) -> Any:
+        batches.append(len(rows))
+        return create_workflows(rows)
+
+    store.create_workflows = counted  # type: ignore[method-assign]
+
+    async def main() -> list[Any]:
+        async with AsyncEngine(store) as engine:
+            answers = await asyncio.gather(
+                *(engine.start(waits_for_go, str(i), workflow_id=f"b{i}") for i in range(50)),
+                engine.start(waits_for_go, "again", workflow_id="b0"),  # the same id: that run
+                engine.start(waits_for_go, "long", workflow_id="x" * 5000),  # refused
+                engine.start(where_am_i, workflow_id="not-a-workflow"),  # type: ignore[arg-type]
+                return_exceptions=True,
+            )
+            for i in range(50):
+                await engine.send(f"b{i}", "go", "go")
+            results = await asyncio.gather(*(engine.handle(f"b{i}").result(30) for i in range(50)))
+            assert results == [f"{i}:go" for i in range(50)]
+            return answers
+
+    answers = run(main)
+    assert [a.workflow_id for a in answers[:51]] == [f"b{i}" for i in range(50)] + ["b0"]
+    assert isinstance(answers[51], ValueError) and "5,000 bytes" in str(answers[51])
+    assert isinstance(answers[52], TypeError) and "@workflow" in str(answers[52])
+    assert batches[0] == 52  # one statement for the gathered starts (the refused one too)

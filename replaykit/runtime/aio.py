@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, lookup
-from replaykit.runtime.engine import Engine
+from replaykit.runtime.engine import Engine, StartRequest
 from replaykit.runtime.host import Wake
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import Schedule
@@ -42,6 +42,9 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 DEFAULT_IO_WORKERS = 16
+#: The most starts stored in one statement (those of one loop iteration beyond it
+#: go in further batches, side by side).
+START_BATCH = 500
 #: How many poll intervals a waiter for a run this engine runs sleeps between its
 #: own looks (it is woken when the run finishes; the look is for a lost wake-up).
 TRACKED_ROUNDS = 5
@@ -117,6 +120,8 @@ class AsyncEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._io: ThreadPoolExecutor | None = None
         self._finish_waiters: dict[str, set[asyncio.Event]] = {}
+        self._starts: list[tuple[StartRequest, asyncio.Future[WorkflowRow]]] = []
+        self._batches: set[asyncio.Task[None]] = set()
         self._unlisten: Callable[[], None] = lambda: None
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -180,6 +185,10 @@ class AsyncEngine:
         Cancelling the awaiting task abandons the answer; the call itself ends
         on its thread (a start that was under way may still have started).
         """
+        loop = self._own_loop()
+        return await loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+
+    def _own_loop(self) -> asyncio.AbstractEventLoop:
         engine = self.engine
         if engine.closed or self._io is None or self._loop is None:
             raise RuntimeError("this AsyncEngine is closed; create a new one")
@@ -188,7 +197,7 @@ class AsyncEngine:
                 "this AsyncEngine belongs to another event loop; use it on the loop it was "
                 "opened on"
             )
-        return await self._loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+        return self._loop
 
     # -- starting runs -----------------------------------------------------------------------
 
@@ -200,11 +209,46 @@ class AsyncEngine:
         workflow_id: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
-        """Start a run; idempotent by `workflow_id` (an existing id returns that run)."""
-        handle = await self.off_loop(
-            self.engine.start, wf, *args, workflow_id=workflow_id, **kwargs
-        )
-        return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
+        """Start a run; idempotent by `workflow_id` (an existing id returns that run).
+
+        The starts made in one iteration of the loop (a `gather` of many) are stored
+        together, in one statement and one commit; each caller gets its own answer.
+        """
+        loop = self._own_loop()
+        answer: asyncio.Future[WorkflowRow] = loop.create_future()
+        self._starts.append(((wf, args, kwargs, workflow_id), answer))
+        if len(self._starts) == 1:
+            loop.call_soon(self._send_starts)
+        row = await answer
+        return AsyncWorkflowHandle(self, row.workflow_id, wf.result_type)
+
+    def _send_starts(self) -> None:
+        """On the loop: the starts gathered since the last call go to the store as batches."""
+        starts, self._starts = self._starts, []
+        for first in range(0, len(starts), START_BATCH):
+            task = asyncio.ensure_future(self._start_batch(starts[first : first + START_BATCH]))
+            self._batches.add(task)  # held until done: the loop keeps only weak references
+            task.add_done_callback(self._batches.discard)
+
+    async def _start_batch(
+        self, batch: list[tuple[StartRequest, asyncio.Future[WorkflowRow]]]
+    ) -> None:
+        try:
+            answers = await self.off_loop(self.engine.start_batch, [start for start, _ in batch])
+        except BaseException as exc:  # the store is out, or the engine closed: all hear it
+            for _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for (_, answer), result in zip(batch, answers, strict=True):
+            if answer.done():  # its caller was cancelled; the run is started anyway
+                continue
+            if isinstance(result, Exception):
+                answer.set_exception(result)
+            else:
+                answer.set_result(result)
 
     async def run(
         self,

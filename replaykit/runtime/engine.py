@@ -52,6 +52,8 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 R = TypeVar("R")
 
 DEFAULT_URL = "sqlite:///replaykit.db"
+#: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
+StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
 
 
@@ -288,13 +290,74 @@ class Engine:
             now=self.clock.now(),
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        self._dispatch_created(row, stored, created)
+        return stored, created
+
+    def _dispatch_created(self, row: WorkflowRow, stored: WorkflowRow, created: bool) -> None:
         # A lost acknowledgement: the first attempt committed, the retry found the
         # run. It is still ours to dispatch; the instant (to the microsecond, from
         # our clock) says the stored row is the one this call wrote.
         ours = created or stored.created_at == row.created_at
-        if ours and queue is None:
-            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=created, inline=inline)
-        return stored, created
+        if ours and row.queue is None:
+            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=created)
+
+    def start_batch(
+        self,
+        starts: Sequence[StartRequest],
+    ) -> list[WorkflowRow | Exception]:
+        """Start many runs, `(wf, args, kwargs, workflow_id)` each, in one statement and
+        one commit; each answer is the run's row (or the existing one, by id), or the
+        error that start alone raised. `AsyncEngine` gathers the starts of one loop
+        iteration into a batch: a thousand concurrent starts cost a few commits."""
+        self._check_open()
+        now = self.clock.now()
+        answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
+        rows: list[tuple[int, WorkflowRow]] = []
+        for index, (wf, args, kwargs, workflow_id) in enumerate(starts):
+            try:
+                row = self._new_row(
+                    wf,
+                    args,
+                    kwargs,
+                    workflow_id=workflow_id,
+                    parent_id=None,
+                    queue=None,
+                    priority=0,
+                    dedup_id=None,
+                    delay=None,
+                    now=now + timedelta(microseconds=index),
+                )
+            except Exception as exc:  # this start's own mistake: it fails alone
+                answers[index] = exc
+            else:
+                rows.append((index, row))
+        if rows:
+            try:
+                stored = self.store_call(
+                    lambda: self.store.create_workflows([row for _, row in rows])
+                )
+            except StoreUnavailable:
+                raise
+            except Exception:
+                # A row the store refuses (an id too long, say) fails the batch: each
+                # start goes alone, so that the refusal reaches its own caller only.
+                for index, row in rows:
+                    try:
+                        answers[index] = self._create_one(row)
+                    except Exception as exc:
+                        answers[index] = exc
+            else:
+                for (index, row), (kept, created) in zip(rows, stored, strict=True):
+                    self._dispatch_created(row, kept, created)
+                    answers[index] = kept
+        done = [answer for answer in answers if answer is not None]
+        assert len(done) == len(starts)
+        return done
+
+    def _create_one(self, row: WorkflowRow) -> WorkflowRow:
+        stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        self._dispatch_created(row, stored, created)
+        return stored
 
     def _new_row(
         self,
