@@ -19,6 +19,7 @@ under the other (they share the store, the executor id and the version).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import random
@@ -120,6 +121,8 @@ class AsyncEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._io: ThreadPoolExecutor | None = None
         self._finish_waiters: dict[str, set[asyncio.Event]] = {}
+        self._heard: collections.deque[str] = collections.deque()
+        self._waking = False
         self._starts: list[tuple[StartRequest, asyncio.Future[WorkflowRow]]] = []
         self._batches: set[asyncio.Task[None]] = set()
         self._unlisten: Callable[[], None] = lambda: None
@@ -499,14 +502,24 @@ class AsyncEngine:
                 told = await _wait_event(finished, wait)
 
     def _heard_finished(self, workflow_id: str) -> None:
-        """From any thread: a run finished; wake its waiters on the loop, if any."""
-        if workflow_id in self._finish_waiters and self._loop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                self._loop.call_soon_threadsafe(self._wake_finish_waiters, workflow_id)
+        """From any thread: a run finished; wake its waiters on the loop, if any.
 
-    def _wake_finish_waiters(self, workflow_id: str) -> None:
-        for event in self._finish_waiters.get(workflow_id, ()):
-            event.set()
+        What is heard between two turns of the loop is handed over in one call: each
+        wake-up of the loop from another thread costs it a wait for the GIL."""
+        if workflow_id not in self._finish_waiters or self._loop is None:
+            return
+        self._heard.append(workflow_id)
+        if not self._waking:
+            self._waking = True
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                self._loop.call_soon_threadsafe(self._wake_finish_waiters)
+
+    def _wake_finish_waiters(self) -> None:
+        # Reset before draining: an id heard meanwhile is drained now or scheduled anew.
+        self._waking = False
+        while self._heard:
+            for event in self._finish_waiters.get(self._heard.popleft(), ()):
+                event.set()
 
     @contextlib.contextmanager
     def _finish_waiter(self, workflow_id: str) -> Iterator[asyncio.Event]:
