@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
@@ -256,6 +257,40 @@ class Engine:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def serve(
+        self,
+        *,
+        timeout: float | None = None,
+        signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGINT),
+        stop: threading.Event | None = None,
+    ) -> None:
+        """Keep the engine working until SIGTERM or SIGINT (or `stop` is set), then close
+        it gracefully: running steps, composite children included, finish and commit
+        (for up to `timeout` seconds). The one line a plain process needs to stop as
+        `replaykit worker` does. Call it from the main thread; the previous signal
+        handlers come back afterwards."""
+        on_main = threading.current_thread() is threading.main_thread()
+        if stop is None and not on_main:
+            raise RuntimeError(
+                "Engine.serve() hears signals only on the main thread; from another thread, "
+                "pass stop=threading.Event() and set it to stop"
+            )
+        stop = stop or threading.Event()
+        told = stop
+        previous = (
+            {sig: signal.signal(sig, lambda _sig, _frame: told.set()) for sig in signals}
+            if on_main
+            else {}
+        )
+        try:
+            while not stop.wait(0.5):  # a timed wait, so that signals get their turn
+                pass
+            log.info("engine %r stopping: running steps finish first", self.executor_id)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.close(wait=True, timeout=timeout)
 
     # -- starting and finding runs ------------------------------------------------------
 
