@@ -6,13 +6,12 @@ import copy
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import attrs
 
 from replaykit.errors import (
-    DuplicateDedupId,
     RecordConflict,
     TransactionUnsupported,
     WorkflowNotFound,
@@ -22,12 +21,24 @@ from replaykit.stores._checks import (
     check_filter,
     check_names,
     check_record,
-    check_row,
     check_write,
     storable_error,
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._many import writes_of
+from replaykit.stores._rules import (
+    LIVE_STATUSES,
+    batch_of,
+    check_batch_dedup,
+    check_recordable,
+    claim_room,
+    duplicate_dedup,
+    first_of_each_id,
+    matches_filter,
+    stamped_for_batch,
+    stamped_for_create,
+    utc_now,
+)
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -39,180 +50,10 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 
-__all__ = [
-    "MemoryStore",
-    "batch_of",
-    "check_batch_dedup",
-    "check_recordable",
-    "claim_room",
-    "duplicate_dedup",
-    "first_of_each_id",
-    "matches_filter",
-    "stamped_for_batch",
-    "stamped_for_create",
-]
+__all__ = ["MemoryStore"]
 
 
 log = logging.getLogger("replaykit.stores")
-
-
-def duplicate_dedup(row: WorkflowRow, existing_id: str) -> DuplicateDedupId:
-    return DuplicateDedupId(
-        f"queue {row.queue!r} already has a live run with dedup_id {row.dedup_id!r} "
-        f"(workflow id {existing_id!r}); wait for it to finish, use another dedup_id, or "
-        "pass if_exists='return' to get the existing run",
-        existing_id,
-    )
-
-
-def duplicate_dedup_in_batch(row: WorkflowRow, earlier_id: str) -> DuplicateDedupId:
-    return DuplicateDedupId(
-        f"rows {earlier_id!r} and {row.workflow_id!r} of one batch both take dedup_id "
-        f"{row.dedup_id!r} on queue {row.queue!r}; nothing of the batch was created. Give "
-        "them different dedup_ids, or leave one of them out",
-        earlier_id,
-    )
-
-
-_LIVE = (Status.ENQUEUED, Status.PENDING)
-
-
-def batch_of(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
-    """`rows` as a list; a lone row passed where a batch belongs is refused."""
-    if isinstance(rows, WorkflowRow):
-        raise TypeError("create_workflows() takes a sequence of rows; use create_workflow(row)")
-    return list(rows)
-
-
-def first_of_each_id(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
-    """The rows whose id no earlier row of the batch has, in input order."""
-    seen: set[str] = set()
-    firsts = []
-    for row in rows:
-        if row.workflow_id not in seen:
-            seen.add(row.workflow_id)
-            firsts.append(row)
-    return firsts
-
-
-def check_batch_dedup(
-    rows: Sequence[WorkflowRow],
-    *,
-    is_new: Callable[[str], bool],
-    live_holder: Callable[[WorkflowRow], str | None],
-) -> None:
-    """The dedup rule of `create_workflows`, shared by every store; raises or writes nothing.
-
-    `rows` are the batch's first rows of each id, in input order; only rows
-    with a queue and a dedup_id whose id is new (`is_new`) are checked, as
-    `create_workflow` would check them one after another: refused when
-    `live_holder(row)` names a live run of the store holding that dedup_id,
-    or when an earlier new row of the batch, itself ENQUEUED or PENDING,
-    takes it. The first refusal in input order is raised, for the whole batch.
-    """
-    held: dict[tuple[str, str], str] = {}
-    for row in rows:
-        if row.queue is None or row.dedup_id is None or not is_new(row.workflow_id):
-            continue
-        holder = live_holder(row)
-        if holder is not None:
-            error = duplicate_dedup(row, holder)
-            raise DuplicateDedupId(f"{error}; nothing of the batch was created", holder)
-        key = (row.queue, row.dedup_id)
-        if key in held:
-            raise duplicate_dedup_in_batch(row, held[key])
-        if row.status in _LIVE:
-            held[key] = row.workflow_id
-
-
-def claim_room(
-    limits: ClaimLimits,
-    *,
-    running: int,
-    started_in_period: Callable[[datetime], int],
-    now: datetime,
-) -> int:
-    """How many runs a claim may take under its limits (shared by every store)."""
-    room = limits.limit
-    if limits.concurrency is not None:
-        room = min(room, limits.concurrency - running)
-    if limits.rate_limit is not None and room > 0:
-        starts, period = limits.rate_limit
-        room = min(room, starts - started_in_period(now - timedelta(seconds=period)))
-    return max(room, 0)
-
-
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> WorkflowRow:
-    """`row` as every store creates it: times it leaves unset filled in with now.
-
-    A run created PENDING started when it was created; one created ENQUEUED
-    starts when claimed. `now` is the time to fill in (default: the clock's).
-    Raises `ValueError` if the row has a name no store takes.
-    """
-    check_row(row)
-    now = now or _now()
-    created = row.created_at or now
-    return attrs.evolve(
-        row,
-        error=storable_error(row.error),
-        created_at=created,
-        updated_at=row.updated_at or now,
-        started_at=row.started_at or (created if row.status is Status.PENDING else None),
-    )
-
-
-def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
-    """`rows` as `create_workflows` creates them: each as `stamped_for_create` stamps it.
-
-    Rows given no `created_at` get creation times a microsecond apart in input
-    order, so a queue claims a batch of equal priorities in the order given.
-    Refuses the whole batch, before anything is written, if a row has a name
-    no store takes.
-    """
-    now = _now()
-    return [stamped_for_create(row, now + index * _MICROSECOND) for index, row in enumerate(rows)]
-
-
-def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
-    """The ownership check every store makes before recording into a run."""
-    if row is None:
-        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-    if row.status is not Status.PENDING:
-        raise RecordConflict(
-            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; "
-            "nothing can be recorded into it until it is resumed"
-        )
-    if executor_id is not None and row.executor_id != executor_id:
-        raise RecordConflict(
-            f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
-            f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
-        )
-
-
-def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
-    statuses = where.statuses()
-    if statuses is not None and row.status not in statuses:
-        return False
-    checks = (
-        (where.name, row.name),
-        (where.executor_id, row.executor_id),
-        (where.app_version, row.app_version),
-        (where.parent_id, row.parent_id),
-        (where.queue, row.queue),
-    )
-    if any(wanted is not None and wanted != actual for wanted, actual in checks):
-        return False
-    created = row.created_at
-    if where.since is not None and (created is None or created < where.since):
-        return False
-    return not (where.until is not None and (created is None or created >= where.until))
 
 
 class MemoryStore:
@@ -298,7 +139,9 @@ class MemoryStore:
             live: dict[tuple[str, str], str] = {}
             if any(r.queue is not None and r.dedup_id is not None for r in firsts):
                 for other in self._rows.values():
-                    if other.queue is None or other.dedup_id is None or other.status not in _LIVE:
+                    if other.queue is None or other.dedup_id is None:
+                        continue
+                    if other.status not in LIVE_STATUSES:
                         continue
                     live.setdefault((other.queue, other.dedup_id), other.workflow_id)
             check_batch_dedup(
@@ -411,7 +254,7 @@ class MemoryStore:
                     and row.queue is not None
                 ):
                     self._rows[workflow_id] = attrs.evolve(
-                        row, status=Status.ENQUEUED, executor_id="", updated_at=_now()
+                        row, status=Status.ENQUEUED, executor_id="", updated_at=utc_now()
                     )
                     released.append(workflow_id)
                     queues.add(row.queue)
@@ -428,7 +271,7 @@ class MemoryStore:
         check_filter(where)
         with self._lock:
             rows = [r for r in self._rows.values() if matches_filter(r, where)]
-            rows.sort(key=lambda r: (r.created_at or _now(), r.workflow_id))
+            rows.sort(key=lambda r: (r.created_at or utc_now(), r.workflow_id))
         rows = rows[where.offset :]
         return rows[: where.limit] if where.limit is not None else rows
 
@@ -540,7 +383,7 @@ class MemoryStore:
         else:
             log.append(record)
         if row.wake_at != wake_at:
-            self._rows[workflow_id] = attrs.evolve(row, updated_at=_now(), wake_at=wake_at)
+            self._rows[workflow_id] = attrs.evolve(row, updated_at=utc_now(), wake_at=wake_at)
         if send is not None:
             notes.append(("message", send.workflow_id))
         if event is not None:
@@ -598,7 +441,7 @@ class MemoryStore:
                 elif not same_record(log[position], last):
                     raise unlike_error(row.name, workflow_id, log[position], last)
             self._rows[workflow_id] = attrs.evolve(
-                row, status=status, result=result, error=error, updated_at=_now(), wake_at=None
+                row, status=status, result=result, error=error, updated_at=utc_now(), wake_at=None
             )
         self._notify("finished", workflow_id)
         return True
@@ -622,7 +465,7 @@ class MemoryStore:
                 return False
             if only_from is not None and row.status not in only_from:
                 return False
-            changes: dict[str, Any] = {"status": status, "error": error, "updated_at": _now()}
+            changes: dict[str, Any] = {"status": status, "error": error, "updated_at": utc_now()}
             if executor_id is not None:
                 changes["executor_id"] = executor_id
             if reset_recovery:
@@ -669,7 +512,9 @@ class MemoryStore:
             if key in self._used_keys:
                 return False
             self._used_keys.add(key)
-        message = Message(self._next_message_id, workflow_id, topic, copy.deepcopy(payload), _now())
+        message = Message(
+            self._next_message_id, workflow_id, topic, copy.deepcopy(payload), utc_now()
+        )
         self._next_message_id += 1
         self._inbox.setdefault(workflow_id, []).append(message)
         return True

@@ -67,6 +67,16 @@ from replaykit.stores._rows import (
     shown,
     workflow_from,
 )
+from replaykit.stores._rules import (
+    batch_of,
+    check_batch_dedup,
+    check_recordable,
+    claim_room,
+    duplicate_dedup,
+    first_of_each_id,
+    stamped_for_batch,
+    stamped_for_create,
+)
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -76,16 +86,6 @@ from replaykit.stores.base import (
     RecordWrite,
     WorkflowFilter,
     WorkflowRow,
-)
-from replaykit.stores.memory import (
-    batch_of,
-    check_batch_dedup,
-    check_recordable,
-    claim_room,
-    duplicate_dedup,
-    first_of_each_id,
-    stamped_for_batch,
-    stamped_for_create,
 )
 
 __all__ = ["MIGRATIONS", "PostgresStore", "redact_url", "schema_channel"]

@@ -1,0 +1,190 @@
+"""The rules every store applies alike: dedup within and across batches, queue room,
+creation stamps, who may record, what a filter matches. The memory store states them
+in Python; the SQL stores apply them around their statements. They live here, not in
+the test store, so that no production store imports the test one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+
+import attrs
+
+from replaykit.errors import DuplicateDedupId, RecordConflict, WorkflowNotFound
+from replaykit.log import Status
+from replaykit.stores._checks import check_row, storable_error
+from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
+
+__all__ = [
+    "LIVE_STATUSES",
+    "batch_of",
+    "check_batch_dedup",
+    "check_recordable",
+    "claim_room",
+    "duplicate_dedup",
+    "duplicate_dedup_in_batch",
+    "first_of_each_id",
+    "matches_filter",
+    "stamped_for_batch",
+    "stamped_for_create",
+    "utc_now",
+]
+
+
+def duplicate_dedup(row: WorkflowRow, existing_id: str) -> DuplicateDedupId:
+    return DuplicateDedupId(
+        f"queue {row.queue!r} already has a live run with dedup_id {row.dedup_id!r} "
+        f"(workflow id {existing_id!r}); wait for it to finish, use another dedup_id, or "
+        "pass if_exists='return' to get the existing run",
+        existing_id,
+    )
+
+
+def duplicate_dedup_in_batch(row: WorkflowRow, earlier_id: str) -> DuplicateDedupId:
+    return DuplicateDedupId(
+        f"rows {earlier_id!r} and {row.workflow_id!r} of one batch both take dedup_id "
+        f"{row.dedup_id!r} on queue {row.queue!r}; nothing of the batch was created. Give "
+        "them different dedup_ids, or leave one of them out",
+        earlier_id,
+    )
+
+
+LIVE_STATUSES = (Status.ENQUEUED, Status.PENDING)
+
+
+def batch_of(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
+    """`rows` as a list; a lone row passed where a batch belongs is refused."""
+    if isinstance(rows, WorkflowRow):
+        raise TypeError("create_workflows() takes a sequence of rows; use create_workflow(row)")
+    return list(rows)
+
+
+def first_of_each_id(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
+    """The rows whose id no earlier row of the batch has, in input order."""
+    seen: set[str] = set()
+    firsts = []
+    for row in rows:
+        if row.workflow_id not in seen:
+            seen.add(row.workflow_id)
+            firsts.append(row)
+    return firsts
+
+
+def check_batch_dedup(
+    rows: Sequence[WorkflowRow],
+    *,
+    is_new: Callable[[str], bool],
+    live_holder: Callable[[WorkflowRow], str | None],
+) -> None:
+    """The dedup rule of `create_workflows`, shared by every store; raises or writes nothing.
+
+    `rows` are the batch's first rows of each id, in input order; only rows
+    with a queue and a dedup_id whose id is new (`is_new`) are checked, as
+    `create_workflow` would check them one after another: refused when
+    `live_holder(row)` names a live run of the store holding that dedup_id,
+    or when an earlier new row of the batch, itself ENQUEUED or PENDING,
+    takes it. The first refusal in input order is raised, for the whole batch.
+    """
+    held: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if row.queue is None or row.dedup_id is None or not is_new(row.workflow_id):
+            continue
+        holder = live_holder(row)
+        if holder is not None:
+            error = duplicate_dedup(row, holder)
+            raise DuplicateDedupId(f"{error}; nothing of the batch was created", holder)
+        key = (row.queue, row.dedup_id)
+        if key in held:
+            raise duplicate_dedup_in_batch(row, held[key])
+        if row.status in LIVE_STATUSES:
+            held[key] = row.workflow_id
+
+
+def claim_room(
+    limits: ClaimLimits,
+    *,
+    running: int,
+    started_in_period: Callable[[datetime], int],
+    now: datetime,
+) -> int:
+    """How many runs a claim may take under its limits (shared by every store)."""
+    room = limits.limit
+    if limits.concurrency is not None:
+        room = min(room, limits.concurrency - running)
+    if limits.rate_limit is not None and room > 0:
+        starts, period = limits.rate_limit
+        room = min(room, starts - started_in_period(now - timedelta(seconds=period)))
+    return max(room, 0)
+
+
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> WorkflowRow:
+    """`row` as every store creates it: times it leaves unset filled in with now.
+
+    A run created PENDING started when it was created; one created ENQUEUED
+    starts when claimed. `now` is the time to fill in (default: the clock's).
+    Raises `ValueError` if the row has a name no store takes.
+    """
+    check_row(row)
+    now = now or utc_now()
+    created = row.created_at or now
+    return attrs.evolve(
+        row,
+        error=storable_error(row.error),
+        created_at=created,
+        updated_at=row.updated_at or now,
+        started_at=row.started_at or (created if row.status is Status.PENDING else None),
+    )
+
+
+def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
+    """`rows` as `create_workflows` creates them: each as `stamped_for_create` stamps it.
+
+    Rows given no `created_at` get creation times a microsecond apart in input
+    order, so a queue claims a batch of equal priorities in the order given.
+    Refuses the whole batch, before anything is written, if a row has a name
+    no store takes.
+    """
+    now = utc_now()
+    return [stamped_for_create(row, now + index * _MICROSECOND) for index, row in enumerate(rows)]
+
+
+def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
+    """The ownership check every store makes before recording into a run."""
+    if row is None:
+        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+    if row.status is not Status.PENDING:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; "
+            "nothing can be recorded into it until it is resumed"
+        )
+    if executor_id is not None and row.executor_id != executor_id:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
+            f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
+        )
+
+
+def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
+    statuses = where.statuses()
+    if statuses is not None and row.status not in statuses:
+        return False
+    checks = (
+        (where.name, row.name),
+        (where.executor_id, row.executor_id),
+        (where.app_version, row.app_version),
+        (where.parent_id, row.parent_id),
+        (where.queue, row.queue),
+    )
+    if any(wanted is not None and wanted != actual for wanted, actual in checks):
+        return False
+    created = row.created_at
+    if where.since is not None and (created is None or created < where.since):
+        return False
+    return not (where.until is not None and (created is None or created >= where.until))
