@@ -40,6 +40,9 @@ def _shown(value: str) -> str:
 
 
 def _check(label: str, value: str, owner: str | None, position: int | None) -> None:
+    # Every write checks its names: the common case answers before any message is built.
+    if len(value) <= MAX_NAME_BYTES and value.isascii() and "\x00" not in value:
+        return
     where = ""
     if owner is not None:
         where = f" of workflow id {_shown(owner)}"
