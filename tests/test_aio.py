@@ -385,3 +385,27 @@ def test_concurrent_starts_share_a_statement_and_fail_alone(store_url: str) -> N
     assert isinstance(answers[51], ValueError) and "5,000 bytes" in str(answers[51])
     assert isinstance(answers[52], TypeError) and "@workflow" in str(answers[52])
     assert batches[0] == 52  # one statement for the gathered starts (the refused one too)
+
+
+def test_a_waiter_hears_of_a_run_cancelled_elsewhere(tmp_path: Any) -> None:
+    """A run this engine tracks, cancelled through another handle on its database (the
+    CLI, another process: no notification reaches this engine), is found by the
+    waiter's next round, not only at its deadline."""
+    from replaykit.runtime import admin
+    from replaykit.stores.sqlite import SqliteStore
+
+    path = tmp_path / "elsewhere.db"
+
+    async def main() -> float:
+        async with AsyncEngine(f"sqlite:///{path}", poll_interval=0.1) as engine:
+            handle = await engine.start(waits_for_go, "x", workflow_id="elsewhere")
+            assert await engine.wait_idle(10)
+            other = SqliteStore(str(path))
+            admin.cancel_run(other, "elsewhere")
+            other.close()
+            started = time.monotonic()
+            with pytest.raises(AwaitedWorkflowCancelled):
+                await handle.result(timeout=20)
+            return time.monotonic() - started
+
+    assert run(main) < 10  # a few rounds of 5 poll intervals, not the deadline

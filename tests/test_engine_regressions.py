@@ -444,3 +444,30 @@ def test_a_graceful_close_lets_an_alls_running_children_finish_and_commit(
     assert RAN == ["a"]
     with Engine(url, recover=False) as again:
         assert again.steps("all-wait") == []
+
+
+def sleeps_three_seconds(tag: str) -> str:
+    time.sleep(3)
+    return tag
+
+
+@workflow
+def one_long_sync_step(tag: str) -> Generator[Any, Any, str]:
+    value: str = yield Step("long", sleeps_three_seconds, tag)
+    return value
+
+
+def test_close_with_a_timeout_does_not_wait_for_sync_steps_past_it(tmp_path: Any) -> None:
+    """close(timeout=) bounds the close: a sync body still running then is abandoned
+    (no thread can be stopped) and records nothing; recovery runs it again."""
+    url = f"sqlite:///{tmp_path / 'bounded.db'}"
+    engine = Engine(url)
+    for tag in ("a", "b", "c"):  # several, so that some run on the pool
+        engine.start(one_long_sync_step, tag, workflow_id=f"long-{tag}")
+    time.sleep(0.2)
+    started = time.monotonic()
+    engine.close(timeout=0.3)
+    assert time.monotonic() - started < 2.0
+    with Engine(url, recover=False) as again:
+        for tag in ("a", "b", "c"):
+            assert again.handle(f"long-{tag}").status() is Status.PENDING

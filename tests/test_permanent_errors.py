@@ -90,3 +90,60 @@ def test_a_record_of_the_wrong_shape_parks_its_run_naming_it(tmp_path: Any, outc
         assert "'shape'" in row.error and "position 0" in row.error
         engine.send("fine", None, "go")
         assert engine.handle("fine").result(timeout=20) == "hello"  # the others go on
+
+
+def test_a_damaged_message_found_by_the_poller_parks_its_run_and_the_poller_goes_on(
+    tmp_path: Any,
+) -> None:
+    """A message written by another process (no notification here) that does not decode
+    used to kill the engine's poll thread: the run was neither parked nor woken, and
+    every other run lost the poller's fallback."""
+    import threading
+
+    url = f"sqlite:///{tmp_path / 'poller.db'}"
+    with Engine(url, poll_interval=0.05) as engine:
+        engine.start(step_then_wait, workflow_id="damaged-inbox")
+        engine.start(step_then_wait, workflow_id="healthy")
+        assert engine.wait_idle(10)
+        with sqlite3.connect(tmp_path / "poller.db") as conn:
+            conn.execute(
+                "INSERT INTO messages (workflow_id, topic, payload, created_at) "
+                "VALUES ('damaged-inbox', 'go', '{not json', 0)"
+            )
+        row = wait_for_status(engine, "damaged-inbox", Status.PARKED)
+        assert "message" in row.error and "damaged-inbox" in row.error
+        assert any(t.name == "replaykit-poll" and t.is_alive() for t in threading.enumerate())
+        engine.send("healthy", None, "go")
+        assert engine.handle("healthy").result(timeout=20) == "hello"
+
+
+def test_an_error_that_may_pass_does_not_fail_the_run(pg_url: str, pg_schema: str) -> None:
+    """A server that refuses writes for a moment (SQLSTATE 25006, as a primary being
+    demoted in a failover does) is not a permanent error: the run is tried again and
+    finishes, rather than ending in ERROR."""
+    import psycopg
+
+    url = f"{pg_url}?schema={pg_schema}"
+    with Engine(url, poll_interval=0.05) as engine:
+        engine.start(step_then_wait, workflow_id="warm-up")  # the schema exists now
+        assert engine.wait_idle(10)
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                f"CREATE FUNCTION {pg_schema}.refuse() RETURNS trigger LANGUAGE plpgsql AS $$ "
+                "BEGIN RAISE EXCEPTION 'read-only for a moment' USING ERRCODE = '25006'; END $$"
+            )
+            conn.execute(
+                f"CREATE TRIGGER refuse BEFORE INSERT ON {pg_schema}.records "
+                f"FOR EACH ROW EXECUTE FUNCTION {pg_schema}.refuse()"
+            )
+            engine.start(step_then_wait, workflow_id="through-a-failover")
+            time.sleep(0.3)
+            conn.execute(f"DROP TRIGGER refuse ON {pg_schema}.records")
+        deadline = time.monotonic() + 20
+        while engine.store.get_workflow("through-a-failover").status is Status.PENDING:  # type: ignore[union-attr]
+            if engine.steps("through-a-failover"):
+                break
+            assert time.monotonic() < deadline, "never recorded its step"
+            time.sleep(0.05)
+        row = engine.store.get_workflow("through-a-failover")
+        assert row is not None and row.status is not Status.ERROR, row.error

@@ -164,8 +164,9 @@ class AsyncEngine:
         if engine is None or io is None or engine.closed:
             return
         loop = asyncio.get_running_loop()
-        self._unlisten()
+        # Still listening meanwhile: runs that finish during the close wake their waiters.
         await loop.run_in_executor(io, functools.partial(engine.close, wait=wait, timeout=timeout))
+        self._unlisten()
         io.shutdown(wait=False)
 
     @property
@@ -468,12 +469,12 @@ class AsyncEngine:
             return row
 
         with self._finish_waiter(workflow_id) as finished:
-            told = False
+            told = looked = False
             while True:
                 # Lock-free looks: the scheduler's locks are contended, and waiting
                 # for one holds the loop behind the GIL. A miss costs a store read.
                 row = scheduler.peek_finished(workflow_id)
-                if row is None and (told or not scheduler.peek_tracked(workflow_id)):
+                if row is None and (told or looked or not scheduler.peek_tracked(workflow_id)):
                     # Only a run that lives elsewhere is looked up at every round: one
                     # this engine runs says when it finishes. (A thousand waiters
                     # reading the store took its connections from the runs' commits.)
@@ -500,6 +501,10 @@ class AsyncEngine:
                         )
                     wait = min(wait, left)
                 told = await _wait_event(finished, wait)
+                # A round that ran out without a word reads the store next: the run
+                # may have finished or been cancelled elsewhere (the CLI, another
+                # process), which this engine's cache never hears of.
+                looked = not told
 
     def _heard_finished(self, workflow_id: str) -> None:
         """From any thread: a run finished; wake its waiters on the loop, if any.

@@ -288,9 +288,13 @@ class Engine:
                 pass
             log.info("engine %r stopping: running steps finish first", self.executor_id)
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-            self.close(wait=True, timeout=timeout)
+            # The handlers stay until the close returns: a second signal meanwhile
+            # only asks again for what is under way.
+            try:
+                self.close(wait=True, timeout=timeout)
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     # -- starting and finding runs ------------------------------------------------------
 

@@ -323,6 +323,7 @@ class Scheduler:
             scope.cancel()
         for run in warm:
             _close_quietly(run.interpreter)
+        late: list[CancelScope] = []
         if wait:
             deadline = None if timeout is None else time.monotonic() + timeout
             with self._cv:
@@ -331,17 +332,18 @@ class Scheduler:
                         late = list(self._scopes.values())
                         break
                     self._cv.wait(0.05)
-                else:
-                    late = []
             for scope in late:
                 # Out of time: cancelled, recording nothing; recovery runs them again.
                 scope.cancel()
         with self._cv:
             self._stopping = True
             self._cv.notify_all()
+        # Out of time, a sync body that still runs is abandoned (no thread can be
+        # stopped): neither the scheduler's thread nor the pool is waited for.
+        patient = wait and not late
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5 if wait else 1)
-        self._workers.shutdown(wait=wait, cancel_futures=True)
+            self._thread.join(timeout=5 if patient else 0.2)
+        self._workers.shutdown(wait=patient, cancel_futures=True)
 
     # -- activations: entry -------------------------------------------------------------------
 
@@ -838,9 +840,11 @@ class Scheduler:
             # operator repairs or deletes the row. Park it once, saying which.
             self._submit(self._park_run, activation, str(error))
             return
-        elif isinstance(error, Exception) and activation.row is not None:
-            # Not transient (the store classified it) and not a control signal:
-            # retrying at every sweep would fail the same way forever, unseen.
+        elif isinstance(error, ValueError) and activation.row is not None:
+            # Refused for what it is (a name the stores refuse, a payload over the
+            # limit): retrying at every sweep would fail the same way forever, unseen.
+            # Other errors may pass (a failover's read-only moment, say): logged, and
+            # the run is tried again.
             self._submit(self._fail_run, activation, error, effect)
             return
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -19,6 +20,8 @@ from datetime import datetime
 from replaykit.errors import StoreUnavailable
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.host import Suspend, Wake
+
+log = logging.getLogger("replaykit.engine")
 
 __all__ = ["SWEEP_EVERY", "Wakeups"]
 
@@ -388,6 +391,12 @@ def _probe(suspend: Suspend) -> bool:
         return suspend.ready()
     except StoreUnavailable:
         return False
+    except Exception:
+        # What it waits on cannot be read (a damaged message, say): wake the run,
+        # whose activation meets the error and parks it, naming it. The poll
+        # loop itself goes on for every other run.
+        log.exception("a suspended run's wait could not be checked; waking it")
+        return True
 
 
 def _ids(waiting: str | set[str] | None) -> list[str]:

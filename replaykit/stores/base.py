@@ -353,7 +353,7 @@ class Store(Protocol):
 
         Precondition: no two writes name the same `workflow_id`; a call that
         breaks it raises `ValueError` and writes nothing. A closed store
-        raises `DamagedData`, as `record()` does. An empty sequence writes
+        raises `StoreError`, as `record()` does. An empty sequence writes
         nothing. Notifications are sent as `record()` sends them, after the
         commit. SQLite writes the batch in one transaction (a savepoint per
         write); PostgreSQL writes the plain records (no `consume`, `send` or
