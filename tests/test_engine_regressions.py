@@ -471,3 +471,41 @@ def test_close_with_a_timeout_does_not_wait_for_sync_steps_past_it(tmp_path: Any
     with Engine(url, recover=False) as again:
         for tag in ("a", "b", "c"):
             assert again.handle(f"long-{tag}").status() is Status.PENDING
+
+
+BACKING_OFF: list[int] = []
+
+
+def fails_the_first_time() -> str:
+    BACKING_OFF.append(1)
+    if len(BACKING_OFF) == 1:
+        raise ConnectionError("the first attempt fails")
+    return "second attempt"
+
+
+@workflow
+def retries_after_a_long_back_off() -> Generator[Any, Any, str]:
+    from replaykit import Retry
+
+    value: str = yield Step("flaky", fails_the_first_time, retry=Retry(max_attempts=3, interval=30))
+    return value
+
+
+def test_a_close_does_not_wait_out_a_retry_back_off(tmp_path: Any) -> None:
+    """The review of issue 13's fixes: a sync step's retry back-off was a plain sleep, so
+    a graceful close waited out all of it (30 s here). The attempt that would follow is
+    not made anyway: the back-off ends with the close, and the run stays resumable."""
+    url = f"sqlite:///{tmp_path / 'backoff.db'}"
+    BACKING_OFF.clear()
+    engine = Engine(url)
+    engine.start(retries_after_a_long_back_off, workflow_id="backing-off")
+    deadline = time.monotonic() + 10
+    while not BACKING_OFF:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.1)  # in its back-off now
+    started = time.monotonic()
+    engine.close()
+    assert time.monotonic() - started < 5
+    with Engine(url) as again:
+        assert again.handle("backing-off").result(timeout=20) == "second attempt"

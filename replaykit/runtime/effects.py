@@ -53,6 +53,7 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import Effect
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
+from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
@@ -387,7 +388,7 @@ class EffectRunner:
             error: Exception | None
             try:
                 if isinstance(request, _Backoff):
-                    self.clock.sleep(request.seconds)
+                    self._back_off(request.seconds, scope)
                     reply = None
                 else:
                     reply = self._call(
@@ -439,6 +440,17 @@ class EffectRunner:
             if not isinstance(answer, (_Attempt, _Backoff)):
                 return answer
             request = answer
+
+    def _back_off(self, seconds: float, scope: CancelScope | None) -> None:
+        """A retry's back-off: on the wall clock, cut short when the attempt's scope is
+        cancelled (the run cancelled, the engine closing), so that nobody waits out
+        minutes of back-off for an attempt that will not be made."""
+        if scope is None or not isinstance(self.clock, SystemClock):
+            self.clock.sleep(seconds)  # virtual time passes at once anyway
+            return
+        woken = threading.Event()
+        scope.on_cancel(woken.set)
+        woken.wait(max(seconds, 0.0))
 
     def _call(
         self,
