@@ -409,3 +409,42 @@ def test_a_waiter_hears_of_a_run_cancelled_elsewhere(tmp_path: Any) -> None:
             return time.monotonic() - started
 
     assert run(main) < 10  # a few rounds of 5 poll intervals, not the deadline
+
+
+def sleeps_for(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+@workflow
+def one_slow_sync_step(seconds: float) -> Any:
+    value = yield Step("slow", sleeps_for, seconds)
+    return value
+
+
+async def answers_at_once() -> int:
+    return 1
+
+
+@workflow
+def one_quick_async_step() -> Any:
+    value = yield Step("quick", answers_at_once)
+    return value
+
+
+def test_long_sync_steps_filling_the_pool_do_not_hold_up_other_runs() -> None:
+    """The review of this session's changes: reading, finishing and posting runs shared
+    one pool with step bodies, so a run of one instant async step waited seconds
+    behind sync bodies that filled the pool."""
+
+    async def main() -> float:
+        async with AsyncEngine("memory://", max_workers=2, poll_interval=0.2) as engine:
+            for i in range(4):
+                await engine.start(one_slow_sync_step, 2.0, workflow_id=f"slow-{i}")
+            await asyncio.sleep(0.3)  # both of the pool's threads are in sync bodies now
+            started = time.monotonic()
+            handle = await engine.start(one_quick_async_step, workflow_id="quick")
+            assert await handle.result(timeout=30) == 1
+            return time.monotonic() - started
+
+    assert run(main) < 1.0

@@ -105,6 +105,9 @@ class _HandedOver(Exception):
     """This thread stopped being the scheduler's while it ran a step (internal)."""
 
 
+#: Threads for the short store work of activations (see `Scheduler.__init__`).
+BOOKKEEPERS = 8
+
 #: Async steps started per loop iteration (see `Scheduler._start_on_loop`).
 LAUNCH_CHUNK = 32
 
@@ -179,8 +182,12 @@ class Scheduler:
         self.poll_interval = poll_interval
         self._park = park
         self._queue_run_done = queue_run_done
-        # Blocking work of activations: step bodies, store reads, effects that wait.
+        # Blocking work of activations: step bodies and effects that wait on the big
+        # pool; the short store work around them (reading a run, finishing it,
+        # parking it) on a small one of its own, so that long steps filling the big
+        # pool do not hold up other runs' finishes.
         self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
+        self._books = ThreadPoolExecutor(BOOKKEEPERS, thread_name_prefix="replaykit-books")
         # One condition guards the scheduler's state and wakes its thread.
         self._cv = threading.Condition(threading.Lock())
         self._inbox: collections.deque[tuple[Any, ...]] = collections.deque()
@@ -344,6 +351,7 @@ class Scheduler:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5 if patient else 0.2)
         self._workers.shutdown(wait=patient, cancel_futures=True)
+        self._books.shutdown(wait=patient, cancel_futures=True)
 
     # -- activations: entry -------------------------------------------------------------------
 
@@ -388,8 +396,10 @@ class Scheduler:
             with self._cv:
                 self._inbox.appendleft(event)
             return
+        long_work = fn == self._run_step or fn == self._carry
+        pool = self._workers if long_work else self._books
         try:
-            self._workers.submit(self._post_result, fn, activation, *args)
+            pool.submit(self._post_result, fn, activation, *args)
         except RuntimeError:  # the pool shut down: the activation ends here
             self._end(activation)
 
@@ -683,7 +693,7 @@ class Scheduler:
         loop must not wait for it)."""
         events, self._async_outcomes = self._async_outcomes, []
         try:
-            self._workers.submit(self._post_many, events)
+            self._books.submit(self._post_many, events)
         except RuntimeError:  # shutting down: post them from here after all
             self._post_many(events)
 
@@ -795,7 +805,7 @@ class Scheduler:
             # that sleeps for a month must survive any number of restarts. Only runs
             # that die while executing keep counting toward parking.
             activation.row = row = attrs.evolve(row, recovery_attempts=0)
-            self._workers.submit(self._reset_recovery, workflow_id)
+            self._books.submit(self._reset_recovery, workflow_id)
         if keep:
             # Its inputs went into the generator it keeps: the copy in the row is
             # only weight (a workflow's arguments, held by every warm run).
