@@ -241,7 +241,11 @@ class AsyncEngine:
             answers = await self.off_loop(self.engine.start_batch, [start for start, _ in batch])
         except BaseException as exc:  # the store is out, or the engine closed: all hear it
             for _, answer in batch:
-                if not answer.done():
+                if answer.done():
+                    continue
+                if isinstance(exc, asyncio.CancelledError):  # the loop is going away
+                    answer.cancel()
+                else:
                     answer.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
