@@ -209,7 +209,11 @@ class Engine:
             self._unsubscribe = self.store.subscribe(self._on_notify)
             self.scheduler.start()
             self.wakeups.start()
-            self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
+            # Through a dropped connection, as every launch-time store call: a launch
+            # must not fail because one answer was lost (the chaos suite's cutting proxy).
+            self.store_call(
+                lambda: self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
+            )
             self.claims.start()
             self.schedules.start()
             if recover:
@@ -741,14 +745,13 @@ class Engine:
 
     def recover(self) -> list[str]:
         """Re-dispatch this executor's unfinished runs of this version; park crash-loopers."""
-        rows = self.store.list_workflows(
-            WorkflowFilter(
-                status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
-            )
+        where = WorkflowFilter(
+            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
         )
+        rows = self.store_call(lambda: self.store.list_workflows(where))
         recovered: list[str] = []
         for row in rows:
-            attempts = self.store.bump_recovery(row.workflow_id)
+            attempts = self.store_call(lambda: self.store.bump_recovery(row.workflow_id))  # noqa: B023 - called at once
             if attempts > self.max_recovery_attempts:
                 self.park(
                     row.workflow_id,
