@@ -20,6 +20,7 @@ __all__ = [
     "DamagedData",
     "DuplicateDedupId",
     "DuplicateWorkflowError",
+    "ExecutorIdInUse",
     "InvalidCommandError",
     "NonDeterminismError",
     "PayloadTooLarge",
@@ -158,6 +159,28 @@ class DamagedData(StoreError):
 
 class RecordConflict(StoreError):
     """Another writer recorded this position first (or owns the workflow)."""
+
+
+class ExecutorIdInUse(StoreError):
+    """Another live engine holds this executor id, and it stayed held for the whole wait.
+
+    An executor id names one live engine at a time: it owns that id's runs, and
+    recovers them when it starts. `holder` says what the store knows of the other
+    engine (host, process, since when), or is empty.
+    """
+
+    def __init__(self, executor_id: str, holder: str, waited: float) -> None:
+        self.executor_id = executor_id
+        self.holder = holder
+        self.waited = waited
+        where = f" ({holder})" if holder else ""
+        super().__init__(
+            f"executor id {executor_id!r} is held by another live engine{where}, still after "
+            f"waiting {waited:g}s; two engines with one executor id would both run its runs. "
+            "Give each live engine its own executor id (Engine(executor_id=...), e.g. the "
+            "host name and a process number), or stop the other engine first; to wait longer "
+            "for it to stop, as in a rolling deploy, pass Engine(executor_wait=seconds)"
+        )
 
 
 class ControlSignal(BaseException):
