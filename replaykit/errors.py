@@ -23,6 +23,7 @@ __all__ = [
     "ExecutorIdInUse",
     "InvalidCommandError",
     "NonDeterminismError",
+    "NonDeterministicCall",
     "PayloadTooLarge",
     "RecordConflict",
     "ReplayKitError",
@@ -69,6 +70,40 @@ class NonDeterminismError(ReplayKitError):
         self.yielded_at = yielded_at
         self.recorded = recorded
         self.recorded_at = recorded_at
+
+
+class NonDeterministicCall(ReplayKitError):
+    """A workflow body called the clock or a source of randomness (the testing kit's sandbox).
+
+    Code between commands runs again on every replay, so what it reads must come
+    from a recorded command (`Now()`, `Random()`, `Uuid()`, a `Step`). `call` is
+    what was called (`"time.time()"`), `call_site` the file:line of the call.
+    """
+
+    # One rebuilt from a recorded failure skips __init__ (`serde.decode_error`):
+    # its details read "" rather than raising AttributeError.
+    call: str = ""
+    workflow_name: str = ""
+    workflow_id: str = ""
+    call_site: str = ""
+    fix: str = ""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call: str = "",
+        workflow_name: str = "",
+        workflow_id: str = "",
+        call_site: str = "",
+        fix: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.call = call
+        self.workflow_name = workflow_name
+        self.workflow_id = workflow_id
+        self.call_site = call_site
+        self.fix = fix
 
 
 class InvalidCommandError(ReplayKitError, TypeError):

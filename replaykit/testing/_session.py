@@ -14,6 +14,7 @@ process that died at that commit would have left behind.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import random
 import threading
@@ -25,7 +26,7 @@ from typing import Any, cast
 import attrs
 
 from replaykit import serde
-from replaykit.errors import ControlSignal, WorkflowNotFound
+from replaykit.errors import ControlSignal, NonDeterministicCall, WorkflowNotFound
 from replaykit.log import Log, Outcome, Record, Status
 from replaykit.registry import Workflow
 from replaykit.runtime.admin import export_run
@@ -35,6 +36,7 @@ from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS
 from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
+from replaykit.testing._sandbox import sandboxed
 
 #: `run(warm=...)`: replay at every wake-up (False), keep runs warm (True), or ask
 #: `(workflow_id, position) -> bool` at each suspension whether the run stays warm.
@@ -451,9 +453,13 @@ class Session:
         timeout: float,
         crash_at: Callable[[Commit, int], bool] | None = None,
         warm: Warm = False,
+        sandbox: bool = True,
     ) -> None:
         self.workflow_id = workflow_id
         self.warm = warm
+        self.sandbox = sandbox
+        #: What the sandbox refused, in order (a body may have swallowed the error).
+        self.refusals: list[NonDeterministicCall] = []
         self.fakes = dict(fakes)
         self.messages = list(messages)
         self.start = start
@@ -618,8 +624,31 @@ class Session:
             # lost work; let them end so their calls are counted for it.
             engine.step_pool.shutdown(wait=True)
 
+    # -- the sandbox (see _sandbox.py) -------------------------------------------------
+
+    def owns(self, workflow_id: str) -> bool:
+        """Whether a run of this id is one of this session's."""
+        if workflow_id == self.workflow_id or workflow_id.startswith(self.workflow_id + ":"):
+            return True  # the root, and its children under their default ids
+        return self.store.get_workflow(workflow_id) is not None
+
+    def refused(self, error: NonDeterministicCall) -> None:
+        with self._lock:
+            self.refusals.append(error)
+
     def drive(self) -> None:
-        """Run engines until the root run finishes, is parked, or waits for good."""
+        """Run engines until the root run finishes, is parked, or waits for good.
+
+        With the sandbox on, a workflow body's call of the clock or of randomness
+        is refused in the body and raised from here once the engines stopped, even
+        if the body caught it.
+        """
+        with sandboxed(self) if self.sandbox else contextlib.nullcontext():
+            self._drive()
+        if self.refusals:
+            raise self.refusals[0]
+
+    def _drive(self) -> None:
         deadline = time.monotonic() + self.timeout
         engine = self._engine = self._start_engine()
         try:

@@ -240,6 +240,7 @@ def check_determinism(
     seed: int = 0,
     prefixes: bool = True,
     crashes: bool = True,
+    sandbox: bool = True,
     **kwargs: Any,
 ) -> DeterminismReport:
     """Run once, then resume from every commit point; assert every resumption agrees.
@@ -247,7 +248,8 @@ def check_determinism(
     Takes `run()`'s arguments. Raises `AssertionError` naming the point, what
     differed, and both logs. Fakes must answer the same arguments the same way
     (stateful fakes with a `fresh()` method, like `sequence`, start over in
-    every simulated process). Returns a `DeterminismReport`.
+    every simulated process). The sandbox is on in every run, as in `run()`
+    (`sandbox=False` turns it off). Returns a `DeterminismReport`.
     """
     if not isinstance(wf, Workflow):
         raise TypeError(
@@ -262,6 +264,7 @@ def check_determinism(
         "workflow_id": workflow_id,
         "timeout": timeout,
         "seed": seed,
+        "sandbox": sandbox,
     }
     reference = start_session(wf, args, kwargs, **settings)
     reference.drive()
@@ -287,6 +290,7 @@ def check_determinism(
                 strict=strict,
                 seed=seed,
                 timeout=timeout,
+                sandbox=sandbox,
             )
             variant.seed_from(
                 [w for w in reference.writes() if w.index < point.write.index], point.now

@@ -74,6 +74,7 @@ def start_session(
     seed: int,
     crash_at: Callable[[Commit, int], bool] | None = None,
     warm: Warm = False,
+    sandbox: bool = True,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     messages = list(messages)
@@ -93,6 +94,7 @@ def start_session(
         timeout=timeout,
         crash_at=crash_at,
         warm=warm,
+        sandbox=sandbox,
     )
     session.create_root(wf, args, kwargs)
     return session
@@ -237,6 +239,7 @@ def run(
     seed: int = 0,
     crash_at: int | Iterable[int] | None = None,
     warm: Warm = False,
+    sandbox: bool = True,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -257,6 +260,10 @@ def run(
       and its log shows at once. `warm=True` keeps suspended runs in memory as
       the engine does; a callable `(workflow_id, position) -> bool` is asked at
       each suspension whether the run stays warm (evictions where it says no).
+    - `sandbox=True` (the default): a workflow body that reads the clock
+      (`time.time()`, `datetime.now()`, ...) or draws randomness (`random.*`,
+      `uuid.uuid4()`, `os.urandom()`, `secrets.*`) gets `NonDeterministicCall`,
+      which `run()` then raises; step bodies are not affected.
     - Returns when the run finishes, is parked, or waits for something that
       will never come (status PENDING); raises `TimeoutError` if it does none
       of these within `timeout` seconds of wall time.
@@ -275,6 +282,7 @@ def run(
         seed=seed,
         crash_at=_crash_predicate(crash_at),
         warm=warm,
+        sandbox=sandbox,
     )
     session.drive()
     return result_of(session, wf, clock)

@@ -1,0 +1,263 @@
+"""The testing kit's sandbox: in a workflow body, the clock and randomness refuse to answer.
+
+Code between two commands runs again on every replay, so a body that reads the
+clock or draws a random number takes another path on replay than it took live.
+While a sandboxed session drives its runs, the functions below are replaced by
+guards. A guard answers as the original does, except when the calling thread is
+inside the body of a workflow run of that session; then it raises
+`NonDeterministicCall`, naming the call, the workflow and the line, and the fix.
+
+How "inside the body" is known: the interpreter sets its context variable (the
+one `replaykit.context()` reads) only while it resumes the generator, through
+`send` and `throw`, on the thread that resumes it. Step bodies, the engine, the
+kit and hypothesis run with it unset, on their own threads or between two
+resumptions, and so see the real functions; so do other threads at all times,
+and workflows run by an engine that is not the session's (the run's id must be
+one of the session's).
+
+Calls made by the standard library or by replaykit on the body's behalf are
+let through: `logging` stamps every record with `time.time()`, and a log line in
+a workflow body is fine. The guard judges the frame that made the call.
+
+What it cannot see: a name bound to the original before the session started,
+`from time import time` at the top of a module being the common case (`time()`
+then calls the original directly). The linter (`replaykit lint`) reads such
+imports and reports them. `datetime.now()` and friends are caught however
+`datetime` was imported: the guard replaces the methods on the class itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime
+import gc
+import os
+import random
+import secrets
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any, Protocol
+
+from replaykit.errors import NonDeterministicCall
+
+# The variable behind `replaykit.context()`, read directly: a guard asks it on
+# every call of the engine's own clock reads too, and `context()` raises outside
+# a body, which would make each of those calls pay for an exception.
+from replaykit.interpreter import _current
+
+__all__ = ["Owner", "sandboxed"]
+
+_NOW = "yield Now() instead (recorded once, replayed forever)"
+_DURATION = "measure durations inside a Step, or take two `yield Now()`"
+_RANDOM = "yield Random() instead (recorded once, replayed forever), or draw it inside a Step"
+_UUID = "yield Uuid() instead (recorded once, replayed forever)"
+_ENTROPY = "draw it inside a Step (its result is recorded), or yield Random() / Uuid()"
+
+#: (module, attribute, fix) of every module-level function the sandbox guards.
+_FUNCTIONS: tuple[tuple[Any, str, str], ...] = (
+    *((time, name, _NOW) for name in ("time", "time_ns")),
+    *(
+        (time, name, _DURATION)
+        for name in ("monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")
+    ),
+    *(
+        (random, name, _RANDOM)
+        for name in (
+            "random",
+            "uniform",
+            "triangular",
+            "randint",
+            "choice",
+            "randrange",
+            "sample",
+            "shuffle",
+            "choices",
+            "normalvariate",
+            "lognormvariate",
+            "expovariate",
+            "vonmisesvariate",
+            "gammavariate",
+            "gauss",
+            "betavariate",
+            "paretovariate",
+            "weibullvariate",
+            "binomialvariate",
+            "getrandbits",
+            "randbytes",
+        )
+        if hasattr(random, name)
+    ),
+    (uuid, "uuid1", _UUID),
+    (uuid, "uuid4", _UUID),
+    (os, "urandom", _ENTROPY),
+    *(
+        (secrets, name, _ENTROPY)
+        for name in ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits")
+    ),
+)
+
+#: (class, method) of the clock's class methods, guarded on the classes themselves.
+_CLASS_METHODS: tuple[tuple[type, str], ...] = (
+    (datetime.datetime, "now"),
+    (datetime.datetime, "utcnow"),
+    (datetime.date, "today"),  # datetime.today is this one, inherited
+)
+
+# Callers that read the clock on a body's behalf without affecting what it does.
+_TRUSTED_PACKAGES = frozenset(sys.stdlib_module_names) | {"replaykit"}
+
+
+class Owner(Protocol):
+    """A session as the sandbox sees it: which runs are its, and where refusals go."""
+
+    def owns(self, workflow_id: str) -> bool: ...
+
+    def refused(self, error: NonDeterministicCall) -> None: ...
+
+
+_lock = threading.Lock()
+_owners: list[Owner] = []
+_installed: list[Callable[[], None]] = []  # how to undo each patch
+
+
+def _display(filename: str) -> str:
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def _check(call: str, fix: str, frame: FrameType | None) -> None:
+    """Raise if `frame` (the caller) is in the body of a sandboxed session's run."""
+    context = _current.get()
+    if context is None or frame is None:
+        return
+    package = frame.f_globals.get("__name__", "").partition(".")[0]
+    if package in _TRUSTED_PACKAGES:
+        return
+    with _lock:
+        owners = list(_owners)
+    owner = next((o for o in owners if o.owns(context.workflow_id)), None)
+    if owner is None:
+        return
+    site = f"{_display(frame.f_code.co_filename)}:{frame.f_lineno}"
+    error = NonDeterministicCall(
+        f"{call} was called in the body of workflow {context.name!r} (id "
+        f"{context.workflow_id!r}) at {site}. Code between commands runs again on every "
+        f"replay and would get another answer there; {fix}. (The testing kit's sandbox "
+        "refused the call; run(..., sandbox=False) or check_determinism(..., sandbox=False) "
+        "turns it off.)",
+        call=call,
+        workflow_name=context.name,
+        workflow_id=context.workflow_id,
+        call_site=site,
+        fix=fix,
+    )
+    owner.refused(error)
+    raise error
+
+
+def _guard_function(module: Any, name: str, fix: str) -> Callable[[], None]:
+    original = getattr(module, name)
+    call = f"{module.__name__}.{name}()"
+
+    def guard(*args: Any, **kwargs: Any) -> Any:
+        if _current.get() is not None:
+            _check(call, fix, sys._getframe(1))
+        return original(*args, **kwargs)
+
+    guard.__name__ = getattr(original, "__name__", name)
+    guard.__qualname__ = getattr(original, "__qualname__", name)
+    guard.__doc__ = getattr(original, "__doc__", None)
+    guard.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(module, name, guard)
+
+    def undo() -> None:
+        # Someone who patched it after us (a test's monkeypatch) restores their own.
+        if getattr(module, name) is guard:
+            setattr(module, name, original)
+
+    return undo
+
+
+def _type_dict(cls: type) -> dict[str, Any]:
+    # The class's own namespace behind its read-only mappingproxy. The built-in
+    # datetime classes cannot be given attributes the ordinary way, and replacing
+    # the classes in their module would miss every `from datetime import datetime`.
+    found = gc.get_referents(cls.__dict__)
+    if len(found) != 1 or not isinstance(found[0], dict):
+        raise TypeError(f"cannot reach the namespace of {cls!r}")
+    namespace: dict[str, Any] = found[0]
+    return namespace
+
+
+def _type_modified(cls: type) -> None:
+    # The interpreter caches attribute lookups per type; this invalidates the cache.
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
+
+
+def _guard_class_method(cls: type, name: str) -> Callable[[], None]:
+    namespace = _type_dict(cls)
+    original = namespace[name]
+
+    def guard(owner: type, /, *args: Any, **kwargs: Any) -> Any:
+        if _current.get() is not None:
+            _check(f"{owner.__name__}.{name}()", _NOW, sys._getframe(1))
+        return original.__get__(None, owner)(*args, **kwargs)
+
+    guard.__name__ = name
+    guard.__qualname__ = f"{cls.__name__}.{name}"
+    guard.__doc__ = getattr(original, "__doc__", None)
+    replacement: classmethod[Any, ..., Any] = classmethod(guard)
+    namespace[name] = replacement
+    _type_modified(cls)
+
+    def undo() -> None:
+        if namespace.get(name) is replacement:
+            namespace[name] = original
+            _type_modified(cls)
+
+    return undo
+
+
+def _install() -> None:
+    for module, name, fix in _FUNCTIONS:
+        _installed.append(_guard_function(module, name, fix))
+    if sys.implementation.name != "cpython":
+        return  # elsewhere time.time's guard still sees date.today(); now() goes unguarded
+    for cls, name in _CLASS_METHODS:
+        try:
+            _installed.append(_guard_class_method(cls, name))
+        except (TypeError, AttributeError, KeyError, ValueError):
+            continue
+
+
+def _uninstall() -> None:
+    while _installed:
+        _installed.pop()()
+
+
+@contextlib.contextmanager
+def sandboxed(owner: Owner) -> Iterator[None]:
+    """Guard the clock and randomness for the runs `owner` owns, while this block runs.
+
+    The guards are installed by the first sandboxed session and removed when the
+    last one ends, so sessions may run at once (on several threads).
+    """
+    with _lock:
+        if not _owners:
+            _install()
+        _owners.append(owner)
+    try:
+        yield
+    finally:
+        with _lock:
+            _owners.remove(owner)
+            if not _owners:
+                _uninstall()

@@ -1,0 +1,257 @@
+"""The testing kit's sandbox: clock and randomness calls in workflow bodies are refused."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import logging
+import os
+import random
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Callable, Generator
+from datetime import date, datetime
+from pathlib import Path
+from time import time as time_bound_at_import
+from typing import Any
+
+import pytest
+
+from replaykit import Call, Engine, MemoryStore, Now, Random, Step, Uuid, logger, workflow
+from replaykit import testing as rt
+from replaykit.errors import NonDeterministicCall
+from replaykit.lint import lint_file
+
+HERE = Path(__file__)
+
+
+def line_of(marker: str) -> int:
+    for number, line in enumerate(HERE.read_text().splitlines(), start=1):
+        if line.rstrip().endswith(f"# {marker}"):
+            return number
+    raise AssertionError(f"no line marked {marker!r}")
+
+
+CALLS: dict[str, Callable[[], Any]] = {
+    "time.time()": lambda: time.time(),  # call:time.time()
+    "time.time_ns()": lambda: time.time_ns(),  # call:time.time_ns()
+    "time.monotonic()": lambda: time.monotonic(),  # call:time.monotonic()
+    "time.perf_counter()": lambda: time.perf_counter(),  # call:time.perf_counter()
+    "datetime.now()": lambda: datetime.now(dt.UTC),  # call:datetime.now()
+    "datetime.utcnow()": lambda: dt.datetime.utcnow(),  # call:datetime.utcnow()
+    "date.today()": lambda: date.today(),  # call:date.today()
+    "datetime.today()": lambda: datetime.today(),  # call:datetime.today()
+    "random.random()": lambda: random.random(),  # call:random.random()
+    "random.randint()": lambda: random.randint(1, 6),  # call:random.randint()
+    "random.choice()": lambda: random.choice("abc"),  # call:random.choice()
+    "uuid.uuid4()": lambda: uuid.uuid4(),  # call:uuid.uuid4()
+    "os.urandom()": lambda: os.urandom(4),  # call:os.urandom()
+    "secrets.token_hex()": lambda: secrets.token_hex(4),  # call:secrets.token_hex()
+}
+
+chosen: list[str] = []
+
+
+@workflow(name="sandbox.calls")
+def calls_one(which: str) -> Generator[Any, Any, Any]:
+    yield Now()
+    return repr(CALLS[which]())
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_each_call_in_a_body_is_refused_with_the_call_the_workflow_the_line_and_the_fix(
+    call: str,
+) -> None:
+    with pytest.raises(NonDeterministicCall) as caught:
+        rt.run(calls_one, call)
+    error = caught.value
+    assert error.call == call
+    assert error.workflow_name == "sandbox.calls"
+    assert error.workflow_id == "sandbox.calls:test"
+    assert error.call_site.endswith(f"test_sandbox.py:{line_of('call:' + call)}")
+    message = str(error)
+    assert f"{call} was called in the body of workflow 'sandbox.calls'" in message
+    assert f"at {error.call_site}" in message
+    assert "sandbox=False" in message
+    if call.startswith(("datetime", "date.", "time.time")):
+        assert "yield Now()" in error.fix
+    elif call.startswith("uuid"):
+        assert "yield Uuid()" in error.fix
+    elif call.startswith("random"):
+        assert "yield Random()" in error.fix
+    else:
+        assert "inside a Step" in error.fix
+
+
+def test_the_guards_are_gone_after_the_run() -> None:
+    real = (time.time, random.random, uuid.uuid4, os.urandom, secrets.token_hex)
+    real_now = dt.datetime.__dict__["now"]
+    real_today = dt.date.__dict__["today"]
+    with pytest.raises(NonDeterministicCall):
+        rt.run(calls_one, "datetime.now()")
+    assert (time.time, random.random, uuid.uuid4, os.urandom, secrets.token_hex) == real
+    assert dt.datetime.__dict__["now"] is real_now
+    assert dt.date.__dict__["today"] is real_today
+    assert isinstance(datetime.now(), datetime)
+
+
+def impure_step() -> list[Any]:
+    # A step body runs once per record: it may read anything.
+    return [time.time(), datetime.now(dt.UTC).isoformat(), random.random(), str(uuid.uuid4())]
+
+
+@workflow(name="sandbox.right")
+def right() -> Generator[Any, Any, Any]:
+    facts = yield Step("impure", impure_step)
+    now = yield Now()
+    value = yield Random()
+    key = yield Uuid()
+    logger.info("at %s drew %s and %s", now, value, key)  # logging reads the clock: allowed
+    return [len(facts), now.year, 0 <= value < 1, key.version]
+
+
+def test_step_bodies_recorded_commands_and_logging_are_not_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="replaykit.workflow"):
+        result = rt.run(right)
+    assert result.unwrap() == [4, 2030, True, 4]
+    assert any("drew" in r.getMessage() for r in caplog.records)
+    rt.check_determinism(right)
+
+
+@workflow(name="sandbox.swallows")
+def swallows() -> Generator[Any, Any, str]:
+    yield Now()
+    with contextlib.suppress(Exception):
+        random.random()  # swallowed
+    return "carried on"
+
+
+def test_a_refusal_the_body_swallows_is_raised_by_run() -> None:
+    with pytest.raises(NonDeterministicCall) as caught:
+        rt.run(swallows)
+    assert caught.value.call_site.endswith(f":{line_of('swallowed')}")
+
+
+def test_sandbox_false_lets_the_calls_through() -> None:
+    result = rt.run(swallows, sandbox=False)
+    assert result.unwrap() == "carried on"
+    assert rt.run(calls_one, "uuid.uuid4()", sandbox=False).ok
+
+
+def test_check_determinism_refuses_and_can_be_told_not_to() -> None:
+    with pytest.raises(NonDeterministicCall, match=r"random\.random\(\) was called"):
+        rt.check_determinism(swallows)
+    report = rt.check_determinism(swallows, sandbox=False)
+    assert report.reference.result == "carried on"
+
+
+def deadline_in_an_hour() -> float:
+    return time.time() + 3600  # helper
+
+
+@workflow(name="sandbox.helper")
+def uses_a_helper() -> Generator[Any, Any, float]:
+    yield Now()
+    return deadline_in_an_hour()
+
+
+def test_a_helper_called_from_the_body_is_caught_where_it_calls() -> None:
+    with pytest.raises(NonDeterministicCall) as caught:
+        rt.run(uses_a_helper)
+    assert caught.value.call_site.endswith(f":{line_of('helper')}")
+    assert caught.value.workflow_name == "sandbox.helper"
+
+
+@workflow(name="sandbox.child")
+def child() -> Generator[Any, Any, str]:
+    yield Now()
+    return str(uuid.uuid4())
+
+
+@workflow(name="sandbox.parent")
+def parent() -> Generator[Any, Any, str]:
+    value: str = yield Call(child)
+    return value
+
+
+def test_a_child_run_is_sandboxed_too() -> None:
+    with pytest.raises(NonDeterministicCall) as caught:
+        rt.run(parent)
+    assert caught.value.workflow_name == "sandbox.child"
+    assert caught.value.workflow_id == "sandbox.parent:test:0"
+
+
+@workflow(name="sandbox.bound")
+def bound_at_import() -> Generator[Any, Any, bool]:
+    yield Now()
+    return time_bound_at_import() > 0  # bound before the run
+
+
+def test_a_name_bound_before_the_run_is_not_seen_but_the_linter_reports_it() -> None:
+    # Documented limit: `from time import time` holds the original function.
+    assert rt.run(bound_at_import).unwrap() is True
+    found = [(f.line, f.code) for f in lint_file(HERE) if f.workflow == "bound_at_import"]
+    assert found == [(line_of("bound before the run"), "RK101")]
+
+
+@workflow(name="sandbox.elsewhere")
+def elsewhere() -> Generator[Any, Any, bool]:
+    yield Now()
+    return time.time() > 0
+
+
+def run_on_another_engine() -> bool:
+    # While the kit's run is in this step, another engine runs a workflow that reads
+    # the clock: not a run of the kit's session, so it is not refused.
+    with Engine(MemoryStore(), executor_id="elsewhere") as engine:
+        handle = engine.start(elsewhere, workflow_id="elsewhere-1")
+        answer: bool = handle.result(timeout=10)
+    seen_by_a_thread: list[float] = []
+    thread = threading.Thread(target=lambda: seen_by_a_thread.append(time.time()))
+    thread.start()
+    thread.join()
+    return answer and len(seen_by_a_thread) == 1
+
+
+@workflow(name="sandbox.host")
+def host() -> Generator[Any, Any, bool]:
+    answer: bool = yield Step("elsewhere", run_on_another_engine)
+    return answer
+
+
+def test_other_engines_and_threads_see_the_real_functions_during_a_run() -> None:
+    assert rt.run(host).unwrap() is True
+
+
+def test_sessions_on_several_threads_at_once() -> None:
+    outcomes: dict[str, Any] = {}
+    barrier = threading.Barrier(4)
+
+    def one(name: str, wf: Any, *args: Any) -> None:
+        barrier.wait()
+        try:
+            outcomes[name] = rt.run(wf, *args, workflow_id=f"{name}-run").unwrap()
+        except NonDeterministicCall as exc:
+            outcomes[name] = exc
+
+    threads = [
+        threading.Thread(target=one, args=("clean-a", right)),
+        threading.Thread(target=one, args=("clean-b", right)),
+        threading.Thread(target=one, args=("dirty-a", calls_one, "time.time()")),
+        threading.Thread(target=one, args=("dirty-b", calls_one, "uuid.uuid4()")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes["clean-a"] == outcomes["clean-b"] == [4, 2030, True, 4]
+    assert isinstance(outcomes["dirty-a"], NonDeterministicCall)
+    assert outcomes["dirty-a"].workflow_id == "dirty-a-run"
+    assert outcomes["dirty-a"].call == "time.time()"
+    assert isinstance(outcomes["dirty-b"], NonDeterministicCall)
+    assert outcomes["dirty-b"].call == "uuid.uuid4()"
+    assert time.time.__module__ == "time"  # the real one again
