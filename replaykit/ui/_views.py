@@ -1,0 +1,664 @@
+"""What each page shows, read from a store: plain values, no HTTP and no HTML.
+
+Every function here takes a `Store` and reads it through the protocol only, so
+the pages work alike on SQLite, PostgreSQL and the memory store. The templates
+get these values and escape whatever came from the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import attrs
+
+from replaykit.cli import format_duration, outcome_summary
+from replaykit.errors import ReplayKitError
+from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
+from replaykit.serde import ErrorInfo
+from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
+
+__all__ = [
+    "PER_PAGE",
+    "Bar",
+    "ChildNode",
+    "ErrorView",
+    "EventView",
+    "InboxView",
+    "PartView",
+    "QueueView",
+    "QueuesPage",
+    "RunPage",
+    "RunsPage",
+    "RunsQuery",
+    "StepView",
+    "composite_parts",
+    "count_runs",
+    "queues_page",
+    "run_page",
+    "runs_page",
+    "short_json",
+    "when",
+]
+
+PER_PAGE = 50
+# A payload longer than this is cut on the page; the whole of it stays in the
+# store and `replaykit workflows show --json` prints it.
+MAX_SHOWN_CHARS = 20_000
+# A run with a large fan-out must not make its page read the whole tree.
+MAX_CHILDREN = 300
+MAX_CHILD_DEPTH = 6
+# The queue overview reads live runs; past this many it says its counts are partial.
+MAX_LIVE_RUNS = 20_000
+BAR_SCALE = 1000.0  # the timeline's SVG width in user units
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def when(value: datetime | None) -> str:
+    value = _utc(value)
+    return "-" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def pretty_json(data: Any) -> str:
+    try:
+        text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(data)
+    if len(text) > MAX_SHOWN_CHARS:
+        text = text[:MAX_SHOWN_CHARS] + f"\n... ({len(text) - MAX_SHOWN_CHARS} more characters)"
+    return text
+
+
+def short_json(data: Any, width: int = 80) -> str:
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        text = repr(data)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# -- the runs list -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class RunsQuery:
+    statuses: tuple[Status, ...] = ()
+    name: str = ""
+    queue: str = ""
+    page: int = 0  # 0 is the newest page
+    per_page: int = PER_PAGE
+
+    def where(self) -> WorkflowFilter:
+        return WorkflowFilter(
+            status=self.statuses or None, name=self.name or None, queue=self.queue or None
+        )
+
+
+@attrs.frozen
+class RunRow:
+    workflow_id: str
+    name: str
+    status: str
+    queue: str
+    created: str
+    updated: str
+    parent_id: str
+    problem: str  # a failure, a parking reason or a damaged row, in one line
+
+
+@attrs.frozen
+class RunsPage:
+    query: RunsQuery
+    rows: list[RunRow]
+    total: int
+    first: int  # 1-based number of the first row shown, 0 when none
+    last: int
+    pages: int
+
+
+def _exists(store: Store, where: WorkflowFilter, offset: int) -> bool:
+    return bool(store.list_workflows(attrs.evolve(where, limit=1, offset=offset)))
+
+
+def count_runs(store: Store, where: WorkflowFilter) -> int:
+    """How many runs match, with about 2*log2(n) one-row reads.
+
+    The protocol lists runs oldest first and has no count; newest-first paging
+    needs the total, and reading every row to count them would decode every
+    run's inputs and result.
+    """
+    if not _exists(store, where, 0):
+        return 0
+    low = 1  # known: at least `low` runs
+    high = 2
+    while _exists(store, where, high - 1):
+        low, high = high, high * 2
+    # Now low <= count < high.
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _exists(store, where, middle - 1):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _problem(row: WorkflowRow) -> str:
+    if row.damaged:
+        return f"damaged row: {row.damaged}"
+    if isinstance(row.result, Failure):
+        return f"{row.result.error.type_name}: {row.result.error.message}"
+    return row.error
+
+
+def _run_row(row: WorkflowRow) -> RunRow:
+    return RunRow(
+        workflow_id=row.workflow_id,
+        name=row.name,
+        status=row.status.value,
+        queue=row.queue or "",
+        created=when(row.created_at),
+        updated=when(row.updated_at),
+        parent_id=row.parent_id or "",
+        problem=" ".join(_problem(row).split())[:200],
+    )
+
+
+def runs_page(store: Store, query: RunsQuery) -> RunsPage:
+    """One page of the runs matching `query`, newest first."""
+    where = query.where()
+    total = count_runs(store, where)
+    pages = max(1, -(-total // query.per_page))
+    page = min(max(query.page, 0), pages - 1)
+    end = total - page * query.per_page
+    start = max(0, end - query.per_page)
+    rows: list[WorkflowRow] = []
+    if end > 0:
+        rows = store.list_workflows(attrs.evolve(where, limit=end - start, offset=start))
+    rows.reverse()
+    return RunsPage(
+        query=attrs.evolve(query, page=page),
+        rows=[_run_row(row) for row in rows],
+        total=total,
+        first=total - end + 1 if rows else 0,
+        last=total - end + len(rows),
+        pages=pages,
+    )
+
+
+# -- one run -------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ErrorView:
+    type_name: str
+    message: str
+    traceback: str
+
+    @classmethod
+    def of(cls, info: ErrorInfo) -> ErrorView:
+        return cls(info.type_name, info.message, info.traceback)
+
+
+@attrs.frozen
+class Bar:
+    """A record's place on the timeline, in SVG user units of a BAR_SCALE-wide track."""
+
+    x: float
+    width: float
+    state: str  # ok, error, pending
+
+
+@attrs.frozen
+class PartView:
+    """One child of a Race or an All, as its record holds it."""
+
+    label: str
+    outcome: str
+    state: str  # ok, error, won, lost, unknown
+
+
+@attrs.frozen
+class StepView:
+    position: int
+    kind: str
+    name: str
+    started: str
+    duration: str
+    outcome: str
+    state: str
+    attempts: int
+    call_site: str
+    wake_at: str
+    value: str  # the whole recorded value, pretty JSON; "" for failures and pending
+    error: ErrorView | None
+    bar: Bar | None
+    parts: list[PartView]
+
+
+@attrs.frozen
+class ChildNode:
+    workflow_id: str
+    name: str
+    status: str
+    created: str
+    children: list[ChildNode]
+
+
+@attrs.frozen
+class InboxView:
+    topic: str
+    message_id: int
+    created: str
+    payload: str
+
+
+@attrs.frozen
+class EventView:
+    key: str
+    value: str
+    found: bool
+
+
+@attrs.frozen
+class RunPage:
+    row: WorkflowRow
+    created: str
+    updated: str
+    started: str
+    wake_at: str
+    inputs: str
+    result: str  # pretty JSON of a successful run's value, else ""
+    error: ErrorView | None
+    problem: str  # the parking reason or the row's error text
+    steps: list[StepView]
+    log_error: str  # why the log could not be read, else ""
+    span: str  # the timeline's time range, for its caption
+    children: list[ChildNode]
+    children_cut: bool
+    inbox: list[InboxView]
+    topics: list[str]  # the topics the inbox section looked at
+    inbox_error: str
+    events: list[EventView]
+    events_error: str
+    can_cancel: bool
+    can_resume: bool
+    can_fork: bool
+
+
+def _outcome_state(outcome: Outcome | None) -> str:
+    if outcome is None:
+        return "pending"
+    return "error" if isinstance(outcome, Failure) else "ok"
+
+
+def _split_top(text: str) -> list[str]:
+    """`a|b(c|d)|e` -> ['a', 'b(c|d)', 'e']: a composite name's top-level children."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(depth - 1, 0)
+        if char == "|" and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def composite_parts(name: str) -> list[tuple[str, str]]:
+    """(kind, name) of each child a composite record's name lists.
+
+    The name is `kind:name|kind(inner)|...` (see `Composite.name`); a step name
+    holding `|` or `(` makes this a guess, so the callers only label with it.
+    """
+    parts: list[tuple[str, str]] = []
+    for part in _split_top(name):
+        colon, paren = part.find(":"), part.find("(")
+        if paren != -1 and (colon == -1 or paren < colon) and part.endswith(")"):
+            parts.append((part[:paren], part[paren + 1 : -1]))
+        elif colon != -1:
+            parts.append((part[:colon], part[colon + 1 :]))
+        else:
+            parts.append((part, ""))
+    return parts
+
+
+def _recv_topics(kind: str, name: str) -> list[str]:
+    if kind == "recv":
+        return [name]
+    if kind in ("race", "all"):
+        found: list[str] = []
+        for child_kind, child_name in composite_parts(name):
+            found.extend(_recv_topics(child_kind, child_name))
+        return found
+    return []
+
+
+def _part_text(outcome: Outcome) -> tuple[str, str]:
+    if isinstance(outcome, Failure):
+        return f"error {outcome.error.type_name}: {outcome.error.message}", "error"
+    return ("ok" if outcome.data is None else "ok " + short_json(outcome.data, 60)), "ok"
+
+
+def _parts(record: Record) -> list[PartView]:
+    if record.kind not in ("race", "all") or not isinstance(record.outcome, Value):
+        return []
+    names = [f"{kind} {name}".strip() for kind, name in composite_parts(record.name)]
+
+    def label(index: int) -> str:
+        return f"[{index}] {names[index]}" if index < len(names) else f"[{index}]"
+
+    try:
+        if record.kind == "race":
+            race = RaceOutcome.from_data(record.outcome.data)
+            text, state = _part_text(race.outcome)
+            views = [PartView(label(race.index), text, "won" if state == "ok" else "error")]
+            views.extend(
+                PartView(label(index), "lost: cancelled, left no trace", "lost")
+                for index in range(len(names))
+                if index != race.index
+            )
+            return views
+        every = AllOutcome.from_data(record.outcome.data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return [PartView(record.name, "the record's value is not a composite outcome", "unknown")]
+    views = []
+    for index, outcome in enumerate(every.outcomes):
+        text, state = _part_text(outcome)
+        if every.first_failure is not None and index == every.first_failure:
+            text += " (decided the All)"
+        views.append(PartView(label(index), text, state))
+    return views
+
+
+def _composite_summary(kind: str, parts: list[PartView]) -> str:
+    if kind == "race":
+        winner = parts[0]
+        return f"won by {winner.label}" if winner.state == "won" else f"{winner.label} failed"
+    failed = [part for part in parts if part.state == "error"]
+    if not failed:
+        return f"all {len(parts)} finished"
+    return f"{len(failed)} of {len(parts)} failed"
+
+
+def _step_view(record: Record, start: datetime, end: datetime, open_end: datetime) -> StepView:
+    began = _utc(record.started_at)
+    finished = _utc(record.completed_at)
+    state = _outcome_state(record.outcome)
+    bar: Bar | None = None
+    total = (end - start).total_seconds()
+    if began is not None and total > 0:
+        stop = finished or open_end
+        x = (began - start).total_seconds() / total * BAR_SCALE
+        width = max((stop - began).total_seconds(), 0.0) / total * BAR_SCALE
+        x = min(max(x, 0.0), BAR_SCALE - 2)
+        # Instant commands (Now, SetEvent) still get a visible tick.
+        bar = Bar(round(x, 2), round(min(max(width, 2.0), BAR_SCALE - x), 2), state)
+    duration = "-"
+    if began is not None and finished is not None:
+        duration = format_duration(max((finished - began).total_seconds(), 0.0))
+    elif began is not None and state == "pending":
+        duration = format_duration(max((open_end - began).total_seconds(), 0.0)) + " so far"
+    error = ErrorView.of(record.outcome.error) if isinstance(record.outcome, Failure) else None
+    parts = _parts(record)
+    outcome = outcome_summary(record)
+    value = ""
+    if parts:
+        # The parts say what the composite's raw record would, child by child.
+        outcome = _composite_summary(record.kind, parts) + (
+            f" ({record.attempts} attempts)" if record.attempts > 1 else ""
+        )
+    elif isinstance(record.outcome, Value) and record.outcome.data is not None:
+        value = pretty_json(record.outcome.data)
+    return StepView(
+        position=record.position,
+        kind=record.kind,
+        name=record.name,
+        started=when(began),
+        duration=duration,
+        outcome=outcome,
+        state=state,
+        attempts=record.attempts,
+        call_site=record.call_site,
+        wake_at=when(record.wake_at) if record.wake_at is not None and state == "pending" else "",
+        value=value,
+        error=error,
+        bar=bar,
+        parts=parts,
+    )
+
+
+def _timeline(
+    row: WorkflowRow, records: Sequence[Record], now: datetime
+) -> tuple[list[StepView], str]:
+    starts = [t for t in (_utc(r.started_at) for r in records) if t is not None]
+    created = _utc(row.created_at)
+    if created is not None:
+        starts.append(created)
+    if not starts:
+        return [_step_view(r, now, now, now) for r in records], ""
+    start = min(starts)
+    # A live run's unfinished record runs on to now; a finished run's ends with it.
+    open_end = now if not row.status.is_terminal else (_utc(row.updated_at) or now)
+    ends = [t for t in (_utc(r.completed_at) for r in records) if t is not None]
+    ends.append(open_end if any(r.is_pending for r in records) else start)
+    if row.status.is_terminal and row.updated_at is not None:
+        ends.append(_utc(row.updated_at) or start)
+    end = max(max(ends), start + timedelta(milliseconds=1))
+    span = f"{when(start)} to {when(end)} UTC ({format_duration((end - start).total_seconds())})"
+    return [_step_view(r, start, end, open_end) for r in records], span
+
+
+def _children(store: Store, workflow_id: str) -> tuple[list[ChildNode], bool]:
+    budget = [MAX_CHILDREN]
+    cut = [False]
+
+    def level(parent_id: str, depth: int) -> list[ChildNode]:
+        if depth > MAX_CHILD_DEPTH or budget[0] <= 0:
+            cut[0] = True
+            return []
+        rows = store.list_workflows(WorkflowFilter(parent_id=parent_id, limit=budget[0] + 1))
+        if len(rows) > budget[0]:
+            cut[0] = True
+            rows = rows[: budget[0]]
+        budget[0] -= len(rows)
+        return [
+            ChildNode(
+                child.workflow_id,
+                child.name,
+                child.status.value,
+                when(child.created_at),
+                level(child.workflow_id, depth + 1),
+            )
+            for child in rows
+        ]
+
+    return level(workflow_id, 1), cut[0]
+
+
+def _inbox(
+    store: Store, workflow_id: str, records: Sequence[Record], extra_topic: str | None
+) -> tuple[list[InboxView], list[str]]:
+    # The protocol peeks one topic at a time and lists no topics, so the page
+    # looks at the default topic, every topic the log receives on, and the one
+    # the operator asks for.
+    topics: list[str] = [""]
+    for record in records:
+        topics.extend(_recv_topics(record.kind, record.name))
+    if extra_topic is not None:
+        topics.append(extra_topic)
+    topics = list(dict.fromkeys(topics))
+    found: list[InboxView] = []
+    for topic in topics:
+        message = store.peek_message(workflow_id, topic)
+        if message is not None:
+            found.append(
+                InboxView(
+                    topic,
+                    message.message_id,
+                    when(message.created_at),
+                    pretty_json(message.payload),
+                )
+            )
+    return found, topics
+
+
+def _events(store: Store, workflow_id: str, records: Sequence[Record]) -> list[EventView]:
+    keys = list(dict.fromkeys(r.name for r in records if r.kind == "set_event"))
+    views = []
+    for key in keys:
+        found, value = store.get_event(workflow_id, key)
+        views.append(EventView(key, pretty_json(value) if found else "", found))
+    return views
+
+
+def _section_error(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text if isinstance(exc, ReplayKitError) and text else f"{type(exc).__name__}: {text}"
+
+
+def run_page(
+    store: Store, workflow_id: str, *, topic: str | None = None, now: datetime | None = None
+) -> RunPage | None:
+    """Everything the run's page shows; None when no run has this id.
+
+    A damaged row raises `DamagedRow` (the page says what is damaged); a log,
+    message or event that does not decode costs only its own section.
+    """
+    now = now or datetime.now(UTC)
+    row = store.get_workflow(workflow_id)
+    if row is None:
+        return None
+    records: list[Record] = []
+    log_error = ""
+    try:
+        records = store.load_log(workflow_id)
+    except ReplayKitError as exc:
+        log_error = _section_error(exc)
+    steps, span = _timeline(row, records, now)
+    inbox: list[InboxView] = []
+    topics: list[str] = []
+    inbox_error = ""
+    try:
+        inbox, topics = _inbox(store, workflow_id, records, topic)
+    except (ReplayKitError, ValueError) as exc:
+        inbox_error = _section_error(exc)
+    events: list[EventView] = []
+    events_error = ""
+    try:
+        events = _events(store, workflow_id, records)
+    except ReplayKitError as exc:
+        events_error = _section_error(exc)
+    children, cut = _children(store, workflow_id)
+    result = ""
+    error = None
+    if isinstance(row.result, Value):
+        result = pretty_json(row.result.data)
+    elif isinstance(row.result, Failure):
+        error = ErrorView.of(row.result.error)
+    return RunPage(
+        row=row,
+        created=when(row.created_at),
+        updated=when(row.updated_at),
+        started=when(row.started_at),
+        wake_at=when(row.wake_at) if row.wake_at is not None and not row.status.is_terminal else "",
+        inputs=pretty_json(row.inputs),
+        result=result,
+        error=error,
+        problem=row.error,
+        steps=steps,
+        log_error=log_error,
+        span=span,
+        children=children,
+        children_cut=cut,
+        inbox=inbox,
+        topics=topics,
+        inbox_error=inbox_error,
+        events=events,
+        events_error=events_error,
+        can_cancel=row.status in (Status.PENDING, Status.ENQUEUED, Status.PARKED),
+        can_resume=row.status in (Status.CANCELLED, Status.PARKED),
+        can_fork=not log_error,
+    )
+
+
+def damaged_text(exc: DamagedRow) -> str:
+    return " ".join(str(exc).split())
+
+
+# -- queues --------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class QueueView:
+    name: str
+    ready: int  # ENQUEUED and claimable now
+    delayed: int  # ENQUEUED with a start delay still running
+    running: int  # PENDING
+    parked: int
+    oldest_waiting: str  # when the oldest ENQUEUED run was created
+
+
+@attrs.frozen
+class QueuesPage:
+    queues: list[QueueView]
+    unqueued_running: int  # PENDING runs started directly, not from a queue
+    partial: bool  # more live runs than MAX_LIVE_RUNS: the counts are lower bounds
+
+
+def queues_page(store: Store, *, now: datetime | None = None) -> QueuesPage:
+    """Depth and running runs per queue, from the store's live runs.
+
+    A queue shows up while it has an ENQUEUED, PENDING or PARKED run: the
+    protocol keeps no list of queues apart from their runs.
+    """
+    now = now or datetime.now(UTC)
+    live = store.list_workflows(
+        WorkflowFilter(
+            status=(Status.ENQUEUED, Status.PENDING, Status.PARKED), limit=MAX_LIVE_RUNS + 1
+        )
+    )
+    partial = len(live) > MAX_LIVE_RUNS
+    counts: dict[str, dict[str, int]] = {}
+    oldest: dict[str, datetime] = {}
+    unqueued = 0
+    for row in live[:MAX_LIVE_RUNS]:
+        if row.queue is None:
+            unqueued += row.status is Status.PENDING
+            continue
+        entry = counts.setdefault(row.queue, {"ready": 0, "delayed": 0, "running": 0, "parked": 0})
+        if row.status is Status.ENQUEUED:
+            wake = _utc(row.wake_at)
+            entry["delayed" if wake is not None and wake > now else "ready"] += 1
+            created = _utc(row.created_at)
+            if created is not None and (row.queue not in oldest or created < oldest[row.queue]):
+                oldest[row.queue] = created
+        elif row.status is Status.PENDING:
+            entry["running"] += 1
+        else:
+            entry["parked"] += 1
+    queues = [
+        QueueView(
+            name,
+            entry["ready"],
+            entry["delayed"],
+            entry["running"],
+            entry["parked"],
+            when(oldest.get(name)) if name in oldest else "",
+        )
+        for name, entry in sorted(counts.items())
+    ]
+    return QueuesPage(queues, unqueued, partial)

@@ -1,0 +1,55 @@
+"""`replaykit ui`: the click command that starts the local web UI.
+
+`replaykit.cli` can add it to its group (`cli.add_command(ui)`); until then,
+`python -m replaykit.ui` runs it on its own.
+"""
+
+from __future__ import annotations
+
+import click
+
+from replaykit.errors import ReplayKitError
+from replaykit.runtime.engine import DEFAULT_URL
+from replaykit.ui._server import DEFAULT_HOST, DEFAULT_PORT, serve
+
+__all__ = ["ui"]
+
+
+@click.command("ui", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--url",
+    envvar="REPLAYKIT_URL",
+    default=DEFAULT_URL,
+    show_default=True,
+    show_envvar=True,
+    help="The store: sqlite:///path.db or postgresql://...[?schema=name].",
+)
+@click.option(
+    "--host",
+    default=DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on. Anything but loopback needs --token.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="Port to listen on (0: a free one).",
+)
+@click.option(
+    "--token",
+    envvar="REPLAYKIT_UI_TOKEN",
+    show_envvar=True,
+    help="A secret every request must carry (?token= once, then a cookie; or "
+    "Authorization: Bearer). Required off loopback.",
+)
+def ui(url: str, host: str, port: int, token: str | None) -> None:
+    """Browse runs, their timelines, children, inboxes, events and queues; cancel,
+    resume and fork them. Runs no workflow code."""
+    try:
+        serve(url, host=host, port=port, token=token or None)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except (OSError, ReplayKitError) as exc:
+        raise click.ClickException(" ".join(str(exc).split())) from exc
