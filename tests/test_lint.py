@@ -304,3 +304,8 @@ def test_cli_escapes_what_it_prints(tmp_path: Path) -> None:
     assert code == 1
     assert "\x1b" not in out
     assert "odd\\x1b[31m.py:5:11: RK101" in out
+
+
+def test_the_docs_list_every_code() -> None:
+    text = (ROOT / "docs" / "testing.md").read_text()
+    assert set(re.findall(r"^\| (RK\d{3}) \|", text, flags=re.M)) == set(RULES)
