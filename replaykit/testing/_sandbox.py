@@ -17,7 +17,8 @@ one of the session's).
 
 Calls made by the standard library or by replaykit on the body's behalf are
 let through: `logging` stamps every record with `time.time()`, and a log line in
-a workflow body is fine. The guard judges the frame that made the call.
+a workflow body is fine. The guard judges the frame that made the call, by the
+file its code is in.
 
 What it cannot see: a name bound to the original before the session started,
 `from time import time` at the top of a module being the common case (`time()`
@@ -36,6 +37,7 @@ import os
 import random
 import secrets
 import sys
+import sysconfig
 import threading
 import time
 import uuid
@@ -108,8 +110,33 @@ _CLASS_METHODS: tuple[tuple[type, str], ...] = (
     (datetime.date, "today"),  # datetime.today is this one, inherited
 )
 
-# Callers that read the clock on a body's behalf without affecting what it does.
-_TRUSTED_PACKAGES = frozenset(sys.stdlib_module_names) | {"replaykit"}
+
+def _directories(*keys: str) -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple({os.path.join(os.path.realpath(paths[key]), "") for key in keys if key in paths})
+
+
+# Callers that read the clock on a body's behalf without changing what it does (the
+# standard library's logging, replaykit itself), told by where their code lives: a
+# module's name would let a user's package called `calendar` through.
+_STDLIB = _directories("stdlib", "platstdlib")
+_SITE = _directories("purelib", "platlib")  # may lie inside the stdlib's directory
+_REPLAYKIT = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "")
+_trusted_files: dict[str, bool] = {}
+
+
+def _trusted(filename: str) -> bool:
+    verdict = _trusted_files.get(filename)
+    if verdict is None:
+        if filename.startswith("<frozen "):
+            verdict = True  # the standard library's frozen modules (os, codecs, ...)
+        else:
+            path = os.path.realpath(filename)
+            verdict = path.startswith(_REPLAYKIT) or (
+                path.startswith(_STDLIB) and not path.startswith(_SITE)
+            )
+        _trusted_files[filename] = verdict
+    return verdict
 
 
 class Owner(Protocol):
@@ -138,8 +165,7 @@ def _check(call: str, fix: str, frame: FrameType | None) -> None:
     context = _current.get()
     if context is None or frame is None:
         return
-    package = frame.f_globals.get("__name__", "").partition(".")[0]
-    if package in _TRUSTED_PACKAGES:
+    if _trusted(frame.f_code.co_filename):
         return
     with _lock:
         owners = list(_owners)
