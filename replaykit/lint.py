@@ -412,7 +412,11 @@ class _Module:
                 return self.aliases[name]
             if self.star_from_replaykit and name in _COMMANDS | {"workflow"}:
                 return f"replaykit.{name}"
-            if name in _BUILTIN_NAMES and name not in self.defined:
+            if name in self.defined:
+                # The module's own object, even when named like a module (`random =
+                # Random(7)` at the top): nothing in the tables.
+                return f"<module>.{name}"
+            if name in _BUILTIN_NAMES:
                 return f"builtins.{name}"
             return name
         if isinstance(node, ast.Attribute):

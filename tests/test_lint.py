@@ -309,3 +309,21 @@ def test_cli_escapes_what_it_prints(tmp_path: Path) -> None:
 def test_the_docs_list_every_code() -> None:
     text = (ROOT / "docs" / "testing.md").read_text()
     assert set(re.findall(r"^\| (RK\d{3}) \|", text, flags=re.M)) == set(RULES)
+
+
+def test_a_module_level_object_named_like_a_module_is_not_that_module() -> None:
+    assert codes(
+        """
+        from random import Random as Generator
+        from replaykit import workflow
+
+        random = Generator(7)
+
+        def open(name):
+            return name
+
+        @workflow
+        def wf():
+            yield open(random.random())
+        """
+    ) == []
