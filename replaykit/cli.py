@@ -14,8 +14,8 @@ it works on the store alone and starts no Engine, which would heartbeat as an
 executor, claim queue runs, fire schedules and recover runs. `resume` and `fork`
 only mark a run PENDING for the executor id and app version that should run it:
 the code that can run it lives in the application, whose engine takes the run on
-its next recovery. `replay` imports the module the user names, and runs none of
-its steps.
+its next recovery. `replay` and `inspect` import the module the user names and
+replay a workflow's body, running none of its steps; `lint` only reads files.
 
 Exit codes: 0 success; 1 an operation failed (unknown id, unreachable store, a
 replay that diverges); 2 bad usage or bad input (options, files, `module:workflow`).
