@@ -312,8 +312,9 @@ def test_the_docs_list_every_code() -> None:
 
 
 def test_a_module_level_object_named_like_a_module_is_not_that_module() -> None:
-    assert codes(
-        """
+    assert (
+        codes(
+            """
         from random import Random as Generator
         from replaykit import workflow
 
@@ -326,4 +327,6 @@ def test_a_module_level_object_named_like_a_module_is_not_that_module() -> None:
         def wf():
             yield open(random.random())
         """
-    ) == []
+        )
+        == []
+    )
