@@ -12,7 +12,6 @@ save runs.png, run.png and queues.png. Needs `replaykit[test]` and
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import tempfile
 import time
@@ -23,10 +22,7 @@ from typing import Any
 
 from replaykit import All, Call, Engine, Queue, Race, Recv, SetEvent, Sleep, Step, workflow
 
-__all__ = ["CHROMEDRIVER", "CHROMIUM", "browser", "populate"]
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+__all__ = ["main", "populate"]
 
 
 class CarrierUnavailable(Exception):
@@ -149,34 +145,6 @@ def populate(engine: Engine) -> dict[str, str]:
     return {"failed": "order-1003", "waiting": "order-1002", "parent": "batch-17"}
 
 
-def browser(width: int = 1360, height: int = 900) -> Any:
-    """Headless Debian chromium through its own chromedriver; nothing is downloaded."""
-    # Selenium Manager would otherwise look for (and fetch) a driver of its own.
-    os.environ.setdefault("SE_AVOID_STATS", "true")
-    os.environ.setdefault("SE_OFFLINE", "true")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    profile = tempfile.mkdtemp(prefix="replaykit-ui-chromium-")
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-        f"--window-size={width},{height}",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-
-
 def _shoot(driver: Any, url: str, path: Path, *, full: bool = False) -> None:
     driver.get(url)
     if full:
@@ -191,27 +159,23 @@ def main(argv: list[str]) -> int:
     out = Path(argv[0] if argv else "docs/images")
     out.mkdir(parents=True, exist_ok=True)
     from replaykit.ui._app import create_app
+    from replaykit.ui._browser import browser
     from replaykit.ui._server import running
 
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{folder}/shop.db"
-        driver = browser()
-        try:
-            with Engine(url, queues=["shipping"], poll_interval=0.05) as engine:
-                ids = populate(engine)
-                app = create_app(engine.store, store_label="sqlite:///shop.db")
-                with running(app) as base:
-                    _shoot(driver, f"{base}/runs", out / "runs.png")
-                    _shoot(driver, f"{base}/run?id={ids['failed']}", out / "run.png", full=True)
-                    _shoot(
-                        driver,
-                        f"{base}/run?id={ids['parent']}",
-                        out / "run-children.png",
-                        full=True,
-                    )
-                    _shoot(driver, f"{base}/queues", out / "queues.png")
-        finally:
-            driver.quit()
+        with (
+            browser() as driver,
+            Engine(url, queues=["shipping"], poll_interval=0.05) as engine,
+        ):
+            ids = populate(engine)
+            app = create_app(engine.store, store_label="sqlite:///shop.db")
+            with running(app) as base:
+                run = f"{base}/run?id="
+                _shoot(driver, f"{base}/runs", out / "runs.png")
+                _shoot(driver, run + ids["failed"], out / "run.png", full=True)
+                _shoot(driver, run + ids["parent"], out / "run-children.png", full=True)
+                _shoot(driver, f"{base}/queues", out / "queues.png")
     for name in ("runs.png", "run.png", "run-children.png", "queues.png"):
         print(out / name)
     return 0

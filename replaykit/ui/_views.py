@@ -36,6 +36,7 @@ __all__ = [
     "StepView",
     "composite_parts",
     "count_runs",
+    "damaged_text",
     "queues_page",
     "run_page",
     "runs_page",
