@@ -311,6 +311,7 @@ def worker_argv(
     poll_interval: float = 0.2,
     lease_seconds: float = 30.0,
     recover: bool = True,
+    executor_wait: float | None = None,
 ) -> list[str]:
     """The command line of a `reliability._worker` process."""
     argv = [
@@ -336,6 +337,8 @@ def worker_argv(
         argv += ["--queues", ",".join(queues)]
     if not recover:
         argv.append("--no-recover")
+    if executor_wait is not None:
+        argv += ["--executor-wait", str(executor_wait)]
     return argv
 
 

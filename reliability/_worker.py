@@ -32,11 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plan", type=Path, help="JSON: {'start': [...], 'send': [...]}")
     parser.add_argument("--until-done", action="store_true")
     parser.add_argument("--go", type=Path, help="wait for this file before opening the engine")
-    parser.add_argument("--queues", help="comma-separated queues to drain (default: none)")
+    parser.add_argument(
+        "--queues", help="comma-separated queues to drain, or * for all (default: none)"
+    )
     parser.add_argument("--poll-interval", type=float, default=0.2)
     parser.add_argument("--lease-seconds", type=float, default=30.0)
     parser.add_argument("--no-recover", action="store_true")
     parser.add_argument("--done-timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--executor-wait", type=float, default=10.0, help="how long to wait for a held id"
+    )
     args = parser.parse_args(argv)
 
     import reliability._apps  # noqa: F401 - registers the workflows and queues
@@ -57,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.go is not None:
         while not args.go.exists():
             time.sleep(0.002)
-    queues = [] if not args.queues else args.queues.split(",")
+    # "*": every registered queue, and the takeovers of dead engines' runs that
+    # only an engine taking queue work does; none: a producer.
+    queues = None if args.queues == "*" else [] if not args.queues else args.queues.split(",")
     engine = Engine(
         store,
         executor_id=args.executor_id,
@@ -66,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         lease_seconds=args.lease_seconds,
         queues=queues,
         recover=not args.no_recover,
+        executor_wait=args.executor_wait,
     )
     ledger.write(ev="launch", who=args.executor_id)
     try:

@@ -2,10 +2,16 @@
 
 The driver writes R runs as `PENDING` for one executor id and version, as a
 process that died would leave them, and then starts P processes with that same
-executor id and version at one instant (they wait on a go file). Each recovers
-the runs on start. Every position must still run at most once beyond the
-at-least-once window (no process is killed, so there is no window): two live
-engines must never execute one run at once (docs/design.md, "Recovery").
+executor id and version at one instant (they wait on a go file). One of them
+holds the id and recovers the runs; the others wait for the id (as a rolling
+deploy's new process waits for the old one) and find nothing left to run.
+Every position must still run at most once beyond the at-least-once window (no
+process is killed, so there is no window): two live engines must never execute
+one run at once (docs/design.md, "Recovery").
+
+In a second part (`--ids many`), the runs belong to a dead executor whose
+heartbeat is old, and P processes with ids of their own take them over at
+once: each run moves to one of them only.
 
     python -m reliability.recoverers [--smoke] [--seed N] [--processes P] [--stores ...]
 """
@@ -38,20 +44,23 @@ from reliability._plan import random_script
 __all__ = ["main", "pending_runs"]
 
 EXECUTOR = "rel-shared"
+DEAD = "rel-dead"
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--processes", type=int, help="recoverers at once (smoke 3, full 4)")
     parser.add_argument("--stores", default="postgres,sqlite")
+    parser.add_argument("--ids", default="one,many", help="one shared id, many ids, or both")
 
 
 def main(argv: list[str] | None = None) -> int:
     sc = Scenario("recoverers", __doc__ or "", add_arguments=_arguments, argv=argv)
     for store in sc.args.stores.split(","):
-        verdict = sc.report.part(store)
-        if store == "postgres" and not sc.need_postgres(verdict):
-            continue
-        run_part(sc, verdict, store)
+        for ids in sc.args.ids.split(","):
+            verdict = sc.report.part(f"{store}, {ids} executor id(s)")
+            if store == "postgres" and not sc.need_postgres(verdict):
+                continue
+            run_part(sc, verdict, store, shared_id=ids == "one")
     return sc.finish()
 
 
@@ -77,10 +86,13 @@ def pending_runs(store: Any, runs: list[dict[str, Any]], executor_id: str) -> No
         store.create_workflow(row)
 
 
-def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:
+def run_part(sc: Scenario, verdict: Verdict, store_kind: str, *, shared_id: bool) -> None:
+    from datetime import timedelta
+
+    from replaykit.runtime.clock import SystemClock
     from replaykit.stores import open_store
 
-    work = sc.workdir / store_kind
+    work = sc.workdir / f"{store_kind}-{'one' if shared_id else 'many'}"
     work.mkdir()
     ledger = Ledger(work / "ledger.jsonl")
     processes = sc.args.processes or sc.size(3, 4)
@@ -102,11 +114,28 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:
             url = f"sqlite:///{work / 'recoverers.db'}"
         store = open_store(url)
         stack.callback(store.close)
-        pending_runs(store, runs, EXECUTOR)
+        if shared_id:
+            pending_runs(store, runs, EXECUTOR)
+        else:
+            # A dead engine's runs: its heartbeat stopped long ago and nothing holds its id.
+            pending_runs(store, runs, DEAD)
+            store.heartbeat(DEAD, APP_VERSION, SystemClock().now() - timedelta(hours=1))
         procs = stack.enter_context(Processes(work, env={LEDGER_ENV: str(ledger.path)}))
         workers = [
             procs.spawn(
-                worker_argv(url=url, executor_id=EXECUTOR, plan=plan_path, until_done=True, go=go),
+                worker_argv(
+                    url=url,
+                    executor_id=EXECUTOR if shared_id else f"{EXECUTOR}-{n}",
+                    plan=plan_path,
+                    until_done=True,
+                    go=go,
+                    queues=None if shared_id else ["*"],
+                    # Taking over is what this part is about: a lease of a second.
+                    lease_seconds=30.0 if shared_id else 1.0,
+                    poll_interval=0.2 if shared_id else 0.05,
+                    # The ones that find the id held wait for it to come free.
+                    executor_wait=sc.size(60, 300),
+                ),
                 name=f"recoverer-{n}",
             )
             for n in range(processes)
@@ -131,7 +160,9 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:
             "every recoverer ends with every run finished",
             f"exit codes {codes}",
         )
-        verdict.figure("recoverers (one executor id)", processes)
+        verdict.figure(
+            "recoverers (one executor id)" if shared_id else "recoverers (an id each)", processes
+        )
         verdict.figure("seconds", round(time.monotonic() - started, 1))
         lines = ledger.read()
         check_runs(verdict, store, runs, lines, [])
@@ -148,8 +179,12 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:
         if twice:
             verdict.note(
                 f"{WINDOW!r} broke {len(twice)} times with no kill and no crash: {processes} live "
-                f"engines with executor id {EXECUTOR!r} each recovered the same PENDING runs and "
-                "executed them at once"
+                + (
+                    f"engines with executor id {EXECUTOR!r} each recovered the same PENDING runs"
+                    if shared_id
+                    else f"engines each took over the same runs of dead executor {DEAD!r}"
+                )
+                + " and executed them at once"
             )
 
 

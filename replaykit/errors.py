@@ -199,18 +199,21 @@ class RecordConflict(StoreError):
 class ExecutorIdInUse(StoreError):
     """Another live engine holds this executor id, and it stayed held for the whole wait.
 
-    An executor id names one live engine at a time: it owns that id's runs, and
-    recovers them when it starts. `holder` says what the store knows of the other
-    engine (host, process, since when), or is empty.
+    An executor id names one live engine per application version at a time: it
+    owns that id's runs of the version, and recovers them when it starts.
+    `holder` says what the store knows of the other engine (host, process, since
+    when), or is empty.
     """
 
-    def __init__(self, executor_id: str, holder: str, waited: float) -> None:
+    def __init__(self, executor_id: str, app_version: str, holder: str, waited: float) -> None:
         self.executor_id = executor_id
+        self.app_version = app_version
         self.holder = holder
         self.waited = waited
         where = f" ({holder})" if holder else ""
         super().__init__(
-            f"executor id {executor_id!r} is held by another live engine{where}, still after "
+            f"executor id {executor_id!r} (application version {app_version!r}) is held by "
+            f"another live engine{where}, still after "
             f"waiting {waited:g}s; two engines with one executor id would both run its runs. "
             "Give each live engine its own executor id (Engine(executor_id=...), e.g. the "
             "host name and a process number), or stop the other engine first; to wait longer "

@@ -56,13 +56,7 @@ SMOKES = [
     Smoke("queue_kills", ("--stores", "postgres")),
     Smoke("sigterm", ("--phase", "step,queued-step,all")),
     Smoke("bad_input"),
-    Smoke(
-        "recoverers",
-        fault="two live engines with one executor id both recover and execute the same "
-        "PENDING runs: each step runs once per engine (docs/design.md, Recovery: 'two live "
-        "engines never execute one run at once, whatever their executor ids')",
-        breaks=frozenset({WINDOW}),
-    ),
+    Smoke("recoverers"),
     Smoke(
         "idempotent_start",
         ("--phase", "conflicts"),

@@ -18,6 +18,7 @@ from replaykit.errors import StoreUnavailable
 from replaykit.log import Status
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
+from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["CLAIM_SPACING", "Claims"]
@@ -40,6 +41,8 @@ Dispatch = Callable[[str, WorkflowRow | None, bool], None]
 class Claims:
     """Queue claiming, the heartbeat and takeovers, with the state they need.
 
+    A producer (`queue_names` empty) claims nothing and takes no run over.
+
     `dispatch(workflow_id, row, fresh)` starts an activation of what was
     claimed (`row` as claimed, `fresh` when it has no log yet); `forget(id)`
     is told about runs taken over, whose cached state may be stale.
@@ -58,8 +61,11 @@ class Claims:
         poll_interval: float,
         dispatch: Dispatch,
         forget: Callable[[str], None],
+        hold: ExecutorHold,
     ) -> None:
         self.store = store
+        self._hold = hold
+        self._hold_lost = False
         self.clock = clock
         self.executor_id = executor_id
         self.app_version = app_version
@@ -208,7 +214,13 @@ class Claims:
 
     def _beat(self) -> None:
         now = self.clock.now()
+        if not self._keep_hold():
+            return
         self.store.heartbeat(self.executor_id, self.app_version, now)
+        if self._queue_names == []:
+            # A producer: it runs what it starts and nothing else, not even the
+            # runs of a dead engine.
+            return
         for workflow_id in self.store.take_over(
             executor_id=self.executor_id,
             app_version=self.app_version,
@@ -217,6 +229,26 @@ class Claims:
         ):
             log.warning("took over workflow id %r from a dead engine", workflow_id)
             self._adopt(workflow_id)
+
+    def _keep_hold(self) -> bool:
+        """Whether this engine still holds its executor id (a server restart drops the lock)."""
+        if self._hold.keep():
+            if self._hold_lost:
+                self._hold_lost = False
+                log.warning("engine holds executor id %r again", self.executor_id)
+            return True
+        if not self._hold_lost:
+            self._hold_lost = True
+            # Another engine took the id while this one's connection was down:
+            # both now own the id's runs. Nothing here can undo that; say it loudly.
+            log.error(
+                "engine lost its hold on executor id %r to another engine (%s) while its "
+                "connection was down; two engines with one executor id may run the same runs. "
+                "Stop one of them, and give each engine its own executor id",
+                self.executor_id,
+                self.store.executor_holder(self.executor_id, self.app_version) or "no details",
+            )
+        return False
 
     def _adopt(self, workflow_id: str) -> None:
         row = self.store.get_workflow(workflow_id)

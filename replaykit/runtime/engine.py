@@ -27,6 +27,7 @@ from replaykit.commands import as_seconds
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     DuplicateDedupId,
+    ExecutorIdInUse,
     PayloadTooLarge,
     StoreUnavailable,
     UnknownWorkflowError,
@@ -46,6 +47,7 @@ from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
 from replaykit.runtime.schedules import Schedule, ScheduleLoop, registered_schedules
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores import open_store
+from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -117,6 +119,12 @@ class Engine:
     `Engine("postgresql://...")` or `Engine(store)` pick another store.
     Async step bodies run on `step_loop` when given (`AsyncEngine` passes the
     application's running loop), else on a private loop the engine starts.
+
+    `executor_id` names this engine to the store: it owns the runs it starts
+    and recovers that id's unfinished runs of its `app_version` at launch. One
+    live engine holds an id and version at a time; another such engine waits up
+    to `executor_wait` seconds for it to stop, then raises `ExecutorIdInUse`.
+    (Engines of two versions may share an id, as in a rolling deploy.)
     """
 
     def __init__(
@@ -140,10 +148,18 @@ class Engine:
         entropy: Entropy | None = None,
         max_cached_runs: int = DEFAULT_MAX_CACHED_RUNS,
         step_loop: asyncio.AbstractEventLoop | None = None,
+        executor_wait: float = 10.0,
     ) -> None:
+        if executor_wait < 0:
+            raise ValueError(f"executor_wait must be >= 0 seconds, not {executor_wait}")
         self.store: Store = open_store_for(target)
         self.executor_id = executor_id
         self.app_version = app_version or app_version_of(registered().values())
+        try:
+            self._hold = self._hold_executor_id(executor_wait)
+        except BaseException:
+            self.store.close()
+            raise
         self.strict = strict
         self.clock: Clock = clock or SystemClock()
         self.max_recovery_attempts = max_recovery_attempts
@@ -181,6 +197,7 @@ class Engine:
                 workflow_id, row=row, fresh=fresh
             ),
             forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
+            hold=self._hold,
         )
         self.scheduler = Scheduler(
             store=self.store,
@@ -225,6 +242,41 @@ class Engine:
 
     # -- lifecycle -------------------------------------------------------------------
 
+    def _hold_executor_id(self, wait: float) -> ExecutorHold:
+        """Hold this engine's executor id, waiting up to `wait` seconds for its holder to stop.
+
+        One live engine per executor id and application version: it owns the
+        id's runs of that version and recovers them at launch, so a second one
+        would run them at the same time.
+        """
+        deadline = time.monotonic() + wait
+        told = False
+        while True:
+            # Through a dropped connection, as every launch-time store call.
+            hold = call_with_retries(
+                lambda: self.store.hold_executor(self.executor_id, self.app_version),
+                stop=lambda: False,
+            )
+            if hold is not None:
+                if told:
+                    log.info("engine holds executor id %r now", self.executor_id)
+                return hold
+            holder = self.store.executor_holder(self.executor_id, self.app_version)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ExecutorIdInUse(self.executor_id, self.app_version, holder, wait)
+            if not told:
+                told = True
+                log.warning(
+                    "executor id %r (application version %r) is held by another live engine "
+                    "(%s); waiting up to %gs for it to stop (Engine(executor_wait=...))",
+                    self.executor_id,
+                    self.app_version,
+                    holder or "no details",
+                    wait,
+                )
+            time.sleep(min(0.2, left))
+
     def __enter__(self) -> Engine:
         return self
 
@@ -256,6 +308,8 @@ class Engine:
                 self.store.release(self.executor_id)
             except Exception as exc:  # a store outage must not turn close() into a crash
                 log.warning("could not release queue runs on close: %s", exc)
+        # Last: the next engine with this id may recover its runs from now on.
+        self._hold.release()
         self.store.close()
 
     @property

@@ -44,6 +44,7 @@ import attrs
 
 from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores._holds import ExecutorHold
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -262,10 +263,28 @@ class Store(Protocol):
     ) -> list[str]:
         """Give `executor_id` the PENDING runs of `app_version` owned by dead executors.
 
-        Dead: an executor whose last heartbeat is older than `lease_seconds`.
-        Runs move in one transaction; their old owner's later writes are then
-        refused (fencing). Returns the ids taken over.
+        Dead: an executor whose last heartbeat is older than `lease_seconds`
+        and whose id no live engine of `app_version` holds (`hold_executor`):
+        a late heartbeat alone never moves a live engine's runs. Runs move in one transaction;
+        their old owner's later writes are then refused (fencing). Returns the
+        ids taken over.
         """
+        ...
+
+    def hold_executor(self, executor_id: str, app_version: str) -> ExecutorHold | None:
+        """Hold `executor_id` for an engine of `app_version` until released; None if held.
+
+        At most one hold on an (id, version) exists at a time, across processes
+        and machines sharing the store: engines of two versions may share an id
+        (a rolling deploy), as each recovers only its own version's runs. A hold
+        ends with `release()` or with the holding process (its lock is dropped
+        by the OS or the server), so an engine restarted after a crash gets its
+        id back at once.
+        """
+        ...
+
+    def executor_holder(self, executor_id: str, app_version: str) -> str:
+        """What the store knows of the engine holding the id (host, pid, since), or ""."""
         ...
 
     def release(self, executor_id: str) -> list[str]:

@@ -25,6 +25,7 @@ from replaykit.stores._checks import (
     storable_error,
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._holds import ExecutorHold, LocalHolds
 from replaykit.stores._many import writes_of
 from replaykit.stores._rules import (
     LIVE_STATUSES,
@@ -72,6 +73,7 @@ class MemoryStore:
         self._order: dict[str, int] = {}
         self._subscribers = Subscribers()
         self._heartbeats: dict[str, tuple[str, datetime]] = {}
+        self._holds = LocalHolds()
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self._subscribers.add(callback)
@@ -227,7 +229,9 @@ class MemoryStore:
             dead = {
                 executor
                 for executor, (_version, seen) in self._heartbeats.items()
-                if executor != executor_id and (now - seen).total_seconds() > lease_seconds
+                if executor != executor_id
+                and (now - seen).total_seconds() > lease_seconds
+                and not self._holds.held(executor, app_version)
             }
             taken = []
             for workflow_id, row in list(self._rows.items()):
@@ -241,6 +245,13 @@ class MemoryStore:
                     )
                     taken.append(workflow_id)
             return taken
+
+    def hold_executor(self, executor_id: str, app_version: str) -> ExecutorHold | None:
+        check_names(executor_id=executor_id, app_version=app_version)
+        return self._holds.hold(executor_id, app_version)
+
+    def executor_holder(self, executor_id: str, app_version: str) -> str:
+        return self._holds.holder(executor_id, app_version)
 
     def release(self, executor_id: str) -> list[str]:
         check_names(executor_id=executor_id)

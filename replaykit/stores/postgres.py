@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import socket
 import threading
 import urllib.parse
 import uuid
@@ -48,6 +50,7 @@ from replaykit.stores._checks import (
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores._holds import ExecutorHold
 from replaykit.stores._many import (
     Answers,
     answered,
@@ -108,6 +111,16 @@ _MIGRATION_LOCK_TIMEOUT = "15s"
 _NOTIFY_MAX_KEY = 7900
 # What a notification can be about; an origin (12 hex digits) is never one of these.
 _NOTE_KINDS = frozenset({"message", "event", "finished", "enqueued", "resumed"})
+
+# An executor id's advisory-lock key, computed by the server from the row's
+# executor_id as `PostgresStore._executor_key` computes it in Python. A take-over
+# takes it for its transaction: a live engine holds it for its session, so its
+# runs are never moved, however late its heartbeat.
+_EXECUTOR_KEY_SQL = (
+    "('x' || encode(substr(sha256(%(key_prefix)s::bytea || convert_to(executor_id, 'UTF8') "
+    "|| %(key_separator)s::bytea || convert_to(%(version)s, 'UTF8')), 1, 8), 'hex'))"
+    "::bit(64)::bigint"
+)
 
 _WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
@@ -728,6 +741,44 @@ def _notify_count(kind: str, source: str) -> str:
     )
 
 
+class _ServerHold:
+    """An executor id held by a session advisory lock, on a connection of its own.
+
+    The server drops the lock when that session ends, so a crashed engine's
+    id comes free by itself; one whose connection was lost (a server restart)
+    takes the lock again at its next `keep()`, unless another engine took the
+    id meanwhile.
+    """
+
+    def __init__(self, store: PostgresStore, key: int, conn: psycopg.Connection[Any]) -> None:
+        self._store = store
+        self._key = key
+        self._conn: psycopg.Connection[Any] | None = conn
+        self._released = False
+        self._lock = threading.Lock()
+
+    def keep(self) -> bool:
+        with self._lock:
+            if self._released:
+                return False
+            if self._conn is not None and not self._conn.closed:
+                try:
+                    self._conn.execute("SELECT 1")
+                    return True
+                except psycopg.Error:
+                    self._conn.close()
+            self._conn = None
+            self._conn = self._store._lock_executor(self._key)
+            return self._conn is not None
+
+    def release(self) -> None:
+        with self._lock:
+            self._released = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()  # ending the session drops its advisory lock
+
+
 class _Listener:
     """LISTENs on one channel from its own thread and connection, reconnecting forever."""
 
@@ -842,6 +893,7 @@ class PostgresStore:
         # the ones this instance sent: it told its own subscribers at commit.
         self._origin = uuid.uuid4().hex[:12] + ":"
         self._s = sql.Identifier(schema).as_string(None)
+        self._executor_prefix = f"replaykit\x00{schema}\x00executor\x00".encode()
         self._statements: dict[_RecordShape, str] = {}
         self._batch_statement = _batch_record_statement(self._s)
         self._finish_statement = _batch_finish_statement(self._s)
@@ -1412,8 +1464,9 @@ class PostgresStore:
                 "UPDATE {s}.workflows w SET executor_id = %(executor)s, updated_at = %(now)s "
                 "FROM (SELECT workflow_id FROM {s}.workflows "
                 "WHERE status = 'PENDING' AND app_version = %(version)s AND executor_id IN ("
-                "SELECT executor_id FROM {s}.heartbeats "
-                "WHERE executor_id <> %(executor)s AND seen_at < %(cutoff)s) "
+                "SELECT executor_id FROM {s}.heartbeats WHERE CASE "
+                "WHEN executor_id <> %(executor)s AND seen_at < %(cutoff)s "
+                f"THEN pg_try_advisory_xact_lock({_EXECUTOR_KEY_SQL}) ELSE false END) "
                 f"{_IN_ID_ORDER}) AS dead WHERE w.workflow_id = dead.workflow_id "
                 "RETURNING w.workflow_id, w.created_at"
             ),
@@ -1422,10 +1475,83 @@ class PostgresStore:
                 "now": now,
                 "version": app_version,
                 "cutoff": now - timedelta(seconds=lease_seconds),
+                "key_prefix": self._executor_prefix,
+                "key_separator": b"\x00",
             },
             prepare=_PLAN_EACH_TIME,
         )
         return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+    def hold_executor(self, executor_id: str, app_version: str) -> ExecutorHold | None:
+        check_names(executor_id=executor_id, app_version=app_version)
+        self._check_open()
+        key = self._executor_key(executor_id, app_version)
+        conn = self._lock_executor(key)
+        return None if conn is None else _ServerHold(self, key, conn)
+
+    def _lock_executor(self, key: int) -> psycopg.Connection[Any] | None:
+        """A new session holding the advisory lock `key`, or None if another session holds it."""
+        try:
+            conn = psycopg.connect(
+                self._url,
+                autocommit=True,
+                connect_timeout=max(int(self._connect_timeout), 1),
+                # Read by `executor_holder` for whoever finds the id held; the pid
+                # is read now, not at import, for processes that fork.
+                application_name=f"replaykit engine: host {socket.gethostname()}, "
+                f"pid {os.getpid()}"[:63],
+            )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(
+                f"cannot connect to PostgreSQL at {self._safe_url} to hold an executor id: "
+                f"{str(exc).strip().replace(self._url, self._safe_url)}"
+            ) from exc
+        try:
+            # The server learns of a vanished client machine by keepalives only;
+            # these bound how long a dead engine's id stays held to about 25 s.
+            conn.execute(
+                "SELECT set_config('tcp_keepalives_idle', '10', false), "
+                "set_config('tcp_keepalives_interval', '5', false), "
+                "set_config('tcp_keepalives_count', '3', false)"
+            )
+            got = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreUnavailable(
+                f"PostgreSQL at {self._safe_url} failed while holding an executor id: {exc}"
+            ) from exc
+        if got is None or not got[0]:
+            conn.close()
+            return None
+        return conn
+
+    def _executor_key(self, executor_id: str, app_version: str) -> int:
+        """The advisory-lock key of an executor id and version; `_EXECUTOR_KEY_SQL` agrees."""
+        digest = hashlib.sha256(
+            self._executor_prefix + executor_id.encode() + b"\x00" + app_version.encode()
+        ).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def executor_holder(self, executor_id: str, app_version: str) -> str:
+        check_names(executor_id=executor_id, app_version=app_version)
+        key = self._executor_key(executor_id, app_version)
+        found = self._one(
+            "SELECT a.application_name, host(a.client_addr), a.backend_start "
+            "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 "
+            "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
+            "AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid",
+            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+        )
+        if found is None:
+            return ""
+        name, client, since = found
+        parts = [str(name or "an unnamed session")]
+        if client:
+            parts.append(f"client address {client}")
+        if since is not None:
+            parts.append(f"connected since {since.isoformat(timespec='seconds')}")
+        return ", ".join(parts)
 
     def release(self, executor_id: str) -> list[str]:
         check_names(executor_id=executor_id)

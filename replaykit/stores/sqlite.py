@@ -38,6 +38,7 @@ from replaykit.stores._checks import (
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
+from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
 from replaykit.stores._many import (
     Answers,
     answered,
@@ -478,6 +479,13 @@ class SqliteStore:
         # A private in-memory database exists only inside its one connection,
         # so readers cannot have connections of their own.
         self._in_memory = self._path == ":memory:" or self._path == ""
+        # A database in memory or behind a URI has no file to lock beside it:
+        # its executor holds exclude engines of this process only.
+        self._holds: LocalHolds | FileHolds = (
+            LocalHolds()
+            if self._in_memory or self._path.startswith("file:")
+            else FileHolds(os.path.abspath(self._path))
+        )
         self._write_lock = threading.RLock()
         self._inside_body = threading.local()
         self._group: GroupCommit[Callable[[sqlite3.Connection], Any]] = GroupCommit(
@@ -909,17 +917,46 @@ class SqliteStore:
             _to_micros(now - timedelta(seconds=lease_seconds)),
         )
 
+        # Each dead id stays locked until the move commits, so that an engine
+        # starting under that id meanwhile waits, and then finds its runs gone.
+        probes: dict[str, Callable[[], None] | None] = {}
+
         def move(conn: sqlite3.Connection) -> list[str]:
+            stale = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT executor_id FROM heartbeats WHERE executor_id != ? AND seen_at < ?",
+                    params[3:],
+                )
+            ]
+            for stale_id in stale:
+                if stale_id not in probes:
+                    probes[stale_id] = self._holds.probe(stale_id, app_version)
+            dead = [stale_id for stale_id in stale if probes[stale_id] is not None]
+            if not dead:
+                return []
             rows = conn.execute(
                 "UPDATE workflows SET executor_id = ?, updated_at = ? "
-                "WHERE status = 'PENDING' AND app_version = ? AND executor_id IN ("
-                "SELECT executor_id FROM heartbeats WHERE executor_id != ? AND seen_at < ?) "
-                "RETURNING workflow_id, created_at",
-                params,
+                "WHERE status = 'PENDING' AND app_version = ? AND executor_id IN "
+                f"({', '.join('?' * len(dead))}) RETURNING workflow_id, created_at",
+                (*params[:3], *dead),
             ).fetchall()
             return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
 
-        return self._write(move)
+        try:
+            return self._write(move)
+        finally:
+            for unlock in probes.values():
+                if unlock is not None:
+                    unlock()
+
+    def hold_executor(self, executor_id: str, app_version: str) -> ExecutorHold | None:
+        check_names(executor_id=executor_id, app_version=app_version)
+        self._check_open()
+        return self._holds.hold(executor_id, app_version)
+
+    def executor_holder(self, executor_id: str, app_version: str) -> str:
+        return self._holds.holder(executor_id, app_version)
 
     def release(self, executor_id: str) -> list[str]:
         check_names(executor_id=executor_id)

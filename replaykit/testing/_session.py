@@ -270,8 +270,19 @@ class KitClock(VirtualClock):
 
 
 #: Store methods that change nothing; every other method is journaled as a write.
+#: Executor holds are among them: a hold belongs to its live process, not to the
+#: store's data, and a replayed journal must not hold an id for nobody.
 _READS = frozenset(
-    {"get_workflow", "list_workflows", "load_log", "peek_message", "get_event", "subscribe"}
+    {
+        "get_workflow",
+        "list_workflows",
+        "load_log",
+        "peek_message",
+        "get_event",
+        "subscribe",
+        "hold_executor",
+        "executor_holder",
+    }
 )
 #: What the engine of a crashed process sees until it is closed: no runs, nothing to
 #: claim or take over. Its activations end at their first read, and its background
