@@ -316,10 +316,12 @@ def _phase_send(
             f"{'finished' if not left else 'is still waiting'}, and a message is left over in "
             f"its inbox after {count} were received: {inbox[:1]} (the retry sent it again)",
         )
-    elif False in answers:
-        verdict.note(
+    else:
+        verdict.check(
+            False not in answers,
+            "a keyed send whose acknowledgement was lost reports its delivery",
             f"engine.send answered False {answers.count(False)} time(s) for a keyed message it "
-            "had delivered (its first attempt used the key; the retry found it used)"
+            "had delivered (its first attempt used the key; the retry found it used)",
         )
     check_runs(verdict, direct, [run], _lines_of(ledger, wid), extra_topics={wid: ["m"]})
 

@@ -372,6 +372,24 @@ def test_a_lost_acknowledgement_neither_duplicates_a_send_nor_strands_a_start(
         assert engine.run(starts_a_child, timeout=20) == "child:done"
 
 
+def test_a_keyed_send_whose_acknowledgement_was_lost_reports_its_delivery(
+    store_url: str,
+) -> None:
+    """Torture report, issue 13, fault 2: with a key, the retry of a send whose first
+    attempt committed answered "duplicate"; the caller was told nothing was delivered."""
+    from replaykit.stores import open_store
+
+    store = open_store(store_url)
+    with Engine(store, poll_interval=30) as engine:
+        handle = engine.start(inbox_only, workflow_id="keyed-lost-ack")
+        store.send_message = _acknowledgement_lost_once(store.send_message)  # type: ignore[method-assign]
+        assert engine.send("keyed-lost-ack", "one", "in", idempotency_key="order-7") is True
+        # Another call with that key is the duplicate, and delivers nothing.
+        assert engine.send("keyed-lost-ack", "again", "in", idempotency_key="order-7") is False
+        assert handle.result(timeout=20) == 3  # "one"
+        assert store.peek_message("keyed-lost-ack", "in") is None  # "again" never arrived
+
+
 @workflow
 def child_says_done() -> Generator[Any, Any, str]:
     yield Now()
@@ -508,4 +526,12 @@ def test_a_close_does_not_wait_out_a_retry_back_off(tmp_path: Any) -> None:
     engine.close()
     assert time.monotonic() - started < 5
     with Engine(url) as again:
-        assert again.handle("backing-off").result(timeout=20) == "second attempt"
+        # The back-off is a durable timer: the recovered run waits for the recorded due
+        # time (30 s after the first attempt failed), with its one attempt counted.
+        time.sleep(0.3)
+        [record] = again.store.load_log("backing-off")
+        assert record.outcome is None and record.attempts == 1
+        assert record.wake_at is not None and record.started_at is not None
+        assert (record.wake_at - record.started_at).total_seconds() >= 30
+        assert len(BACKING_OFF) == 1
+        assert again.handle("backing-off").status() is Status.PENDING

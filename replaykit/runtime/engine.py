@@ -694,11 +694,14 @@ class Engine:
         )
         # Without a key of the caller's, a key of this call's own: a retry after a
         # lost acknowledgement (the first attempt committed) must not deliver twice.
-        key = idempotency_key or f"replaykit-send:{uuid.uuid4()}"
-        delivered = self.store_call(
-            lambda: self.store.send_message(workflow_id, topic or "", data, idempotency_key=key)
+        # With one, a call id, so that such a retry is told what its first attempt did.
+        call = uuid.uuid4().hex
+        key = idempotency_key or f"replaykit-send:{call}"
+        return self.store_call(
+            lambda: self.store.send_message(
+                workflow_id, topic or "", data, idempotency_key=key, call_id=call
+            )
         )
-        return delivered if idempotency_key else True
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""

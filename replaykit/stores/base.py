@@ -467,11 +467,20 @@ class Store(Protocol):
         ...
 
     def send_message(
-        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+        self,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
     ) -> bool:
         """Append to a run's inbox; False (and nothing sent) if the key was used before.
 
-        Raises `WorkflowNotFound` when no run has that id.
+        `call_id` names the caller's one call across its retries: when the key
+        was used by that same call (its first attempt committed, the answer was
+        lost), nothing more is sent and the answer is True, what the first
+        attempt would have said. Raises `WorkflowNotFound` when no run has that id.
         """
         ...
 

@@ -68,7 +68,8 @@ class MemoryStore:
         self._events: dict[tuple[str, str], Any] = {}
         # What each run's records set: position -> (key, value), for forks.
         self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
-        self._used_keys: set[tuple[str, str]] = set()
+        # (run, key) -> the call that used the key, if it named one.
+        self._used_keys: dict[tuple[str, str], str | None] = {}
         self._next_message_id = 1
         self._order: dict[str, int] = {}
         self._subscribers = Subscribers()
@@ -501,17 +502,28 @@ class MemoryStore:
             return row.recovery_attempts
 
     def send_message(
-        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+        self,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         with self._lock:
-            delivered = self._deliver(workflow_id, topic, payload, idempotency_key)
+            delivered = self._deliver(workflow_id, topic, payload, idempotency_key, call_id)
         if delivered:
             self._notify("message", workflow_id)
         return delivered
 
     def _deliver(
-        self, workflow_id: str, topic: str, payload: Any, idempotency_key: str | None
+        self,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        idempotency_key: str | None,
+        call_id: str | None = None,
     ) -> bool:
         if workflow_id not in self._rows:
             raise WorkflowNotFound(
@@ -521,8 +533,9 @@ class MemoryStore:
         if idempotency_key is not None:
             key = (workflow_id, idempotency_key)
             if key in self._used_keys:
-                return False
-            self._used_keys.add(key)
+                # True only for the same call again: its earlier attempt delivered.
+                return call_id is not None and self._used_keys[key] == call_id
+            self._used_keys[key] = call_id
         message = Message(
             self._next_message_id, workflow_id, topic, copy.deepcopy(payload), utc_now()
         )
@@ -564,7 +577,7 @@ class MemoryStore:
             self._set_by.pop(workflow_id, None)
             self._inbox.pop(workflow_id, None)
             self._order.pop(workflow_id, None)
-            self._used_keys = {k for k in self._used_keys if k[0] != workflow_id}
+            self._used_keys = {k: c for k, c in self._used_keys.items() if k[0] != workflow_id}
             for key in [k for k in self._events if k[0] == workflow_id]:
                 del self._events[key]
             return True

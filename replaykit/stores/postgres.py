@@ -100,7 +100,11 @@ _DEFAULT_SCHEMA = "replaykit"
 
 # The ordered migrations; version N is MIGRATIONS[N - 1]. Never edit a shipped
 # one: add the next file.
-MIGRATIONS: tuple[str, ...] = ("postgres_0001_initial.sql", "postgres_0002_record_events.sql")
+MIGRATIONS: tuple[str, ...] = (
+    "postgres_0001_initial.sql",
+    "postgres_0002_record_events.sql",
+    "postgres_0003_send_calls.sql",
+)
 
 # Bounds every lock a migration waits for: the advisory lock another engine
 # holds while migrating, and the table locks that running engines hold.
@@ -2304,18 +2308,31 @@ class PostgresStore:
     # -- messages and events -------------------------------------------------
 
     def send_message(
-        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+        self,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         key_cte = ""
         key_join = ""
+        same_call = "false"
         if idempotency_key is not None:
             key_cte = (
-                ", used_key AS (INSERT INTO {s}.send_keys (workflow_id, key) "
-                "SELECT workflow_id, %(key)s FROM target ON CONFLICT DO NOTHING "
+                ", used_key AS (INSERT INTO {s}.send_keys (workflow_id, key, call_id) "
+                "SELECT workflow_id, %(key)s, %(call)s FROM target ON CONFLICT DO NOTHING "
                 "RETURNING workflow_id)"
             )
             key_join = ", used_key"
+            # The statement's snapshot does not see its own insert: a row found here
+            # was there before, written by an earlier attempt of this same call.
+            same_call = (
+                "EXISTS (SELECT 1 FROM {s}.send_keys WHERE workflow_id = %(wid)s "
+                "AND key = %(key)s AND call_id = %(call)s)"
+            )
         found = self._one(
             self._q(
                 "WITH target AS (SELECT workflow_id FROM {s}.workflows "
@@ -2323,11 +2340,15 @@ class PostgresStore:
                 "sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at) "
                 "SELECT target.workflow_id, %(topic)s, %(payload)s, %(now)s "
                 "FROM target" + key_join + " RETURNING workflow_id) "
-                "SELECT (SELECT count(*) FROM target), " + _notify_count("message", "sent")
+                "SELECT (SELECT count(*) FROM target), "
+                + _notify_count("message", "sent")
+                + ", "
+                + same_call
             ),
             {
                 "wid": workflow_id,
                 "key": idempotency_key,
+                "call": call_id,
                 "topic": topic,
                 "payload": _json(payload),
                 "now": _now(),
@@ -2342,7 +2363,7 @@ class PostgresStore:
             )
         if found[1]:
             self._notify([("message", workflow_id)])
-        return bool(found[1])
+        return bool(found[1]) or bool(found[2])
 
     def peek_message(self, workflow_id: str, topic: str) -> Message | None:
         check_names(workflow_id, topic=topic)

@@ -191,6 +191,9 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE records ADD COLUMN event_key TEXT",
         "ALTER TABLE records ADD COLUMN event_value TEXT",
     ),
+    # 3: a keyed send remembers the call that used its key, so a retry of that
+    # call after a lost answer is told its message was delivered.
+    ("ALTER TABLE send_keys ADD COLUMN call_id TEXT",),
 )
 
 _WORKFLOW_COLUMNS = (
@@ -1366,6 +1369,7 @@ class SqliteStore:
         topic: str,
         payload: Any,
         idempotency_key: str | None,
+        call_id: str | None = None,
     ) -> bool:
         exists = _first(
             conn.execute("SELECT 1 FROM workflows WHERE workflow_id = ?", (workflow_id,))
@@ -1374,11 +1378,24 @@ class SqliteStore:
             raise _no_target_error(workflow_id)
         if idempotency_key is not None:
             fresh = conn.execute(
-                "INSERT INTO send_keys (workflow_id, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (workflow_id, idempotency_key),
+                "INSERT INTO send_keys (workflow_id, key, call_id) VALUES (?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                (workflow_id, idempotency_key, call_id),
             ).rowcount
             if not fresh:
-                return False
+                if call_id is None:
+                    return False
+                # The same call again: its earlier attempt delivered the message.
+                raise _Unchanged(
+                    _first(
+                        conn.execute(
+                            "SELECT 1 FROM send_keys WHERE workflow_id = ? AND key = ? "
+                            "AND call_id = ?",
+                            (workflow_id, idempotency_key, call_id),
+                        )
+                    )
+                    is not None
+                )
         conn.execute(
             "INSERT INTO messages (workflow_id, topic, payload, created_at) VALUES (?, ?, ?, ?)",
             (workflow_id, topic, _dump(payload), _to_micros(_now())),
@@ -1386,11 +1403,17 @@ class SqliteStore:
         return True
 
     def send_message(
-        self, workflow_id: str, topic: str, payload: Any, *, idempotency_key: str | None = None
+        self,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         delivered = self._write(
-            lambda conn: self._deliver(conn, workflow_id, topic, payload, idempotency_key)
+            lambda conn: self._deliver(conn, workflow_id, topic, payload, idempotency_key, call_id)
         )
         if delivered:
             self._notify([("message", workflow_id)])
