@@ -30,7 +30,9 @@ from replaykit.errors import (
     WorkflowFailed,
     WorkflowNotFound,
 )
+from replaykit.interpreter import StepContext as StepContext
 from replaykit.interpreter import context, logger
+from replaykit.interpreter import step_context as step_context
 from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, workflow
 from replaykit.runtime.aio import AsyncEngine, AsyncWorkflowHandle

@@ -80,12 +80,34 @@ def _exception_classes(
     return tuple(value)
 
 
+def _jitter(value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"Retry jitter must be a fraction from 0 to 1, got {value!r}")
+    if math.isnan(value) or not 0 <= value <= 1:
+        raise ValueError(
+            f"Retry(jitter={value!r}): a fraction of the delay from 0 to 1 (0.2 shortens each "
+            "wait by up to a fifth)"
+        )
+    return float(value)
+
+
+def _overall_timeout(value: timedelta | float | None) -> float | None:
+    return as_seconds(value, "Retry timeout")
+
+
 @attrs.frozen
 class Retry:
     """How a failing step is retried. All attempts share the step's one record.
 
     The wait before attempt n+1 is `interval * backoff**(n-1)`, capped at
-    `max_interval`. `retry_on` limits retries to those exception classes.
+    `max_interval`; `jitter` (a fraction from 0 to 1) shortens each wait by up
+    to that share of it, so that runs failing together do not retry together.
+    `retry_on` limits retries to those exception classes. `timeout` bounds all
+    attempts together, counted from the first one's start: no attempt starts
+    after it.
+
+    The waits are durable timers: between attempts the run holds no thread,
+    and the attempts made and the instant the next is due are recorded.
     """
 
     max_attempts: int = 1
@@ -95,6 +117,8 @@ class Retry:
     retry_on: tuple[type[BaseException], ...] | None = attrs.field(
         default=None, converter=_exception_classes
     )
+    jitter: float = attrs.field(default=0.0, converter=_jitter)
+    timeout: float | None = attrs.field(default=None, converter=_overall_timeout)
 
     def __attrs_post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -102,10 +126,15 @@ class Retry:
         if self.backoff < 1:
             raise ValueError(f"Retry(backoff={self.backoff}): must be at least 1.0")
 
-    def delay_before(self, attempt: int) -> float:
-        """Seconds to wait before `attempt` (2 is the first retry)."""
-        raw = self.interval * (self.backoff ** max(attempt - 2, 0))
-        return min(raw, self.max_interval)
+    def delay_before(self, attempt: int, draw: float = 0.0) -> float:
+        """Seconds to wait before `attempt` (2 is the first retry).
+
+        `draw`, in [0, 1), picks the jitter: the wait is shortened by
+        `jitter * draw` of itself. The runtime draws it from the run's id, the
+        step's position and the attempt, so every engine computes the same wait.
+        """
+        raw = min(self.interval * (self.backoff ** max(attempt - 2, 0)), self.max_interval)
+        return raw * (1.0 - self.jitter * min(max(draw, 0.0), 1.0))
 
     def should_retry(self, error: BaseException, attempts_made: int) -> bool:
         if attempts_made >= self.max_attempts:
@@ -173,7 +202,14 @@ def _check_children(owner: str, children: tuple[Any, ...]) -> tuple[Command, ...
 
 @attrs.frozen(init=False)
 class Step(Command):
-    """Run `fn(*args, **kwargs)` once and record its return value or its failure."""
+    """Run `fn(*args, **kwargs)` once and record its return value or its failure.
+
+    `preemptible=True`: while the body runs, the engine watches the run's status
+    in the store, and a cancel from anywhere (another engine, another process,
+    the CLI) stops it at once: an async body's task is cancelled, a sync body
+    is abandoned (its thread runs on; its outcome is dropped), and nothing is
+    recorded. Without it a cancel made elsewhere is seen when the body ends.
+    """
 
     kind: ClassVar[str] = "step"
     step_name: str
@@ -182,6 +218,7 @@ class Step(Command):
     kwargs: Mapping[str, Any]
     retry: Retry | None
     timeout: float | None
+    preemptible: bool
 
     def __init__(
         self,
@@ -191,6 +228,7 @@ class Step(Command):
         *args: Any,
         retry: Retry | None = None,
         timeout: timedelta | float | None = None,
+        preemptible: bool = False,
         **kwargs: Any,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -204,8 +242,18 @@ class Step(Command):
             )
         if retry is not None and not isinstance(retry, Retry):
             raise TypeError(f"Step({name!r}, ...): retry must be a Retry(...), got {retry!r}")
+        if not isinstance(preemptible, bool):
+            raise TypeError(
+                f"Step({name!r}, ...): preemptible must be True or False, got {preemptible!r}"
+            )
         self.__attrs_init__(
-            name, fn, args, dict(kwargs), retry, as_seconds(timeout, f"Step({name!r}) timeout")
+            name,
+            fn,
+            args,
+            dict(kwargs),
+            retry,
+            as_seconds(timeout, f"Step({name!r}) timeout"),
+            preemptible,
         )
 
     @property

@@ -52,12 +52,15 @@ __all__ = [
     "Effect",
     "Failed",
     "Interpreter",
+    "StepContext",
     "WorkflowContext",
     "WorkflowGenerator",
     "command_digest",
     "context",
     "decode_outcome",
     "logger",
+    "step_context",
+    "step_context_var",
 ]
 
 WorkflowGenerator = Generator[Command, Any, Any]
@@ -71,6 +74,8 @@ class WorkflowContext:
     name: str
     is_replaying: bool = False
     position: int = 0
+    #: The id of the run that started this one (`Start`/`Call`), or None.
+    parent_id: str | None = None
 
 
 _current: contextvars.ContextVar[WorkflowContext | None] = contextvars.ContextVar(
@@ -85,6 +90,49 @@ def context() -> WorkflowContext:
         raise RuntimeError(
             "replaykit.context() was called outside a workflow body; it is only "
             "available while the engine or the testing kit is running a workflow"
+        )
+    return ctx
+
+
+@attrs.frozen
+class StepContext:
+    """What a step body may ask about the attempt it runs in, through `step_context()`.
+
+    `attempt` is 1 for the first call of the body and grows by one per retry,
+    across restarts too (it is recorded with the step). `idempotency_key` is the
+    same for every attempt of one step of one run: the key to hand an outside
+    service so that a retried or re-run attempt is not done twice.
+    """
+
+    workflow_id: str
+    workflow_name: str
+    step_name: str
+    position: int
+    attempt: int
+
+    @property
+    def idempotency_key(self) -> str:
+        return f"{self.workflow_id}:{self.position}"
+
+
+#: Set by the runtime around each attempt of a step body (on the thread or in the
+#: task that runs it); read by `step_context()`.
+step_context_var: contextvars.ContextVar[StepContext | None] = contextvars.ContextVar(
+    "replaykit_step_context", default=None
+)
+
+
+def step_context() -> StepContext:
+    """The running step attempt's context; only valid inside a step body."""
+    ctx = step_context_var.get()
+    if ctx is None:
+        inside_workflow = _current.get() is not None
+        raise RuntimeError(
+            "replaykit.step_context() was called "
+            + ("in a workflow body, between its commands" if inside_workflow else "outside a step")
+            + "; it is only available inside the function a Step runs (sync or async), "
+            "while the engine or the testing kit runs it. In a workflow body, use "
+            "replaykit.context() instead"
         )
     return ctx
 
@@ -332,6 +380,7 @@ class Interpreter:
         strict: bool = False,
         trace: list[tuple[int, str, str]] | None = None,
         keep_records: bool = True,
+        parent_id: str | None = None,
     ) -> None:
         if not inspect.isgenerator(gen):
             raise InvalidCommandError(
@@ -346,7 +395,9 @@ class Interpreter:
         self._position = 0
         self._waiting: Effect | None = None
         self._closed = False
-        self._ctx = WorkflowContext(workflow_id, workflow_name, bool(self._records), 0)
+        self._ctx = WorkflowContext(
+            workflow_id, workflow_name, bool(self._records), 0, parent_id=parent_id
+        )
         self.workflow_name = workflow_name
         self.workflow_id = workflow_id
         self.strict = strict

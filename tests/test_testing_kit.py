@@ -371,9 +371,13 @@ def test_crash_at_reruns_only_the_step_in_flight() -> None:
 
 def test_a_crash_after_retries_keeps_the_runs_timeline() -> None:
     steps = {"charge": sequence(TimeoutError("a"), TimeoutError("b"), "ch"), "refund": "r"}
-    result = rt.run(checkout, "o-1", 1, steps=steps, crash_at=0)
-    assert result.crashes and result.crashes[0].name == "charge"
-    assert len(result.calls["charge"]) == 6  # three attempts, lost, three again
+    # Commit 0 is the back-off's pending record (attempt 1 failed); 1 the charge's outcome.
+    result = rt.run(checkout, "o-1", 1, steps=steps, crash_at=1)
+    assert [(c.name, c.completes) for c in result.crashes] == [("charge", True)]
+    # Three attempts; the crash lost the third one's record. The back-offs are durable,
+    # so the two failed attempts stay made: only the third runs again.
+    assert len(result.calls["charge"]) == 4
+    assert result.log[0].attempts == 3
     # The lost attempts' back-off is spent again, not added: the deadline is where it was.
     assert result.elapsed == timedelta(days=1, seconds=180)
     assert result.log[1].wake_at == result.started_at + timedelta(days=1, seconds=180)
@@ -636,9 +640,9 @@ def test_check_determinism_passes_a_deterministic_workflow_and_reports_its_work(
         messages=[Message("confirm", {"by": "ann"}, at=timedelta(hours=3))],
     )
     assert report.reference.result == "shipped ch_1 for ann"
-    # step, race start, race end, ship, finish
-    assert len(report.commits) == 5
-    assert report.prefix_runs == report.crash_runs == 5
+    # the charge's back-off, the charge, race start, race end, ship, finish
+    assert len(report.commits) == 6
+    assert report.prefix_runs == report.crash_runs == 6
 
 
 @workflow(name="kit.busy")

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
+import hashlib
 import inspect
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import attrs
@@ -51,13 +53,22 @@ from replaykit.errors import (
     StoreUnavailable,
     WorkflowNotFound,
 )
-from replaykit.interpreter import Effect
+from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
-from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
+from replaykit.runtime.retries import call_with_retries
+from replaykit.stores.base import MAX_NAME_BYTES, EventWrite, OutgoingMessage, WorkflowRow
 
-__all__ = ["CompositeRun", "EffectRunner", "WaitProbe", "is_async"]
+__all__ = [
+    "RETRY_TOPIC",
+    "Backoff",
+    "CompositeRun",
+    "EffectRunner",
+    "WaitProbe",
+    "is_async",
+    "jitter_draw",
+]
 
 _NO_RETRY = Retry()
 T = TypeVar("T")
@@ -105,6 +116,27 @@ async def within_deadline(body: Awaitable[T], timeout: float, name: str) -> T:
     raise TimeoutError(f"step {name!r} timed out after {timeout}s")
 
 
+def _call_in_step_context(
+    context: StepContext | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+) -> Any:
+    step_context_var.set(context)  # in a copied context: nothing to reset
+    return fn(*args, **kwargs)
+
+
+async def _in_step_context(
+    context: StepContext | None,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+) -> Any:
+    # Runs as a task of the loop, which has a context of its own: set it there.
+    step_context_var.set(context)
+    return await fn(*args, **kwargs)
+
+
 @attrs.frozen
 class WaitProbe:
     """Checks the store for what a suspended run waits on.
@@ -142,15 +174,47 @@ class _Ready:
 class _Attempt:
     """Call the step's body once (the driver sends back its value or throws its error)."""
 
+    context: StepContext
+
 
 @attrs.frozen
 class _Backoff:
-    """Wait this long before the next attempt."""
+    """Wait until `due` before the next attempt; `attempts` have been made, the first
+    of them at `started_at`."""
 
-    seconds: float
+    attempts: int
+    due: datetime
+    started_at: datetime
 
 
-_ATTEMPT = _Attempt()
+@attrs.frozen
+class Backoff:
+    """A step that failed and waits for its next attempt: the run suspends until `due`.
+
+    What a durable driver (`run_attempts`) returns instead of waiting on a thread.
+    `record_backoff` records it, so that a restart keeps the count and the due time.
+    """
+
+    attempts: int
+    due: datetime
+    started_at: datetime
+
+
+#: Topic prefix of the entries that keep a retried step's count past its first
+#: back-off (see `EffectRunner.record_backoff`); no user topic should start so.
+RETRY_TOPIC = "replaykit.retry:"
+
+
+def jitter_draw(workflow_id: str, position: int, attempt: int) -> float:
+    """A number in [0, 1) fixed by the run, the position and the attempt.
+
+    Jitter must spread runs that fail together, yet every engine (and every
+    replay, and every test) must compute the same wait for one attempt.
+    """
+    digest = hashlib.blake2b(
+        f"{workflow_id}\0{position}\0{attempt}".encode(), digest_size=8
+    ).digest()
+    return int.from_bytes(digest, "big") / 2**64
 
 
 def _answer(
@@ -174,6 +238,11 @@ def _same_write(stored: Record, written: Record) -> bool:
         and stored.outcome == written.outcome
         and stored.completed_at == written.completed_at
     )
+
+
+def _instant(when: datetime | None) -> str:
+    """One spelling per instant, whatever time zone a store reads it back in."""
+    return "" if when is None else when.astimezone(UTC).isoformat()
 
 
 def _topic(topic: str | None) -> str:
@@ -321,8 +390,9 @@ class EffectRunner:
     # -- steps -----------------------------------------------------------------------
 
     def _step(self, row: WorkflowRow, effect: Effect, command: Step) -> Record:
-        started = self.clock.now()
-        outcome, attempts = self.run_step(row, effect.position, command)
+        pending = effect.pending
+        started = pending.started_at if pending and pending.started_at else self.clock.now()
+        outcome, attempts = self.run_step(row, effect.position, command, pending=pending)
         return self.commit(row, effect, outcome, started_at=started, attempts=attempts)
 
     def step_fn(self, command: Step) -> Callable[..., Any]:
@@ -330,36 +400,64 @@ class EffectRunner:
         return self.host.step_overrides.get(command.name, command.fn)
 
     def _attempts(
-        self, row: WorkflowRow, position: int, command: Step, scope: CancelScope | None
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Step,
+        scope: CancelScope | None,
+        pending: Record | None = None,
     ) -> Generator[_Attempt | _Backoff, Any, tuple[Outcome, int]]:
         """A step's retry policy, as a generator of what to do next: call the body
-        (`_Attempt`, answered with its value or its exception) or wait
-        (`_Backoff`). `run_step` and `run_step_async` are its two drivers, like
-        psycopg's blocking and asyncio waits over one generator."""
+        (`_Attempt`, answered with its value or its exception) or wait until an
+        instant (`_Backoff`). `run_attempts` and `run_step_async` are its drivers,
+        like psycopg's blocking and asyncio waits over one generator.
+
+        `pending` is the step's pending record when earlier attempts were made
+        (before a back-off, maybe in another process): the count and the due
+        time go on from it, and `Retry.timeout` counts from its start."""
         retry = command.retry or _NO_RETRY
-        attempt = 0
+        made = pending.attempts if pending is not None else 0
+        due = pending.wake_at if pending is not None else None
+        first_start = (
+            pending.started_at if pending is not None and pending.started_at else self.clock.now()
+        )
+        deadline = None if retry.timeout is None else first_start + timedelta(seconds=retry.timeout)
+        last_error: Exception | None = None
         while True:
-            attempt += 1
+            if due is not None and not self.clock.passed(due):
+                yield _Backoff(made, due, first_start)
             self.host.check_cancelled(row.workflow_id)
             if scope is not None and scope.cancelled:
                 raise Cancelled(f"step {command.name!r} of workflow id {row.workflow_id!r}")
+            if made and deadline is not None and self.clock.passed(deadline):
+                return self._gave_up(row, position, command, made, deadline, due, last_error)
+            attempt = made + 1
+            context = StepContext(row.workflow_id, row.name, command.name, position, attempt)
             try:
-                value = yield _ATTEMPT
+                value = yield _Attempt(context)
             except ControlSignal:
                 raise
             except Exception as exc:
-                if retry.should_retry(exc, attempt):
-                    self.host.logger.info(
-                        "step %r of workflow %r (id %r) failed on attempt %d (%s); retrying",
-                        command.name,
-                        row.name,
-                        row.workflow_id,
-                        attempt,
-                        exc,
-                    )
-                    yield _Backoff(retry.delay_before(attempt + 1))
-                    continue
-                return Failure(serde.encode_error(exc)), attempt
+                made = attempt
+                if not retry.should_retry(exc, made):
+                    return Failure(serde.encode_error(exc)), made
+                draw = jitter_draw(row.workflow_id, position, made + 1) if retry.jitter else 0.0
+                due = self.clock.now() + timedelta(seconds=retry.delay_before(made + 1, draw))
+                if deadline is not None and due > deadline:
+                    return self._gave_up(row, position, command, made, deadline, due, exc)
+                last_error = exc
+                self.host.logger.info(
+                    "step %r of workflow %r (id %r) failed on attempt %d (%s); attempt %d is "
+                    "due at %s",
+                    command.name,
+                    row.name,
+                    row.workflow_id,
+                    made,
+                    exc,
+                    made + 1,
+                    due.isoformat(),
+                )
+                continue
             try:
                 data = serde.encode(
                     value,
@@ -371,6 +469,33 @@ class EffectRunner:
                 return Failure(serde.encode_error(exc)), attempt
             return Value(data), attempt
 
+    def _gave_up(
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Step,
+        made: int,
+        deadline: datetime,
+        due: datetime | None,
+        last_error: Exception | None,
+    ) -> tuple[Outcome, int]:
+        """The failure a step records when its `Retry(timeout=...)` ends its retries."""
+        retry = command.retry or _NO_RETRY
+        next_due = "" if due is None else f", before attempt {made + 1} (due at {due.isoformat()})"
+        last = (
+            ""
+            if last_error is None
+            else f"; the last attempt failed with {type(last_error).__name__}: {last_error}"
+        )
+        error = TimeoutError(
+            f"step {command.name!r} of workflow {row.name!r} (id {row.workflow_id!r}) at "
+            f"position {position} gave up after {made} attempt(s): its Retry(timeout="
+            f"{retry.timeout:g}s) ended at {deadline.isoformat()}{next_due}{last}. Raise the "
+            "timeout or max_attempts, or catch TimeoutError around the step"
+        )
+        error.__cause__ = last_error
+        return Failure(serde.encode_error(error)), made
+
     def run_step(
         self,
         row: WorkflowRow,
@@ -378,21 +503,52 @@ class EffectRunner:
         command: Step,
         scope: CancelScope | None = None,
         fn: Callable[..., Any] | None = None,
+        *,
+        pending: Record | None = None,
     ) -> tuple[Outcome, int]:
-        """Run a step with its retries, blocking; the outcome to record, and attempts made."""
+        """Run a step with its retries, blocking through its back-offs (a composite's
+        step children, which hold their thread anyway); the outcome and attempts made."""
+        result = self.run_attempts(row, position, command, scope, fn, pending=pending)
+        assert not isinstance(result, Backoff)
+        return result
+
+    def run_attempts(
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Step,
+        scope: CancelScope | None = None,
+        fn: Callable[..., Any] | None = None,
+        *,
+        pending: Record | None = None,
+        durable: bool = False,
+    ) -> tuple[Outcome, int] | Backoff:
+        """Run a step's attempts on this thread. A back-off is waited out here, or, when
+        `durable`, handed back as a `Backoff`: the caller suspends the run until it is due
+        and holds no thread meanwhile."""
         fn = fn or self.step_fn(command)
         scope = scope or self.host.scope_of(row.workflow_id)
-        steps = self._attempts(row, position, command, scope)
+        steps = self._attempts(row, position, command, scope, pending)
         request = next(steps)
         while True:
             error: Exception | None
             try:
                 if isinstance(request, _Backoff):
-                    self._back_off(request.seconds, scope)
+                    if durable:
+                        steps.close()
+                        return Backoff(request.attempts, request.due, request.started_at)
+                    self._wait_until(request.due, scope)
                     reply = None
                 else:
                     reply = self._call(
-                        fn, command.args, command.kwargs, command.timeout, command.name, scope
+                        fn,
+                        command.args,
+                        command.kwargs,
+                        command.timeout,
+                        command.name,
+                        scope,
+                        context=request.context,
+                        preemptible=command.preemptible,
                     )
             except ControlSignal:
                 steps.close()
@@ -413,22 +569,28 @@ class EffectRunner:
         command: Step,
         scope: CancelScope | None,
         fn: Callable[..., Any],
-    ) -> tuple[Outcome, int]:
-        """Run an async step with its retries on the event loop: no thread waits for it."""
-        steps = self._attempts(row, position, command, scope)
+        pending: Record | None = None,
+    ) -> tuple[Outcome, int] | Backoff:
+        """Run an async step's attempts on the event loop: no thread waits for it, and a
+        back-off is handed back as a `Backoff` (the run suspends until it is due)."""
+        steps = self._attempts(row, position, command, scope, pending)
         request = next(steps)
         while True:
             error: Exception | None
             try:
                 if isinstance(request, _Backoff):
-                    await self.clock.sleep_async(request.seconds)
-                    reply = None
-                else:
+                    steps.close()
+                    return Backoff(request.attempts, request.due, request.started_at)
+                # Set in this task only: the body, and the tasks it creates, see it.
+                token = step_context_var.set(request.context)
+                try:
                     body = fn(*command.args, **command.kwargs)
                     if command.timeout is None:
                         reply = await body
                     else:
                         reply = await within_deadline(body, command.timeout, command.name)
+                finally:
+                    step_context_var.reset(token)
             except ControlSignal:
                 steps.close()
                 raise
@@ -441,16 +603,100 @@ class EffectRunner:
                 return answer
             request = answer
 
-    def _back_off(self, seconds: float, scope: CancelScope | None) -> None:
-        """A retry's back-off: on the wall clock, cut short when the attempt's scope is
-        cancelled (the run cancelled, the engine closing), so that nobody waits out
-        minutes of back-off for an attempt that will not be made."""
+    def _wait_until(self, due: datetime, scope: CancelScope | None) -> None:
+        """A back-off waited out on this thread: on the wall clock, cut short when the
+        attempt's scope is cancelled (the run cancelled, the engine closing)."""
+        seconds = (due - self.clock.now()).total_seconds()
         if scope is None or not isinstance(self.clock, SystemClock):
-            self.clock.sleep(seconds)  # virtual time passes at once anyway
+            self.clock.sleep(max(seconds, 0.0))  # virtual time passes at once anyway
             return
         woken = threading.Event()
         scope.on_cancel(woken.set)
         woken.wait(max(seconds, 0.0))
+
+    # -- durable back-offs ------------------------------------------------------------
+
+    def record_backoff(
+        self, row: WorkflowRow, effect: Effect, backoff: Backoff
+    ) -> Record | Suspend:
+        """Record that a step waits for its next attempt, and suspend the run until then.
+
+        The first back-off writes the step's pending record: the attempts made, the
+        instant the next is due (`wake_at`, which also moves the run's deadline) and
+        the first attempt's start. A store writes a pending position once and keeps
+        it, so each later back-off adds an entry to the run's inbox under the topic
+        `replaykit.retry:<position>:<attempts>` (idempotent by its key), which
+        `_retry_ledger` reads back after a restart or an eviction. Nothing is
+        written when the store already holds this back-off (a run rebuilt while
+        it waits)."""
+        pending = effect.pending
+        if pending is not None and pending.outcome is None and pending.attempts:
+            if (pending.attempts, pending.wake_at) != (backoff.attempts, backoff.due):
+                self._write_ledger(row, effect.position, pending, backoff)
+            waiting = attrs.evolve(pending, attempts=backoff.attempts, wake_at=backoff.due)
+        else:
+            written = self.record_for(
+                effect,
+                None,
+                started_at=backoff.started_at,
+                attempts=backoff.attempts,
+                wake_at=backoff.due,
+            )
+            stored = self.host.store_write(
+                row,
+                effect.position,
+                lambda: self.store.record(
+                    row.workflow_id,
+                    written,
+                    executor_id=self.host.executor_id,
+                    wake_at=backoff.due,
+                ),
+            )
+            if stored.outcome is not None:
+                return stored  # another writer completed the step meanwhile
+            waiting = written
+        return Suspend(backoff.due, (), None, waiting)
+
+    def _ledger_topic(self, position: int, attempts: int) -> str:
+        return f"{RETRY_TOPIC}{position}:{attempts}"
+
+    def _write_ledger(
+        self, row: WorkflowRow, position: int, pending: Record, backoff: Backoff
+    ) -> None:
+        since = _instant(pending.started_at)
+        payload = {"due": backoff.due.isoformat(), "since": since}
+        key = f"{RETRY_TOPIC}{row.workflow_id}:{position}:{backoff.attempts}:{since}"
+        topic = self._ledger_topic(position, backoff.attempts)
+        call_with_retries(
+            lambda: self.store.send_message(
+                row.workflow_id, topic, payload, idempotency_key=key[:MAX_NAME_BYTES]
+            ),
+            stop=lambda: self.host.closed,
+        )
+
+    def settle_backoff(self, workflow_id: str, records: list[Record]) -> list[Record]:
+        """`records` (a log just read) with a retried step's pending record brought up
+        to date: the attempts made and the next due time, from the back-offs recorded
+        after it (see `record_backoff`). Store reads; called where the log is read,
+        never on an event loop. An entry of another generation of the run (same
+        position, another first start) is not this one's."""
+        if not records:
+            return records
+        pending = records[-1]
+        if pending.outcome is not None or pending.kind != Step.kind or not pending.attempts:
+            return records
+        since = _instant(pending.started_at)
+        made, due = pending.attempts, pending.wake_at
+        while True:
+            topic = self._ledger_topic(pending.position, made + 1)
+            found = self.store.peek_message(workflow_id, topic)
+            payload = found.payload if found is not None else None
+            if not isinstance(payload, dict) or payload.get("since") != since:
+                break
+            made, due = made + 1, datetime.fromisoformat(str(payload["due"]))
+        if made == pending.attempts:
+            return records
+        return [*records[:-1], attrs.evolve(pending, attempts=made, wake_at=due)]
 
     def _call(
         self,
@@ -460,9 +706,12 @@ class EffectRunner:
         timeout: float | None,
         name: str,
         scope: CancelScope | None = None,
+        *,
+        context: StepContext | None = None,
+        preemptible: bool = False,
     ) -> Any:
         if is_async(fn):
-            coro = fn(*args, **kwargs)
+            coro = _in_step_context(context, fn, args, kwargs)
             future = asyncio.run_coroutine_threadsafe(
                 within_deadline(coro, timeout, name) if timeout is not None else coro,
                 self.async_loop(),
@@ -473,15 +722,30 @@ class EffectRunner:
                 return future.result()
             except concurrent.futures.CancelledError:
                 raise Cancelled(f"step {name!r} was cancelled") from None
-        if timeout is None:
-            return fn(*args, **kwargs)
-        future = self.host.step_pool.submit(fn, *args, **kwargs)
-        try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
-            # Python cannot stop a thread: the attempt is abandoned, its result ignored.
-            future.cancel()
-            raise TimeoutError(f"step {name!r} timed out after {timeout}s") from None
+        if timeout is None and not (preemptible and scope is not None):
+            token = step_context_var.set(context)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                step_context_var.reset(token)
+        # On a thread of the step pool, with this thread's context (the step's
+        # included): Python cannot stop a thread, so this one may walk away from it.
+        copied = contextvars.copy_context()
+        future = self.host.step_pool.submit(
+            copied.run, _call_in_step_context, context, fn, args, kwargs
+        )
+        ended = threading.Event()
+        future.add_done_callback(lambda _f: ended.set())
+        if preemptible and scope is not None:
+            scope.on_cancel(ended.set)
+        ended.wait(timeout)
+        if future.done():
+            return future.result()
+        future.cancel()
+        if preemptible and scope is not None and scope.cancelled:
+            # The run was cancelled (maybe elsewhere): abandoned, its outcome dropped.
+            raise Cancelled(f"step {name!r} was preempted: its run was cancelled")
+        raise TimeoutError(f"step {name!r} timed out after {timeout}s")
 
     def async_loop(self) -> asyncio.AbstractEventLoop:
         """The event loop async step bodies run on (the given one, else started on first use)."""

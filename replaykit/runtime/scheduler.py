@@ -49,11 +49,11 @@ from replaykit.interpreter import Completed, Decision, Effect, Failed, Interpret
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.effects import EffectRunner, is_async
+from replaykit.runtime.effects import Backoff, EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.retries import call_with_retries
-from replaykit.runtime.wakeups import Wakeups
-from replaykit.stores.base import RecordWrite, Store, WorkflowRow
+from replaykit.runtime.wakeups import PreemptWatch, Wakeups
+from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "WARM_HORIZON", "Scheduler", "WarmRun"]
 
@@ -91,6 +91,7 @@ class _Activation:
     interp: Interpreter | None = None
     scope: CancelScope | None = None
     progressed: bool = False  # a record was committed in this activation
+    watch: int | None = None  # its preemptible step's entry in the PreemptWatch
 
     def row_or_raise(self) -> WorkflowRow:
         if self.row is None:  # pragma: no cover - an effect always follows a read row
@@ -111,6 +112,19 @@ BOOKKEEPERS = 8
 #: Async steps started per loop iteration (see `Scheduler._start_on_loop`).
 LAUNCH_CHUNK = 32
 
+#: Up to this many runs of preemptible steps, the watch reads each run; past it, one
+#: listing of this engine's PENDING runs answers for all of them.
+PREEMPT_READ_EACH = 8
+
+
+def _preemptible(command: Any) -> bool:
+    """A preemptible step, or a composite with one among its leaves."""
+    if isinstance(command, Step):
+        return command.preemptible
+    if isinstance(command, (Race, All)):
+        return any(_preemptible(child) for child in command.children)
+    return False
+
 
 @attrs.define(eq=False)
 class _AsyncStep:
@@ -122,7 +136,7 @@ class _AsyncStep:
     fn: Callable[..., Any]
     started: datetime
     loop: asyncio.AbstractEventLoop
-    task: asyncio.Task[tuple[Outcome, int]] | None = None
+    task: asyncio.Task[tuple[Outcome, int] | Backoff] | None = None
     cancelled: bool = False
 
     def cancel(self) -> None:
@@ -213,6 +227,9 @@ class Scheduler:
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
+        # Cancels a preemptible step's attempt when its run stops elsewhere.
+        self._preempt = PreemptWatch(interval=poll_interval, look=self._stopped_runs)
+        self._unlisten = wakeups.listen_kind("finished", self._preempt.stopped)
         #: A testing hook: asked `(workflow_id, position)` as a run suspends; False
         #: evicts it at once (the testing kit draws evictions at random points).
         self.keep_warm_if: Callable[[str, int], bool] | None = None
@@ -352,6 +369,8 @@ class Scheduler:
             self._thread.join(timeout=5 if patient else 0.2)
         self._workers.shutdown(wait=patient, cancel_futures=True)
         self._books.shutdown(wait=patient, cancel_futures=True)
+        self._unlisten()
+        self._preempt.close()
 
     # -- activations: entry -------------------------------------------------------------------
 
@@ -493,10 +512,15 @@ class Scheduler:
         elif kind == "prepared":
             self._decide(activation, None, None)
         elif kind == "stepped":
+            self._unwatch(activation)
             _, _, effect, outcome, attempts, started = event
             record = self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
             writes.append(_StepWrite(activation, effect, record))
+        elif kind == "backoff":
+            self._unwatch(activation)
+            self._submit(self._hold_back, activation, event[2], event[3])
         elif kind == "carried":
+            self._unwatch(activation)
             _, _, effect, result = event
             if effect is not None and isinstance(effect.command, (Race, All)):
                 with self._cv:
@@ -525,6 +549,10 @@ class Scheduler:
             # record is gated on status and owner like any other, and a log
             # that moved on without it is caught at the commit (LogMovedOn).
             activation.row, activation.interp = warm.row, warm.interpreter
+            if isinstance(warm.effect.command, Step):
+                # It waits for its next attempt: run it as any step is run.
+                self._decide(activation, None, None, decided=warm.effect)
+                return
             self._submit(self._carry, activation, warm.effect)
             return
         if activation.fresh and activation.row is not None:
@@ -570,6 +598,8 @@ class Scheduler:
                 self._submit(self._finish_run, activation, decision, None)
                 return
             command = decision.command
+            if _preemptible(command):
+                self._watch(activation)
             if not isinstance(command, Step):
                 if isinstance(command, (Race, All)):
                     # Its step children may be under way: a graceful close lets them
@@ -587,6 +617,7 @@ class Scheduler:
                 return
             step = decision
             written = self._step_here(activation, step, fn)
+            self._unwatch(activation)
             if written is None:
                 return
             # The generator goes on with the outcome before its record is durable, so
@@ -627,7 +658,9 @@ class Scheduler:
             # Not the run's fault: it stops unrecorded and runs again after a restart.
             self._post(("carried", activation, effect, Cancelled(str(exc))))
             return
-        step = _AsyncStep(activation, effect, command, fn, self.clock.now(), loop)
+        pending = effect.pending
+        started = pending.started_at if pending and pending.started_at else self.clock.now()
+        step = _AsyncStep(activation, effect, command, fn, started, loop)
         if activation.scope is not None:
             activation.scope.on_cancel(step.cancel)
         with self._cv:
@@ -663,7 +696,12 @@ class Scheduler:
             row = step.activation.row_or_raise()
             task = step.loop.create_task(
                 self.runner.run_step_async(
-                    row, step.effect.position, step.command, step.activation.scope, step.fn
+                    row,
+                    step.effect.position,
+                    step.command,
+                    step.activation.scope,
+                    step.fn,
+                    step.effect.pending,
                 )
             )
             step.task = task
@@ -671,7 +709,9 @@ class Scheduler:
                 task.cancel()
             task.add_done_callback(functools.partial(self._async_step_done, step))
 
-    def _async_step_done(self, step: _AsyncStep, task: asyncio.Task[tuple[Outcome, int]]) -> None:
+    def _async_step_done(
+        self, step: _AsyncStep, task: asyncio.Task[tuple[Outcome, int] | Backoff]
+    ) -> None:
         """On the loop: collect the outcome; the first of a batch schedules its posting."""
         command = step.command
         event: Event
@@ -681,8 +721,12 @@ class Scheduler:
         elif task.exception() is not None:
             event = ("carried", step.activation, step.effect, task.exception())
         else:
-            outcome, attempts = task.result()
-            event = ("stepped", step.activation, step.effect, outcome, attempts, step.started)
+            result = task.result()
+            if isinstance(result, Backoff):
+                event = ("backoff", step.activation, step.effect, result)
+            else:
+                outcome, attempts = result
+                event = ("stepped", step.activation, step.effect, outcome, attempts, step.started)
         self._async_outcomes.append(event)
         if len(self._async_outcomes) == 1:
             step.loop.call_soon(self._post_async_outcomes)
@@ -717,6 +761,9 @@ class Scheduler:
         if event[0] == "stepped":
             _, _, _, outcome, attempts, started = event
             return self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
+        if event[0] == "backoff":
+            self._submit(self._hold_back, activation, effect, event[3])
+            return None
         self._failed(activation, event[3])
         return None
 
@@ -798,6 +845,9 @@ class Scheduler:
         if keep and self._due_at_once(suspend):
             # A warm run alone on an autojumping clock: the timer loop would jump
             # to its deadline and wake it; it goes on at once instead.
+            if isinstance(waiting.command, Step):
+                self._decide(activation, None, None, decided=waiting)
+                return
             self._submit(self._carry, activation, waiting)
             return
         if row.recovery_attempts:
@@ -899,6 +949,7 @@ class Scheduler:
     def _end(self, activation: _Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""
         workflow_id = activation.workflow_id
+        self._unwatch(activation)
         seen = self.wakeups.seq()
         with self._cv:
             if self._scopes.get(workflow_id) is activation.scope:
@@ -960,6 +1011,8 @@ class Scheduler:
             return None
         fresh = activation.fresh
         records = [] if fresh else self._store_call(lambda: self.store.load_log(workflow_id))
+        if records and records[-1].outcome is None:
+            records = self._store_call(lambda: self.runner.settle_backoff(workflow_id, records))
         try:
             return Interpreter(
                 gen,
@@ -968,6 +1021,7 @@ class Scheduler:
                 workflow_id=workflow_id,
                 strict=self.strict,
                 keep_records=False,
+                parent_id=row.parent_id,
             )
         except InvalidCommandError as exc:
             self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
@@ -996,14 +1050,60 @@ class Scheduler:
         command = effect.command
         assert isinstance(command, Step)
         row = activation.row_or_raise()
+        pending = effect.pending
         try:
-            started = self.clock.now()
-            outcome, attempts = self.runner.run_step(
-                row, effect.position, command, activation.scope, fn
+            started = pending.started_at if pending and pending.started_at else self.clock.now()
+            result = self.runner.run_attempts(
+                row, effect.position, command, activation.scope, fn, pending=pending, durable=True
             )
         except BaseException as exc:
             return ("carried", activation, effect, exc)
+        if isinstance(result, Backoff):
+            return ("backoff", activation, effect, result)
+        outcome, attempts = result
         return ("stepped", activation, effect, outcome, attempts, started)
+
+    def _hold_back(self, activation: _Activation, effect: Effect, backoff: Backoff) -> Event:
+        """A step waits for its next attempt: record that, and suspend the run until then
+        (a durable timer, like a Sleep's: no thread waits, and a restart keeps it)."""
+        try:
+            result: Any = self.runner.record_backoff(activation.row_or_raise(), effect, backoff)
+        except BaseException as exc:
+            result = exc
+        return ("carried", activation, effect, result)
+
+    # -- preemptible steps --------------------------------------------------------------------
+
+    def _watch(self, activation: _Activation) -> None:
+        if activation.watch is None and activation.scope is not None:
+            activation.watch = self._preempt.add(activation.workflow_id, activation.scope)
+
+    def _unwatch(self, activation: _Activation) -> None:
+        token, activation.watch = activation.watch, None
+        if token is not None:
+            self._preempt.remove(token)
+
+    def _stopped_runs(self, workflow_ids: list[str]) -> set[str]:
+        """Which of these runs may no longer run here (the watch's look at the store)."""
+        if len(workflow_ids) <= PREEMPT_READ_EACH:
+            stopped = set()
+            for workflow_id in workflow_ids:
+                row = self.store.get_workflow(workflow_id)
+                if not self._runs_here(row):
+                    stopped.add(workflow_id)
+            return stopped
+        rows = self.store.list_workflows(
+            WorkflowFilter(
+                status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
+            )
+        )
+        running = {row.workflow_id for row in rows}
+        return {workflow_id for workflow_id in workflow_ids if workflow_id not in running}
+
+    def _runs_here(self, row: WorkflowRow | None) -> bool:
+        return (
+            row is not None and row.status is Status.PENDING and row.executor_id == self.executor_id
+        )
 
     def _carry(self, activation: _Activation, effect: Effect) -> Event:
         try:

@@ -19,16 +19,95 @@ from datetime import datetime
 
 from replaykit.errors import StoreUnavailable
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.host import Suspend, Wake
+from replaykit.runtime.host import CancelScope, Suspend, Wake
 
 log = logging.getLogger("replaykit.engine")
 
-__all__ = ["SWEEP_EVERY", "Wakeups"]
+__all__ = ["PREEMPT_POLL_MAX", "SWEEP_EVERY", "PreemptWatch", "Wakeups"]
 
 # Poll rounds between sweeps for PENDING runs this engine owns but does not
 # track: runs an operator resumed from another process, whose notification
 # may not reach us (SQLite has none across processes).
 SWEEP_EVERY = 10
+
+
+#: The longest a preemptible step runs on after its run was cancelled elsewhere,
+#: when no notification says so: the watch looks at least this often.
+PREEMPT_POLL_MAX = 1.0
+
+
+class PreemptWatch:
+    """Stops preemptible steps whose run was cancelled from anywhere.
+
+    While a preemptible step runs, its run's id and its attempt's cancel scope
+    are watched here. Two things cancel the scope: a "finished" notification of
+    the run (the store's, so other processes' commits too on PostgreSQL), and a
+    look at the store every `interval` seconds, one call for every watched run
+    (`look(ids)` answers the ids that may no longer run here: cancelled, parked,
+    finished, deleted, or owned by another engine). The watch's thread starts
+    with the first step watched, so an engine that runs none has no such thread.
+    """
+
+    def __init__(self, *, interval: float, look: Callable[[list[str]], set[str]]) -> None:
+        self.interval = min(interval, PREEMPT_POLL_MAX)
+        self._look = look
+        self._cv = threading.Condition()
+        self._watched: dict[int, tuple[str, CancelScope]] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, workflow_id: str, scope: CancelScope) -> int:
+        """Watch `workflow_id` until `remove(token)`; its scope is cancelled if the run stops."""
+        with self._cv:
+            token = next(self._tokens)
+            self._watched[token] = (workflow_id, scope)
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(
+                    target=self._loop, name="replaykit-preempt", daemon=True
+                )
+                self._thread.start()
+            return token
+
+    def remove(self, token: int) -> None:
+        with self._cv:
+            self._watched.pop(token, None)
+
+    def watched(self) -> list[str]:
+        with self._cv:
+            return sorted({workflow_id for workflow_id, _ in self._watched.values()})
+
+    def stopped(self, workflow_id: str) -> None:
+        """The run finished or was cancelled (a notification): stop its watched steps."""
+        with self._cv:
+            scopes = [scope for wid, scope in self._watched.values() if wid == workflow_id]
+        for scope in scopes:
+            scope.cancel()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            thread = self._thread
+            self._cv.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                self._cv.wait(self.interval)
+                if self._closed:
+                    return
+                ids = sorted({workflow_id for workflow_id, _ in self._watched.values()})
+            if not ids:
+                continue
+            try:
+                gone = self._look(ids)
+            except Exception as exc:  # an outage: look again next round
+                log.warning("could not look at the runs of preemptible steps: %s", exc)
+                continue
+            for workflow_id in gone:
+                self.stopped(workflow_id)
 
 
 class Wakeups:

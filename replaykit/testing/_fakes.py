@@ -5,7 +5,10 @@ A fake may be a callable (called with the step's arguments), a plain value
 those for successive calls. Fakes with a `fresh()` method are stateful: the kit
 asks each simulated process (each engine it starts) for a fresh copy, so a
 process that recovers after a crash starts the fake's attempt counters over
-exactly as a restarted service would.
+exactly as a restarted service would. A step retried across a restart goes on
+with its recorded attempt count, and so do these fakes: when the first call a
+process makes for one step of one run is attempt n (`step_context().attempt`),
+the n-1 outcomes the earlier attempts took are skipped.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any
 
 import attrs
 
-__all__ = ["StepCall", "StepTap", "as_fake", "fresh_fakes", "sequence"]
+from replaykit.interpreter import step_context_var
+
+__all__ = ["AttemptSkips", "StepCall", "StepTap", "as_fake", "fresh_fakes", "sequence"]
 
 
 @attrs.frozen
@@ -26,6 +31,29 @@ class StepCall:
 
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+class AttemptSkips:
+    """How many outcomes a stateful fake skips for attempts made in another process.
+
+    Keyed by (workflow id, position): the first call seen for a step of a run at
+    attempt n skips n-1 outcomes (its earlier attempts ran before a simulated
+    crash), and a later call at attempt m skips what lies between. Outside a step
+    attempt (a fake called by hand) nothing is skipped.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int], int] = {}
+
+    def skip(self) -> int:
+        """Call under the fake's lock, once per call of the fake."""
+        ctx = step_context_var.get()
+        if ctx is None:
+            return 0
+        key = (ctx.workflow_id, ctx.position)
+        before = self._last.get(key, 0)
+        self._last[key] = ctx.attempt
+        return max(ctx.attempt - 1 - before, 0)
 
 
 def _raise(exc: BaseException) -> Any:
@@ -65,7 +93,9 @@ class sequence:
     raises `AssertionError`, which the step records as its failure.
 
     The position in the sequence is per simulated process: after a simulated
-    crash the recovering engine starts again from the first item.
+    crash the recovering engine starts again from the first item, past the
+    items of the attempts the step has recorded as made (a step retried across
+    the crash goes on at its recorded attempt).
     """
 
     def __init__(self, *outcomes: Any) -> None:
@@ -73,6 +103,7 @@ class sequence:
             raise ValueError("sequence() needs at least one outcome")
         self.outcomes = outcomes
         self._next = 0
+        self._skips = AttemptSkips()
         self._lock = threading.Lock()
         self.name = ""
 
@@ -83,6 +114,7 @@ class sequence:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with self._lock:
+            self._next += self._skips.skip()
             index = self._next
             self._next += 1
         if index >= len(self.outcomes):

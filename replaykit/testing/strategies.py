@@ -38,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from replaykit import serde
+from replaykit.testing._fakes import AttemptSkips
 from replaykit.testing._session import Message
 
 __all__ = [
@@ -142,7 +143,8 @@ class GeneratedFake:
     its last outcome repeats. The plan a call gets is fixed by the order its
     arguments were first seen, across every run of one example; the attempt
     count restarts in each simulated process (`fresh()`), as a re-run step's
-    attempts would.
+    attempts would, past the attempts a step retried across a crash has
+    recorded as made.
     """
 
     def __init__(self, plans: Sequence[Sequence[Any]], name: str = "") -> None:
@@ -152,6 +154,7 @@ class GeneratedFake:
         self.name = name
         self._assigned: dict[str, int] = {}
         self._attempts: dict[str, int] = {}
+        self._skips = AttemptSkips()
         self._lock = threading.Lock()
 
     def fresh(self) -> GeneratedFake:
@@ -173,7 +176,7 @@ class GeneratedFake:
         key = _call_key(args, kwargs)
         with self._lock:
             index = self._assigned.setdefault(key, len(self._assigned))
-            attempt = self._attempts.get(key, 0)
+            attempt = self._attempts.get(key, 0) + self._skips.skip()
             self._attempts[key] = attempt + 1
         plan = self.plans[index % len(self.plans)]
         outcome = plan[min(attempt, len(plan) - 1)]
