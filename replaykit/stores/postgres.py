@@ -80,6 +80,7 @@ from replaykit.stores._rules import (
     stamped_for_batch,
     stamped_for_create,
 )
+from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS, Dialect, listing
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -126,14 +127,20 @@ _EXECUTOR_KEY_SQL = (
     "::bit(64)::bigint"
 )
 
-_WORKFLOW_COLUMNS = (
-    "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
-    "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
-    "started_at"
-)
-_RECORD_COLUMNS = (
-    "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
-)
+_WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
+_RECORD_COLUMNS = RECORD_COLUMNS
+
+
+def _statuses_matched(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
+    if len(statuses) == 1:
+        # `=` lets the (executor_id, app_version, status) index find a sweep's
+        # PENDING runs; the planner leaves `= ANY(...)` to a filter.
+        return "status = %s", [statuses[0].value]
+    return "status = ANY(%s::text[])", [[s.value for s in statuses]]
+
+
+# LIMIT NULL is PostgreSQL for "no limit".
+_DIALECT = Dialect("%s", lambda at: at, None, _statuses_matched)
 _SELECT_WORKFLOW = "SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows WHERE workflow_id = %s"
 
 
@@ -1592,38 +1599,7 @@ class PostgresStore:
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
         check_filter(where)
-        clauses: list[str] = []
-        params: list[Any] = []
-        statuses = where.statuses()
-        if statuses is not None and len(statuses) == 1:
-            # `=` lets the (executor_id, app_version, status) index find a
-            # sweep's PENDING runs; the planner leaves `= ANY(...)` to a filter.
-            clauses.append("status = %s")
-            params.append(statuses[0].value)
-        elif statuses is not None:
-            clauses.append("status = ANY(%s::text[])")
-            params.append([s.value for s in statuses])
-        for column, wanted in (
-            ("name", where.name),
-            ("executor_id", where.executor_id),
-            ("app_version", where.app_version),
-            ("parent_id", where.parent_id),
-            ("queue", where.queue),
-        ):
-            if wanted is not None:
-                clauses.append(f"{column} = %s")
-                params.append(wanted)
-        if where.since is not None:
-            clauses.append("created_at >= %s")
-            params.append(where.since)
-        if where.until is not None:
-            clauses.append("created_at < %s")
-            params.append(where.until)
-        text = "SELECT " + _WORKFLOW_COLUMNS + " FROM {s}.workflows"
-        if clauses:
-            text += " WHERE " + " AND ".join(clauses)
-        text += " ORDER BY created_at, workflow_id LIMIT %s OFFSET %s"
-        params.extend((where.limit, where.offset))
+        text, params = listing(where, "{s}.workflows", _DIALECT)
         return listed(_workflow_from, self._all(self._q(text), params, prepare=_PLAN_EACH_TIME))
 
     def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:

@@ -71,6 +71,7 @@ from replaykit.stores._rules import (
     stamped_for_batch,
     stamped_for_create,
 )
+from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS, Dialect, listing
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -196,14 +197,8 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ("ALTER TABLE send_keys ADD COLUMN call_id TEXT",),
 )
 
-_WORKFLOW_COLUMNS = (
-    "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
-    "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
-    "started_at"
-)
-_RECORD_COLUMNS = (
-    "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
-)
+_WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
+_RECORD_COLUMNS = RECORD_COLUMNS
 
 # The common case is this one statement. It inserts a new position only right
 # after the last one, completes a pending one, and leaves a completed one
@@ -417,39 +412,18 @@ def _no_target_error(workflow_id: str) -> WorkflowNotFound:
     )
 
 
+def _statuses_in(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
+    if not statuses:
+        return "0", []
+    return f"status IN ({', '.join('?' for _ in statuses)})", [s.value for s in statuses]
+
+
+# LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
+_DIALECT = Dialect("?", lambda at: _to_micros(at), -1, _statuses_in)
+
+
 def _filter_sql(where: WorkflowFilter) -> tuple[str, list[Any]]:
-    clauses: list[str] = []
-    params: list[Any] = []
-    statuses = where.statuses()
-    if statuses is not None:
-        if not statuses:
-            clauses.append("0")
-        else:
-            clauses.append(f"status IN ({', '.join('?' for _ in statuses)})")
-            params.extend(s.value for s in statuses)
-    for column, wanted in (
-        ("name", where.name),
-        ("executor_id", where.executor_id),
-        ("app_version", where.app_version),
-        ("parent_id", where.parent_id),
-        ("queue", where.queue),
-    ):
-        if wanted is not None:
-            clauses.append(f"{column} = ?")
-            params.append(wanted)
-    if where.since is not None:
-        clauses.append("created_at >= ?")
-        params.append(_to_micros(where.since))
-    if where.until is not None:
-        clauses.append("created_at < ?")
-        params.append(_to_micros(where.until))
-    text = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows"
-    if clauses:
-        text += " WHERE " + " AND ".join(clauses)
-    # LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
-    text += " ORDER BY created_at, workflow_id LIMIT ? OFFSET ?"
-    params.extend((-1 if where.limit is None else where.limit, where.offset))
-    return text, params
+    return listing(where, "workflows", _DIALECT)
 
 
 class SqliteStore:
