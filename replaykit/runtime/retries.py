@@ -1,16 +1,30 @@
-"""Store calls that survive outages: one retry policy for the runtime's rooms."""
+"""Store calls that survive outages: one retry policy for the runtime's rooms.
+
+`RetryingStore` is the store as the rooms see it. It knows which calls may
+run twice without harm and retries those through `StoreUnavailable` (a
+dropped connection, a server restarting); every other call goes through once,
+and its caller decides what a lost answer means. Record writes are resolved by
+reading the log back (`write_with_retries`), as only their caller knows the
+position to look at.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from replaykit.errors import RecordConflict, StoreUnavailable
-from replaykit.log import Record
+from replaykit.log import Record, Status
 from replaykit.stores.base import Store
 
-__all__ = ["call_with_retries", "write_with_retries"]
+__all__ = [
+    "NOT_RETRIED",
+    "RETRIED_CALLS",
+    "RetryingStore",
+    "call_with_retries",
+    "write_with_retries",
+]
 
 R = TypeVar("R")
 
@@ -58,3 +72,102 @@ def write_with_retries(
             if position < len(records) and records[position].outcome is not None:
                 return records[position]
             raise
+
+
+#: The store calls that are retried, and why each is safe to run twice.
+RETRIED_CALLS: dict[str, str] = {
+    # Reads change nothing.
+    "get_workflow": "a read",
+    "list_workflows": "a read",
+    "load_log": "a read",
+    "peek_message": "a read",
+    "get_event": "a read",
+    "executor_holder": "a read",
+    # Writes whose second run finds the first one's effect and adds nothing.
+    "create_workflow": "idempotent by id: a retry answers with the run the first created",
+    "create_workflows": "idempotent by id, all or nothing",
+    "heartbeat": "an upsert of the same row",
+    "send_message": "idempotent by key; the engine keys every send and names its call",
+    "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
+    "hold_executor": "a lost answer's session is closed, and its lock with it",
+    "release": "a retry finds nothing more to put back",
+    # Their retry may lose the first attempt's answer, never a run: runs taken
+    # are PENDING for this engine, and its sweep dispatches what it does not track.
+    "claim": "runs the lost answer named are this engine's and found by its sweep",
+    "take_over": "runs the lost answer named are this engine's and found by its sweep",
+}
+#: The store calls that go through once, and why.
+NOT_RETRIED: dict[str, str] = {
+    "record": "its caller reads the log back (write_with_retries)",
+    "record_many": "its callers resolve each write by reading back",
+    "record_transaction": "the user's transaction body must not run twice",
+    "finish_workflow": "its caller reads the run back",
+    "bump_recovery": "a retry would count one recovery twice",
+    "delete_workflow": "after a lost answer, 'nothing to delete' cannot tell 'we deleted it' "
+    "from 'it was never there': the caller hears the outage",
+    "subscribe": "local to this process",
+    "close": "local to this process",
+}
+
+
+class RetryingStore:
+    """`store`, with the calls of `RETRIED_CALLS` retried through outages until `stop()`.
+
+    Attributes are looked up on the wrapped store at each call, so a store
+    whose methods are replaced afterwards (the tests' lost acknowledgements)
+    is seen as it is then.
+    """
+
+    def __init__(self, store: Store, *, stop: Callable[[], bool], attempts: int = 8) -> None:
+        self.inner = store
+        self._stop = stop
+        self._attempts = attempts
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.inner, name)
+        if name not in RETRIED_CALLS:
+            return found
+        inner = self.inner
+
+        def retried(*args: Any, **kwargs: Any) -> Any:
+            return call_with_retries(
+                lambda: getattr(inner, name)(*args, **kwargs),
+                stop=self._stop,
+                attempts=self._attempts,
+            )
+
+        retried.__name__ = name
+        return retried
+
+    def set_status(self, workflow_id: str, status: Status, **kwargs: Any) -> bool:
+        """`Store.set_status`, retried; after a lost answer, "changed nothing" is checked.
+
+        A retry of a change the first attempt made finds the run changed
+        already and answers False; reading the run back tells that apart from
+        a change that truly did not happen, so the caller hears what happened.
+        """
+        lost = False
+        delay = 0.05
+        for attempt in range(1, self._attempts + 1):
+            try:
+                changed = self.inner.set_status(workflow_id, status, **kwargs)
+            except StoreUnavailable:
+                if attempt == self._attempts or self._stop():
+                    raise
+                lost = True
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            if changed or not lost:
+                return changed
+            row = call_with_retries(lambda: self.inner.get_workflow(workflow_id), stop=self._stop)
+            wanted_owner = kwargs.get("executor_id")
+            return (
+                row is not None
+                and row.status is status
+                and (wanted_owner is None or row.executor_id == wanted_owner)
+            )
+        raise AssertionError("unreachable")
