@@ -35,11 +35,13 @@ import re
 import sys
 import unicodedata
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import attrs
 
 try:
     import click
@@ -49,7 +51,18 @@ except ImportError as _missing:  # pragma: no cover - depends on the installatio
     ) from _missing
 
 from replaykit.errors import NonDeterminismError, ReplayKitError
-from replaykit.log import Failure, Log, Record, Status, outcome_to_json
+from replaykit.log import (
+    AllOutcome,
+    ErrorInfo,
+    Failure,
+    Log,
+    Outcome,
+    RaceOutcome,
+    Record,
+    Status,
+    Value,
+    outcome_to_json,
+)
 from replaykit.registry import Workflow, lookup
 from replaykit.runtime.admin import (
     TERMINAL,
@@ -184,36 +197,53 @@ class _Group(click.Group):
 
 # -- option types -------------------------------------------------------------------------
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+$", re.IGNORECASE)
+_DURATION_FORMS = "90s, 15m, 1h30m, 2d or 1w (units w, d, h, m, s; largest first)"
 
 
 def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '2h', '30d', '1w', or a number of seconds."""
-    match = _DURATION.match(text)
-    if match:
-        return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2).lower()])
+    """'90s', '15m', '1h30m', '2d12h', '1w', or a plain number of seconds."""
+    if _DURATION.match(text):
+        seconds = 0.0
+        seen: list[str] = []
+        for number, unit in _PART.findall(text):
+            unit = unit.lower()
+            # '30m1h' or '1m1m' is more likely a slip than a way to write 1h30m.
+            if seen and list(_UNITS).index(unit) <= list(_UNITS).index(seen[-1]):
+                raise ValueError(
+                    f"{text!r} is not a duration: write each unit once, largest first "
+                    "(1h30m, 2d12h)"
+                )
+            seen.append(unit)
+            seconds += float(number) * _UNITS[unit]
+    else:
+        try:
+            seconds = float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a duration; write e.g. {_DURATION_FORMS}") from None
+        if seconds < 0:
+            raise ValueError(f"{text!r}: a duration cannot be negative")
     try:
-        seconds = float(text)
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is not a duration; write e.g. 90s, 15m, 2h, 30d or 1w"
-        ) from None
-    if seconds < 0:
-        raise ValueError(f"{text!r}: a duration cannot be negative")
-    return timedelta(seconds=seconds)
+        return timedelta(seconds=seconds)
+    except (OverflowError, ValueError):  # inf, nan, or past timedelta's 999999999 days
+        raise ValueError(f"{text!r} is not a duration this command can use") from None
 
 
 def parse_when(text: str, now: datetime | None = None) -> datetime:
     """An ISO 8601 instant (naive means UTC) or a duration ago ('2h' = two hours ago)."""
     if _DURATION.match(text):
-        return (now or datetime.now(UTC)) - parse_duration(text)
+        try:
+            return (now or datetime.now(UTC)) - parse_duration(text)
+        except OverflowError:
+            raise ValueError(f"{text!r} ago is before the year 1") from None
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise ValueError(
             f"{text!r} is neither an ISO 8601 time (2024-06-01T12:00) nor a duration "
-            "ago (15m, 2h, 7d)"
+            "ago (15m, 1h30m, 7d)"
         ) from None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
@@ -247,6 +277,11 @@ _url_option = click.option(
     help="The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://.",
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead.")
+_wide_option = click.option(
+    "--wide",
+    is_flag=True,
+    help="Show every cell and value in full (on a terminal, long ones are cut to fit it).",
+)
 
 
 # -- opening the store ----------------------------------------------------------------------
@@ -397,12 +432,13 @@ def format_duration(seconds: float) -> str:
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
-def _short(text: str, width: int = 60) -> str:
+def _short(text: str, width: int | None = 60) -> str:
+    """`text` on one line, cut to `width` characters (None: never cut)."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3] + "..."
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
-def _short_json(data: Any, width: int = 60) -> str:
+def _short_json(data: Any, width: int | None = 60) -> str:
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
@@ -410,18 +446,115 @@ def _short_json(data: Any, width: int = 60) -> str:
     return _short(text, width)
 
 
-def outcome_summary(record: Record) -> str:
-    """One cell for a record's outcome: ok + value, error + type and message, or pending."""
+def outcome_summary(
+    record: Record, width: int | None = 60, *, child_width: int | None = None
+) -> str:
+    """One cell for a record's outcome: ok + value, error + type and message, or pending.
+
+    A `Race` shows which child won and its outcome, an `All` each child's
+    outcome: their record's value is the composite's internal form, which says
+    that only to someone who knows it. Values are cut at `width` (None: never),
+    a composite child's at `child_width` (default: half of `width`).
+    """
     outcome = record.outcome
     if outcome is None:
         return f"pending until {_when(record.wake_at)}" if record.wake_at else "pending"
     tries = f" ({record.attempts} attempts)" if record.attempts > 1 else ""
+    if record.kind in ("race", "all") and isinstance(outcome, Value):
+        if child_width is None and width is not None:
+            child_width = max(width // 2, 12)
+        text = _composite_text(record.kind, record.name, outcome.data, child_width)
+        if text is not None:
+            return _short(text, None if width is None else 2 * width) + tries
+    return _outcome_text(outcome, width) + tries
+
+
+def _outcome_text(outcome: Outcome, width: int | None) -> str:
     if isinstance(outcome, Failure):
         error = outcome.error
-        return _short(f"error {error.type_name}: {error.message}", 80) + tries
+        return _short(
+            f"error {error.type_name}: {error.message}", None if width is None else width + 20
+        )
     if outcome.data is None:
-        return "ok" + tries
-    return "ok " + _short_json(outcome.data) + tries
+        return "ok"
+    return "ok " + _short_json(outcome.data, width)
+
+
+def _split_top(name: str) -> list[str]:
+    """'a|b(c|d)|e' -> ['a', 'b(c|d)', 'e']: the children a composite's name lists."""
+    parts: list[str] = []
+    depth = 0
+    current: list[str] = []
+    for char in name:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(depth - 1, 0)
+        if char == "|" and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def _composite_children(name: str) -> list[tuple[str, str]]:
+    """(kind, name) of each child of a composite record, from its name.
+
+    The name is `kind:name|kind(inner)|...` (`Composite.name`); a step name holding
+    `|` or `(` makes this a guess, which is why it only labels what the record holds.
+    """
+    children: list[tuple[str, str]] = []
+    for part in _split_top(name):
+        colon, paren = part.find(":"), part.find("(")
+        if paren != -1 and (colon == -1 or paren < colon) and part.endswith(")"):
+            children.append((part[:paren], part[paren + 1 : -1]))
+        elif colon != -1:
+            children.append((part[:colon], part[colon + 1 :]))
+        else:
+            children.append((part, ""))
+    return children
+
+
+def _composite_text(kind: str, name: str, data: Any, width: int | None) -> str | None:
+    """A Race's winner or an All's children in words; None if `data` is not such a record.
+
+    Each child's value is cut at `width` (None: never).
+    """
+    children = _composite_children(name)
+
+    def label(index: int) -> str:
+        if index >= len(children):
+            return f"[{index}]"
+        child_kind, child_name = children[index]
+        shown = child_name if child_name and child_name != child_kind else ""
+        if child_kind in ("race", "all"):
+            shown = ""  # its children are listed with its outcome
+        return f"[{index}] {child_kind} {shown}".rstrip()
+
+    def child(index: int, outcome: Outcome) -> str:
+        if index < len(children) and isinstance(outcome, Value):
+            inner_kind, inner_name = children[index]
+            if inner_kind in ("race", "all"):
+                inner = _composite_text(inner_kind, inner_name, outcome.data, width)
+                if inner is not None:
+                    return f"({inner})"
+        return _outcome_text(outcome, width)
+
+    try:
+        if kind == "race":
+            race = RaceOutcome.from_data(data)
+            return f"won by {label(race.index)}: {child(race.index, race.outcome)}"
+        every = AllOutcome.from_data(data)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None
+    first = every.first_failure
+    if first is not None and first < len(every.outcomes):
+        # Fail-fast: the children still running then were cancelled and hold no
+        # outcome worth showing.
+        return f"failed at {label(first)}: {child(first, every.outcomes[first])}"
+    return "; ".join(f"{label(i)}: {child(i, o)}" for i, o in enumerate(every.outcomes))
 
 
 def _record_duration(record: Record) -> str:
@@ -458,18 +591,95 @@ def _run_error(row: WorkflowRow) -> str:
     return row.error
 
 
-class _Printer:
-    """Rich tables and colour on a terminal, aligned plain text otherwise."""
+class _Fit(NamedTuple):
+    """How a table column gives way on a narrow terminal: it is cut, not folded."""
 
-    def __init__(self) -> None:
+    min_width: int  # it is not cut below this (unless nothing else fits)
+    weight: int = 1  # how much of the room left it gets, against the other cut columns
+    keep_end: bool = False  # cut its start, not its end (a call site's file:line)
+
+
+def _fit_widths(natural: Sequence[int], fit: Mapping[int, _Fit], room: int) -> dict[int, int]:
+    """The widths to cut columns to so that a table's row takes at most `room` cells.
+
+    Columns not in `fit` keep their natural width. The others get their minimum,
+    then share what is left by weight, none getting more than it needs (a short
+    column's unused share goes to the others). Only columns to cut are returned.
+    """
+    budget = room - sum(width for index, width in enumerate(natural) if index not in fit)
+    if sum(natural[index] for index in fit) <= budget:
+        return {}
+    widths = {index: min(natural[index], spec.min_width) for index, spec in fit.items()}
+    spare = budget - sum(widths.values())
+    waiting = {index for index in fit if natural[index] > widths[index]}
+    while waiting and spare > 0:
+        total = sum(fit[index].weight for index in waiting)
+        share = {index: spare * fit[index].weight // total for index in waiting}
+        settled = {index for index in waiting if natural[index] - widths[index] <= share[index]}
+        if not settled:
+            for index in waiting:
+                widths[index] += share[index]
+            # What flooring the shares left over goes to the heaviest columns.
+            left = spare - sum(share.values())
+            for index in sorted(waiting, key=lambda i: -fit[i].weight)[:left]:
+                widths[index] += 1
+            break
+        for index in settled:
+            spare -= natural[index] - widths[index]
+            widths[index] = natural[index]
+            waiting.discard(index)
+    return {index: width for index, width in widths.items() if width < natural[index]}
+
+
+def _cut(text: str, width: int, *, keep_end: bool = False) -> str:
+    """`text` in at most `width` terminal cells, an ellipsis where it was cut."""
+    from rich.cells import cell_len, set_cell_size
+
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "\u2026"[:width]
+    if keep_end:
+        return "\u2026" + set_cell_size(text[::-1], width - 1)[::-1].lstrip()
+    return set_cell_size(text, width - 1).rstrip() + "\u2026"
+
+
+# A cell or value shown on a terminal is cut to fit long before this, but a
+# megabyte of JSON is not worth encoding to be cut.
+_TERMINAL_CELL = 2000
+
+
+class _Printer:
+    """Rich tables and colour on a terminal, aligned plain text otherwise.
+
+    On a terminal every line fits its width: long cells and values are cut with
+    an ellipsis rather than folded over several lines, which makes a timeline
+    unreadable at 80 columns. `wide=True` shows everything, however long.
+    """
+
+    def __init__(self, *, wide: bool = False) -> None:
         self.console: Any = None
+        self.wide = wide
         try:
             from rich.console import Console
         except ImportError:  # rich is optional; plain text needs nothing
             return
         console = Console(highlight=False)
         if console.is_terminal:
-            self.console = console
+            # Wide: lines as long as their content, for the terminal to wrap.
+            self.console = Console(highlight=False, width=10**6) if wide else console
+
+    @property
+    def fits(self) -> bool:
+        """Whether output is being fitted to a terminal's width."""
+        return self.console is not None and not self.wide
+
+    @property
+    def value_width(self) -> int | None:
+        """How long a value worth showing may be: the terminal cuts it to its column."""
+        if self.wide:
+            return None
+        return _TERMINAL_CELL if self.console is not None else 60
 
     # Every cell and value is shown with `printable`, and handed to rich as a
     # Text, never as markup: "[bold]" or ":smile:" in an id print as written.
@@ -494,7 +704,7 @@ class _Printer:
                 text = Text()
                 text.append(f"{label.ljust(width)}  ", style="bold")
                 text.append(value, style=style or "")
-                self.console.print(text)
+                self.console.print(text, no_wrap=True, overflow="ellipsis")
             else:
                 click.echo(f"{label.ljust(width)}  {value}")
 
@@ -503,16 +713,41 @@ class _Printer:
         headers: Sequence[str],
         rows: Sequence[Sequence[str]],
         styles: Sequence[dict[int, str]] | None = None,
+        fit: Mapping[int, _Fit] | None = None,
     ) -> None:
+        """A table; on a terminal, the `fit` columns are cut so each row is one line."""
         rows = [[printable(cell) for cell in row] for row in rows]
         if self.console is not None:
             from rich import box
+            from rich.cells import cell_len
             from rich.table import Table
             from rich.text import Text
 
-            table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+            fit = fit or {}
+            if self.fits:
+                natural = [
+                    max([cell_len(header)] + [cell_len(row[col]) for row in rows])
+                    for col, header in enumerate(headers)
+                ]
+                # With collapsed padding, each column boundary takes two cells.
+                room = self.console.width - 2 * (len(headers) - 1)
+                widths = _fit_widths(natural, fit, room)
+                rows = [
+                    [
+                        _cut(cell, widths[col], keep_end=fit[col].keep_end)
+                        if col in widths
+                        else cell
+                        for col, cell in enumerate(row)
+                    ]
+                    for row in rows
+                ]
+            table = Table(
+                box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
+            )
             for header in headers:
-                table.add_column(header, overflow="fold")
+                # Anything still too wide (a terminal too narrow for even the
+                # uncut columns) is cut by rich; never folded.
+                table.add_column(header, no_wrap=self.fits, overflow="ellipsis")
             for index, row in enumerate(rows):
                 row_styles = styles[index] if styles else {}
                 table.add_row(
@@ -520,11 +755,13 @@ class _Printer:
                 )
             self.console.print(table)
             return
-        widths = [len(h) for h in headers]
+        widths_plain = [len(h) for h in headers]
         for row in rows:
-            widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+            widths_plain = [max(w, len(cell)) for w, cell in zip(widths_plain, row, strict=True)]
         for cells in (headers, *rows):
-            click.echo("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+            click.echo(
+                "  ".join(c.ljust(w) for c, w in zip(cells, widths_plain, strict=True)).rstrip()
+            )
 
 
 def _echo_json(data: Any) -> None:
@@ -552,6 +789,42 @@ def workflows() -> None:
     """List, inspect, export, cancel, resume, fork and delete runs."""
 
 
+def _exists(store: Store, where: WorkflowFilter, offset: int) -> bool:
+    return bool(store.list_workflows(attrs.evolve(where, limit=1, offset=offset)))
+
+
+def count_runs(store: Store, where: WorkflowFilter) -> int:
+    """How many runs match `where`, in about 2*log2(n) one-row reads.
+
+    The store lists oldest first and has no count; listing newest first needs
+    the total, and reading every row to count them would decode them all.
+    """
+    if not _exists(store, where, 0):
+        return 0
+    low, high = 1, 2  # at least `low` runs match, fewer than `high` do once high is found
+    while _exists(store, where, high - 1):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _exists(store, where, middle - 1):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _newest_first(
+    store: Store, where: WorkflowFilter, limit: int, offset: int
+) -> tuple[list[WorkflowRow], int]:
+    """The `limit` newest matching runs after skipping `offset` newer ones; and the total."""
+    total = count_runs(store, where)
+    end = max(total - offset, 0)
+    begin = max(end - limit, 0)
+    rows = store.list_workflows(attrs.evolve(where, limit=end - begin, offset=begin)) if end else []
+    rows.reverse()
+    return rows, total
+
+
 @workflows.command("list")
 @_url_option
 @click.option(
@@ -565,17 +838,23 @@ def workflows() -> None:
 @click.option("--version", "app_version", help="Only runs stamped with this app version.")
 @click.option("--executor", help="Only runs owned by this executor id.")
 @click.option("--parent", help="Only children of this run.")
+@click.option("--queue", help="Only runs of this queue.")
 @click.option(
     "--since",
     callback=_when_option,
     metavar="TIME",
-    help="Created at or after: ISO time, or 2h/7d ago.",
+    help="Created at or after: ISO time, or a duration ago (2h, 1h30m, 7d).",
 )
 @click.option(
-    "--until", callback=_when_option, metavar="TIME", help="Created before: ISO time, or 2h/7d ago."
+    "--until",
+    callback=_when_option,
+    metavar="TIME",
+    help="Created before: ISO time, or a duration ago (2h, 1h30m, 7d).",
 )
+@click.option("--newest", is_flag=True, help="Newest first (--offset skips the newest).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
+@_wide_option
 @_json_option
 def list_command(
     url: str,
@@ -584,34 +863,40 @@ def list_command(
     app_version: str | None,
     executor: str | None,
     parent: str | None,
+    queue: str | None,
     since: datetime | None,
     until: datetime | None,
+    newest: bool,
     limit: int,
     offset: int,
+    wide: bool,
     as_json: bool,
 ) -> None:
-    """Runs, oldest first."""
+    """Runs, oldest first (--newest: newest first)."""
+    where = WorkflowFilter(
+        status=tuple(Status(s) for s in statuses) or None,
+        name=name,
+        app_version=app_version,
+        executor_id=executor,
+        parent_id=parent,
+        queue=queue,
+        since=since,
+        until=until,
+    )
     with _store(url) as store:
-        rows = store.list_workflows(
-            WorkflowFilter(
-                status=tuple(Status(s) for s in statuses) or None,
-                name=name,
-                app_version=app_version,
-                executor_id=executor,
-                parent_id=parent,
-                since=since,
-                until=until,
-                limit=limit,
-                offset=offset,
-            )
-        )
+        if newest:
+            rows, total = _newest_first(store, where, limit, offset)
+            more = total - offset - len(rows) if rows else 0
+        else:
+            rows = store.list_workflows(attrs.evolve(where, limit=limit, offset=offset))
+            more = -1 if len(rows) == limit else 0  # -1: there may be more; unknown how many
     if as_json:
         _echo_json([_row_json(row) for row in rows])
         return
     if not rows:
         click.echo("no workflow runs match")
         return
-    out = _Printer()
+    out = _Printer(wide=wide)
     out.table(
         ["ID", "NAME", "STATUS", "CREATED", "VERSION", "EXECUTOR", "ERROR"],
         [
@@ -622,25 +907,87 @@ def list_command(
                 _when(row.created_at),
                 row.app_version,
                 row.executor_id,
-                _short(_run_error(row), 50),
+                _short(_run_error(row), None if wide else 50 if out.console is None else 500),
             ]
             for row in rows
         ],
         [{2: _STATUS_STYLE[row.status]} for row in rows],
+        fit={
+            0: _Fit(16, weight=4),
+            1: _Fit(6, weight=2),
+            4: _Fit(7),
+            5: _Fit(8),
+            6: _Fit(5, weight=3),
+        },
     )
-    if len(rows) == limit:
+    first = "newest" if newest else "first"
+    if more > 0:
         click.echo(
-            f"(first {limit} from offset {offset}; more may match: --offset {offset + limit})",
+            f"({first} {len(rows)} from offset {offset}; {more} more match: "
+            f"--offset {offset + limit})",
             err=True,
         )
+    elif more < 0:
+        click.echo(
+            f"({first} {limit} from offset {offset}; more may match: --offset {offset + limit})",
+            err=True,
+        )
+
+
+def _failures(record: Record) -> list[tuple[str, ErrorInfo]]:
+    """(what failed, its error) for a record's failure and its composite children's."""
+    where = f"{record.kind} {record.name!r} at position {record.position}"
+    if isinstance(record.outcome, Failure):
+        return [(where, record.outcome.error)]
+    if record.kind in ("race", "all") and isinstance(record.outcome, Value):
+        return _composite_failures(record.kind, record.name, record.outcome.data, where)
+    return []
+
+
+def _composite_failures(kind: str, name: str, data: Any, where: str) -> list[tuple[str, ErrorInfo]]:
+    children = _composite_children(name)
+    try:
+        if kind == "race":
+            race = RaceOutcome.from_data(data)
+            held = [(race.index, race.outcome)]
+        else:
+            held = list(enumerate(AllOutcome.from_data(data).outcomes))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return []
+    found: list[tuple[str, ErrorInfo]] = []
+    for index, outcome in held:
+        child_kind, child_name = children[index] if index < len(children) else ("?", "")
+        label = f"{where}, child [{index}] {child_kind}"
+        if isinstance(outcome, Failure):
+            found.append((f"{label} {child_name!r}", outcome.error))
+        elif child_kind in ("race", "all"):
+            found.extend(_composite_failures(child_kind, child_name, outcome.data, label))
+    return found
+
+
+def _started_cells(records: Sequence[Record], row: WorkflowRow, compact: bool) -> list[str]:
+    """The STARTED column: on a terminal, only the time when the header's date says the day."""
+    cells = [_when(r.started_at) for r in records]
+    day = _when(row.created_at)[:10]
+    if compact and all(cell == "-" or cell.startswith(day) for cell in cells):
+        return [cell[11:] if cell != "-" else cell for cell in cells]
+    return cells
 
 
 @workflows.command("show")
 @click.argument("workflow_id")
 @_url_option
-@click.option("--traceback", "show_traceback", is_flag=True, help="Print a failed run's traceback.")
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="Print the tracebacks recorded with the run's failure and its steps' failures.",
+)
+@_wide_option
 @_json_option
-def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool) -> None:
+def show_command(
+    workflow_id: str, url: str, show_traceback: bool, wide: bool, as_json: bool
+) -> None:
     """A run and its log as a timeline; a failed or parked run shows why."""
     with _store(url) as store:
         row = _get_row(store, workflow_id)
@@ -655,7 +1002,11 @@ def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool
             }
         )
         return
-    out = _Printer()
+    out = _Printer(wide=wide)
+    width = out.value_width
+    # On a terminal a composite's children share one cut cell: short values
+    # let it show more of them.
+    child_width = 24 if out.fits else None
     pairs: list[tuple[str, str, str | None]] = [
         ("workflow", row.workflow_id, "bold"),
         ("name", row.name, None),
@@ -674,13 +1025,15 @@ def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool
     if row.wake_at is not None and not row.status.is_terminal:
         pairs.append(("wakes at", _when(row.wake_at) + " UTC", None))
     if row.status is Status.SUCCESS and row.result is not None:
-        pairs.append(("result", _short_json(outcome_to_json(row.result).get("value"), 100), None))
+        value = outcome_to_json(row.result).get("value")
+        pairs.append(("result", _short_json(value, None if width is None else width + 40), None))
     if row.status is Status.ERROR:
         pairs.append(("error", _run_error(row), "red"))
     elif row.status is Status.PARKED:
         pairs.append(("parked", row.error or "(no reason recorded)", "yellow"))
     out.fields(pairs)
     out.line()
+    failed = {r.position for r in records if _failures(r)}
     if records:
         out.table(
             ["POS", "KIND", "NAME", "STARTED", "DURATION", "OUTCOME", "CALL SITE"],
@@ -689,30 +1042,54 @@ def show_command(workflow_id: str, url: str, show_traceback: bool, as_json: bool
                     str(r.position),
                     r.kind,
                     r.name,
-                    _when(r.started_at),
+                    started,
                     _record_duration(r),
-                    outcome_summary(r),
+                    outcome_summary(r, width, child_width=child_width),
                     r.call_site or "-",
                 ]
-                for r in records
+                for r, started in zip(records, _started_cells(records, row, out.fits), strict=True)
             ],
             [
-                {5: "red"}
-                if isinstance(r.outcome, Failure)
-                else {5: "cyan"}
-                if r.is_pending
-                else {}
+                {5: "red"} if r.position in failed else {5: "cyan"} if r.is_pending else {}
                 for r in records
             ],
+            fit={
+                2: _Fit(8, weight=2),
+                5: _Fit(12, weight=5),
+                6: _Fit(10, weight=2, keep_end=True),
+            },
         )
     else:
         out.line("(the log is empty: the run has not recorded a command yet)")
     if children:
         out.line()
         out.line("children: " + ", ".join(f"{c.workflow_id} ({c.status.value})" for c in children))
-    if show_traceback and isinstance(row.result, Failure):
+    if show_traceback:
+        _print_tracebacks(out, row, records)
+
+
+def _print_tracebacks(out: _Printer, row: WorkflowRow, records: Sequence[Record]) -> None:
+    """The step bodies' own tracebacks, where the failures began, then the run's.
+
+    A run's failure records where the workflow body re-raised a step's error;
+    the frames that explain it are in the step's record.
+    """
+    shown = False
+    for record in records:
+        for where, error in _failures(record):
+            out.line()
+            out.line(f"{where} raised {error.type_name}: {error.message}", "bold red")
+            out.line(error.traceback or "(no traceback was recorded)", newlines=True)
+            shown = True
+    if isinstance(row.result, Failure):
+        error = row.result.error
         out.line()
-        out.line(row.result.error.traceback or "(no traceback was recorded)", newlines=True)
+        out.line(f"the workflow raised {error.type_name}: {error.message}", "bold red")
+        out.line(error.traceback or "(no traceback was recorded)", newlines=True)
+        shown = True
+    if not shown:
+        out.line()
+        out.line("(nothing failed: no traceback to show)")
 
 
 @workflows.command("export")
@@ -903,7 +1280,10 @@ def gc_command(
     url: str, older_than: timedelta, include_unfinished: bool, dry_run: bool, yes: bool
 ) -> None:
     """Retention: delete old runs; by default only finished ones."""
-    cutoff = datetime.now(UTC) - older_than
+    try:
+        cutoff = datetime.now(UTC) - older_than
+    except OverflowError:
+        raise _UsageError(f"--older-than {older_than.days}d reaches before the year 1") from None
     with _store(url) as store:
         matching = store.list_workflows(
             WorkflowFilter(status=None if include_unfinished else _TERMINAL, until=cutoff)
@@ -918,6 +1298,170 @@ def gc_command(
             )
         deleted = collect_garbage(store, cutoff, keep_running=not include_unfinished)
     click.echo(f"deleted {deleted} {what} created before {_when(cutoff)} UTC")
+
+
+# -- queues ---------------------------------------------------------------------------------
+
+# Counting reads the live runs themselves (the store keeps no counters); past
+# this many the counts are lower bounds, and say so.
+_MAX_QUEUE_SCAN = 20_000
+
+
+@attrs.define
+class _QueueCounts:
+    depth: int = 0  # ENQUEUED, delayed ones included
+    delayed: int = 0  # ENQUEUED with a start delay still running
+    running: int = 0  # PENDING
+
+
+def _queue_counts(store: Store, now: datetime) -> tuple[dict[str, _QueueCounts], bool]:
+    """Counts per queue from the store's ENQUEUED and PENDING runs; and whether partial."""
+    live = store.list_workflows(
+        WorkflowFilter(status=(Status.ENQUEUED, Status.PENDING), limit=_MAX_QUEUE_SCAN + 1)
+    )
+    counts: dict[str, _QueueCounts] = {}
+    for row in live[:_MAX_QUEUE_SCAN]:
+        if row.queue is None:
+            continue  # started directly, not from a queue
+        entry = counts.setdefault(row.queue, _QueueCounts())
+        if row.status is Status.ENQUEUED:
+            entry.depth += 1
+            wake = row.wake_at
+            if wake is not None and wake.tzinfo is None:
+                wake = wake.replace(tzinfo=UTC)
+            if wake is not None and wake > now:
+                entry.delayed += 1
+        else:
+            entry.running += 1
+    return counts, len(live) > _MAX_QUEUE_SCAN
+
+
+def _period(seconds: float) -> str:
+    """A rate limit's period in the largest unit that divides it: 60 -> '1m', 90 -> '90s'."""
+    for unit, size in _UNITS.items():
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _import_app(module: str, app_dir: Path) -> None:
+    """Import the application module that registers queues (and workflows) by name."""
+    where = str(app_dir.resolve())
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    try:
+        import_spec(module)
+    except _BadInput as exc:
+        raise _UsageError(str(exc)) from exc
+
+
+_app_option = click.option(
+    "--app",
+    "app_module",
+    metavar="MODULE",
+    help="Your module that defines the queues (imported, to read their limits).",
+)
+_app_dir_option = click.option(
+    "--app-dir",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory put first on sys.path before importing --app.",
+)
+
+
+@cli.group("queues", cls=_Group)
+def queues_group() -> None:
+    """What waits on each queue and what runs from it."""
+
+
+@queues_group.command("list")
+@_url_option
+@_app_option
+@_app_dir_option
+@_json_option
+def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json: bool) -> None:
+    """Each queue's depth (ENQUEUED runs), delayed runs, running (PENDING) runs and limits.
+
+    The counts come from the store. The limits live in your code: with --app
+    MODULE, the module is imported (as `worker` does) and its queues' limits are
+    shown, with the queues that have nothing waiting or running too. No
+    workflow runs.
+    """
+    from replaykit.runtime.queues import Queue, registered_queues
+
+    registered: dict[str, Queue] = {}
+    if app_module is not None:
+        _import_app(app_module, app_dir)
+        registered = {queue.name: queue for queue in registered_queues()}
+    with _store(url) as store:
+        counts, partial = _queue_counts(store, datetime.now(UTC))
+    names = sorted(set(counts) | set(registered))
+
+    def limits(name: str) -> dict[str, Any] | None:
+        queue = registered.get(name)
+        if queue is None:
+            return None
+        rate = queue.rate_limit
+        return {
+            "concurrency": queue.concurrency,
+            "worker_concurrency": queue.worker_concurrency,
+            "rate_limit": None if rate is None else {"count": rate[0], "per_seconds": rate[1]},
+        }
+
+    if as_json:
+        _echo_json(
+            {
+                "queues": [
+                    {
+                        "queue": name,
+                        "depth": counts.get(name, _QueueCounts()).depth,
+                        "delayed": counts.get(name, _QueueCounts()).delayed,
+                        "running": counts.get(name, _QueueCounts()).running,
+                        "registered": name in registered if app_module else None,
+                        "limits": limits(name),
+                    }
+                    for name in names
+                ],
+                "partial": partial,
+            }
+        )
+        return
+    if not names:
+        click.echo(
+            "no queue has runs waiting or running"
+            + ("" if app_module else " (--app MODULE also lists the queues your code defines)")
+        )
+        return
+    at_least = "+" if partial else ""
+    headers = ["QUEUE", "DEPTH", "DELAYED", "RUNNING"]
+    if app_module:
+        headers += ["CONCURRENCY", "PER WORKER", "RATE LIMIT"]
+    rows: list[list[str]] = []
+    for name in names:
+        entry = counts.get(name, _QueueCounts())
+        cells = [name, f"{entry.depth}{at_least}", f"{entry.delayed}{at_least}"]
+        cells.append(f"{entry.running}{at_least}")
+        if app_module:
+            queue = registered.get(name)
+            if queue is None:
+                cells += ["(not in --app)", "", ""]
+            else:
+                rate = queue.rate_limit
+                cells += [
+                    str(queue.concurrency) if queue.concurrency else "-",
+                    str(queue.worker_concurrency) if queue.worker_concurrency else "-",
+                    f"{rate[0]}/{_period(rate[1])}" if rate else "-",
+                ]
+        rows.append(cells)
+    _Printer().table(headers, rows, fit={0: _Fit(12)})
+    if partial:
+        click.echo(
+            f"(counted the first {_MAX_QUEUE_SCAN} live runs: the counts are lower bounds)",
+            err=True,
+        )
+    if not app_module:
+        click.echo("(limits live in your code: --app MODULE shows them)", err=True)
 
 
 # -- replay --------------------------------------------------------------------------------
