@@ -52,6 +52,7 @@ __all__ = [
     "Effect",
     "Failed",
     "Interpreter",
+    "ReplaySafeFilter",
     "StepContext",
     "WorkflowContext",
     "WorkflowGenerator",
@@ -137,17 +138,36 @@ def step_context() -> StepContext:
     return ctx
 
 
-class _ReplayFilter(logging.Filter):
+class ReplaySafeFilter(logging.Filter):
+    """Drops a logger's records while a workflow body replays, and tags the others.
+
+    Inside a workflow body each record gets `workflow_id`, `workflow_name` and
+    `position` attributes (for a formatter's `%(workflow_id)s`, or a JSON log
+    handler); outside one they are None and nothing is dropped. Code between a
+    workflow's commands re-runs on every replay: with this filter on a logger,
+    each line appears once per run, not once per replay.
+
+    `replaykit.logger` has it already; for a module logger of your own:
+    `logging.getLogger(__name__).addFilter(replaykit.ReplaySafeFilter())`. A
+    filter added to a handler instead covers every logger that handler serves.
+    """
+
     def filter(self, record: logging.LogRecord) -> bool:
         ctx = _current.get()
         if ctx is None:
+            # Set, so that one format string serves lines from inside and outside.
+            for name in ("workflow_id", "workflow_name", "position"):
+                if not hasattr(record, name):
+                    setattr(record, name, None)
             return True
         record.workflow_id = ctx.workflow_id
+        record.workflow_name = ctx.name
+        record.position = ctx.position
         return not ctx.is_replaying
 
 
 logger = logging.getLogger("replaykit.workflow")
-logger.addFilter(_ReplayFilter())
+logger.addFilter(ReplaySafeFilter())
 
 
 @attrs.frozen
