@@ -20,19 +20,31 @@ let through: `logging` stamps every record with `time.time()`, and a log line in
 a workflow body is fine. The guard judges the frame that made the call, by the
 file its code is in.
 
-What it cannot see: a name bound to the original before the session started,
-`from time import time` at the top of a module being the common case (`time()`
-then calls the original directly). The linter (`replaykit lint`) reads such
-imports and reports them. `datetime.now()` and friends are caught however
-`datetime` was imported: the guard replaces the methods on the class itself.
+What it cannot see:
+
+- A name bound to the original before the session started, `from time import
+  time` at the top of a module being the common case (`time()` then calls the
+  original directly).
+- `datetime.now()` and `datetime.utcnow()`. (`date.today()` and
+  `datetime.today()` are refused: their C code calls `time.time()` through the
+  module, and the refusal names that call.) They are methods of classes
+  written in C: the only way to guard them is to write into the namespace of an
+  immutable built-in type (through `gc.get_referents` and a ctypes call of
+  `PyType_Modified`), which an earlier version did. That is not safe to do in a
+  test process: a C extension that holds the method as a C function
+  (time-machine patches `datetime.now` that way) reads the Python guard as one
+  and corrupts memory; on free-threaded builds the write races every other
+  thread's attribute lookups; and each session spends version tags CPython
+  keeps for its static types. The module-level functions guarded here are
+  plain module attributes, replaced the way `unittest.mock.patch` replaces
+  them.
+
+The linter (`replaykit lint`, RK101) reads both cases and reports them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import datetime
-import gc
 import os
 import random
 import secrets
@@ -103,13 +115,6 @@ _FUNCTIONS: tuple[tuple[Any, str, str], ...] = (
     ),
 )
 
-#: (class, method) of the clock's class methods, guarded on the classes themselves.
-_CLASS_METHODS: tuple[tuple[type, str], ...] = (
-    (datetime.datetime, "now"),
-    (datetime.datetime, "utcnow"),
-    (datetime.date, "today"),  # datetime.today is this one, inherited
-)
-
 
 def _directories(*keys: str) -> tuple[str, ...]:
     paths = sysconfig.get_paths()
@@ -160,6 +165,10 @@ def _display(filename: str) -> str:
     return filename if relative.startswith("..") else relative
 
 
+# What a refusal adds about a function C code calls on the caller's behalf.
+_ALSO = {"time.time()": " (date.today() and datetime.today() call it too)"}
+
+
 def _check(call: str, fix: str, frame: FrameType | None) -> None:
     """Raise if `frame` (the caller) is in the body of a sandboxed session's run."""
     context = _current.get()
@@ -174,7 +183,7 @@ def _check(call: str, fix: str, frame: FrameType | None) -> None:
         return
     site = f"{_display(frame.f_code.co_filename)}:{frame.f_lineno}"
     error = NonDeterministicCall(
-        f"{call} was called in the body of workflow {context.name!r} (id "
+        f"{call}{_ALSO.get(call, '')} was called in the body of workflow {context.name!r} (id "
         f"{context.workflow_id!r}) at {site}. Code between commands runs again on every "
         f"replay and would get another answer there; {fix}. (The testing kit's sandbox "
         "refused the call; run(..., sandbox=False) or check_determinism(..., sandbox=False) "
@@ -212,56 +221,13 @@ def _guard_function(module: Any, name: str, fix: str) -> Callable[[], None]:
     return undo
 
 
-def _type_dict(cls: type) -> dict[str, Any]:
-    # The class's own namespace behind its read-only mappingproxy. The built-in
-    # datetime classes cannot be given attributes the ordinary way, and replacing
-    # the classes in their module would miss every `from datetime import datetime`.
-    found = gc.get_referents(cls.__dict__)
-    if len(found) != 1 or not isinstance(found[0], dict):
-        raise TypeError(f"cannot reach the namespace of {cls!r}")
-    namespace: dict[str, Any] = found[0]
-    return namespace
-
-
-def _type_modified(cls: type) -> None:
-    # The interpreter caches attribute lookups per type; this invalidates the cache.
-    ctypes.pythonapi.PyType_Modified(ctypes.py_object(cls))
-
-
-def _guard_class_method(cls: type, name: str) -> Callable[[], None]:
-    namespace = _type_dict(cls)
-    original = namespace[name]
-
-    def guard(owner: type, /, *args: Any, **kwargs: Any) -> Any:
-        if _current.get() is not None:
-            _check(f"{owner.__name__}.{name}()", _NOW, sys._getframe(1))
-        return original.__get__(None, owner)(*args, **kwargs)
-
-    guard.__name__ = name
-    guard.__qualname__ = f"{cls.__name__}.{name}"
-    guard.__doc__ = getattr(original, "__doc__", None)
-    replacement: classmethod[Any, ..., Any] = classmethod(guard)
-    namespace[name] = replacement
-    _type_modified(cls)
-
-    def undo() -> None:
-        if namespace.get(name) is replacement:
-            namespace[name] = original
-            _type_modified(cls)
-
-    return undo
-
-
 def _install() -> None:
-    for module, name, fix in _FUNCTIONS:
-        _installed.append(_guard_function(module, name, fix))
-    if sys.implementation.name != "cpython":
-        return  # elsewhere time.time's guard still sees date.today(); now() goes unguarded
-    for cls, name in _CLASS_METHODS:
-        try:
-            _installed.append(_guard_class_method(cls, name))
-        except (TypeError, AttributeError, KeyError, ValueError):
-            continue
+    try:
+        for module, name, fix in _FUNCTIONS:
+            _installed.append(_guard_function(module, name, fix))
+    except BaseException:
+        _uninstall()  # interrupted half-way (Ctrl-C): leave nothing behind
+        raise
 
 
 def _uninstall() -> None:
