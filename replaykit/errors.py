@@ -34,6 +34,7 @@ __all__ = [
     "TransactionUnsupported",
     "UnknownWorkflowError",
     "WorkflowFailed",
+    "WorkflowIdConflict",
     "WorkflowNotFound",
     "WorkflowTimeout",
 ]
@@ -150,6 +151,37 @@ class DuplicateDedupId(ReplayKitError, ValueError):
     def __init__(self, message: str, existing_id: str) -> None:
         super().__init__(message)
         self.existing_id = existing_id
+
+
+class WorkflowIdConflict(ReplayKitError, ValueError):
+    """A start named an id that a run of another workflow, or of other arguments, holds.
+
+    Starts are idempotent by id only for the same workflow with the same
+    arguments (those return the existing run). `workflow_id` is the id,
+    `existing_name` the workflow of the stored run, `new_name` the one this
+    start asked for; `same_workflow` says whether only the arguments differ.
+    """
+
+    # Rebuilt from a recorded failure without __init__ (`serde.decode_error`),
+    # its details read "" rather than raising AttributeError.
+    workflow_id: str = ""
+    existing_name: str = ""
+    new_name: str = ""
+    same_workflow: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        workflow_id: str = "",
+        existing_name: str = "",
+        new_name: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.workflow_id = workflow_id
+        self.existing_name = existing_name
+        self.new_name = new_name
+        self.same_workflow = existing_name == new_name
 
 
 class DuplicateWorkflowError(ReplayKitError, ValueError):

@@ -12,7 +12,7 @@ import pytest
 
 import replaykit
 from replaykit import Engine, Queue, Sleep, Start, Status, Step, Wait, workflow
-from replaykit.errors import DuplicateDedupId
+from replaykit.errors import DuplicateDedupId, WorkflowIdConflict
 from replaykit.stores.base import ClaimLimits
 
 ORDER: list[str] = []
@@ -263,11 +263,16 @@ def test_enqueue_many_enqueues_in_one_commit_and_claims_in_order(shared: Any) ->
         )
         assert [h.workflow_id for h in handles][2] == "many-1"
         assert all(h.status() is Status.ENQUEUED for h in handles)
-        # An id that exists already answers with its run, as enqueue does.
+        # An id that exists already answers with its run for the same arguments, as
+        # enqueue does; other arguments under it are a conflict.
         again = producer.enqueue_many(
-            "q-many", note_wf, [replaykit.QueueItem("x", workflow_id="many-1")]
+            "q-many", note_wf, [replaykit.QueueItem("first", workflow_id="many-1")]
         )
         assert [h.workflow_id for h in again] == ["many-1"]
+        with pytest.raises(WorkflowIdConflict, match=r"item 0: .*'many-1'.*other arguments"):
+            producer.enqueue_many(
+                "q-many", note_wf, [replaykit.QueueItem("x", workflow_id="many-1")]
+            )
         assert producer.enqueue_many("q-many", note_wf, []) == []
     with Engine(shared, queues=["q-many"], poll_interval=0.1) as worker:
         assert wait_all(worker, [h.workflow_id for h in handles]) == ["a", "b", "first"]

@@ -1,31 +1,229 @@
-"""Operator actions on a store: cancel, delete, collect garbage, export, fork.
+"""Operator actions on a store: cancel, resume, delete, collect garbage, export, fork.
 
-The Engine and the `replaykit` command share these. They run no workflow
-code; the Engine adds its in-process part (stopping what it runs) through the
-`on_cancel` callback.
+The Engine, the Client and the `replaykit` command share these. They run no
+workflow code and hold nothing of an engine's (no executor hold, no
+heartbeat, no claim); the Engine adds its in-process part (stopping what it
+runs) through the `on_cancel` callback.
+
+Cancel, resume and garbage collection are one story: a cancel that cascades
+to a run's children marks each child it cancelled with `cascade_note(parent)`
+as its status detail, a resume of the parent resumes exactly those, and
+neither `delete_run` nor `collect_garbage` removes a run whose parent is
+still live (it may yet wait for it).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
-from replaykit.errors import WorkflowNotFound
-from replaykit.log import Log, Record, Status
+import attrs
+
+from replaykit import serde
+from replaykit.errors import (
+    AwaitedWorkflowCancelled,
+    PayloadTooLarge,
+    WorkflowIdConflict,
+    WorkflowNotFound,
+)
+from replaykit.log import Failure, Log, Record, Status, Value
+from replaykit.stores import open_store
 from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
+    "DEFAULT_URL",
     "TERMINAL",
     "cancel_run",
+    "cascade_note",
+    "check_start",
     "collect_garbage",
     "delete_run",
+    "encode_inputs",
     "export_run",
     "fork_run",
     "get_run",
+    "live_parent",
+    "open_store_for",
+    "resume_run",
+    "run_outcome",
+    "send_message",
+    "stranded_runs",
+    "workflow_filter",
 ]
 
 TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+DEFAULT_URL = "sqlite:///replaykit.db"
+#: Where a listing of stranded runs stops, so that a huge backlog cannot fill memory.
+STRANDED_SCAN = 10_000
+
+
+def open_store_for(target: str | Store | None, *, who: str = "Engine") -> Store:
+    """A store from a URL, a store instance, or None (REPLAYKIT_URL, else SQLite)."""
+    if target is None:
+        target = os.environ.get("REPLAYKIT_URL") or DEFAULT_URL
+    if isinstance(target, str):
+        return open_store(target)
+    if not isinstance(target, Store):
+        raise TypeError(
+            f"{who}() takes a URL ('sqlite:///app.db', 'postgresql://...', 'memory://') or a "
+            f"store instance, got {target!r}"
+        )
+    return target
+
+
+# -- starting ---------------------------------------------------------------------------
+
+
+def encode_inputs(name: str, args: Sequence[Any], kwargs: dict[str, Any], *, max_bytes: int) -> Any:
+    """A run's arguments in their stored form, as `Workflow.encode_inputs` writes them.
+
+    The Client encodes by name alone (it has no workflow code to bind the
+    arguments to), so the two must write the same data: a start conflict is
+    found by comparing stored inputs with these.
+    """
+    what = f"the arguments of workflow {name!r}"
+    inputs = {
+        "args": serde.encode(list(args), what=what),
+        "kwargs": serde.encode(dict(kwargs), what=what),
+    }
+    check_input_size(name, inputs, max_bytes=max_bytes)
+    return inputs
+
+
+def check_input_size(name: str, inputs: Any, *, max_bytes: int) -> None:
+    size = len(serde.dumps(inputs).encode())
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"the arguments of workflow {name!r} are {size} bytes encoded, over the limit of "
+            f"{max_bytes}; pass a reference instead, or raise max_payload_bytes=..."
+        )
+
+
+def _canonical(inputs: Any) -> str:
+    # Stores may give back an object's keys in another order (PostgreSQL's jsonb
+    # sorts them); the arguments are the same if their sorted text is.
+    return json.dumps(inputs, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _preview(inputs: Any, limit: int = 120) -> str:
+    text = _canonical(inputs)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_start(stored: WorkflowRow, wanted: WorkflowRow) -> None:
+    """Raise `WorkflowIdConflict` unless the stored run is the one `wanted` describes.
+
+    Called when a start found its id taken: the same workflow with the same
+    encoded arguments is the same start (idempotent, the existing run is the
+    answer); another workflow, or other arguments, is a mistake the caller
+    must hear of. A damaged stored row cannot be compared and is let be.
+    """
+    if stored.damaged:
+        return
+    workflow_id = stored.workflow_id
+    status = stored.status.value
+    if stored.name != wanted.name:
+        raise WorkflowIdConflict(
+            f"cannot start workflow {wanted.name!r} under id {workflow_id!r}: that id holds a "
+            f"run of workflow {stored.name!r} ({status}). An id names one run; start "
+            f"{wanted.name!r} under another id (or delete the old run first)",
+            workflow_id=workflow_id,
+            existing_name=stored.name,
+            new_name=wanted.name,
+        )
+    if _canonical(stored.inputs) != _canonical(wanted.inputs):
+        raise WorkflowIdConflict(
+            f"cannot start workflow {wanted.name!r} under id {workflow_id!r} with these "
+            f"arguments: that id holds a run of {stored.name!r} ({status}) started with other "
+            f"arguments (stored {_preview(stored.inputs)}, given {_preview(wanted.inputs)}). "
+            "A start under a used id returns the existing run only for the same workflow and "
+            "arguments; pass the same arguments, or use another id for this run",
+            workflow_id=workflow_id,
+            existing_name=stored.name,
+            new_name=wanted.name,
+        )
+
+
+def run_outcome(row: WorkflowRow, result_type: Any = None) -> Any:
+    """A finished run's result, or its failure raised (`AwaitedWorkflowCancelled` if cancelled).
+
+    A failure comes back as its own class only when that class is imported
+    already (else `StepFailed`): stored data never makes anything be imported.
+    """
+    if row.status is Status.CANCELLED:
+        why = f": {row.error}" if row.error else ""
+        raise AwaitedWorkflowCancelled(
+            f"workflow {row.name!r} (id {row.workflow_id!r}) was cancelled{why}"
+        )
+    outcome = row.result
+    if isinstance(outcome, Failure):
+        raise serde.decode_error(outcome.error)
+    data = outcome.data if isinstance(outcome, Value) else None
+    return serde.decode(data, result_type, what=f"the result of workflow {row.name!r}")
+
+
+def workflow_filter(
+    *,
+    status: Status | str | Sequence[Status | str] | None = None,
+    name: str | None = None,
+    version: str | None = None,
+    executor_id: str | None = None,
+    parent_id: str | None = None,
+    queue: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> WorkflowFilter:
+    """The store's filter from the keyword arguments `list_workflows` takes."""
+    statuses: Any = status
+    if isinstance(status, str):
+        statuses = Status(status)
+    elif status is not None and not isinstance(status, Status):
+        statuses = tuple(Status(s) for s in status)
+    return WorkflowFilter(
+        status=statuses,
+        name=name,
+        executor_id=executor_id,
+        app_version=version,
+        parent_id=parent_id,
+        queue=queue,
+        since=since,
+        until=until,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def send_message(
+    store: Store,
+    workflow_id: str,
+    message: Any,
+    topic: str | None,
+    *,
+    idempotency_key: str | None,
+    max_bytes: int,
+    call: Callable[[Callable[[], bool]], bool],
+) -> bool:
+    """Deliver a message to a run's inbox; False if `idempotency_key` was used already.
+
+    `call` carries the store call (through the caller's retry policy).
+    """
+    data = serde.encode(message, what=f"the message to {workflow_id!r}", max_bytes=max_bytes)
+    # Without a key of the caller's, a key of this call's own: a retry after a
+    # lost acknowledgement (the first attempt committed) must not deliver twice.
+    # With one, a call id, so that such a retry is told what its first attempt did.
+    call_id = uuid.uuid4().hex
+    key = idempotency_key or f"replaykit-send:{call_id}"
+    return call(
+        lambda: store.send_message(
+            workflow_id, topic or "", data, idempotency_key=key, call_id=call_id
+        )
+    )
 
 
 def get_run(store: Store, workflow_id: str) -> WorkflowRow:
@@ -35,28 +233,175 @@ def get_run(store: Store, workflow_id: str) -> WorkflowRow:
     return row
 
 
+CASCADE = "cancelled with its parent"
+
+
+def cascade_note(parent_id: str, reason: str = "") -> str:
+    """The status detail a cascade writes on each child it cancels (`resume_run` reads it)."""
+    note = f"{CASCADE} {parent_id!r}"
+    return f"{note}: {reason}" if reason else note
+
+
+def _cancelled_by_cascade_of(child: WorkflowRow, parent_id: str) -> bool:
+    note = cascade_note(parent_id)
+    return child.status is Status.CANCELLED and (
+        child.error == note or child.error.startswith(note + ": ")
+    )
+
+
 def cancel_run(
     store: Store,
     workflow_id: str,
     *,
     children: bool = True,
+    reason: str = "",
     on_cancel: Callable[[str], None] | None = None,
 ) -> bool:
     """Mark a run (and its unfinished children) CANCELLED; False if it had finished.
 
-    An engine running it elsewhere finds out at its next record, which the
-    store refuses because the run is no longer PENDING.
+    `reason` is kept as the run's status detail (`workflows show` prints it);
+    each child the cancel reaches gets `cascade_note(parent, reason)`, so that
+    resuming the parent resumes them too. An engine running it elsewhere finds
+    out at its next record, which the store refuses because the run is no
+    longer PENDING.
     """
     changed = store.set_status(
-        workflow_id, Status.CANCELLED, only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED)
+        workflow_id,
+        Status.CANCELLED,
+        only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED),
+        error=reason,
     )
     if on_cancel is not None:
         on_cancel(workflow_id)
     if children:
         for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
             if not child.status.is_terminal:
-                cancel_run(store, child.workflow_id, children=True, on_cancel=on_cancel)
+                _cancel_child(store, child.workflow_id, workflow_id, reason, on_cancel)
     return changed
+
+
+def _cancel_child(
+    store: Store,
+    workflow_id: str,
+    parent_id: str,
+    reason: str,
+    on_cancel: Callable[[str], None] | None,
+) -> None:
+    # The note names the run whose cancel reached this one, which is the run
+    # whose resume brings it back; its own children get its id in theirs.
+    store.set_status(
+        workflow_id,
+        Status.CANCELLED,
+        only_from=(Status.PENDING, Status.ENQUEUED, Status.PARKED),
+        error=cascade_note(parent_id, reason),
+    )
+    if on_cancel is not None:
+        on_cancel(workflow_id)
+    for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
+        if not child.status.is_terminal:
+            _cancel_child(store, child.workflow_id, workflow_id, reason, on_cancel)
+
+
+def resume_run(
+    store: Store,
+    workflow_id: str,
+    *,
+    executor_id: str | None = None,
+    app_version: str | None = None,
+) -> list[str]:
+    """Make a run PENDING again for `executor_id` (default: its own); the ids it resumed.
+
+    - CANCELLED, PARKED or PENDING: PENDING again from its log, its recovery
+      count reset; becoming PENDING notifies ("resumed", id), so the engine
+      owning it picks it up at once if it runs (else at its next launch). A
+      CANCELLED run's children that its cancel cascaded to are resumed as
+      well (and theirs): a child that was never claimed from its queue goes
+      back to it, the others become PENDING for the same executor and version.
+    - ENQUEUED (a delayed run included): starts now, PENDING for
+      `executor_id`, which must be given (the run has no engine yet).
+    - SUCCESS or ERROR: nothing changes, the answer is [] (fork it instead).
+
+    `app_version` restamps what is resumed, for engines of that version to
+    run it (a resume onto newer code). Raises `ValueError` when the run
+    changed under the call.
+    """
+    row = get_run(store, workflow_id)
+    if row.status in (Status.SUCCESS, Status.ERROR):
+        return []
+    if row.status is Status.ENQUEUED:
+        if executor_id is None:
+            raise ValueError(
+                f"workflow {row.name!r} (id {workflow_id!r}) is ENQUEUED on queue "
+                f"{row.queue!r}; a resume starts it now, so it needs the executor id of the "
+                "engine to run it (resume(..., executor_id=...)); or leave it for a worker "
+                "of the queue to claim"
+            )
+        only_from: tuple[Status, ...] = (Status.ENQUEUED,)
+    else:
+        only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
+    changed = store.set_status(
+        workflow_id,
+        Status.PENDING,
+        only_from=only_from,
+        executor_id=executor_id,
+        reset_recovery=True,
+        app_version=app_version,
+    )
+    if not changed:
+        now = store.get_workflow(workflow_id)
+        state = now.status.value if now else "deleted"
+        raise ValueError(
+            f"workflow {row.name!r} (id {workflow_id!r}) changed while it was being resumed "
+            f"(it is {state} now); look at it again and retry"
+        )
+    resumed = [workflow_id]
+    if row.status is Status.CANCELLED:
+        resumed += _resume_cascaded(store, workflow_id, executor_id, app_version)
+    return resumed
+
+
+def _resume_cascaded(
+    store: Store, parent_id: str, executor_id: str | None, app_version: str | None
+) -> list[str]:
+    resumed: list[str] = []
+    for child in store.list_workflows(WorkflowFilter(parent_id=parent_id)):
+        if not _cancelled_by_cascade_of(child, parent_id):
+            continue
+        if child.queue is not None and not child.executor_id:
+            # Cancelled before any worker claimed it: back on its queue, where
+            # a worker of the (re)stamped version takes it.
+            changed = store.set_status(
+                child.workflow_id,
+                Status.ENQUEUED,
+                only_from=(Status.CANCELLED,),
+                app_version=app_version,
+            )
+        else:
+            changed = store.set_status(
+                child.workflow_id,
+                Status.PENDING,
+                only_from=(Status.CANCELLED,),
+                executor_id=executor_id,
+                reset_recovery=True,
+                app_version=app_version,
+            )
+        if changed:
+            resumed.append(child.workflow_id)
+            resumed += _resume_cascaded(store, child.workflow_id, executor_id, app_version)
+    return resumed
+
+
+def live_parent(store: Store, row: WorkflowRow) -> WorkflowRow | None:
+    """The run's parent when that parent is unfinished (it may still wait for this run)."""
+    if not row.parent_id:
+        return None
+    try:
+        parent = store.get_workflow(row.parent_id)
+    except DamagedRow as damaged:
+        parent = damaged.row
+    if parent is None or parent.status.is_terminal:
+        return None
+    return parent
 
 
 def delete_run(
@@ -68,8 +413,11 @@ def delete_run(
 ) -> bool:
     """Delete a run with its log, inbox and events, cancelling it first if unfinished.
 
-    A run whose stored row is damaged can be deleted too: that is one of the
-    two ways out its `DamagedRow` error names.
+    A run whose parent is unfinished is refused with `ValueError`: the parent
+    may still wait for it (delete or cancel the parent instead; with
+    `children=True` a parent's deletion takes its children along). A run whose
+    stored row is damaged can be deleted too: that is one of the two ways out
+    its `DamagedRow` error names.
     """
     try:
         row = store.get_workflow(workflow_id)
@@ -79,6 +427,14 @@ def delete_run(
             row = WorkflowRow(workflow_id, "", Status.PENDING)
     if row is None:
         return False
+    parent = live_parent(store, row)
+    if parent is not None:
+        raise ValueError(
+            f"cannot delete workflow {row.name!r} (id {workflow_id!r}): its parent "
+            f"{parent.name!r} (id {parent.workflow_id!r}) is {parent.status.value} and may "
+            "still wait for it. Cancel or delete the parent first (deleting the parent with "
+            "children=True removes this run too)"
+        )
     if not row.status.is_terminal:
         cancel_run(store, workflow_id, children=children, on_cancel=on_cancel)
     if children:
@@ -94,19 +450,73 @@ def collect_garbage(
     keep_running: bool = True,
     on_cancel: Callable[[str], None] | None = None,
 ) -> int:
-    """Delete runs created before `cutoff` (only finished ones unless told); the count."""
+    """Delete runs created before `cutoff` (only finished ones unless told); the count.
+
+    A run whose parent is unfinished stays, however old: the parent may
+    still wait for it.
+    """
     # Batches keep memory flat on a large table; each batch is deleted before the
-    # next is read, so reading from the start again finds the rest.
-    where = WorkflowFilter(status=TERMINAL if keep_running else None, until=cutoff, limit=500)
+    # next is read, so reading again from the runs kept finds the rest.
+    kept = 0
     deleted = 0
-    while batch := store.list_workflows(where):
-        progress = sum(
-            1 for row in batch if delete_run(store, row.workflow_id, on_cancel=on_cancel)
+    while True:
+        where = WorkflowFilter(
+            status=TERMINAL if keep_running else None, until=cutoff, limit=500, offset=kept
         )
-        if progress == 0:
+        batch = store.list_workflows(where)
+        if not batch:
+            break
+        progress = spared = 0
+        for row in batch:
+            try:
+                if live_parent(store, row) is None:
+                    progress += delete_run(store, row.workflow_id, on_cancel=on_cancel)
+                    continue
+            except ValueError:  # its parent was resumed meanwhile
+                pass
+            spared += 1
+        kept += spared
+        if progress == 0 and spared == 0:
             break  # someone else deleted them as we went; nothing left for us
         deleted += progress
     return deleted
+
+
+def stranded_runs(
+    store: Store,
+    *,
+    app_version: str,
+    executor_id: str | None = None,
+    where: WorkflowFilter | None = None,
+) -> list[WorkflowRow]:
+    """Unfinished runs that engines of `app_version` never pick up: their version differs.
+
+    PENDING runs of `executor_id` (of any executor when None) and ENQUEUED
+    runs of any queue whose stamped application version is not
+    `app_version`, oldest first. An engine recovers and claims only its own
+    version's runs, so these wait for an engine of their version, or for a
+    resume that restamps them (`resume_run(..., app_version=...)`). `where`
+    narrows the listing further (name, parent, queue, times, limit, offset;
+    its status and version are set here). Scans at most `STRANDED_SCAN` runs
+    per status.
+    """
+    base = where or WorkflowFilter()
+    found: list[WorkflowRow] = []
+    for status, executor in ((Status.PENDING, executor_id), (Status.ENQUEUED, None)):
+        scan = attrs.evolve(
+            base,
+            status=status,
+            executor_id=executor if executor is not None else base.executor_id,
+            app_version=None,
+            limit=STRANDED_SCAN,
+            offset=0,
+        )
+        found += [row for row in store.list_workflows(scan) if row.app_version != app_version]
+    found.sort(
+        key=lambda row: (row.created_at or datetime.min.replace(tzinfo=UTC), row.workflow_id)
+    )
+    found = found[base.offset :]
+    return found if base.limit is None else found[: base.limit]
 
 
 def export_run(store: Store, workflow_id: str) -> Log:

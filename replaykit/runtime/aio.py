@@ -213,7 +213,9 @@ class AsyncEngine:
         workflow_id: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
-        """Start a run; idempotent by `workflow_id` (an existing id returns that run).
+        """Start a run; idempotent by `workflow_id`: the same workflow with the same
+        arguments returns the existing run, another workflow or other arguments raise
+        `WorkflowIdConflict`.
 
         The starts made in one iteration of the loop (a `gather` of many) are stored
         together, in one statement and one commit; each caller gets its own answer.
@@ -333,11 +335,14 @@ class AsyncEngine:
         version: str | None = None,
         executor_id: str | None = None,
         parent_id: str | None = None,
+        queue: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
+        stranded: bool = False,
     ) -> list[WorkflowRow]:
+        """`Engine.list_workflows` as a coroutine."""
         return await self.off_loop(
             self.engine.list_workflows,
             status=status,
@@ -345,10 +350,12 @@ class AsyncEngine:
             version=version,
             executor_id=executor_id,
             parent_id=parent_id,
+            queue=queue,
             since=since,
             until=until,
             limit=limit,
             offset=offset,
+            stranded=stranded,
         )
 
     async def steps(self, workflow_id: str) -> list[Record]:
@@ -394,12 +401,16 @@ class AsyncEngine:
 
     # -- operating runs ----------------------------------------------------------------------
 
-    async def cancel(self, workflow_id: str, *, children: bool = True) -> bool:
-        """Mark a run CANCELLED. A running step's attempt records nothing; waits stop."""
-        return await self.off_loop(self.engine.cancel, workflow_id, children=children)
+    async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """`Engine.cancel` as a coroutine: the run (and its children) CANCELLED, `reason` kept."""
+        return await self.off_loop(
+            self.engine.cancel, workflow_id, children=children, reason=reason
+        )
 
     async def resume(self, workflow_id: str) -> AsyncWorkflowHandle[Any]:
-        """Continue a CANCELLED or PARKED run from its log, on this engine."""
+        """`Engine.resume` as a coroutine: a cancelled or parked run (with the children its
+        cancel cascaded to) continues from its log on this engine; an enqueued one starts
+        now."""
         handle = await self.off_loop(self.engine.resume, workflow_id)
         return AsyncWorkflowHandle(self, handle.workflow_id)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import signal
 import threading
 import time
@@ -25,16 +24,16 @@ from typing import Any, Generic, TypeVar
 from replaykit import serde
 from replaykit.commands import as_seconds
 from replaykit.errors import (
-    AwaitedWorkflowCancelled,
     DuplicateDedupId,
     ExecutorIdInUse,
     PayloadTooLarge,
     StoreUnavailable,
     UnknownWorkflowError,
+    WorkflowIdConflict,
     WorkflowNotFound,
     WorkflowTimeout,
 )
-from replaykit.log import Failure, Log, Record, Status, Value
+from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, app_version_of, lookup, registered
 from replaykit.runtime import admin
 from replaykit.runtime.claims import Claims
@@ -46,7 +45,6 @@ from replaykit.runtime.retries import call_with_retries, write_with_retries
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
 from replaykit.runtime.schedules import Schedule, ScheduleLoop, registered_schedules
 from replaykit.runtime.wakeups import Wakeups
-from replaykit.stores import open_store
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
@@ -54,7 +52,7 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 
 R = TypeVar("R")
 
-DEFAULT_URL = "sqlite:///replaykit.db"
+DEFAULT_URL = admin.DEFAULT_URL
 #: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
 StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
@@ -62,16 +60,7 @@ log = logging.getLogger("replaykit.engine")
 
 def open_store_for(target: str | Store | None) -> Store:
     """A store from a URL, a store instance, or None (REPLAYKIT_URL, else SQLite)."""
-    if target is None:
-        target = os.environ.get("REPLAYKIT_URL") or DEFAULT_URL
-    if isinstance(target, str):
-        return open_store(target)
-    if not isinstance(target, Store):
-        raise TypeError(
-            f"Engine() takes a URL ('sqlite:///app.db', 'postgresql://...', 'memory://') or a "
-            f"store instance, got {target!r}"
-        )
-    return target
+    return admin.open_store_for(target)
 
 
 class WorkflowHandle(Generic[R]):
@@ -235,6 +224,7 @@ class Engine:
             self.schedules.start()
             if recover:
                 self.recover()
+            self._warn_stranded()
         except BaseException:
             # A failed launch leaves nothing behind: no thread of it raises later.
             self.close(wait=False)
@@ -387,6 +377,8 @@ class Engine:
             now=self.clock.now(),
         )
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        if not created:
+            admin.check_start(stored, row)
         self._dispatch_created(row, stored, created)
         return stored, created
 
@@ -445,6 +437,12 @@ class Engine:
                         answers[index] = exc
             else:
                 for (index, row), (kept, created) in zip(rows, stored, strict=True):
+                    try:
+                        if not created:
+                            admin.check_start(kept, row)
+                    except WorkflowIdConflict as exc:
+                        answers[index] = exc
+                        continue
                     self._dispatch_created(row, kept, created)
                     answers[index] = kept
         done = [answer for answer in answers if answer is not None]
@@ -453,6 +451,8 @@ class Engine:
 
     def _create_one(self, row: WorkflowRow) -> WorkflowRow:
         stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        if not created:
+            admin.check_start(stored, row)
         self._dispatch_created(row, stored, created)
         return stored
 
@@ -507,7 +507,9 @@ class Engine:
         workflow_id: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
-        """Start a run; idempotent by `workflow_id` (an existing id returns that run)."""
+        """Start a run; idempotent by `workflow_id`: the same workflow with the same
+        arguments returns the existing run, another workflow or other arguments raise
+        `WorkflowIdConflict`."""
         self._check_open()
         row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id)
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
@@ -530,6 +532,8 @@ class Engine:
         Lower `priority` numbers run first. A `dedup_id` that a live run of the
         queue already holds raises `DuplicateDedupId`, or with
         `if_exists="return"` gives that run's handle. `delay` holds the run back.
+        A used `workflow_id` returns its run for the same workflow and arguments,
+        and raises `WorkflowIdConflict` otherwise.
         """
         self._check_open()
         name = queue.name if isinstance(queue, Queue) else queue
@@ -571,6 +575,11 @@ class Engine:
         All or nothing: a `dedup_id` that a live run of the queue (or an earlier
         item) holds raises `DuplicateDedupId` and enqueues none of them. Items of
         equal priority are claimed in the order given.
+
+        An item whose `workflow_id` holds a run of another workflow or other
+        arguments raises `WorkflowIdConflict` naming the item, after the batch
+        committed: the store compares ids in the insert, so the other items are
+        enqueued by then (the error says so).
         """
         self._check_open()
         name = queue.name if isinstance(queue, Queue) else queue
@@ -611,6 +620,20 @@ class Engine:
         if not rows:
             return []
         answers = self.store_call(lambda: self.store.create_workflows(rows))
+        for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
+            if created:
+                continue
+            try:
+                admin.check_start(stored, row)
+            except WorkflowIdConflict as exc:
+                others = len(rows) - 1
+                raise WorkflowIdConflict(
+                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}: {exc}; "
+                    f"the batch's other {others} item(s) are enqueued (or were there already)",
+                    workflow_id=exc.workflow_id,
+                    existing_name=exc.existing_name,
+                    new_name=exc.new_name,
+                ) from None
         return [WorkflowHandle(self, stored.workflow_id, wf.result_type) for stored, _ in answers]
 
     def run(
@@ -644,27 +667,45 @@ class Engine:
         version: str | None = None,
         executor_id: str | None = None,
         parent_id: str | None = None,
+        queue: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
+        stranded: bool = False,
     ) -> list[WorkflowRow]:
-        statuses: Any = status
-        if isinstance(status, str):
-            statuses = Status(status)
-        elif status is not None and not isinstance(status, Status):
-            statuses = tuple(Status(s) for s in status)
-        where = WorkflowFilter(
-            status=statuses,
+        """Runs matching every filter given, oldest first.
+
+        `stranded=True` lists the runs no engine of this version picks up: PENDING
+        runs of this executor id and ENQUEUED runs stamped with another application
+        version (`admin.stranded_runs`; `status` and `version` do not apply then).
+        """
+        where = admin.workflow_filter(
+            status=status,
             name=name,
+            version=version,
             executor_id=executor_id,
-            app_version=version,
             parent_id=parent_id,
+            queue=queue,
             since=since,
             until=until,
             limit=limit,
             offset=offset,
         )
+        if stranded:
+            if status is not None or version is not None:
+                raise ValueError(
+                    "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
+                    "other than this engine's; it takes no status= or version="
+                )
+            return self.store_call(
+                lambda: admin.stranded_runs(
+                    self.store,
+                    app_version=self.app_version,
+                    executor_id=executor_id or self.executor_id,
+                    where=where,
+                )
+            )
         # Reads retry through a dropped connection, as the engine's own do.
         return self.store_call(lambda: self.store.list_workflows(where))
 
@@ -689,18 +730,14 @@ class Engine:
         idempotency_key: str | None = None,
     ) -> bool:
         """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        data = serde.encode(
-            message, what=f"the message to {workflow_id!r}", max_bytes=self.max_payload_bytes
-        )
-        # Without a key of the caller's, a key of this call's own: a retry after a
-        # lost acknowledgement (the first attempt committed) must not deliver twice.
-        # With one, a call id, so that such a retry is told what its first attempt did.
-        call = uuid.uuid4().hex
-        key = idempotency_key or f"replaykit-send:{call}"
-        return self.store_call(
-            lambda: self.store.send_message(
-                workflow_id, topic or "", data, idempotency_key=key, call_id=call
-            )
+        return admin.send_message(
+            self.store,
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            call=self.store_call,
         )
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
@@ -724,37 +761,48 @@ class Engine:
 
     # -- operating runs --------------------------------------------------------------------
 
-    def cancel(self, workflow_id: str, *, children: bool = True) -> bool:
-        """Mark a run CANCELLED. A running step's attempt records nothing; waits stop."""
+    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Mark a run CANCELLED (and its unfinished children, unless `children=False`).
+
+        A running step's attempt records nothing; waits stop. `reason` is kept as
+        the run's status detail (`replaykit workflows show` prints it); a later
+        `resume` brings back the children this cancel reached. False if the run
+        had finished already.
+        """
         admin.get_run(self.store, workflow_id)
         return admin.cancel_run(
-            self.store, workflow_id, children=children, on_cancel=self._stop_locally
+            self.store,
+            workflow_id,
+            children=children,
+            reason=reason,
+            on_cancel=self._stop_locally,
         )
 
     def _stop_locally(self, workflow_id: str) -> None:
         self.scheduler.cancel_locally(workflow_id)
 
     def resume(self, workflow_id: str) -> WorkflowHandle[Any]:
-        """Continue a CANCELLED or PARKED run from its log, on this engine."""
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        if row.status in (Status.CANCELLED, Status.PARKED, Status.PENDING):
-            # The run continues on this engine's code: stamp it with this
-            # engine's version so its recovery and takeovers find it later.
-            self.store.set_status(
+        """Continue a run on this engine: a CANCELLED or PARKED one from its log (with
+        the children its cancel cascaded to), an ENQUEUED one now, delay or not.
+
+        A finished run (SUCCESS, ERROR) is left as it is; `fork` re-runs it.
+        """
+        # The run continues on this engine's code: stamp it with this engine's
+        # version so its recovery and takeovers find it later.
+        resumed = self.store_call(
+            lambda: admin.resume_run(
+                self.store,
                 workflow_id,
-                Status.PENDING,
-                only_from=(Status.CANCELLED, Status.PARKED, Status.PENDING),
                 executor_id=self.executor_id,
-                reset_recovery=True,
                 app_version=self.app_version,
             )
-            self.scheduler.allow(workflow_id)
-            self.scheduler.drop_warm(workflow_id)
-            self.scheduler.dispatch(workflow_id)
-        elif row.status is not Status.SUCCESS and row.status is not Status.ERROR:
-            raise ValueError(f"workflow id {workflow_id!r} is {row.status.value}; cannot resume")
+        )
+        for run_id in resumed:
+            self.scheduler.allow(run_id)
+            self.scheduler.drop_warm(run_id)
+            # A child put back on its queue is for a worker to claim: the
+            # activation finds it not PENDING here and leaves it.
+            self.scheduler.dispatch(run_id)
         return WorkflowHandle(self, workflow_id)
 
     def fork(
@@ -822,6 +870,45 @@ class Engine:
             self.scheduler.dispatch(row.workflow_id)
         return recovered
 
+    def _warn_stranded(self) -> None:
+        """Say once, at launch, that runs of this executor id wait under other versions.
+
+        Recovery picks only this version's runs, so those wait without a word
+        for an engine of their version: the usual cause is a default version (a
+        digest of the workflows' source) that changed with an edit.
+        """
+        where = WorkflowFilter(
+            status=Status.PENDING, executor_id=self.executor_id, limit=admin.STRANDED_SCAN
+        )
+        try:
+            rows = self.store_call(lambda: self.store.list_workflows(where))
+        except Exception as exc:  # a diagnostic: it must not fail the launch
+            log.debug("could not look for stranded runs: %s", exc)
+            return
+        counts: dict[str, int] = {}
+        for row in rows:
+            if row.app_version != self.app_version:
+                counts[row.app_version] = counts.get(row.app_version, 0) + 1
+        if not counts:
+            return
+        total = sum(counts.values())
+        versions = ", ".join(f"{v!r} ({n})" for v, n in sorted(counts.items()))
+        log.warning(
+            "%s%d PENDING run(s) of executor id %r wait under other application version(s): "
+            "%s; this engine runs version %r and recovers only its own. If they are this "
+            "same code under a version that changed with an edit, give every engine one "
+            "fixed version (Engine(app_version='...'), e.g. the release name) and resume "
+            "them onto it (engine.resume(id) or replaykit workflows resume ID --app-version "
+            "%s); if they are an older release's, run an engine of that version to finish "
+            "them. engine.list_workflows(stranded=True) lists them (docs/versioning.md)",
+            "at least " if len(rows) >= admin.STRANDED_SCAN else "",
+            total,
+            self.executor_id,
+            versions,
+            self.app_version,
+            self.app_version,
+        )
+
     def park(self, workflow_id: str, why: str) -> None:
         self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
         log.error("workflow id %r parked: %s", workflow_id, why)
@@ -858,15 +945,8 @@ class Engine:
             unsubscribe()
 
     def outcome_value(self, row: WorkflowRow, result_type: Any = None) -> Any:
-        if row.status is Status.CANCELLED:
-            raise AwaitedWorkflowCancelled(
-                f"workflow {row.name!r} (id {row.workflow_id!r}) was cancelled"
-            )
-        outcome = row.result
-        if isinstance(outcome, Failure):
-            raise serde.decode_error(outcome.error)
-        data = outcome.data if isinstance(outcome, Value) else None
-        return serde.decode(data, result_type, what=f"the result of workflow {row.name!r}")
+        """A finished run's result decoded as `result_type`, or its failure raised."""
+        return admin.run_outcome(row, result_type)
 
     # -- what the scheduler's neighbours and the effect runner call (the Host protocol) ----
 

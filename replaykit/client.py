@@ -1,0 +1,835 @@
+"""Client and AsyncClient: start, message, read and operate runs from outside, by name.
+
+A client opens a store and nothing else. It imports no workflow code (a run is
+named by its registered workflow name, its arguments are plain values), runs
+no workflow, holds no executor id, beats no heartbeat, claims no queue work
+and takes no run over. What it starts is run by engines:
+
+- with `queue=`, the run is ENQUEUED; any engine listening to that queue,
+  of the version the run is stamped with, claims it;
+- without a queue, the run is PENDING for the engine whose executor id the
+  client names (`executor_id=`, here or on `Client(...)`), which is told at
+  once, as a resume tells it ("resumed"), and recovers it at launch if it is
+  down. A start that names neither is refused: no engine would ever run it.
+
+Every run is stamped with an application version, and engines pick only
+their own version's runs. A client cannot compute the default version (a
+digest of the workflows' source, which it does not import), so it stamps
+the version it is given (`app_version=`, here or on `Client(...)`) and
+refuses to start without one. docs/client.md says why, and what an
+`Engine(queues=[])` producer runs instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from replaykit import serde
+from replaykit.commands import as_seconds
+from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
+from replaykit.log import Record, Status
+from replaykit.runtime import admin
+from replaykit.runtime.retries import call_with_retries
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle"]
+
+T = TypeVar("T")
+log = logging.getLogger("replaykit.client")
+
+DEFAULT_IO_WORKERS = 4
+
+
+class ClientHandle:
+    """A run seen from a client: its id, its status, and a way to wait for its result.
+
+    Results come back as their stored JSON forms decoded without type hints
+    (the client has no workflow code to read them from): a dataclass result
+    reads as a dict. A failure is re-raised as its own class when that class
+    is imported in this process, else as `StepFailed`.
+    """
+
+    def __init__(self, client: Client, workflow_id: str) -> None:
+        self._client = client
+        self.workflow_id = workflow_id
+
+    def __repr__(self) -> str:
+        return f"<ClientHandle {self.workflow_id!r}>"
+
+    def row(self) -> WorkflowRow:
+        """The run as stored now."""
+        return self._client._row(self.workflow_id)
+
+    def status(self) -> Status:
+        """The run's status now."""
+        return self.row().status
+
+    def result(self, timeout: float | None = None) -> Any:
+        """Wait for the run to finish and return its result, or raise its failure.
+
+        A cancelled run raises `AwaitedWorkflowCancelled` (with the cancel's
+        reason); `WorkflowTimeout` if `timeout` passes first, saying what the
+        run is doing.
+        """
+        return admin.run_outcome(self._client._wait_finished(self.workflow_id, timeout))
+
+
+class Client:
+    """Starts, messages, reads and operates runs on a store without running any.
+
+    `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at
+    ./replaykit.db); `Client("postgresql://...")` or `Client(store)` another.
+    `app_version` is the version runs it starts are stamped with, and
+    `executor_id` the engine its queue-less starts go to; both may be given
+    per call instead. `poll_interval` bounds how long a wait goes without
+    looking at the store when no notification comes (SQLite notifies only
+    within one process).
+    """
+
+    def __init__(
+        self,
+        target: str | Store | None = None,
+        *,
+        app_version: str | None = None,
+        executor_id: str | None = None,
+        poll_interval: float = 0.5,
+        max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.store: Store = admin.open_store_for(target, who="Client")
+        self.app_version = app_version
+        self.executor_id = executor_id
+        self.poll_interval = poll_interval
+        self.max_payload_bytes = max_payload_bytes
+        self._lock = threading.Lock()
+        self._waiters: dict[tuple[str, str], set[Callable[[], None]]] = {}
+        self._unsubscribe: Callable[[], None] | None = None
+        self._closed = False
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Client app_version={self.app_version!r} executor_id={self.executor_id!r}>"
+
+    def close(self) -> None:
+        """Release the store (idempotent). Handles made by this client stop working."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            unsubscribe, self._unsubscribe = self._unsubscribe, None
+        if unsubscribe is not None:
+            unsubscribe()
+        self.store.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether `close()` was called."""
+        return self._closed
+
+    # -- starting runs --------------------------------------------------------------------
+
+    def start(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        app_version: str | None = None,
+        executor_id: str | None = None,
+        **kwargs: Any,
+    ) -> ClientHandle:
+        """Start a run of the workflow registered as `name`, for engines to run.
+
+        With `queue`, the run is ENQUEUED there (as `enqueue` with its
+        defaults); without, it is PENDING for the engine `executor_id` names,
+        which is told at once. Stamped with `app_version` (or the client's);
+        neither a version nor, without a queue, an executor id given raises
+        `ValueError`. Idempotent by `workflow_id`: the same workflow with the
+        same arguments returns the existing run; another workflow or other
+        arguments raise `WorkflowIdConflict`.
+        """
+        if queue is not None:
+            return self.enqueue(
+                queue, name, *args, workflow_id=workflow_id, app_version=app_version, **kwargs
+            )
+        self._check_open()
+        version = self._version(name, app_version)
+        target = executor_id or self.executor_id
+        if not target:
+            raise ValueError(
+                f"Client.start({name!r}, ...) has no engine to run it: pass queue='...' (any "
+                "engine listening to that queue claims the run; the usual way) or "
+                "executor_id='...' (the engine with that executor id runs it: at once if it "
+                "is live, else when it launches); either may also be given to Client(...)"
+            )
+        row = self._new_row(name, args, kwargs, workflow_id, version, executor_id=target)
+        stored, ours = self._create(row)
+        if ours:
+            self._hand_over(stored)
+        return ClientHandle(self, stored.workflow_id)
+
+    def enqueue(
+        self,
+        queue: str,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        if_exists: str = "raise",
+        app_version: str | None = None,
+        **kwargs: Any,
+    ) -> ClientHandle:
+        """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
+
+        As `Engine.enqueue`: lower `priority` first; a `dedup_id` a live run of
+        the queue holds raises `DuplicateDedupId` (or, with
+        `if_exists="return"`, gives that run's handle); `delay` holds it back;
+        a used `workflow_id` returns its run for the same workflow and
+        arguments and raises `WorkflowIdConflict` otherwise. Only engines of
+        the stamped version claim it.
+        """
+        self._check_open()
+        if if_exists not in ("raise", "return"):
+            raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
+        version = self._version(name, app_version)
+        row = self._new_row(
+            name,
+            args,
+            kwargs,
+            workflow_id,
+            version,
+            queue=queue,
+            priority=priority,
+            dedup_id=dedup_id,
+            delay=delay,
+        )
+        try:
+            stored, _ours = self._create(row)
+        except DuplicateDedupId as exc:
+            if if_exists == "return":
+                return ClientHandle(self, exc.existing_id)
+            raise
+        return ClientHandle(self, stored.workflow_id)
+
+    def _version(self, name: str, app_version: str | None) -> str:
+        version = app_version or self.app_version
+        if not version:
+            raise ValueError(
+                f"Client.start({name!r}, ...) needs the application version to stamp the run "
+                "with: engines run only runs of their own version, and a Client, which imports "
+                "no workflow code, cannot compute the default one (a digest of the workflows' "
+                "source). Pass app_version='...' here or to Client(...), the same string your "
+                "engines are given as Engine(app_version=...) (docs/client.md)"
+            )
+        return version
+
+    def _new_row(
+        self,
+        name: str,
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        workflow_id: str | None,
+        version: str,
+        *,
+        executor_id: str = "",
+        queue: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+    ) -> WorkflowRow:
+        if not isinstance(name, str):
+            hint = getattr(name, "workflow_name", None)
+            raise TypeError(
+                f"Client.start takes a workflow's registered name, got {name!r}"
+                + (f"; pass {hint!r}" if isinstance(hint, str) else "")
+            )
+        inputs = admin.encode_inputs(name, args, kwargs, max_bytes=self.max_payload_bytes)
+        now = datetime.now(UTC)
+        delay_seconds = as_seconds(delay, "enqueue delay")
+        return WorkflowRow(
+            workflow_id=workflow_id or str(uuid.uuid4()),
+            name=name,
+            status=Status.ENQUEUED if queue is not None else Status.PENDING,
+            inputs=inputs,
+            executor_id="" if queue is not None else executor_id,
+            app_version=version,
+            created_at=now,
+            queue=queue,
+            priority=priority,
+            dedup_id=dedup_id,
+            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+        )
+
+    def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
+        """Store the run; (the stored run, whether this call wrote it)."""
+        stored, created = self._call(lambda: self.store.create_workflow(row))
+        if not created:
+            admin.check_start(stored, row)
+        # A lost acknowledgement: the first attempt committed and the retry found
+        # the run; its creation instant, to the microsecond, says it is this call's.
+        return stored, created or stored.created_at == row.created_at
+
+    def _hand_over(self, row: WorkflowRow) -> None:
+        """Tell the engine of a PENDING run it has one, as a resume tells it."""
+        # Re-affirming PENDING notifies ("resumed", id): a live engine with that
+        # executor id and version dispatches it at once (another process's
+        # engine on SQLite, which hears no notification, at its next sweep).
+        self._call(
+            lambda: self.store.set_status(
+                row.workflow_id, Status.PENDING, only_from=(Status.PENDING,)
+            )
+        )
+        try:
+            holder = self.store.executor_holder(row.executor_id, row.app_version)
+        except Exception:  # a diagnostic only
+            return
+        if not holder:
+            log.warning(
+                "workflow %r (id %r) waits PENDING for executor id %r (version %r), which no "
+                "live engine holds now: it starts when such an engine launches (it recovers "
+                "its runs). To have any engine of the version take it, start it with queue=",
+                row.name,
+                row.workflow_id,
+                row.executor_id,
+                row.app_version,
+            )
+
+    # -- finding and reading runs ----------------------------------------------------------
+
+    def handle(self, workflow_id: str) -> ClientHandle:
+        """A handle on an existing run; `WorkflowNotFound` if none has that id."""
+        self._row(workflow_id)
+        return ClientHandle(self, workflow_id)
+
+    def list_workflows(
+        self,
+        *,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        stranded: bool = False,
+    ) -> list[WorkflowRow]:
+        """Runs matching every filter given, oldest first.
+
+        `stranded=True` lists PENDING and ENQUEUED runs stamped with another
+        version than the client's `app_version` (of `executor_id`, if given):
+        what engines of that version never pick up.
+        """
+        self._check_open()
+        where = admin.workflow_filter(
+            status=status,
+            name=name,
+            version=version,
+            executor_id=executor_id,
+            parent_id=parent_id,
+            queue=queue,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+        )
+        if stranded:
+            if not self.app_version or status is not None or version is not None:
+                raise ValueError(
+                    "list_workflows(stranded=True) lists the PENDING and ENQUEUED runs of "
+                    "versions other than the client's: give Client(app_version=...) the "
+                    "version your engines run, and pass no status= or version="
+                )
+            current = self.app_version
+            return self._call(
+                lambda: admin.stranded_runs(
+                    self.store, app_version=current, executor_id=executor_id, where=where
+                )
+            )
+        return self._call(lambda: self.store.list_workflows(where))
+
+    def steps(self, workflow_id: str) -> list[Record]:
+        """The run's log, position by position."""
+        self._row(workflow_id)
+        return self._call(lambda: self.store.load_log(workflow_id))
+
+    # -- messages and events ----------------------------------------------------------------
+
+    def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        topic: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
+        self._check_open()
+        return admin.send_message(
+            self.store,
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            call=self._call,
+        )
+
+    def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
+        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
+        self._check_open()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._notified(("event", workflow_id)) as changed:
+            while True:
+                found, value = self._call(lambda: self.store.get_event(workflow_id, key))
+                if found:
+                    return value
+                if deadline is None or time.monotonic() >= deadline:
+                    return None
+                changed.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
+                changed.clear()
+
+    # -- operating runs ----------------------------------------------------------------------
+
+    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Mark a run CANCELLED (and its unfinished children); False if it had finished.
+
+        The engine running it stops at its next record. `reason` is kept as the
+        run's status detail; a later `resume` brings back the children this
+        cancel reached.
+        """
+        self._row(workflow_id)
+        return self._call(
+            lambda: admin.cancel_run(self.store, workflow_id, children=children, reason=reason)
+        )
+
+    def resume(
+        self,
+        workflow_id: str,
+        *,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> ClientHandle:
+        """Make a CANCELLED or PARKED run PENDING again, for its engine to continue it.
+
+        The children its cancel cascaded to come back with it. It stays with
+        its own executor id and version unless told others (`app_version`
+        restamps it onto newer code). An ENQUEUED run (delayed or not) starts
+        now, PENDING for `executor_id` or the client's, which it then needs. A
+        finished run is left as it is (fork it instead).
+        """
+        row = self._row(workflow_id)
+        target = executor_id
+        if target is None and row.status is Status.ENQUEUED:
+            target = self.executor_id  # it has no engine of its own yet
+        self._call(
+            lambda: admin.resume_run(
+                self.store, workflow_id, executor_id=target, app_version=app_version
+            )
+        )
+        return ClientHandle(self, workflow_id)
+
+    def fork(
+        self,
+        source_id: str,
+        from_position: int,
+        /,
+        *,
+        workflow_id: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> ClientHandle:
+        """Copy the run's records below `from_position` into a new PENDING run.
+
+        The new run goes to `executor_id` and `app_version` (default: the
+        source's), whose engine is told at once and runs it from there.
+        """
+        self._check_open()
+        stored, _kept = self._call(
+            lambda: admin.fork_run(
+                self.store,
+                source_id,
+                from_position,
+                workflow_id=workflow_id,
+                executor_id=executor_id,
+                app_version=app_version,
+            )
+        )
+        self._hand_over(stored)
+        return ClientHandle(self, stored.workflow_id)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("this Client is closed; create a new one")
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """A store call through outages (the pool reconnects), as the engine makes them."""
+        return call_with_retries(fn, stop=lambda: self._closed)
+
+    def _row(self, workflow_id: str) -> WorkflowRow:
+        self._check_open()
+        row = self._call(lambda: self.store.get_workflow(workflow_id))
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return row
+
+    def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._notified(("finished", workflow_id)) as finished:
+            while True:
+                row = self._row(workflow_id)
+                if row.status.is_terminal:
+                    return row
+                wait = self.poll_interval
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise _still_running(row, timeout)
+                    wait = min(wait, left)
+                finished.wait(wait)
+                finished.clear()
+
+    def listen(self, wake: tuple[str, str], callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` (from any thread) when the store notifies `wake`, e.g.
+        ("finished", id); returns the function that stops it. The waits use it."""
+        self._check_open()
+        with self._lock:
+            if self._unsubscribe is None:
+                self._unsubscribe = self.store.subscribe(self._on_notify)
+            self._waiters.setdefault(wake, set()).add(callback)
+
+        def stop() -> None:
+            with self._lock:
+                callbacks = self._waiters.get(wake)
+                if callbacks is not None:
+                    callbacks.discard(callback)
+                    if not callbacks:
+                        del self._waiters[wake]
+
+        return stop
+
+    @contextlib.contextmanager
+    def _notified(self, wake: tuple[str, str]) -> Iterator[threading.Event]:
+        event = threading.Event()
+        stop = self.listen(wake, event.set)
+        try:
+            yield event
+        finally:
+            stop()
+
+    def _on_notify(self, kind: str, key: str) -> None:
+        with self._lock:
+            callbacks = list(self._waiters.get((kind, key), ()))
+        for callback in callbacks:
+            callback()
+
+
+def _still_running(row: WorkflowRow, timeout: float | None) -> WorkflowTimeout:
+    return WorkflowTimeout(
+        f"workflow {row.name!r} (id {row.workflow_id!r}) is still {row.status.value} after "
+        f"{timeout}s" + (f": {row.error}" if row.error else "")
+    )
+
+
+class AsyncClientHandle:
+    """A run seen from a coroutine through an `AsyncClient`."""
+
+    def __init__(self, client: AsyncClient, workflow_id: str) -> None:
+        self._client = client
+        self.workflow_id = workflow_id
+
+    def __repr__(self) -> str:
+        return f"<AsyncClientHandle {self.workflow_id!r}>"
+
+    async def row(self) -> WorkflowRow:
+        """The run as stored now."""
+        return await self._client.off_loop(self._client.client._row, self.workflow_id)
+
+    async def status(self) -> Status:
+        """The run's status now."""
+        return (await self.row()).status
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """Wait, holding no thread, for the run to finish; its result, or its failure raised.
+
+        Cancelling the awaiting task cancels the wait, not the run.
+        """
+        return admin.run_outcome(await self._client._wait_finished(self.workflow_id, timeout))
+
+
+class AsyncClient:
+    """`Client` for asyncio code: `async with AsyncClient(url) as client:`.
+
+    The same methods as coroutines (`handle` is a plain call); store I/O runs
+    on a few threads of its own (`io_workers`), never on the loop. Takes the
+    same options as `Client`. It opens on entering the `async with` (or
+    `await client.open()`).
+    """
+
+    def __init__(
+        self,
+        target: str | Store | None = None,
+        *,
+        io_workers: int = DEFAULT_IO_WORKERS,
+        **options: Any,
+    ) -> None:
+        if io_workers < 1:
+            raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
+        self._target = target
+        self._options = options
+        self._io_workers = io_workers
+        self._client: Client | None = None
+        self._io: ThreadPoolExecutor | None = None
+
+    async def open(self) -> AsyncClient:
+        """Open the store off the loop (a PostgreSQL pool connects)."""
+        if self._client is not None:
+            return self
+        loop = asyncio.get_running_loop()
+        io = ThreadPoolExecutor(self._io_workers, thread_name_prefix="replaykit-client")
+        try:
+            client = await loop.run_in_executor(
+                io, functools.partial(Client, self._target, **self._options)
+            )
+        except BaseException:
+            io.shutdown(wait=False, cancel_futures=True)
+            raise
+        self._io, self._client = io, client
+        return self
+
+    async def __aenter__(self) -> AsyncClient:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release the store, off the loop (idempotent)."""
+        client, io = self._client, self._io
+        if client is None or io is None or client.closed:
+            return
+        await asyncio.get_running_loop().run_in_executor(io, client.close)
+        io.shutdown(wait=False)
+
+    @property
+    def client(self) -> Client:
+        """The sync `Client` underneath, for code on other threads."""
+        if self._client is None:
+            raise RuntimeError(
+                "this AsyncClient is not open: use `async with AsyncClient(...) as client:` "
+                "or `await client.open()` first"
+            )
+        return self._client
+
+    @property
+    def closed(self) -> bool:
+        """Whether it was closed."""
+        return self._client is not None and self._client.closed
+
+    async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call on the client's I/O threads and await its answer."""
+        client = self.client
+        if client.closed or self._io is None:
+            raise RuntimeError("this AsyncClient is closed; create a new one")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+
+    async def start(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        app_version: str | None = None,
+        executor_id: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncClientHandle:
+        """`Client.start` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.start,
+            name,
+            *args,
+            workflow_id=workflow_id,
+            queue=queue,
+            app_version=app_version,
+            executor_id=executor_id,
+            **kwargs,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
+    async def enqueue(
+        self,
+        queue: str,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        if_exists: str = "raise",
+        app_version: str | None = None,
+        **kwargs: Any,
+    ) -> AsyncClientHandle:
+        """`Client.enqueue` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.enqueue,
+            queue,
+            name,
+            *args,
+            workflow_id=workflow_id,
+            priority=priority,
+            dedup_id=dedup_id,
+            delay=delay,
+            if_exists=if_exists,
+            app_version=app_version,
+            **kwargs,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
+    def handle(self, workflow_id: str) -> AsyncClientHandle:
+        """A handle by id, made without a store read: `status()` and `result()` raise
+        `WorkflowNotFound` if no such run exists."""
+        self.client  # noqa: B018 - raises when not open
+        return AsyncClientHandle(self, workflow_id)
+
+    async def list_workflows(self, **filters: Any) -> list[WorkflowRow]:
+        """`Client.list_workflows` as a coroutine (the same keyword filters)."""
+        return await self.off_loop(self.client.list_workflows, **filters)
+
+    async def steps(self, workflow_id: str) -> list[Record]:
+        """The run's log, position by position."""
+        return await self.off_loop(self.client.steps, workflow_id)
+
+    async def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        topic: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """`Client.send` as a coroutine."""
+        return await self.off_loop(
+            self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
+        )
+
+    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
+        """The latest value of a run's event `key`, waiting up to `timeout` (holding no
+        thread) for it; else None."""
+        client = self.client
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        with self._notified(("event", workflow_id)) as changed:
+            while True:
+                found, value = await self.off_loop(
+                    client._call, lambda: client.store.get_event(workflow_id, key)
+                )
+                if found:
+                    return value
+                if deadline is None or loop.time() >= deadline:
+                    return None
+                await _wait_event(changed, min(client.poll_interval, deadline - loop.time()))
+
+    async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """`Client.cancel` as a coroutine."""
+        return await self.off_loop(
+            self.client.cancel, workflow_id, children=children, reason=reason
+        )
+
+    async def resume(
+        self,
+        workflow_id: str,
+        *,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> AsyncClientHandle:
+        """`Client.resume` as a coroutine."""
+        await self.off_loop(
+            self.client.resume, workflow_id, executor_id=executor_id, app_version=app_version
+        )
+        return AsyncClientHandle(self, workflow_id)
+
+    async def fork(
+        self,
+        source_id: str,
+        from_position: int,
+        /,
+        *,
+        workflow_id: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> AsyncClientHandle:
+        """`Client.fork` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.fork,
+            source_id,
+            from_position,
+            workflow_id=workflow_id,
+            executor_id=executor_id,
+            app_version=app_version,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
+    async def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        client = self.client
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        with self._notified(("finished", workflow_id)) as finished:
+            while True:
+                row = await self.off_loop(client._row, workflow_id)
+                if row.status.is_terminal:
+                    return row
+                wait = client.poll_interval
+                if deadline is not None:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        raise _still_running(row, timeout)
+                    wait = min(wait, left)
+                await _wait_event(finished, wait)
+
+    @contextlib.contextmanager
+    def _notified(self, wake: tuple[str, str]) -> Iterator[asyncio.Event]:
+        """On the loop: an asyncio event set whenever the store notifies `wake`."""
+        loop = asyncio.get_running_loop()
+        event = asyncio.Event()
+
+        def from_any_thread() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(event.set)
+
+        stop = self.client.listen(wake, from_any_thread)
+        try:
+            yield event
+        finally:
+            stop()
+
+
+async def _wait_event(event: asyncio.Event, timeout: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(max(timeout, 0.0)):
+            await event.wait()
+    event.clear()
