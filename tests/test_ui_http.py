@@ -473,6 +473,11 @@ def test_a_token_is_required_on_every_request(store: Store) -> None:
         cookie = swapped.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie
         assert client.get("/runs?status=ERROR").status_code == 200  # the cookie now
+        # The swap never sends the browser to another site (`//evil.example/`).
+        client.cookies.clear()
+        offsite = client.get(base + "//evil.example/x", params={"token": TOKEN})
+        assert offsite.status_code == 303
+        assert offsite.headers["location"] == "/evil.example/x"
         client.cookies.clear()
         assert client.get("/runs").status_code == 401
 

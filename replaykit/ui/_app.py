@@ -175,7 +175,9 @@ class _Guard:
                 # Swap the token in the URL for a cookie, so that it leaves the
                 # address bar and the links the operator copies.
                 rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-                target = request.url.path + ("?" + urllib.parse.urlencode(rest) if rest else "")
+                # One leading slash: `//host/...` would send the browser to another site.
+                path = "/" + request.url.path.lstrip("/")
+                target = path + ("?" + urllib.parse.urlencode(rest) if rest else "")
                 response = RedirectResponse(target, status_code=303)
                 response.set_cookie(
                     COOKIE, token, httponly=True, samesite="strict", path="/", max_age=86400 * 30
