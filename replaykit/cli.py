@@ -34,7 +34,6 @@ import os
 import re
 import sys
 import unicodedata
-import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -72,7 +71,8 @@ from replaykit.runtime.admin import (
     export_run,
     fork_run,
 )
-from replaykit.runtime.engine import DEFAULT_URL, open_store_for
+from replaykit.runtime.engine import DEFAULT_URL
+from replaykit.stores import parse_store_url
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main", "printable"]
@@ -287,78 +287,38 @@ _wide_option = click.option(
 # -- opening the store ----------------------------------------------------------------------
 
 
-def _sqlite_path(url: str) -> str | None:
-    """The file a sqlite:/// URL names (sqlite:///rel.db, sqlite:////abs.db), else None."""
-    if not url.startswith("sqlite:"):
-        return None
-    parts = urllib.parse.urlsplit(url)
-    if parts.netloc:
-        return None  # not a file URL: open_store explains the forms it takes
-    path = urllib.parse.unquote(parts.path)
-    path = path[1:] if path.startswith("/") else path
-    return None if path in ("", ":memory:") else path
-
-
 # An operator waiting on an unreachable server wants the verdict soon; the URL's
 # connect_timeout overrides this.
 _CONNECT_TIMEOUT = 5.0
 
 
-def _open_postgres(url: str) -> Store:
-    """A PostgresStore that does not create or migrate its schema on open.
-
-    `open_store` migrates on open, which suits an application; an operator's
-    typo in `?schema=` must not create an empty schema, and `db status` must see
-    the schema as it is. `connect_timeout` in the URL also bounds the wait for an
-    unreachable server (libpq sees it too).
-    """
-    try:
-        from replaykit.stores.postgres import PostgresStore
-    except ImportError as exc:
-        raise CliError(
-            f"PostgreSQL support needs psycopg 3 and psycopg_pool ({exc}): "
-            "pip install 'replaykit[postgres]'"
-        ) from exc
-
-    parts = urllib.parse.urlsplit(url)
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    options: dict[str, Any] = {
-        "auto_migrate": False,
-        "pool_min": 1,
-        "pool_max": 2,
-        "connect_timeout": _CONNECT_TIMEOUT,
-    }
-    for key, value in query:
-        if key == "schema":
-            options["schema"] = value
-        elif key == "connect_timeout":
-            try:
-                options["connect_timeout"] = float(value)
-            except ValueError:
-                raise CliError(
-                    f"connect_timeout must be a number of seconds, not {value!r}"
-                ) from None
-    rest = urllib.parse.urlencode([(k, v) for k, v in query if k != "schema"])
-    conninfo = urllib.parse.urlunsplit(
-        (parts.scheme, parts.netloc, parts.path, rest, parts.fragment)
-    )
-    store: Store = PostgresStore(conninfo, **options)
-    return store
-
-
 def _open(url: str, *, create: bool) -> Store:
-    scheme = url.partition("://")[0].lower()
-    if scheme in ("postgresql", "postgres"):
-        return _open_postgres(url)
-    path = _sqlite_path(url)
-    if path is not None and not create and not os.path.exists(path):
+    """The store `url` names, parsed as `open_store` parses it, opened for an operator.
+
+    PostgreSQL is opened without creating or migrating its schema (`open_store`
+    migrates, which suits an application): an operator's typo in `?schema=` must
+    not create an empty schema, and `db status` must see the schema as it is.
+    """
+    parsed = parse_store_url(url)
+    if parsed.kind == "postgres":
+        try:
+            return parsed.open(
+                auto_migrate=False,
+                pool_min=1,
+                pool_max=2,
+                connect_timeout=parsed.options.get("connect_timeout", _CONNECT_TIMEOUT),
+            )
+        except ImportError as exc:
+            raise CliError(str(exc)) from exc
+    file = parsed.target if parsed.kind == "sqlite" and parsed.target != ":memory:" else None
+    if file is not None and not create and not os.path.exists(file):
         # Opening would create an empty database, and an operator in the wrong
         # directory would then see "no runs" instead of the real mistake.
         raise CliError(
-            f"no SQLite database at {path!r} ({os.path.abspath(path)}); pass --url or set "
-            "REPLAYKIT_URL (`replaykit db migrate` creates one)"
+            f"no SQLite database at {file!r} ({os.path.abspath(file)}); "
+            "pass --url or set REPLAYKIT_URL (`replaykit db migrate` creates one)"
         )
-    return open_store_for(url)
+    return parsed.open()
 
 
 def _require_schema(store: Store, url: str) -> None:
