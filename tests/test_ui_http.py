@@ -426,6 +426,23 @@ def test_resume_and_fork_go_through_the_store(
     assert beyond.status_code == 409 and "pick a position from 0 to" in beyond.text
 
 
+def test_a_post_without_the_page_does_not_resume_a_pending_run(
+    client: httpx.Client, store: Store
+) -> None:
+    # The confirmation page offers no resume of a PENDING run; the POST must not
+    # move it to another executor behind the page's back either.
+    store.create_workflow(WorkflowRow("busy", "some.wf", Status.PENDING, executor_id="a"))
+    assert client.get("/resume", params={"id": "busy"}).status_code == 409
+    token = form_token(client.get("/cancel", params={"id": "busy"}).text)
+    response = client.post(
+        "/resume", params={"id": "busy"}, data={"csrf": token, "confirm": "yes", "executor": "b"}
+    )
+    assert response.status_code == 409
+    assert "only CANCELLED and PARKED runs are resumed" in response.text
+    row = store.get_workflow("busy")
+    assert row is not None and row.executor_id == "a"
+
+
 def test_queue_overview_counts_waiting_delayed_and_running(
     engine: Engine, client: httpx.Client
 ) -> None:

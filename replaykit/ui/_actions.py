@@ -69,6 +69,13 @@ def resume(
             f"run {workflow_id!r} is ENQUEUED; it runs when a worker takes it from queue "
             f"{row.queue!r}"
         )
+    if row.status not in (Status.CANCELLED, Status.PARKED):
+        # The confirmation page offers no resume of a PENDING run; a POST made
+        # without it must not move a running run to another executor either.
+        raise ActionRefused(
+            f"run {workflow_id!r} is {row.status.value}; only CANCELLED and PARKED runs are "
+            "resumed. Reload its page to see what it is doing now."
+        )
     target = executor_id or row.executor_id
     if not _set_status_with_version(store, workflow_id, target, app_version or None):
         now = store.get_workflow(workflow_id)
