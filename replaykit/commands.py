@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
 
 import attrs
 
@@ -43,6 +43,10 @@ __all__ = [
     "callable_name",
     "facts_of",
 ]
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def as_seconds(value: timedelta | float | int | None, what: str) -> float | None:
@@ -201,8 +205,16 @@ def _check_children(owner: str, children: tuple[Any, ...]) -> tuple[Command, ...
 
 
 @attrs.frozen(init=False)
-class Step(Command):
+class Step(Command, Generic[R]):
     """Run `fn(*args, **kwargs)` once and record its return value or its failure.
+
+    Typed: `charged = yield from Step("charge", charge_card, order)` gives
+    `charged` the return type of `charge_card` (an async function's awaited
+    type), and mypy checks `order` against its parameters. `yield Step(...)`
+    works the same at run time, but a generator's sent value is typed once for
+    the whole body, so its result is `Any`. Options (`retry=`, `timeout=`,
+    `preemptible=`) leave the arguments unchecked; `Step(...).options(...)`
+    sets them and keeps every check.
 
     `preemptible=True`: while the body runs, the engine watches the run's status
     in the store, and a cancel from anywhere (another engine, another process,
@@ -220,7 +232,92 @@ class Step(Command):
     timeout: float | None
     preemptible: bool
 
+    # The overloads are for type checkers only. The first two check the arguments
+    # against `fn`'s parameters (ParamSpec); a call naming an option matches one of
+    # the others, where `fn` may take anything, as a ParamSpec cannot share
+    # keyword arguments with options of our own. Each of those needs its option
+    # named, so that a call with wrong arguments and no option is still an error.
+    @overload
     def __init__(
+        self, name: str, fn: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> None: ...
+    @overload
+    def __init__(
+        self, name: str, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> None: ...
+    @overload
+    def __init__(  # type: ignore[overload-cannot-match]
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[R]],
+        /,
+        *args: Any,
+        retry: Retry | None,
+        timeout: timedelta | float | None = ...,
+        preemptible: bool = ...,
+        **kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(  # type: ignore[overload-cannot-match]
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[R]],
+        /,
+        *args: Any,
+        timeout: timedelta | float | None,
+        retry: Retry | None = ...,
+        preemptible: bool = ...,
+        **kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(  # type: ignore[overload-cannot-match]
+        self,
+        name: str,
+        fn: Callable[..., Awaitable[R]],
+        /,
+        *args: Any,
+        preemptible: bool,
+        retry: Retry | None = ...,
+        timeout: timedelta | float | None = ...,
+        **kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(  # type: ignore[overload-cannot-match]
+        self,
+        name: str,
+        fn: Callable[..., R],
+        /,
+        *args: Any,
+        retry: Retry | None,
+        timeout: timedelta | float | None = ...,
+        preemptible: bool = ...,
+        **kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(  # type: ignore[overload-cannot-match]
+        self,
+        name: str,
+        fn: Callable[..., R],
+        /,
+        *args: Any,
+        timeout: timedelta | float | None,
+        retry: Retry | None = ...,
+        preemptible: bool = ...,
+        **kwargs: Any,
+    ) -> None: ...
+    @overload
+    def __init__(  # type: ignore[overload-cannot-match]
+        self,
+        name: str,
+        fn: Callable[..., R],
+        /,
+        *args: Any,
+        preemptible: bool,
+        retry: Retry | None = ...,
+        timeout: timedelta | float | None = ...,
+        **kwargs: Any,
+    ) -> None: ...
+    def __init__(  # type: ignore[misc]  # options may shadow fn's keywords: see above
         self,
         name: str,
         fn: Callable[..., Any],
@@ -255,6 +352,30 @@ class Step(Command):
             as_seconds(timeout, f"Step({name!r}) timeout"),
             preemptible,
         )
+
+    def __iter__(self) -> Generator[Step[R], Any, R]:
+        """`result = yield from Step(...)`: the same as `yield`, with `result` typed."""
+        result: R = yield self
+        return result
+
+    def options(
+        self,
+        *,
+        retry: Retry | None = None,
+        timeout: timedelta | float | None = None,
+        preemptible: bool | None = None,
+    ) -> Step[R]:
+        """This step with options set, its arguments still checked by mypy."""
+        changed = Step(
+            self.step_name,
+            self.fn,
+            *self.args,
+            retry=self.retry if retry is None else retry,
+            timeout=self.timeout if timeout is None else timeout,
+            preemptible=self.preemptible if preemptible is None else preemptible,
+            **self.kwargs,
+        )
+        return cast("Step[R]", changed)
 
     @property
     def name(self) -> str:

@@ -310,12 +310,18 @@ def _display_path(filename: str) -> str:
     return shown
 
 
+# `yield from Step(...)` passes through the command's own iterator: the call
+# site is the workflow's line, not the line inside commands.py.
+_TRANSPARENT = frozenset({Step.__iter__.__code__})
+
+
 def call_site(gen: Any) -> str:
     """file:line of the `yield` the generator is paused at, through `yield from` chains."""
     current = gen
     while True:
         inner = getattr(current, "gi_yieldfrom", None)
-        if inner is None or getattr(inner, "gi_frame", None) is None:
+        frame = getattr(inner, "gi_frame", None)
+        if frame is None or frame.f_code in _TRANSPARENT:
             break
         current = inner
     frame = getattr(current, "gi_frame", None)

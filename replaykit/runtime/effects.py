@@ -389,13 +389,13 @@ class EffectRunner:
 
     # -- steps -----------------------------------------------------------------------
 
-    def _step(self, row: WorkflowRow, effect: Effect, command: Step) -> Record:
+    def _step(self, row: WorkflowRow, effect: Effect, command: Step[Any]) -> Record:
         pending = effect.pending
         started = pending.started_at if pending and pending.started_at else self.clock.now()
         outcome, attempts = self.run_step(row, effect.position, command, pending=pending)
         return self.commit(row, effect, outcome, started_at=started, attempts=attempts)
 
-    def step_fn(self, command: Step) -> Callable[..., Any]:
+    def step_fn(self, command: Step[Any]) -> Callable[..., Any]:
         """The body a step runs: the command's own, unless the host overrides it."""
         return self.host.step_overrides.get(command.name, command.fn)
 
@@ -403,7 +403,7 @@ class EffectRunner:
         self,
         row: WorkflowRow,
         position: int,
-        command: Step,
+        command: Step[Any],
         scope: CancelScope | None,
         pending: Record | None = None,
     ) -> Generator[_Attempt | _Backoff, Any, tuple[Outcome, int]]:
@@ -473,7 +473,7 @@ class EffectRunner:
         self,
         row: WorkflowRow,
         position: int,
-        command: Step,
+        command: Step[Any],
         made: int,
         deadline: datetime,
         due: datetime | None,
@@ -500,7 +500,7 @@ class EffectRunner:
         self,
         row: WorkflowRow,
         position: int,
-        command: Step,
+        command: Step[Any],
         scope: CancelScope | None = None,
         fn: Callable[..., Any] | None = None,
         *,
@@ -516,7 +516,7 @@ class EffectRunner:
         self,
         row: WorkflowRow,
         position: int,
-        command: Step,
+        command: Step[Any],
         scope: CancelScope | None = None,
         fn: Callable[..., Any] | None = None,
         *,
@@ -566,7 +566,7 @@ class EffectRunner:
         self,
         row: WorkflowRow,
         position: int,
-        command: Step,
+        command: Step[Any],
         scope: CancelScope | None,
         fn: Callable[..., Any],
         pending: Record | None = None,

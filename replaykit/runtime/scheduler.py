@@ -132,7 +132,7 @@ class _AsyncStep:
 
     activation: _Activation
     effect: Effect
-    command: Step
+    command: Step[Any]
     fn: Callable[..., Any]
     started: datetime
     loop: asyncio.AbstractEventLoop
@@ -643,7 +643,7 @@ class Scheduler:
             record, decided = event[3], following
 
     def _start_async_step(
-        self, activation: _Activation, effect: Effect, command: Step, fn: Callable[..., Any]
+        self, activation: _Activation, effect: Effect, command: Step[Any], fn: Callable[..., Any]
     ) -> None:
         """An async step runs on the event loop; no thread waits for it.
 

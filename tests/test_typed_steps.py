@@ -1,0 +1,90 @@
+"""Typed steps: `yield from Step(...)` gives mypy a step's result type and checks its arguments."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+from replaykit import Engine, Retry, Step, workflow
+
+
+def charge(order: str, amount: int) -> float:
+    return amount * 1.5
+
+
+async def fetch(url: str) -> bytes:
+    return url.encode()
+
+
+@workflow(name="typed-steps")
+def typed(order: str) -> Generator[Any, Any, str]:
+    charged = yield from Step("charge", charge, order, 2)
+    fetched = yield from Step("fetch", fetch, "u")
+    retried = yield from Step("charge-again", charge, order, 4).options(retry=Retry(2))
+    plain = yield Step("plain", charge, order, 1)
+    return f"{charged}:{fetched.decode()}:{retried}:{plain}"
+
+
+def test_yield_from_a_step_runs_as_yield_does_and_records_the_workflows_line(
+    store_url: str,
+) -> None:
+    with Engine(store_url) as engine:
+        assert engine.run(typed, "o", workflow_id="typed-1", timeout=20) == "3.0:u:6.0:1.5"
+        records = engine.steps("typed-1")
+    assert [r.name for r in records] == ["charge", "fetch", "charge-again", "plain"]
+    assert records[2].attempts == 1
+    # The call site is the workflow's own line, not the command's iterator.
+    assert all("test_typed_steps.py" in r.call_site for r in records)
+    assert Step("s", charge, "o", 1).options(retry=Retry(3)).retry == Retry(3)
+
+
+SNIPPET = """
+from collections.abc import Generator
+from typing import Any
+from replaykit import Retry, Step
+
+def charge(order: str, amount: int) -> float:
+    return 1.0
+async def fetch(url: str) -> bytes:
+    return b""
+
+def body(order: str) -> Generator[Any, Any, None]:
+    charged = yield from Step("charge", charge, order, 3)
+    reveal_type(charged)
+    fetched = yield from Step("fetch", fetch, "https://x")
+    reveal_type(fetched)
+    retried = yield from Step("charge", charge, order, 3).options(retry=Retry(3))
+    reveal_type(retried)
+    optioned = yield from Step("charge", charge, order, 3, retry=Retry(3))
+    reveal_type(optioned)
+    wrong = yield from Step("charge", charge, order, "three")
+    missing = yield from Step("charge", charge)
+"""
+
+
+def test_mypy_infers_results_and_reports_wrong_arguments(tmp_path: Path) -> None:
+    from mypy import api
+
+    source = tmp_path / "user_workflows.py"
+    source.write_text(textwrap.dedent(SNIPPET))
+    out, err, _status = api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / ".mypy"), str(source)]
+    )
+    lines = [line.split(":", 2)[1:] for line in out.splitlines() if "user_workflows.py" in line]
+    by_line: dict[int, list[str]] = {}
+    for number, text in lines:
+        by_line.setdefault(int(number), []).append(text)
+    revealed = {n: t for n, texts in by_line.items() for t in texts if "Revealed type" in t}
+    assert [revealed[n].split('"')[1] for n in sorted(revealed)] == [
+        "float",
+        "bytes",
+        "float",
+        "float",
+    ], out + err
+    errors = {n for n, texts in by_line.items() for t in texts if " error: " in t}
+    snippet_lines = textwrap.dedent(SNIPPET).splitlines()
+    wrong = next(i for i, s in enumerate(snippet_lines, 1) if "wrong =" in s)
+    missing = next(i for i, s in enumerate(snippet_lines, 1) if "missing =" in s)
+    assert errors == {wrong, missing}, out
