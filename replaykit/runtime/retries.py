@@ -83,6 +83,7 @@ RETRIED_CALLS: dict[str, str] = {
     "peek_message": "a read",
     "get_event": "a read",
     "executor_holder": "a read",
+    "schedule_states": "a read",
     # Writes whose second run finds the first one's effect and adds nothing.
     "create_workflow": "idempotent by id: a retry answers with the run the first created",
     "create_workflows": "idempotent by id, all or nothing",
@@ -91,6 +92,11 @@ RETRIED_CALLS: dict[str, str] = {
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
     "hold_executor": "a lost answer's session is closed, and its lock with it",
     "release": "a retry finds nothing more to put back",
+    "register_schedules": "an upsert of the same definitions",
+    "set_schedule_paused": "setting the flag again changes nothing",
+    "request_schedule_trigger": "a pending trigger is kept: a retry answers with the first's",
+    "request_schedule_backfill": "a pending backfill is kept: a retry answers with the first's",
+    "clear_schedule_request": "clears only the request it names; a second clear finds none",
     # Their retry may lose the first attempt's answer, never a run: runs taken
     # are PENDING for this engine, and its sweep dispatches what it does not track.
     "claim": "runs the lost answer named are this engine's and found by its sweep",
@@ -105,6 +111,8 @@ NOT_RETRIED: dict[str, str] = {
     "bump_recovery": "a retry would count one recovery twice",
     "delete_workflow": "after a lost answer, 'nothing to delete' cannot tell 'we deleted it' "
     "from 'it was never there': the caller hears the outage",
+    "delete_schedule_state": "after a lost answer, 'nothing to delete' cannot tell 'we "
+    "deleted it' from 'it was never there': the caller hears the outage",
     "subscribe": "local to this process",
     "close": "local to this process",
 }

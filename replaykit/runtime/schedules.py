@@ -1,33 +1,91 @@
 """Schedules: start a workflow once per cron tick, across all engines.
 
-Each tick's run has an id derived from the schedule and the tick instant, so
-when several engines see the same tick only one of them creates the run (the
-store's create is idempotent by id): a tick never runs twice. Cron expressions
-are parsed by croniter (the `schedules` extra).
+Each tick's run has an id derived from the schedule and the tick's UTC
+instant, so when several engines see the same tick only one of them creates
+the run (the store's create is idempotent by id): a tick never runs twice.
+Cron expressions are parsed by croniter (the `schedules` extra).
+
+Schedules are defined in code; what operators change at run time lives in the
+store's `schedules` table, shared by every engine on it: whether a schedule is
+paused, and the runs asked of it by hand (a trigger, a backfill) that no engine
+has started yet. The module-level functions (`list_schedules`,
+`pause_schedule`, ...) take a store, so a client or the CLI, which import no
+workflow code, can use them; an engine's `ScheduleLoop` offers the same with
+its own schedules as the registered ones.
+
+Time zones. A schedule with `tz=` reads its cron expression in that zone's wall
+time. Where the wall clock jumps (DST), the rule is cron's (Vixie cron's, as
+in Debian's cron(8)):
+
+- a schedule whose minute or hour field starts with `*` (`*/15 * * * *`,
+  `0 * * * *`, `@hourly`) follows real time: in the hour that is repeated in
+  autumn it fires in both passes, and wall times skipped in spring do not
+  happen;
+- any other schedule (a fixed time, such as `30 2 * * *`) fires once per day
+  it matches: a repeated wall time fires at its first occurrence only, and a
+  skipped one fires at the end of the gap (02:30 on the spring-forward day in
+  Europe/Berlin fires at 03:00 local, 01:00 UTC). Ticks that land on one
+  instant fire once.
 """
 
 from __future__ import annotations
 
+import builtins
+import difflib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import attrs
 
+from replaykit.errors import ReplayKitError
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import Clock
-from replaykit.stores.base import Store, WorkflowFilter
+from replaykit.stores._checks import check_names
+from replaykit.stores.base import (
+    MAX_NAME_BYTES,
+    ScheduleSpec,
+    ScheduleState,
+    Store,
+    WorkflowFilter,
+)
 
-__all__ = ["Schedule", "ScheduleLoop", "registered_schedules", "schedule", "ticks_between"]
+__all__ = [
+    "MAX_BACKFILL_TICKS",
+    "Schedule",
+    "ScheduleInfo",
+    "ScheduleLoop",
+    "ScheduleNotFound",
+    "backfill_schedule",
+    "delete_schedule",
+    "list_schedules",
+    "pause_schedule",
+    "registered_schedules",
+    "resume_schedule",
+    "schedule",
+    "ticks_between",
+    "ticks_in",
+    "trigger_schedule",
+]
 
 W = TypeVar("W", bound=Workflow[..., Any])
 
 log = logging.getLogger("replaykit.engine")
 
+#: The most ticks one backfill may start; a longer range is refused, not cut.
+MAX_BACKFILL_TICKS = 10_000
+
 _schedules: dict[str, Schedule] = {}
 _lock = threading.Lock()
+
+# Cron's words for a schedule that follows real time across DST changes.
+_REAL_TIME_ALIASES = frozenset({"@hourly"})
+# What a run id adds to a schedule's name: "schedule:", ":manual:" and an instant.
+_RUN_ID_OVERHEAD = len("schedule::manual:2030-01-01T00:00:00.000000+00:00")
 
 
 def _croniter() -> Any:
@@ -38,52 +96,275 @@ def _croniter() -> Any:
     return croniter
 
 
+class ScheduleNotFound(ReplayKitError, LookupError):
+    """No schedule of that name is defined in the code given or stored in the store."""
+
+    def __init__(self, name: str, known: Iterable[str]) -> None:
+        known = sorted(set(known))
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        listed = ", ".join(repr(k) for k in known) if known else "none"
+        super().__init__(
+            f"no schedule named {name!r} (known: {listed}).{hint} A schedule is known once an "
+            "engine whose code defines it (@schedule or engine.schedule) has run on this "
+            "store, or when its definition is passed as registered="
+        )
+        self.name = name
+
+
+def _zone(schedule_name: str, tz: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        close = difflib.get_close_matches(tz, sorted(available_timezones()), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"schedule {schedule_name!r}: {tz!r} is not a time zone this system knows{hint} "
+            "Give an IANA name such as 'Europe/Berlin' or 'America/New_York' "
+            "(zoneinfo.available_timezones() lists them; `pip install tzdata` where the "
+            "system has no zone database)"
+        ) from None
+
+
 @attrs.frozen
 class Schedule:
-    """Start `workflow(tick)` at every tick of `cron` (UTC)."""
+    """Start `workflow(tick)` at every tick of `cron`, read in time zone `tz` (default UTC).
+
+    The workflow receives the tick as a UTC datetime (`tick.astimezone(ZoneInfo(tz))`
+    gives the local time).
+    """
 
     cron: str
     workflow: Workflow[..., Any] = attrs.field(eq=False)
     name: str
     backfill: bool = False
     queue: str | None = None
+    tz: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        check_names(schedule_name=self.name)
+        if len(self.name.encode("utf-8")) + _RUN_ID_OVERHEAD > MAX_NAME_BYTES:
+            raise ValueError(
+                f"schedule name {self.name[:60]!r}... is too long: its runs' ids "
+                f"(schedule:<name>:<instant>) must fit in {MAX_NAME_BYTES:,} bytes, so a name "
+                f"may have at most {MAX_NAME_BYTES - _RUN_ID_OVERHEAD} bytes"
+            )
         if not _croniter().is_valid(self.cron):
             raise ValueError(
                 f"schedule {self.name!r}: {self.cron!r} is not a valid cron expression "
                 "(five fields: minute hour day month weekday; a sixth for seconds)"
             )
+        if self.tz is not None:
+            _zone(self.name, self.tz)
+
+    @property
+    def spec(self) -> ScheduleSpec:
+        """The definition as the store keeps it (for listings and clients)."""
+        return ScheduleSpec(
+            self.name, self.workflow.workflow_name, self.cron, self.tz, self.queue, self.backfill
+        )
 
     def run_id(self, tick: datetime) -> str:
-        return f"schedule:{self.name}:{tick.isoformat()}"
+        return _tick_run_id(self.name, tick)
 
     def next_tick(self, after: datetime) -> datetime:
-        tick: datetime = _croniter()(self.cron, after).get_next(datetime)
-        return tick
+        """The first tick strictly after `after` (an aware datetime), as a UTC datetime."""
+        return _next_tick(self.cron, self.tz, after)
+
+
+def _tick_run_id(name: str, tick: datetime) -> str:
+    # The UTC instant: unique and stable however the zone's offsets change.
+    return f"schedule:{name}:{tick.astimezone(UTC).isoformat()}"
+
+
+def _manual_run_id(name: str, at: datetime) -> str:
+    return f"schedule:{name}:manual:{at.astimezone(UTC).isoformat()}"
+
+
+class _Triggered(Schedule):
+    """A schedule as the engine's `fire` sees it for a run asked for by hand.
+
+    The engine names a fired run `entry.run_id(tick)`; this gives a manual run
+    an id of its own, so it never takes the id of the tick at the same instant.
+    """
+
+    def run_id(self, tick: datetime) -> str:
+        return _manual_run_id(self.name, tick)
+
+
+def _triggered(entry: Schedule) -> Schedule:
+    return _Triggered(entry.cron, entry.workflow, entry.name, entry.backfill, entry.queue, entry.tz)
+
+
+# -- ticks ------------------------------------------------------------------------------
+
+
+def _aware(label: str, value: datetime) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"{label} {value.isoformat()} has no time zone; give an aware datetime, e.g. "
+            "datetime(..., tzinfo=UTC) or one with a ZoneInfo"
+        )
+    return value.astimezone(UTC)
+
+
+def _follows_real_time(cron: str) -> bool:
+    fields = cron.split()
+    if fields and fields[0].startswith("@"):
+        return fields[0].lower() in _REAL_TIME_ALIASES
+    return len(fields) >= 2 and (fields[0].startswith("*") or fields[1].startswith("*"))
+
+
+def _next_tick(cron: str, tz: str | None, after: datetime) -> datetime:
+    after = _aware("a tick's start", after)
+    if tz is None or tz == "UTC":
+        naive = _croniter()(cron, after.replace(tzinfo=None)).get_next(datetime)
+        return naive.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+    return _next_local_tick(cron, ZoneInfo(tz), _follows_real_time(cron), after)
+
+
+def _offset_change(before: datetime, after: datetime, zone: tzinfo) -> datetime:
+    """The instant between `before` and `after` (UTC, on either side of one change of
+    `zone`'s offset) at which the offset changes."""
+    # Transitions are on whole seconds, so a search over seconds finds it exactly.
+    lo = before.replace(microsecond=0)
+    target = after.astimezone(zone).utcoffset()
+    low, high = 0, int((after - lo).total_seconds()) + 1
+    while low < high:
+        mid = (low + high) // 2
+        if (lo + timedelta(seconds=mid)).astimezone(zone).utcoffset() == target:
+            high = mid
+        else:
+            low = mid + 1
+    return lo + timedelta(seconds=low)
+
+
+def _repeated(wall: datetime, zone: tzinfo) -> bool:
+    """Does the wall time happen twice (the hour the autumn change repeats)?"""
+    first = wall.replace(tzinfo=zone, fold=0)
+    if first.utcoffset() == wall.replace(tzinfo=zone, fold=1).utcoffset():
+        return False
+    return first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == wall
+
+
+def _instants(wall: datetime, zone: tzinfo, real_time: bool) -> list[datetime]:
+    """The UTC instants a tick at local wall time `wall` fires at (see the module's rule)."""
+    first = wall.replace(tzinfo=zone, fold=0)
+    second = wall.replace(tzinfo=zone, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return [first.astimezone(UTC)]
+    if _repeated(wall, zone):
+        # fold=0 is the first occurrence, fold=1 the second.
+        if real_time:
+            return [first.astimezone(UTC), second.astimezone(UTC)]
+        return [first.astimezone(UTC)]
+    # A wall time the spring change skips: fold=1 reads it with the offset after
+    # the jump, fold=0 with the one before, so the jump lies between the two.
+    return [] if real_time else [_offset_change(second.astimezone(UTC), first.astimezone(UTC), zone)]
+
+
+def _next_local_tick(cron: str, zone: ZoneInfo, real_time: bool, after: datetime) -> datetime:
+    croniter = _croniter()
+    local = after.astimezone(zone)
+    wall = local.replace(tzinfo=None)
+    best: datetime | None = None
+    start = wall
+    if _repeated(wall, zone):
+        # `after` falls in the repeated hour. Its second pass runs at offset
+        # `later`: a real-time schedule's tick at wall time n fires again at
+        # n - later, which is after `after` for the first n past after + later.
+        earlier = wall.replace(tzinfo=zone, fold=0).utcoffset() or timedelta(0)
+        later = wall.replace(tzinfo=zone, fold=1).utcoffset() or timedelta(0)
+        if real_time:
+            tick: datetime = croniter(cron, (after + later).replace(tzinfo=None)).get_next(datetime)
+            if _repeated(tick, zone):
+                best = tick.replace(tzinfo=zone, fold=1).astimezone(UTC)
+        if local.fold == 1:
+            # In the second pass the first pass's instants are behind us: the
+            # other ticks start where the repeated hour ends.
+            began = _offset_change(after - (earlier - later), after, zone)
+            start = (began + earlier).replace(tzinfo=None) - timedelta(microseconds=1)
+    ticks = croniter(cron, start)
+    # Bounded: a real-time schedule of every second crosses a one-hour gap in
+    # 3,600 steps; nothing legitimate needs more than a few days of them.
+    for _ in range(1_000_000):
+        candidate: datetime = ticks.get_next(datetime)
+        instants = _instants(candidate, zone, real_time)
+        for instant in instants:
+            if instant > after and (best is None or instant < best):
+                best = instant
+        # Later wall times fire no earlier than this one's first instant.
+        if best is not None and instants and instants[0] >= best:
+            return best
+    raise ValueError(f"cron {cron!r} in {zone.key}: no tick found after {after.isoformat()}")
 
 
 def ticks_between(entry: Schedule, start: datetime, end: datetime) -> Iterator[datetime]:
-    """Ticks t with start < t <= end."""
+    """Ticks t with start < t <= end, as UTC datetimes."""
     tick = entry.next_tick(start)
     while tick <= end:
         yield tick
         tick = entry.next_tick(tick)
 
 
+def ticks_in(entry: Schedule, start: datetime, end: datetime) -> Iterator[datetime]:
+    """Ticks t with start <= t < end, as UTC datetimes (the range a backfill takes)."""
+    return _ticks_in(entry.cron, entry.tz, start, end)
+
+
+def _ticks_in(cron: str, tz: str | None, start: datetime, end: datetime) -> Iterator[datetime]:
+    start, end = _aware("start", start), _aware("end", end)
+    tick = _next_tick(cron, tz, start - timedelta(microseconds=1))
+    while tick < end:
+        yield tick
+        tick = _next_tick(cron, tz, tick)
+
+
+def _bounded_ticks(
+    name: str, cron: str, tz: str | None, start: datetime, end: datetime
+) -> list[datetime]:
+    """The ticks of a backfill of [start, end); refused if there are too many."""
+    start, end = _aware("start", start), _aware("end", end)
+    if end <= start:
+        raise ValueError(
+            f"backfill of schedule {name!r}: end {end.isoformat()} is not after start "
+            f"{start.isoformat()}; the range is [start, end)"
+        )
+    ticks = []
+    for tick in _ticks_in(cron, tz, start, end):
+        ticks.append(tick)
+        if len(ticks) > MAX_BACKFILL_TICKS:
+            raise ValueError(
+                f"backfill of schedule {name!r} ({cron!r}) from {start.isoformat()} to "
+                f"{end.isoformat()} has more than {MAX_BACKFILL_TICKS:,} ticks; nothing was "
+                "started. Backfill shorter ranges, one after another"
+            )
+    return ticks
+
+
+# -- definitions ------------------------------------------------------------------------
+
+
 def schedule(
-    cron: str, *, name: str | None = None, backfill: bool = False, queue: str | None = None
+    cron: str,
+    *,
+    name: str | None = None,
+    backfill: bool = False,
+    queue: str | None = None,
+    tz: str | None = None,
 ) -> Callable[[W], W]:
     """Register a workflow to start once per tick of `cron`; it receives the tick (a datetime).
 
     Put it above `@workflow`. `backfill=True` starts the ticks missed while no
-    engine ran (since the latest tick that did run).
+    engine ran (since the latest tick that did run), and those missed while the
+    schedule was paused. `tz` (an IANA name, e.g. "Europe/Berlin") reads `cron`
+    in that zone's wall time; the default is UTC.
     """
 
     def register(wf: W) -> W:
         if not isinstance(wf, Workflow):
             raise TypeError("@schedule goes above @workflow: the function must be a workflow")
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue)
+        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
         with _lock:
             _schedules[entry.name] = entry
         return wf
@@ -96,11 +377,232 @@ def registered_schedules() -> list[Schedule]:
         return list(_schedules.values())
 
 
+# -- operating schedules through a store (a client, the CLI, an engine) -----------------
+
+
+@attrs.frozen
+class ScheduleInfo:
+    """One schedule as `list_schedules` shows it: its definition and its durable state."""
+
+    name: str
+    workflow_name: str
+    cron: str
+    tz: str | None
+    queue: str | None
+    backfill: bool
+    paused: bool
+    #: The next tick after the listing's `now` (UTC), paused or not; None if the
+    #: stored definition does not parse here.
+    next_tick: datetime | None
+    #: Defined in the code given as `registered` (else known from the store only).
+    defined_here: bool
+    #: Has a row in the store's `schedules` table (an engine has registered it).
+    stored: bool
+    trigger_requested_at: datetime | None = None
+    backfill_requested: tuple[datetime, datetime] | None = None
+    updated_at: datetime | None = None
+
+
+def _registered(registered: Iterable[Schedule] | None) -> dict[str, Schedule]:
+    entries = registered_schedules() if registered is None else registered
+    return {entry.name: entry for entry in entries}
+
+
+def _now(now: datetime | None) -> datetime:
+    return datetime.now(UTC) if now is None else _aware("now", now)
+
+
+def _info(
+    name: str, code: Schedule | None, state: ScheduleState | None, now: datetime
+) -> ScheduleInfo:
+    spec = code.spec if code is not None else state.spec  # type: ignore[union-attr]
+    try:
+        upcoming: datetime | None = _next_tick(spec.cron, spec.tz, now)
+    except Exception:  # a stored definition this croniter or zone database cannot read
+        upcoming = None
+    backfill = None
+    if state is not None and state.backfill_start is not None and state.backfill_end is not None:
+        backfill = (state.backfill_start, state.backfill_end)
+    return ScheduleInfo(
+        name,
+        spec.workflow_name,
+        spec.cron,
+        spec.tz,
+        spec.queue,
+        spec.backfill,
+        paused=state is not None and state.paused,
+        next_tick=upcoming,
+        defined_here=code is not None,
+        stored=state is not None,
+        trigger_requested_at=None if state is None else state.trigger_at,
+        backfill_requested=backfill,
+        updated_at=None if state is None else state.updated_at,
+    )
+
+
+def list_schedules(
+    store: Store, *, registered: Iterable[Schedule] | None = None, now: datetime | None = None
+) -> list[ScheduleInfo]:
+    """Every schedule the code (`registered`, default: this process's @schedule ones) or
+    the store knows, by name, with its next tick after `now` and whether it is paused."""
+    code = _registered(registered)
+    states = store.schedule_states()
+    at = _now(now)
+    return [_info(name, code.get(name), states.get(name), at) for name in sorted({*code, *states})]
+
+
+def _stored(
+    store: Store, name: str, registered: Iterable[Schedule] | None, now: datetime
+) -> tuple[Schedule | None, ScheduleState]:
+    """The schedule's code (if given) and its stored state, registering it if only in code."""
+    check_names(schedule_name=name)
+    code = _registered(registered)
+    states = store.schedule_states()
+    if name in states:
+        return code.get(name), states[name]
+    if name not in code:
+        raise ScheduleNotFound(name, [*code, *states])
+    store.register_schedules([code[name].spec], now)
+    return code[name], store.schedule_states()[name]
+
+
+def _set_paused(
+    store: Store,
+    name: str,
+    paused: bool,
+    registered: Iterable[Schedule] | None,
+    now: datetime | None,
+) -> bool:
+    at = _now(now)
+    _code, state = _stored(store, name, registered, at)
+    if not store.set_schedule_paused(name, paused, at):
+        raise ScheduleNotFound(name, store.schedule_states())  # deleted meanwhile
+    return state.paused != paused
+
+
+def pause_schedule(
+    store: Store,
+    name: str,
+    *,
+    registered: Iterable[Schedule] | None = None,
+    now: datetime | None = None,
+) -> bool:
+    """Pause a schedule for every engine on the store; True if it was not paused.
+
+    Engines skip its ticks from their next look at the store (within one poll
+    interval). Runs already started go on. Durable: it stays paused across
+    restarts and deploys until resumed. Raises `ScheduleNotFound` for a name
+    neither the code nor the store knows.
+    """
+    return _set_paused(store, name, True, registered, now)
+
+
+def resume_schedule(
+    store: Store,
+    name: str,
+    *,
+    registered: Iterable[Schedule] | None = None,
+    now: datetime | None = None,
+) -> bool:
+    """Resume a paused schedule; True if it was paused.
+
+    Ticks missed while it was paused are not started, unless the schedule has
+    `backfill=True` (then engines start them, as after downtime).
+    """
+    return _set_paused(store, name, False, registered, now)
+
+
+def delete_schedule(store: Store, name: str) -> bool:
+    """Remove a schedule's durable state (paused flag, pending requests) from the store.
+
+    A schedule is defined in code, so this does not undefine it: engines
+    running now drop it from their loops when they next look at the store,
+    and an engine that starts with the schedule in its code registers it
+    again, unpaused. To stop a schedule for good, remove it from the code
+    (and pause it until that deploy is out). Raises `ScheduleNotFound` if
+    the store holds no state of that name.
+    """
+    check_names(schedule_name=name)
+    if not store.delete_schedule_state(name):
+        raise ScheduleNotFound(name, store.schedule_states())
+    return True
+
+
+def trigger_schedule(
+    store: Store,
+    name: str,
+    *,
+    registered: Iterable[Schedule] | None = None,
+    now: datetime | None = None,
+) -> str:
+    """Ask for one run of the schedule now, outside its cron; returns the run's id.
+
+    Recorded in the store: the next engine whose code defines the schedule
+    starts the run within a poll interval (paused or not: a trigger is an
+    explicit ask), on the schedule's queue, with the id
+    `schedule:<name>:manual:<UTC instant>` and that instant as its tick. A
+    trigger asked for while another is pending joins it (one run, whose id is
+    returned). Works without workflow code, from a client or the CLI.
+    """
+    at = _now(now)
+    _stored(store, name, registered, at)
+    pending = store.request_schedule_trigger(name, at)
+    if pending is None:
+        raise ScheduleNotFound(name, store.schedule_states())
+    return _manual_run_id(name, pending)
+
+
+def backfill_schedule(
+    store: Store,
+    name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    registered: Iterable[Schedule] | None = None,
+    now: datetime | None = None,
+) -> list[str]:
+    """Ask the engines to run every tick of the schedule in [start, end); returns their ids.
+
+    Idempotent: ticks already run (by the cron or an earlier backfill) are not
+    run again, as their ids are taken. Bounded: a range of more than
+    `MAX_BACKFILL_TICKS` ticks is refused with `ValueError`. One backfill may
+    be pending per schedule; asking for another range while one is pending
+    raises `ValueError` (the same range again is accepted). Recorded in the
+    store and carried out by the next engine whose code defines the schedule,
+    paused or not.
+    """
+    at = _now(now)
+    code, state = _stored(store, name, registered, at)
+    # The ticks the engines will run: counted here so that a range too long is
+    # refused now, not found out by an engine later.
+    spec = code.spec if code is not None else state.spec
+    ticks = _bounded_ticks(name, spec.cron, spec.tz, start, end)
+    wanted = (_aware("start", start), _aware("end", end))
+    pending = store.request_schedule_backfill(name, *wanted, at)
+    if pending is None:
+        raise ScheduleNotFound(name, store.schedule_states())
+    if pending != wanted:
+        raise ValueError(
+            f"schedule {name!r} has a backfill pending from {pending[0].isoformat()} to "
+            f"{pending[1].isoformat()}, not yet run by an engine that defines it; ask for "
+            "this range once that one is done (list_schedules shows it)"
+        )
+    return [_tick_run_id(name, tick) for tick in ticks]
+
+
+# -- the cron loop of one engine --------------------------------------------------------
+
+
 class ScheduleLoop:
     """The cron loop of one engine: fires each schedule's ticks as they come.
 
-    `fire(entry, tick)` creates the tick's run (idempotent by its id, so engines
-    that see the same tick start it once between them).
+    `fire(entry, tick)` creates the run `entry.run_id(tick)` (idempotent by
+    its id, so engines that see the same tick start it once between them).
+    The loop reads the store's schedule states at most once per poll interval
+    (one query): paused schedules' ticks are skipped, and requests (a trigger,
+    a backfill) made through the store are carried out. Its methods `list`,
+    `pause`, `resume`, `delete`, `trigger` and `backfill` are the engine's
+    (`engine.schedules.pause("nightly")`).
     """
 
     def __init__(
@@ -118,6 +620,10 @@ class ScheduleLoop:
         self._fire = fire
         self._lock = threading.Lock()
         self._entries = {entry.name: entry for entry in entries}
+        self._unregistered = set(self._entries)
+        self._states: dict[str, ScheduleState] = {}
+        self._states_read_at: float | None = None  # time.monotonic() of the last read
+        self._paused_seen: set[str] = set()
         self._wanted = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="replaykit-schedules", daemon=True)
@@ -134,16 +640,117 @@ class ScheduleLoop:
     def add(self, entry: Schedule) -> None:
         with self._lock:
             self._entries[entry.name] = entry
+            self._unregistered.add(entry.name)
         self._wanted.set()
 
+    def wake(self) -> None:
+        """Look at the store and the clock now rather than at the next poll."""
+        with self._lock:
+            self._states_read_at = None
+        self._wanted.set()
+
+    # -- what the engine offers ---------------------------------------------------------
+
+    def entries(self) -> list[Schedule]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def list(self) -> list[ScheduleInfo]:
+        """This engine's schedules and the store's, with their state (see `list_schedules`)."""
+        return list_schedules(self.store, registered=self.entries(), now=self.clock.now())
+
+    def pause(self, name: str) -> bool:
+        """`pause_schedule` for every engine on the store; this one stops at once."""
+        changed = pause_schedule(self.store, name, registered=self.entries(), now=self.clock.now())
+        self._refresh()
+        return changed
+
+    def resume(self, name: str) -> bool:
+        """`resume_schedule`; this engine resumes at once."""
+        changed = resume_schedule(self.store, name, registered=self.entries(), now=self.clock.now())
+        self._refresh()
+        return changed
+
+    def delete(self, name: str) -> bool:
+        """Remove the schedule from this engine's loop and its state from the store.
+
+        Other engines drop it when they next read the store. Defined in code,
+        it comes back at the next start of an engine that defines it (unpaused):
+        pause it to keep it from firing until the code no longer has it.
+        """
+        check_names(schedule_name=name)
+        with self._lock:
+            here = self._entries.pop(name, None) is not None
+            self._unregistered.discard(name)
+        stored = self.store.delete_schedule_state(name)
+        if not (here or stored):
+            raise ScheduleNotFound(name, [*self._names(), *self.store.schedule_states()])
+        self._refresh()
+        return True
+
+    def trigger(self, name: str) -> str:
+        """Start one run of the schedule now, outside its cron; returns its id.
+
+        A schedule this engine defines is started here and now (on its queue,
+        with the id `schedule:<name>:manual:<UTC instant>`); one only the store
+        knows is recorded for an engine that defines it (`trigger_schedule`).
+        """
+        check_names(schedule_name=name)
+        entry = self._entry(name)
+        if entry is None:
+            return trigger_schedule(self.store, name, registered=(), now=self.clock.now())
+        at = self.clock.now().astimezone(UTC)
+        self._fire(_triggered(entry), at)
+        run_id = _manual_run_id(name, at)
+        if self.store.get_workflow(run_id) is None:
+            raise ReplayKitError(
+                f"schedule {name!r}: the triggered run {run_id!r} was not created; the "
+                "engine's log says why"
+            )
+        return run_id
+
+    def backfill(self, name: str, start: datetime, end: datetime) -> builtins.list[str]:
+        """Start the runs of every tick in [start, end) that has none; returns all their ids.
+
+        Idempotent (ticks already run keep their run) and bounded by
+        `MAX_BACKFILL_TICKS`. A schedule only the store knows is recorded for
+        an engine that defines it (`backfill_schedule`).
+        """
+        check_names(schedule_name=name)
+        entry = self._entry(name)
+        if entry is None:
+            return backfill_schedule(
+                self.store, name, start, end, registered=(), now=self.clock.now()
+            )
+        ticks = _bounded_ticks(name, entry.cron, entry.tz, start, end)
+        for tick in ticks:
+            self._fire(entry, tick)
+        return [entry.run_id(tick) for tick in ticks]
+
+    def _refresh(self) -> None:
+        """Read the states now, for a change made here to count here at once."""
+        read_at = time.monotonic()
+        self._keep_states(self.store.schedule_states(), read_at)
+        self._wanted.set()
+
+    def _entry(self, name: str) -> Schedule | None:
+        with self._lock:
+            return self._entries.get(name)
+
+    def _names(self) -> builtins.list[str]:
+        with self._lock:
+            return list(self._entries)
+
+    # -- the loop ---------------------------------------------------------------------
+
     def _latest_tick(self, entry: Schedule) -> datetime | None:
-        prefix = entry.run_id(self.clock.now())[: -len(self.clock.now().isoformat())]
+        prefix = f"schedule:{entry.name}:"
         latest: datetime | None = None
         for row in self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name)):
             if row.workflow_id.startswith(prefix):
                 try:
                     tick = datetime.fromisoformat(row.workflow_id[len(prefix) :])
-                except ValueError:
+                except ValueError:  # a manual run's id, or another schedule's
                     continue
                 latest = tick if latest is None or tick > latest else latest
         return latest
@@ -161,20 +768,132 @@ class ScheduleLoop:
             self._wanted.wait(max(wait, 0.005))
             self._wanted.clear()
 
+    def _read_states(self, entries: dict[str, Schedule], now: datetime) -> dict[str, ScheduleState]:
+        """The stored states, read at most once per poll interval; registers new entries."""
+        with self._lock:
+            unregistered = [entries[n] for n in self._unregistered if n in entries]
+            fresh = (
+                self._states_read_at is not None
+                and time.monotonic() - self._states_read_at < self.poll_interval
+            )
+        if unregistered:
+            self.store.register_schedules([entry.spec for entry in unregistered], now)
+            with self._lock:
+                for entry in unregistered:
+                    if self._entries.get(entry.name) is entry:  # not replaced meanwhile
+                        self._unregistered.discard(entry.name)
+            fresh = False
+        if fresh:
+            with self._lock:
+                return self._states
+        read_at = time.monotonic()
+        return self._keep_states(self.store.schedule_states(), read_at)
+
+    def _keep_states(
+        self, states: dict[str, ScheduleState], read_at: float
+    ) -> dict[str, ScheduleState]:
+        with self._lock:
+            for name in list(self._entries):
+                if name in self._states and name not in states and name not in self._unregistered:
+                    # Stored before and gone now, without being given to us
+                    # again: an operator deleted it (`delete_schedule`).
+                    log.info("schedule %r was deleted from the store; this engine drops it", name)
+                    del self._entries[name]
+            self._states = states
+            self._states_read_at = read_at
+            return states
+
     def _round(self, upcoming: dict[str, datetime]) -> None:
         now = self.clock.now()
         with self._lock:
             entries = dict(self._entries)
+        states = self._read_states(entries, now)
+        with self._lock:
+            entries = dict(self._entries)  # less what was deleted
+        for name in [n for n in upcoming if n not in entries]:
+            del upcoming[name]
         for name, entry in entries.items():
+            state = states.get(name)
+            paused = state is not None and state.paused
+            if state is not None:
+                self._carry_out_requests(entry, state)
+            if paused:
+                self._paused_seen.add(name)
+            elif name in self._paused_seen:
+                self._paused_seen.discard(name)
+                if entry.backfill:
+                    self._catch_up(entry, now)
             if name in upcoming:
                 continue
-            if entry.backfill:
-                latest = self._latest_tick(entry)
-                if latest is not None:
-                    for tick in ticks_between(entry, latest, now):
-                        self._fire(entry, tick)
+            if entry.backfill and not paused:
+                self._catch_up(entry, now)
             upcoming[name] = entry.next_tick(now)
         for name, tick in list(upcoming.items()):
-            if tick <= now and name in entries:
-                self._fire(entries[name], tick)
+            if tick <= now:
+                state = states.get(name)
+                if state is not None and state.paused:
+                    log.debug("schedule %r is paused; tick %s skipped", name, tick)
+                else:
+                    self._fire(entries[name], tick)
                 upcoming[name] = entries[name].next_tick(tick)
+
+    def _catch_up(self, entry: Schedule, now: datetime) -> None:
+        """Start the ticks missed since the latest that ran (a `backfill=True` schedule)."""
+        latest = self._latest_tick(entry)
+        if latest is None:
+            return
+        for missed, tick in enumerate(ticks_between(entry, latest, now), start=1):
+            if missed > MAX_BACKFILL_TICKS:
+                log.warning(
+                    "schedule %r missed more than %d ticks since %s; started the first %d. "
+                    "backfill(%r, start, end) starts the rest",
+                    entry.name,
+                    MAX_BACKFILL_TICKS,
+                    latest,
+                    MAX_BACKFILL_TICKS,
+                    entry.name,
+                )
+                return
+            self._fire(entry, tick)
+
+    def _carry_out_requests(self, entry: Schedule, state: ScheduleState) -> None:
+        """Start what was asked of the schedule through the store, then clear the ask.
+
+        An ask is cleared only once its runs exist: the engine's `fire` logs a
+        failure rather than raising it, and an ask whose runs could not be
+        created is tried again at the next look.
+        """
+        if state.trigger_at is not None:
+            self._fire(_triggered(entry), state.trigger_at)
+            if self.store.get_workflow(_manual_run_id(entry.name, state.trigger_at)) is not None:
+                self.store.clear_schedule_request(entry.name, trigger_at=state.trigger_at)
+                state = attrs.evolve(state, trigger_at=None)
+        if state.backfill_start is not None and state.backfill_end is not None:
+            asked = (state.backfill_start, state.backfill_end)
+            try:
+                ticks = _bounded_ticks(entry.name, entry.cron, entry.tz, *asked)
+            except ValueError as exc:  # the definition changed since the ask was checked
+                log.error("schedule %r: backfill not run: %s", entry.name, exc)
+                ticks = []
+            for tick in ticks:
+                self._fire(entry, tick)
+            missing = {entry.run_id(tick) for tick in ticks} - self._run_ids(entry)
+            if missing:
+                log.warning(
+                    "schedule %r: %d run(s) of the backfill from %s to %s could not be "
+                    "created yet; trying again",
+                    entry.name,
+                    len(missing),
+                    *asked,
+                )
+            else:
+                self.store.clear_schedule_request(entry.name, backfill=asked)
+                state = attrs.evolve(state, backfill_start=None, backfill_end=None)
+        with self._lock:
+            if entry.name in self._states:
+                self._states[entry.name] = state
+
+    def _run_ids(self, entry: Schedule) -> set[str]:
+        prefix = f"schedule:{entry.name}:"
+        rows = self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name))
+        return {row.workflow_id for row in rows if row.workflow_id.startswith(prefix)}

@@ -31,7 +31,14 @@ Every method is one transaction. The runtime relies on these guarantees, and
   key that holds NUL or a lone surrogate, or is longer than `MAX_NAME_BYTES`
   bytes of UTF-8, raises `ValueError` saying which field, its length and the
   limit (`record_many()` answers such a write with that error). A run's
-  `error` text is kept, with NUL spelled out as `\\x00`.
+  `error` text is kept, with NUL spelled out as `\\x00`. Schedule names are
+  refused the same way by the schedule-state methods.
+- Schedule states (`schedule_states()` and the methods after it) are shared by
+  every engine on the store: pausing a schedule is one row that every engine's
+  cron loop reads. Requests (a trigger, a backfill) are recorded once and
+  cleared by the engine that carried them out, only if they are still the
+  request it carried out; the runs they start have ids derived from the
+  request, so two engines carrying out one request start its runs once.
 """
 
 from __future__ import annotations
@@ -54,6 +61,8 @@ __all__ = [
     "Message",
     "OutgoingMessage",
     "RecordWrite",
+    "ScheduleSpec",
+    "ScheduleState",
     "Store",
     "WorkflowFilter",
     "WorkflowRow",
@@ -176,6 +185,47 @@ class ClaimLimits:
     limit: int  # at most this many (this engine's free capacity)
     concurrency: int | None = None  # PENDING runs of the queue across all executors
     rate_limit: tuple[int, float] | None = None  # (starts, per seconds) across all executors
+
+
+@attrs.frozen
+class ScheduleSpec:
+    """What an engine's code defines of a schedule, as stored for listings and clients.
+
+    Engines write it when their cron loop starts or is given the schedule; when
+    engines of different code share a store, the last one to start wins.
+    """
+
+    name: str
+    workflow_name: str
+    cron: str
+    tz: str | None = None  # an IANA zone name; None is UTC
+    queue: str | None = None
+    backfill: bool = False
+
+
+@attrs.frozen
+class ScheduleState:
+    """A schedule's durable state: its stored definition, paused or not, and open requests."""
+
+    name: str
+    workflow_name: str
+    cron: str
+    tz: str | None
+    queue: str | None
+    backfill: bool
+    paused: bool
+    updated_at: datetime  # the last change of any of the above
+    # A run asked for "now" that no engine has started yet: the instant it was asked for.
+    trigger_at: datetime | None = None
+    # A range of ticks [start, end) asked to be run that no engine has run yet.
+    backfill_start: datetime | None = None
+    backfill_end: datetime | None = None
+
+    @property
+    def spec(self) -> ScheduleSpec:
+        return ScheduleSpec(
+            self.name, self.workflow_name, self.cron, self.tz, self.queue, self.backfill
+        )
 
 
 @runtime_checkable
@@ -506,6 +556,73 @@ class Store(Protocol):
 
     def delete_workflow(self, workflow_id: str) -> bool:
         """Remove a run, its log, inbox and events; False if it did not exist."""
+        ...
+
+    # -- schedule states: one row per schedule, shared by every engine -------------
+
+    def schedule_states(self) -> dict[str, ScheduleState]:
+        """Every stored schedule's state, by name, in one query.
+
+        A cron loop reads it at most once per poll interval, whatever the
+        number of schedules.
+        """
+        ...
+
+    def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
+        """Store each spec's definition (upsert), in one transaction.
+
+        A new schedule starts unpaused with no requests. An existing one keeps
+        its paused flag and its requests; its definition is replaced, and its
+        `updated_at` set to `now`, only when the definition differs. Idempotent.
+        """
+        ...
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        """Pause or resume a stored schedule; False (nothing written) if none has that name.
+
+        Idempotent: pausing a paused schedule changes nothing, not even its
+        `updated_at`.
+        """
+        ...
+
+    def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
+        """Ask the engines for one run of the schedule now, identified by `at`.
+
+        Returns the instant of the trigger that is pending afterwards: `at`, or
+        the earlier request's instant if one was pending (requests join, so a
+        retry after a lost answer asks for nothing more). None, and nothing
+        written, if no schedule has that name.
+        """
+        ...
+
+    def request_schedule_backfill(
+        self, name: str, start: datetime, end: datetime, now: datetime
+    ) -> tuple[datetime, datetime] | None:
+        """Ask the engines to run the schedule's ticks in [start, end).
+
+        Returns the range that is pending afterwards: (start, end), or the
+        earlier request's range if one was pending (which is kept; the caller
+        tells the two apart). None, and nothing written, if no schedule has
+        that name.
+        """
+        ...
+
+    def clear_schedule_request(
+        self,
+        name: str,
+        *,
+        trigger_at: datetime | None = None,
+        backfill: tuple[datetime, datetime] | None = None,
+    ) -> None:
+        """Clear the pending trigger if it is still `trigger_at`, the backfill if still `backfill`.
+
+        A request made after the one carried out is kept. Clearing what is not
+        pending (or a schedule that does not exist) does nothing.
+        """
+        ...
+
+    def delete_schedule_state(self, name: str) -> bool:
+        """Remove a schedule's stored state and requests; False if none was stored."""
         ...
 
     def close(self) -> None:

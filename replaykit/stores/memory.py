@@ -47,6 +47,8 @@ from replaykit.stores.base import (
     Message,
     OutgoingMessage,
     RecordWrite,
+    ScheduleSpec,
+    ScheduleState,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -75,6 +77,7 @@ class MemoryStore:
         self._subscribers = Subscribers()
         self._heartbeats: dict[str, tuple[str, datetime]] = {}
         self._holds = LocalHolds()
+        self._schedules: dict[str, ScheduleState] = {}
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self._subscribers.add(callback)
@@ -581,6 +584,105 @@ class MemoryStore:
             for key in [k for k in self._events if k[0] == workflow_id]:
                 del self._events[key]
             return True
+
+    # -- schedule states -------------------------------------------------------
+
+    def schedule_states(self) -> dict[str, ScheduleState]:
+        with self._lock:
+            return dict(self._schedules)
+
+    def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
+        for spec in specs:
+            check_names(
+                schedule_name=spec.name,
+                name=spec.workflow_name,
+                queue=spec.queue,
+                cron=spec.cron,
+                time_zone=spec.tz,
+            )
+        with self._lock:
+            for spec in specs:
+                old = self._schedules.get(spec.name)
+                if old is None:
+                    self._schedules[spec.name] = ScheduleState(
+                        spec.name,
+                        spec.workflow_name,
+                        spec.cron,
+                        spec.tz,
+                        spec.queue,
+                        spec.backfill,
+                        paused=False,
+                        updated_at=now,
+                    )
+                elif old.spec != spec:
+                    self._schedules[spec.name] = attrs.evolve(
+                        old,
+                        workflow_name=spec.workflow_name,
+                        cron=spec.cron,
+                        tz=spec.tz,
+                        queue=spec.queue,
+                        backfill=spec.backfill,
+                        updated_at=now,
+                    )
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        check_names(schedule_name=name)
+        with self._lock:
+            old = self._schedules.get(name)
+            if old is None:
+                return False
+            if old.paused != paused:
+                self._schedules[name] = attrs.evolve(old, paused=paused, updated_at=now)
+            return True
+
+    def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
+        check_names(schedule_name=name)
+        with self._lock:
+            old = self._schedules.get(name)
+            if old is None:
+                return None
+            if old.trigger_at is not None:
+                return old.trigger_at
+            self._schedules[name] = attrs.evolve(old, trigger_at=at, updated_at=at)
+            return at
+
+    def request_schedule_backfill(
+        self, name: str, start: datetime, end: datetime, now: datetime
+    ) -> tuple[datetime, datetime] | None:
+        check_names(schedule_name=name)
+        with self._lock:
+            old = self._schedules.get(name)
+            if old is None:
+                return None
+            if old.backfill_start is not None and old.backfill_end is not None:
+                return old.backfill_start, old.backfill_end
+            self._schedules[name] = attrs.evolve(
+                old, backfill_start=start, backfill_end=end, updated_at=now
+            )
+            return start, end
+
+    def clear_schedule_request(
+        self,
+        name: str,
+        *,
+        trigger_at: datetime | None = None,
+        backfill: tuple[datetime, datetime] | None = None,
+    ) -> None:
+        check_names(schedule_name=name)
+        with self._lock:
+            state = self._schedules.get(name)
+            if state is None:
+                return
+            if trigger_at is not None and state.trigger_at == trigger_at:
+                state = attrs.evolve(state, trigger_at=None)
+            if backfill is not None and (state.backfill_start, state.backfill_end) == backfill:
+                state = attrs.evolve(state, backfill_start=None, backfill_end=None)
+            self._schedules[name] = state
+
+    def delete_schedule_state(self, name: str) -> bool:
+        check_names(schedule_name=name)
+        with self._lock:
+            return self._schedules.pop(name, None) is not None
 
     def close(self) -> None:
         pass

@@ -88,6 +88,8 @@ from replaykit.stores.base import (
     Message,
     OutgoingMessage,
     RecordWrite,
+    ScheduleSpec,
+    ScheduleState,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -105,6 +107,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0001_initial.sql",
     "postgres_0002_record_events.sql",
     "postgres_0003_send_calls.sql",
+    "postgres_0004_schedules.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -2383,6 +2386,160 @@ class PostgresStore:
                     self._q(f"DELETE FROM {{s}}.{table} WHERE workflow_id = %s"), (workflow_id,)
                 )
             return True
+
+    # -- schedule states -------------------------------------------------------
+
+    def schedule_states(self) -> dict[str, ScheduleState]:
+        rows = self._all(
+            self._q(
+                "SELECT name, workflow_name, cron, tz, queue, backfill, paused, updated_at, "
+                "trigger_at, backfill_start, backfill_end FROM {s}.schedules ORDER BY name"
+            ),
+            prepare=False,
+        )
+        return {
+            r[0]: ScheduleState(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7].replace(tzinfo=UTC),
+                _utc(r[8]),
+                _utc(r[9]),
+                _utc(r[10]),
+            )
+            for r in rows
+        }
+
+    def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
+        for spec in specs:
+            check_names(
+                schedule_name=spec.name,
+                name=spec.workflow_name,
+                queue=spec.queue,
+                cron=spec.cron,
+                time_zone=spec.tz,
+            )
+        if not specs:
+            return
+        with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
+            # Only a changed definition is written: every engine registers its
+            # schedules at each start, and most starts change nothing.
+            cur.executemany(
+                self._q(
+                    "INSERT INTO {s}.schedules (name, workflow_name, cron, tz, queue, backfill, "
+                    "updated_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (name) DO UPDATE SET "
+                    "workflow_name = excluded.workflow_name, cron = excluded.cron, "
+                    "tz = excluded.tz, queue = excluded.queue, backfill = excluded.backfill, "
+                    "updated_at = excluded.updated_at "
+                    "WHERE (schedules.workflow_name, schedules.cron, schedules.tz, "
+                    "schedules.queue, schedules.backfill) IS DISTINCT FROM "
+                    "(excluded.workflow_name, excluded.cron, excluded.tz, excluded.queue, "
+                    "excluded.backfill)"
+                ),
+                [(s.name, s.workflow_name, s.cron, s.tz, s.queue, s.backfill, now) for s in specs],
+            )
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        check_names(schedule_name=name)
+        with self._connection() as conn:
+            if conn.execute(
+                self._q(
+                    "UPDATE {s}.schedules SET paused = %s, updated_at = %s "
+                    "WHERE name = %s AND paused <> %s"
+                ),
+                (paused, now, name, paused),
+            ).rowcount:
+                return True
+            found = conn.execute(
+                self._q("SELECT 1 FROM {s}.schedules WHERE name = %s"), (name,)
+            ).fetchone()
+            return found is not None
+
+    def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
+        check_names(schedule_name=name)
+        with self._connection() as conn, conn.transaction():
+            # Locked first: a concurrent request waits here and then sees this one's.
+            found = conn.execute(
+                self._q("SELECT trigger_at FROM {s}.schedules WHERE name = %s FOR UPDATE"),
+                (name,),
+            ).fetchone()
+            if found is None:
+                return None
+            if found[0] is not None:
+                return _utc(found[0])
+            conn.execute(
+                self._q(
+                    "UPDATE {s}.schedules SET trigger_at = %s, updated_at = %s WHERE name = %s"
+                ),
+                (at, at, name),
+            )
+            return at
+
+    def request_schedule_backfill(
+        self, name: str, start: datetime, end: datetime, now: datetime
+    ) -> tuple[datetime, datetime] | None:
+        check_names(schedule_name=name)
+        with self._connection() as conn, conn.transaction():
+            found = conn.execute(
+                self._q(
+                    "SELECT backfill_start, backfill_end FROM {s}.schedules "
+                    "WHERE name = %s FOR UPDATE"
+                ),
+                (name,),
+            ).fetchone()
+            if found is None:
+                return None
+            if found[0] is not None and found[1] is not None:
+                return found[0].replace(tzinfo=UTC), found[1].replace(tzinfo=UTC)
+            conn.execute(
+                self._q(
+                    "UPDATE {s}.schedules SET backfill_start = %s, backfill_end = %s, "
+                    "updated_at = %s WHERE name = %s"
+                ),
+                (start, end, now, name),
+            )
+            return start, end
+
+    def clear_schedule_request(
+        self,
+        name: str,
+        *,
+        trigger_at: datetime | None = None,
+        backfill: tuple[datetime, datetime] | None = None,
+    ) -> None:
+        check_names(schedule_name=name)
+        if trigger_at is None and backfill is None:
+            return
+        with self._connection() as conn, conn.transaction():
+            if trigger_at is not None:
+                conn.execute(
+                    self._q(
+                        "UPDATE {s}.schedules SET trigger_at = NULL "
+                        "WHERE name = %s AND trigger_at = %s"
+                    ),
+                    (name, trigger_at),
+                )
+            if backfill is not None:
+                conn.execute(
+                    self._q(
+                        "UPDATE {s}.schedules SET backfill_start = NULL, backfill_end = NULL "
+                        "WHERE name = %s AND backfill_start = %s AND backfill_end = %s"
+                    ),
+                    (name, *backfill),
+                )
+
+    def delete_schedule_state(self, name: str) -> bool:
+        check_names(schedule_name=name)
+        with self._connection() as conn:
+            return (
+                conn.execute(self._q("DELETE FROM {s}.schedules WHERE name = %s"), (name,)).rowcount
+                > 0
+            )
 
     def close(self) -> None:
         with self._subscribers_lock:

@@ -79,6 +79,8 @@ from replaykit.stores.base import (
     Message,
     OutgoingMessage,
     RecordWrite,
+    ScheduleSpec,
+    ScheduleState,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -195,6 +197,25 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 3: a keyed send remembers the call that used its key, so a retry of that
     # call after a lost answer is told its message was delivered.
     ("ALTER TABLE send_keys ADD COLUMN call_id TEXT",),
+    # 4: schedules' durable state, shared by every engine on the file: the
+    # definition last registered, paused or not, and requests not yet carried out.
+    (
+        """
+        CREATE TABLE schedules (
+            name TEXT PRIMARY KEY,
+            workflow_name TEXT NOT NULL,
+            cron TEXT NOT NULL,
+            tz TEXT,
+            queue TEXT,
+            backfill INTEGER NOT NULL DEFAULT 0,
+            paused INTEGER NOT NULL DEFAULT 0,
+            updated_at INTEGER NOT NULL,
+            trigger_at INTEGER,
+            backfill_start INTEGER,
+            backfill_end INTEGER
+        ) WITHOUT ROWID
+        """,
+    ),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -1435,6 +1456,148 @@ class SqliteStore:
             return True
 
         return self._write(delete)
+
+    # -- schedule states -------------------------------------------------------
+
+    def schedule_states(self) -> dict[str, ScheduleState]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT name, workflow_name, cron, tz, queue, backfill, paused, updated_at, "
+                "trigger_at, backfill_start, backfill_end FROM schedules ORDER BY name"
+            ).fetchall()
+        return {
+            r[0]: ScheduleState(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                bool(r[5]),
+                bool(r[6]),
+                _from_micros(r[7]) or _EPOCH,
+                _from_micros(r[8]),
+                _from_micros(r[9]),
+                _from_micros(r[10]),
+            )
+            for r in rows
+        }
+
+    def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
+        for spec in specs:
+            check_names(
+                schedule_name=spec.name,
+                name=spec.workflow_name,
+                queue=spec.queue,
+                cron=spec.cron,
+                time_zone=spec.tz,
+            )
+        if not specs:
+            return
+        params = [
+            (s.name, s.workflow_name, s.cron, s.tz, s.queue, int(s.backfill), _to_micros(now))
+            for s in specs
+        ]
+
+        def upsert(conn: sqlite3.Connection) -> None:
+            # Only a changed definition is written: every engine registers its
+            # schedules at each start, and most starts change nothing.
+            conn.executemany(
+                "INSERT INTO schedules (name, workflow_name, cron, tz, queue, backfill, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "workflow_name = excluded.workflow_name, cron = excluded.cron, "
+                "tz = excluded.tz, queue = excluded.queue, backfill = excluded.backfill, "
+                "updated_at = excluded.updated_at "
+                "WHERE (workflow_name, cron, tz, queue, backfill) IS NOT "
+                "(excluded.workflow_name, excluded.cron, excluded.tz, excluded.queue, "
+                "excluded.backfill)",
+                params,
+            )
+
+        self._write(upsert)
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        check_names(schedule_name=name)
+        params = (int(paused), _to_micros(now), name, int(paused))
+
+        def update(conn: sqlite3.Connection) -> bool:
+            if conn.execute(
+                "UPDATE schedules SET paused = ?, updated_at = ? WHERE name = ? AND paused != ?",
+                params,
+            ).rowcount:
+                return True
+            found = _first(conn.execute("SELECT 1 FROM schedules WHERE name = ?", (name,)))
+            return found is not None
+
+        return self._write(update)
+
+    def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
+        check_names(schedule_name=name)
+        micros = _to_micros(at)
+
+        def request(conn: sqlite3.Connection) -> datetime | None:
+            conn.execute(
+                "UPDATE schedules SET trigger_at = ?, updated_at = ? "
+                "WHERE name = ? AND trigger_at IS NULL",
+                (micros, micros, name),
+            )
+            found = _first(conn.execute("SELECT trigger_at FROM schedules WHERE name = ?", (name,)))
+            return None if found is None else _from_micros(found[0])
+
+        return self._write(request)
+
+    def request_schedule_backfill(
+        self, name: str, start: datetime, end: datetime, now: datetime
+    ) -> tuple[datetime, datetime] | None:
+        check_names(schedule_name=name)
+        params = (_to_micros(start), _to_micros(end), _to_micros(now), name)
+
+        def request(conn: sqlite3.Connection) -> tuple[datetime, datetime] | None:
+            conn.execute(
+                "UPDATE schedules SET backfill_start = ?, backfill_end = ?, updated_at = ? "
+                "WHERE name = ? AND backfill_start IS NULL",
+                params,
+            )
+            found = _first(
+                conn.execute(
+                    "SELECT backfill_start, backfill_end FROM schedules WHERE name = ?", (name,)
+                )
+            )
+            if found is None:
+                return None
+            return _from_micros(found[0]) or _EPOCH, _from_micros(found[1]) or _EPOCH
+
+        return self._write(request)
+
+    def clear_schedule_request(
+        self,
+        name: str,
+        *,
+        trigger_at: datetime | None = None,
+        backfill: tuple[datetime, datetime] | None = None,
+    ) -> None:
+        check_names(schedule_name=name)
+
+        def clear(conn: sqlite3.Connection) -> None:
+            if trigger_at is not None:
+                conn.execute(
+                    "UPDATE schedules SET trigger_at = NULL WHERE name = ? AND trigger_at = ?",
+                    (name, _to_micros(trigger_at)),
+                )
+            if backfill is not None:
+                conn.execute(
+                    "UPDATE schedules SET backfill_start = NULL, backfill_end = NULL "
+                    "WHERE name = ? AND backfill_start = ? AND backfill_end = ?",
+                    (name, _to_micros(backfill[0]), _to_micros(backfill[1])),
+                )
+
+        if trigger_at is not None or backfill is not None:
+            self._write(clear)
+
+    def delete_schedule_state(self, name: str) -> bool:
+        check_names(schedule_name=name)
+        return self._write(
+            lambda conn: conn.execute("DELETE FROM schedules WHERE name = ?", (name,)).rowcount > 0
+        )
 
     def close(self) -> None:
         with self._write_lock:
