@@ -339,6 +339,11 @@ def resume_run(
         only_from: tuple[Status, ...] = (Status.ENQUEUED,)
     else:
         only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
+    # Children first: a parent that ran again while its child was still
+    # CANCELLED would record that its wait ended in a cancellation, and fail.
+    children: list[str] = []
+    if row.status is Status.CANCELLED:
+        children = _resume_cascaded(store, workflow_id, executor_id, app_version)
     changed = store.set_status(
         workflow_id,
         Status.PENDING,
@@ -354,10 +359,7 @@ def resume_run(
             f"workflow {row.name!r} (id {workflow_id!r}) changed while it was being resumed "
             f"(it is {state} now); look at it again and retry"
         )
-    resumed = [workflow_id]
-    if row.status is Status.CANCELLED:
-        resumed += _resume_cascaded(store, workflow_id, executor_id, app_version)
-    return resumed
+    return [workflow_id, *children]
 
 
 def _resume_cascaded(
@@ -367,6 +369,7 @@ def _resume_cascaded(
     for child in store.list_workflows(WorkflowFilter(parent_id=parent_id)):
         if not _cancelled_by_cascade_of(child, parent_id):
             continue
+        below = _resume_cascaded(store, child.workflow_id, executor_id, app_version)
         if child.queue is not None and not child.executor_id:
             # Cancelled before any worker claimed it: back on its queue, where
             # a worker of the (re)stamped version takes it.
@@ -387,7 +390,7 @@ def _resume_cascaded(
             )
         if changed:
             resumed.append(child.workflow_id)
-            resumed += _resume_cascaded(store, child.workflow_id, executor_id, app_version)
+        resumed += below
     return resumed
 
 
