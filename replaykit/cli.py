@@ -70,6 +70,8 @@ from replaykit.runtime.admin import (
     delete_run,
     export_run,
     fork_run,
+    live_parent,
+    resume_run,
 )
 from replaykit.runtime.engine import DEFAULT_URL
 from replaykit.stores import parse_store_url
@@ -991,6 +993,8 @@ def show_command(
         pairs.append(("error", _run_error(row), "red"))
     elif row.status is Status.PARKED:
         pairs.append(("parked", row.error or "(no reason recorded)", "yellow"))
+    elif row.status is Status.CANCELLED and row.error:
+        pairs.append(("reason", row.error, "magenta"))
     out.fields(pairs)
     out.line()
     failed = {r.position for r in records if _failures(r)}
@@ -1082,17 +1086,19 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
 @click.option(
     "--children/--no-children", default=True, show_default=True, help="Cancel its children too."
 )
-def cancel_command(workflow_id: str, url: str, children: bool) -> None:
+@click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
+def cancel_command(workflow_id: str, url: str, children: bool, reason: str) -> None:
     """Mark a run CANCELLED; the engine running it stops at its next record."""
     with _store(url) as store:
         row = _get_row(store, workflow_id)
         if row.status.is_terminal:
             raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
-        cancel_run(store, workflow_id, children=children)
+        cancel_run(store, workflow_id, children=children, reason=reason)
     _echo(
         f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
         f"(a step under way finishes, but its outcome is not recorded). "
-        f"`replaykit workflows resume {workflow_id}` continues it from its log."
+        f"`replaykit workflows resume {workflow_id}` continues it from its log"
+        + (", and the children this cancel reached with it." if children else ".")
     )
 
 
@@ -1106,28 +1112,36 @@ def _pickup_note(executor_id: str, app_version: str) -> str:
 def _set_status_with_version(
     store: Store, workflow_id: str, executor_id: str, app_version: str | None
 ) -> bool:
-    only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
-    # Becoming PENDING notifies ("resumed", id): the owning engine, if it is
-    # running, picks the run up at once; otherwise its next recovery does.
-    return store.set_status(
-        workflow_id,
-        Status.PENDING,
-        only_from=only_from,
-        executor_id=executor_id,
-        reset_recovery=True,
-        app_version=app_version,
-    )
+    """Resume a CANCELLED or PARKED run for `executor_id`; False if it changed meanwhile.
+
+    The web UI's resume (replaykit/ui/_actions.py) comes here, so it resumes as
+    the command and the engines do, through `admin.resume_run`: the children a
+    cancel cascaded to come back too.
+    """
+    try:
+        return bool(
+            resume_run(store, workflow_id, executor_id=executor_id, app_version=app_version)
+        )
+    except ValueError:
+        return False
 
 
 @workflows.command("resume")
 @click.argument("workflow_id")
 @_url_option
-@click.option("--executor", help="Hand the run to this executor id (default: its own).")
+@click.option(
+    "--executor",
+    help="Hand the run to this executor id (default: its own; an ENQUEUED run needs one).",
+)
 @click.option("--app-version", help="Restamp the run for this app version (default: its own).")
 def resume_command(
     workflow_id: str, url: str, executor: str | None, app_version: str | None
 ) -> None:
-    """Mark a CANCELLED or PARKED run PENDING again, for its engine to continue it."""
+    """Mark a CANCELLED or PARKED run PENDING again, for its engine to continue it.
+
+    The children its cancel cascaded to are resumed with it. An ENQUEUED run
+    (delayed or not) starts now on the engine that --executor names.
+    """
     with _store(url) as store:
         row = _get_row(store, workflow_id)
         if row.status in (Status.SUCCESS, Status.ERROR):
@@ -1136,21 +1150,202 @@ def resume_command(
                 f"resumed. Re-run it from a position with "
                 f"`replaykit workflows fork {workflow_id} --from N`"
             )
-        if row.status is Status.ENQUEUED:
+        if row.status is Status.ENQUEUED and not executor:
             raise CliError(
-                f"workflow {workflow_id!r} is ENQUEUED; it runs when a worker takes it from "
-                f"queue {row.queue!r}"
+                f"workflow {workflow_id!r} is ENQUEUED on queue {row.queue!r}: a worker of "
+                f"that queue takes it when it is due; to start it now, name the engine that "
+                f"runs it: `replaykit workflows resume {workflow_id} --executor ID`"
             )
-        target = executor or row.executor_id
-        if not _set_status_with_version(store, workflow_id, target, app_version):
-            now = store.get_workflow(workflow_id)
-            state = now.status.value if now else "gone"
-            raise CliError(f"workflow {workflow_id!r} changed under us (now {state}); try again")
+        resumed = resume_run(store, workflow_id, executor_id=executor, app_version=app_version)
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
+    target = executor or row.executor_id
+    children = resumed[1:]
+    also = f" With it, the children its cancel reached: {', '.join(children)}." if children else ""
+    started = "started now" if row.status is Status.ENQUEUED else "PENDING again"
     _echo(
-        f"resumed {workflow_id!r} ({row.name}): PENDING again, {done} recorded position(s) "
-        "to replay. " + _pickup_note(target, app_version or row.app_version)
+        f"resumed {workflow_id!r} ({row.name}): {started}, {done} recorded position(s) "
+        f"to replay.{also} " + _pickup_note(target, app_version or row.app_version)
     )
+
+
+# -- starting runs and talking to them: through the Client ------------------------------------
+
+
+def _json_argument(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise _UsageError(
+            f"{what} is not JSON ({exc}); quote it for the shell, e.g. '{{\"ok\": true}}'"
+        ) from None
+
+
+@contextmanager
+def _client(url: str, **options: Any) -> Iterator[Any]:
+    """A `Client` on the store the command opens (no schema created, a short timeout)."""
+    from replaykit.client import Client
+
+    with _store(url) as store:
+        client = Client(store, **options)
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+@workflows.command("start")
+@click.argument("name")
+@click.argument("args_json", metavar="[ARGS_JSON]", required=False)
+@_url_option
+@click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
+@click.option("--id", "workflow_id", help="The run's id (default: a new UUID); idempotent.")
+@click.option("--queue", help="Put the run on this queue, for any engine draining it.")
+@click.option(
+    "--delay",
+    callback=_duration_option,
+    metavar="DURATION",
+    help="With --queue: not claimed before this long (90s, 1h30m, 2d).",
+)
+@click.option(
+    "--executor", help="Without --queue: the executor id of the engine to run it (it is told)."
+)
+@click.option(
+    "--app-version",
+    help="The version to stamp the run with: your engines' Engine(app_version=...).",
+)
+@_json_option
+def start_command(
+    name: str,
+    args_json: str | None,
+    url: str,
+    kwargs_json: str | None,
+    workflow_id: str | None,
+    queue: str | None,
+    delay: timedelta | None,
+    executor: str | None,
+    app_version: str | None,
+    as_json: bool,
+) -> None:
+    """Start a run of the workflow registered as NAME, for your engines to run.
+
+    ARGS_JSON is a JSON array of its positional arguments ('["o-1", 100]').
+    Imports none of your code: the run is written to the store, ENQUEUED on
+    --queue (the usual way: any engine draining that queue claims it) or
+    PENDING for the engine --executor names. Engines run only runs of their
+    own app version, which this command cannot compute: --app-version says it.
+    The same --id with the same workflow and arguments is the same run;
+    anything else under a used id is refused.
+    """
+    args = [] if args_json is None else _json_argument(args_json, "ARGS_JSON")
+    if not isinstance(args, list):
+        raise _UsageError(
+            "ARGS_JSON must be a JSON array of the positional arguments, e.g. "
+            "'[\"o-1\", 100]' (one object argument: '[{\"id\": 1}]'; keyword ones: --kwargs)"
+        )
+    kwargs = {} if kwargs_json is None else _json_argument(kwargs_json, "--kwargs")
+    if not isinstance(kwargs, dict):
+        raise _UsageError("--kwargs must be a JSON object, e.g. '{\"amount\": 100}'")
+    if not app_version:
+        raise _UsageError(
+            "--app-version is required: engines run only runs stamped with their own version, "
+            "and this command, which imports no workflow code, cannot compute the default "
+            "one. Pass the version your engines are given (Engine(app_version=...))"
+        )
+    if queue is None and not executor:
+        raise _UsageError(
+            "no engine would run it: pass --queue Q (any engine draining Q claims it) or "
+            "--executor ID (the engine with that executor id runs it)"
+        )
+    if delay is not None and queue is None:
+        raise _UsageError("--delay holds a run back on its queue: it needs --queue")
+    with _client(url, app_version=app_version) as client:
+        existed = workflow_id is not None and client.store.get_workflow(workflow_id) is not None
+        if queue is not None:
+            handle = client.enqueue(
+                queue, name, *args, workflow_id=workflow_id, delay=delay, **kwargs
+            )
+        else:
+            handle = client.start(
+                name, *args, workflow_id=workflow_id, executor_id=executor, **kwargs
+            )
+        row = handle.row()
+    if as_json:
+        _echo_json({**_row_json(row), "created": not existed})
+        return
+    verb = "exists already (same workflow and arguments):" if existed else "started:"
+    if row.status is Status.ENQUEUED:
+        where = (
+            f"ENQUEUED on queue {row.queue!r}, for an engine of version {row.app_version!r} "
+            "draining it to claim"
+            + (f" from {_when(row.wake_at)} UTC" if row.wake_at is not None else "")
+        )
+    else:
+        where = f"{row.status.value}. " + _pickup_note(row.executor_id, row.app_version)
+    _echo(f"{row.workflow_id} {verb} {name!r} {where}")
+
+
+@workflows.command("send")
+@click.argument("workflow_id", metavar="ID")
+@click.argument("message_json", metavar="MESSAGE_JSON")
+@_url_option
+@click.option("--topic", required=True, help="The topic the run's Recv(topic) waits on.")
+@click.option(
+    "--key",
+    help="An idempotency key: a second send with it delivers nothing (safe to retry).",
+)
+def send_command(
+    workflow_id: str, message_json: str, url: str, topic: str, key: str | None
+) -> None:
+    """Put MESSAGE_JSON in run ID's inbox under --topic (approve a step from a shell).
+
+    The run's `Recv(topic)` takes it, once. Without --key every call delivers
+    one message; with it, only the first call that uses the key does.
+    """
+    message = _json_argument(message_json, "MESSAGE_JSON")
+    with _client(url) as client:
+        row = _get_row(client.store, workflow_id)
+        delivered = client.send(workflow_id, message, topic, idempotency_key=key)
+    if not delivered:
+        _echo(
+            f"not sent again: key {key!r} was used before for {workflow_id!r}, and that "
+            "message was delivered then"
+        )
+        return
+    note = ""
+    if row.status.is_terminal:
+        note = f" (the run is {row.status.value}: nothing will read it)"
+    _echo(f"sent to {workflow_id!r} ({row.name}) on topic {topic!r}{note}")
+
+
+@workflows.command("get-event")
+@click.argument("workflow_id", metavar="ID")
+@click.argument("key")
+@_url_option
+@click.option(
+    "--timeout",
+    callback=_duration_option,
+    metavar="DURATION",
+    help="Wait this long for the event to be set (30s, 5m); default: answer at once.",
+)
+def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta | None) -> None:
+    """Print the latest value run ID set for event KEY, as JSON.
+
+    Exit 1 if the run has set no such event (after waiting --timeout for it).
+    """
+    seconds = None if timeout is None else timeout.total_seconds()
+    with _client(url) as client:
+        row = _get_row(client.store, workflow_id)
+        if seconds:
+            client.get_event(workflow_id, key, timeout=seconds)
+        # The store says whether the event is set at all: a value of None is one.
+        found, value = client.store.get_event(workflow_id, key)
+    if not found:
+        waited = f" after waiting {format_duration(seconds)}" if seconds else ""
+        raise CliError(
+            f"workflow {workflow_id!r} ({row.name}, {row.status.value}) has set no event "
+            f"{key!r}{waited}" + ("" if seconds else "; --timeout DURATION waits for it")
+        )
+    click.echo(_json_text(json.dumps(value, ensure_ascii=False, default=str)))
 
 
 @workflows.command("fork")
@@ -1249,15 +1444,21 @@ def gc_command(
             WorkflowFilter(status=None if include_unfinished else _TERMINAL, until=cutoff)
         )
         what = "runs" if include_unfinished else "finished runs"
+        # collect_garbage keeps the children of unfinished parents, which may
+        # still wait for them: the count says what it would delete.
+        before = len(matching)
+        matching = [row for row in matching if live_parent(store, row) is None]
+        spared = before - len(matching)
+        kept = f" ({spared} kept: their parents are unfinished)" if spared else ""
         if dry_run or not matching:
-            click.echo(f"{len(matching)} {what} created before {_when(cutoff)} UTC")
+            click.echo(f"{len(matching)} {what} created before {_when(cutoff)} UTC{kept}")
             return
         if not yes:
             click.confirm(
                 f"delete {len(matching)} {what} created before {_when(cutoff)} UTC?", abort=True
             )
         deleted = collect_garbage(store, cutoff, keep_running=not include_unfinished)
-    click.echo(f"deleted {deleted} {what} created before {_when(cutoff)} UTC")
+    click.echo(f"deleted {deleted} {what} created before {_when(cutoff)} UTC{kept}")
 
 
 # -- queues ---------------------------------------------------------------------------------
