@@ -75,6 +75,7 @@ def test_an_executor_id_is_held_once_until_released(store: Store) -> None:
     hold.release()
     hold.release()  # idempotent
     assert not hold.keep()
+    assert store.executor_holder("holder-1", "v1") == ""  # nobody holds it now
     again = store.hold_executor("holder-1", "v1")
     assert again is not None
     again.release()
@@ -218,6 +219,11 @@ def test_a_killed_engines_id_comes_free_at_once(store_url: str) -> None:
                 assert "pid" in store.executor_holder("crashing", "v1")
                 holder.send_signal(signal.SIGKILL)
                 holder.wait(timeout=10)
+                # What the dead holder left behind no longer names a holder.
+                deadline = time.monotonic() + 5
+                while store.executor_holder("crashing", "v1"):
+                    assert time.monotonic() < deadline, "a killed process still holds the id"
+                    time.sleep(0.05)
                 deadline = time.monotonic() + 5
                 while (hold := store.hold_executor("crashing", "v1")) is None:
                     assert time.monotonic() < deadline, "a killed process's hold stayed"

@@ -139,13 +139,18 @@ class FileHolds:
     def holder(self, executor_id: str, app_version: str) -> str:
         if fcntl is None:  # pragma: no cover - Windows
             return self._local.holder(executor_id, app_version)
+        # The file outlives its holder: only a lock that is taken says someone holds it.
+        free = self.probe(executor_id, app_version)
+        if free is not None:
+            free()
+            return ""
         path = self._path(executor_id, app_version)
         try:
             with open(path, encoding="utf-8", errors="replace") as file:
                 lines = file.read().splitlines()
         except OSError:
             return ""
-        return lines[1] if len(lines) > 1 else ""
+        return lines[1] if len(lines) > 1 else "another engine"
 
     def _try_lock(self, executor_id: str, app_version: str) -> int | None:
         os.makedirs(self.folder, exist_ok=True)
