@@ -1,5 +1,6 @@
 """replaykit: durable workflows as plain Python generators."""
 
+from replaykit.client import AsyncClient, AsyncClientHandle, Client, ClientHandle
 from replaykit.commands import (
     All,
     Call,
@@ -23,16 +24,16 @@ from replaykit.commands import (
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     Cancelled,
+    ExecutorIdInUse,
     NonDeterminismError,
     ReplayKitError,
     SerializationError,
     StepFailed,
     WorkflowFailed,
+    WorkflowIdConflict,
     WorkflowNotFound,
 )
-from replaykit.interpreter import StepContext as StepContext
-from replaykit.interpreter import context, logger
-from replaykit.interpreter import step_context as step_context
+from replaykit.interpreter import ReplaySafeFilter, StepContext, context, logger, step_context
 from replaykit.log import Log, Record, Status
 from replaykit.registry import Workflow, workflow
 from replaykit.runtime.aio import AsyncEngine, AsyncWorkflowHandle
@@ -44,13 +45,18 @@ from replaykit.stores import MemoryStore
 
 __all__ = [
     "All",
+    "AsyncClient",
+    "AsyncClientHandle",
     "AsyncEngine",
     "AsyncWorkflowHandle",
     "AwaitedWorkflowCancelled",
     "Call",
     "Cancelled",
+    "Client",
+    "ClientHandle",
     "DeprecatePatch",
     "Engine",
+    "ExecutorIdInUse",
     "GetEvent",
     "Log",
     "MemoryStore",
@@ -64,6 +70,7 @@ __all__ = [
     "Record",
     "Recv",
     "ReplayKitError",
+    "ReplaySafeFilter",
     "Retry",
     "Send",
     "SerializationError",
@@ -72,6 +79,7 @@ __all__ = [
     "Start",
     "Status",
     "Step",
+    "StepContext",
     "StepFailed",
     "SystemClock",
     "Transaction",
@@ -81,9 +89,11 @@ __all__ = [
     "Workflow",
     "WorkflowFailed",
     "WorkflowHandle",
+    "WorkflowIdConflict",
     "WorkflowNotFound",
     "context",
     "logger",
     "schedule",
+    "step_context",
     "workflow",
 ]
