@@ -733,7 +733,55 @@ def _echo_json(data: Any) -> None:
 # -- the command tree -------------------------------------------------------------------------
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+# What the web UI needs beyond the command's own click and rich (the `ui` extra).
+_UI_PACKAGES = ("starlette", "uvicorn", "jinja2")
+
+
+def _ui_command() -> click.Command:
+    """The web UI's command (replaykit/ui/cli.py), imported only when it is run.
+
+    Listing the commands (`replaykit --help`) imports none of the UI, so it is
+    fast, and works where the `ui` extra is not installed; running `replaykit ui`
+    there says what to install.
+    """
+    try:
+        from replaykit.ui.cli import ui
+    except ImportError as exc:
+        # replaykit.ui re-raises a missing package as its own ImportError.
+        cause = exc if isinstance(exc, ModuleNotFoundError) else exc.__cause__
+        name = getattr(cause, "name", None) or ""
+        missing = name.partition(".")[0]
+        if missing not in _UI_PACKAGES:
+            raise  # a bug, not a missing extra
+        message = (
+            f"the web UI needs starlette, uvicorn and jinja2 ({missing} is not installed): "
+            "pip install 'replaykit[ui]'"
+        )
+
+        @click.command(
+            "ui",
+            add_help_option=False,
+            context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        )
+        def ui_missing() -> None:
+            raise CliError(message)
+
+        return ui_missing
+    return ui
+
+
+class _RootGroup(_Group):
+    """The top group: `ui` resolves to the web UI's own command when it is run."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] == "ui":
+            return "ui", _ui_command(), args[1:]
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="replaykit", prog_name="replaykit")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the store and pool do.")
 def cli(verbose: bool) -> None:
@@ -2127,6 +2175,24 @@ def worker_command(
         ) from exc
     if code:
         sys.exit(code)
+
+
+# -- the web UI -------------------------------------------------------------------------------
+
+
+@cli.command(
+    "ui",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    add_help_option=False,
+)
+@click.pass_context
+def ui_command(ctx: click.Context) -> None:
+    """A local web UI: runs, timelines, queues; cancel, resume, fork (the ui extra).
+
+    Stands in for replaykit/ui/cli.py's command in the list of commands; the
+    top group runs that command itself (`_RootGroup.resolve_command`).
+    """
+    _ui_command().main(args=ctx.args, prog_name=ctx.command_path, standalone_mode=False)
 
 
 # -- the schema ----------------------------------------------------------------------------
