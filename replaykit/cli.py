@@ -1,21 +1,25 @@
 """The `replaykit` command: inspect and operate runs, replay logs, manage the schema.
 
-    replaykit workflows list|show|export|cancel|resume|fork|delete|gc
+    replaykit workflows list|show|export|start|send|get-event|cancel|resume|fork|delete|gc
+    replaykit queues list [--app module]
     replaykit replay module:workflow run.json ... | --id ID | --in-flight
     replaykit inspect module[:workflow] ID --at N
     replaykit lint PATH...
     replaykit db migrate|status
     replaykit worker module --queue q
+    replaykit ui
 
 Every command takes `--url` (else `REPLAYKIT_URL`, else `sqlite:///replaykit.db`).
 
 Apart from `worker`, whose job it is, the command never runs anybody's workflow:
-it works on the store alone and starts no Engine, which would heartbeat as an
-executor, claim queue runs, fire schedules and recover runs. `resume` and `fork`
-only mark a run PENDING for the executor id and app version that should run it:
-the code that can run it lives in the application, whose engine takes the run on
-its next recovery. `replay` and `inspect` import the module the user names and
-replay a workflow's body, running none of its steps; `lint` only reads files.
+it works on the store alone (`start`, `send` and `get-event` through the
+Client, the operations through `runtime.admin`) and starts no Engine, which
+would heartbeat as an executor, claim queue runs, fire schedules and recover
+runs. `resume` and `fork` only mark a run PENDING for the executor id and app
+version that should run it: the code that can run it lives in the application,
+whose engine takes the run on its next recovery. `replay` and `inspect` import
+the module the user names and replay a workflow's body, running none of its
+steps; `lint` only reads files; `queues list --app` imports the module named.
 
 Exit codes: 0 success; 1 an operation failed (unknown id, unreachable store, a
 replay that diverges); 2 bad usage or bad input (options, files, `module:workflow`).
