@@ -260,7 +260,9 @@ def _instants(wall: datetime, zone: tzinfo, real_time: bool) -> list[datetime]:
         return [first.astimezone(UTC)]
     # A wall time the spring change skips: fold=1 reads it with the offset after
     # the jump, fold=0 with the one before, so the jump lies between the two.
-    return [] if real_time else [_offset_change(second.astimezone(UTC), first.astimezone(UTC), zone)]
+    if real_time:
+        return []
+    return [_offset_change(second.astimezone(UTC), first.astimezone(UTC), zone)]
 
 
 def _next_local_tick(cron: str, zone: ZoneInfo, real_time: bool, after: datetime) -> datetime:
