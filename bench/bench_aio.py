@@ -268,7 +268,11 @@ async def _aio_batch(
 ) -> dict[str, Any]:
     async def go() -> float:
         handles = await asyncio.gather(
-            *(engine.start(wf, steps, workflow_id=f"{tag}-{w}") for w in range(workflows))
+            *(
+                # Each body has ids of its own: one id names one run, of one workflow.
+                engine.start(wf, steps, workflow_id=f"{tag}-{wf.workflow_name}-{w}")
+                for w in range(workflows)
+            )
         )
         started = time.perf_counter()
         results = await asyncio.gather(*(handle.result() for handle in handles))
@@ -297,7 +301,10 @@ def _sync_batch(
     engine: Engine, tag: str, workflows: int, steps: int, timeout: float
 ) -> dict[str, Any]:
     began = time.perf_counter()
-    handles = [engine.start(sync_steps, steps, workflow_id=f"{tag}-{w}") for w in range(workflows)]
+    handles = [
+        engine.start(sync_steps, steps, workflow_id=f"{tag}-{sync_steps.workflow_name}-{w}")
+        for w in range(workflows)
+    ]
     started = time.perf_counter()
     deadline = began + timeout
     for handle in handles:

@@ -32,14 +32,14 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from replaykit import serde
 from replaykit.commands import as_seconds
 from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Record, Status
 from replaykit.runtime import admin
-from replaykit.runtime.retries import call_with_retries
+from replaykit.runtime.retries import RetryingStore
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle"]
@@ -105,7 +105,12 @@ class Client:
         poll_interval: float = 0.5,
         max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
-        self.store: Store = admin.open_store_for(target, who="Client")
+        self._closed = False
+        # The engines' retry policy: the store retries what may run twice.
+        self.store: Store = cast(
+            Store,
+            RetryingStore(admin.open_store_for(target, who="Client"), stop=lambda: self._closed),
+        )
         self.app_version = app_version
         self.executor_id = executor_id
         self.poll_interval = poll_interval
@@ -113,7 +118,6 @@ class Client:
         self._lock = threading.Lock()
         self._waiters: dict[tuple[str, str], set[Callable[[], None]]] = {}
         self._unsubscribe: Callable[[], None] | None = None
-        self._closed = False
 
     def __enter__(self) -> Client:
         return self
@@ -280,7 +284,7 @@ class Client:
 
     def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
         """Store the run; (the stored run, whether this call wrote it)."""
-        stored, created = self._call(lambda: self.store.create_workflow(row))
+        stored, created = self.store.create_workflow(row)
         if not created:
             admin.check_start(stored, row)
         # A lost acknowledgement: the first attempt committed and the retry found
@@ -292,11 +296,7 @@ class Client:
         # Re-affirming PENDING notifies ("resumed", id): a live engine with that
         # executor id and version dispatches it at once (another process's
         # engine on SQLite, which hears no notification, at its next sweep).
-        self._call(
-            lambda: self.store.set_status(
-                row.workflow_id, Status.PENDING, only_from=(Status.PENDING,)
-            )
-        )
+        self.store.set_status(row.workflow_id, Status.PENDING, only_from=(Status.PENDING,))
         try:
             holder = self.store.executor_holder(row.executor_id, row.app_version)
         except Exception:  # a diagnostic only
@@ -361,17 +361,15 @@ class Client:
                     "version your engines run, and pass no status= or version="
                 )
             current = self.app_version
-            return self._call(
-                lambda: admin.stranded_runs(
-                    self.store, app_version=current, executor_id=executor_id, where=where
-                )
+            return admin.stranded_runs(
+                self.store, app_version=current, executor_id=executor_id, where=where
             )
-        return self._call(lambda: self.store.list_workflows(where))
+        return self.store.list_workflows(where)
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""
         self._row(workflow_id)
-        return self._call(lambda: self.store.load_log(workflow_id))
+        return self.store.load_log(workflow_id)
 
     # -- messages and events ----------------------------------------------------------------
 
@@ -392,7 +390,6 @@ class Client:
             topic,
             idempotency_key=idempotency_key,
             max_bytes=self.max_payload_bytes,
-            call=self._call,
         )
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
@@ -401,7 +398,7 @@ class Client:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._notified(("event", workflow_id)) as changed:
             while True:
-                found, value = self._call(lambda: self.store.get_event(workflow_id, key))
+                found, value = self.store.get_event(workflow_id, key)
                 if found:
                     return value
                 if deadline is None or time.monotonic() >= deadline:
@@ -419,9 +416,7 @@ class Client:
         cancel reached.
         """
         self._row(workflow_id)
-        return self._call(
-            lambda: admin.cancel_run(self.store, workflow_id, children=children, reason=reason)
-        )
+        return admin.cancel_run(self.store, workflow_id, children=children, reason=reason)
 
     def resume(
         self,
@@ -442,11 +437,7 @@ class Client:
         target = executor_id
         if target is None and row.status is Status.ENQUEUED:
             target = self.executor_id  # it has no engine of its own yet
-        self._call(
-            lambda: admin.resume_run(
-                self.store, workflow_id, executor_id=target, app_version=app_version
-            )
-        )
+        admin.resume_run(self.store, workflow_id, executor_id=target, app_version=app_version)
         return ClientHandle(self, workflow_id)
 
     def fork(
@@ -465,15 +456,13 @@ class Client:
         source's), whose engine is told at once and runs it from there.
         """
         self._check_open()
-        stored, _kept = self._call(
-            lambda: admin.fork_run(
-                self.store,
-                source_id,
-                from_position,
-                workflow_id=workflow_id,
-                executor_id=executor_id,
-                app_version=app_version,
-            )
+        stored, _kept = admin.fork_run(
+            self.store,
+            source_id,
+            from_position,
+            workflow_id=workflow_id,
+            executor_id=executor_id,
+            app_version=app_version,
         )
         self._hand_over(stored)
         return ClientHandle(self, stored.workflow_id)
@@ -484,13 +473,9 @@ class Client:
         if self._closed:
             raise RuntimeError("this Client is closed; create a new one")
 
-    def _call(self, fn: Callable[[], T]) -> T:
-        """A store call through outages (the pool reconnects), as the engine makes them."""
-        return call_with_retries(fn, stop=lambda: self._closed)
-
     def _row(self, workflow_id: str) -> WorkflowRow:
         self._check_open()
-        row = self._call(lambda: self.store.get_workflow(workflow_id))
+        row = self.store.get_workflow(workflow_id)
         if row is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         return row
@@ -745,9 +730,7 @@ class AsyncClient:
         deadline = None if timeout is None else loop.time() + timeout
         with self._notified(("event", workflow_id)) as changed:
             while True:
-                found, value = await self.off_loop(
-                    client._call, lambda: client.store.get_event(workflow_id, key)
-                )
+                found, value = await self.off_loop(lambda: client.store.get_event(workflow_id, key))
                 if found:
                     return value
                 if deadline is None or loop.time() >= deadline:

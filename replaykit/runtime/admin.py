@@ -207,11 +207,11 @@ def send_message(
     *,
     idempotency_key: str | None,
     max_bytes: int,
-    call: Callable[[Callable[[], bool]], bool],
 ) -> bool:
     """Deliver a message to a run's inbox; False if `idempotency_key` was used already.
 
-    `call` carries the store call (through the caller's retry policy).
+    Every send is keyed and names its call, so a store that retries it after a
+    lost acknowledgement (`RetryingStore`) delivers once and answers truly.
     """
     data = serde.encode(message, what=f"the message to {workflow_id!r}", max_bytes=max_bytes)
     # Without a key of the caller's, a key of this call's own: a retry after a
@@ -219,11 +219,7 @@ def send_message(
     # With one, a call id, so that such a retry is told what its first attempt did.
     call_id = uuid.uuid4().hex
     key = idempotency_key or f"replaykit-send:{call_id}"
-    return call(
-        lambda: store.send_message(
-            workflow_id, topic or "", data, idempotency_key=key, call_id=call_id
-        )
-    )
+    return store.send_message(workflow_id, topic or "", data, idempotency_key=key, call_id=call_id)
 
 
 def get_run(store: Store, workflow_id: str) -> WorkflowRow:

@@ -63,8 +63,7 @@ class AsyncWorkflowHandle(Generic[R]):
         return f"<AsyncWorkflowHandle {self.workflow_id!r}>"
 
     async def row(self) -> WorkflowRow:
-        engine = self._engine.engine
-        row = await self._engine.off_loop(lambda: engine.store_call(self._get))
+        row = await self._engine.off_loop(self._get)
         if row is None:
             raise WorkflowNotFound(f"no workflow run with id {self.workflow_id!r}")
         return row
@@ -390,9 +389,7 @@ class AsyncEngine:
         deadline = None if timeout is None else loop.time() + timeout
         async with self._notified([("event", workflow_id)]) as changed:
             while True:
-                found, value = await self.off_loop(
-                    engine.store_call, lambda: engine.store.get_event(workflow_id, key)
-                )
+                found, value = await self.off_loop(lambda: engine.store.get_event(workflow_id, key))
                 if found:
                     return value
                 if deadline is None or loop.time() >= deadline:
@@ -477,7 +474,7 @@ class AsyncEngine:
 
         async def read() -> WorkflowRow:
             row: WorkflowRow | None = await self.off_loop(
-                lambda: engine.store_call(lambda: engine.store.get_workflow(workflow_id))
+                lambda: engine.store.get_workflow(workflow_id)
             )
             if row is None:
                 raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")

@@ -57,7 +57,6 @@ from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
-from replaykit.runtime.retries import call_with_retries
 from replaykit.stores.base import MAX_NAME_BYTES, EventWrite, OutgoingMessage, WorkflowRow
 
 __all__ = [
@@ -667,11 +666,8 @@ class EffectRunner:
         payload = {"due": backoff.due.isoformat(), "since": since}
         key = f"{RETRY_TOPIC}{row.workflow_id}:{position}:{backoff.attempts}:{since}"
         topic = self._ledger_topic(position, backoff.attempts)
-        call_with_retries(
-            lambda: self.store.send_message(
-                row.workflow_id, topic, payload, idempotency_key=key[:MAX_NAME_BYTES]
-            ),
-            stop=lambda: self.host.closed,
+        self.store.send_message(
+            row.workflow_id, topic, payload, idempotency_key=key[:MAX_NAME_BYTES]
         )
 
     def settle_backoff(self, workflow_id: str, records: list[Record]) -> list[Record]:

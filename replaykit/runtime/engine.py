@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from replaykit import serde
 from replaykit.commands import as_seconds
@@ -41,7 +41,7 @@ from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.queues import Queue, QueueItem
-from replaykit.runtime.retries import call_with_retries, write_with_retries
+from replaykit.runtime.retries import RetryingStore, write_with_retries
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
 from replaykit.runtime.schedules import Schedule, ScheduleLoop, registered_schedules
 from replaykit.runtime.wakeups import Wakeups
@@ -75,7 +75,7 @@ class WorkflowHandle(Generic[R]):
         return f"<WorkflowHandle {self.workflow_id!r}>"
 
     def row(self) -> WorkflowRow:
-        row = self._engine.store_call(lambda: self._engine.store.get_workflow(self.workflow_id))
+        row = self._engine.store.get_workflow(self.workflow_id)
         if row is None:
             raise WorkflowNotFound(f"no workflow run with id {self.workflow_id!r}")
         return row
@@ -141,7 +141,11 @@ class Engine:
     ) -> None:
         if executor_wait < 0:
             raise ValueError(f"executor_wait must be >= 0 seconds, not {executor_wait}")
-        self.store: Store = open_store_for(target)
+        self._closed = False
+        # One retry policy for every room: the store retries what may run twice.
+        self.store: Store = cast(
+            Store, RetryingStore(open_store_for(target), stop=lambda: self._closed)
+        )
         self.executor_id = executor_id
         self.app_version = app_version or app_version_of(registered().values())
         try:
@@ -162,7 +166,6 @@ class Engine:
         self.logger = log
         self.lease_seconds = lease_seconds
         self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
-        self._closed = False
         self._runner = EffectRunner(self, loop=step_loop)
         self.wakeups = Wakeups(
             self.clock,
@@ -217,9 +220,7 @@ class Engine:
             self.wakeups.start()
             # Through a dropped connection, as every launch-time store call: a launch
             # must not fail because one answer was lost (the chaos suite's cutting proxy).
-            self.store_call(
-                lambda: self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
-            )
+            self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
             self.claims.start()
             self.schedules.start()
             if recover:
@@ -243,10 +244,7 @@ class Engine:
         told = False
         while True:
             # Through a dropped connection, as every launch-time store call.
-            hold = call_with_retries(
-                lambda: self.store.hold_executor(self.executor_id, self.app_version),
-                stop=lambda: False,
-            )
+            hold = self.store.hold_executor(self.executor_id, self.app_version)
             if hold is not None:
                 if told:
                     log.info("engine holds executor id %r now", self.executor_id)
@@ -376,7 +374,7 @@ class Engine:
             delay=delay,
             now=self.clock.now(),
         )
-        stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        stored, created = self.store.create_workflow(row)
         if not created:
             admin.check_start(stored, row)
         self._dispatch_created(row, stored, created)
@@ -422,9 +420,7 @@ class Engine:
                 rows.append((index, row))
         if rows:
             try:
-                stored = self.store_call(
-                    lambda: self.store.create_workflows([row for _, row in rows])
-                )
+                stored = self.store.create_workflows([row for _, row in rows])
             except StoreUnavailable:
                 raise
             except Exception:
@@ -450,7 +446,7 @@ class Engine:
         return done
 
     def _create_one(self, row: WorkflowRow) -> WorkflowRow:
-        stored, created = self.store_call(lambda: self.store.create_workflow(row))
+        stored, created = self.store.create_workflow(row)
         if not created:
             admin.check_start(stored, row)
         self._dispatch_created(row, stored, created)
@@ -619,7 +615,7 @@ class Engine:
             )
         if not rows:
             return []
-        answers = self.store_call(lambda: self.store.create_workflows(rows))
+        answers = self.store.create_workflows(rows)
         for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
             if created:
                 continue
@@ -698,22 +694,20 @@ class Engine:
                     "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
                     "other than this engine's; it takes no status= or version="
                 )
-            return self.store_call(
-                lambda: admin.stranded_runs(
-                    self.store,
-                    app_version=self.app_version,
-                    executor_id=executor_id or self.executor_id,
-                    where=where,
-                )
+            return admin.stranded_runs(
+                self.store,
+                app_version=self.app_version,
+                executor_id=executor_id or self.executor_id,
+                where=where,
             )
         # Reads retry through a dropped connection, as the engine's own do.
-        return self.store_call(lambda: self.store.list_workflows(where))
+        return self.store.list_workflows(where)
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""
-        if self.store_call(lambda: self.store.get_workflow(workflow_id)) is None:
+        if self.store.get_workflow(workflow_id) is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return self.store_call(lambda: self.store.load_log(workflow_id))
+        return self.store.load_log(workflow_id)
 
     def export_log(self, workflow_id: str) -> Log:
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
@@ -737,7 +731,6 @@ class Engine:
             topic,
             idempotency_key=idempotency_key,
             max_bytes=self.max_payload_bytes,
-            call=self.store_call,
         )
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
@@ -789,13 +782,11 @@ class Engine:
         """
         # The run continues on this engine's code: stamp it with this engine's
         # version so its recovery and takeovers find it later.
-        resumed = self.store_call(
-            lambda: admin.resume_run(
-                self.store,
-                workflow_id,
-                executor_id=self.executor_id,
-                app_version=self.app_version,
-            )
+        resumed = admin.resume_run(
+            self.store,
+            workflow_id,
+            executor_id=self.executor_id,
+            app_version=self.app_version,
         )
         for run_id in resumed:
             self.scheduler.allow(run_id)
@@ -853,10 +844,16 @@ class Engine:
         where = WorkflowFilter(
             status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
         )
-        rows = self.store_call(lambda: self.store.list_workflows(where))
+        rows = self.store.list_workflows(where)
         recovered: list[str] = []
         for row in rows:
-            attempts = self.store_call(lambda: self.store.bump_recovery(row.workflow_id))  # noqa: B023 - called at once
+            try:
+                attempts = self.store.bump_recovery(row.workflow_id)
+            except StoreUnavailable as exc:
+                # Not retried (a lost answer would count one recovery twice): this
+                # recovery goes uncounted, and the run is recovered all the same.
+                log.warning("could not count the recovery of %r: %s", row.workflow_id, exc)
+                attempts = 0
             if attempts > self.max_recovery_attempts:
                 self.park(
                     row.workflow_id,
@@ -881,7 +878,7 @@ class Engine:
             status=Status.PENDING, executor_id=self.executor_id, limit=admin.STRANDED_SCAN
         )
         try:
-            rows = self.store_call(lambda: self.store.list_workflows(where))
+            rows = self.store.list_workflows(where)
         except Exception as exc:  # a diagnostic: it must not fail the launch
             log.debug("could not look for stranded runs: %s", exc)
             return
@@ -924,7 +921,7 @@ class Engine:
             while True:
                 row = self.scheduler.finished_row(workflow_id)
                 if row is None:
-                    row = self.store_call(lambda: self.store.get_workflow(workflow_id))
+                    row = self.store.get_workflow(workflow_id)
                 if row is None:
                     raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
                 if row.status.is_terminal:
@@ -967,11 +964,7 @@ class Engine:
     def cancel_child(self, workflow_id: str) -> None:
         """Cancel a losing `Call`'s child run (with its own children); finished runs stay."""
         try:
-            self.store_call(
-                lambda: admin.cancel_run(
-                    self.store, workflow_id, children=True, on_cancel=self._stop_locally
-                )
-            )
+            admin.cancel_run(self.store, workflow_id, children=True, on_cancel=self._stop_locally)
         except Exception as exc:  # the parent's record is committed; do not fail it now
             self.logger.warning("could not cancel the losing child run %r: %s", workflow_id, exc)
 
@@ -1006,10 +999,6 @@ class Engine:
         finally:
             if token is not None:
                 self.wakeups.remove_idle_deadline(token)
-
-    def store_call(self, fn: Callable[[], R], *, attempts: int = 8) -> R:
-        """Retry `fn` through `StoreUnavailable` with backoff (the pool reconnects)."""
-        return call_with_retries(fn, stop=lambda: self._closed, attempts=attempts)
 
     def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
         """Commit a record, resolving a lost acknowledgement by reading back the log."""

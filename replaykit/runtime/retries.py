@@ -90,6 +90,8 @@ RETRIED_CALLS: dict[str, str] = {
     "heartbeat": "an upsert of the same row",
     "send_message": "idempotent by key; the engine keys every send and names its call",
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
+    "finish_workflow": "a retry of a finish that committed finds the run finished and "
+    "answers False, changing nothing; the scheduler takes False as 'finished already'",
     "hold_executor": "a lost answer's session is closed, and its lock with it",
     "release": "a retry finds nothing more to put back",
     "register_schedules": "an upsert of the same definitions",
@@ -107,7 +109,6 @@ NOT_RETRIED: dict[str, str] = {
     "record": "its caller reads the log back (write_with_retries)",
     "record_many": "its callers resolve each write by reading back",
     "record_transaction": "the user's transaction body must not run twice",
-    "finish_workflow": "its caller reads the run back",
     "bump_recovery": "a retry would count one recovery twice",
     "delete_workflow": "after a lost answer, 'nothing to delete' cannot tell 'we deleted it' "
     "from 'it was never there': the caller hears the outage",

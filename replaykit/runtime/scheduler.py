@@ -51,7 +51,6 @@ from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.effects import Backoff, EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
-from replaykit.runtime.retries import call_with_retries
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
 from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
 
@@ -992,7 +991,7 @@ class Scheduler:
     def _load(self, activation: _Activation) -> Interpreter | None:
         workflow_id = activation.workflow_id
         known = activation.row
-        row = known or self._store_call(lambda: self.store.get_workflow(workflow_id))
+        row = known or self.store.get_workflow(workflow_id)
         if row is None or row.status is not Status.PENDING or self._closed:
             return None
         if row.executor_id != self.executor_id or row.app_version != self.app_version:
@@ -1010,9 +1009,9 @@ class Scheduler:
             self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return None
         fresh = activation.fresh
-        records = [] if fresh else self._store_call(lambda: self.store.load_log(workflow_id))
+        records = [] if fresh else self.store.load_log(workflow_id)
         if records and records[-1].outcome is None:
-            records = self._store_call(lambda: self.runner.settle_backoff(workflow_id, records))
+            records = self.runner.settle_backoff(workflow_id, records)
         try:
             return Interpreter(
                 gen,
@@ -1037,10 +1036,8 @@ class Scheduler:
         if row.error == detail:
             return  # said already; a sweep finds it again and stays quiet
         log.warning("%s", detail)
-        self._store_call(
-            lambda: self.store.set_status(
-                row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
-            )
+        self.store.set_status(
+            row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
         )
 
     def _run_step(
@@ -1116,9 +1113,7 @@ class Scheduler:
         """The run's records from the effect's position on: what the cache lacks."""
         workflow_id = activation.workflow_id
         try:
-            tail: Any = self._store_call(
-                lambda: self.store.load_log(workflow_id, since=effect.position)
-            )
+            tail: Any = self.store.load_log(workflow_id, since=effect.position)
         except BaseException as exc:
             tail = exc
         return ("tail", activation, effect, tail)
@@ -1239,15 +1234,13 @@ class Scheduler:
     ) -> None:
         error = result.error.message[:500] if isinstance(result, Failure) else ""
         try:
-            finished = self._store_call(
-                lambda: self.store.finish_workflow(
-                    row.workflow_id,
-                    status,
-                    result,
-                    error=error,
-                    executor_id=self.executor_id,
-                    record=last,
-                )
+            finished = self.store.finish_workflow(
+                row.workflow_id,
+                status,
+                result,
+                error=error,
+                executor_id=self.executor_id,
+                record=last,
             )
         except RecordConflict as exc:
             if last is None:
@@ -1267,9 +1260,6 @@ class Scheduler:
             self.wakeups.tell_listeners(("finished", row.workflow_id))
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
-
-    def _store_call(self, fn: Callable[[], Any]) -> Any:
-        return call_with_retries(fn, stop=lambda: self._closed)
 
 
 def _close_quietly(interp: Interpreter) -> None:

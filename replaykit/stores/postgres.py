@@ -789,8 +789,16 @@ class _ServerHold:
         with self._lock:
             self._released = True
             conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()  # ending the session drops its advisory lock
+        if conn is None:
+            return
+        try:
+            # Unlocked before the answer comes back: a session's end drops its locks
+            # too, but only once the server has noticed, a moment after close().
+            conn.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+        except psycopg.Error:
+            pass  # the session is gone already, and its lock with it
+        finally:
+            conn.close()
 
 
 class _Listener:
