@@ -38,8 +38,9 @@ from replaykit import serde
 from replaykit.commands import as_seconds
 from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Record, Status
-from replaykit.runtime import admin
+from replaykit.runtime import admin, schedules
 from replaykit.runtime.retries import RetryingStore
+from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle"]
@@ -392,6 +393,40 @@ class Client:
             max_bytes=self.max_payload_bytes,
         )
 
+    # -- schedules (the store's; a client defines none) --------------------------------
+
+    def schedules_list(self) -> list[ScheduleInfo]:
+        """Every schedule the store knows (an engine whose code defines it has run)."""
+        self._check_open()
+        return schedules.list_schedules(self.store, registered=())
+
+    def pause_schedule(self, name: str) -> bool:
+        """Stop a schedule firing on every engine of the store, until resumed."""
+        self._check_open()
+        return schedules.pause_schedule(self.store, name, registered=())
+
+    def resume_schedule(self, name: str) -> bool:
+        """Let a paused schedule fire again."""
+        self._check_open()
+        return schedules.resume_schedule(self.store, name, registered=())
+
+    def delete_schedule(self, name: str) -> bool:
+        """Forget a schedule's stored state (an engine whose code defines it brings it back)."""
+        self._check_open()
+        return schedules.delete_schedule(self.store, name)
+
+    def trigger_schedule(self, name: str) -> str:
+        """Ask for one run of the schedule now: the next engine that defines it starts it.
+        Returns the id the run will have."""
+        self._check_open()
+        return schedules.trigger_schedule(self.store, name, registered=())
+
+    def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
+        """Ask for the runs of every tick in [start, end): an engine that defines the
+        schedule starts those not run yet. Returns their ids."""
+        self._check_open()
+        return schedules.backfill_schedule(self.store, name, start, end, registered=())
+
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
         self._check_open()
@@ -721,6 +756,30 @@ class AsyncClient:
         return await self.off_loop(
             self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
         )
+
+    async def schedules_list(self) -> list[ScheduleInfo]:
+        """`Client.schedules_list` as a coroutine."""
+        return await self.off_loop(self.client.schedules_list)
+
+    async def pause_schedule(self, name: str) -> bool:
+        """`Client.pause_schedule` as a coroutine."""
+        return await self.off_loop(self.client.pause_schedule, name)
+
+    async def resume_schedule(self, name: str) -> bool:
+        """`Client.resume_schedule` as a coroutine."""
+        return await self.off_loop(self.client.resume_schedule, name)
+
+    async def delete_schedule(self, name: str) -> bool:
+        """`Client.delete_schedule` as a coroutine."""
+        return await self.off_loop(self.client.delete_schedule, name)
+
+    async def trigger_schedule(self, name: str) -> str:
+        """`Client.trigger_schedule` as a coroutine."""
+        return await self.off_loop(self.client.trigger_schedule, name)
+
+    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
+        """`Client.backfill_schedule` as a coroutine."""
+        return await self.off_loop(self.client.backfill_schedule, name, start, end)
 
     async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` (holding no

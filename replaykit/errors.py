@@ -11,6 +11,9 @@ Some of these describe the live state of the process that raises them, and
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "LIVE_ONLY",
     "AwaitedWorkflowCancelled",
@@ -27,6 +30,7 @@ __all__ = [
     "PayloadTooLarge",
     "RecordConflict",
     "ReplayKitError",
+    "ScheduleNotFound",
     "SerializationError",
     "StepFailed",
     "StoreError",
@@ -251,6 +255,22 @@ class ExecutorIdInUse(StoreError):
             "host name and a process number), or stop the other engine first; to wait longer "
             "for it to stop, as in a rolling deploy, pass Engine(executor_wait=seconds)"
         )
+
+
+class ScheduleNotFound(ReplayKitError, LookupError):
+    """No schedule of that name is defined in the code given or stored in the store."""
+
+    def __init__(self, name: str, known: Iterable[str]) -> None:
+        known = sorted(set(known))
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        listed = ", ".join(repr(k) for k in known) if known else "none"
+        super().__init__(
+            f"no schedule named {name!r} (known: {listed}).{hint} A schedule is known once an "
+            "engine whose code defines it (@schedule or engine.schedule) has run on this "
+            "store, or when its definition is passed as registered="
+        )
+        self.name = name
 
 
 class ControlSignal(BaseException):

@@ -34,7 +34,7 @@ from replaykit.registry import Workflow, lookup
 from replaykit.runtime.engine import Engine, StartRequest
 from replaykit.runtime.host import Wake
 from replaykit.runtime.queues import Queue, QueueItem
-from replaykit.runtime.schedules import Schedule
+from replaykit.runtime.schedules import Schedule, ScheduleInfo
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
@@ -452,9 +452,34 @@ class AsyncEngine:
         name: str | None = None,
         backfill: bool = False,
         queue: str | None = None,
+        tz: str | None = None,
     ) -> Schedule:
         """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
-        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue)
+        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue, tz=tz)
+
+    async def schedules_list(self) -> list[ScheduleInfo]:
+        """`Engine.schedules_list`, off the loop."""
+        return await self.off_loop(self.engine.schedules_list)
+
+    async def pause_schedule(self, name: str) -> bool:
+        """`Engine.pause_schedule`, off the loop."""
+        return await self.off_loop(self.engine.pause_schedule, name)
+
+    async def resume_schedule(self, name: str) -> bool:
+        """`Engine.resume_schedule`, off the loop."""
+        return await self.off_loop(self.engine.resume_schedule, name)
+
+    async def delete_schedule(self, name: str) -> bool:
+        """`Engine.delete_schedule`, off the loop."""
+        return await self.off_loop(self.engine.delete_schedule, name)
+
+    async def trigger_schedule(self, name: str) -> str:
+        """`Engine.trigger_schedule`, off the loop."""
+        return await self.off_loop(self.engine.trigger_schedule, name)
+
+    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
+        """`Engine.backfill_schedule`, off the loop."""
+        return await self.off_loop(self.engine.backfill_schedule, name, start, end)
 
     async def claim_now(self) -> int:
         return await self.off_loop(self.engine.claim_now)

@@ -43,7 +43,12 @@ from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.retries import RetryingStore, write_with_retries
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
-from replaykit.runtime.schedules import Schedule, ScheduleLoop, registered_schedules
+from replaykit.runtime.schedules import (
+    Schedule,
+    ScheduleInfo,
+    ScheduleLoop,
+    registered_schedules,
+)
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
@@ -1021,11 +1026,37 @@ class Engine:
         name: str | None = None,
         backfill: bool = False,
         queue: str | None = None,
+        tz: str | None = None,
     ) -> Schedule:
-        """Start `wf(tick)` once per tick of `cron`, across all engines that know it."""
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue)
+        """Start `wf(tick)` once per tick of `cron` (read in time zone `tz`, default UTC),
+        across all engines that know it."""
+        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
         self.schedules.add(entry)
         return entry
+
+    def schedules_list(self) -> list[ScheduleInfo]:
+        """Every schedule this engine defines or the store knows, with its durable state."""
+        return self.schedules.list()
+
+    def pause_schedule(self, name: str) -> bool:
+        """Stop a schedule firing on every engine of the store, until resumed; True if changed."""
+        return self.schedules.pause(name)
+
+    def resume_schedule(self, name: str) -> bool:
+        """Let a paused schedule fire again (missed ticks only with `backfill=True`)."""
+        return self.schedules.resume(name)
+
+    def delete_schedule(self, name: str) -> bool:
+        """Forget a schedule's stored state; an engine whose code defines it brings it back."""
+        return self.schedules.delete(name)
+
+    def trigger_schedule(self, name: str) -> str:
+        """Start a schedule's workflow now, once (`schedule:<name>:manual:<instant>`)."""
+        return self.schedules.trigger(name)
+
+    def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
+        """Start the runs of every tick in [start, end) not run yet; their ids."""
+        return self.schedules.backfill(name, start, end)
 
     def _fire(self, entry: Schedule, tick: datetime) -> None:
         try:

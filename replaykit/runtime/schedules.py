@@ -42,7 +42,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import attrs
 
-from replaykit.errors import ReplayKitError
+from replaykit.errors import ReplayKitError, ScheduleNotFound
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import Clock
 from replaykit.stores._checks import check_names
@@ -94,22 +94,6 @@ def _croniter() -> Any:
     except ImportError:  # pragma: no cover - depends on the installed extras
         raise ImportError("schedules need croniter: pip install 'replaykit[schedules]'") from None
     return croniter
-
-
-class ScheduleNotFound(ReplayKitError, LookupError):
-    """No schedule of that name is defined in the code given or stored in the store."""
-
-    def __init__(self, name: str, known: Iterable[str]) -> None:
-        known = sorted(set(known))
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        listed = ", ".join(repr(k) for k in known) if known else "none"
-        super().__init__(
-            f"no schedule named {name!r} (known: {listed}).{hint} A schedule is known once an "
-            "engine whose code defines it (@schedule or engine.schedule) has run on this "
-            "store, or when its definition is passed as registered="
-        )
-        self.name = name
 
 
 def _zone(schedule_name: str, tz: str) -> ZoneInfo:
