@@ -25,8 +25,9 @@ Exit codes: 0 success; 1 an operation failed (unknown id, unreachable store, a
 replay that diverges); 2 bad usage or bad input (options, files, `module:workflow`).
 
 Everything printed from the store goes through `printable` (or, as JSON, through
-`_json_text`): stored ids, names, errors and tracebacks are data, and a terminal
-would obey the escape sequences among them.
+`json_text`; both in replaykit/_text.py, which the web UI uses too): stored ids,
+names, errors and tracebacks are data, and a terminal would obey the escape
+sequences among them.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ import logging
 import os
 import re
 import sys
-import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -53,13 +53,24 @@ except ImportError as _missing:  # pragma: no cover - depends on the installatio
         "the replaykit command needs click and rich: pip install 'replaykit[cli]'"
     ) from _missing
 
+from replaykit._operator import StoreRefused, open_for_operator, require_schema, schema_status
+from replaykit._text import (
+    composite_children,
+    format_duration,
+    json_text,
+    outcome_summary,
+    printable,
+    redact,
+    short,
+    short_json,
+    when_text,
+)
 from replaykit.errors import NonDeterminismError, ReplayKitError
 from replaykit.log import (
     AllOutcome,
     ErrorInfo,
     Failure,
     Log,
-    Outcome,
     RaceOutcome,
     Record,
     Status,
@@ -78,7 +89,6 @@ from replaykit.runtime.admin import (
     resume_run,
 )
 from replaykit.runtime.engine import DEFAULT_URL
-from replaykit.stores import parse_store_url
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main", "printable"]
@@ -98,51 +108,7 @@ _STATUS_STYLE = {
 
 
 # -- what reaches the terminal ----------------------------------------------------------------
-
-# Characters a terminal acts on or shows as something else: control characters
-# (C0, DEL and C1, where 0x9b is ESC [ to some terminals), format characters
-# (bidi overrides and isolates that reorder what is shown, zero-width ones that
-# make two ids look alike), lone surrogates (which cannot even be encoded), and
-# the Unicode line and paragraph separators.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
-# Printable ASCII is never hidden; only what is outside it is looked up.
-_MAYBE_HIDDEN = re.compile(r"[^\x20-\x7e]")
-
-
-def printable(text: str, *, newlines: bool = False) -> str:
-    """`text` with every hidden character shown as its Python escape (ESC as `\\x1b`).
-
-    `newlines=True` keeps line breaks, for a traceback; elsewhere they are
-    escaped too, so one stored value cannot pass for several lines of output.
-    """
-
-    def show(match: re.Match[str]) -> str:
-        char = match.group()
-        if (newlines and char == "\n") or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
-            return char
-        return repr(char)[1:-1]
-
-    return _MAYBE_HIDDEN.sub(show, text)
-
-
-def _json_text(text: str) -> str:
-    """JSON text with the hidden characters json.dumps leaves raw as \\u escapes.
-
-    With ensure_ascii=False it escapes C0 controls, not DEL, C1 or bidi
-    overrides; they can only be inside strings, where \\u escapes mean the same.
-    """
-
-    def show(match: re.Match[str]) -> str:
-        char = match.group()
-        if char == "\n" or unicodedata.category(char) not in _HIDDEN_CATEGORIES:
-            return char
-        code = ord(char)
-        if code <= 0xFFFF:
-            return f"\\u{code:04x}"
-        code -= 0x10000
-        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-    return _MAYBE_HIDDEN.sub(show, text)
+# Escaping itself is replaykit/_text.py's: the web UI shows the same data.
 
 
 def _echo(text: str, *, err: bool = False) -> None:
@@ -154,12 +120,7 @@ class CliError(click.ClickException):
     """One line on stderr and a non-zero exit; never a traceback."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(printable(_redact(message)))
-
-
-def _redact(text: str) -> str:
-    """Hide passwords in database URLs before they reach a terminal or a CI log."""
-    return re.sub(r"(://[^:/@\s]+:)[^@\s]+@", r"\1***@", text)
+        super().__init__(printable(redact(message)))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -293,59 +254,19 @@ _wide_option = click.option(
 # -- opening the store ----------------------------------------------------------------------
 
 
-# An operator waiting on an unreachable server wants the verdict soon; the URL's
-# connect_timeout overrides this.
-_CONNECT_TIMEOUT = 5.0
-
-
 def _open(url: str, *, create: bool) -> Store:
-    """The store `url` names, parsed as `open_store` parses it, opened for an operator.
-
-    PostgreSQL is opened without creating or migrating its schema (`open_store`
-    migrates, which suits an application): an operator's typo in `?schema=` must
-    not create an empty schema, and `db status` must see the schema as it is.
-    """
-    parsed = parse_store_url(url)
-    if parsed.kind == "postgres":
-        try:
-            return parsed.open(
-                auto_migrate=False,
-                pool_min=1,
-                pool_max=2,
-                connect_timeout=parsed.options.get("connect_timeout", _CONNECT_TIMEOUT),
-            )
-        except ImportError as exc:
-            raise CliError(str(exc)) from exc
-    file = parsed.target if parsed.kind == "sqlite" and parsed.target != ":memory:" else None
-    if file is not None and not create and not os.path.exists(file):
-        # Opening would create an empty database, and an operator in the wrong
-        # directory would then see "no runs" instead of the real mistake.
-        raise CliError(
-            f"no SQLite database at {file!r} ({os.path.abspath(file)}); "
-            "pass --url or set REPLAYKIT_URL (`replaykit db migrate` creates one)"
-        )
-    return parsed.open()
+    """The store `url` names, opened as replaykit/_operator.py opens it for an operator."""
+    try:
+        return open_for_operator(url, create=create)
+    except StoreRefused as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _require_schema(store: Store, url: str) -> None:
-    current, latest = _schema_status(store)
-    if current is None or latest is None or current == latest:
-        return
-    where = _redact(url)
-    if current == 0:
-        raise CliError(
-            f"no replaykit schema at {where}; check the URL and its ?schema=, or create it "
-            "with `replaykit db migrate`"
-        )
-    if current < latest:
-        raise CliError(
-            f"the schema at {where} is at version {current}, this replaykit needs {latest}: "
-            "run `replaykit db migrate`"
-        )
-    raise CliError(
-        f"the schema at {where} is at version {current}, newer than this replaykit knows "
-        f"({latest}); upgrade replaykit"
-    )
+    try:
+        require_schema(store, url)
+    except StoreRefused as exc:
+        raise CliError(str(exc)) from exc
 
 
 @contextmanager
@@ -373,154 +294,6 @@ def _get_row(store: Store, workflow_id: str) -> WorkflowRow:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
-
-
-def _when(value: datetime | None) -> str:
-    if value is None:
-        return "-"
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    return value.strftime("%Y-%m-%d %H:%M:%S")
-
-
-def format_duration(seconds: float) -> str:
-    if seconds < 0.001:
-        return "<1ms"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    whole = int(seconds)
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
-
-
-def _short(text: str, width: int | None = 60) -> str:
-    """`text` on one line, cut to `width` characters (None: never cut)."""
-    text = " ".join(text.split())
-    return text if width is None or len(text) <= width else text[: width - 3] + "..."
-
-
-def _short_json(data: Any, width: int | None = 60) -> str:
-    try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        text = repr(data)
-    return _short(text, width)
-
-
-def outcome_summary(
-    record: Record, width: int | None = 60, *, child_width: int | None = None
-) -> str:
-    """One cell for a record's outcome: ok + value, error + type and message, or pending.
-
-    A `Race` shows which child won and its outcome, an `All` each child's
-    outcome: their record's value is the composite's internal form, which says
-    that only to someone who knows it. Values are cut at `width` (None: never),
-    a composite child's at `child_width` (default: half of `width`).
-    """
-    outcome = record.outcome
-    if outcome is None:
-        return f"pending until {_when(record.wake_at)}" if record.wake_at else "pending"
-    tries = f" ({record.attempts} attempts)" if record.attempts > 1 else ""
-    if record.kind in ("race", "all") and isinstance(outcome, Value):
-        if child_width is None and width is not None:
-            child_width = max(width // 2, 12)
-        text = _composite_text(record.kind, record.name, outcome.data, child_width)
-        if text is not None:
-            return _short(text, None if width is None else 2 * width) + tries
-    return _outcome_text(outcome, width) + tries
-
-
-def _outcome_text(outcome: Outcome, width: int | None) -> str:
-    if isinstance(outcome, Failure):
-        error = outcome.error
-        return _short(
-            f"error {error.type_name}: {error.message}", None if width is None else width + 20
-        )
-    if outcome.data is None:
-        return "ok"
-    return "ok " + _short_json(outcome.data, width)
-
-
-def _split_top(name: str) -> list[str]:
-    """'a|b(c|d)|e' -> ['a', 'b(c|d)', 'e']: the children a composite's name lists."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for char in name:
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth = max(depth - 1, 0)
-        if char == "|" and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return parts
-
-
-def _composite_children(name: str) -> list[tuple[str, str]]:
-    """(kind, name) of each child of a composite record, from its name.
-
-    The name is `kind:name|kind(inner)|...` (`Composite.name`); a step name holding
-    `|` or `(` makes this a guess, which is why it only labels what the record holds.
-    """
-    children: list[tuple[str, str]] = []
-    for part in _split_top(name):
-        colon, paren = part.find(":"), part.find("(")
-        if paren != -1 and (colon == -1 or paren < colon) and part.endswith(")"):
-            children.append((part[:paren], part[paren + 1 : -1]))
-        elif colon != -1:
-            children.append((part[:colon], part[colon + 1 :]))
-        else:
-            children.append((part, ""))
-    return children
-
-
-def _composite_text(kind: str, name: str, data: Any, width: int | None) -> str | None:
-    """A Race's winner or an All's children in words; None if `data` is not such a record.
-
-    Each child's value is cut at `width` (None: never).
-    """
-    children = _composite_children(name)
-
-    def label(index: int) -> str:
-        if index >= len(children):
-            return f"[{index}]"
-        child_kind, child_name = children[index]
-        shown = child_name if child_name and child_name != child_kind else ""
-        if child_kind in ("race", "all"):
-            shown = ""  # its children are listed with its outcome
-        return f"[{index}] {child_kind} {shown}".rstrip()
-
-    def child(index: int, outcome: Outcome) -> str:
-        if index < len(children) and isinstance(outcome, Value):
-            inner_kind, inner_name = children[index]
-            if inner_kind in ("race", "all"):
-                inner = _composite_text(inner_kind, inner_name, outcome.data, width)
-                if inner is not None:
-                    return f"({inner})"
-        return _outcome_text(outcome, width)
-
-    try:
-        if kind == "race":
-            race = RaceOutcome.from_data(data)
-            return f"won by {label(race.index)}: {child(race.index, race.outcome)}"
-        every = AllOutcome.from_data(data)
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-        return None
-    first = every.first_failure
-    if first is not None and first < len(every.outcomes):
-        # Fail-fast: the children still running then were cancelled and hold no
-        # outcome worth showing.
-        return f"failed at {label(first)}: {child(first, every.outcomes[first])}"
-    return "; ".join(f"{label(i)}: {child(i, o)}" for i, o in enumerate(every.outcomes))
 
 
 def _record_duration(record: Record) -> str:
@@ -731,7 +504,7 @@ class _Printer:
 
 
 def _echo_json(data: Any) -> None:
-    click.echo(_json_text(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+    click.echo(json_text(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 # -- the command tree -------------------------------------------------------------------------
@@ -918,10 +691,10 @@ def list_command(
                 row.workflow_id,
                 row.name,
                 row.status.value,
-                _when(row.created_at),
+                when_text(row.created_at),
                 row.app_version,
                 row.executor_id,
-                _short(_run_error(row), None if wide else 50 if out.console is None else 500),
+                short(_run_error(row), None if wide else 50 if out.console is None else 500),
             ]
             for row in rows
         ],
@@ -959,7 +732,7 @@ def _failures(record: Record) -> list[tuple[str, ErrorInfo]]:
 
 
 def _composite_failures(kind: str, name: str, data: Any, where: str) -> list[tuple[str, ErrorInfo]]:
-    children = _composite_children(name)
+    children = composite_children(name)
     try:
         if kind == "race":
             race = RaceOutcome.from_data(data)
@@ -981,8 +754,8 @@ def _composite_failures(kind: str, name: str, data: Any, where: str) -> list[tup
 
 def _started_cells(records: Sequence[Record], row: WorkflowRow, compact: bool) -> list[str]:
     """The STARTED column: on a terminal, only the time when the header's date says the day."""
-    cells = [_when(r.started_at) for r in records]
-    day = _when(row.created_at)[:10]
+    cells = [when_text(r.started_at) for r in records]
+    day = when_text(row.created_at)[:10]
     if compact and all(cell == "-" or cell.startswith(day) for cell in cells):
         return [cell[11:] if cell != "-" else cell for cell in cells]
     return cells
@@ -1027,8 +800,8 @@ def show_command(
         ("status", row.status.value, _STATUS_STYLE[row.status]),
         ("version", row.app_version or "-", None),
         ("executor", row.executor_id, None),
-        ("created", _when(row.created_at) + " UTC", None),
-        ("updated", _when(row.updated_at) + " UTC", None),
+        ("created", when_text(row.created_at) + " UTC", None),
+        ("updated", when_text(row.updated_at) + " UTC", None),
     ]
     if row.parent_id:
         pairs.append(("parent", row.parent_id, None))
@@ -1037,10 +810,10 @@ def show_command(
     if row.recovery_attempts:
         pairs.append(("recoveries", str(row.recovery_attempts), None))
     if row.wake_at is not None and not row.status.is_terminal:
-        pairs.append(("wakes at", _when(row.wake_at) + " UTC", None))
+        pairs.append(("wakes at", when_text(row.wake_at) + " UTC", None))
     if row.status is Status.SUCCESS and row.result is not None:
         value = outcome_to_json(row.result).get("value")
-        pairs.append(("result", _short_json(value, None if width is None else width + 40), None))
+        pairs.append(("result", short_json(value, None if width is None else width + 40), None))
     if row.status is Status.ERROR:
         pairs.append(("error", _run_error(row), "red"))
     elif row.status is Status.PARKED:
@@ -1123,7 +896,7 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
         _get_row(store, workflow_id)
         text = export_run(store, workflow_id).to_json()
     if output is None:
-        click.echo(_json_text(text))
+        click.echo(json_text(text))
         return
     try:
         output.write_text(text + "\n", encoding="utf-8")
@@ -1159,23 +932,6 @@ def _pickup_note(executor_id: str, app_version: str) -> str:
         f"The engine with executor id {executor_id!r} and app version {app_version!r} runs it "
         "(at once if it is running, else when it starts); this command runs no workflow code."
     )
-
-
-def _set_status_with_version(
-    store: Store, workflow_id: str, executor_id: str, app_version: str | None
-) -> bool:
-    """Resume a CANCELLED or PARKED run for `executor_id`; False if it changed meanwhile.
-
-    The web UI's resume (replaykit/ui/_actions.py) comes here, so it resumes as
-    the command and the engines do, through `admin.resume_run`: the children a
-    cancel cascaded to come back too.
-    """
-    try:
-        return bool(
-            resume_run(store, workflow_id, executor_id=executor_id, app_version=app_version)
-        )
-    except ValueError:
-        return False
 
 
 @workflows.command("resume")
@@ -1329,7 +1085,7 @@ def start_command(
         where = (
             f"ENQUEUED on queue {row.queue!r}, for an engine of version {row.app_version!r} "
             "draining it to claim"
-            + (f" from {_when(row.wake_at)} UTC" if row.wake_at is not None else "")
+            + (f" from {when_text(row.wake_at)} UTC" if row.wake_at is not None else "")
         )
     else:
         where = f"{row.status.value}. " + _pickup_note(row.executor_id, row.app_version)
@@ -1397,7 +1153,7 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
             f"workflow {workflow_id!r} ({row.name}, {row.status.value}) has set no event "
             f"{key!r}{waited}" + ("" if seconds else "; --timeout DURATION waits for it")
         )
-    click.echo(_json_text(json.dumps(value, ensure_ascii=False, default=str)))
+    click.echo(json_text(json.dumps(value, ensure_ascii=False, default=str)))
 
 
 @workflows.command("fork")
@@ -1503,14 +1259,14 @@ def gc_command(
         spared = before - len(matching)
         kept = f" ({spared} kept: their parents are unfinished)" if spared else ""
         if dry_run or not matching:
-            click.echo(f"{len(matching)} {what} created before {_when(cutoff)} UTC{kept}")
+            click.echo(f"{len(matching)} {what} created before {when_text(cutoff)} UTC{kept}")
             return
         if not yes:
             click.confirm(
-                f"delete {len(matching)} {what} created before {_when(cutoff)} UTC?", abort=True
+                f"delete {len(matching)} {what} created before {when_text(cutoff)} UTC?", abort=True
             )
         deleted = collect_garbage(store, cutoff, keep_running=not include_unfinished)
-    click.echo(f"deleted {deleted} {what} created before {_when(cutoff)} UTC{kept}")
+    click.echo(f"deleted {deleted} {what} created before {when_text(cutoff)} UTC{kept}")
 
 
 # -- queues ---------------------------------------------------------------------------------
@@ -1837,7 +1593,7 @@ def replay_command(
         try:
             log = _read_log(path)
         except _BadInput as exc:
-            _echo(f"Error: {path}: {_redact(str(exc))}", err=True)
+            _echo(f"Error: {path}: {redact(str(exc))}", err=True)
             worst = max(worst, EXIT_BAD_INPUT)
             continue
         worst = max(worst, _replay_one(str(path), spec, module, attr, log, strict, check_result))
@@ -1886,7 +1642,7 @@ def _replay_one(
     try:
         wf = resolve_workflow(spec, module, attr, log)
     except _BadInput as exc:
-        _echo(f"Error: {label}: {_redact(str(exc))}", err=True)
+        _echo(f"Error: {label}: {redact(str(exc))}", err=True)
         return EXIT_BAD_INPUT
     run = f"workflow {wf.workflow_name!r}" + (
         f" (id {log.workflow_id!r})" if log.workflow_id else ""
@@ -2202,19 +1958,6 @@ def ui_command(ctx: click.Context) -> None:
 # -- the schema ----------------------------------------------------------------------------
 
 
-def _schema_status(store: Store) -> tuple[int | None, int | None]:
-    """(the database's schema version, the newest this replaykit knows); None if unknown."""
-    status = getattr(store, "schema_status", None)
-    if status is None:
-        return None, None
-    value = status()
-    if isinstance(value, tuple) and len(value) == 2:
-        return value[0], value[1]
-    current = getattr(value, "current", getattr(value, "version", None))
-    latest = getattr(value, "latest", getattr(value, "target", None))
-    return current, latest
-
-
 def _status_text(store: Store, current: int | None, latest: int | None) -> str:
     kind = type(store).__name__
     if current is None:
@@ -2238,16 +1981,16 @@ def db() -> None:
 def migrate_command(url: str) -> None:
     """Create or upgrade the schema (idempotent; safe to run on every deploy)."""
     with _store(url, create=True, check_schema=False) as store:
-        before, _ = _schema_status(store)
+        before, _ = schema_status(store)
         migrate: Callable[[], Any] | None = getattr(store, "migrate", None)
         if migrate is not None:
             migrate()
         # SQLite has already created or migrated its schema when it was opened.
-        current, latest = _schema_status(store)
+        current, latest = schema_status(store)
         text = _status_text(store, current, latest)
     if before is not None and current is not None and before != current:
         text += f" (migrated from version {before})"
-    click.echo(_redact(f"{text} ({url})"))
+    click.echo(redact(f"{text} ({url})"))
 
 
 @db.command("status")
@@ -2257,13 +2000,13 @@ def migrate_command(url: str) -> None:
 def status_command(url: str, check: bool, as_json: bool) -> None:
     """The schema version of the store and the newest one this replaykit knows."""
     with _store(url, check_schema=False) as store:
-        current, latest = _schema_status(store)
+        current, latest = schema_status(store)
         text = _status_text(store, current, latest)
     up_to_date = current is None or latest is None or current == latest
     if as_json:
         _echo_json(
             {
-                "url": _redact(url),
+                "url": redact(url),
                 "store": type(store).__name__,
                 "version": current,
                 "latest": latest,
@@ -2271,7 +2014,7 @@ def status_command(url: str, check: bool, as_json: bool) -> None:
             }
         )
     else:
-        click.echo(_redact(f"{text} ({url})"))
+        click.echo(redact(f"{text} ({url})"))
     if check and not up_to_date:
         sys.exit(EXIT_FAILED)
 

@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
 from replaykit import Call, Engine, Recv, SetEvent, Step, workflow
-from replaykit.cli import _open
+from replaykit._operator import open_for_operator
 from replaykit.log import Status
 from replaykit.stores.base import Store
 from replaykit.ui import create_app
@@ -117,7 +117,7 @@ def shop(url: str) -> Iterator[tuple[Engine, Store, str]]:
     """The runs of `make_runs` in the store at `url`, and the UI serving that store."""
     with Engine(url, poll_interval=0.05, executor_id="app", app_version="v1") as engine:
         make_runs(engine)
-        store = _open(url, create=False)  # as `serve` opens it: no migration
+        store = open_for_operator(url, create=False)  # as `serve` opens it: no migration
         try:
             with running(create_app(store)) as base:
                 yield engine, store, base

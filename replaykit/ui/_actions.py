@@ -1,7 +1,7 @@
 """Cancel, resume and fork from the UI: the operator actions the CLI performs.
 
-They go through `replaykit.runtime.admin` and the CLI's own status change, so
-a run cancelled from the browser is in the same state as one cancelled with
+They go through `replaykit.runtime.admin`, as the CLI's do, so a run
+cancelled from the browser is in the same state as one cancelled with
 `replaykit workflows cancel`. Like the CLI, the UI runs no workflow code:
 resume and fork mark a run PENDING for the engine that has the code.
 """
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import attrs
 
-from replaykit.cli import _set_status_with_version
 from replaykit.log import Status
-from replaykit.runtime.admin import cancel_run, fork_run, get_run
+from replaykit.runtime.admin import cancel_run, fork_run, get_run, resume_run
 from replaykit.stores.base import Store
 
 __all__ = ["ActionRefused", "Done", "cancel", "fork", "resume"]
@@ -77,7 +76,7 @@ def resume(
             "resumed. Reload its page to see what it is doing now."
         )
     target = executor_id or row.executor_id
-    if not _set_status_with_version(store, workflow_id, target, app_version or None):
+    if not _resumed(store, workflow_id, target, app_version or None):
         now = store.get_workflow(workflow_id)
         state = now.status.value if now else "gone"
         raise ActionRefused(f"run {workflow_id!r} changed meanwhile (now {state}); try again")
@@ -86,6 +85,17 @@ def resume(
         f"Resumed {workflow_id!r}: PENDING again. "
         + _pickup(target, app_version or row.app_version),
     )
+
+
+def _resumed(store: Store, workflow_id: str, executor_id: str, app_version: str | None) -> bool:
+    """Resume as the command and the engines do (the children a cancel cascaded to come
+    back too); False if the run changed meanwhile."""
+    try:
+        return bool(
+            resume_run(store, workflow_id, executor_id=executor_id, app_version=app_version)
+        )
+    except ValueError:
+        return False
 
 
 def fork(store: Store, workflow_id: str, from_position: int, *, new_id: str | None = None) -> Done:

@@ -1,10 +1,10 @@
 """The UI's ASGI application: routes, pages, and the guard in front of them.
 
 Pages are rendered on the server by jinja2 with autoescaping on, and every
-string a template prints also passes through the CLI's `printable` (its
-`finalize` hook), so neither markup nor hidden characters (bidi overrides,
-control characters) from stored ids, names, payloads or tracebacks reach the
-page as anything but text. The pages carry no script at all, and the
+string a template prints also passes through `printable` (its `finalize`
+hook; the CLI's output does too), so neither markup nor hidden characters
+(bidi overrides, control characters) from stored ids, names, payloads or
+tracebacks reach the page as anything but text. The pages carry no script at all, and the
 Content-Security-Policy says so.
 
 The guard refuses, before any page is read:
@@ -38,7 +38,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from replaykit.cli import printable
+from replaykit._text import printable
 from replaykit.errors import StoreError, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.runtime.admin import get_run

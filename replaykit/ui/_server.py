@@ -9,11 +9,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import click
 import uvicorn
 from starlette.types import ASGIApp
 
-from replaykit.cli import _open, _redact, _require_schema
+from replaykit._operator import StoreRefused, open_for_operator, require_schema
+from replaykit._text import printable, redact
 from replaykit.ui._app import create_app, is_local_host
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MIN_TOKEN_CHARS", "check_bind", "running", "serve"]
@@ -123,18 +123,22 @@ def serve(
     """
     check_bind(host, token)
     try:
-        store = _open(url, create=False)
-        _require_schema(store, url)
-    except click.ClickException as exc:
-        raise ValueError(exc.message) from exc
+        store = open_for_operator(url, create=False)
+    except StoreRefused as exc:
+        raise ValueError(printable(redact(str(exc)))) from exc
+    try:
+        require_schema(store, url)
+    except StoreRefused as exc:
+        store.close()
+        raise ValueError(printable(redact(str(exc)))) from exc
     try:
         app = create_app(
-            store, token=token, local_only=is_local_host(host), store_label=_redact(url)
+            store, token=token, local_only=is_local_host(host), store_label=redact(url)
         )
         sock = _listen(host, port)
         address = _address(sock)
         note = " (add ?token=YOUR_TOKEN once; the browser keeps it)" if token else ""
-        print(f"replaykit UI for {_redact(url)} on {address}/{note}", file=sys.stderr, flush=True)
+        print(f"replaykit UI for {redact(url)} on {address}/{note}", file=sys.stderr, flush=True)
         print("Ctrl-C stops it.", file=sys.stderr, flush=True)
         _server(app, quiet=False).run(sockets=[sock])
     finally:

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from replaykit.cli import format_duration, outcome_summary
+from replaykit._text import format_duration, outcome_summary
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.serde import ErrorInfo
