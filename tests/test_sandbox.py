@@ -112,7 +112,7 @@ def test_an_interrupted_install_leaves_no_guard_behind(monkeypatch: pytest.Monke
 @workflow(name="sandbox.class_clock")
 def class_clock(which: str) -> Generator[Any, Any, Any]:
     yield Now()
-    # Documented limit: the clock's class methods are not guarded (see _sandbox.py).
+    # The clock's class methods are refused through the profile hook (see _sandbox.py).
     if which == "datetime.now()":
         value: Any = datetime.now(dt.UTC)  # class clock:datetime.now()
     elif which == "datetime.utcnow()":
@@ -125,18 +125,22 @@ def class_clock(which: str) -> Generator[Any, Any, Any]:
 
 
 @pytest.mark.parametrize("call", ["datetime.now()", "datetime.utcnow()"])
-def test_the_datetime_classes_are_never_patched_and_the_linter_reports_their_clock(
-    call: str,
-) -> None:
+def test_the_datetime_clock_is_refused_and_the_classes_are_never_patched(call: str) -> None:
     # Writing into the C types' namespaces is not safe in a test process (C extensions
     # such as time-machine hold datetime.now as a C function; free-threaded builds race):
-    # during a run the classes are what they always are, and the linter reports the call.
-    kind, method_type, own = rt.run(class_clock, call).unwrap()
-    assert kind == "datetime"
-    assert method_type == "builtin_function_or_method"
-    assert own is True
+    # the profile hook sees the C call instead, and the class stays what it always is.
+    with pytest.raises(NonDeterministicCall) as caught:
+        rt.run(class_clock, call)
+    error = caught.value
+    assert error.call == call
+    assert error.call_site.endswith(f"test_sandbox.py:{line_of('class clock:' + call)}")
+    assert "yield Now()" in str(error)
+    assert type(datetime.now).__name__ == "builtin_function_or_method"
+    assert "now" in vars(datetime)
     found = [(f.line, f.code) for f in lint_file(HERE) if f.workflow == "class_clock"]
     assert (line_of("class clock:" + call), "RK101") in found
+    # Outside a body the classes answer as ever, on every thread.
+    assert rt.run(class_clock, call, sandbox=False).unwrap()[0] == "datetime"
 
 
 @pytest.mark.parametrize("call", ["datetime.today()", "date.today()"])
@@ -243,9 +247,12 @@ def bound_at_import() -> Generator[Any, Any, bool]:
     return time_bound_at_import() > 0  # bound before the run
 
 
-def test_a_name_bound_before_the_run_is_not_seen_but_the_linter_reports_it() -> None:
-    # Documented limit: `from time import time` holds the original function.
-    assert rt.run(bound_at_import).unwrap() is True
+def test_a_c_clock_bound_to_a_name_before_the_run_is_refused_too() -> None:
+    # `from time import time` holds the original C function: the profile hook sees it.
+    with pytest.raises(NonDeterministicCall) as caught:
+        rt.run(bound_at_import)
+    assert caught.value.call == "time.time()"
+    assert caught.value.call_site.endswith(f"test_sandbox.py:{line_of('bound before the run')}")
     found = [(f.line, f.code) for f in lint_file(HERE) if f.workflow == "bound_at_import"]
     assert found == [(line_of("bound before the run"), "RK101")]
 

@@ -20,31 +20,27 @@ let through: `logging` stamps every record with `time.time()`, and a log line in
 a workflow body is fine. The guard judges the frame that made the call, by the
 file its code is in.
 
-What it cannot see:
+Clock functions written in C are watched a second way, with a profile hook
+(`threading.setprofile`) on the threads started while a session runs, which
+are the threads its engines run bodies on: the hook sees every call of a C
+function, however it is reached, so `datetime.now()` and `datetime.utcnow()`
+(methods of a C type, which no attribute swap can guard safely: writing into a
+built-in type's namespace corrupts memory under C extensions such as
+time-machine) are refused, and so is a C clock function bound to a name before
+the session started (`from time import time`). A refusal raised by the hook
+ends that thread's profiling, as CPython does with a hook that raises; the kit
+raises the first refusal at the end of the run anyway.
 
-- A name bound to the original before the session started, `from time import
-  time` at the top of a module being the common case (`time()` then calls the
-  original directly).
-- `datetime.now()` and `datetime.utcnow()`. (`date.today()` and
-  `datetime.today()` are refused: their C code calls `time.time()` through the
-  module, and the refusal names that call.) They are methods of classes
-  written in C: the only way to guard them is to write into the namespace of an
-  immutable built-in type (through `gc.get_referents` and a ctypes call of
-  `PyType_Modified`), which an earlier version did. That is not safe to do in a
-  test process: a C extension that holds the method as a C function
-  (time-machine patches `datetime.now` that way) reads the Python guard as one
-  and corrupts memory; on free-threaded builds the write races every other
-  thread's attribute lookups; and each session spends version tags CPython
-  keeps for its static types. The module-level functions guarded here are
-  plain module attributes, replaced the way `unittest.mock.patch` replaces
-  them.
-
-The linter (`replaykit lint`, RK101) reads both cases and reports them.
+What it cannot see: a Python-level function bound before the session started
+(`from uuid import uuid4`, `from random import randint`): the hook watches C
+calls only. The linter (`replaykit lint`, RK101 to RK103) reads those imports and
+reports them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import random
 import secrets
@@ -221,16 +217,72 @@ def _guard_function(module: Any, name: str, fix: str) -> Callable[[], None]:
     return undo
 
 
+#: C clock functions, by identity (the originals, before any guard), for the hook.
+_C_CLOCKS: dict[int, tuple[str, str]] = {
+    id(getattr(time, name)): (f"time.{name}()", fix)
+    for name, fix in (
+        ("time", _NOW),
+        ("time_ns", _NOW),
+        ("monotonic", _DURATION),
+        ("monotonic_ns", _DURATION),
+        ("perf_counter", _DURATION),
+        ("perf_counter_ns", _DURATION),
+    )
+}
+_C_CLOCKS[id(os.urandom)] = ("os.urandom()", _ENTROPY)
+# Methods of the C date types that read the clock; each access makes a new bound
+# method, so they are known by their class and name, not by identity.
+_DATE_CLOCKS = {"now": "datetime.now()", "utcnow": "datetime.utcnow()"}
+_BUILTIN_METHOD = type(datetime.datetime.now)
+_previous_profile: Any = None
+
+
+def _profile(frame: FrameType, event: str, arg: Any) -> None:
+    if _previous_profile is not None:
+        _previous_profile(frame, event, arg)
+    if event != "c_call":
+        return
+    found = _C_CLOCKS.get(id(arg))
+    if found is None and type(arg) is _BUILTIN_METHOD:
+        owner = getattr(arg, "__self__", None)
+        name = _DATE_CLOCKS.get(arg.__name__)
+        if name is not None and isinstance(owner, type) and issubclass(owner, datetime.date):
+            found = (name, _NOW)
+    if found is not None and _current.get() is not None and not _installed_package(frame):
+        _check(found[0], found[1], frame)
+
+
+_package_files: dict[str, bool] = {}
+
+
+def _installed_package(frame: FrameType) -> bool:
+    """Whether `frame` runs code of an installed package (hypothesis' GC callback, a
+    library's own timing): the hook sees C calls made anywhere on the thread, and only
+    the user's own code is the body's."""
+    filename = frame.f_code.co_filename
+    verdict = _package_files.get(filename)
+    if verdict is None:
+        verdict = _package_files[filename] = os.path.realpath(filename).startswith(_SITE)
+    return verdict
+
+
 def _install() -> None:
+    global _previous_profile
     try:
         for module, name, fix in _FUNCTIONS:
             _installed.append(_guard_function(module, name, fix))
+        _previous_profile = threading.getprofile()
+        threading.setprofile(_profile)
     except BaseException:
         _uninstall()  # interrupted half-way (Ctrl-C): leave nothing behind
         raise
 
 
 def _uninstall() -> None:
+    global _previous_profile
+    if threading.getprofile() is _profile:
+        threading.setprofile(_previous_profile)
+    _previous_profile = None
     while _installed:
         _installed.pop()()
 
