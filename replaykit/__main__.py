@@ -24,6 +24,7 @@ COMMANDS = (
     ("lint", "check workflow bodies for what breaks replay (reads code, runs nothing)"),
     ("queues", "list: depth, delayed and running runs, and limits, per queue"),
     ("replay", "replay recorded logs against today's code: a deploy gate for CI"),
+    ("schedules", "list | pause | resume | trigger | backfill | delete, in the store"),
     ("ui", "a local web UI for runs, timelines and queues (the ui extra)"),
     ("worker", "run your module's workflows, draining its queues"),
     (
