@@ -1,7 +1,9 @@
 """`replaykit ui`: the click command that starts the local web UI.
 
-`replaykit.cli` can add it to its group (`cli.add_command(ui)`); until then,
-`python -m replaykit.ui` runs it on its own.
+`replaykit ui` runs it (replaykit/cli.py imports it only then, so listing the
+commands needs none of the UI's packages); `python -m replaykit.ui` runs it on
+its own. Nothing in the UI imports replaykit.cli: what both share is in
+replaykit/_text.py and replaykit/_operator.py.
 """
 
 from __future__ import annotations
