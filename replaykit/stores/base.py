@@ -95,6 +95,9 @@ class WorkflowRow:
     # ENQUEUED run, the instant before which it may not be claimed (enqueue delay)
     error: str = ""  # why a run was PARKED (or a short form of its failure)
     started_at: datetime | None = None  # when it became PENDING (rate limits count these)
+    # The W3C `traceparent` current where the run was created (its starter's span, or
+    # its parent's activation span), so that its spans join that trace; None: none.
+    trace_context: str | None = None
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
@@ -126,6 +129,8 @@ class Message:
     topic: str
     payload: Any
     created_at: datetime | None = None
+    # The sender's W3C `traceparent`: the receiving run's span links to it.
+    trace_context: str | None = None
 
 
 @attrs.frozen
@@ -136,6 +141,7 @@ class OutgoingMessage:
     topic: str
     payload: Any
     idempotency_key: str | None = None
+    trace_context: str | None = None  # the sending activation's span (`Message.trace_context`)
 
 
 @attrs.frozen
@@ -524,8 +530,12 @@ class Store(Protocol):
         *,
         idempotency_key: str | None = None,
         call_id: str | None = None,
+        trace_context: str | None = None,
     ) -> bool:
         """Append to a run's inbox; False (and nothing sent) if the key was used before.
+
+        `trace_context` (the sender's W3C `traceparent`) is kept with the message
+        and read back by `peek_message`.
 
         `call_id` names the caller's one call across its retries: when the key
         was used by that same call (its first attempt committed, the answer was

@@ -386,7 +386,13 @@ class MemoryStore:
             for message_id in ids:
                 self._take_message(workflow_id, message_id)
         if send is not None:
-            self._deliver(send.workflow_id, send.topic, send.payload, send.idempotency_key)
+            self._deliver(
+                send.workflow_id,
+                send.topic,
+                send.payload,
+                send.idempotency_key,
+                trace_context=send.trace_context,
+            )
         if event is not None:
             self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
             self._set_by.setdefault(workflow_id, {})[position] = (
@@ -512,10 +518,13 @@ class MemoryStore:
         *,
         idempotency_key: str | None = None,
         call_id: str | None = None,
+        trace_context: str | None = None,
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         with self._lock:
-            delivered = self._deliver(workflow_id, topic, payload, idempotency_key, call_id)
+            delivered = self._deliver(
+                workflow_id, topic, payload, idempotency_key, call_id, trace_context
+            )
         if delivered:
             self._notify("message", workflow_id)
         return delivered
@@ -527,6 +536,7 @@ class MemoryStore:
         payload: Any,
         idempotency_key: str | None,
         call_id: str | None = None,
+        trace_context: str | None = None,
     ) -> bool:
         if workflow_id not in self._rows:
             raise WorkflowNotFound(
@@ -540,7 +550,12 @@ class MemoryStore:
                 return call_id is not None and self._used_keys[key] == call_id
             self._used_keys[key] = call_id
         message = Message(
-            self._next_message_id, workflow_id, topic, copy.deepcopy(payload), utc_now()
+            self._next_message_id,
+            workflow_id,
+            topic,
+            copy.deepcopy(payload),
+            utc_now(),
+            trace_context,
         )
         self._next_message_id += 1
         self._inbox.setdefault(workflow_id, []).append(message)

@@ -108,6 +108,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0002_record_events.sql",
     "postgres_0003_send_calls.sql",
     "postgres_0004_schedules.sql",
+    "postgres_0005_trace_context.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -462,8 +463,10 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
             )
             key_join = ", used_key"
         ctes.append(
-            f"sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at) "
-            "SELECT target.workflow_id, %(send_topic)s, %(send_payload)s, %(now)s "
+            f"sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at, "
+            "trace_context) "
+            "SELECT target.workflow_id, %(send_topic)s, %(send_payload)s, %(now)s, "
+            "%(send_trace)s "
             f"FROM target, ins{key_join} RETURNING workflow_id)"
         )
         sent = _notify_count("message", "sent")
@@ -635,7 +638,8 @@ def _create_many_statement(s: str) -> str:
         "e->>5 AS executor_id, e->>6 AS app_version, (e->>7)::timestamptz AS created_at, "
         '(e->>8)::timestamptz AS updated_at, (e->>9) COLLATE "C" AS parent_id, e->>10 AS queue, '
         "(e->>11)::int AS priority, e->>12 AS dedup_id, (e->>13)::int AS recovery_attempts, "
-        "(e->>14)::timestamptz AS wake_at, e->>15 AS error, (e->>16)::timestamptz AS started_at "
+        "(e->>14)::timestamptz AS wake_at, e->>15 AS error, (e->>16)::timestamptz AS started_at, "
+        "e->>17 AS trace_context "
         "FROM jsonb_array_elements(%(rows)s::jsonb) AS e), "
         f"ins AS (INSERT INTO {s}.workflows ({_WORKFLOW_COLUMNS}) "
         f"SELECT {_WORKFLOW_COLUMNS} FROM input ORDER BY workflow_id "
@@ -1134,7 +1138,7 @@ class PostgresStore:
             "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
             "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
             "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
-            "%(started_at)s) "
+            "%(started_at)s, %(trace_context)s) "
             "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
             "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
             "%(origin)s || 'enqueued:' || queue)) "
@@ -1159,6 +1163,7 @@ class PostgresStore:
             "wake_at": stored.wake_at,
             "error": stored.error,
             "started_at": stored.started_at,
+            "trace_context": stored.trace_context,
             "channel": self._channel,
             "origin": self._origin,
         }
@@ -1304,6 +1309,7 @@ class PostgresStore:
                 _iso(row.wake_at),
                 row.error,
                 _iso(row.started_at),
+                row.trace_context,
             ]
             for row in rows
         ]
@@ -1726,6 +1732,7 @@ class PostgresStore:
             params["send_to"] = send.workflow_id
             params["send_topic"] = send.topic
             params["send_payload"] = _json(send.payload)
+            params["send_trace"] = send.trace_context
             if send.idempotency_key is not None:
                 params["send_key"] = send.idempotency_key
         if event is not None:
@@ -2302,6 +2309,7 @@ class PostgresStore:
         *,
         idempotency_key: str | None = None,
         call_id: str | None = None,
+        trace_context: str | None = None,
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         key_cte = ""
@@ -2324,8 +2332,9 @@ class PostgresStore:
             self._q(
                 "WITH target AS (SELECT workflow_id FROM {s}.workflows "
                 "WHERE workflow_id = %(wid)s FOR KEY SHARE)" + key_cte + ", "
-                "sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at) "
-                "SELECT target.workflow_id, %(topic)s, %(payload)s, %(now)s "
+                "sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at, "
+                "trace_context) "
+                "SELECT target.workflow_id, %(topic)s, %(payload)s, %(now)s, %(trace)s "
                 "FROM target" + key_join + " RETURNING workflow_id) "
                 "SELECT (SELECT count(*) FROM target), "
                 + _notify_count("message", "sent")
@@ -2338,6 +2347,7 @@ class PostgresStore:
                 "call": call_id,
                 "topic": topic,
                 "payload": _json(payload),
+                "trace": trace_context,
                 "now": _now(),
                 "channel": self._channel,
                 "origin": self._origin,
@@ -2356,14 +2366,14 @@ class PostgresStore:
         check_names(workflow_id, topic=topic)
         found = self._one(
             self._q(
-                "SELECT message_id, payload, created_at FROM {s}.messages "
+                "SELECT message_id, payload, created_at, trace_context FROM {s}.messages "
                 "WHERE workflow_id = %s AND topic = %s ORDER BY message_id LIMIT 1"
             ),
             (workflow_id, topic),
         )
         if found is None:
             return None
-        return Message(found[0], workflow_id, topic, found[1], _utc(found[2]))
+        return Message(found[0], workflow_id, topic, found[1], _utc(found[2]), found[3])
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)

@@ -216,6 +216,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         ) WITHOUT ROWID
         """,
     ),
+    # 5: the W3C trace context current where a run was created, and where a
+    # message was sent, so that OpenTelemetry spans join their starter's trace.
+    (
+        "ALTER TABLE workflows ADD COLUMN trace_context TEXT",
+        "ALTER TABLE messages ADD COLUMN trace_context TEXT",
+    ),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -261,7 +267,7 @@ _SELECT_LOG = (
 _SELECT_WORKFLOW = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows WHERE workflow_id = ?"
 _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING
 """
 # A fork's copied records take what their originals set; then the fork gets,
@@ -390,6 +396,7 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         _to_micros(row.wake_at),
         row.error,
         _to_micros(row.started_at),
+        row.trace_context,
     )
 
 
@@ -1136,7 +1143,12 @@ class SqliteStore:
             if consume is not None:
                 self._consume(conn, workflow_id, consume)
             if send is not None and self._deliver(
-                conn, send.workflow_id, send.topic, send.payload, send.idempotency_key
+                conn,
+                send.workflow_id,
+                send.topic,
+                send.payload,
+                send.idempotency_key,
+                trace_context=send.trace_context,
             ):
                 notes.append(("message", send.workflow_id))
             if event is not None:
@@ -1365,6 +1377,8 @@ class SqliteStore:
         payload: Any,
         idempotency_key: str | None,
         call_id: str | None = None,
+        *,
+        trace_context: str | None = None,
     ) -> bool:
         exists = _first(
             conn.execute("SELECT 1 FROM workflows WHERE workflow_id = ?", (workflow_id,))
@@ -1392,8 +1406,9 @@ class SqliteStore:
                     is not None
                 )
         conn.execute(
-            "INSERT INTO messages (workflow_id, topic, payload, created_at) VALUES (?, ?, ?, ?)",
-            (workflow_id, topic, _dump(payload), _to_micros(_now())),
+            "INSERT INTO messages (workflow_id, topic, payload, created_at, trace_context) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (workflow_id, topic, _dump(payload), _to_micros(_now()), trace_context),
         )
         return True
 
@@ -1405,10 +1420,19 @@ class SqliteStore:
         *,
         idempotency_key: str | None = None,
         call_id: str | None = None,
+        trace_context: str | None = None,
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         delivered = self._write(
-            lambda conn: self._deliver(conn, workflow_id, topic, payload, idempotency_key, call_id)
+            lambda conn: self._deliver(
+                conn,
+                workflow_id,
+                topic,
+                payload,
+                idempotency_key,
+                call_id,
+                trace_context=trace_context,
+            )
         )
         if delivered:
             self._notify([("message", workflow_id)])
@@ -1419,7 +1443,7 @@ class SqliteStore:
         with self._read() as conn:
             found = _first(
                 conn.execute(
-                    "SELECT message_id, payload, created_at FROM messages "
+                    "SELECT message_id, payload, created_at, trace_context FROM messages "
                     "WHERE workflow_id = ? AND topic = ? ORDER BY message_id LIMIT 1",
                     (workflow_id, topic),
                 )
@@ -1427,7 +1451,7 @@ class SqliteStore:
         if found is None:
             return None
         payload = message_payload(decoded_json, found[1], workflow_id, found[0], topic)
-        return Message(found[0], workflow_id, topic, payload, _from_micros(found[2]))
+        return Message(found[0], workflow_id, topic, payload, _from_micros(found[2]), found[3])
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)
