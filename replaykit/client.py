@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import logging
 import threading
@@ -38,6 +39,7 @@ from replaykit import serde
 from replaykit.commands import as_seconds
 from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Record, Status
+from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, schedules
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
@@ -281,6 +283,8 @@ class Client:
             priority=priority,
             dedup_id=dedup_id,
             wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+            # The caller's span: the run's spans join its trace (replaykit.otel).
+            trace_context=current_trace_context(),
         )
 
     def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
@@ -391,6 +395,7 @@ class Client:
             topic,
             idempotency_key=idempotency_key,
             max_bytes=self.max_payload_bytes,
+            trace_context=current_trace_context(),
         )
 
     # -- schedules (the store's; a client defines none) --------------------------------
@@ -674,7 +679,9 @@ class AsyncClient:
         if client.closed or self._io is None:
             raise RuntimeError("this AsyncClient is closed; create a new one")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+        # In the caller's context: its current span is what a start or a send joins.
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await loop.run_in_executor(self._io, call)
 
     async def start(
         self,

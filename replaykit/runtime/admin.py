@@ -31,6 +31,7 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Failure, Log, Record, Status, Value
+from replaykit.otel import current_trace_context
 from replaykit.stores import open_store
 from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
 
@@ -207,11 +208,13 @@ def send_message(
     *,
     idempotency_key: str | None,
     max_bytes: int,
+    trace_context: str | None = None,
 ) -> bool:
     """Deliver a message to a run's inbox; False if `idempotency_key` was used already.
 
     Every send is keyed and names its call, so a store that retries it after a
     lost acknowledgement (`RetryingStore`) delivers once and answers truly.
+    `trace_context` is the sender's span (W3C `traceparent`), kept with the message.
     """
     data = serde.encode(message, what=f"the message to {workflow_id!r}", max_bytes=max_bytes)
     # Without a key of the caller's, a key of this call's own: a retry after a
@@ -219,7 +222,14 @@ def send_message(
     # With one, a call id, so that such a retry is told what its first attempt did.
     call_id = uuid.uuid4().hex
     key = idempotency_key or f"replaykit-send:{call_id}"
-    return store.send_message(workflow_id, topic or "", data, idempotency_key=key, call_id=call_id)
+    return store.send_message(
+        workflow_id,
+        topic or "",
+        data,
+        idempotency_key=key,
+        call_id=call_id,
+        trace_context=trace_context,
+    )
 
 
 def get_run(store: Store, workflow_id: str) -> WorkflowRow:
@@ -573,6 +583,9 @@ def fork_run(
         parent_id=row.parent_id,
         queue=row.queue,
         priority=row.priority,
+        # The forker's span, not the source's: the fork is a new run someone asked for
+        # now, and the source's trace is history.
+        trace_context=current_trace_context(),
     )
     stored, created = store.create_workflow(fork_row, records=kept, fork_of=source_id)
     if not created:

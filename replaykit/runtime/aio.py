@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import functools
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,6 +31,7 @@ from typing import Any, Generic, TypeVar
 
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Log, Record, Status
+from replaykit.otel import current_trace_context
 from replaykit.registry import Workflow, lookup
 from replaykit.runtime.engine import Engine, StartRequest
 from replaykit.runtime.host import Wake
@@ -122,7 +124,7 @@ class AsyncEngine:
         self._finish_waiters: dict[str, set[asyncio.Event]] = {}
         self._heard: collections.deque[str] = collections.deque()
         self._waking = False
-        self._starts: list[tuple[StartRequest, asyncio.Future[WorkflowRow]]] = []
+        self._starts: list[tuple[StartRequest, asyncio.Future[WorkflowRow], str | None]] = []
         self._batches: set[asyncio.Task[None]] = set()
         self._unlisten: Callable[[], None] = lambda: None
 
@@ -189,7 +191,10 @@ class AsyncEngine:
         on its thread (a start that was under way may still have started).
         """
         loop = self._own_loop()
-        return await loop.run_in_executor(self._io, functools.partial(fn, *args, **kwargs))
+        # In the caller's context: the span current in the awaiting task is the one
+        # a run started or a message sent from there joins (replaykit.otel).
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await loop.run_in_executor(self._io, call)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         engine = self.engine
@@ -221,7 +226,9 @@ class AsyncEngine:
         """
         loop = self._own_loop()
         answer: asyncio.Future[WorkflowRow] = loop.create_future()
-        self._starts.append(((wf, args, kwargs, workflow_id), answer))
+        # Each start's own trace context: the batch is stored from one thread.
+        traced = current_trace_context() if self.engine.telemetry.tracing else None
+        self._starts.append(((wf, args, kwargs, workflow_id), answer, traced))
         if len(self._starts) == 1:
             loop.call_soon(self._send_starts)
         row = await answer
@@ -236,12 +243,16 @@ class AsyncEngine:
             task.add_done_callback(self._batches.discard)
 
     async def _start_batch(
-        self, batch: list[tuple[StartRequest, asyncio.Future[WorkflowRow]]]
+        self, batch: list[tuple[StartRequest, asyncio.Future[WorkflowRow], str | None]]
     ) -> None:
         try:
-            answers = await self.off_loop(self.engine.start_batch, [start for start, _ in batch])
+            answers = await self.off_loop(
+                self.engine.start_batch,
+                [start for start, _, _ in batch],
+                trace_contexts=[traced for _, _, traced in batch],
+            )
         except BaseException as exc:  # the store is out, or the engine closed: all hear it
-            for _, answer in batch:
+            for _, answer, _ in batch:
                 if answer.done():
                     continue
                 if isinstance(exc, asyncio.CancelledError):  # the loop is going away
@@ -251,7 +262,7 @@ class AsyncEngine:
             if not isinstance(exc, Exception):
                 raise
             return
-        for (_, answer), result in zip(batch, answers, strict=True):
+        for (_, answer, _), result in zip(batch, answers, strict=True):
             if answer.done():  # its caller was cancelled; the run is started anyway
                 continue
             if isinstance(result, Exception):

@@ -55,6 +55,7 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
+from replaykit.otel import StepToken, Telemetry
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
 from replaykit.stores.base import MAX_NAME_BYTES, EventWrite, OutgoingMessage, WorkflowRow
@@ -167,6 +168,7 @@ class _Ready:
 
     outcome: Outcome
     consume: int | None = None
+    trace_context: str | None = None  # the consumed message's sender's
 
 
 @attrs.frozen
@@ -251,8 +253,16 @@ def _topic(topic: str | None) -> str:
 class EffectRunner:
     """Carries out effects for one host. Stateless apart from the host it serves."""
 
-    def __init__(self, host: Host, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        loop: asyncio.AbstractEventLoop | None = None,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.host = host
+        # Spans and metrics of the step attempts that really run (never of replays).
+        self.telemetry = telemetry or Telemetry(enabled=False)
         self.store = host.store
         self.clock = host.clock
         self.entropy = host.entropy
@@ -334,7 +344,10 @@ class EffectRunner:
                 wake_at=wake_at,
             ),
         )
-        return self.check_written(row, record, stored)
+        written = self.check_written(row, record, stored)
+        if self.telemetry.tracing:
+            self.telemetry.executed(row.workflow_id, effect.position)
+        return written
 
     def record_for(
         self,
@@ -539,16 +552,24 @@ class EffectRunner:
                     self._wait_until(request.due, scope)
                     reply = None
                 else:
-                    reply = self._call(
-                        fn,
-                        command.args,
-                        command.kwargs,
-                        command.timeout,
-                        command.name,
-                        scope,
-                        context=request.context,
-                        preemptible=command.preemptible,
-                    )
+                    token = self._step_began(request.context)
+                    try:
+                        reply = self._call(
+                            fn,
+                            command.args,
+                            command.kwargs,
+                            command.timeout,
+                            command.name,
+                            scope,
+                            context=request.context,
+                            preemptible=command.preemptible,
+                        )
+                    except BaseException as exc:
+                        if token is not None:
+                            self.telemetry.end_step(token, exc)
+                        raise
+                    if token is not None:
+                        self.telemetry.end_step(token, None)
             except ControlSignal:
                 steps.close()
                 raise
@@ -582,12 +603,20 @@ class EffectRunner:
                     return Backoff(request.attempts, request.due, request.started_at)
                 # Set in this task only: the body, and the tasks it creates, see it.
                 token = step_context_var.set(request.context)
+                traced = self._step_began(request.context)
                 try:
                     body = fn(*command.args, **command.kwargs)
                     if command.timeout is None:
                         reply = await body
                     else:
                         reply = await within_deadline(body, command.timeout, command.name)
+                except BaseException as exc:
+                    if traced is not None:
+                        self.telemetry.end_step(traced, exc)
+                    raise
+                else:
+                    if traced is not None:
+                        self.telemetry.end_step(traced, None)
                 finally:
                     step_context_var.reset(token)
             except ControlSignal:
@@ -601,6 +630,19 @@ class EffectRunner:
             if not isinstance(answer, (_Attempt, _Backoff)):
                 return answer
             request = answer
+
+    def _step_began(self, context: StepContext) -> StepToken | None:
+        """An attempt's body is about to run: its span and clock start (None: not observed)."""
+        telemetry = self.telemetry
+        if not telemetry.active:
+            return None
+        return telemetry.start_step(
+            context.workflow_id,
+            context.workflow_name,
+            context.step_name,
+            context.position,
+            context.attempt,
+        )
 
     def _wait_until(self, due: datetime, scope: CancelScope | None) -> None:
         """A back-off waited out on this thread: on the wall clock, cut short when the
@@ -826,6 +868,7 @@ class EffectRunner:
             data,
             # One delivery per position, even if this commit is retried.
             idempotency_key=f"{row.workflow_id}:{effect.position}",
+            trace_context=self.telemetry.context_of(row.workflow_id),
         )
         return self.commit(row, effect, Value(None), send=message)
 
@@ -896,7 +939,11 @@ class EffectRunner:
         if isinstance(command, Recv):
             message = self.store.peek_message(row.workflow_id, _topic(command.topic))
             if message is not None:
-                return _Ready(Value(message.payload), consume=message.message_id)
+                return _Ready(
+                    Value(message.payload),
+                    consume=message.message_id,
+                    trace_context=message.trace_context,
+                )
         elif isinstance(command, GetEvent):
             found, value = self.store.get_event(command.workflow_id, command.key)
             if found:
@@ -949,9 +996,12 @@ class EffectRunner:
         deadline = pending.wake_at if pending else self.deadline(command, started_at)
         ready = self.check_ready(row, effect.position, command, deadline)
         if ready is not None:
-            return self.commit(
+            taken = self.commit(
                 row, effect, ready.outcome, started_at=started_at, consume=ready.consume
             )
+            if ready.trace_context is not None and self.telemetry.tracing:
+                self.telemetry.link(row.workflow_id, ready.trace_context)
+            return taken
         if pending is None:
             # Record the start before suspending: the deadline survives a crash
             # or a deploy, and the next replay knows the code up to this yield

@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
 
+import attrs
+
 from replaykit import serde
 from replaykit.commands import as_seconds
 from replaykit.errors import (
@@ -34,6 +36,7 @@ from replaykit.errors import (
     WorkflowTimeout,
 )
 from replaykit.log import Log, Record, Status
+from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
 from replaykit.registry import Workflow, app_version_of, lookup, registered
 from replaykit.runtime import admin
 from replaykit.runtime.claims import Claims
@@ -143,6 +146,8 @@ class Engine:
         max_cached_runs: int = DEFAULT_MAX_CACHED_RUNS,
         step_loop: asyncio.AbstractEventLoop | None = None,
         executor_wait: float = 10.0,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
     ) -> None:
         if executor_wait < 0:
             raise ValueError(f"executor_wait must be >= 0 seconds, not {executor_wait}")
@@ -171,7 +176,10 @@ class Engine:
         self.logger = log
         self.lease_seconds = lease_seconds
         self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
-        self._runner = EffectRunner(self, loop=step_loop)
+        # Decided once: with no OpenTelemetry (or its no-op providers) the hot path
+        # tests a flag and does nothing more.
+        self.telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
+        self._runner = EffectRunner(self, loop=step_loop, telemetry=self.telemetry)
         self.wakeups = Wakeups(
             self.clock,
             poll_interval=poll_interval,
@@ -219,6 +227,8 @@ class Engine:
             fire=self._fire,
         )
         self._unsubscribe: Callable[[], None] = lambda: None
+        if self.telemetry.metering:
+            self.telemetry.watch_queues(self._queue_depths)
         try:
             self._unsubscribe = self.store.subscribe(self._on_notify)
             self.scheduler.start()
@@ -287,6 +297,7 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        self.telemetry.watch_queues(None)
         self._unsubscribe()
         self.scheduler.close(wait=wait, timeout=timeout)
         self.step_pool.shutdown(wait=False, cancel_futures=True)
@@ -386,6 +397,8 @@ class Engine:
         return stored, created
 
     def _dispatch_created(self, row: WorkflowRow, stored: WorkflowRow, created: bool) -> None:
+        if created:
+            self.telemetry.run_started(row.name)
         # A lost acknowledgement: the first attempt committed, the retry found the
         # run. It is still ours to dispatch; the instant (to the microsecond, from
         # our clock) says the stored row is the one this call wrote.
@@ -396,12 +409,23 @@ class Engine:
     def start_batch(
         self,
         starts: Sequence[StartRequest],
+        *,
+        trace_contexts: Sequence[str | None] | None = None,
     ) -> list[WorkflowRow | Exception]:
         """Start many runs, `(wf, args, kwargs, workflow_id)` each, in one statement and
         one commit; each answer is the run's row (or the existing one, by id), or the
         error that start alone raised. `AsyncEngine` gathers the starts of one loop
-        iteration into a batch: a thousand concurrent starts cost a few commits."""
+        iteration into a batch: a thousand concurrent starts cost a few commits.
+
+        `trace_contexts`, one per start, are the trace contexts their callers had
+        (`AsyncEngine` gathers starts of many tasks); without, each run gets this
+        thread's current one."""
         self._check_open()
+        if trace_contexts is not None and len(trace_contexts) != len(starts):
+            raise ValueError(
+                f"start_batch got {len(trace_contexts)} trace contexts for {len(starts)} "
+                "starts; pass one per start (None for none), or none at all"
+            )
         now = self.clock.now()
         answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
         rows: list[tuple[int, WorkflowRow]] = []
@@ -419,6 +443,8 @@ class Engine:
                     delay=None,
                     now=now + timedelta(microseconds=index),
                 )
+                if trace_contexts is not None:
+                    row = attrs.evolve(row, trace_context=trace_contexts[index])
             except Exception as exc:  # this start's own mistake: it fails alone
                 answers[index] = exc
             else:
@@ -498,6 +524,9 @@ class Engine:
             priority=priority,
             dedup_id=dedup_id,
             wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+            # The caller's span (a child: its parent's activation span), so that the
+            # run's spans join that trace wherever and whenever it runs.
+            trace_context=self.telemetry.context_for_new_run(parent_id),
         )
 
     def start(
@@ -623,6 +652,7 @@ class Engine:
         answers = self.store.create_workflows(rows)
         for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
             if created:
+                self.telemetry.run_started(row.name)
                 continue
             try:
                 admin.check_start(stored, row)
@@ -736,6 +766,7 @@ class Engine:
             topic,
             idempotency_key=idempotency_key,
             max_bytes=self.max_payload_bytes,
+            trace_context=current_trace_context() if self.telemetry.tracing else None,
         )
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
@@ -767,14 +798,17 @@ class Engine:
         `resume` brings back the children this cancel reached. False if the run
         had finished already.
         """
-        admin.get_run(self.store, workflow_id)
-        return admin.cancel_run(
+        row = admin.get_run(self.store, workflow_id)
+        cancelled = admin.cancel_run(
             self.store,
             workflow_id,
             children=children,
             reason=reason,
             on_cancel=self._stop_locally,
         )
+        if cancelled:
+            self.telemetry.run_finished(row.name, Status.CANCELLED.value)
+        return cancelled
 
     def _stop_locally(self, workflow_id: str) -> None:
         self.scheduler.cancel_locally(workflow_id)
@@ -1057,6 +1091,21 @@ class Engine:
     def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
         """Start the runs of every tick in [start, end) not run yet; their ids."""
         return self.schedules.backfill(name, start, end)
+
+    def _queue_depths(self) -> list[tuple[str, int]]:
+        """ENQUEUED runs of each queue this engine listens to: one bounded read per queue.
+
+        The queue-depth gauge's callback, on the metric reader's thread (never the
+        scheduler's); a closed engine reads nothing."""
+        if self._closed:
+            return []
+        depths = []
+        for queue in self.claims.listened():
+            waiting = self.store.list_workflows(
+                WorkflowFilter(status=Status.ENQUEUED, queue=queue.name, limit=QUEUE_DEPTH_CAP)
+            )
+            depths.append((queue.name, len(waiting)))
+        return depths
 
     def _fire(self, entry: Schedule, tick: datetime) -> None:
         try:

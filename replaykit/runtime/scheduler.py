@@ -91,6 +91,10 @@ class _Activation:
     scope: CancelScope | None = None
     progressed: bool = False  # a record was committed in this activation
     watch: int | None = None  # its preemptible step's entry in the PreemptWatch
+    # How it ended, for its span (replaykit.otel): ok, error, cancelled, suspended,
+    # parked, or interrupted (closing, an outage, a replay to come).
+    outcome: str = "interrupted"
+    began_ns: int = 0  # when it began, for its span; set only while tracing
 
     def row_or_raise(self) -> WorkflowRow:
         if self.row is None:  # pragma: no cover - an effect always follows a read row
@@ -185,6 +189,7 @@ class Scheduler:
             raise ValueError(f"max_cached_runs must be 0 or more, got {max_cached_runs}")
         self.store = store
         self.runner = runner
+        self._telemetry = runner.telemetry
         self.wakeups = wakeups
         self.clock = clock
         self.executor_id = executor_id
@@ -509,6 +514,7 @@ class Scheduler:
         if kind == "begin":
             self._begin(activation)
         elif kind == "prepared":
+            self._traced(activation)
             self._decide(activation, None, None)
         elif kind == "stepped":
             self._unwatch(activation)
@@ -542,12 +548,15 @@ class Scheduler:
         if self._closed:
             self._end(activation)
             return
+        if self._telemetry.tracing:
+            activation.began_ns = time.time_ns()
         warm = self._take_warm(activation.workflow_id)
         if warm is not None:
             # No read and no replay: the cached run resumes where it waits. Its
             # record is gated on status and owner like any other, and a log
             # that moved on without it is caught at the commit (LogMovedOn).
             activation.row, activation.interp = warm.row, warm.interpreter
+            self._traced(activation)
             if isinstance(warm.effect.command, Step):
                 # It waits for its next attempt: run it as any step is run.
                 self._decide(activation, None, None, decided=warm.effect)
@@ -561,6 +570,12 @@ class Scheduler:
                 self._inbox.appendleft(event)
             return
         self._submit(self._prepare, activation)
+
+    def _traced(self, activation: _Activation) -> None:
+        """The activation knows its run: its span may start at its first new work."""
+        row = activation.row
+        if self._telemetry.tracing and row is not None:
+            self._telemetry.begin(row.workflow_id, row.name, row.trace_context, activation.began_ns)
 
     def _decide(
         self,
@@ -855,6 +870,7 @@ class Scheduler:
             # that die while executing keep counting toward parking.
             activation.row = row = attrs.evolve(row, recovery_attempts=0)
             self._books.submit(self._reset_recovery, workflow_id)
+        activation.outcome = "suspended"
         if keep:
             # Its inputs went into the generator it keeps: the copy in the row is
             # only weight (a workflow's arguments, held by every warm run).
@@ -889,6 +905,8 @@ class Scheduler:
         elif isinstance(error, (RecordConflict, ControlSignal)):
             # Cancelled, or another writer owns the run now: stop without recording.
             log.info("workflow id %r stopped: %s", workflow_id, error)
+            if not self._closed:  # closing interrupts; otherwise the run was stopped
+                activation.outcome = "cancelled"
         elif isinstance(error, StoreUnavailable):
             log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, error)
             self.wakeups.add_timer(
@@ -949,6 +967,8 @@ class Scheduler:
         """The activation is over; another begins at once if the run must look again."""
         workflow_id = activation.workflow_id
         self._unwatch(activation)
+        if self._telemetry.tracing:
+            self._telemetry.end(workflow_id, activation.outcome)
         seen = self.wakeups.seq()
         with self._cv:
             if self._scopes.get(workflow_id) is activation.scope:
@@ -1140,6 +1160,7 @@ class Scheduler:
         try:
             if activation.progressed and row.recovery_attempts:
                 self._reset_recovery(workflow_id)
+            status = Status.ERROR
             if isinstance(decision, Completed):
                 try:
                     data = serde.encode(
@@ -1148,13 +1169,17 @@ class Scheduler:
                         max_bytes=self.max_payload_bytes,
                     )
                 except (SerializationError, PayloadTooLarge) as exc:
-                    self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)), last)
+                    result: Outcome = Failure(serde.encode_error(exc))
                 else:
-                    self._finish(row, Status.SUCCESS, Value(data), last)
+                    status, result = Status.SUCCESS, Value(data)
             else:
                 assert not isinstance(decision, Effect)
-                error = Failure(serde.encode_error(decision.error))
-                self._finish(row, Status.ERROR, error, last)
+                result = Failure(serde.encode_error(decision.error))
+            finished = self._finish(row, status, result, last)
+            # Not finished: the run was no longer PENDING here (cancelled meanwhile).
+            activation.outcome = (
+                ("ok" if status is Status.SUCCESS else "error") if finished else ("cancelled")
+            )
         except BaseException as exc:
             return ("carried", activation, None, exc)
         return ("ended", activation)
@@ -1176,6 +1201,8 @@ class Scheduler:
             self._finish(row, Status.ERROR, Failure(info))
         except BaseException as exc:
             log.warning("workflow id %r: could not record its failure (%s)", row.workflow_id, exc)
+        else:
+            activation.outcome = "error"
         return ("ended", activation)
 
     def _park_run(self, activation: _Activation, why: str) -> Event:
@@ -1183,6 +1210,10 @@ class Scheduler:
             self._park(activation.workflow_id, why)
         except BaseException as exc:
             log.warning("workflow id %r: could not park it (%s)", activation.workflow_id, exc)
+        else:
+            activation.outcome = "parked"
+            name = activation.row.name if activation.row is not None else ""
+            self._telemetry.run_finished(name, Status.PARKED.value)
         return ("ended", activation)
 
     # -- the warm cache ---------------------------------------------------------------------
@@ -1231,7 +1262,8 @@ class Scheduler:
 
     def _finish(
         self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
-    ) -> None:
+    ) -> bool:
+        """Finish the run in the store; whether it was still PENDING here to finish."""
         error = result.error.message[:500] if isinstance(result, Failure) else ""
         try:
             finished = self.store.finish_workflow(
@@ -1258,8 +1290,10 @@ class Scheduler:
             # The store's notification may have come before the cache held the row:
             # tell the result waiters again, so they find it here, not in the store.
             self.wakeups.tell_listeners(("finished", row.workflow_id))
+            self._telemetry.run_finished(row.name, status.value)
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
+        return finished
 
 
 def _close_quietly(interp: Interpreter) -> None:
