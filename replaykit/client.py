@@ -446,6 +446,12 @@ class Client:
                 changed.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
                 changed.clear()
 
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
+        run has that id."""
+        self._check_open()
+        return self.store.get_events(workflow_id)
+
     # -- operating runs ----------------------------------------------------------------------
 
     def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
@@ -802,6 +808,10 @@ class AsyncClient:
                 if deadline is None or loop.time() >= deadline:
                     return None
                 await _wait_event(changed, min(client.poll_interval, deadline - loop.time()))
+
+    async def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """`Client.get_events` as a coroutine."""
+        return await self.off_loop(self.client.get_events, workflow_id)
 
     async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
         """`Client.cancel` as a coroutine."""

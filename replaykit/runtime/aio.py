@@ -407,6 +407,10 @@ class AsyncEngine:
                     return None
                 await _wait_event(changed, min(engine.poll_interval, deadline - loop.time()))
 
+    async def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
+        return await self.off_loop(self.engine.get_events, workflow_id)
+
     # -- operating runs ----------------------------------------------------------------------
 
     async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:

@@ -788,6 +788,11 @@ class Engine:
             finally:
                 unsubscribe()
 
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
+        run has that id."""
+        return self.store.get_events(workflow_id)
+
     # -- operating runs --------------------------------------------------------------------
 
     def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:

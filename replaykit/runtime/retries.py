@@ -82,6 +82,7 @@ RETRIED_CALLS: dict[str, str] = {
     "load_log": "a read",
     "peek_message": "a read",
     "get_event": "a read",
+    "get_events": "a read",
     "executor_holder": "a read",
     "schedule_states": "a read",
     # Writes whose second run finds the first one's effect and adds nothing.

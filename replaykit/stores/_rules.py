@@ -25,10 +25,18 @@ __all__ = [
     "duplicate_dedup_in_batch",
     "first_of_each_id",
     "matches_filter",
+    "no_run_for_events",
     "stamped_for_batch",
     "stamped_for_create",
     "utc_now",
 ]
+
+
+def no_run_for_events(workflow_id: str) -> WorkflowNotFound:
+    return WorkflowNotFound(
+        f"cannot read the events of workflow id {workflow_id!r}: no such run. Check the id "
+        "(replaykit workflows list); a deleted or collected run keeps no events"
+    )
 
 
 def duplicate_dedup(row: WorkflowRow, existing_id: str) -> DuplicateDedupId:

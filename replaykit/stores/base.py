@@ -552,6 +552,16 @@ class Store(Protocol):
         """(True, value) for the latest value set under `key`, else (False, None)."""
         ...
 
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """Every event of the run: each key set, with its latest value, in one query.
+
+        `{}` for a run that set none. Raises `WorkflowNotFound` when no run has
+        that id (unlike `get_event`, whose waiters poll for a run yet to set a
+        key), and `DamagedData` naming the run and the key of a value that
+        does not decode.
+        """
+        ...
+
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         """Call `callback(kind, key)` after commits others may be waiting on.
 

@@ -36,6 +36,7 @@ from replaykit.stores._rules import (
     duplicate_dedup,
     first_of_each_id,
     matches_filter,
+    no_run_for_events,
     stamped_for_batch,
     stamped_for_create,
     utc_now,
@@ -585,6 +586,14 @@ class MemoryStore:
             if (workflow_id, key) in self._events:
                 return True, copy.deepcopy(self._events[(workflow_id, key)])
             return False, None
+
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        check_names(workflow_id)
+        with self._lock:
+            if workflow_id not in self._rows:
+                raise no_run_for_events(workflow_id)
+            found = {k: v for (w, k), v in self._events.items() if w == workflow_id}
+            return copy.deepcopy(dict(sorted(found.items())))
 
     def delete_workflow(self, workflow_id: str) -> bool:
         check_names(workflow_id)

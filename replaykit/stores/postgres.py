@@ -77,6 +77,7 @@ from replaykit.stores._rules import (
     claim_room,
     duplicate_dedup,
     first_of_each_id,
+    no_run_for_events,
     stamped_for_batch,
     stamped_for_create,
 )
@@ -2384,6 +2385,21 @@ class PostgresStore:
         if found is None:
             return False, None
         return True, found[0]
+
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        check_names(workflow_id)
+        # One statement: the run's row tells "no such run" (no rows) from "no
+        # events" (one row of NULLs), with no second read in between.
+        rows = self._all(
+            self._q(
+                "SELECT e.key, e.value FROM {s}.workflows w LEFT JOIN {s}.events e "
+                "ON e.workflow_id = w.workflow_id WHERE w.workflow_id = %s ORDER BY e.key"
+            ),
+            (workflow_id,),
+        )
+        if not rows:
+            raise no_run_for_events(workflow_id)
+        return {key: value for key, value in rows if key is not None}
 
     # -- lifecycle -----------------------------------------------------------
 

@@ -68,6 +68,7 @@ from replaykit.stores._rules import (
     claim_room,
     duplicate_dedup,
     first_of_each_id,
+    no_run_for_events,
     stamped_for_batch,
     stamped_for_create,
 )
@@ -1464,6 +1465,24 @@ class SqliteStore:
         if found is None:
             return False, None
         return True, event_value(decoded_json, found[0], workflow_id, key)
+
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        check_names(workflow_id)
+        # One statement: the run's row tells "no such run" (no rows) from "no
+        # events" (one row of NULLs), with no second read in between.
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT e.key, e.value FROM workflows w LEFT JOIN events e "
+                "ON e.workflow_id = w.workflow_id WHERE w.workflow_id = ? ORDER BY e.key",
+                (workflow_id,),
+            ).fetchall()
+        if not rows:
+            raise no_run_for_events(workflow_id)
+        return {
+            key: event_value(decoded_json, value, workflow_id, key)
+            for key, value in rows
+            if key is not None
+        }
 
     # -- lifecycle -----------------------------------------------------------
 
