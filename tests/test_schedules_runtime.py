@@ -323,7 +323,7 @@ def test_a_sqlite_database_of_version_3_gets_the_schedules_table(tmp_path: Path)
         db.execute("PRAGMA user_version = 3")
     migrated = SqliteStore(path)
     try:
-        assert migrated.schema_status() == (4, 4) == (len(_MIGRATIONS), len(_MIGRATIONS))
+        assert migrated.schema_status() == (len(_MIGRATIONS), len(_MIGRATIONS))
         migrated.register_schedules([ScheduleSpec("a", "wf", "* * * * *")], T0)
         assert migrated.set_schedule_paused("a", True, T0)
     finally:
@@ -345,10 +345,13 @@ def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
     PostgresStore(pg_url, schema=pg_schema).close()
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'DROP TABLE "{pg_schema}".schedules')
+        # What later migrations added goes too: the schema is as version 3 left it.
+        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN trace_context')
+        conn.execute(f'ALTER TABLE "{pg_schema}".messages DROP COLUMN trace_context')
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 3')
     store = PostgresStore(pg_url, schema=pg_schema)
     try:
-        assert store.schema_status() == (4, 4) == (len(MIGRATIONS), len(MIGRATIONS))
+        assert store.schema_status() == (len(MIGRATIONS), len(MIGRATIONS))
         store.register_schedules([ScheduleSpec("a", "wf", "* * * * *")], T0)
         assert store.set_schedule_paused("a", True, T0)
         assert store.schedule_states()["a"].paused
