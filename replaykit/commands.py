@@ -456,21 +456,41 @@ class Uuid(Command):
     kind: ClassVar[str] = "uuid"
 
 
+def _send_key(value: str | None) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise TypeError(
+            f"Send(idempotency_key={value!r}): the key must be a non-empty str "
+            "(such as 'invoice-7'), or None for one delivery per position"
+        )
+    return value
+
+
 @attrs.frozen
 class Send(Command):
-    """Deliver `message` to another workflow's inbox; one delivery per position."""
+    """Deliver `message` to another workflow's inbox.
+
+    Without `idempotency_key`, one delivery per position (the outcome is None).
+    With one, at most one delivery per receiving run and key, whoever sends it
+    (other runs, other positions, `engine.send` with that key): the outcome is
+    True if this Send delivered the message, False if the key was used before.
+    """
 
     kind: ClassVar[str] = "send"
     workflow_id: str
     message: Any
     topic: str | None = None
+    idempotency_key: str | None = attrs.field(default=None, converter=_send_key)
 
     @property
     def name(self) -> str:
         return self.topic or ""
 
     def describe_args(self) -> Any:
-        return [self.workflow_id, self.message]
+        # Without a key the arguments are those logs recorded before keys existed,
+        # so their digests still match.
+        if self.idempotency_key is None:
+            return [self.workflow_id, self.message]
+        return [self.workflow_id, self.message, {"idempotency_key": self.idempotency_key}]
 
 
 @attrs.frozen(init=False)

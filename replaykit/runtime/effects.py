@@ -58,6 +58,7 @@ from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Sta
 from replaykit.otel import StepToken, Telemetry
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
+from replaykit.stores._checks import check_names
 from replaykit.stores.base import MAX_NAME_BYTES, EventWrite, OutgoingMessage, WorkflowRow
 
 __all__ = [
@@ -344,7 +345,8 @@ class EffectRunner:
                 wake_at=wake_at,
             ),
         )
-        written = self.check_written(row, record, stored)
+        also = None if send is None or send.if_duplicate is None else send.if_duplicate
+        written = self.check_written(row, record, stored, also=also)
         if self.telemetry.tracing:
             self.telemetry.executed(row.workflow_id, effect.position)
         return written
@@ -374,13 +376,17 @@ class EffectRunner:
             attempts=attempts,
         )
 
-    def check_written(self, row: WorkflowRow, written: Record, stored: Record) -> Record:
+    def check_written(
+        self, row: WorkflowRow, written: Record, stored: Record, *, also: Outcome | None = None
+    ) -> Record:
         """`stored` as the store answered a write of `written`; `LogMovedOn` if another
-        writer had completed that position first."""
+        writer had completed that position first. `also`: another outcome the store
+        may have written in place of `written`'s (a keyed `Send` found a duplicate)."""
         if (
             written.outcome is not None
             and stored is not written
             and not _same_write(stored, written)
+            and not (also is not None and _same_write(stored, attrs.evolve(written, outcome=also)))
         ):
             raise LogMovedOn(
                 f"workflow {row.name!r} (id {row.workflow_id!r}): position {written.position} "
@@ -862,15 +868,38 @@ class EffectRunner:
                 f"cannot send to {command.workflow_id!r}: no such workflow run"
             )
             return self.commit(row, effect, Failure(serde.encode_error(error)))
+        key = command.idempotency_key
+        if key is None:
+            message = OutgoingMessage(
+                command.workflow_id,
+                _topic(command.topic),
+                data,
+                # One delivery per position, even if this commit is retried.
+                idempotency_key=f"{row.workflow_id}:{effect.position}",
+                trace_context=self.telemetry.context_of(row.workflow_id),
+            )
+            return self.commit(row, effect, Value(None), send=message)
+        try:
+            check_names(command.workflow_id, idempotency_key=key)
+        except ValueError as exc:
+            refused = ValueError(
+                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {effect.position}: "
+                f"Send(idempotency_key=...) refused: {exc}. Use a shorter key, such as a "
+                "hash of the long one"
+            )
+            return self.commit(row, effect, Failure(serde.encode_error(refused)))
+        # The user's key is the receiving run's, shared with `engine.send`: whoever
+        # uses it first delivers. Only the store can tell, in the commit itself,
+        # so it records False in place of True when the key was taken.
         message = OutgoingMessage(
             command.workflow_id,
             _topic(command.topic),
             data,
-            # One delivery per position, even if this commit is retried.
-            idempotency_key=f"{row.workflow_id}:{effect.position}",
+            idempotency_key=key,
             trace_context=self.telemetry.context_of(row.workflow_id),
+            if_duplicate=Value(False),
         )
-        return self.commit(row, effect, Value(None), send=message)
+        return self.commit(row, effect, Value(True), send=message)
 
     # -- child workflows ----------------------------------------------------------------
 

@@ -142,6 +142,10 @@ class OutgoingMessage:
     payload: Any
     idempotency_key: str | None = None
     trace_context: str | None = None  # the sending activation's span (`Message.trace_context`)
+    # When the key was used before (nothing delivered), `record()` writes the
+    # record with this outcome instead of its own, in the same transaction and
+    # returns it so; None: the record is written as given either way.
+    if_duplicate: Outcome | None = None
 
 
 @attrs.frozen
@@ -398,7 +402,9 @@ class Store(Protocol):
         - a pending record there and `record` completed: complete it;
         - a completed record there (or `record` is pending and one exists):
           write nothing, return the stored record.
-        Side effects commit only when `record` was written. `consume` names the
+        Side effects commit only when `record` was written. A `send` whose key
+        was used before delivers nothing; if it has `if_duplicate`, the record
+        is written with that outcome instead, and returned so. `consume` names the
         message(s) to take from the inbox (one id, or several for an `All`); if
         any is already gone nothing is written and `RecordConflict` is raised.
         `wake_at` updates the run's earliest deadline (for timers found after a

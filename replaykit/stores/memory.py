@@ -386,14 +386,15 @@ class MemoryStore:
                 )
             for message_id in ids:
                 self._take_message(workflow_id, message_id)
-        if send is not None:
-            self._deliver(
-                send.workflow_id,
-                send.topic,
-                send.payload,
-                send.idempotency_key,
-                trace_context=send.trace_context,
-            )
+        delivered = send is not None and self._deliver(
+            send.workflow_id,
+            send.topic,
+            send.payload,
+            send.idempotency_key,
+            trace_context=send.trace_context,
+        )
+        if send is not None and not delivered and send.if_duplicate is not None:
+            record = attrs.evolve(record, outcome=send.if_duplicate)
         if event is not None:
             self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
             self._set_by.setdefault(workflow_id, {})[position] = (
@@ -406,7 +407,7 @@ class MemoryStore:
             log.append(record)
         if row.wake_at != wake_at:
             self._rows[workflow_id] = attrs.evolve(row, updated_at=utc_now(), wake_at=wake_at)
-        if send is not None:
+        if send is not None and delivered:
             notes.append(("message", send.workflow_id))
         if event is not None:
             notes.append(("event", workflow_id))

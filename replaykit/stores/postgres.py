@@ -1742,9 +1742,15 @@ class PostgresStore:
         statement = self._statement(shape)
         # A retry is only needed when a concurrent writer changed the log
         # between this statement's snapshot and its row lock.
+        alternative = None if send is None else send.if_duplicate
         for _ in range(5):
             with self._connection() as conn:
-                written, sent, events = conn.execute(statement, params).fetchone() or (0, 0, 0)
+                if alternative is None:
+                    written, sent, events = conn.execute(statement, params).fetchone() or (0, 0, 0)
+                else:
+                    written, sent, events = self._record_keyed_send(
+                        conn, statement, params, alternative
+                    )
                 if not written:
                     stored = self._explain(conn, workflow_id, record, executor_id, consumed, send)
             if written:
@@ -1755,6 +1761,8 @@ class PostgresStore:
                 if events:
                     notes.append(("event", workflow_id))
                 self._notify(notes)
+                if alternative is not None and not sent:
+                    return attrs.evolve(record, outcome=alternative)
                 return record
             if stored is not None:
                 return stored
@@ -1762,6 +1770,33 @@ class PostgresStore:
             f"workflow id {workflow_id!r}: position {record.position} could not be recorded "
             "after 5 attempts although nothing stood in the way"
         )
+
+    def _record_keyed_send(
+        self,
+        conn: psycopg.Connection[Any],
+        statement: str,
+        params: dict[str, Any],
+        duplicate: Outcome,
+    ) -> tuple[int, int, int]:
+        """The record statement, then (if its keyed send found the key used) the record's
+        outcome set to `duplicate`, in one transaction.
+
+        Not one statement: whether the key was used is known only once the key's
+        insert has waited out a concurrent sender of it, after the statement's
+        snapshot was taken, and the parts of one statement cannot change the row
+        another part inserted.
+        """
+        with conn.transaction():
+            written, sent, events = conn.execute(statement, params).fetchone() or (0, 0, 0)
+            if written and not sent:
+                conn.execute(
+                    self._q(
+                        "UPDATE {s}.records SET outcome = %s "
+                        "WHERE workflow_id = %s AND position = %s"
+                    ),
+                    (_outcome_param(duplicate), params["wid"], params["pos"]),
+                )
+        return written, sent, events
 
     def _write_batch(self, slots: Sequence[Slot[_Write]]) -> None:
         """Group commit's batch writer: records, finishes with their last record, then

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import attrs
+
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Outcome, Record, Status, outcome_to_json
@@ -1140,18 +1142,28 @@ class SqliteStore:
             # A body that ran in a batch that then fell back runs again: what
             # it noted the first time was rolled back with it.
             notes.clear()
+            written = record
             self._write_record(conn, workflow_id, record, executor_id, wake_at)
             if consume is not None:
                 self._consume(conn, workflow_id, consume)
-            if send is not None and self._deliver(
-                conn,
-                send.workflow_id,
-                send.topic,
-                send.payload,
-                send.idempotency_key,
-                trace_context=send.trace_context,
-            ):
-                notes.append(("message", send.workflow_id))
+            if send is not None:
+                if self._deliver(
+                    conn,
+                    send.workflow_id,
+                    send.topic,
+                    send.payload,
+                    send.idempotency_key,
+                    trace_context=send.trace_context,
+                ):
+                    notes.append(("message", send.workflow_id))
+                elif send.if_duplicate is not None:
+                    # Whether the key was used is known only now, inside the
+                    # transaction; the record written above says so before commit.
+                    conn.execute(
+                        "UPDATE records SET outcome = ? WHERE workflow_id = ? AND position = ?",
+                        (_dump_outcome(send.if_duplicate), workflow_id, record.position),
+                    )
+                    written = attrs.evolve(record, outcome=send.if_duplicate)
             if event is not None:
                 value = _dump(event.value)
                 conn.execute(
@@ -1165,7 +1177,7 @@ class SqliteStore:
                     (event.key, value, workflow_id, record.position),
                 )
                 notes.append(("event", workflow_id))
-            return record
+            return written
 
         return write
 
