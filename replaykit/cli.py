@@ -323,6 +323,8 @@ def _row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
         "app_version": row.app_version,
         "executor_id": row.executor_id,
         "parent_id": row.parent_id,
+        "forked_from": row.forked_from,
+        "fork_position": row.fork_position,
         "queue": row.queue,
         "created_at": _iso(row.created_at),
         "updated_at": _iso(row.updated_at),
@@ -334,6 +336,10 @@ def _row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
         data["inputs"] = row.inputs
         data["result"] = outcome_to_json(row.result)
     return data
+
+
+def _fork_text(row: WorkflowRow) -> str:
+    return f"forked from {row.forked_from} at position {row.fork_position}"
 
 
 def _run_error(row: WorkflowRow) -> str:
@@ -859,12 +865,14 @@ def show_command(
         row = _get_row(store, workflow_id)
         records = store.load_log(workflow_id)
         children = store.list_workflows(WorkflowFilter(parent_id=workflow_id))
+        forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id))
     if as_json:
         _echo_json(
             {
                 "workflow": _row_json(row, full=True),
                 "steps": [record.to_json() for record in records],
                 "children": [_row_json(child) for child in children],
+                "forks": [_row_json(fork) for fork in forks],
             }
         )
         return
@@ -884,6 +892,8 @@ def show_command(
     ]
     if row.parent_id:
         pairs.append(("parent", row.parent_id, None))
+    if row.forked_from is not None:
+        pairs.append(("origin", _fork_text(row), None))
     if row.queue:
         pairs.append(("queue", row.queue, None))
     if row.recovery_attempts:
@@ -932,6 +942,14 @@ def show_command(
     if children:
         out.line()
         out.line("children: " + ", ".join(f"{c.workflow_id} ({c.status.value})" for c in children))
+    if forks:
+        out.line()
+        out.line(
+            "forks: "
+            + ", ".join(
+                f"{f.workflow_id} (at position {f.fork_position}, {f.status.value})" for f in forks
+            )
+        )
     if show_traceback:
         _print_tracebacks(out, row, records)
 

@@ -438,6 +438,12 @@ def test_fork_reruns_a_fixed_failure_without_repeating_steps(runs: str) -> None:
         result = eng.handle("bad-fixed").result(timeout=20)
         assert result == {"order": "bad-1", "parcel": "parcel-bad-1"}
     assert CALLS == {"ship": 1}  # charge and pack were copied, not repeated
+    assert "forked from bad-run at position 2" in ok(
+        rk("workflows", "show", "bad-fixed", "--url", runs)
+    )
+    source_page = ok(rk("workflows", "show", "bad-run", "--url", runs))
+    assert "forks: bad-fixed (at position 2, SUCCESS)" in source_page
+    assert "forked from" not in source_page
 
     taken = one_line_error(
         rk("workflows", "fork", "bad-run", "--from", "2", "--id", "bad-fixed", "--url", runs)

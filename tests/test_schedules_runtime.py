@@ -348,6 +348,10 @@ def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
         # What later migrations added goes too: the schema is as version 3 left it.
         conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN trace_context')
         conn.execute(f'ALTER TABLE "{pg_schema}".messages DROP COLUMN trace_context')
+        conn.execute(
+            f'ALTER TABLE "{pg_schema}".workflows '
+            "DROP COLUMN forked_from, DROP COLUMN fork_position"
+        )
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 3')
     store = PostgresStore(pg_url, schema=pg_schema)
     try:

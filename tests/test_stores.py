@@ -97,7 +97,7 @@ def test_sqlite_survives_reopen(tmp_path: Path) -> None:
         message = again.peek_message("w", "t")
         assert message is not None and message.payload == "hello"
         assert again.send_message("w", "t", "hello", idempotency_key="k") is False
-        assert again.schema_status() == (5, 5)
+        assert again.schema_status() == (6, 6)
     finally:
         again.close()
 

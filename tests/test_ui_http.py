@@ -414,6 +414,12 @@ def test_resume_and_fork_go_through_the_store(
     fork = store.get_workflow("w-again")
     assert fork is not None and fork.status is Status.PENDING
     assert [r.kind for r in store.load_log("w-again")[:1]] == ["step"]
+    fork_view = client.get("/run", params={"id": "w-again"}).text
+    assert '<dd id="forked-from"><a href="/run?id=w">w</a> at position 1</dd>' in fork_view
+    assert "No forks of this run." in fork_view
+    source_view = client.get("/run", params={"id": "w"}).text
+    assert '<a href="/run?id=w-again">w-again</a> at position 1 (PENDING)' in source_view
+    assert 'id="forked-from"' not in source_view
     taken = client.post(
         "/fork",
         params={"id": "w"},

@@ -586,6 +586,8 @@ def fork_run(
         # The forker's span, not the source's: the fork is a new run someone asked for
         # now, and the source's trace is history.
         trace_context=current_trace_context(),
+        forked_from=source_id,
+        fork_position=from_position,
     )
     stored, created = store.create_workflow(fork_row, records=kept, fork_of=source_id)
     if not created:

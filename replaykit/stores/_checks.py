@@ -102,6 +102,7 @@ def check_row(row: WorkflowRow) -> None:
         parent_id=row.parent_id,
         queue=row.queue,
         dedup_id=row.dedup_id,
+        forked_from=row.forked_from,
     )
 
 

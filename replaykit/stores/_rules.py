@@ -189,6 +189,7 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
         (where.app_version, row.app_version),
         (where.parent_id, row.parent_id),
         (where.queue, row.queue),
+        (where.forked_from, row.forked_from),
     )
     if any(wanted is not None and wanted != actual for wanted, actual in checks):
         return False

@@ -98,6 +98,10 @@ class WorkflowRow:
     # The W3C `traceparent` current where the run was created (its starter's span, or
     # its parent's activation span), so that its spans join that trace; None: none.
     trace_context: str | None = None
+    # A fork's source run and the position it was forked at (its first position
+    # run afresh; the records before it were copied); None for a run not forked.
+    forked_from: str | None = None
+    fork_position: int | None = None
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
@@ -175,6 +179,7 @@ class WorkflowFilter:
     app_version: str | None = None
     parent_id: str | None = None
     queue: str | None = None
+    forked_from: str | None = None  # the forks of this run (indexed)
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = None

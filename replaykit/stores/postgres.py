@@ -110,6 +110,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0003_send_calls.sql",
     "postgres_0004_schedules.sql",
     "postgres_0005_trace_context.sql",
+    "postgres_0006_forks.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -640,7 +641,8 @@ def _create_many_statement(s: str) -> str:
         '(e->>8)::timestamptz AS updated_at, (e->>9) COLLATE "C" AS parent_id, e->>10 AS queue, '
         "(e->>11)::int AS priority, e->>12 AS dedup_id, (e->>13)::int AS recovery_attempts, "
         "(e->>14)::timestamptz AS wake_at, e->>15 AS error, (e->>16)::timestamptz AS started_at, "
-        "e->>17 AS trace_context "
+        'e->>17 AS trace_context, (e->>18) COLLATE "C" AS forked_from, '
+        "(e->>19)::int AS fork_position "
         "FROM jsonb_array_elements(%(rows)s::jsonb) AS e), "
         f"ins AS (INSERT INTO {s}.workflows ({_WORKFLOW_COLUMNS}) "
         f"SELECT {_WORKFLOW_COLUMNS} FROM input ORDER BY workflow_id "
@@ -1139,7 +1141,7 @@ class PostgresStore:
             "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
             "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
             "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
-            "%(started_at)s, %(trace_context)s) "
+            "%(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s) "
             "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
             "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
             "%(origin)s || 'enqueued:' || queue)) "
@@ -1165,6 +1167,8 @@ class PostgresStore:
             "error": stored.error,
             "started_at": stored.started_at,
             "trace_context": stored.trace_context,
+            "forked_from": stored.forked_from,
+            "fork_position": stored.fork_position,
             "channel": self._channel,
             "origin": self._origin,
         }
@@ -1311,6 +1315,8 @@ class PostgresStore:
                 row.error,
                 _iso(row.started_at),
                 row.trace_context,
+                row.forked_from,
+                row.fork_position,
             ]
             for row in rows
         ]

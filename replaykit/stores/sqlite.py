@@ -225,6 +225,14 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE workflows ADD COLUMN trace_context TEXT",
         "ALTER TABLE messages ADD COLUMN trace_context TEXT",
     ),
+    # 6: a fork remembers its source run and the position it was forked at, so
+    # a run's page can say where it came from and list its forks.
+    (
+        "ALTER TABLE workflows ADD COLUMN forked_from TEXT",
+        "ALTER TABLE workflows ADD COLUMN fork_position INTEGER",
+        "CREATE INDEX workflows_by_fork_source ON workflows (forked_from) "
+        "WHERE forked_from IS NOT NULL",
+    ),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -270,7 +278,7 @@ _SELECT_LOG = (
 _SELECT_WORKFLOW = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows WHERE workflow_id = ?"
 _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING
 """
 # A fork's copied records take what their originals set; then the fork gets,
@@ -400,6 +408,8 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.error,
         _to_micros(row.started_at),
         row.trace_context,
+        row.forked_from,
+        row.fork_position,
     )
 
 

@@ -284,6 +284,8 @@ class RunPage:
     span: str  # the timeline's time range, for its caption
     children: list[ChildNode]
     children_cut: bool
+    forks: list[WorkflowRow]  # runs forked from this one, oldest first
+    forks_cut: bool
     inbox: list[InboxView]
     topics: list[str]  # the topics the inbox section looked at
     inbox_error: str
@@ -531,6 +533,10 @@ def _section_error(exc: Exception) -> str:
     return text if isinstance(exc, ReplayKitError) and text else f"{type(exc).__name__}: {text}"
 
 
+# A run forked again and again would otherwise make its page as long as its forks.
+_FORKS_SHOWN = 50
+
+
 def run_page(
     store: Store, workflow_id: str, *, topic: str | None = None, now: datetime | None = None
 ) -> RunPage | None:
@@ -564,6 +570,7 @@ def run_page(
     except ReplayKitError as exc:
         events_error = _section_error(exc)
     children, cut = _children(store, workflow_id)
+    forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id, limit=_FORKS_SHOWN + 1))
     result = ""
     error = None
     if isinstance(row.result, Value):
@@ -585,6 +592,8 @@ def run_page(
         span=span,
         children=children,
         children_cut=cut,
+        forks=forks[:_FORKS_SHOWN],
+        forks_cut=len(forks) > _FORKS_SHOWN,
         inbox=inbox,
         topics=topics,
         inbox_error=inbox_error,
