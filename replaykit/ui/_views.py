@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from replaykit._text import format_duration, outcome_summary
+from replaykit._text import composite_children, format_duration, outcome_summary
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.serde import ErrorInfo
@@ -302,41 +302,8 @@ def _outcome_state(outcome: Outcome | None) -> str:
     return "error" if isinstance(outcome, Failure) else "ok"
 
 
-def _split_top(text: str) -> list[str]:
-    """`a|b(c|d)|e` -> ['a', 'b(c|d)', 'e']: a composite name's top-level children."""
-    parts: list[str] = []
-    depth = 0
-    current: list[str] = []
-    for char in text:
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth = max(depth - 1, 0)
-        if char == "|" and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-    parts.append("".join(current))
-    return parts
-
-
-def composite_parts(name: str) -> list[tuple[str, str]]:
-    """(kind, name) of each child a composite record's name lists.
-
-    The name is `kind:name|kind(inner)|...` (see `Composite.name`); a step name
-    holding `|` or `(` makes this a guess, so the callers only label with it.
-    """
-    parts: list[tuple[str, str]] = []
-    for part in _split_top(name):
-        colon, paren = part.find(":"), part.find("(")
-        if paren != -1 and (colon == -1 or paren < colon) and part.endswith(")"):
-            parts.append((part[:paren], part[paren + 1 : -1]))
-        elif colon != -1:
-            parts.append((part[:colon], part[colon + 1 :]))
-        else:
-            parts.append((part, ""))
-    return parts
+# One reading of a composite record's name, shared with the CLI.
+composite_parts = composite_children
 
 
 def _recv_topics(kind: str, name: str) -> list[str]:
