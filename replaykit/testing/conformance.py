@@ -905,6 +905,77 @@ def check_send_message_idempotency(store: Store) -> None:
     _equal("messages delivered with and without keys", [1, 4, 4], payloads)
 
 
+def check_send_message_names_its_call(store: Store) -> None:
+    store.create_workflow(_run("s-call"))
+    _equal(
+        "send_message with a key and a call id",
+        True,
+        store.send_message("s-call", "t", 1, idempotency_key="k", call_id="c1"),
+    )
+    # The retry of one call after a lost answer: told it delivered, nothing more sent.
+    _equal(
+        "send_message with the same key and call id again",
+        True,
+        store.send_message("s-call", "t", 1, idempotency_key="k", call_id="c1"),
+    )
+    _equal(
+        "send_message with the key and another call id",
+        False,
+        store.send_message("s-call", "t", 2, idempotency_key="k", call_id="c2"),
+    )
+    _equal(
+        "send_message with the key and no call id",
+        False,
+        store.send_message("s-call", "t", 3, idempotency_key="k"),
+    )
+    _equal("messages delivered for one call", [1], _drain(store, "s-call", "t"))
+
+
+def check_executor_holds(store: Store) -> None:
+    hold = _present("hold_executor of a free id", store.hold_executor("e-hold", "v1"))
+    _equal("keep() of a hold just taken", True, hold.keep())
+    _equal("hold_executor of a held id", None, store.hold_executor("e-hold", "v1"))
+    other_version = _present(
+        "hold_executor of the id for another version", store.hold_executor("e-hold", "v2")
+    )
+    _expect(
+        bool(store.executor_holder("e-hold", "v1")),
+        "executor_holder of a held id",
+        "a description",
+        store.executor_holder("e-hold", "v1"),
+    )
+    now = datetime.now(UTC)
+    store.create_workflow(_run("held-run", executor_id="e-hold", app_version="v1"))
+    store.heartbeat("e-hold", "v1", now - timedelta(hours=1))
+    _equal(
+        "take_over of a held id with an old heartbeat",
+        [],
+        store.take_over(executor_id="taker", app_version="v1", lease_seconds=1, now=now),
+    )
+    hold.release()
+    hold.release()
+    _equal("keep() after release", False, hold.keep())
+    _equal("executor_holder after release", "", store.executor_holder("e-hold", "v1"))
+    _equal(
+        "take_over once the id is free",
+        ["held-run"],
+        store.take_over(executor_id="taker", app_version="v1", lease_seconds=1, now=now),
+    )
+    again = _present("hold_executor after release", store.hold_executor("e-hold", "v1"))
+    again.release()
+    other_version.release()
+
+
+def check_get_events(store: Store) -> None:
+    store.create_workflow(_run("ev-all"))
+    _equal("get_events of a run with none", {}, store.get_events("ev-all"))
+    store.record("ev-all", Record(0, "set_event", "a", Value(None)), event=EventWrite("a", 1))
+    store.record("ev-all", Record(1, "set_event", "b", Value(None)), event=EventWrite("b", [2]))
+    store.record("ev-all", Record(2, "set_event", "a", Value(None)), event=EventWrite("a", 3))
+    _equal("get_events: the latest value per key", {"a": 3, "b": [2]}, store.get_events("ev-all"))
+    _raises("get_events of an unknown run", WorkflowNotFound, lambda: store.get_events("nope"))
+
+
 def _drain(store: Store, workflow_id: str, topic: str) -> list[Any]:
     """Consume the inbox of `topic` through record(), as the runtime does."""
     payloads: list[Any] = []
@@ -2703,6 +2774,9 @@ def check_error_text_with_nul_is_kept(store: Store) -> None:
 StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
+    check_send_message_names_its_call,
+    check_executor_holds,
+    check_get_events,
     check_create_returns_stored_row,
     check_create_is_idempotent,
     check_created_at_kept_when_given,
