@@ -16,7 +16,7 @@ from replaykit.errors import DamagedData, WorkflowNotFound
 from replaykit.stores.memory import MemoryStore
 
 
-@workflow
+@workflow(name="get-events-publishes")
 def publishes(rounds: int):
     for i in range(rounds):
         yield SetEvent("progress", i)
