@@ -268,7 +268,7 @@ class ScheduleNotFound(ReplayKitError, LookupError):
         super().__init__(
             f"no schedule named {name!r} (known: {listed}).{hint} A schedule is known once an "
             "engine whose code defines it (@schedule or engine.schedule) has run on this "
-            "store, or when its definition is passed as registered="
+            "store; check the name, or start such an engine first"
         )
         self.name = name
 
