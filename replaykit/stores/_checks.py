@@ -20,6 +20,7 @@ from replaykit.stores.base import (
     EventWrite,
     OutgoingMessage,
     RecordWrite,
+    ScheduleSpec,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "check_names",
     "check_record",
     "check_row",
+    "check_schedule_specs",
     "check_write",
     "refused_writes",
     "storable_error",
@@ -140,6 +142,18 @@ def refused_writes(writes: Sequence[RecordWrite]) -> dict[int, ValueError]:
         except ValueError as exc:
             refused[index] = exc
     return refused
+
+
+def check_schedule_specs(specs: Sequence[ScheduleSpec]) -> None:
+    """The names a schedule's definition stores, checked before any of them is written."""
+    for spec in specs:
+        check_names(
+            schedule_name=spec.name,
+            name=spec.workflow_name,
+            queue=spec.queue,
+            cron=spec.cron,
+            time_zone=spec.tz,
+        )
 
 
 def check_filter(where: WorkflowFilter) -> None:

@@ -21,6 +21,7 @@ from replaykit.stores._checks import (
     check_filter,
     check_names,
     check_record,
+    check_schedule_specs,
     check_write,
     storable_error,
 )
@@ -617,14 +618,7 @@ class MemoryStore:
             return dict(self._schedules)
 
     def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
-        for spec in specs:
-            check_names(
-                schedule_name=spec.name,
-                name=spec.workflow_name,
-                queue=spec.queue,
-                cron=spec.cron,
-                time_zone=spec.tz,
-            )
+        check_schedule_specs(specs)
         with self._lock:
             for spec in specs:
                 old = self._schedules.get(spec.name)

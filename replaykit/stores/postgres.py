@@ -44,6 +44,7 @@ from replaykit.stores._checks import (
     check_filter,
     check_names,
     check_record,
+    check_schedule_specs,
     check_write,
     refused_writes,
     storable_error,
@@ -2490,14 +2491,7 @@ class PostgresStore:
         }
 
     def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
-        for spec in specs:
-            check_names(
-                schedule_name=spec.name,
-                name=spec.workflow_name,
-                queue=spec.queue,
-                cron=spec.cron,
-                time_zone=spec.tz,
-            )
+        check_schedule_specs(specs)
         if not specs:
             return
         with self._connection() as conn, conn.transaction(), conn.cursor() as cur:

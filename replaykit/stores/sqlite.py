@@ -34,6 +34,7 @@ from replaykit.stores._checks import (
     check_filter,
     check_names,
     check_record,
+    check_schedule_specs,
     check_write,
     refused_writes,
     storable_error,
@@ -1548,14 +1549,7 @@ class SqliteStore:
         }
 
     def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
-        for spec in specs:
-            check_names(
-                schedule_name=spec.name,
-                name=spec.workflow_name,
-                queue=spec.queue,
-                cron=spec.cron,
-                time_zone=spec.tz,
-            )
+        check_schedule_specs(specs)
         if not specs:
             return
         params = [
