@@ -20,10 +20,12 @@ from replaykit import serde
 from replaykit.errors import DuplicateWorkflowError, SerializationError, UnknownWorkflowError
 
 __all__ = [
+    "BoundWorkflow",
     "Workflow",
     "app_version_of",
     "lookup",
     "registered",
+    "unbind",
     "workflow",
 ]
 
@@ -57,6 +59,20 @@ class Workflow(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<workflow {self.workflow_name!r}>"
+
+    def bind(self, *args: P.args, **kwargs: P.kwargs) -> BoundWorkflow[R]:
+        """This workflow with its arguments, for `engine.start(wf.bind(...), workflow_id=...)`.
+
+        `start(wf, *args)` cannot let mypy check `args` against the workflow's
+        parameters, because its own options (`workflow_id=`, ...) share the
+        keyword space; a bound workflow carries the arguments already checked.
+        They are checked again at run time, as every start checks them.
+        """
+        try:
+            self._signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"workflow {self.workflow_name!r}: bad arguments: {exc}") from None
+        return BoundWorkflow(self, args, dict(kwargs))
 
     @functools.cached_property
     def _hints(self) -> dict[str, Any]:
@@ -116,6 +132,36 @@ class Workflow(Generic[P, R]):
             return serde.decode(data, hint, what=f"argument {where!r}")
         except SerializationError as exc:
             raise SerializationError(f"workflow {self.workflow_name!r}: {exc}") from exc
+
+
+class BoundWorkflow(Generic[R]):
+    """A workflow and the arguments of one run (`Workflow.bind`)."""
+
+    __slots__ = ("args", "kwargs", "workflow")
+
+    def __init__(
+        self, workflow: Workflow[..., R], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        self.workflow = workflow
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self) -> str:
+        return f"<workflow {self.workflow.workflow_name!r} bound to {len(self.args)} args>"
+
+
+def unbind(
+    wf: Workflow[..., R] | BoundWorkflow[R], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[Workflow[..., R], tuple[Any, ...], dict[str, Any]]:
+    """The workflow and arguments of a start given either spelling; both at once is refused."""
+    if not isinstance(wf, BoundWorkflow):
+        return wf, args, kwargs
+    if args or kwargs:
+        raise TypeError(
+            f"workflow {wf.workflow.workflow_name!r} is bound to its arguments already "
+            f"(wf.bind(...)); pass the others to bind(), not after it"
+        )
+    return wf.workflow, wf.args, wf.kwargs
 
 
 @overload
