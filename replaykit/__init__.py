@@ -4,6 +4,7 @@ from replaykit.client import AsyncClient, AsyncClientHandle, Client, ClientHandl
 from replaykit.commands import (
     All,
     Call,
+    CloseStream,
     DeprecatePatch,
     GetEvent,
     Now,
@@ -20,6 +21,7 @@ from replaykit.commands import (
     Transaction,
     Uuid,
     Wait,
+    WriteStream,
 )
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
@@ -30,6 +32,7 @@ from replaykit.errors import (
     ScheduleNotFound,
     SerializationError,
     StepFailed,
+    StreamClosed,
     WorkflowFailed,
     WorkflowIdConflict,
     WorkflowNotFound,
@@ -55,6 +58,7 @@ __all__ = [
     "Cancelled",
     "Client",
     "ClientHandle",
+    "CloseStream",
     "DeprecatePatch",
     "Engine",
     "ExecutorIdInUse",
@@ -83,6 +87,7 @@ __all__ = [
     "Step",
     "StepContext",
     "StepFailed",
+    "StreamClosed",
     "SystemClock",
     "Transaction",
     "Uuid",
@@ -93,6 +98,7 @@ __all__ = [
     "WorkflowHandle",
     "WorkflowIdConflict",
     "WorkflowNotFound",
+    "WriteStream",
     "context",
     "logger",
     "schedule",

@@ -1,6 +1,6 @@
 """The `replaykit` command: inspect and operate runs, replay logs, manage the schema.
 
-    replaykit workflows list|show|export|start|send|get-event|cancel|resume|fork|delete|gc
+    replaykit workflows list|show|export|start|send|get-event|stream|cancel|resume|fork|delete|gc
     replaykit queues list [--app module]
     replaykit schedules list|pause|resume|trigger|backfill|delete
     replaykit replay module:workflow run.json ... | --id ID | --in-flight
@@ -1251,6 +1251,68 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
             f"{key!r}{waited}" + ("" if seconds else "; --timeout DURATION waits for it")
         )
     click.echo(json_text(json.dumps(value, ensure_ascii=False, default=str)))
+
+
+@workflows.command("stream")
+@click.argument("workflow_id", metavar="ID")
+@click.argument("key")
+@_url_option
+@click.option(
+    "--follow",
+    "-f",
+    is_flag=True,
+    help="Print new values as they come, until the stream is closed or the run ends.",
+)
+@click.option(
+    "--start",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Skip the stream's first N values.",
+)
+@click.option(
+    "--timeout",
+    callback=_duration_option,
+    metavar="DURATION",
+    help="With --follow: exit 1 when no new value comes for this long (30s, 5m).",
+)
+def stream_command(
+    workflow_id: str, key: str, url: str, follow: bool, start: int, timeout: timedelta | None
+) -> None:
+    """Print the values run ID wrote to its stream KEY (WriteStream), one JSON value a line.
+
+    Without --follow, what is recorded now; a note on stderr says when the stream
+    is still open. With --follow, every value as it is written, until the run
+    closes the stream or ends (a reader in another process is woken by
+    PostgreSQL's notifications; on SQLite it looks every half second).
+    """
+    from replaykit.runtime.streams import recorded_values
+
+    if timeout is not None and not follow:
+        raise _UsageError("--timeout bounds the wait of --follow: pass --follow too")
+
+    def show(value: Any) -> None:
+        click.echo(json_text(json.dumps(value, ensure_ascii=False, default=str)))
+
+    with _client(url) as client:
+        row = _get_row(client.store, workflow_id)
+        if follow:
+            seconds = None if timeout is None else timeout.total_seconds()
+            try:
+                for value in client.read_stream(workflow_id, key, start, timeout=seconds):
+                    show(value)
+            except TimeoutError as exc:
+                raise CliError(_one_line(exc)) from None
+            return
+        values, closed, row = recorded_values(client.store, workflow_id, key, start)
+    for value in values:
+        show(value)
+    if not closed and not row.status.is_terminal:
+        _echo(
+            f"stream {key!r} of {workflow_id!r} ({row.name}, {row.status.value}) is open: "
+            "--follow prints the values still to come",
+            err=True,
+        )
 
 
 @workflows.command("fork")

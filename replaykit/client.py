@@ -30,7 +30,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
@@ -40,7 +40,7 @@ from replaykit.commands import as_seconds
 from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, schedules
+from replaykit.runtime import admin, schedules, streams
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.stores.base import Store, WorkflowRow
@@ -452,6 +452,37 @@ class Client:
         self._check_open()
         return self.store.get_events(workflow_id)
 
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Any]:
+        """The values run `workflow_id` writes to its stream `key`, in order, each once,
+        from the `start`-th; blocks until more arrive, ending at the stream's close or the
+        run's end. `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a
+        `TimeoutError`) when `timeout` seconds pass without a new value."""
+        streams.check_read_arguments(key, start, timeout)
+        self._row(workflow_id)
+        return streams.read_blocking(
+            self.store,
+            self._listen_all,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=self.poll_interval,
+            monotonic=time.monotonic,
+        )
+
+    def _listen_all(
+        self, wakes: Iterable[tuple[str, str]], callback: Callable[[], None]
+    ) -> Callable[[], None]:
+        stops = [self.listen(wake, callback) for wake in wakes]
+
+        def stop() -> None:
+            for one in stops:
+                one()
+
+        return stop
+
     # -- operating runs ----------------------------------------------------------------------
 
     def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
@@ -812,6 +843,25 @@ class AsyncClient:
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Client.get_events` as a coroutine."""
         return await self.off_loop(self.client.get_events, workflow_id)
+
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> AsyncIterator[Any]:
+        """`Client.read_stream` as an async iterator (`async for value in ...`), holding no
+        thread while it waits; an unknown id raises `WorkflowNotFound` at the first
+        iteration (this call makes no store read)."""
+        streams.check_read_arguments(key, start, timeout)
+        client = self.client
+        return streams.read_async(
+            client.store,
+            client._listen_all,
+            self.off_loop,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=client.poll_interval,
+        )
 
     async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
         """`Client.cancel` as a coroutine."""

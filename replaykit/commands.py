@@ -17,9 +17,12 @@ from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
 
 import attrs
 
+from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND
+
 __all__ = [
     "All",
     "Call",
+    "CloseStream",
     "Command",
     "CommandFacts",
     "Composite",
@@ -39,6 +42,7 @@ __all__ = [
     "Transaction",
     "Uuid",
     "Wait",
+    "WriteStream",
     "as_seconds",
     "callable_name",
     "facts_of",
@@ -550,6 +554,60 @@ class GetEvent(Command):
         return [self.workflow_id, self.timeout]
 
 
+def _stream_key(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(
+            f"a stream's key must be a non-empty str (such as 'progress'), got {value!r}"
+        )
+    return value
+
+
+@attrs.frozen
+class WriteStream(Command):
+    """Append `value` to this run's stream `key`; yields None.
+
+    The value takes a position of its own in the run's log, so a replay writes
+    nothing again: each value is read once, in order, by
+    `engine.read_stream(workflow_id, key)` (and the client's and the async forms).
+    A stream this run closed (`CloseStream(key)`) takes no more values: writing to
+    it raises `StreamClosed` in the workflow, at the `yield`.
+    """
+
+    kind: ClassVar[str] = WRITE_STREAM_KIND
+    key: str = attrs.field(converter=_stream_key)
+    value: Any = None
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    def describe_args(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"WriteStream({self.key!r})"
+
+
+@attrs.frozen
+class CloseStream(Command):
+    """Close this run's stream `key`: its readers end once they have read every value.
+
+    Closing a closed stream again is allowed and changes nothing for its readers. A
+    run that finishes (in any way) ends its streams for their readers too; closing
+    says "no more values" while the run goes on.
+    """
+
+    kind: ClassVar[str] = CLOSE_STREAM_KIND
+    key: str = attrs.field(converter=_stream_key)
+
+    @property
+    def name(self) -> str:
+        return self.key
+
+    def describe(self) -> str:
+        return f"CloseStream({self.key!r})"
+
+
 def _workflow_name(wf: Any) -> str:
     name = getattr(wf, "workflow_name", None)
     if isinstance(name, str):
@@ -750,6 +808,18 @@ _FACTS: dict[type[Command], CommandFacts] = {
     ),
     Race: CommandFacts(waits=True),
     All: CommandFacts(waits=True),
+    WriteStream: CommandFacts(
+        instant=True,
+        in_composite=False,
+        why_not_child="readers find a stream's values in records of their own, and a "
+        "composite keeps its children inside its one record; " + _ALONE,
+    ),
+    CloseStream: CommandFacts(
+        instant=True,
+        in_composite=False,
+        why_not_child="readers find a stream's end in a record of its own, and a "
+        "composite keeps its children inside its one record; " + _ALONE,
+    ),
 }
 
 

@@ -35,6 +35,8 @@ __all__ = [
     "StepFailed",
     "StoreError",
     "StoreUnavailable",
+    "StreamClosed",
+    "StreamTimeout",
     "TransactionUnsupported",
     "UnknownWorkflowError",
     "WorkflowFailed",
@@ -271,6 +273,18 @@ class ScheduleNotFound(ReplayKitError, LookupError):
             "store; check the name, or start such an engine first"
         )
         self.name = name
+
+
+class StreamClosed(ReplayKitError, ValueError):
+    """A workflow wrote to a stream it had closed (`WriteStream` after `CloseStream`).
+
+    Raised in the workflow at the `yield`, taking no position: the log's earlier
+    close decides it, so a replay raises it at the same point.
+    """
+
+
+class StreamTimeout(ReplayKitError, TimeoutError):
+    """`read_stream(..., timeout=...)` waited that long for the stream's next value."""
 
 
 class ControlSignal(BaseException):

@@ -42,9 +42,18 @@ from replaykit.commands import (
     Step,
     Transaction,
     Uuid,
+    WriteStream,
 )
-from replaykit.errors import InvalidCommandError, NonDeterminismError
-from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record
+from replaykit.errors import InvalidCommandError, NonDeterminismError, StreamClosed
+from replaykit.log import (
+    CLOSE_STREAM_KIND,
+    AllOutcome,
+    Failure,
+    Outcome,
+    RaceOutcome,
+    Record,
+    Value,
+)
 
 __all__ = [
     "Completed",
@@ -241,6 +250,8 @@ def _decode_child(command: Command, outcome: Outcome) -> tuple[bool, Any]:
 
 
 def _decode_value(command: Command, data: Any) -> Any:
+    if isinstance(command, WriteStream):
+        return None  # the recorded value is for the stream's readers, not the writer
     if isinstance(command, Race):
         race = RaceOutcome.from_data(data)
         ok, value = _decode_child(command.children[race.index], race.outcome)
@@ -384,6 +395,7 @@ class Interpreter:
     __slots__ = (
         "_base",
         "_closed",
+        "_closed_streams",
         "_ctx",
         "_gen",
         "_keep_records",
@@ -421,6 +433,9 @@ class Interpreter:
         self._position = 0
         self._waiting: Effect | None = None
         self._closed = False
+        # Stream key -> the position of the run's first CloseStream of it, from the
+        # records replayed and committed so far (see `_stream_closed`).
+        self._closed_streams: dict[str, int] = {}
         self._ctx = WorkflowContext(
             workflow_id, workflow_name, bool(self._records), 0, parent_id=parent_id
         )
@@ -464,6 +479,7 @@ class Interpreter:
         elif self._keep_records:
             self._records.append(record)
         self._position = effect.position + 1
+        self._note_stream(record)
         ok, value = decode_outcome(effect.command, record.outcome)
         return self._run(ok, value)
 
@@ -525,6 +541,12 @@ class Interpreter:
                 if self.trace is not None:
                     self.trace.append((position, yielded.kind, yielded.name))
 
+                if isinstance(yielded, WriteStream) and yielded.key in self._closed_streams:
+                    # Decided by the log's earlier close: no position is taken, and a
+                    # replay raises it at the same point.
+                    ok, value = False, self._stream_closed(yielded)
+                    continue
+
                 if isinstance(yielded, (Patch, DeprecatePatch)):
                     marker = records[position - base] if position < end else None
                     matches = (
@@ -550,6 +572,7 @@ class Interpreter:
                             Effect(position, yielded, call_site(gen), record.digest, record)
                         )
                     self._position += 1
+                    self._note_stream(record)
                     ok, value = decode_outcome(yielded, record.outcome)
                     continue
 
@@ -586,6 +609,22 @@ class Interpreter:
             )
         self._records = list(records)
         self._base = effect.position
+
+    def _note_stream(self, record: Record) -> None:
+        if (
+            record.kind == CLOSE_STREAM_KIND
+            and isinstance(record.outcome, Value)
+            and record.name not in self._closed_streams
+        ):
+            self._closed_streams[record.name] = record.position
+
+    def _stream_closed(self, command: WriteStream) -> StreamClosed:
+        closed_at = self._closed_streams[command.key]
+        return StreamClosed(
+            f"{self._where()}: WriteStream({command.key!r}) refused: this run closed the "
+            f"stream {command.key!r} at position {closed_at} (CloseStream), and its readers "
+            "have ended. Write every value before closing the stream, or write to another key"
+        )
 
     def _abandon(self) -> None:
         self._closed = True

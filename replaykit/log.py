@@ -17,6 +17,9 @@ from replaykit import serde
 from replaykit.serde import ErrorInfo
 
 __all__ = [
+    "CLOSE_STREAM_KIND",
+    "STREAM_KINDS",
+    "WRITE_STREAM_KIND",
     "AllOutcome",
     "ErrorInfo",
     "Failure",
@@ -25,6 +28,7 @@ __all__ = [
     "RaceOutcome",
     "Record",
     "Status",
+    "StreamCursor",
     "Value",
     "outcome_from_json",
     "outcome_to_json",
@@ -184,6 +188,58 @@ class Record:
             wake_at=_from_iso(data.get("wake_at")),
             attempts=int(data.get("attempts") or 1),
         )
+
+
+# -- streams: values a run writes into its own log ---------------------------------------
+
+#: The kinds of the records `WriteStream` and `CloseStream` take; the record's name is
+#: the stream's key. Stores notify ("stream", workflow_id) after committing either.
+WRITE_STREAM_KIND = "write_stream"
+CLOSE_STREAM_KIND = "close_stream"
+STREAM_KINDS = frozenset({WRITE_STREAM_KIND, CLOSE_STREAM_KIND})
+
+
+@attrs.define
+class StreamCursor:
+    """Where a reader of one stream stands in a run's log; no I/O.
+
+    `take(records)` is given the log's records from `next_position` on (as
+    `load_log(since=next_position)` reads them) and answers the stream's values
+    among them that the reader has not had yet, from the `start`-th value of the
+    stream on. A reader feeds it each new read, so every value comes out once and
+    in order, and no record is read twice. It stops at a pending record (a
+    command under way): the next read starts there again. A failed write (a value
+    that could not be encoded) is no value; `closed` is set at the key's first
+    `close_stream` record, and nothing after it is taken.
+    """
+
+    key: str
+    start: int = 0
+    #: The first log position not read yet.
+    next_position: int = 0
+    #: How many values of the stream the records read so far hold.
+    seen: int = 0
+    closed: bool = False
+
+    def take(self, records: Sequence[Record]) -> list[Any]:
+        fresh: list[Any] = []
+        for record in records:
+            if self.closed:
+                break
+            if record.position < self.next_position:
+                continue
+            if record.outcome is None or record.position != self.next_position:
+                break  # under way, or a gap the next read fills
+            self.next_position = record.position + 1
+            if record.name != self.key:
+                continue
+            if record.kind == CLOSE_STREAM_KIND:
+                self.closed = True
+            elif record.kind == WRITE_STREAM_KIND and isinstance(record.outcome, Value):
+                if self.seen >= self.start:
+                    fresh.append(record.outcome.data)
+                self.seen += 1
+        return fresh
 
 
 def _iso(value: datetime | None) -> str | None:

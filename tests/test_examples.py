@@ -50,6 +50,16 @@ def test_fanout(tmp_path: Path) -> None:
     assert out.count("SUCCESS") == 3
 
 
+def test_streams(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "streams.py")], tmp_path)
+    lines = [line.strip() for line in out.splitlines() if "progress:" in line]
+    assert lines == [
+        f"progress: {p:3d}% ({rows} rows)"
+        for p, rows in zip((20, 40, 60, 80, 100), (200, 410, 630, 860, 1100), strict=True)
+    ]
+    assert out.rstrip().endswith("batch-7: 1100 rows")
+
+
 def test_worker_example_drains_through_replaykit_worker(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'queue.db'}"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

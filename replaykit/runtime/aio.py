@@ -24,7 +24,7 @@ import contextlib
 import contextvars
 import functools
 import random
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -33,6 +33,7 @@ from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTim
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import Workflow, lookup
+from replaykit.runtime import streams
 from replaykit.runtime.engine import Engine, StartRequest
 from replaykit.runtime.host import Wake
 from replaykit.runtime.queues import Queue, QueueItem
@@ -410,6 +411,26 @@ class AsyncEngine:
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
         return await self.off_loop(self.engine.get_events, workflow_id)
+
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> AsyncIterator[Any]:
+        """`Engine.read_stream` as an async iterator: `async for value in
+        engine.read_stream(id, key)`. Its store reads run off the loop and its waits hold
+        no thread; an unknown id raises `WorkflowNotFound` at the first iteration (this
+        call makes no store read)."""
+        streams.check_read_arguments(key, start, timeout)
+        engine = self.engine
+        return streams.read_async(
+            engine.store,
+            engine.listen,
+            self.off_loop,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=engine.poll_interval,
+        )
 
     # -- operating runs ----------------------------------------------------------------------
 

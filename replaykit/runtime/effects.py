@@ -26,6 +26,7 @@ from replaykit import serde
 from replaykit.commands import (
     All,
     Call,
+    CloseStream,
     Command,
     GetEvent,
     Now,
@@ -41,6 +42,7 @@ from replaykit.commands import (
     Transaction,
     Uuid,
     Wait,
+    WriteStream,
     facts_of,
 )
 from replaykit.errors import (
@@ -292,6 +294,8 @@ class EffectRunner:
             if isinstance(data, Failure):
                 return self.commit(row, effect, data)
             return self.commit(row, effect, Value(None), event=EventWrite(command.key, data))
+        if isinstance(command, (WriteStream, CloseStream)):
+            return self._stream(row, effect, command)
         facts = facts_of(command)
         if facts.waits:
             return self._waiting(row, effect, command)
@@ -404,6 +408,21 @@ class EffectRunner:
             )
         except (SerializationError, PayloadTooLarge) as exc:
             return Failure(serde.encode_error(exc))
+
+    # -- streams ---------------------------------------------------------------------
+
+    def _stream(
+        self, row: WorkflowRow, effect: Effect, command: WriteStream | CloseStream
+    ) -> Record:
+        """A stream's value (or its close) is a record of its own kind, named by the key:
+        its position makes it exactly once, and the store tells readers ("stream", id)."""
+        # The record's name is the key, which the stores refuse as they refuse an event
+        # key; said first with the key's own label. A ValueError fails the run.
+        check_names(row.workflow_id, position=effect.position, stream_key=command.key)
+        if isinstance(command, CloseStream):
+            return self.commit(row, effect, Value(None))
+        data = self._encode(command.value, f"the value of stream {command.key!r}", row, effect)
+        return self.commit(row, effect, data if isinstance(data, Failure) else Value(data))
 
     # -- steps -----------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
@@ -38,7 +38,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
 from replaykit.registry import Workflow, app_version_of, lookup, registered
-from replaykit.runtime import admin
+from replaykit.runtime import admin, streams
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import EffectRunner
@@ -792,6 +792,29 @@ class Engine:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
         run has that id."""
         return self.store.get_events(workflow_id)
+
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Any]:
+        """The values the run writes to its stream `key`, in order, each once, from the
+        `start`-th; blocks until more arrive, ending at its close or the run's end.
+
+        `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a `TimeoutError`)
+        when `timeout` seconds pass without a new value. Reads only what it has not read.
+        """
+        streams.check_read_arguments(key, start, timeout)
+        if self.store.get_workflow(workflow_id) is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return streams.read_blocking(
+            self.store,
+            self.listen,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=self.poll_interval,
+            monotonic=time.monotonic,
+        )
 
     # -- operating runs --------------------------------------------------------------------
 

@@ -578,7 +578,11 @@ class Store(Protocol):
 
         kinds: "message" (key: the receiving workflow id), "event" (the workflow
         that set it), "finished" (the workflow that reached a terminal status),
-        "enqueued" (the queue name). Stores shared between processes also
+        "enqueued" (the queue name), "stream" (the workflow whose `record()` or
+        `record_many()` committed a completed record of a stream kind,
+        `log.STREAM_KINDS`: a `WriteStream` value or a `CloseStream`; a
+        `finish_workflow(record=)` carrying one notifies "finished", on which
+        stream readers wait too). Stores shared between processes also
         deliver other processes' commits (Postgres: LISTEN/NOTIFY); a
         notification may be lost or duplicated, so waiters also poll. Returns a
         function that unsubscribes.

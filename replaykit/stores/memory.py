@@ -16,7 +16,7 @@ from replaykit.errors import (
     TransactionUnsupported,
     WorkflowNotFound,
 )
-from replaykit.log import Outcome, Record, Status
+from replaykit.log import STREAM_KINDS, Outcome, Record, Status
 from replaykit.stores._checks import (
     check_filter,
     check_names,
@@ -412,6 +412,8 @@ class MemoryStore:
             notes.append(("message", send.workflow_id))
         if event is not None:
             notes.append(("event", workflow_id))
+        if record.kind in STREAM_KINDS and record.outcome is not None:
+            notes.append(("stream", workflow_id))
         return record
 
     def record_transaction(

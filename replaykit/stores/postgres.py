@@ -39,7 +39,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
-from replaykit.log import Outcome, Record, Status, outcome_to_json
+from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
 from replaykit.stores._checks import (
     check_filter,
     check_names,
@@ -122,7 +122,7 @@ _MIGRATION_LOCK_TIMEOUT = "15s"
 # skipped (waiters poll anyway) rather than failing the write.
 _NOTIFY_MAX_KEY = 7900
 # What a notification can be about; an origin (12 hex digits) is never one of these.
-_NOTE_KINDS = frozenset({"message", "event", "finished", "enqueued", "resumed"})
+_NOTE_KINDS = frozenset({"message", "event", "finished", "enqueued", "resumed", "stream"})
 
 # An executor id's advisory-lock key, computed by the server from the row's
 # executor_id as `PostgresStore._executor_key` computes it in Python. A take-over
@@ -349,6 +349,8 @@ class _RecordShape:
     send: bool
     send_key: bool
     event: bool
+    # A stream's value or close: notifies "stream:<workflow_id>" when written.
+    stream: bool = False
 
 
 # A position already holding a record is written only to complete a pending
@@ -481,7 +483,8 @@ def _record_statement(s: str, shape: _RecordShape) -> str:
             "RETURNING workflow_id)"
         )
         events = _notify_count("event", "ev")
-    return f"WITH {', '.join(ctes)} SELECT (SELECT count(*) FROM ins), {sent}, {events}"
+    written = _notify_count("stream", "ins") if shape.stream else "(SELECT count(*) FROM ins)"
+    return f"WITH {', '.join(ctes)} SELECT {written}, {sent}, {events}"
 
 
 def _lock_runs(s: str) -> str:
@@ -750,6 +753,10 @@ def _layers(slots: Sequence[Slot[_Write]]) -> list[list[Slot[_Write]]]:
             layers.append([])
         layers[level].append(slot)
     return layers
+
+
+def _is_stream(record: Record) -> bool:
+    return record.kind in STREAM_KINDS and record.outcome is not None
 
 
 def _notify_count(kind: str, source: str) -> str:
@@ -1658,7 +1665,9 @@ class PostgresStore:
         wake_at: datetime | None = None,
     ) -> Record:
         check_write(workflow_id, record, executor_id, send, event)
-        if consume is None and send is None and event is None:
+        # A stream's record notifies its readers, as an event's does: the one-record
+        # statement does that, the batch statement notifies nothing.
+        if consume is None and send is None and event is None and not _is_stream(record):
             stored = self._group.submit(_PlainRecord(workflow_id, record, executor_id, wake_at))
             if stored is not FALL_BACK:
                 return stored  # type: ignore[no-any-return]
@@ -1683,7 +1692,11 @@ class PostgresStore:
         plain = [
             i
             for i, w in enumerate(batch)
-            if answers[i] is None and w.consume is None and w.send is None and w.event is None
+            if answers[i] is None
+            and w.consume is None
+            and w.send is None
+            and w.event is None
+            and not _is_stream(w.record)
         ]
         items: list[_Write] = [
             _PlainRecord(
@@ -1724,6 +1737,7 @@ class PostgresStore:
             send=send is not None,
             send_key=send is not None and send.idempotency_key is not None,
             event=event is not None,
+            stream=_is_stream(record),
         )
         params = _record_params(workflow_id, record)
         params["wake_at"] = wake_at
@@ -1732,7 +1746,7 @@ class PostgresStore:
         if consumed:
             params["consume"] = consumed
             params["consume_count"] = len(consumed)
-        if send is not None or event is not None:
+        if send is not None or event is not None or shape.stream:
             params["channel"] = self._channel
             params["origin"] = self._origin
             params["now"] = _now()
@@ -1767,6 +1781,8 @@ class PostgresStore:
                     notes.append(("message", send.workflow_id))
                 if events:
                     notes.append(("event", workflow_id))
+                if shape.stream:
+                    notes.append(("stream", workflow_id))
                 self._notify(notes)
                 if alternative is not None and not sent:
                     return attrs.evolve(record, outcome=alternative)

@@ -29,7 +29,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
-from replaykit.log import Outcome, Record, Status, outcome_to_json
+from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
 from replaykit.stores._checks import (
     check_filter,
     check_names,
@@ -1155,6 +1155,8 @@ class SqliteStore:
             notes.clear()
             written = record
             self._write_record(conn, workflow_id, record, executor_id, wake_at)
+            if record.kind in STREAM_KINDS and record.outcome is not None:
+                notes.append(("stream", workflow_id))
             if consume is not None:
                 self._consume(conn, workflow_id, consume)
             if send is not None:

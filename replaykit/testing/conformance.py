@@ -33,7 +33,16 @@ from replaykit.errors import (
     TransactionUnsupported,
     WorkflowNotFound,
 )
-from replaykit.log import ErrorInfo, Failure, Record, Status, Value
+from replaykit.log import (
+    CLOSE_STREAM_KIND,
+    WRITE_STREAM_KIND,
+    ErrorInfo,
+    Failure,
+    Record,
+    Status,
+    StreamCursor,
+    Value,
+)
 from replaykit.stores.base import (
     MAX_NAME_BYTES,
     ClaimLimits,
@@ -2612,6 +2621,85 @@ def check_notifications(store: Store) -> None:
     _equal("notifications after unsubscribe", [], [n for n in after if n[1] == "n-3"])
 
 
+def check_stream_records_notify(store: Store) -> None:
+    """A stream's records are plain records (in the log, in order) that notify readers."""
+    for wid in ("sn-1", "sn-2", "sn-3"):
+        store.create_workflow(_run(wid))
+    seen: list[tuple[str, str]] = []
+    visible: list[list[Any]] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def callback(kind: str, key: str) -> None:
+        # After the commit: a reader woken by it finds the value in the log.
+        try:
+            if kind == "stream" and key == "sn-1":
+                visible.append(StreamCursor("tokens").take(store.load_log("sn-1")))
+        except Exception as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+        with lock:
+            seen.append((kind, key))
+
+    def write(position: int, value: Any) -> Record:
+        return Record(position, WRITE_STREAM_KIND, "tokens", Value(value))
+
+    def close(position: int) -> Record:
+        return Record(position, CLOSE_STREAM_KIND, "tokens", Value(None))
+
+    unsubscribe = store.subscribe(callback)
+    try:
+        store.record("sn-1", write(0, "Hel"))
+        store.record("sn-1", _step(1))
+        store.record("sn-1", write(2, "lo"))
+        answers = store.record_many(
+            [
+                RecordWrite("sn-2", write(0, {"done": 1})),
+                RecordWrite("sn-3", _step(0)),
+            ]
+        )
+        _equal("record_many answers", ["record", "record"], _answer_kinds(answers))
+        store.record("sn-2", close(1))
+
+        def heard() -> bool:
+            with lock:
+                return [n for n in seen if n == ("stream", "sn-1")] == [
+                    ("stream", "sn-1")
+                ] * 2 and (("stream", "sn-2") in seen and seen.count(("stream", "sn-2")) >= 2)
+
+        _expect(
+            _wait_for(heard),
+            "a stream notification per stream record, by record() and record_many()",
+            "('stream', 'sn-1') twice, ('stream', 'sn-2') twice",
+            seen,
+        )
+        store.record("sn-1", write(2, "again"))  # a completed position: nothing written
+        time.sleep(0.3)  # room for a wrong notification to arrive
+        with lock:
+            mine = list(seen)
+        _equal(
+            "stream notifications of sn-1 (none for its step, none for a rewrite)",
+            2,
+            mine.count(("stream", "sn-1")),
+        )
+        _equal(
+            "notifications for a run that wrote no stream record",
+            [],
+            [n for n in mine if n[1] == "sn-3"],
+        )
+        _equal("errors from the store called inside a subscriber", [], failures)
+        _expect(
+            ["Hel"] in visible and ["Hel", "lo"] in visible,
+            "what a stream notification announced is in the log",
+            [["Hel"], ["Hel", "lo"]],
+            visible,
+        )
+        cursor = StreamCursor("tokens")
+        _equal("sn-2's stream", [{"done": 1}], cursor.take(store.load_log("sn-2")))
+        _equal("sn-2's stream is closed", True, cursor.closed)
+    finally:
+        unsubscribe()
+
+
 def check_close_is_idempotent(store: Store) -> None:
     store.create_workflow(_run("x-1"))
     store.close()
@@ -2837,6 +2925,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_unicode_and_large_payloads,
     check_record_transaction,
     check_notifications,
+    check_stream_records_notify,
     check_close_is_idempotent,
     check_names_refused_alike,
     check_record_many_refuses_bad_names_one_by_one,

@@ -11,8 +11,9 @@ status), two more runs:
   step body in flight has run; a new engine recovers it from the same store.
 
 Each must end like the reference: the same commands (kind, name) at every
-position of every run, the same status and result, and no step body run for
-a position that was already recorded.
+position of every run, the same status and result, the same values on every
+stream (`WriteStream`), and no step body run for a position that was already
+recorded.
 """
 
 from __future__ import annotations
@@ -25,7 +26,16 @@ from typing import Any
 import attrs
 
 from replaykit import serde
-from replaykit.log import Failure, Log, Outcome, Status, Value
+from replaykit.log import (
+    CLOSE_STREAM_KIND,
+    STREAM_KINDS,
+    WRITE_STREAM_KIND,
+    Failure,
+    Log,
+    Outcome,
+    Status,
+    Value,
+)
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
 from replaykit.testing._fakes import as_fake
@@ -79,6 +89,19 @@ def _result_key(log: Log) -> tuple[str, str]:
 
 def _stream(log: Log) -> list[tuple[str, str]]:
     return [(r.kind, r.name) for r in log]
+
+
+def _stream_values(log: Log) -> dict[str, tuple[list[str], bool]]:
+    """Each stream of the log: its values (as canonical JSON) and whether it was closed."""
+    found: dict[str, tuple[list[str], bool]] = {}
+    for record in log:
+        if record.kind not in STREAM_KINDS or not isinstance(record.outcome, Value):
+            continue
+        values, closed = found.get(record.name, ([], False))
+        if record.kind == WRITE_STREAM_KIND and not closed:
+            values.append(serde.canonical_json(record.outcome.data))
+        found[record.name] = (values, closed or record.kind == CLOSE_STREAM_KIND)
+    return found
 
 
 def _describe_at(stream: Sequence[tuple[str, str]], index: int) -> str:
@@ -178,6 +201,18 @@ def _compare(reference: Session, variant: Session) -> tuple[list[str], str, int 
             problems.append(f"position {index}{who}: expected {want}, got {have}")
             if shown_mark is None:
                 shown_id, shown_mark = row.workflow_id, index
+        want_streams, have_streams = _stream_values(ref_log), _stream_values(var_log)
+        for key in sorted(set(want_streams) | set(have_streams)):
+            # Positions already make each value once; this catches values that differ.
+            want_values, want_closed = want_streams.get(key, ([], False))
+            have_values, have_closed = have_streams.get(key, ([], False))
+            if want_values != have_values or want_closed != have_closed:
+                problems.append(
+                    f"stream {key!r}{who}: expected {len(want_values)} value(s) "
+                    f"[{', '.join(want_values)[:200]}]{' then closed' if want_closed else ''}, "
+                    f"got {len(have_values)} [{', '.join(have_values)[:200]}]"
+                    f"{' then closed' if have_closed else ''}"
+                )
         if var_log.status == Status.PARKED.value:
             problems.append(
                 f"workflow id {row.workflow_id!r} was parked on replay: "

@@ -10,7 +10,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.errors import NonDeterminismError
-from replaykit.log import Failure, Log, Status, Value
+from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND, Failure, Log, Status, Value
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
 from replaykit.testing._fakes import StepCall, as_fake
@@ -139,6 +139,23 @@ class RunResult(Generic[R]):
         return self.clock.now() - self.started_at
 
     @property
+    def streams(self) -> dict[str, list[Any]]:
+        """Each stream the run wrote: its key, with its values in order, as
+        `engine.read_stream` reads them (plain JSON data)."""
+        return {key: [value for _, value in entries] for key, entries in _streams(self.log).items()}
+
+    @property
+    def closed_streams(self) -> frozenset[str]:
+        """The keys of the streams the run closed (`CloseStream`)."""
+        return frozenset(
+            r.name for r in self.log if r.kind == CLOSE_STREAM_KIND and isinstance(r.outcome, Value)
+        )
+
+    def stream_times(self, key: str) -> list[datetime]:
+        """The virtual time each value of stream `key` was written at, in order."""
+        return [at for at, _ in _streams(self.log).get(key, [])]
+
+    @property
     def commands(self) -> list[tuple[str, str]]:
         """(kind, name) of every recorded position, e.g. ("step", "charge"), ("sleep", "sleep")."""
         return [(r.kind, r.name) for r in self.log]
@@ -179,6 +196,17 @@ class RunResult(Generic[R]):
             else f"after {len(self.log)} position(s)"
         )
         return f"<RunResult {self.workflow_id!r} {self.status.value} {what}>"
+
+
+def _streams(log: Log) -> dict[str, list[tuple[datetime, Any]]]:
+    """(write time, value) of every value each stream of the log holds, in order."""
+    found: dict[str, list[tuple[datetime, Any]]] = {}
+    for record in log:
+        if record.kind == WRITE_STREAM_KIND and isinstance(record.outcome, Value):
+            at = record.completed_at or record.started_at
+            assert at is not None, "a completed record has its completion time"
+            found.setdefault(record.name, []).append((at, record.outcome.data))
+    return found
 
 
 def result_of(

@@ -1,0 +1,267 @@
+"""Reading a run's streams from outside: one reading core, a blocking and an asyncio driver.
+
+A stream's values are records of the run's own log (`WriteStream`, `CloseStream`).
+A reader keeps a `log.StreamCursor` and reads the log incrementally, from the
+first position it has not read (`load_log(since=...)`), so a reader of a long run
+never reads a record twice. Between reads it waits for the store's ("stream", id)
+or ("finished", id) notification, or a poll interval when none comes (a
+notification may be lost; SQLite tells other processes nothing).
+
+`reading()` is the core, a generator with no I/O of its own, in the shape of
+psycopg's generators: it yields what it needs (`ReadRun`, `ReadLog`, `Pause`) and
+what it found (`Emit`), and a driver answers. `read_blocking` drives it for
+`Engine` and `Client`; `read_async` for `AsyncEngine` and `AsyncClient`, whose
+store calls run off the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
+from typing import Any
+
+import attrs
+
+from replaykit.errors import StreamTimeout, WorkflowNotFound
+from replaykit.log import Record, StreamCursor
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = [
+    "Emit",
+    "Pause",
+    "ReadLog",
+    "ReadRun",
+    "check_read_arguments",
+    "read_async",
+    "read_blocking",
+    "reading",
+    "recorded_values",
+    "stream_wakes",
+]
+
+#: `listen(wakes, callback) -> stop`: calls `callback` from any thread on a notification.
+Listen = Callable[[Iterable[tuple[str, str]], Callable[[], None]], Callable[[], None]]
+
+
+@attrs.frozen
+class ReadRun:
+    """Answer with the run's row (`store.get_workflow`), or None."""
+
+
+@attrs.frozen
+class ReadLog:
+    """Answer with `store.load_log(workflow_id, since=since)`."""
+
+    since: int
+
+
+@attrs.frozen
+class Pause:
+    """Wait up to `seconds` for a notification of the run; answer None."""
+
+    seconds: float
+
+
+@attrs.frozen
+class Emit:
+    """The stream's next value, for the reader's caller."""
+
+    value: Any
+
+
+Request = ReadRun | ReadLog | Pause | Emit
+
+
+def stream_wakes(workflow_id: str) -> list[tuple[str, str]]:
+    """The notifications a reader of the run's streams waits on."""
+    return [("stream", workflow_id), ("finished", workflow_id)]
+
+
+def check_read_arguments(key: str, start: int, timeout: float | None) -> None:
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"read_stream: the key must be a non-empty str, got {key!r}")
+    if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+        raise ValueError(
+            f"read_stream(start={start!r}): the index of the first value to read, 0 or more"
+        )
+    if timeout is not None and (isinstance(timeout, bool) or not timeout >= 0):
+        raise ValueError(f"read_stream(timeout={timeout!r}): seconds, 0 or more, or None")
+
+
+def _not_found(workflow_id: str) -> WorkflowNotFound:
+    return WorkflowNotFound(
+        f"no workflow run with id {workflow_id!r}, so no stream to read; check the id "
+        "(replaykit workflows list); a deleted or collected run keeps no streams"
+    )
+
+
+def reading(
+    workflow_id: str,
+    key: str,
+    start: int,
+    *,
+    timeout: float | None,
+    poll_interval: float,
+    monotonic: Callable[[], float],
+) -> Generator[Request, Any, None]:
+    """The reading core: yields requests for its driver, and `Emit` for each value.
+
+    Ends when the key's `CloseStream` record is read, or when the run was seen
+    terminal and the log read after that has been taken (a failed or cancelled
+    run ends its streams). Raises `WorkflowNotFound` for an unknown (or deleted)
+    run, and `StreamTimeout` when `timeout` seconds pass without a new value.
+    """
+    cursor = StreamCursor(key, start)
+    row: WorkflowRow | None = yield ReadRun()
+    if row is None:
+        raise _not_found(workflow_id)
+    # The log read after a look that found the run terminal is its last.
+    terminal = row.status.is_terminal
+    deadline = None if timeout is None else monotonic() + timeout
+    while True:
+        records: list[Record] = yield ReadLog(cursor.next_position)
+        fresh = cursor.take(records)
+        for value in fresh:
+            yield Emit(value)
+        if cursor.closed or terminal:
+            return
+        if fresh:
+            deadline = None if timeout is None else monotonic() + timeout
+        else:
+            # Nothing new: has the run ended? (Not asked while values come: a
+            # notification or the next poll brings the reader back here.)
+            row = yield ReadRun()
+            if row is None:
+                raise _not_found(workflow_id)
+            if row.status.is_terminal:
+                terminal = True
+                continue
+        wait = poll_interval
+        if deadline is not None:
+            left = deadline - monotonic()
+            if left <= 0:
+                raise StreamTimeout(
+                    f"workflow {row.name!r} (id {workflow_id!r}): no new value on stream "
+                    f"{key!r} within {timeout}s; {cursor.seen - min(cursor.seen, start)} "
+                    f"value(s) read (from index {start}), the run is {row.status.value} and "
+                    "the stream open. Wait longer (timeout=None waits for its close or the "
+                    "run's end), or look at what the run waits for (replaykit workflows show)"
+                )
+            wait = min(wait, left)
+        yield Pause(wait)
+
+
+def read_blocking(
+    store: Store,
+    listen: Listen,
+    workflow_id: str,
+    key: str,
+    start: int = 0,
+    *,
+    timeout: float | None,
+    poll_interval: float,
+    monotonic: Callable[[], float],
+) -> Iterator[Any]:
+    """Drive `reading` on the calling thread: the stream's values, blocking between them.
+
+    Closing the iterator (or leaving a `for` loop over it) stops listening.
+    """
+    changed = threading.Event()
+    stop = listen(stream_wakes(workflow_id), changed.set)
+    try:
+        core = reading(
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=poll_interval,
+            monotonic=monotonic,
+        )
+        answer: Any = None
+        while True:
+            try:
+                request = core.send(answer)
+            except StopIteration:
+                return
+            answer = None
+            if isinstance(request, Emit):
+                yield request.value
+            elif isinstance(request, ReadLog):
+                answer = store.load_log(workflow_id, since=request.since)
+            elif isinstance(request, ReadRun):
+                answer = store.get_workflow(workflow_id)
+            else:
+                # Cleared after the wait, before the next read: a notification that
+                # lands later sets it again, and the read then sees what it announced.
+                changed.wait(request.seconds)
+                changed.clear()
+    finally:
+        stop()
+
+
+async def read_async(
+    store: Store,
+    listen: Listen,
+    off_loop: Callable[[Callable[[], Any]], Awaitable[Any]],
+    workflow_id: str,
+    key: str,
+    start: int = 0,
+    *,
+    timeout: float | None,
+    poll_interval: float,
+) -> AsyncIterator[Any]:
+    """Drive `reading` on the running loop: store calls through `off_loop`, waits on an
+    asyncio event that notifications set from any thread; no thread is held."""
+    loop = asyncio.get_running_loop()
+    changed = asyncio.Event()
+
+    def from_any_thread() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+            loop.call_soon_threadsafe(changed.set)
+
+    stop = listen(stream_wakes(workflow_id), from_any_thread)
+    try:
+        core = reading(
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=poll_interval,
+            monotonic=loop.time,
+        )
+        answer: Any = None
+        while True:
+            try:
+                request = core.send(answer)
+            except StopIteration:
+                return
+            answer = None
+            if isinstance(request, Emit):
+                yield request.value
+            elif isinstance(request, ReadLog):
+                read = functools.partial(store.load_log, workflow_id, since=request.since)
+                answer = await off_loop(read)
+            elif isinstance(request, ReadRun):
+                answer = await off_loop(functools.partial(store.get_workflow, workflow_id))
+            else:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(max(request.seconds, 0.0)):
+                        await changed.wait()
+                changed.clear()
+    finally:
+        stop()
+
+
+def recorded_values(
+    store: Store, workflow_id: str, key: str, start: int = 0
+) -> tuple[list[Any], bool, WorkflowRow]:
+    """What the stream holds now, without waiting: (values from `start`, closed, the run)."""
+    row = store.get_workflow(workflow_id)
+    if row is None:
+        raise _not_found(workflow_id)
+    cursor = StreamCursor(key, start)
+    values = cursor.take(store.load_log(workflow_id))
+    return values, cursor.closed, row
