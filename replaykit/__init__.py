@@ -24,6 +24,7 @@ from replaykit.commands import (
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     Cancelled,
+    CodecError,
     ExecutorIdInUse,
     NonDeterminismError,
     ReplayKitError,
@@ -42,6 +43,7 @@ from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import schedule
+from replaykit.serde import PayloadCodec
 from replaykit.stores import MemoryStore
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "Cancelled",
     "Client",
     "ClientHandle",
+    "CodecError",
     "DeprecatePatch",
     "Engine",
     "ExecutorIdInUse",
@@ -64,6 +67,7 @@ __all__ = [
     "NonDeterminismError",
     "Now",
     "Patch",
+    "PayloadCodec",
     "Queue",
     "QueueItem",
     "Race",
