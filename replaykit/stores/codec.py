@@ -102,12 +102,18 @@ class CodecStore:
     Implements the whole `Store` protocol by delegating to `inner`; passes the
     same conformance suite (`check_store`). Other attributes (a SQLite store's
     `path`, a schema's status) are `inner`'s. `codec=None` encodes nothing and
-    refuses encoded payloads with `CodecError` naming the codec to pass.
+    refuses encoded payloads with `CodecError` naming the codec to pass, or
+    with `pass_encoded=True` hands them on as stored, for a tool that shows them.
     """
 
-    def __init__(self, inner: Store, codec: PayloadCodec | None) -> None:
+    def __init__(
+        self, inner: Store, codec: PayloadCodec | None, *, pass_encoded: bool = False
+    ) -> None:
         self.inner = inner
         self.codec = None if codec is None else serde.check_codec(codec)
+        # For a tool that shows what is stored (the `replaykit` command without
+        # --codec): with no codec, encoded payloads are handed on as stored.
+        self.pass_encoded = pass_encoded and self.codec is None
 
     def __repr__(self) -> str:
         shown = "no codec" if self.codec is None else f"codec {self.codec.name!r}"
@@ -135,6 +141,8 @@ class CodecStore:
         return data if self.codec is None else serde.encode_payload(data, self.codec)
 
     def _decode(self, data: Any, what: str, workflow_id: str) -> Any:
+        if self.pass_encoded:
+            return data
         return serde.decode_payload(data, self.codec, what=what, workflow_id=workflow_id)
 
     def _encode_outcome(self, outcome: Outcome | None) -> Outcome | None:
@@ -147,6 +155,8 @@ class CodecStore:
     def _decode_outcome(
         self, outcome: Outcome | None, what: str, workflow_id: str
     ) -> Outcome | None:
+        if self.pass_encoded:
+            return outcome
         if isinstance(outcome, Value):
             if not serde.is_encoded(outcome.data):
                 return outcome
@@ -194,6 +204,8 @@ class CodecStore:
         except CodecError as exc:
             fields["inputs"] = None
             errors.append(exc)
+        if self.pass_encoded:
+            return row
         try:
             if isinstance(row.result, Failure) and serde.is_encoded_error(row.result.error):
                 info, text = serde.decode_error_info_and_text(
