@@ -544,3 +544,24 @@ def test_a_record_read_back_through_the_codec_equals_the_one_written() -> None:
     record = Record(0, "step", "s", Failure(ErrorInfo("builtins", "KeyError", "'k'", ["k"])))
     assert store.record("r", record) is record
     assert store.load_log("r") == [record]
+
+
+@pytest.mark.parametrize("kind", ["step", "now", "race", "all", "write_stream", "close_stream"])
+def test_every_record_kind_is_encoded_at_rest(kind: str) -> None:
+    memory = MemoryStore()
+    store = CodecStore(memory, Salted())
+    store.create_workflow(WorkflowRow("r", "codec-waiter", Status.PENDING))
+    record = Record(0, kind, "k", Value({"value": SECRET_STEP}))
+    store.record("r", record)
+    assert store.load_log("r") == [record]
+    [held] = memory.load_log("r")
+    assert isinstance(held.outcome, Value) and serde.is_encoded(held.outcome.data)
+    assert SECRET_STEP not in serde.dumps(held.to_json())
+
+
+def test_replaykit_ui_refuses_a_bad_codec_spec() -> None:
+    from replaykit.ui.cli import ui as ui_command
+
+    result = CliRunner().invoke(ui_command, ["--codec", "examples.encrypted:nothing"])
+    assert result.exit_code == 2
+    assert "has no attribute 'nothing'" in result.output
