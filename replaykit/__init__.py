@@ -26,6 +26,7 @@ from replaykit.commands import (
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     Cancelled,
+    CodecError,
     ExecutorIdInUse,
     NonDeterminismError,
     ReplayKitError,
@@ -45,6 +46,7 @@ from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import schedule
+from replaykit.serde import PayloadCodec
 from replaykit.stores import MemoryStore
 
 __all__ = [
@@ -59,6 +61,7 @@ __all__ = [
     "Client",
     "ClientHandle",
     "CloseStream",
+    "CodecError",
     "DeprecatePatch",
     "Engine",
     "ExecutorIdInUse",
@@ -68,6 +71,7 @@ __all__ = [
     "NonDeterminismError",
     "Now",
     "Patch",
+    "PayloadCodec",
     "Queue",
     "QueueItem",
     "Race",

@@ -9,16 +9,25 @@ the same words.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+from typing import Any
 
+from replaykit import serde
 from replaykit._text import redact
 from replaykit.errors import ReplayKitError
+from replaykit.serde import PayloadCodec
 from replaykit.stores import parse_store_url
 from replaykit.stores.base import Store
+from replaykit.stores.codec import CodecStore
 
 __all__ = [
     "CONNECT_TIMEOUT",
+    "BadCodecSpec",
     "StoreRefused",
+    "decoding",
+    "load_codec",
     "open_for_operator",
     "require_schema",
     "schema_status",
@@ -97,3 +106,77 @@ def require_schema(store: Store, url: str) -> None:
         f"the schema at {where} is at version {current}, newer than this replaykit knows "
         f"({latest}); upgrade replaykit"
     )
+
+
+# -- the payload codec an operator names -------------------------------------------------------
+
+
+class BadCodecSpec(ReplayKitError, ValueError):
+    """`--codec MODULE:ATTRIBUTE` names nothing usable; the message says what and why."""
+
+
+_CODEC_FORM = (
+    "--codec takes MODULE:ATTRIBUTE, the module and the name of your payload codec in it "
+    "(e.g. myapp.crypto:codec)"
+)
+
+
+def load_codec(spec: str) -> PayloadCodec:
+    """The payload codec `MODULE:ATTRIBUTE` names, imported as the operator asked.
+
+    The operator names the module on the command line (stored data never
+    chooses what is imported). The attribute is a codec, or a class or
+    function that makes one when called with no arguments (one that reads its
+    key from the environment, say). The current directory is searched first,
+    as for `replaykit replay`. Raises `BadCodecSpec` saying what is wrong.
+    """
+    module_name, sep, attr = spec.strip().partition(":")
+    if (
+        not sep
+        or not all(part.isidentifier() for part in module_name.split("."))
+        or not all(part.isidentifier() for part in attr.split("."))
+    ):
+        raise BadCodecSpec(f"{_CODEC_FORM}, not {spec!r}")
+    here = os.getcwd()
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise BadCodecSpec(
+            f"cannot import {module_name!r} for --codec {spec}: {exc}; run from your project's "
+            "directory, or set PYTHONPATH"
+        ) from exc
+    except Exception as exc:
+        raise BadCodecSpec(
+            f"importing {module_name!r} for --codec {spec} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    found: Any = module
+    for part in attr.split("."):
+        if not hasattr(found, part):
+            raise BadCodecSpec(f"module {module_name!r} has no attribute {attr!r} (--codec {spec})")
+        found = getattr(found, part)
+    if callable(found) and not callable(getattr(found, "encode", None)):
+        try:
+            found = found()
+        except Exception as exc:
+            raise BadCodecSpec(
+                f"--codec {spec}: calling {attr}() to make the codec failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+    elif isinstance(found, type):
+        found = found()
+    try:
+        return serde.check_codec(found)
+    except (TypeError, ValueError) as exc:
+        raise BadCodecSpec(f"--codec {spec}: {exc}") from exc
+
+
+def decoding(store: Store, codec: PayloadCodec | None) -> Store:
+    """`store`, decoding payloads with `codec`; with none, refusing encoded ones.
+
+    For what must never take an envelope for a value (a replay feeds stored
+    inputs and outcomes to workflow code): a run encoded by a codec the
+    operator did not pass fails with a `CodecError` that says to pass --codec.
+    """
+    return store if isinstance(store, CodecStore) else CodecStore(store, codec)

@@ -14,10 +14,12 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
+from replaykit import serde
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Value
 
 __all__ = [
     "composite_children",
+    "encoded_text",
     "format_duration",
     "json_text",
     "outcome_summary",
@@ -112,8 +114,23 @@ def short(text: str, width: int | None = 60) -> str:
     return text if width is None or len(text) <= width else text[: width - 3] + "..."
 
 
+def encoded_text(data: Any) -> str | None:
+    """'<encoded by fernet, 212 bytes>' for a payload a codec encoded; None for a plain one.
+
+    A reader without the codec (`replaykit` without `--codec`) shows what it
+    holds: that there is a payload, which codec has it, and its size.
+    """
+    return serde.describe_encoded(data) if serde.is_encoded(data) else None
+
+
 def short_json(data: Any, width: int | None = 60) -> str:
-    """`data` as compact JSON on one line (its repr if it is not JSON), cut to `width`."""
+    """`data` as compact JSON on one line (its repr if it is not JSON), cut to `width`.
+
+    A payload a codec encoded shows as such (`encoded_text`).
+    """
+    encoded = encoded_text(data)
+    if encoded is not None:
+        return encoded
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):

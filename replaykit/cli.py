@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import attrs
 
@@ -55,7 +55,16 @@ except ImportError as _missing:  # pragma: no cover - depends on the installatio
         "the replaykit command needs click and rich: pip install 'replaykit[cli]'"
     ) from _missing
 
-from replaykit._operator import StoreRefused, open_for_operator, require_schema, schema_status
+from replaykit import serde
+from replaykit._operator import (
+    BadCodecSpec,
+    StoreRefused,
+    decoding,
+    load_codec,
+    open_for_operator,
+    require_schema,
+    schema_status,
+)
 from replaykit._text import (
     composite_children,
     format_duration,
@@ -102,7 +111,9 @@ from replaykit.runtime.schedules import (
     resume_schedule,
     trigger_schedule,
 )
+from replaykit.serde import PayloadCodec
 from replaykit.stores.base import ScheduleState, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.codec import CodecStore
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main", "printable"]
 
@@ -282,13 +293,26 @@ def _require_schema(store: Store, url: str) -> None:
         raise CliError(str(exc)) from exc
 
 
+# Where the root command keeps the codec `--codec` named, for every subcommand's store.
+_CODEC = "replaykit.codec"
+
+
+def _codec() -> PayloadCodec | None:
+    """The payload codec `replaykit --codec` named; None without one."""
+    ctx = click.get_current_context(silent=True)
+    found = None if ctx is None else ctx.find_root().meta.get(_CODEC)
+    return cast(PayloadCodec | None, found)
+
+
 @contextmanager
 def _store(url: str, *, create: bool = False, check_schema: bool = True) -> Iterator[Store]:
+    """The store, decoding payloads with `--codec`; without it, showing them encoded."""
     store = _open(url, create=create)
     try:
         if check_schema:
             _require_schema(store, url)
-        yield store
+        codec = _codec()
+        yield store if codec is None else CodecStore(store, codec)
     finally:
         store.close()
 
@@ -580,8 +604,24 @@ class _RootGroup(_Group):
 @click.group(cls=_RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="replaykit", prog_name="replaykit")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the store and pool do.")
-def cli(verbose: bool) -> None:
+@click.option(
+    "--codec",
+    "codec_spec",
+    envvar="REPLAYKIT_CODEC",
+    show_envvar=True,
+    metavar="MODULE:ATTRIBUTE",
+    help="Your payload codec (Engine(codec=...)): encoded payloads are shown decoded, "
+    "and what the command writes is encoded. Without it they show as "
+    "<encoded by NAME, N bytes>.",
+)
+@click.pass_context
+def cli(ctx: click.Context, verbose: bool, codec_spec: str | None) -> None:
     """Inspect and operate replaykit workflow runs."""
+    if codec_spec:
+        try:
+            ctx.meta[_CODEC] = load_codec(codec_spec)
+        except BadCodecSpec as exc:
+            raise _UsageError(str(exc)) from exc
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     else:
@@ -954,6 +994,12 @@ def show_command(
         _print_tracebacks(out, row, records)
 
 
+def _traceback_text(error: ErrorInfo) -> str:
+    if serde.is_encoded_error(error):
+        return "(the traceback is encoded with the failure: pass replaykit --codec to read it)"
+    return error.traceback or "(no traceback was recorded)"
+
+
 def _print_tracebacks(out: _Printer, row: WorkflowRow, records: Sequence[Record]) -> None:
     """The step bodies' own tracebacks, where the failures began, then the run's.
 
@@ -965,13 +1011,13 @@ def _print_tracebacks(out: _Printer, row: WorkflowRow, records: Sequence[Record]
         for where, error in _failures(record):
             out.line()
             out.line(f"{where} raised {error.type_name}: {error.message}", "bold red")
-            out.line(error.traceback or "(no traceback was recorded)", newlines=True)
+            out.line(_traceback_text(error), newlines=True)
             shown = True
     if isinstance(row.result, Failure):
         error = row.result.error
         out.line()
         out.line(f"the workflow raised {error.type_name}: {error.message}", "bold red")
-        out.line(error.traceback or "(no traceback was recorded)", newlines=True)
+        out.line(_traceback_text(error), newlines=True)
         shown = True
     if not shown:
         out.line()
@@ -1091,6 +1137,10 @@ def _client(url: str, **options: Any) -> Iterator[Any]:
     from replaykit.client import Client
 
     with _store(url) as store:
+        # Without --codec, what the client reads is shown as stored (encoded),
+        # and what it writes is plain, which engines with a codec read as well.
+        if not isinstance(store, CodecStore):
+            store = CodecStore(store, None, pass_encoded=True)
         client = Client(store, **options)
         try:
             yield client
@@ -1249,6 +1299,13 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
         raise CliError(
             f"workflow {workflow_id!r} ({row.name}, {row.status.value}) has set no event "
             f"{key!r}{waited}" + ("" if seconds else "; --timeout DURATION waits for it")
+        )
+    encoded = serde.encoded_by(value)
+    if encoded is not None:
+        _echo(
+            f"note: the value is encoded by the payload codec {encoded!r}; pass "
+            "replaykit --codec MODULE:ATTRIBUTE to decode it",
+            err=True,
         )
     click.echo(json_text(json.dumps(value, ensure_ascii=False, default=str)))
 
@@ -2067,8 +2124,11 @@ def replay_command(
                     ids.extend(row.workflow_id for row in rows)
                 if not ids:
                     _echo(f"no runs of {', '.join(names) or spec} are in flight")
+            # Workflow code must never take an encoded payload for a value: a run
+            # encoded by a codec not passed fails, saying to pass --codec.
+            readable = decoding(store, _codec())
             for workflow_id in ids:
-                log = export_run(store, workflow_id)
+                log = export_run(readable, workflow_id)
                 label = f"run {workflow_id}"
                 worst = max(
                     worst, _replay_one(label, spec, module, attr, log, strict, check_result)
@@ -2200,7 +2260,7 @@ def inspect_command(
         raise _UsageError(str(exc)) from exc
     with _store(url) as store:
         _get_row(store, workflow_id)
-        log = export_run(store, workflow_id)
+        log = export_run(decoding(store, _codec()), workflow_id)
     try:
         wf = resolve_workflow(spec, module, attr, log)
     except _BadInput as exc:

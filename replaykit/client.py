@@ -43,7 +43,9 @@ from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, schedules, streams
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
+from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.codec import with_codec
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle"]
 
@@ -96,7 +98,9 @@ class Client:
     `executor_id` the engine its queue-less starts go to; both may be given
     per call instead. `poll_interval` bounds how long a wait goes without
     looking at the store when no notification comes (SQLite notifies only
-    within one process).
+    within one process). `codec` is the payload codec the engines use
+    (`Engine(codec=...)`): what the client sends and starts is encoded with it,
+    and what it reads decoded.
     """
 
     def __init__(
@@ -107,12 +111,18 @@ class Client:
         executor_id: str | None = None,
         poll_interval: float = 0.5,
         max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
+        codec: PayloadCodec | None = None,
     ) -> None:
         self._closed = False
-        # The engines' retry policy: the store retries what may run twice.
+        # The engines' retry policy: the store retries what may run twice; inside
+        # it, the engines' payload codec (give the client the one they use).
+        self.codec = codec
         self.store: Store = cast(
             Store,
-            RetryingStore(admin.open_store_for(target, who="Client"), stop=lambda: self._closed),
+            RetryingStore(
+                with_codec(admin.open_store_for(target, who="Client"), codec),
+                stop=lambda: self._closed,
+            ),
         )
         self.app_version = app_version
         self.executor_id = executor_id

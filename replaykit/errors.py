@@ -19,6 +19,7 @@ __all__ = [
     "AwaitedWorkflowCancelled",
     "AwaitedWorkflowFailed",
     "Cancelled",
+    "CodecError",
     "ControlSignal",
     "DamagedData",
     "DuplicateDedupId",
@@ -228,6 +229,26 @@ class DamagedData(StoreError):
     The fault is in the database, not in the code: the run it belongs to is
     parked with this message until an operator repairs or deletes the row.
     """
+
+
+class CodecError(DamagedData):
+    """A payload at rest cannot be decoded with the codec this process was given.
+
+    It was encoded by a codec this process does not have (none was passed, or
+    one of another name), or the codec's `decode` refused it (a wrong key).
+    `codec_name` is the name stored with the payload, `workflow_id` the run it
+    belongs to ("" when unknown), `what` the payload ("the outcome at position 3").
+    The message says what to pass (`codec=`); like any damaged data, a run that
+    meets it is parked until the process is given the codec and the run resumed.
+    """
+
+    def __init__(
+        self, message: str, *, codec_name: str = "", workflow_id: str = "", what: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.codec_name = codec_name
+        self.workflow_id = workflow_id
+        self.what = what
 
 
 class RecordConflict(StoreError):

@@ -17,6 +17,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import sys
 import traceback as traceback_module
 import types
@@ -26,25 +27,43 @@ from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import cattrs
 
-from replaykit.errors import LIVE_ONLY, PayloadTooLarge, SerializationError, StepFailed
+from replaykit.errors import (
+    LIVE_ONLY,
+    CodecError,
+    PayloadTooLarge,
+    SerializationError,
+    StepFailed,
+)
 
 __all__ = [
+    "CODEC_KEY",
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "ErrorInfo",
+    "PayloadCodec",
     "canonical_json",
+    "check_codec",
     "converter",
     "decode",
     "decode_error",
+    "decode_error_info",
+    "decode_error_info_and_text",
+    "decode_payload",
+    "describe_encoded",
     "digest",
     "digest_json",
     "dumps",
     "encode",
     "encode_error",
+    "encode_error_info",
+    "encode_payload",
+    "encoded_by",
+    "is_encoded",
+    "is_encoded_error",
     "loads",
     "return_type_of",
 ]
@@ -344,3 +363,228 @@ def _prints(exc: BaseException) -> bool:
 
 def utc(dt: datetime) -> datetime:
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
+
+
+# -- the payload codec: payloads at rest --------------------------------------------------
+#
+# A codec (encryption, compression) turns a payload's JSON bytes into other bytes.
+# The at-rest form of an encoded payload is itself JSON-safe, so every store keeps
+# it where it keeps a plain payload, in the same columns:
+#
+#     {"replaykit.codec": "<the codec's name>", "data": "<base64 of codec.encode(json)>"}
+#
+# A payload without that form is plain: written before a codec was configured, or
+# by a process without one; it reads as it is.
+
+#: The key of an encoded payload that holds the name of the codec that encoded it.
+CODEC_KEY = "replaykit.codec"
+_CODEC_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:+/-]{0,99}$")
+
+
+@runtime_checkable
+class PayloadCodec(Protocol):
+    """What `Engine(codec=...)` takes: bytes to bytes, both ways, synchronously.
+
+    `name` is stored, in clear, with every payload the codec encodes, and a
+    payload is decoded only by a codec of the same name: keep it as long as
+    payloads it encoded are stored (put a key id in it, "fernet:2024", to tell
+    keys apart). `decode(encode(b)) == b` for all bytes `b`; `decode` raises
+    on data it cannot decode (a wrong key). Both may be called from any of the
+    engine's threads at once.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def encode(self, data: bytes) -> bytes: ...
+
+    def decode(self, data: bytes) -> bytes: ...
+
+
+def check_codec(codec: Any) -> PayloadCodec:
+    """`codec`, if it is a usable `PayloadCodec`; otherwise `TypeError` saying what it lacks."""
+    missing = [attr for attr in ("encode", "decode") if not callable(getattr(codec, attr, None))]
+    name = getattr(codec, "name", None)
+    if missing or not isinstance(name, str):
+        lacks = ", ".join([f"a callable {m}(data: bytes) -> bytes" for m in missing])
+        if not isinstance(name, str):
+            lacks = ", ".join(filter(None, [lacks, "a name: str"]))
+        raise TypeError(
+            f"codec= takes a payload codec (an object with a name: str, encode(data: bytes) "
+            f"-> bytes and decode(data: bytes) -> bytes); {codec!r} lacks {lacks}"
+        )
+    if not _CODEC_NAME.match(name):
+        raise ValueError(
+            f"codec name {name!r} cannot be stored: a codec's name is 1 to 100 characters of "
+            "letters, digits and . _ : + / -, starting with a letter or digit"
+        )
+    return typing.cast(PayloadCodec, codec)
+
+
+def _payload_bytes(data: Any) -> bytes:
+    # Key order is kept, not sorted: a dict a step returned must iterate alike
+    # on a live run (which never reads the store) and on a replay.
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def is_encoded(data: Any) -> bool:
+    """Whether `data` is a payload's at-rest form written by a codec."""
+    return (
+        type(data) is dict
+        and len(data) == 2
+        and isinstance(data.get(CODEC_KEY), str)
+        and isinstance(data.get("data"), str)
+    )
+
+
+def encoded_by(data: Any) -> str | None:
+    """The name of the codec that encoded `data`; None for a plain payload."""
+    return typing.cast(str, data[CODEC_KEY]) if is_encoded(data) else None
+
+
+def encode_payload(data: Any, codec: PayloadCodec) -> dict[str, str]:
+    """The at-rest form of the JSON-safe payload `data`, encoded by `codec`."""
+    encoded = codec.encode(_payload_bytes(data))
+    if not isinstance(encoded, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"codec {codec.name!r}: encode() returned a {type(encoded).__name__}, not bytes"
+        )
+    return {CODEC_KEY: codec.name, "data": base64.b64encode(encoded).decode("ascii")}
+
+
+def _whose(what: str, workflow_id: str) -> str:
+    return f"{what} of workflow id {workflow_id!r}" if workflow_id else what
+
+
+def decode_payload(
+    data: Any, codec: PayloadCodec | None, *, what: str = "a payload", workflow_id: str = ""
+) -> Any:
+    """The JSON-safe payload whose at-rest form is `data`; a plain payload as it is.
+
+    Raises `CodecError` for a payload encoded by a codec of another name, or
+    by one when `codec` is None, or that the codec's `decode` refuses.
+    """
+    if not is_encoded(data):
+        return data
+    name: str = data[CODEC_KEY]
+    whose = _whose(what, workflow_id)
+
+    def refused(why: str) -> CodecError:
+        return CodecError(why, codec_name=name, workflow_id=workflow_id, what=what)
+
+    if codec is None:
+        raise refused(
+            f"{whose}: encoded by the payload codec {name!r}, and this process was given "
+            f"no codec. Pass the codec named {name!r} that wrote it (Engine(codec=...), "
+            "Client(codec=...), or `replaykit --codec module:attribute` on the command line)"
+        )
+    if codec.name != name:
+        raise refused(
+            f"{whose}: encoded by the payload codec {name!r}, and this process was given "
+            f"the codec {codec.name!r}. Pass the codec named {name!r} that wrote it; a "
+            "codec's name is stored with each payload, so keep it while such payloads exist"
+        )
+    try:
+        raw = base64.b64decode(data["data"], validate=True)
+    except ValueError as exc:
+        raise refused(f"{whose}: encoded by the codec {name!r}, and damaged ({exc})") from None
+    try:
+        plain = codec.decode(raw)
+    except Exception as exc:
+        raise refused(
+            f"the codec {name!r} could not decode {whose} ({type(exc).__name__}: {exc}); "
+            "pass the codec as it was when the payload was written (the same key)"
+        ) from exc
+    if not isinstance(plain, (bytes, bytearray, memoryview)):
+        raise refused(
+            f"codec {name!r}: decode() returned a {type(plain).__name__}, not bytes, for {whose}"
+        )
+    try:
+        return json.loads(bytes(plain).decode("utf-8", "surrogatepass"))
+    except ValueError as exc:
+        raise refused(
+            f"the codec {name!r} decoded {whose} to bytes that are not JSON ({exc}); "
+            "pass the codec as it was when the payload was written"
+        ) from None
+
+
+def describe_encoded(data: Any) -> str:
+    """An encoded payload in words, '<encoded by fernet, 212 bytes>' (its encoded size)."""
+    text: str = data["data"]
+    size = len(text) * 3 // 4 - (len(text) - len(text.rstrip("=")))
+    return f"<encoded by {data[CODEC_KEY]}, {size} bytes>"
+
+
+def encode_error_info(
+    info: ErrorInfo, codec: PayloadCodec, *, run_error: str | None = None
+) -> ErrorInfo:
+    """A recorded exception at rest: its message, args and traceback encoded, its class clear.
+
+    The class stays readable (an operator sorts failures by type without the
+    codec); what the exception says is user data. The message shows what the
+    payload is, so any reader without the codec prints something true.
+    `run_error`, a failed run's short error text (its failure's message, cut),
+    is encoded along with it, for `decode_error_info_and_text` to give back.
+    """
+    payload: dict[str, Any] = {
+        "message": info.message,
+        "args": info.args,
+        "traceback": info.traceback,
+    }
+    if run_error is not None:
+        payload["run_error"] = run_error
+    envelope = encode_payload(payload, codec)
+    return ErrorInfo(info.module, info.qualname, describe_encoded(envelope), [envelope], "")
+
+
+def is_encoded_error(info: ErrorInfo) -> bool:
+    """Whether `info` is the at-rest form `encode_error_info` writes."""
+    return (
+        len(info.args) == 1
+        and is_encoded(info.args[0])
+        and not info.traceback
+        and info.message == describe_encoded(info.args[0])
+    )
+
+
+def decode_error_info(
+    info: ErrorInfo,
+    codec: PayloadCodec | None,
+    *,
+    what: str = "a failure",
+    workflow_id: str = "",
+) -> ErrorInfo:
+    """The recorded exception whose at-rest form is `info`; a plain one as it is."""
+    return decode_error_info_and_text(info, codec, what=what, workflow_id=workflow_id)[0]
+
+
+def decode_error_info_and_text(
+    info: ErrorInfo,
+    codec: PayloadCodec | None,
+    *,
+    what: str = "a failure",
+    workflow_id: str = "",
+) -> tuple[ErrorInfo, str | None]:
+    """`decode_error_info`, with the `run_error` text encoded along (None if none was)."""
+    if not is_encoded_error(info):
+        return info, None
+    data = decode_payload(info.args[0], codec, what=what, workflow_id=workflow_id)
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("message"), str)
+        or not isinstance(data.get("args"), list)
+        or not isinstance(data.get("traceback"), str)
+        or not isinstance(data.get("run_error", ""), str)
+    ):
+        raise CodecError(
+            f"{_whose(what, workflow_id)} decoded to something that is not a recorded "
+            "exception (a message, args and a traceback)",
+            codec_name=info.args[0][CODEC_KEY],
+            workflow_id=workflow_id,
+            what=what,
+        )
+    decoded = ErrorInfo(
+        info.module, info.qualname, data["message"], data["args"], data["traceback"]
+    )
+    return decoded, data.get("run_error")

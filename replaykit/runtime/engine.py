@@ -53,8 +53,10 @@ from replaykit.runtime.schedules import (
     registered_schedules,
 )
 from replaykit.runtime.wakeups import Wakeups
+from replaykit.serde import PayloadCodec
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 
@@ -122,6 +124,11 @@ class Engine:
     live engine holds an id and version at a time; another such engine waits up
     to `executor_wait` seconds for it to stop, then raises `ExecutorIdInUse`.
     (Engines of two versions may share an id, as in a rolling deploy.)
+
+    `codec` (a `replaykit.serde.PayloadCodec`) encodes every payload at rest:
+    inputs, results, step outcomes and failures, messages, events. Without
+    one, a payload a codec encoded is refused with `CodecError` (the run is
+    parked) rather than handed to a workflow; plain payloads read either way.
     """
 
     def __init__(
@@ -148,13 +155,17 @@ class Engine:
         executor_wait: float = 10.0,
         tracer_provider: Any = None,
         meter_provider: Any = None,
+        codec: PayloadCodec | None = None,
     ) -> None:
         if executor_wait < 0:
             raise ValueError(f"executor_wait must be >= 0 seconds, not {executor_wait}")
         self._closed = False
         # One retry policy for every room: the store retries what may run twice.
+        # Inside it, the payload codec: a retried call re-encodes nothing it sent.
+        self.codec = codec
         self.store: Store = cast(
-            Store, RetryingStore(open_store_for(target), stop=lambda: self._closed)
+            Store,
+            RetryingStore(with_codec(open_store_for(target), codec), stop=lambda: self._closed),
         )
         self.executor_id = executor_id
         self.app_version = app_version or app_version_of(registered().values())

@@ -33,7 +33,9 @@ from replaykit.runtime.admin import export_run
 from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS
+from replaykit.serde import PayloadCodec
 from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.codec import CodecStore
 from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
 from replaykit.testing._sandbox import sandboxed
@@ -324,7 +326,7 @@ class JournalStore:
 
     def __init__(self, session: Session, engine_no: int) -> None:
         self._session = session
-        self._inner: MemoryStore = session.store
+        self._inner: Store = session.store
         self._engine_no = engine_no
         self.dead = False
 
@@ -467,6 +469,7 @@ class Session:
         crash_at: Callable[[Commit, int], bool] | None = None,
         warm: Warm = False,
         sandbox: bool = True,
+        codec: PayloadCodec | None = None,
     ) -> None:
         self.workflow_id = workflow_id
         self.warm = warm
@@ -480,7 +483,12 @@ class Session:
         self.seed = seed
         self.timeout = timeout
         self.crash_at = crash_at
-        self.store = MemoryStore()
+        #: What the store holds, as it holds it: payloads encoded, with a codec.
+        self.memory = MemoryStore()
+        #: The store every simulated process shares; with a codec, it encodes
+        #: what they write into `memory` and decodes what they read, as
+        #: `Engine(codec=...)` does in production.
+        self.store: Store = self.memory if codec is None else CodecStore(self.memory, codec)
         self.clock = KitClock(start)
         self.journal: list[Write | Exec] = []
         self.calls: dict[str, list[StepCall]] = {}
@@ -735,6 +743,10 @@ class Session:
 
     def log_of(self, workflow_id: str) -> Log:
         return export_run(self.store, workflow_id)
+
+    def stored_log_of(self, workflow_id: str) -> Log:
+        """The run's log as the store holds it (encoded, with a codec)."""
+        return export_run(self.memory, workflow_id)
 
     def rows(self) -> list[WorkflowRow]:
         return self.store.list_workflows(WorkflowFilter())

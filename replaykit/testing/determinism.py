@@ -38,6 +38,7 @@ from replaykit.log import (
 )
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
+from replaykit.serde import PayloadCodec
 from replaykit.testing._fakes import as_fake
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
 from replaykit.testing.harness import RunResult, result_of, start_session
@@ -276,6 +277,7 @@ def check_determinism(
     prefixes: bool = True,
     crashes: bool = True,
     sandbox: bool = True,
+    codec: PayloadCodec | None = None,
     **kwargs: Any,
 ) -> DeterminismReport:
     """Run once, then resume from every commit point; assert every resumption agrees.
@@ -300,6 +302,7 @@ def check_determinism(
         "timeout": timeout,
         "seed": seed,
         "sandbox": sandbox,
+        "codec": codec,
     }
     reference = start_session(wf, args, kwargs, **settings)
     reference.drive()
@@ -326,6 +329,7 @@ def check_determinism(
                 seed=seed,
                 timeout=timeout,
                 sandbox=sandbox,
+                codec=codec,
             )
             variant.seed_from(
                 [w for w in reference.writes() if w.index < point.write.index], point.now

@@ -13,6 +13,7 @@ from replaykit.errors import NonDeterminismError
 from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND, Failure, Log, Status, Value
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
+from replaykit.serde import PayloadCodec
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._session import (
     Commit,
@@ -75,6 +76,7 @@ def start_session(
     crash_at: Callable[[Commit, int], bool] | None = None,
     warm: Warm = False,
     sandbox: bool = True,
+    codec: PayloadCodec | None = None,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     messages = list(messages)
@@ -95,6 +97,7 @@ def start_session(
         crash_at=crash_at,
         warm=warm,
         sandbox=sandbox,
+        codec=codec,
     )
     session.create_root(wf, args, kwargs)
     return session
@@ -127,6 +130,9 @@ class RunResult(Generic[R]):
     crashes: tuple[Commit, ...] = ()
     #: Messages whose target workflow did not exist when they were due, with why.
     undelivered: tuple[tuple[Message, str], ...] = ()
+    #: The run's log as the store holds it: with `run(codec=...)`, its args, outcomes
+    #: and result encoded (`{"replaykit.codec": name, "data": ...}`); else `log`.
+    stored_log: Log | None = None
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -250,6 +256,7 @@ def result_of(
         calls={name: list(calls) for name, calls in session.calls.items()},
         crashes=tuple(commit for _, commit in session.crashes),
         undelivered=tuple(session.undelivered),
+        stored_log=session.stored_log_of(session.workflow_id),
         workflow=wf,
     )
 
@@ -268,6 +275,7 @@ def run(
     crash_at: int | Iterable[int] | None = None,
     warm: Warm = False,
     sandbox: bool = True,
+    codec: PayloadCodec | None = None,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -292,6 +300,10 @@ def run(
       (`time.time()`, `datetime.now()`, ...) or draws randomness (`random.*`,
       `uuid.uuid4()`, `os.urandom()`, `secrets.*`) gets `NonDeterministicCall`,
       which `run()` then raises; step bodies are not affected.
+    - `codec=` (a `PayloadCodec`) encodes every payload in the store as
+      `Engine(codec=...)` does, so the run goes through your codec's encode and
+      decode at every write and read; `RunResult.stored` holds the rows and
+      logs as stored (encoded).
     - Returns when the run finishes, is parked, or waits for something that
       will never come (status PENDING); raises `TimeoutError` if it does none
       of these within `timeout` seconds of wall time.
@@ -311,6 +323,7 @@ def run(
         crash_at=_crash_predicate(crash_at),
         warm=warm,
         sandbox=sandbox,
+        codec=codec,
     )
     session.drive()
     return result_of(session, wf, clock)

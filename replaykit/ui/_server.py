@@ -14,6 +14,8 @@ from starlette.types import ASGIApp
 
 from replaykit._operator import StoreRefused, open_for_operator, require_schema
 from replaykit._text import printable, redact
+from replaykit.serde import PayloadCodec
+from replaykit.stores.codec import CodecStore
 from replaykit.ui._app import create_app, is_local_host
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "MIN_TOKEN_CHARS", "check_bind", "running", "serve"]
@@ -111,6 +113,7 @@ def serve(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     token: str | None = None,
+    codec: PayloadCodec | None = None,
 ) -> None:
     """Serve the UI for the store at `url` until interrupted (Ctrl-C, SIGTERM).
 
@@ -119,7 +122,8 @@ def serve(
     for a cookie), or as `Authorization: Bearer TOKEN`. Raises ValueError for a
     refused bind or token, OSError when the address cannot be listened on.
     The store is opened as the CLI opens it: an existing database, its schema
-    checked and never migrated.
+    checked and never migrated. With `codec`, payloads it encoded are shown
+    decoded; without, as `<encoded by NAME, N bytes>`.
     """
     check_bind(host, token)
     try:
@@ -131,6 +135,8 @@ def serve(
     except StoreRefused as exc:
         store.close()
         raise ValueError(printable(redact(str(exc)))) from exc
+    if codec is not None:
+        store = CodecStore(store, codec)
     try:
         app = create_app(
             store, token=token, local_only=is_local_host(host), store_label=redact(url)

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from replaykit._text import composite_children, format_duration, outcome_summary
+from replaykit._text import composite_children, encoded_text, format_duration, outcome_summary
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.serde import ErrorInfo
@@ -68,6 +68,9 @@ def when(value: datetime | None) -> str:
 
 
 def pretty_json(data: Any) -> str:
+    encoded = encoded_text(data)
+    if encoded is not None:
+        return encoded  # started without --codec: the page says what it holds
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False, default=str)
     except (TypeError, ValueError):
@@ -78,6 +81,9 @@ def pretty_json(data: Any) -> str:
 
 
 def short_json(data: Any, width: int = 80) -> str:
+    encoded = encoded_text(data)
+    if encoded is not None:
+        return encoded
     try:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):

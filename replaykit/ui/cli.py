@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from replaykit._operator import BadCodecSpec, load_codec
 from replaykit.errors import ReplayKitError
 from replaykit.runtime.engine import DEFAULT_URL
 from replaykit.ui._server import DEFAULT_HOST, DEFAULT_PORT, serve
@@ -46,11 +47,24 @@ __all__ = ["ui"]
     help="A secret every request must carry (?token= once, then a cookie; or "
     "Authorization: Bearer). Required off loopback.",
 )
-def ui(url: str, host: str, port: int, token: str | None) -> None:
+@click.option(
+    "--codec",
+    "codec_spec",
+    envvar="REPLAYKIT_CODEC",
+    show_envvar=True,
+    metavar="MODULE:ATTRIBUTE",
+    help="Your payload codec (Engine(codec=...)), to show encoded payloads decoded; "
+    "without it they show as <encoded by NAME, N bytes>.",
+)
+def ui(url: str, host: str, port: int, token: str | None, codec_spec: str | None) -> None:
     """Browse runs, their timelines, children, inboxes, events and queues; cancel,
     resume and fork them. Runs no workflow code."""
     try:
-        serve(url, host=host, port=port, token=token or None)
+        codec = None if not codec_spec else load_codec(codec_spec)
+    except BadCodecSpec as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        serve(url, host=host, port=port, token=token or None, codec=codec)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     except (OSError, ReplayKitError) as exc:
