@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -241,6 +241,8 @@ def check_determinism(
     prefixes: bool = True,
     crashes: bool = True,
     sandbox: bool = True,
+    workflow_timeout: timedelta | float | None = None,
+    deadline: datetime | None = None,
     **kwargs: Any,
 ) -> DeterminismReport:
     """Run once, then resume from every commit point; assert every resumption agrees.
@@ -265,6 +267,8 @@ def check_determinism(
         "timeout": timeout,
         "seed": seed,
         "sandbox": sandbox,
+        "workflow_timeout": workflow_timeout,
+        "deadline": deadline,
     }
     reference = start_session(wf, args, kwargs, **settings)
     reference.drive()

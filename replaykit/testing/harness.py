@@ -9,9 +9,11 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from replaykit import serde
-from replaykit.errors import NonDeterminismError
+from replaykit.commands import run_deadline
+from replaykit.errors import AwaitedWorkflowCancelled, NonDeterminismError
 from replaykit.log import Failure, Log, Status, Value
 from replaykit.registry import Workflow
+from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._session import (
@@ -75,8 +77,13 @@ def start_session(
     crash_at: Callable[[Commit, int], bool] | None = None,
     warm: Warm = False,
     sandbox: bool = True,
+    workflow_timeout: timedelta | float | None = None,
+    deadline: datetime | None = None,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
+    run_timeout, run_deadline_at = run_deadline(
+        workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
+    )
     messages = list(messages)
     for message in messages:
         if not isinstance(message, Message):
@@ -96,7 +103,7 @@ def start_session(
         warm=warm,
         sandbox=sandbox,
     )
-    session.create_root(wf, args, kwargs)
+    session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
     return session
 
 
@@ -113,7 +120,8 @@ class RunResult(Generic[R]):
     status: Status
     #: The workflow's return value, decoded as production decodes it; None unless SUCCESS.
     result: R | None
-    #: The exception the run ended with (ERROR), or `NonDeterminismError` (PARKED); else None.
+    #: The exception the run ended with (ERROR), `NonDeterminismError` (PARKED), or the
+    #: cancellation (CANCELLED: `WorkflowDeadlineExceeded` at its deadline); else None.
     error: BaseException | None
     #: The run's log, as `engine.export_log()` gives it; `log.to_json()` exports it.
     log: Log
@@ -203,6 +211,13 @@ def result_of(
             workflow_name=wf.workflow_name,
             workflow_id=session.workflow_id,
         )
+    elif status is Status.CANCELLED and row is not None:
+        # A run cancelled at its deadline (`workflow_timeout=` / `deadline=`): what
+        # `handle.result()` raises in production, WorkflowDeadlineExceeded.
+        try:
+            run_outcome(row)
+        except AwaitedWorkflowCancelled as exc:
+            error = exc
     # The time of the run's last write, not of the clock: an engine may jump a
     # virtual clock to a timer left behind by a wait that ended early.
     end = session.last_write_time()
@@ -240,6 +255,8 @@ def run(
     crash_at: int | Iterable[int] | None = None,
     warm: Warm = False,
     sandbox: bool = True,
+    workflow_timeout: timedelta | float | None = None,
+    deadline: datetime | None = None,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -264,9 +281,16 @@ def run(
       (`time.time()`, `datetime.now()`, ...) or draws randomness (`random.*`,
       `uuid.uuid4()`, `os.urandom()`, `secrets.*`) gets `NonDeterministicCall`,
       which `run()` then raises; step bodies are not affected.
-    - Returns when the run finishes, is parked, or waits for something that
-      will never come (status PENDING); raises `TimeoutError` if it does none
-      of these within `timeout` seconds of wall time.
+    - `workflow_timeout=` (a timedelta or seconds of virtual time, from the
+      start) and `deadline=` (an aware datetime) bound the run as
+      `engine.start(timeout=..., deadline=...)` does: when it passes, the run
+      ends CANCELLED with `error` a `WorkflowDeadlineExceeded` saying so, at
+      that virtual instant (a 30-day `Sleep` under a 1-day timeout ends on day
+      1, in no wall time). Its children inherit it. (`timeout=` is the wall
+      time `run()` itself may take.)
+    - Returns when the run finishes, is parked, is cancelled, or waits for
+      something that will never come (status PENDING); raises `TimeoutError`
+      if it does none of these within `timeout` seconds of wall time.
     """
     _check_workflow(wf, "run")
     session = start_session(
@@ -283,6 +307,8 @@ def run(
         crash_at=_crash_predicate(crash_at),
         warm=warm,
         sandbox=sandbox,
+        workflow_timeout=workflow_timeout,
+        deadline=deadline,
     )
     session.drive()
     return result_of(session, wf, clock)
