@@ -132,6 +132,17 @@ def sync_step() -> Generator[Any, Any, str]:
     return value
 
 
+def shout(text: str) -> str:
+    return text.upper()
+
+
+@workflow(name="deadlines.listens_then_steps")
+def listens_then_steps() -> Generator[Any, Any, str]:
+    message = yield Recv("go")
+    loud: str = yield Step("shout", shout, message)
+    return loud
+
+
 def note_it_ran() -> str:
     CLAIMED_RAN.set()
     return "ran"
@@ -389,6 +400,18 @@ def test_a_resume_drops_a_deadline_that_passed_or_sets_a_new_one(store_url: str)
         clock.advance(31)
         wait_until("the new timeout", lambda: handle.status() is Status.CANCELLED)
         assert handle.row().error.startswith("timed out: ")
+
+
+def test_a_run_timed_out_here_and_resumed_from_elsewhere_runs_again(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    with Engine(url, app_version="v1", poll_interval=0.05, queues=[]) as engine:
+        handle = engine.start(listens_then_steps, timeout=0.3)
+        with pytest.raises(WorkflowDeadlineExceeded):
+            handle.result(timeout=10)
+        with Client(url, app_version="v1") as client:  # an operator's process, say
+            client.resume(handle.workflow_id, timeout=60)
+            client.send(handle.workflow_id, "hello", topic="go")
+        assert handle.result(timeout=10) == "HELLO"
 
 
 # -- the other front doors ---------------------------------------------------------------------

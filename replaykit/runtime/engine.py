@@ -1268,7 +1268,10 @@ class Engine:
             return
         if kind == "resumed":
             # Resumed by an operator (maybe from the CLI, in another process):
-            # an activation checks the owner and version and runs it if ours.
+            # an activation checks the owner and version and runs it if ours. One
+            # this engine cancelled (at its deadline, say) may run again: the store,
+            # which gates every record on the status, says it is PENDING now.
+            self.scheduler.allow(key)
             self.scheduler.drop_warm(key)
             self.scheduler.dispatch(key)
             return
@@ -1295,6 +1298,9 @@ class Engine:
             return
         for row in rows:
             if not self.scheduler.is_tracked(row.workflow_id):
+                # PENDING in the store, so resumed if this engine cancelled it (a resume
+                # from another process on SQLite, which sends no notification across).
+                self.scheduler.allow(row.workflow_id)
                 self.scheduler.dispatch(row.workflow_id)
 
     # -- for the testing kit ------------------------------------------------------------------
