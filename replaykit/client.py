@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from replaykit import serde
-from replaykit.commands import as_seconds
+from replaykit.commands import as_seconds, earliest_deadline, run_deadline
 from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
@@ -168,6 +168,8 @@ class Client:
         queue: str | None = None,
         app_version: str | None = None,
         executor_id: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Start a run of the workflow registered as `name`, for engines to run.
@@ -179,12 +181,25 @@ class Client:
         `ValueError`. Idempotent by `workflow_id`: the same workflow with the
         same arguments returns the existing run; another workflow or other
         arguments raise `WorkflowIdConflict`.
+
+        `timeout` (a timedelta or seconds) and `deadline` (an aware datetime)
+        bound the run as in `Engine.start`, the earlier winning: a timeout
+        counts from now (this machine's clock), or, with `queue`, from the
+        claim. The engine running it cancels it when it passes.
         """
         if queue is not None:
             return self.enqueue(
-                queue, name, *args, workflow_id=workflow_id, app_version=app_version, **kwargs
+                queue,
+                name,
+                *args,
+                workflow_id=workflow_id,
+                app_version=app_version,
+                timeout=timeout,
+                deadline=deadline,
+                **kwargs,
             )
         self._check_open()
+        seconds, deadline = run_deadline(timeout, deadline, what=f"Client.start({name!r}, ...)")
         version = self._version(name, app_version)
         target = executor_id or self.executor_id
         if not target:
@@ -194,7 +209,16 @@ class Client:
                 "executor_id='...' (the engine with that executor id runs it: at once if it "
                 "is live, else when it launches); either may also be given to Client(...)"
             )
-        row = self._new_row(name, args, kwargs, workflow_id, version, executor_id=target)
+        row = self._new_row(
+            name,
+            args,
+            kwargs,
+            workflow_id,
+            version,
+            executor_id=target,
+            timeout=seconds,
+            deadline=deadline,
+        )
         stored, ours = self._create(row)
         if ours:
             self._hand_over(stored)
@@ -212,6 +236,8 @@ class Client:
         delay: timedelta | float | None = None,
         if_exists: str = "raise",
         app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
@@ -221,11 +247,15 @@ class Client:
         `if_exists="return"`, gives that run's handle); `delay` holds it back;
         a used `workflow_id` returns its run for the same workflow and
         arguments and raises `WorkflowIdConflict` otherwise. Only engines of
-        the stamped version claim it.
+        the stamped version claim it. `timeout` counts from the claim,
+        `deadline` holds from now (the run can time out while queued).
         """
         self._check_open()
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
+        seconds, deadline = run_deadline(
+            timeout, deadline, what=f"Client.enqueue({queue!r}, {name!r}, ...)"
+        )
         version = self._version(name, app_version)
         row = self._new_row(
             name,
@@ -237,6 +267,8 @@ class Client:
             priority=priority,
             dedup_id=dedup_id,
             delay=delay,
+            timeout=seconds,
+            deadline=deadline,
         )
         try:
             stored, _ours = self._create(row)
@@ -271,6 +303,8 @@ class Client:
         priority: int = 0,
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
+        timeout: float | None = None,
+        deadline: datetime | None = None,
     ) -> WorkflowRow:
         if not isinstance(name, str):
             hint = getattr(name, "workflow_name", None)
@@ -281,6 +315,9 @@ class Client:
         inputs = admin.encode_inputs(name, args, kwargs, max_bytes=self.max_payload_bytes)
         now = datetime.now(UTC)
         delay_seconds = as_seconds(delay, "enqueue delay")
+        if timeout is not None and queue is None:
+            # It starts now; a queued run's timeout starts at its claim.
+            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
         return WorkflowRow(
             workflow_id=workflow_id or str(uuid.uuid4()),
             name=name,
@@ -295,6 +332,8 @@ class Client:
             wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
+            deadline=deadline,
+            timeout=timeout,
         )
 
     def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
@@ -511,6 +550,8 @@ class Client:
         *,
         executor_id: str | None = None,
         app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
     ) -> ClientHandle:
         """Make a CANCELLED or PARKED run PENDING again, for its engine to continue it.
 
@@ -518,13 +559,23 @@ class Client:
         its own executor id and version unless told others (`app_version`
         restamps it onto newer code). An ENQUEUED run (delayed or not) starts
         now, PENDING for `executor_id` or the client's, which it then needs. A
-        finished run is left as it is (fork it instead).
+        finished run is left as it is (fork it instead). A deadline that
+        passed is dropped (one still ahead holds); `timeout` / `deadline` set
+        a new one, as in `Engine.resume`.
         """
         row = self._row(workflow_id)
+        seconds, deadline = run_deadline(timeout, deadline, what=f"resume({workflow_id!r})")
         target = executor_id
         if target is None and row.status is Status.ENQUEUED:
             target = self.executor_id  # it has no engine of its own yet
-        admin.resume_run(self.store, workflow_id, executor_id=target, app_version=app_version)
+        admin.resume_run(
+            self.store,
+            workflow_id,
+            executor_id=target,
+            app_version=app_version,
+            timeout=seconds,
+            deadline=deadline,
+        )
         return ClientHandle(self, workflow_id)
 
     def fork(
@@ -739,6 +790,8 @@ class AsyncClient:
         queue: str | None = None,
         app_version: str | None = None,
         executor_id: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.start` as a coroutine."""
@@ -750,6 +803,8 @@ class AsyncClient:
             queue=queue,
             app_version=app_version,
             executor_id=executor_id,
+            timeout=timeout,
+            deadline=deadline,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)
@@ -766,6 +821,8 @@ class AsyncClient:
         delay: timedelta | float | None = None,
         if_exists: str = "raise",
         app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.enqueue` as a coroutine."""
@@ -780,6 +837,8 @@ class AsyncClient:
             delay=delay,
             if_exists=if_exists,
             app_version=app_version,
+            timeout=timeout,
+            deadline=deadline,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)
@@ -885,10 +944,17 @@ class AsyncClient:
         *,
         executor_id: str | None = None,
         app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
     ) -> AsyncClientHandle:
         """`Client.resume` as a coroutine."""
         await self.off_loop(
-            self.client.resume, workflow_id, executor_id=executor_id, app_version=app_version
+            self.client.resume,
+            workflow_id,
+            executor_id=executor_id,
+            app_version=app_version,
+            timeout=timeout,
+            deadline=deadline,
         )
         return AsyncClientHandle(self, workflow_id)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
 
 import attrs
@@ -45,7 +45,9 @@ __all__ = [
     "WriteStream",
     "as_seconds",
     "callable_name",
+    "earliest_deadline",
     "facts_of",
+    "run_deadline",
 ]
 
 
@@ -66,6 +68,49 @@ def as_seconds(value: timedelta | float | int | None, what: str) -> float | None
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"{what} must be zero or positive, got {value!r}")
     return seconds
+
+
+def run_deadline(
+    timeout: timedelta | float | None, deadline: datetime | None, *, what: str
+) -> tuple[float | None, datetime | None]:
+    """A run's `timeout=` (seconds) and `deadline=` as given, checked; `what` names the call.
+
+    The timeout must be positive (a run with no time at all could never start)
+    and the deadline an aware datetime (a naive one names no instant).
+    """
+    seconds = None
+    if timeout is not None:
+        if isinstance(timeout, timedelta):
+            seconds = timeout.total_seconds()
+        elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
+            seconds = float(timeout)
+        else:
+            raise TypeError(
+                f"{what}: timeout must be a timedelta or a number of seconds, got {timeout!r}"
+            )
+        if math.isnan(seconds) or math.isinf(seconds) or seconds <= 0:
+            raise ValueError(
+                f"{what}: timeout must be more than zero, got {timeout!r}; pass a positive "
+                "timedelta or number of seconds, or None for no timeout"
+            )
+    if deadline is not None:
+        if not isinstance(deadline, datetime):
+            raise TypeError(
+                f"{what}: deadline must be a timezone-aware datetime, got {deadline!r}; "
+                "for a duration pass timeout= instead"
+            )
+        if deadline.tzinfo is None or deadline.utcoffset() is None:
+            raise ValueError(
+                f"{what}: deadline {deadline.isoformat()} is naive (no time zone), so it names "
+                "no instant; pass an aware datetime such as datetime(..., tzinfo=UTC)"
+            )
+    return seconds, deadline
+
+
+def earliest_deadline(*deadlines: datetime | None) -> datetime | None:
+    """The earliest of the deadlines given (None ones ignored); None if there are none."""
+    given = [d for d in deadlines if d is not None]
+    return min(given) if given else None
 
 
 def callable_name(fn: Any) -> str:
@@ -620,13 +665,23 @@ def _workflow_name(wf: Any) -> str:
 
 @attrs.frozen(init=False)
 class _ChildCommand(Command):
-    """What `Start` and `Call` share: the child's workflow, arguments, id and queue."""
+    """What `Start` and `Call` share: the child's workflow, arguments, id and queue.
+
+    `workflow_id`, `queue`, `timeout` and `deadline` are options of the start;
+    every other keyword goes to the child. `timeout` (a timedelta or seconds)
+    and `deadline` (an aware datetime) bound the *child run*, as they do on
+    `engine.start`: the child's deadline is the earliest of them and of this
+    run's own deadline (it inherits what remains of it). It is not how long
+    this run waits: for that, `Wait(child_id, timeout=...)`.
+    """
 
     workflow: Any = attrs.field(eq=False)
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
     workflow_id: str | None
     queue: str | None
+    timeout: float | None = None
+    deadline: datetime | None = None
 
     def __init__(
         self,
@@ -635,17 +690,31 @@ class _ChildCommand(Command):
         *args: Any,
         workflow_id: str | None = None,
         queue: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> None:
-        _workflow_name(wf)
-        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue)
+        name = _workflow_name(wf)
+        seconds, deadline = run_deadline(
+            timeout, deadline, what=f"{type(self).__name__}({name!r}, ...)"
+        )
+        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue, seconds, deadline)
 
     @property
     def name(self) -> str:
         return _workflow_name(self.workflow)
 
     def describe_args(self) -> Any:
-        return [list(self.args), dict(self.kwargs), self.workflow_id]
+        described: list[Any] = [list(self.args), dict(self.kwargs), self.workflow_id]
+        # Only when given: the digests of logs recorded before these options stay the same.
+        if self.timeout is not None or self.deadline is not None:
+            described.append(
+                {
+                    "timeout": self.timeout,
+                    "deadline": None if self.deadline is None else self.deadline.isoformat(),
+                }
+            )
+        return described
 
 
 @attrs.frozen(init=False)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import ClassVar
 
 __all__ = [
     "LIVE_ONLY",
@@ -40,6 +42,7 @@ __all__ = [
     "StreamTimeout",
     "TransactionUnsupported",
     "UnknownWorkflowError",
+    "WorkflowDeadlineExceeded",
     "WorkflowFailed",
     "WorkflowIdConflict",
     "WorkflowNotFound",
@@ -209,6 +212,32 @@ class AwaitedWorkflowFailed(ReplayKitError):
 
 class AwaitedWorkflowCancelled(ReplayKitError):
     """Raised in a parent when the child it waits on was cancelled."""
+
+
+class WorkflowDeadlineExceeded(AwaitedWorkflowCancelled):
+    """The run was cancelled because its deadline passed (`timeout=` / `deadline=`).
+
+    `handle.result()` raises it, and so does a parent's `Call` / `Wait` on such a
+    child; it is an `AwaitedWorkflowCancelled`, so handlers of cancellations
+    catch it too. The message says when the deadline was and what timeout set it.
+    """
+
+    #: How the status detail of a run cancelled at its deadline begins.
+    DETAIL_PREFIX: ClassVar[str] = "timed out: "
+
+    @classmethod
+    def detail(cls, deadline: datetime, timeout: float | None) -> str:
+        """The status detail (the run's `error`) written when `deadline` passes."""
+        instant = deadline.astimezone(UTC)
+        precision = "seconds" if instant.microsecond == 0 else "milliseconds"
+        at = instant.isoformat(timespec=precision).replace("+00:00", "Z")
+        set_by = f" (timeout {timeout:g}s)" if timeout is not None else ""
+        return f"{cls.DETAIL_PREFIX}its deadline {at} passed{set_by}"
+
+    @classmethod
+    def says_timed_out(cls, detail: str) -> bool:
+        """Whether a cancelled run's status detail is one written at its deadline."""
+        return detail.startswith(cls.DETAIL_PREFIX)
 
 
 class TransactionUnsupported(ReplayKitError):

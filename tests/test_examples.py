@@ -60,6 +60,14 @@ def test_streams(tmp_path: Path) -> None:
     assert out.rstrip().endswith("batch-7: 1100 rows")
 
 
+def test_deadlines(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "deadlines.py")], tmp_path)
+    assert "report-fast: total 800 from 3 regions" in out
+    assert "report-slow: workflow 'build_report' (id 'report-slow') was cancelled: it timed " in out
+    assert "(timeout 1s)" in out
+    assert "report-slow: CANCELLED; its 3 region runs: CANCELLED" in out
+
+
 def test_worker_example_drains_through_replaykit_worker(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'queue.db'}"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

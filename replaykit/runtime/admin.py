@@ -18,7 +18,7 @@ import json
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import attrs
@@ -27,6 +27,7 @@ from replaykit import serde
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     PayloadTooLarge,
+    WorkflowDeadlineExceeded,
     WorkflowIdConflict,
     WorkflowNotFound,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_URL",
     "TERMINAL",
     "cancel_run",
+    "cancel_timed_out",
     "cascade_note",
     "check_start",
     "collect_garbage",
@@ -155,6 +157,10 @@ def run_outcome(row: WorkflowRow, result_type: Any = None) -> Any:
     A failure comes back as its own class only when that class is imported
     already (else `StepFailed`): stored data never makes anything be imported.
     """
+    if row.status is Status.CANCELLED and WorkflowDeadlineExceeded.says_timed_out(row.error):
+        raise WorkflowDeadlineExceeded(
+            f"workflow {row.name!r} (id {row.workflow_id!r}) was cancelled: it {row.error}"
+        )
     if row.status is Status.CANCELLED:
         why = f": {row.error}" if row.error else ""
         raise AwaitedWorkflowCancelled(
@@ -308,12 +314,86 @@ def _cancel_child(
             _cancel_child(store, child.workflow_id, workflow_id, reason, on_cancel)
 
 
+def cancel_timed_out(
+    store: Store,
+    row: WorkflowRow,
+    *,
+    on_cancel: Callable[[str], None] | None = None,
+) -> WorkflowRow | None:
+    """Cancel a run whose deadline passed, with a status detail that says so; the run cancelled.
+
+    A child that inherited its deadline shares it with its parent: then the
+    parent is the one that timed out (the earliest ancestor whose deadline is
+    no later than the run's), and the cancel cascades to the child as any
+    cancel does, so that a resume of the parent brings the child back too.
+    None when the run (or that ancestor) had finished already.
+    """
+    if row.deadline is None:
+        return None
+    target = row
+    seen = {row.workflow_id}
+    while target.parent_id is not None and target.parent_id not in seen:
+        try:
+            parent = store.get_workflow(target.parent_id)
+        except DamagedRow:
+            break
+        if (
+            parent is None
+            or parent.status.is_terminal
+            or parent.deadline is None
+            or target.deadline is None
+            or parent.deadline > target.deadline
+        ):
+            break
+        seen.add(parent.workflow_id)
+        target = parent
+    assert target.deadline is not None
+    detail = WorkflowDeadlineExceeded.detail(target.deadline, target.timeout)
+    if not cancel_run(store, target.workflow_id, children=True, reason=detail, on_cancel=on_cancel):
+        return None
+    return target
+
+
+def resume_deadline(
+    store: Store,
+    row: WorkflowRow,
+    now: datetime,
+    *,
+    timeout: float | None = None,
+    deadline: datetime | None = None,
+) -> None:
+    """Settle a run's deadline before it is resumed.
+
+    A deadline that passed is dropped (the run would be cancelled again at
+    once); one still ahead holds. A new `timeout` (from `now`) or `deadline`
+    replaces it, the earlier of the two winning. An ENQUEUED run resumed (it
+    starts now, unclaimed) gets its timeout counted from `now`, as a claim
+    would count it.
+    """
+    if timeout is not None or deadline is not None:
+        wanted = deadline
+        if timeout is not None:
+            counted = now + timedelta(seconds=timeout)
+            wanted = counted if wanted is None else min(wanted, counted)
+        store.set_deadline(row.workflow_id, wanted, timeout)
+        return
+    if row.deadline is not None and row.deadline <= now:
+        store.set_deadline(row.workflow_id, None, None)
+    elif row.status is Status.ENQUEUED and row.timeout is not None:
+        counted = now + timedelta(seconds=row.timeout)
+        kept = counted if row.deadline is None else min(row.deadline, counted)
+        store.set_deadline(row.workflow_id, kept, row.timeout)
+
+
 def resume_run(
     store: Store,
     workflow_id: str,
     *,
     executor_id: str | None = None,
     app_version: str | None = None,
+    now: datetime | None = None,
+    timeout: float | None = None,
+    deadline: datetime | None = None,
 ) -> list[str]:
     """Make a run PENDING again for `executor_id` (default: its own); the ids it resumed.
 
@@ -330,6 +410,11 @@ def resume_run(
     `app_version` restamps what is resumed, for engines of that version to
     run it (a resume onto newer code). Raises `ValueError` when the run
     changed under the call.
+
+    Deadlines (`resume_deadline`): a deadline that passed is dropped from
+    every run resumed (a timed-out run would be cancelled again at once),
+    one still ahead holds; `timeout` / `deadline` give the run (and the
+    children resumed with it) a new one, counted from `now`.
     """
     row = get_run(store, workflow_id)
     if row.status in (Status.SUCCESS, Status.ERROR):
@@ -345,11 +430,16 @@ def resume_run(
         only_from: tuple[Status, ...] = (Status.ENQUEUED,)
     else:
         only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
+    now = now or datetime.now(UTC)
+    new_deadline = (timeout, deadline)
     # Children first: a parent that ran again while its child was still
     # CANCELLED would record that its wait ended in a cancellation, and fail.
     children: list[str] = []
     if row.status is Status.CANCELLED:
-        children = _resume_cascaded(store, workflow_id, executor_id, app_version)
+        children = _resume_cascaded(
+            store, workflow_id, executor_id, app_version, now=now, new_deadline=new_deadline
+        )
+    resume_deadline(store, row, now, timeout=timeout, deadline=deadline)
     changed = store.set_status(
         workflow_id,
         Status.PENDING,
@@ -359,8 +449,8 @@ def resume_run(
         app_version=app_version,
     )
     if not changed:
-        now = store.get_workflow(workflow_id)
-        state = now.status.value if now else "deleted"
+        current = store.get_workflow(workflow_id)
+        state = current.status.value if current else "deleted"
         raise ValueError(
             f"workflow {row.name!r} (id {workflow_id!r}) changed while it was being resumed "
             f"(it is {state} now); look at it again and retry"
@@ -369,13 +459,28 @@ def resume_run(
 
 
 def _resume_cascaded(
-    store: Store, parent_id: str, executor_id: str | None, app_version: str | None
+    store: Store,
+    parent_id: str,
+    executor_id: str | None,
+    app_version: str | None,
+    *,
+    now: datetime,
+    new_deadline: tuple[float | None, datetime | None],
 ) -> list[str]:
     resumed: list[str] = []
     for child in store.list_workflows(WorkflowFilter(parent_id=parent_id)):
         if not _cancelled_by_cascade_of(child, parent_id):
             continue
-        below = _resume_cascaded(store, child.workflow_id, executor_id, app_version)
+        below = _resume_cascaded(
+            store,
+            child.workflow_id,
+            executor_id,
+            app_version,
+            now=now,
+            new_deadline=new_deadline,
+        )
+        timeout, deadline = new_deadline
+        resume_deadline(store, child, now, timeout=timeout, deadline=deadline)
         if child.queue is not None and not child.executor_id:
             # Cancelled before any worker claimed it: back on its queue, where
             # a worker of the (re)stamped version takes it.

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
@@ -49,6 +50,14 @@ DEFAULT_IO_WORKERS = 16
 #: The most starts stored in one statement (those of one loop iteration beyond it
 #: go in further batches, side by side).
 START_BATCH = 500
+#: A start waiting for its batch: the request, its caller's answer, its trace context,
+#: and its (timeout seconds, deadline) as checked on the loop.
+_PendingStart = tuple[
+    StartRequest,
+    "asyncio.Future[WorkflowRow]",
+    str | None,
+    tuple[float | None, datetime | None],
+]
 #: How many poll intervals a waiter for a run this engine runs sleeps between its
 #: own looks (it is woken when the run finishes; the look is for a lost wake-up).
 TRACKED_ROUNDS = 5
@@ -125,7 +134,7 @@ class AsyncEngine:
         self._finish_waiters: dict[str, set[asyncio.Event]] = {}
         self._heard: collections.deque[str] = collections.deque()
         self._waking = False
-        self._starts: list[tuple[StartRequest, asyncio.Future[WorkflowRow], str | None]] = []
+        self._starts: list[_PendingStart] = []
         self._batches: set[asyncio.Task[None]] = set()
         self._unlisten: Callable[[], None] = lambda: None
 
@@ -216,20 +225,26 @@ class AsyncEngine:
         /,
         *args: Any,
         workflow_id: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
         arguments returns the existing run, another workflow or other arguments raise
-        `WorkflowIdConflict`.
+        `WorkflowIdConflict`. `timeout` and `deadline` bound the run as in
+        `Engine.start`.
 
         The starts made in one iteration of the loop (a `gather` of many) are stored
         together, in one statement and one commit; each caller gets its own answer.
         """
         loop = self._own_loop()
+        limits = run_deadline(
+            timeout, deadline, what=f"start({getattr(wf, 'workflow_name', wf)!r}, ...)"
+        )
         answer: asyncio.Future[WorkflowRow] = loop.create_future()
         # Each start's own trace context: the batch is stored from one thread.
         traced = current_trace_context() if self.engine.telemetry.tracing else None
-        self._starts.append(((wf, args, kwargs, workflow_id), answer, traced))
+        self._starts.append(((wf, args, kwargs, workflow_id), answer, traced, limits))
         if len(self._starts) == 1:
             loop.call_soon(self._send_starts)
         row = await answer
@@ -243,17 +258,16 @@ class AsyncEngine:
             self._batches.add(task)  # held until done: the loop keeps only weak references
             task.add_done_callback(self._batches.discard)
 
-    async def _start_batch(
-        self, batch: list[tuple[StartRequest, asyncio.Future[WorkflowRow], str | None]]
-    ) -> None:
+    async def _start_batch(self, batch: list[_PendingStart]) -> None:
         try:
             answers = await self.off_loop(
                 self.engine.start_batch,
-                [start for start, _, _ in batch],
-                trace_contexts=[traced for _, _, traced in batch],
+                [start for start, _, _, _ in batch],
+                trace_contexts=[traced for _, _, traced, _ in batch],
+                deadlines=[limits for _, _, _, limits in batch],
             )
         except BaseException as exc:  # the store is out, or the engine closed: all hear it
-            for _, answer, _ in batch:
+            for _, answer, _, _ in batch:
                 if answer.done():
                     continue
                 if isinstance(exc, asyncio.CancelledError):  # the loop is going away
@@ -263,7 +277,7 @@ class AsyncEngine:
             if not isinstance(exc, Exception):
                 raise
             return
-        for (_, answer, _), result in zip(batch, answers, strict=True):
+        for (_, answer, _, _), result in zip(batch, answers, strict=True):
             if answer.done():  # its caller was cancelled; the run is started anyway
                 continue
             if isinstance(result, Exception):
@@ -295,9 +309,12 @@ class AsyncEngine:
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
         if_exists: str = "raise",
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
-        """`Engine.enqueue` as a coroutine."""
+        """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
+        from now)."""
         handle = await self.off_loop(
             self.engine.enqueue,
             queue,
@@ -308,6 +325,8 @@ class AsyncEngine:
             dedup_id=dedup_id,
             delay=delay,
             if_exists=if_exists,
+            timeout=timeout,
+            deadline=deadline,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -321,12 +340,21 @@ class AsyncEngine:
         *,
         priority: int = 0,
         delay: timedelta | float | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
     ) -> list[AsyncWorkflowHandle[R]]:
         """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
         # Items are read here, on the loop, so a generator of items is not
         # consumed on another thread.
         handles = await self.off_loop(
-            self.engine.enqueue_many, queue, wf, list(items), priority=priority, delay=delay
+            self.engine.enqueue_many,
+            queue,
+            wf,
+            list(items),
+            priority=priority,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
         )
         return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
 
@@ -440,11 +468,19 @@ class AsyncEngine:
             self.engine.cancel, workflow_id, children=children, reason=reason
         )
 
-    async def resume(self, workflow_id: str) -> AsyncWorkflowHandle[Any]:
+    async def resume(
+        self,
+        workflow_id: str,
+        *,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
+    ) -> AsyncWorkflowHandle[Any]:
         """`Engine.resume` as a coroutine: a cancelled or parked run (with the children its
         cancel cascaded to) continues from its log on this engine; an enqueued one starts
-        now."""
-        handle = await self.off_loop(self.engine.resume, workflow_id)
+        now. A deadline that passed is dropped; `timeout` / `deadline` set a new one."""
+        handle = await self.off_loop(
+            self.engine.resume, workflow_id, timeout=timeout, deadline=deadline
+        )
         return AsyncWorkflowHandle(self, handle.workflow_id)
 
     async def fork(

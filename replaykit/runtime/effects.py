@@ -43,6 +43,7 @@ from replaykit.commands import (
     Uuid,
     Wait,
     WriteStream,
+    earliest_deadline,
     facts_of,
 )
 from replaykit.errors import (
@@ -53,6 +54,7 @@ from replaykit.errors import (
     RecordConflict,
     SerializationError,
     StoreUnavailable,
+    WorkflowDeadlineExceeded,
     WorkflowNotFound,
 )
 from replaykit.interpreter import Effect, StepContext, step_context_var
@@ -944,6 +946,9 @@ class EffectRunner:
                 workflow_id=child_id,
                 parent_id=row.workflow_id,
                 queue=command.queue,
+                # The child inherits what remains of this run's deadline.
+                timeout=command.timeout,
+                deadline=earliest_deadline(command.deadline, row.deadline),
             )
         except (SerializationError, PayloadTooLarge, TypeError) as exc:
             return Failure(serde.encode_error(exc))
@@ -1025,6 +1030,14 @@ class EffectRunner:
             return Failure(serde.encode_error(error, with_traceback=False))
         if child.status is Status.SUCCESS or child.status is Status.ERROR:
             return child.result or Value(None)
+        if child.status is Status.CANCELLED and WorkflowDeadlineExceeded.says_timed_out(
+            child.error
+        ):
+            error = WorkflowDeadlineExceeded(
+                f"workflow {child.name!r} (id {target!r}), awaited by {row.name!r} "
+                f"(id {row.workflow_id!r}) at position {position}, was cancelled: it {child.error}"
+            )
+            return Failure(serde.encode_error(error, with_traceback=False))
         if child.status is Status.CANCELLED:
             error = AwaitedWorkflowCancelled(
                 f"workflow {child.name!r} (id {target!r}), awaited by {row.name!r} "

@@ -24,13 +24,15 @@ from typing import Any, Generic, TypeVar, cast
 import attrs
 
 from replaykit import serde
-from replaykit.commands import as_seconds
+from replaykit.commands import as_seconds, earliest_deadline, run_deadline
 from replaykit.errors import (
+    DamagedData,
     DuplicateDedupId,
     ExecutorIdInUse,
     PayloadTooLarge,
     StoreUnavailable,
     UnknownWorkflowError,
+    WorkflowDeadlineExceeded,
     WorkflowIdConflict,
     WorkflowNotFound,
     WorkflowTimeout,
@@ -66,6 +68,12 @@ DEFAULT_URL = admin.DEFAULT_URL
 #: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
 StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
+
+
+def _name_of(wf: Any) -> str:
+    """How a start's errors name the workflow given (which may not be one)."""
+    name = getattr(wf, "workflow_name", None)
+    return repr(name) if isinstance(name, str) else repr(wf)
 
 
 def open_store_for(target: str | Store | None) -> Store:
@@ -197,6 +205,7 @@ class Engine:
             dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
             busy=lambda: self.scheduler.busy,
             sweep=self._sweep,
+            expire=self._expire_at_deadline,
         )
         self.claims = Claims(
             self.store,
@@ -229,6 +238,7 @@ class Engine:
             poll_interval=poll_interval,
             park=self.park,
             queue_run_done=self.claims.run_done,
+            watch_deadline=self._watch_deadline,
         )
         self.schedules = ScheduleLoop(
             self.store,
@@ -384,10 +394,13 @@ class Engine:
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
         inline: bool = False,
+        timeout: float | None = None,
+        deadline: datetime | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
         With a `queue` the run is ENQUEUED and waits for a claim instead.
+        `timeout` (seconds, checked) and `deadline` (aware) bound the run.
         """
         row = self._new_row(
             wf,
@@ -400,6 +413,8 @@ class Engine:
             dedup_id=dedup_id,
             delay=delay,
             now=self.clock.now(),
+            timeout=timeout,
+            deadline=deadline,
         )
         stored, created = self.store.create_workflow(row)
         if not created:
@@ -416,12 +431,17 @@ class Engine:
         ours = created or stored.created_at == row.created_at
         if ours and row.queue is None:
             self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=created)
+        elif ours and stored.deadline is not None:
+            # Queued with an absolute deadline: it may pass before any worker claims
+            # the run, and this engine, which enqueued it, cancels it then.
+            self.wakeups.watch_deadline(stored.workflow_id, stored.deadline)
 
     def start_batch(
         self,
         starts: Sequence[StartRequest],
         *,
         trace_contexts: Sequence[str | None] | None = None,
+        deadlines: Sequence[tuple[float | None, datetime | None]] | None = None,
     ) -> list[WorkflowRow | Exception]:
         """Start many runs, `(wf, args, kwargs, workflow_id)` each, in one statement and
         one commit; each answer is the run's row (or the existing one, by id), or the
@@ -430,8 +450,14 @@ class Engine:
 
         `trace_contexts`, one per start, are the trace contexts their callers had
         (`AsyncEngine` gathers starts of many tasks); without, each run gets this
-        thread's current one."""
+        thread's current one. `deadlines`, one `(timeout seconds, deadline)` per start
+        (checked already, as `commands.run_deadline` checks them), bound the runs."""
         self._check_open()
+        if deadlines is not None and len(deadlines) != len(starts):
+            raise ValueError(
+                f"start_batch got {len(deadlines)} deadlines for {len(starts)} starts; pass "
+                "one (timeout, deadline) per start ((None, None) for none), or none at all"
+            )
         if trace_contexts is not None and len(trace_contexts) != len(starts):
             raise ValueError(
                 f"start_batch got {len(trace_contexts)} trace contexts for {len(starts)} "
@@ -453,6 +479,8 @@ class Engine:
                     dedup_id=None,
                     delay=None,
                     now=now + timedelta(microseconds=index),
+                    timeout=None if deadlines is None else deadlines[index][0],
+                    deadline=None if deadlines is None else deadlines[index][1],
                 )
                 if trace_contexts is not None:
                     row = attrs.evolve(row, trace_context=trace_contexts[index])
@@ -507,6 +535,8 @@ class Engine:
         dedup_id: str | None,
         delay: timedelta | float | None,
         now: datetime,
+        timeout: float | None = None,
+        deadline: datetime | None = None,
     ) -> WorkflowRow:
         if not isinstance(wf, Workflow):
             raise TypeError(
@@ -522,6 +552,9 @@ class Engine:
                 "Engine(max_payload_bytes=...)"
             )
         delay_seconds = as_seconds(delay, "enqueue delay")
+        if timeout is not None and queue is None:
+            # A run that starts now: its clock starts now (a queued one's at its claim).
+            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
         return WorkflowRow(
             workflow_id=workflow_id or str(uuid.uuid4()),
             name=wf.workflow_name,
@@ -538,6 +571,8 @@ class Engine:
             # The caller's span (a child: its parent's activation span), so that the
             # run's spans join that trace wherever and whenever it runs.
             trace_context=self.telemetry.context_for_new_run(parent_id),
+            deadline=deadline,
+            timeout=timeout,
         )
 
     def start(
@@ -546,13 +581,24 @@ class Engine:
         /,
         *args: Any,
         workflow_id: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
         arguments returns the existing run, another workflow or other arguments raise
-        `WorkflowIdConflict`."""
+        `WorkflowIdConflict`.
+
+        `timeout` (a timedelta or seconds, counted from now on the engine's clock)
+        and `deadline` (an aware datetime) bound the run, the earlier winning: when
+        it passes, the run is cancelled with a status detail that says it timed out
+        and `result()` raises `WorkflowDeadlineExceeded`. Its children inherit what
+        remains of it."""
         self._check_open()
-        row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id)
+        seconds, deadline = run_deadline(timeout, deadline, what=f"start({_name_of(wf)}, ...)")
+        row, _created = self.create_run(
+            wf, args, kwargs, workflow_id=workflow_id, timeout=seconds, deadline=deadline
+        )
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
 
     def enqueue(
@@ -566,6 +612,8 @@ class Engine:
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
         if_exists: str = "raise",
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -575,11 +623,18 @@ class Engine:
         `if_exists="return"` gives that run's handle. `delay` holds the run back.
         A used `workflow_id` returns its run for the same workflow and arguments,
         and raises `WorkflowIdConflict` otherwise.
+
+        `timeout` counts from the claim (time spent queued is not counted);
+        `deadline`, an aware datetime, holds from now, so a run can time out
+        while it waits in the queue. The earlier of the two wins.
         """
         self._check_open()
         name = queue.name if isinstance(queue, Queue) else queue
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
+        seconds, deadline = run_deadline(
+            timeout, deadline, what=f"enqueue({name!r}, {_name_of(wf)}, ...)"
+        )
         try:
             row, _created = self.create_run(
                 wf,
@@ -590,6 +645,8 @@ class Engine:
                 priority=priority,
                 dedup_id=dedup_id,
                 delay=delay,
+                timeout=seconds,
+                deadline=deadline,
             )
         except DuplicateDedupId as exc:
             if if_exists == "return":
@@ -606,12 +663,16 @@ class Engine:
         *,
         priority: int = 0,
         delay: timedelta | float | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
     ) -> list[WorkflowHandle[R]]:
         """Put many runs of `wf` on a queue in one statement and one commit.
 
         Each item is a tuple of positional arguments, or a `QueueItem(*args,
-        workflow_id=..., priority=..., dedup_id=..., delay=..., **kwargs)`;
-        `priority` and `delay` here apply to items that give none. Handles come
+        workflow_id=..., priority=..., dedup_id=..., delay=..., timeout=...,
+        deadline=..., **kwargs)`; `priority`, `delay`, `timeout` and `deadline`
+        here apply to items that give none (as in `enqueue`: a timeout counts
+        from each run's claim, a deadline from now). Handles come
         back in item order; an id that exists already gives that run's handle.
         All or nothing: a `dedup_id` that a live run of the queue (or an earlier
         item) holds raises `DuplicateDedupId` and enqueues none of them. Items of
@@ -632,10 +693,13 @@ class Engine:
                 item_id, item_dedup = item.workflow_id, item.dedup_id
                 item_priority = priority if item.priority is None else item.priority
                 item_delay = delay if item.delay is None else item.delay
+                item_timeout = timeout if item.timeout is None else item.timeout
+                item_deadline = deadline if item.deadline is None else item.deadline
             elif isinstance(item, (tuple, list)):
                 args, kwargs = tuple(item), {}
                 item_id = item_dedup = None
                 item_priority, item_delay = priority, delay
+                item_timeout, item_deadline = timeout, deadline
             else:
                 raise TypeError(
                     f"enqueue_many({name!r}, {wf.workflow_name!r}, ...): item {index} is "
@@ -643,6 +707,11 @@ class Engine:
                     "(a one-argument workflow takes (value,)), or QueueItem(*args, **kwargs, "
                     "workflow_id=..., priority=..., dedup_id=..., delay=...)"
                 )
+            item_seconds, item_deadline = run_deadline(
+                item_timeout,
+                item_deadline,
+                what=f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}",
+            )
             rows.append(
                 self._new_row(
                     wf,
@@ -656,6 +725,8 @@ class Engine:
                     delay=item_delay,
                     # Apart by a microsecond: equal priorities are claimed in item order.
                     now=now + timedelta(microseconds=index),
+                    timeout=item_seconds,
+                    deadline=item_deadline,
                 )
             )
         if not rows:
@@ -664,6 +735,8 @@ class Engine:
         for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
             if created:
                 self.telemetry.run_started(row.name)
+                if stored.deadline is not None:
+                    self.wakeups.watch_deadline(stored.workflow_id, stored.deadline)
                 continue
             try:
                 admin.check_start(stored, row)
@@ -852,12 +925,23 @@ class Engine:
     def _stop_locally(self, workflow_id: str) -> None:
         self.scheduler.cancel_locally(workflow_id)
 
-    def resume(self, workflow_id: str) -> WorkflowHandle[Any]:
+    def resume(
+        self,
+        workflow_id: str,
+        *,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
+    ) -> WorkflowHandle[Any]:
         """Continue a run on this engine: a CANCELLED or PARKED one from its log (with
         the children its cancel cascaded to), an ENQUEUED one now, delay or not.
 
         A finished run (SUCCESS, ERROR) is left as it is; `fork` re-runs it.
+
+        A deadline that passed no longer applies (a run that timed out would be
+        cancelled again at once); one still ahead holds. `timeout` (from now) or
+        `deadline` gives the resumed runs a new one.
         """
+        seconds, deadline = run_deadline(timeout, deadline, what=f"resume({workflow_id!r})")
         # The run continues on this engine's code: stamp it with this engine's
         # version so its recovery and takeovers find it later.
         resumed = admin.resume_run(
@@ -865,6 +949,9 @@ class Engine:
             workflow_id,
             executor_id=self.executor_id,
             app_version=self.app_version,
+            now=self.clock.now(),
+            timeout=seconds,
+            deadline=deadline,
         )
         for run_id in resumed:
             self.scheduler.allow(run_id)
@@ -983,6 +1070,59 @@ class Engine:
             self.app_version,
             self.app_version,
         )
+
+    # -- deadlines ----------------------------------------------------------------------------
+
+    def _watch_deadline(self, row: WorkflowRow) -> bool:
+        """Arm the deadline of a run about to run here; True if it passed (then it is
+        cancelled now: a run found late by a recovery, claim, takeover or resume)."""
+        if row.deadline is None:
+            return False
+        if not self.clock.passed(row.deadline):
+            self.wakeups.watch_deadline(row.workflow_id, row.deadline)
+            return False
+        self._expire(row)
+        return True
+
+    def _expire_at_deadline(self, workflow_id: str) -> None:
+        """A watched deadline passed (on the wake-ups' deadline thread): cancel the run."""
+        try:
+            row = self.store.get_workflow(workflow_id)
+        except DamagedData as exc:
+            log.warning("workflow id %r: its deadline passed, but %s", workflow_id, exc)
+            return
+        except StoreUnavailable as exc:
+            log.warning(
+                "workflow id %r: its deadline passed; the store is unavailable (%s), trying "
+                "again soon",
+                workflow_id,
+                exc,
+            )
+            self.wakeups.watch_deadline(
+                workflow_id, self.clock.now() + timedelta(seconds=self.poll_interval)
+            )
+            return
+        if row is None or row.status.is_terminal or row.deadline is None:
+            return
+        if not self.clock.passed(row.deadline):  # given a later one meanwhile (a resume)
+            self.wakeups.watch_deadline(workflow_id, row.deadline)
+            return
+        self._expire(row)
+
+    def _expire(self, row: WorkflowRow) -> None:
+        """Cancel a run past its deadline through the path `cancel` takes (children too)."""
+        cancelled = admin.cancel_timed_out(self.store, row, on_cancel=self._stop_locally)
+        if cancelled is None:
+            return
+        log.info(
+            "workflow %r (id %r) %s; cancelled it",
+            cancelled.name,
+            cancelled.workflow_id,
+            WorkflowDeadlineExceeded.detail(
+                cancelled.deadline or row.deadline or self.clock.now(), cancelled.timeout
+            ),
+        )
+        self.telemetry.run_finished(cancelled.name, Status.CANCELLED.value)
 
     def park(self, workflow_id: str, why: str) -> None:
         self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
@@ -1162,13 +1302,18 @@ class Engine:
             return
         if kind == "resumed":
             # Resumed by an operator (maybe from the CLI, in another process):
-            # an activation checks the owner and version and runs it if ours.
+            # an activation checks the owner and version and runs it if ours. One
+            # this engine cancelled (at its deadline, say) may run again: the store,
+            # which gates every record on the status, says it is PENDING now.
+            self.scheduler.allow(key)
             self.scheduler.drop_warm(key)
             self.scheduler.dispatch(key)
             return
         if kind == "finished":
-            # Finished or cancelled elsewhere: nothing of it is worth keeping warm.
+            # Finished or cancelled elsewhere: nothing of it is worth keeping warm,
+            # and its deadline no longer matters.
             self.scheduler.drop_warm(key)
+            self.wakeups.forget_deadline(key)
         self.wakeups.notify((kind, key))
         if kind == "message":
             self.scheduler.message_arrived(key)
@@ -1187,6 +1332,9 @@ class Engine:
             return
         for row in rows:
             if not self.scheduler.is_tracked(row.workflow_id):
+                # PENDING in the store, so resumed if this engine cancelled it (a resume
+                # from another process on SQLite, which sends no notification across).
+                self.scheduler.allow(row.workflow_id)
                 self.scheduler.dispatch(row.workflow_id)
 
     # -- for the testing kit ------------------------------------------------------------------

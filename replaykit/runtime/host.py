@@ -128,8 +128,11 @@ class Host(Protocol):
         workflow_id: str | None = None,
         parent_id: str | None = None,
         queue: str | None = None,
+        timeout: float | None = None,
+        deadline: datetime | None = None,
     ) -> tuple[WorkflowRow, bool]:
-        """Store (or find) a child run and schedule it."""
+        """Store (or find) a child run and schedule it; `timeout` (seconds) and
+        `deadline` bound the child run (`Engine.start`'s options)."""
         ...
 
     def cancel_child(self, workflow_id: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -95,6 +95,10 @@ class QueueItem:
     priority: int | None
     dedup_id: str | None
     delay: timedelta | float | None
+    # This run's `timeout` (counted from its claim) and `deadline` (absolute), as
+    # `enqueue` takes them; None: the batch's.
+    timeout: timedelta | float | None = None
+    deadline: datetime | None = None
 
     def __init__(
         self,
@@ -103,6 +107,10 @@ class QueueItem:
         priority: int | None = None,
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
         **kwargs: Any,
     ) -> None:
-        self.__attrs_init__(args, dict(kwargs), workflow_id, priority, dedup_id, delay)
+        self.__attrs_init__(
+            args, dict(kwargs), workflow_id, priority, dedup_id, delay, timeout, deadline
+        )

@@ -89,6 +89,7 @@ RETRIED_CALLS: dict[str, str] = {
     "create_workflow": "idempotent by id: a retry answers with the run the first created",
     "create_workflows": "idempotent by id, all or nothing",
     "heartbeat": "an upsert of the same row",
+    "set_deadline": "writes the same two values again",
     "send_message": "idempotent by key; the engine keys every send and names its call",
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
     "finish_workflow": "a retry of a finish that committed finds the run finished and "

@@ -184,6 +184,7 @@ class Scheduler:
         poll_interval: float,
         park: Callable[[str, str], None],
         queue_run_done: Callable[[str, str], None],
+        watch_deadline: Callable[[WorkflowRow], bool] | None = None,
     ) -> None:
         if max_cached_runs < 0:
             raise ValueError(f"max_cached_runs must be 0 or more, got {max_cached_runs}")
@@ -200,6 +201,9 @@ class Scheduler:
         self.poll_interval = poll_interval
         self._park = park
         self._queue_run_done = queue_run_done
+        # Told of every run an activation is about to run: it arms the run's deadline,
+        # or answers True when the deadline has passed (it cancelled the run).
+        self._watch_deadline = watch_deadline
         # Blocking work of activations: step bodies and effects that wait on the big
         # pool; the short store work around them (reading a run, finishing it,
         # parking it) on a small one of its own, so that long steps filling the big
@@ -551,6 +555,10 @@ class Scheduler:
         if self._telemetry.tracing:
             activation.began_ns = time.time_ns()
         warm = self._take_warm(activation.workflow_id)
+        if warm is not None and self._past_deadline(warm.row):
+            # Its deadline passed while it waited: read afresh, the activation cancels it.
+            _close_quietly(warm.interpreter)
+            warm = None
         if warm is not None:
             # No read and no replay: the cached run resumes where it waits. Its
             # record is gated on status and owner like any other, and a log
@@ -1016,6 +1024,9 @@ class Scheduler:
             return None
         if row.executor_id != self.executor_id or row.app_version != self.app_version:
             return None  # another engine (or another version's engine) owns it
+        watch = self._watch_deadline
+        if row.deadline is not None and watch is not None and watch(row):
+            return None  # it was past its deadline: cancelled, nothing to run
         activation.row = row
         try:
             wf = lookup(row.name)
@@ -1217,6 +1228,9 @@ class Scheduler:
         return ("ended", activation)
 
     # -- the warm cache ---------------------------------------------------------------------
+
+    def _past_deadline(self, row: WorkflowRow) -> bool:
+        return row.deadline is not None and self.clock.passed(row.deadline)
 
     def _take_warm(self, workflow_id: str) -> WarmRun | None:
         with self._cv:

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from replaykit.errors import StoreUnavailable
@@ -117,6 +118,11 @@ class Wakeups:
     run again. `busy()` says how many activations run now: an autojumping clock
     moves only when it is zero. `sweep()` is the poller's occasional look for
     runs nobody here tracks.
+
+    Run deadlines (`watch_deadline`) are timers of their own: when one passes,
+    `expire(workflow_id)` is called on a thread of its own (it cancels the run
+    through the store), whatever the run is doing, and an autojumping clock
+    waits for it to return before it moves on.
     """
 
     def __init__(
@@ -127,6 +133,7 @@ class Wakeups:
         dispatch: Callable[[str], None],
         busy: Callable[[], int],
         sweep: Callable[[], None],
+        expire: Callable[[str], None] | None = None,
     ) -> None:
         self.clock = clock
         self.poll_interval = poll_interval
@@ -155,6 +162,12 @@ class Wakeups:
         # it was being replayed.
         self._seq = 0
         self._last_notified: dict[Wake, int] = {}
+        # Run deadlines: (when, tie-breaker, workflow id), and each watched run's
+        # deadline; an entry that is not its run's deadline any more is stale.
+        self._expire = expire
+        self._deadlines: list[tuple[datetime, int, str]] = []
+        self._deadline_of: dict[str, datetime] = {}
+        self._expiring = ThreadPoolExecutor(1, thread_name_prefix="replaykit-deadlines")
         self._threads = [
             threading.Thread(target=self._timer_loop, name="replaykit-timers", daemon=True),
             threading.Thread(target=self._poll_loop, name="replaykit-poll", daemon=True),
@@ -171,6 +184,7 @@ class Wakeups:
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout=5)
+        self._expiring.shutdown(wait=True, cancel_futures=True)
 
     # -- suspending and forgetting ----------------------------------------------------
 
@@ -239,6 +253,60 @@ class Wakeups:
         with self._cv:
             heapq.heappush(self._timers, (at, next(self._timer_seq), workflow_id, None))
             self._cv.notify_all()
+
+    # -- run deadlines -------------------------------------------------------------------
+
+    def watch_deadline(self, workflow_id: str, deadline: datetime) -> None:
+        """Call `expire(workflow_id)` once `deadline` passes, unless forgotten first."""
+        with self._cv:
+            if self._deadline_of.get(workflow_id) == deadline:
+                return
+            self._deadline_of[workflow_id] = deadline
+            heapq.heappush(self._deadlines, (deadline, next(self._timer_seq), workflow_id))
+            self._cv.notify_all()
+
+    def forget_deadline(self, workflow_id: str) -> None:
+        """The run finished (or was cancelled): its deadline no longer matters here."""
+        with self._cv:
+            self._deadline_of.pop(workflow_id, None)
+
+    def watched_deadline(self, workflow_id: str) -> datetime | None:
+        with self._cv:
+            return self._deadline_of.get(workflow_id)
+
+    def _drop_stale_deadlines(self) -> None:
+        while self._deadlines:
+            at, _, workflow_id = self._deadlines[0]
+            if self._deadline_of.get(workflow_id) == at:
+                return
+            heapq.heappop(self._deadlines)
+
+    def _due_deadlines(self) -> list[str]:
+        """Pop the deadlines that passed (caller holds the lock)."""
+        due: list[str] = []
+        self._drop_stale_deadlines()
+        while self._deadlines and self.clock.passed(self._deadlines[0][0]):
+            _, _, workflow_id = heapq.heappop(self._deadlines)
+            del self._deadline_of[workflow_id]
+            due.append(workflow_id)
+            self._drop_stale_deadlines()
+        return due
+
+    def _expire_all(self, workflow_ids: list[str]) -> None:
+        try:
+            for workflow_id in workflow_ids:
+                if self._expire is None or self._closed:
+                    continue
+                try:
+                    self._expire(workflow_id)
+                except Exception:  # one run's trouble must not keep the others running
+                    log.exception(
+                        "workflow id %r: could not cancel it at its deadline", workflow_id
+                    )
+        finally:
+            with self._cv:
+                self._waking -= len(workflow_ids)
+                self._cv.notify_all()
 
     # -- notifications -------------------------------------------------------------------
 
@@ -341,7 +409,10 @@ class Wakeups:
     def _next_jump(self) -> datetime | None:
         """Where an autojumping clock goes when nothing runs (caller holds the lock)."""
         self._drop_stale_timers()
+        self._drop_stale_deadlines()
         candidates = [self._timers[0][0]] if self._timers else []
+        if self._deadlines:
+            candidates.append(self._deadlines[0][0])
         if self._idle_deadlines:
             candidates.append(self._idle_deadlines[0][0])
         return min(candidates) if candidates else None
@@ -364,6 +435,16 @@ class Wakeups:
                         due.append(workflow_id)
                         self._forget(workflow_id)
                     self._drop_stale_timers()
+                expired = self._due_deadlines()
+                if expired:
+                    # Counted as waking until cancelled: the clock must not jump past
+                    # a run's deadline into what it would do after it.
+                    self._waking += len(expired)
+                    try:
+                        self._expiring.submit(self._expire_all, expired)
+                    except RuntimeError:  # closing: nothing runs any more to cancel
+                        self._waking -= len(expired)
+                    self._cv.notify_all()
                 if not due:
                     target = self._next_jump() if clock.autojump and self._idle() else None
                     if target is not None:
@@ -376,10 +457,13 @@ class Wakeups:
                         self._cv.wait(0.005)  # nothing to jump over: no busy loop
                         continue
                     wait = self.poll_interval
-                    if self._timers and not clock.autojump:
-                        wait = min(wait, (self._timers[0][0] - now).total_seconds())
-                    elif clock.autojump:
+                    if clock.autojump:
                         wait = min(wait, 0.05)
+                    else:
+                        if self._timers:
+                            wait = min(wait, (self._timers[0][0] - now).total_seconds())
+                        if self._deadlines:
+                            wait = min(wait, (self._deadlines[0][0] - now).total_seconds())
                     self._cv.wait(max(wait, 0.001))
                     continue
                 self._waking += len(due)

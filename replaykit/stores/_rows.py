@@ -68,6 +68,10 @@ RECORD_FIELDS = tuple(f.name for f in attrs.fields(Record))
 _new_run: Callable[..., WorkflowRow] = WorkflowRow
 _new_record: Callable[..., Record] = Record
 
+# Columns named otherwise than their row's field: `timeout` alone would read as
+# a setting of the database session in a query.
+_FIELD_OF_COLUMN = {"timeout_seconds": "timeout"}
+
 _REPAIR = "Repair the row in the database, or delete the run; other runs are not affected"
 
 
@@ -84,7 +88,8 @@ def decoders(
     positionally.
     """
     names = tuple(c.strip() for c in columns.split(","))
-    if names != tuple(fields) or not set(decoding) <= set(names):
+    as_fields = tuple(_FIELD_OF_COLUMN.get(name, name) for name in names)
+    if as_fields != tuple(fields) or not set(decoding) <= set(names):
         raise AssertionError(
             f"the columns {names} must be the fields {tuple(fields)} in order, and "
             f"{sorted(decoding)} among them"

@@ -21,6 +21,7 @@ __all__ = [
     "check_batch_dedup",
     "check_recordable",
     "claim_room",
+    "claimed_deadline",
     "duplicate_dedup",
     "duplicate_dedup_in_batch",
     "first_of_each_id",
@@ -126,6 +127,15 @@ def claim_room(
 
 
 _MICROSECOND = timedelta(microseconds=1)
+
+
+def claimed_deadline(row: WorkflowRow, now: datetime) -> datetime | None:
+    """A run's deadline once claimed at `now`: its timeout counts from the claim, and an
+    earlier deadline of its own (given at the enqueue) holds."""
+    if row.timeout is None:
+        return row.deadline
+    started = now + timedelta(seconds=row.timeout)
+    return started if row.deadline is None else min(row.deadline, started)
 
 
 def utc_now() -> datetime:

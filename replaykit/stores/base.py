@@ -102,6 +102,11 @@ class WorkflowRow:
     # run afresh; the records before it were copied); None for a run not forked.
     forked_from: str | None = None
     fork_position: int | None = None
+    # The instant at which the run is cancelled as timed out (`timeout=` / `deadline=`),
+    # None for none. An ENQUEUED run's `timeout` has not started yet: `claim` sets
+    # the deadline to the claim's instant plus `timeout` (the earlier one, if set).
+    deadline: datetime | None = None
+    timeout: float | None = None  # seconds, as given at the start or the enqueue
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
@@ -312,7 +317,10 @@ class Store(Protocol):
         `concurrency` (PENDING runs of the queue, all executors) or `rate_limit`
         (runs whose `started_at` is within the last period, all executors) leaves
         less room. Atomic across concurrent claimers: no run is claimed twice and
-        the limits hold however many engines claim at once. Sets `started_at`,
+        the limits hold however many engines claim at once. A claimed run with a
+        `timeout` gets `deadline` = `now` + timeout, or keeps its own if that is
+        earlier (a queued run's timeout counts from its claim; an absolute
+        deadline from its enqueue). Sets `started_at`,
         and each returned row's `has_log`: whether the run has records already, or
         None if the store cannot tell cheaply (the engine then reads the log).
         Never False for a run that has records.
@@ -531,6 +539,18 @@ class Store(Protocol):
 
     def bump_recovery(self, workflow_id: str) -> int:
         """Add one to the run's recovery attempts; return the new count."""
+        ...
+
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        """Replace the run's `deadline` and `timeout` (None clears each), whatever its status.
+
+        False, and nothing written, if no run has that id. A resume calls it
+        before making a cancelled run PENDING again, so that a deadline that
+        passed does not cancel the run at once. Setting the same values again
+        changes nothing else.
+        """
         ...
 
     def send_message(

@@ -463,6 +463,11 @@ class CodecStore:
     def bump_recovery(self, workflow_id: str) -> int:
         return self.inner.bump_recovery(workflow_id)
 
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        return self.inner.set_deadline(workflow_id, deadline, timeout)
+
     # -- messages and events ---------------------------------------------------------------
 
     def send_message(

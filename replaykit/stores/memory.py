@@ -34,6 +34,7 @@ from replaykit.stores._rules import (
     check_batch_dedup,
     check_recordable,
     claim_room,
+    claimed_deadline,
     duplicate_dedup,
     first_of_each_id,
     matches_filter,
@@ -217,6 +218,7 @@ class MemoryStore:
                     started_at=now,
                     wake_at=None,
                     updated_at=now,
+                    deadline=claimed_deadline(row, now),
                 )
                 self._rows[row.workflow_id] = taken
                 claimed.append(attrs.evolve(taken, has_log=bool(self._logs.get(row.workflow_id))))
@@ -504,6 +506,17 @@ class MemoryStore:
         elif status is Status.PENDING:
             self._notify("resumed", workflow_id)
         return True
+
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        check_names(workflow_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                return False
+            self._rows[workflow_id] = attrs.evolve(row, deadline=deadline, timeout=timeout)
+            return True
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)

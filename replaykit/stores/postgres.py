@@ -112,6 +112,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0004_schedules.sql",
     "postgres_0005_trace_context.sql",
     "postgres_0006_forks.sql",
+    "postgres_0007_deadlines.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -259,7 +260,7 @@ _WORKFLOW_DECODERS = decoders(
         "status": Status,
         "inputs": inputs_value,
         "result": outcome_value,
-        **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at"), _utc),
+        **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at", "deadline"), _utc),
     },
 )
 
@@ -646,7 +647,8 @@ def _create_many_statement(s: str) -> str:
         "(e->>11)::int AS priority, e->>12 AS dedup_id, (e->>13)::int AS recovery_attempts, "
         "(e->>14)::timestamptz AS wake_at, e->>15 AS error, (e->>16)::timestamptz AS started_at, "
         'e->>17 AS trace_context, (e->>18) COLLATE "C" AS forked_from, '
-        "(e->>19)::int AS fork_position "
+        "(e->>19)::int AS fork_position, (e->>20)::timestamptz AS deadline, "
+        "(e->>21)::float8 AS timeout_seconds "
         "FROM jsonb_array_elements(%(rows)s::jsonb) AS e), "
         f"ins AS (INSERT INTO {s}.workflows ({_WORKFLOW_COLUMNS}) "
         f"SELECT {_WORKFLOW_COLUMNS} FROM input ORDER BY workflow_id "
@@ -1149,7 +1151,8 @@ class PostgresStore:
             "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
             "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
             "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
-            "%(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s) "
+            "%(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s, "
+            "%(deadline)s, %(timeout_seconds)s) "
             "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
             "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
             "%(origin)s || 'enqueued:' || queue)) "
@@ -1177,6 +1180,8 @@ class PostgresStore:
             "trace_context": stored.trace_context,
             "forked_from": stored.forked_from,
             "fork_position": stored.fork_position,
+            "deadline": stored.deadline,
+            "timeout_seconds": stored.timeout,
             "channel": self._channel,
             "origin": self._origin,
         }
@@ -1325,6 +1330,8 @@ class PostgresStore:
                 row.trace_context,
                 row.forked_from,
                 row.fork_position,
+                _iso(row.deadline),
+                row.timeout,
             ]
             for row in rows
         ]
@@ -1427,7 +1434,10 @@ class PostgresStore:
         )
         take = self._q(
             "UPDATE {s}.workflows w SET status = 'PENDING', executor_id = %(executor)s, "
-            "started_at = %(now)s, wake_at = NULL, updated_at = %(now)s "
+            "started_at = %(now)s, wake_at = NULL, updated_at = %(now)s, "
+            # A queued run's timeout starts at its claim; an earlier deadline of its own holds.
+            "deadline = CASE WHEN w.timeout_seconds IS NULL THEN w.deadline "
+            "ELSE LEAST(w.deadline, %(now)s + w.timeout_seconds * interval '1 second') END "
             f"FROM (SELECT workflow_id {ready} "
             "ORDER BY priority, created_at, workflow_id LIMIT %(room)s "
             "FOR UPDATE SKIP LOCKED) AS ready WHERE w.workflow_id = ready.workflow_id "
@@ -2344,6 +2354,19 @@ class PostgresStore:
         elif changed and status is Status.PENDING:
             self._notify([("resumed", workflow_id)])
         return changed
+
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        check_names(workflow_id)
+        found = self._one(
+            self._q(
+                "UPDATE {s}.workflows SET deadline = %s, timeout_seconds = %s "
+                "WHERE workflow_id = %s RETURNING workflow_id"
+            ),
+            (deadline, timeout, workflow_id),
+        )
+        return found is not None
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)

@@ -234,6 +234,12 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX workflows_by_fork_source ON workflows (forked_from) "
         "WHERE forked_from IS NOT NULL",
     ),
+    # 7: deadlines. The instant a run is cancelled as timed out, and the timeout
+    # it was given (a queued run's deadline is set from it when it is claimed).
+    (
+        "ALTER TABLE workflows ADD COLUMN deadline INTEGER",
+        "ALTER TABLE workflows ADD COLUMN timeout_seconds REAL",
+    ),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -279,7 +285,7 @@ _SELECT_LOG = (
 _SELECT_WORKFLOW = f"SELECT {_WORKFLOW_COLUMNS} FROM workflows WHERE workflow_id = ?"
 _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES ({", ".join("?" * len(_WORKFLOW_COLUMNS.split(",")))})
 ON CONFLICT (workflow_id) DO NOTHING
 """
 # A fork's copied records take what their originals set; then the fork gets,
@@ -297,6 +303,13 @@ WHERE workflow_id = ?1 AND event_key IS NOT NULL AND position = (
     SELECT max(position) FROM records l WHERE l.workflow_id = ?1 AND l.event_key = r.event_key)
 ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value
 """
+# A claimed run's timeout starts at the claim (bound twice, in microseconds); an
+# earlier deadline of its own holds.
+_CLAIMED_DEADLINE = (
+    "CASE WHEN timeout_seconds IS NULL THEN deadline "
+    "ELSE min(coalesce(deadline, ? + CAST(timeout_seconds * 1000000 AS INTEGER)), "
+    "? + CAST(timeout_seconds * 1000000 AS INTEGER)) END"
+)
 _SELECT_DEDUP_HOLDER = """
 SELECT workflow_id FROM workflows WHERE queue = ? AND dedup_id = ?
 AND status IN ('ENQUEUED', 'PENDING') ORDER BY created_at, workflow_id LIMIT 1
@@ -411,6 +424,8 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.trace_context,
         row.forked_from,
         row.fork_position,
+        _to_micros(row.deadline),
+        row.timeout,
     )
 
 
@@ -421,7 +436,9 @@ _WORKFLOW_DECODERS = decoders(
         "status": Status,
         "inputs": _load_inputs,
         "result": _load_outcome,
-        **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at"), _from_micros),
+        **dict.fromkeys(
+            ("created_at", "updated_at", "wake_at", "started_at", "deadline"), _from_micros
+        ),
     },
 )
 
@@ -899,12 +916,13 @@ class SqliteStore:
             at = _to_micros(now)
             rows = conn.execute(
                 "UPDATE workflows SET status = 'PENDING', executor_id = ?, started_at = ?, "
-                "wake_at = NULL, updated_at = ? "
+                "wake_at = NULL, updated_at = ?, "
+                f"deadline = {_CLAIMED_DEADLINE} "
                 f"WHERE workflow_id IN (SELECT workflow_id {ready} "
                 "ORDER BY priority, created_at, workflow_id LIMIT ?) "
                 f"RETURNING {_WORKFLOW_COLUMNS}, EXISTS (SELECT 1 FROM records r "
                 "WHERE r.workflow_id = workflows.workflow_id)",
-                (executor_id, at, at, *ready_params, room),
+                (executor_id, at, at, at, at, *ready_params, room),
             ).fetchall()
             taken = claimed(_claimed_from, rows)
             taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
@@ -1375,6 +1393,20 @@ class SqliteStore:
         elif changed and status is Status.PENDING:
             self._notify([("resumed", workflow_id)])
         return changed
+
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        check_names(workflow_id)
+        params = (_to_micros(deadline), timeout, workflow_id)
+        return self._write(
+            lambda conn: bool(
+                conn.execute(
+                    "UPDATE workflows SET deadline = ?, timeout_seconds = ? WHERE workflow_id = ?",
+                    params,
+                ).rowcount
+            )
+        )
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)

@@ -154,7 +154,15 @@ class Write:
             self.commit is not None
             or self.kit_message is not None
             or self.method in ("create_workflow", "record", "finish_workflow", "send_message")
+            or self._ends_a_run()
         )
+
+    def _ends_a_run(self) -> bool:
+        """A cancel (at a run's deadline, say) ends the run's timeline where it happens."""
+        if self.method != "set_status":
+            return False
+        status = self.args[1] if len(self.args) > 1 else self.kwargs.get("status")
+        return isinstance(status, Status) and status.is_terminal
 
 
 @attrs.frozen
@@ -507,9 +515,19 @@ class Session:
     # -- setting up -------------------------------------------------------------
 
     def create_root(
-        self, wf: Workflow[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        wf: Workflow[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        deadline: datetime | None = None,
     ) -> None:
+        """Store the root run; `timeout` (checked seconds) counts from the virtual start."""
         inputs = wf.encode_inputs(args, kwargs)
+        if timeout is not None:
+            counted = self.start + timedelta(seconds=timeout)
+            deadline = counted if deadline is None else min(deadline, counted)
         row = WorkflowRow(
             workflow_id=self.workflow_id,
             name=wf.workflow_name,
@@ -518,6 +536,8 @@ class Session:
             executor_id="local",
             app_version=APP_VERSION,
             created_at=self.start,
+            deadline=deadline,
+            timeout=timeout,
         )
         cast(Store, JournalStore(self, 0)).create_workflow(row)
         self.schedule_messages(range(len(self.messages)))

@@ -2024,6 +2024,101 @@ def check_claim_order_and_readiness(store: Store) -> None:
     _equal("run of another version", Status.ENQUEUED, delayed.status if delayed else None)
 
 
+def check_deadlines_round_trip_and_claim_starts_timeouts(store: Store) -> None:
+    """A run's deadline and timeout are kept as given (alone and in a batch); a claim
+    starts a queued run's timeout then, keeping an earlier deadline of its own; and
+    `set_deadline` replaces or clears both, whatever the run's status."""
+    deadline = _T0 + timedelta(minutes=5, microseconds=7)
+    stored, _ = store.create_workflow(_run("dl-start", deadline=deadline, timeout=90.5))
+    for what, row in (("as created", stored), ("as read", store.get_workflow("dl-start"))):
+        _equal(f"deadline {what}", deadline, row.deadline if row else None)
+        _equal(f"timeout {what}", 90.5, row.timeout if row else None)
+    if row is not None:
+        _aware_utc("a stored deadline", row.deadline)
+    _equal("a run without one", (None, None), _deadline_of(store.create_workflow(_run("dl-no"))[0]))
+    batch = store.create_workflows(
+        [_run("dl-many-a", deadline=deadline), _run("dl-many-b", timeout=3.25)]
+    )
+    _equal(
+        "deadlines of a batch",
+        [(deadline, None), (None, 3.25)],
+        [_deadline_of(row) for row, _ in batch],
+    )
+    _equal(
+        "deadlines of a batch, as read",
+        [(deadline, None), (None, 3.25)],
+        [_deadline_of(store.get_workflow(wid)) for wid in ("dl-many-a", "dl-many-b")],
+    )
+    now = _T0 + timedelta(hours=1)
+    _enqueue(store, "dl-q-timeout", timeout=30.0, created_at=_T0)
+    _enqueue(
+        store,
+        "dl-q-earlier",
+        timeout=3600.0,
+        deadline=now + timedelta(seconds=10),
+        created_at=_T0 + timedelta(seconds=1),
+    )
+    _enqueue(
+        store,
+        "dl-q-later",
+        timeout=5.0,
+        deadline=now + timedelta(days=1),
+        created_at=_T0 + timedelta(seconds=2),
+    )
+    _enqueue(
+        store,
+        "dl-q-absolute",
+        deadline=now - timedelta(seconds=1),
+        created_at=_T0 + timedelta(seconds=3),
+    )
+    _enqueue(store, "dl-q-none", created_at=_T0 + timedelta(seconds=4))
+    claimed = store.claim("q", executor_id="e1", app_version="v1", limits=ClaimLimits(10), now=now)
+    expected = {
+        "dl-q-timeout": (now + timedelta(seconds=30), 30.0),
+        "dl-q-earlier": (now + timedelta(seconds=10), 3600.0),
+        "dl-q-later": (now + timedelta(seconds=5), 5.0),
+        "dl-q-absolute": (now - timedelta(seconds=1), None),
+        "dl-q-none": (None, None),
+    }
+    _equal("runs claimed", sorted(expected), sorted(_ids(claimed)))
+    for row in claimed:
+        _equal(
+            f"deadline of claimed {row.workflow_id} (timeout from the claim, an earlier "
+            "deadline kept)",
+            expected[row.workflow_id],
+            _deadline_of(row),
+        )
+        _equal(
+            f"deadline of claimed {row.workflow_id}, as read",
+            expected[row.workflow_id],
+            _deadline_of(store.get_workflow(row.workflow_id)),
+        )
+    store.release("e1")
+    again = store.claim(
+        "q",
+        executor_id="e2",
+        app_version="v1",
+        limits=ClaimLimits(10),
+        now=now + timedelta(minutes=1),
+    )
+    _equal(
+        "a run released and claimed again keeps the deadline its first claim set",
+        now + timedelta(seconds=30),
+        {row.workflow_id: row.deadline for row in again}.get("dl-q-timeout"),
+    )
+    store.set_status("dl-start", Status.CANCELLED, only_from=(Status.PENDING,))
+    later = now + timedelta(days=2)
+    _equal("set_deadline on a cancelled run", True, store.set_deadline("dl-start", later, 60.0))
+    _equal("deadline set", (later, 60.0), _deadline_of(store.get_workflow("dl-start")))
+    _equal("set_deadline to clear it", True, store.set_deadline("dl-start", None, None))
+    _equal("deadline cleared", (None, None), _deadline_of(store.get_workflow("dl-start")))
+    _equal("set_deadline of a missing run", False, store.set_deadline("dl-nobody", later, None))
+
+
+def _deadline_of(row: WorkflowRow | None) -> tuple[datetime | None, float | None] | None:
+    return None if row is None else (row.deadline, row.timeout)
+
+
 def check_claim_limits(store: Store) -> None:
     now = _T0 + timedelta(hours=1)
     for i in range(6):
@@ -2913,6 +3008,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_bump_recovery,
     check_delete,
     check_claim_order_and_readiness,
+    check_deadlines_round_trip_and_claim_starts_timeouts,
     check_claim_limits,
     check_concurrent_claims,
     check_heartbeat_and_take_over,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
@@ -278,6 +278,8 @@ def check_determinism(
     crashes: bool = True,
     sandbox: bool = True,
     codec: PayloadCodec | None = None,
+    workflow_timeout: timedelta | float | None = None,
+    deadline: datetime | None = None,
     **kwargs: Any,
 ) -> DeterminismReport:
     """Run once, then resume from every commit point; assert every resumption agrees.
@@ -303,6 +305,8 @@ def check_determinism(
         "seed": seed,
         "sandbox": sandbox,
         "codec": codec,
+        "workflow_timeout": workflow_timeout,
+        "deadline": deadline,
     }
     reference = start_session(wf, args, kwargs, **settings)
     reference.drive()

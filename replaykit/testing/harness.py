@@ -9,9 +9,11 @@ from typing import Any, Generic, TypeVar
 import attrs
 
 from replaykit import serde
-from replaykit.errors import NonDeterminismError
+from replaykit.commands import run_deadline
+from replaykit.errors import AwaitedWorkflowCancelled, NonDeterminismError
 from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND, Failure, Log, Status, Value
 from replaykit.registry import Workflow
+from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.testing._fakes import StepCall, as_fake
@@ -77,8 +79,13 @@ def start_session(
     warm: Warm = False,
     sandbox: bool = True,
     codec: PayloadCodec | None = None,
+    workflow_timeout: timedelta | float | None = None,
+    deadline: datetime | None = None,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
+    run_timeout, run_deadline_at = run_deadline(
+        workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
+    )
     messages = list(messages)
     for message in messages:
         if not isinstance(message, Message):
@@ -99,7 +106,7 @@ def start_session(
         sandbox=sandbox,
         codec=codec,
     )
-    session.create_root(wf, args, kwargs)
+    session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
     return session
 
 
@@ -116,7 +123,8 @@ class RunResult(Generic[R]):
     status: Status
     #: The workflow's return value, decoded as production decodes it; None unless SUCCESS.
     result: R | None
-    #: The exception the run ended with (ERROR), or `NonDeterminismError` (PARKED); else None.
+    #: The exception the run ended with (ERROR), `NonDeterminismError` (PARKED), or the
+    #: cancellation (CANCELLED: `WorkflowDeadlineExceeded` at its deadline); else None.
     error: BaseException | None
     #: The run's log, as `engine.export_log()` gives it; `log.to_json()` exports it.
     log: Log
@@ -237,6 +245,13 @@ def result_of(
             workflow_name=wf.workflow_name,
             workflow_id=session.workflow_id,
         )
+    elif status is Status.CANCELLED and row is not None:
+        # A run cancelled at its deadline (`workflow_timeout=` / `deadline=`): what
+        # `handle.result()` raises in production, WorkflowDeadlineExceeded.
+        try:
+            run_outcome(row)
+        except AwaitedWorkflowCancelled as exc:
+            error = exc
     # The time of the run's last write, not of the clock: an engine may jump a
     # virtual clock to a timer left behind by a wait that ended early.
     end = session.last_write_time()
@@ -276,6 +291,8 @@ def run(
     warm: Warm = False,
     sandbox: bool = True,
     codec: PayloadCodec | None = None,
+    workflow_timeout: timedelta | float | None = None,
+    deadline: datetime | None = None,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -304,9 +321,16 @@ def run(
       `Engine(codec=...)` does, so the run goes through your codec's encode and
       decode at every write and read; `RunResult.stored` holds the rows and
       logs as stored (encoded).
-    - Returns when the run finishes, is parked, or waits for something that
-      will never come (status PENDING); raises `TimeoutError` if it does none
-      of these within `timeout` seconds of wall time.
+    - `workflow_timeout=` (a timedelta or seconds of virtual time, from the
+      start) and `deadline=` (an aware datetime) bound the run as
+      `engine.start(timeout=..., deadline=...)` does: when it passes, the run
+      ends CANCELLED with `error` a `WorkflowDeadlineExceeded` saying so, at
+      that virtual instant (a 30-day `Sleep` under a 1-day timeout ends on day
+      1, in no wall time). Its children inherit it. (`timeout=` is the wall
+      time `run()` itself may take.)
+    - Returns when the run finishes, is parked, is cancelled, or waits for
+      something that will never come (status PENDING); raises `TimeoutError`
+      if it does none of these within `timeout` seconds of wall time.
     """
     _check_workflow(wf, "run")
     session = start_session(
@@ -324,6 +348,8 @@ def run(
         warm=warm,
         sandbox=sandbox,
         codec=codec,
+        workflow_timeout=workflow_timeout,
+        deadline=deadline,
     )
     session.drive()
     return result_of(session, wf, clock)
