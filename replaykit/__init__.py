@@ -41,7 +41,7 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import ReplaySafeFilter, StepContext, context, logger, step_context
 from replaykit.log import Log, Record, Status
-from replaykit.registry import Workflow, workflow
+from replaykit.registry import BoundWorkflow, Workflow, workflow
 from replaykit.runtime.aio import AsyncEngine, AsyncWorkflowHandle
 from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
@@ -57,6 +57,7 @@ __all__ = [
     "AsyncEngine",
     "AsyncWorkflowHandle",
     "AwaitedWorkflowCancelled",
+    "BoundWorkflow",
     "Call",
     "Cancelled",
     "Client",

@@ -88,3 +88,70 @@ def test_mypy_infers_results_and_reports_wrong_arguments(tmp_path: Path) -> None
     wrong = next(i for i, s in enumerate(snippet_lines, 1) if "wrong =" in s)
     missing = next(i for i, s in enumerate(snippet_lines, 1) if "missing =" in s)
     assert errors == {wrong, missing}, out
+
+
+def test_a_bound_workflow_starts_enqueues_and_runs_as_its_unbound_spelling(
+    store_url: str,
+) -> None:
+    with Engine(store_url) as engine:
+        handle = engine.start(typed.bind("b"), workflow_id="typed-bound-1")
+        assert handle.result(timeout=20) == "3.0:u:6.0:1.5"
+        # The same arguments under the same id, in the other spelling, is the same run.
+        assert engine.start(typed, "b", workflow_id="typed-bound-1").workflow_id == "typed-bound-1"
+        assert engine.run(typed.bind("c"), workflow_id="typed-bound-2", timeout=20) == (
+            "3.0:u:6.0:1.5"
+        )
+        queued = engine.enqueue("typed-q", typed.bind("d"), workflow_id="typed-bound-3")
+        assert engine.steps(queued.workflow_id) == []
+
+
+def test_binding_refuses_wrong_arguments_and_a_second_set() -> None:
+    import pytest
+
+    with pytest.raises(TypeError, match="workflow 'typed-steps': bad arguments"):
+        typed.bind("o", "extra")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="bound to its arguments already"):
+        Engine("memory://").start(typed.bind("o"), "again")
+
+
+START_SNIPPET = """
+from collections.abc import Generator
+from typing import Any
+from replaykit import Engine, workflow
+
+@workflow
+def checkout(order: str, amount: int) -> Generator[Any, Any, float]:
+    return 1.0
+    yield
+
+def main(engine: Engine) -> None:
+    handle = engine.start(checkout.bind("o-1", 100), workflow_id="order-1")
+    reveal_type(handle.result())
+    queued = engine.enqueue("orders", checkout.bind("o-2", amount=3))
+    reveal_type(queued)
+    wrong = engine.start(checkout.bind("o-3", "a hundred"))
+    missing = engine.enqueue("orders", checkout.bind("o-4"))
+"""
+
+
+def test_mypy_checks_the_arguments_of_a_bound_start(tmp_path: Path) -> None:
+    from mypy import api
+
+    source = tmp_path / "user_starts.py"
+    source.write_text(textwrap.dedent(START_SNIPPET))
+    out, err, _status = api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / ".mypy"), str(source)]
+    )
+    lines = [line.split(":", 2)[1:] for line in out.splitlines() if "user_starts.py" in line]
+    revealed = [text.split('"')[1] for _n, text in lines if "Revealed type" in text]
+    assert revealed == [
+        "float",
+        "replaykit.runtime.engine.WorkflowHandle[float]",
+    ], out + err
+    snippet_lines = textwrap.dedent(START_SNIPPET).splitlines()
+    expected = {
+        next(i for i, s in enumerate(snippet_lines, 1) if f"{name} =" in s)
+        for name in ("wrong", "missing")
+    }
+    errors = {int(n) for n, text in lines if " error: " in text}
+    assert errors == expected, out

@@ -33,7 +33,7 @@ from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTimeout
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.registry import Workflow, lookup
+from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import streams
 from replaykit.runtime.engine import Engine, StartRequest
 from replaykit.runtime.host import Wake
@@ -221,7 +221,7 @@ class AsyncEngine:
 
     async def start(
         self,
-        wf: Workflow[..., R],
+        wf: Workflow[..., R] | BoundWorkflow[R],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -238,6 +238,7 @@ class AsyncEngine:
         together, in one statement and one commit; each caller gets its own answer.
         """
         loop = self._own_loop()
+        wf, args, kwargs = unbind(wf, args, kwargs)
         limits = run_deadline(
             timeout, deadline, what=f"start({getattr(wf, 'workflow_name', wf)!r}, ...)"
         )
@@ -287,7 +288,7 @@ class AsyncEngine:
 
     async def run(
         self,
-        wf: Workflow[..., R],
+        wf: Workflow[..., R] | BoundWorkflow[R],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -301,7 +302,7 @@ class AsyncEngine:
     async def enqueue(
         self,
         queue: str | Queue,
-        wf: Workflow[..., R],
+        wf: Workflow[..., R] | BoundWorkflow[R],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -315,6 +316,7 @@ class AsyncEngine:
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
         from now)."""
+        wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
             queue,

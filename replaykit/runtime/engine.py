@@ -39,7 +39,7 @@ from replaykit.errors import (
 )
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
-from replaykit.registry import Workflow, app_version_of, lookup, registered
+from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, registered, unbind
 from replaykit.runtime import admin, streams
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
@@ -577,7 +577,7 @@ class Engine:
 
     def start(
         self,
-        wf: Workflow[..., R],
+        wf: Workflow[..., R] | BoundWorkflow[R],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -595,6 +595,7 @@ class Engine:
         and `result()` raises `WorkflowDeadlineExceeded`. Its children inherit what
         remains of it."""
         self._check_open()
+        wf, args, kwargs = unbind(wf, args, kwargs)
         seconds, deadline = run_deadline(timeout, deadline, what=f"start({_name_of(wf)}, ...)")
         row, _created = self.create_run(
             wf, args, kwargs, workflow_id=workflow_id, timeout=seconds, deadline=deadline
@@ -604,7 +605,7 @@ class Engine:
     def enqueue(
         self,
         queue: str | Queue,
-        wf: Workflow[..., R],
+        wf: Workflow[..., R] | BoundWorkflow[R],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -629,6 +630,7 @@ class Engine:
         while it waits in the queue. The earlier of the two wins.
         """
         self._check_open()
+        wf, args, kwargs = unbind(wf, args, kwargs)
         name = queue.name if isinstance(queue, Queue) else queue
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
@@ -753,7 +755,7 @@ class Engine:
 
     def run(
         self,
-        wf: Workflow[..., R],
+        wf: Workflow[..., R] | BoundWorkflow[R],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -766,6 +768,7 @@ class Engine:
         otherwise; a run that suspends continues on the engine's threads.
         """
         self._check_open()
+        wf, args, kwargs = unbind(wf, args, kwargs)
         row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id, inline=True)
         return WorkflowHandle[R](self, row.workflow_id, wf.result_type).result(timeout)
 
