@@ -621,6 +621,89 @@ def check_record_pending_then_completed(store: Store) -> None:
     )
 
 
+def _wake_of(store: Store, workflow_id: str) -> datetime | None:
+    row = _present(f"the run {workflow_id!r}", store.get_workflow(workflow_id))
+    return row.wake_at
+
+
+def check_pending_step_written_over_with_more_attempts(store: Store) -> None:
+    """A retried step's back-off lives in its pending record: each later back-off
+    writes more attempts and a new wake instant over it (and the run's wake_at);
+    a write with equal or fewer attempts, or of another command, changes nothing."""
+    store.create_workflow(_run("ra-1"))
+    first_due = _T0 + timedelta(minutes=1)
+    first = _pending(0, kind="step", name="charge", started_at=_T0, wake_at=first_due)
+    store.record("ra-1", first, wake_at=first_due)
+    second_due = _T0 + timedelta(minutes=3)
+    second = attrs.evolve(first, attempts=2, wake_at=second_due)
+    _equal(
+        "record() of a pending record with more attempts returns it",
+        second,
+        store.record("ra-1", second, wake_at=second_due),
+    )
+    _equal("log after a back-off with more attempts", [second], _log_of(store, "ra-1"))
+    _equal("run's wake_at after a back-off with more attempts", second_due, _wake_of(store, "ra-1"))
+    late = _T0 + timedelta(days=1)
+    for what, stale in (
+        ("equal attempts (a retried write)", attrs.evolve(second, wake_at=late)),
+        ("fewer attempts (a stale writer)", attrs.evolve(first, wake_at=late)),
+        ("more attempts of another name", attrs.evolve(second, name="refund", attempts=5)),
+        ("more attempts of another kind", attrs.evolve(second, kind="sleep", attempts=5)),
+    ):
+        _equal(
+            f"record() of a pending record with {what} returns the stored one",
+            second,
+            store.record("ra-1", stale, wake_at=late),
+        )
+        _equal(f"log after a pending record with {what}", [second], _log_of(store, "ra-1"))
+        _equal(f"run's wake_at after {what}", second_due, _wake_of(store, "ra-1"))
+    done = Record(
+        0, "step", "charge", Value("ok"), started_at=_T0, completed_at=second_due, attempts=3
+    )
+    _equal("record() completing the retried step", done, store.record("ra-1", done))
+    _equal(
+        "record() of a pending record with more attempts over a completed one",
+        done,
+        store.record("ra-1", attrs.evolve(second, attempts=9), wake_at=late),
+    )
+    _equal("log after the retried step completed", [done], _log_of(store, "ra-1"))
+    _equal("run's wake_at after the completion", None, _wake_of(store, "ra-1"))
+
+    # record_many: a batch of back-offs (one statement on PostgreSQL), beside
+    # writes it must refuse, and a later position.
+    wids = ("ra-2", "ra-3", "ra-4", "ra-5")
+    for wid in wids:
+        store.create_workflow(_run(wid))
+        store.record(wid, _step(0))
+        store.record(wid, attrs.evolve(first, position=1), wake_at=first_due)
+    stale = attrs.evolve(first, position=1, wake_at=late)
+    newer = attrs.evolve(second, position=1)
+    answers = store.record_many(
+        [
+            RecordWrite("ra-2", newer, wake_at=second_due),
+            RecordWrite("ra-3", attrs.evolve(newer, attempts=4), wake_at=second_due),
+            RecordWrite("ra-4", stale, wake_at=late),
+            RecordWrite("ra-5", attrs.evolve(newer, name="other"), wake_at=late),
+        ]
+    )
+    kept = attrs.evolve(first, position=1)
+    _equal(
+        "record_many of back-offs answers what each position holds",
+        [newer, attrs.evolve(newer, attempts=4), kept, kept],
+        answers,
+    )
+    for wid, record, wake in (
+        ("ra-2", newer, second_due),
+        ("ra-3", attrs.evolve(newer, attempts=4), second_due),
+        ("ra-4", kept, first_due),
+        ("ra-5", kept, first_due),
+    ):
+        _equal(
+            f"log of {wid} after record_many of back-offs", [_step(0), record], _log_of(store, wid)
+        )
+        _equal(f"run's wake_at of {wid} after record_many of back-offs", wake, _wake_of(store, wid))
+
+
 def check_completed_position_not_overwritten(store: Store) -> None:
     store.create_workflow(_run("r-3"))
     first = _step(0, "first writer")
@@ -2793,6 +2876,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_record_and_load_log,
     check_record_pending_then_completed,
     check_completed_position_not_overwritten,
+    check_pending_step_written_over_with_more_attempts,
     check_record_gap_refused,
     check_record_into_missing_run,
     check_record_into_non_pending_run,
