@@ -127,6 +127,9 @@ class RunResult(Generic[R]):
     crashes: tuple[Commit, ...] = ()
     #: Messages whose target workflow did not exist when they were due, with why.
     undelivered: tuple[tuple[Message, str], ...] = ()
+    #: The run's events at its end, each key with its latest value, as
+    #: `engine.get_events(workflow_id)` answers (the stored JSON data).
+    events: Mapping[str, Any] = attrs.field(factory=dict)
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -222,6 +225,7 @@ def result_of(
         calls={name: list(calls) for name, calls in session.calls.items()},
         crashes=tuple(commit for _, commit in session.crashes),
         undelivered=tuple(session.undelivered),
+        events=session.store.get_events(session.workflow_id),
         workflow=wf,
     )
 
