@@ -202,9 +202,9 @@ class Backoff:
     started_at: datetime
 
 
-#: Topic prefix of the inbox entries in which replaykit before the pending record
-#: held a retried step's count kept each back-off after the first; read only to
-#: resume runs that were backing off across the upgrade (`settle_backoff`).
+#: Topic prefix of the inbox entries in which earlier builds kept each back-off of a
+#: retried step after its first (before the pending record held the count); read only
+#: to resume runs that were backing off across the upgrade (`settle_backoff`).
 RETRY_TOPIC = "replaykit.retry:"
 
 
