@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Generator
-from datetime import timedelta
+from datetime import UTC, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +26,10 @@ from replaykit import (
     testing,
     workflow,
 )
-from replaykit.runtime.effects import jitter_draw
+from replaykit.runtime.effects import RETRY_TOPIC, jitter_draw
+from replaykit.stores import open_store
 
+ROOT = Path(__file__).resolve().parent.parent
 HOUR = 3600.0
 ATTEMPTS: list[int] = []
 
@@ -119,6 +125,12 @@ def test_a_restart_keeps_the_attempts_and_the_due_time(store_url: str) -> None:
         eventually(lambda: ATTEMPTS == [1, 2], "the second attempt")
         eventually(lambda: backing_off(first, "restarted"), "the second back-off")
         due = clock.now() + timedelta(hours=1)
+        # The back-off is the step's pending record itself, written over the first one.
+        [record] = first.store.load_log("restarted")
+        assert (record.outcome, record.attempts, record.wake_at) == (None, 2, due)
+        row = first.store.get_workflow("restarted")
+        assert row is not None and row.wake_at == due
+        assert first.store.peek_message("restarted", f"{RETRY_TOPIC}0:2") is None
     finally:
         first.close()
 
@@ -139,6 +151,49 @@ def test_a_restart_keeps_the_attempts_and_the_due_time(store_url: str) -> None:
         [record] = second.store.load_log("restarted")
         assert record.attempts == 4
         assert ATTEMPTS == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_a_run_backing_off_under_an_earlier_build_goes_on_from_its_inbox_entries(
+    store_url: str,
+) -> None:
+    """Earlier builds kept each back-off after the first as an inbox entry; a run that
+    was backing off across the upgrade must neither repeat nor skip an attempt."""
+    clock = VirtualClock(autojump=False)
+    first = Engine(store_url, clock=clock, poll_interval=0.05)
+    try:
+        first.start(hourly, "o-1", workflow_id="upgraded")
+        eventually(lambda: backing_off(first, "upgraded"), "the first back-off")
+        [record] = first.store.load_log("upgraded")
+        started = record.started_at
+        assert started is not None and record.attempts == 1
+        # What the earlier build wrote as attempts 2 and 3 failed, an hour apart.
+        for attempt in (2, 3):
+            first.store.send_message(
+                "upgraded",
+                f"{RETRY_TOPIC}0:{attempt}",
+                {
+                    "due": (started + timedelta(hours=attempt)).isoformat(),
+                    "since": started.astimezone(UTC).isoformat(),
+                },
+                idempotency_key=f"{RETRY_TOPIC}upgraded:0:{attempt}",
+            )
+    finally:
+        first.close()
+    ATTEMPTS.extend([2, 3])  # made by the earlier build
+
+    clock.advance(timedelta(hours=2, minutes=30))
+    with Engine(store_url, clock=clock, poll_interval=0.05) as second:
+        eventually(lambda: backing_off(second, "upgraded"), "the recovered run waits")
+        [record] = second.store.load_log("upgraded")
+        # Read once: the entries' count now lives in the pending record.
+        assert (record.attempts, record.wake_at) == (3, started + timedelta(hours=3))
+        time.sleep(0.2)
+        assert ATTEMPTS == [1, 2, 3]  # attempt 2, due long ago, is not made again
+        clock.advance(timedelta(minutes=30))
+        result = second.handle("upgraded").result(timeout=10)
+    assert result == "charged o-1 on attempt 4"
+    assert ATTEMPTS == [1, 2, 3, 4]
 
 
 def test_the_kit_passes_back_offs_on_virtual_time() -> None:
@@ -253,3 +308,57 @@ def asyncio_tasks(loop: Any) -> int:
     loop.call_soon_threadsafe(count)
     done.wait(5)
     return found[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_a_kill_9_during_a_back_off_neither_resets_nor_repeats_attempts(
+    store_url: str, tmp_path: Path
+) -> None:
+    from tests.apps import retry_app
+
+    attempts_file = tmp_path / "attempts.txt"
+    attempts_file.touch()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/apps/retry_app.py"), store_url, str(attempts_file)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        # Opened once the child's engine has made the schema and run attempt 1.
+        eventually(lambda: attempts_file.read_text() != "", "the first attempt", within=60)
+        store = open_store(store_url)
+        try:
+
+            def second_back_off() -> bool:
+                assert child.poll() is None, "the child engine ended before its back-off"
+                log = store.load_log(retry_app.WORKFLOW_ID)
+                return bool(log) and log[0].outcome is None and log[0].attempts == 2
+
+            eventually(second_back_off, "the child's second back-off is recorded", within=30)
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=10)
+            [record] = store.load_log(retry_app.WORKFLOW_ID)
+        finally:
+            store.close()
+        assert child.returncode == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        assert child.stderr is not None
+        child.stderr.close()
+    assert (record.outcome, record.attempts) == (None, 2) and record.wake_at is not None
+    assert len(attempts_file.read_text().splitlines()) == 2  # killed while backing off
+
+    with Engine(store_url, app_version=retry_app.APP_VERSION, poll_interval=0.05) as engine:
+        result = engine.handle(retry_app.WORKFLOW_ID).result(timeout=60)
+        [finished] = engine.store.load_log(retry_app.WORKFLOW_ID)
+    assert result == "charged on attempt 4"
+    lines = [line.split() for line in attempts_file.read_text().splitlines()]
+    assert [int(number) for number, _ in lines] == [1, 2, 3, 4]  # none repeated, none lost
+    # Attempt 3 waited for the due time the killed process recorded, no less.
+    assert float(lines[2][1]) >= record.wake_at.timestamp()
+    assert finished.attempts == 4

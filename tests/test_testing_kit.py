@@ -371,8 +371,9 @@ def test_crash_at_reruns_only_the_step_in_flight() -> None:
 
 def test_a_crash_after_retries_keeps_the_runs_timeline() -> None:
     steps = {"charge": sequence(TimeoutError("a"), TimeoutError("b"), "ch"), "refund": "r"}
-    # Commit 0 is the back-off's pending record (attempt 1 failed); 1 the charge's outcome.
-    result = rt.run(checkout, "o-1", 1, steps=steps, crash_at=1)
+    # Commit 0 is the first back-off's pending record (attempt 1 failed), 1 the second
+    # back-off's, written over it (attempt 2 failed); 2 the charge's outcome.
+    result = rt.run(checkout, "o-1", 1, steps=steps, crash_at=2)
     assert [(c.name, c.completes) for c in result.crashes] == [("charge", True)]
     # Three attempts; the crash lost the third one's record. The back-offs are durable,
     # so the two failed attempts stay made: only the third runs again.
@@ -381,6 +382,28 @@ def test_a_crash_after_retries_keeps_the_runs_timeline() -> None:
     # The lost attempts' back-off is spent again, not added: the deadline is where it was.
     assert result.elapsed == timedelta(days=1, seconds=180)
     assert result.log[1].wake_at == result.started_at + timedelta(days=1, seconds=180)
+
+
+def test_a_crash_at_a_later_back_off_repeats_only_the_attempt_it_lost() -> None:
+    from replaykit import step_context
+
+    made: list[int] = []
+
+    def down(*args: Any) -> str:
+        made.append(step_context().attempt)
+        raise TimeoutError("down")
+
+    def charged(*args: Any) -> str:
+        made.append(step_context().attempt)
+        return "ch"
+
+    steps = {"charge": sequence(down, down, charged), "refund": "r"}
+    # Commit 1 writes the second back-off over the first: the crash loses attempt 2's
+    # failure, so attempt 2 is made again, once, and attempt 1 is not.
+    result = rt.run(checkout, "o-1", 1, steps=steps, crash_at=1)
+    assert [(c.name, c.completes) for c in result.crashes] == [("charge", False)]
+    assert made == [1, 2, 2, 3]
+    assert result.log[0].attempts == 3
 
 
 def test_several_crashes_including_at_the_finish() -> None:

@@ -63,7 +63,7 @@ from replaykit.otel import StepToken, Telemetry
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
 from replaykit.stores._checks import check_names
-from replaykit.stores.base import MAX_NAME_BYTES, EventWrite, OutgoingMessage, WorkflowRow
+from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
 __all__ = [
     "RETRY_TOPIC",
@@ -206,8 +206,9 @@ class Backoff:
     started_at: datetime
 
 
-#: Topic prefix of the entries that keep a retried step's count past its first
-#: back-off (see `EffectRunner.record_backoff`); no user topic should start so.
+#: Topic prefix of the inbox entries in which earlier builds kept each back-off of a
+#: retried step after its first (before the pending record held the count); read only
+#: to resume runs that were backing off across the upgrade (`settle_backoff`).
 RETRY_TOPIC = "replaykit.retry:"
 
 
@@ -689,71 +690,69 @@ class EffectRunner:
     ) -> Record | Suspend:
         """Record that a step waits for its next attempt, and suspend the run until then.
 
-        The first back-off writes the step's pending record: the attempts made, the
-        instant the next is due (`wake_at`, which also moves the run's deadline) and
-        the first attempt's start. A store writes a pending position once and keeps
-        it, so each later back-off adds an entry to the run's inbox under the topic
-        `replaykit.retry:<position>:<attempts>` (idempotent by its key), which
-        `_retry_ledger` reads back after a restart or an eviction. Nothing is
-        written when the store already holds this back-off (a run rebuilt while
-        it waits)."""
+        The step's pending record is the back-off: the attempts made, the instant
+        the next is due (`wake_at`, which also moves the run's deadline) and the
+        first attempt's start. The first back-off inserts it; each later one
+        writes its greater count over it (`Store.record` writes a pending record
+        over a pending one that has fewer attempts, in one transaction with the
+        run's deadline). Nothing is written when the store already holds this
+        back-off (a run rebuilt while it waits)."""
         pending = effect.pending
-        if pending is not None and pending.outcome is None and pending.attempts:
-            if (pending.attempts, pending.wake_at) != (backoff.attempts, backoff.due):
-                self._write_ledger(row, effect.position, pending, backoff)
-            waiting = attrs.evolve(pending, attempts=backoff.attempts, wake_at=backoff.due)
-        else:
-            written = self.record_for(
-                effect,
-                None,
-                started_at=backoff.started_at,
-                attempts=backoff.attempts,
-                wake_at=backoff.due,
-            )
-            stored = self.host.store_write(
-                row,
-                effect.position,
-                lambda: self.store.record(
-                    row.workflow_id,
-                    written,
-                    executor_id=self.host.executor_id,
-                    wake_at=backoff.due,
-                ),
-            )
-            if stored.outcome is not None:
-                return stored  # another writer completed the step meanwhile
-            waiting = written
-        return Suspend(backoff.due, (), None, waiting)
-
-    def _ledger_topic(self, position: int, attempts: int) -> str:
-        return f"{RETRY_TOPIC}{position}:{attempts}"
-
-    def _write_ledger(
-        self, row: WorkflowRow, position: int, pending: Record, backoff: Backoff
-    ) -> None:
-        since = _instant(pending.started_at)
-        payload = {"due": backoff.due.isoformat(), "since": since}
-        key = f"{RETRY_TOPIC}{row.workflow_id}:{position}:{backoff.attempts}:{since}"
-        topic = self._ledger_topic(position, backoff.attempts)
-        self.store.send_message(
-            row.workflow_id, topic, payload, idempotency_key=key[:MAX_NAME_BYTES]
+        if (
+            pending is not None
+            and pending.outcome is None
+            and (pending.attempts, pending.wake_at) == (backoff.attempts, backoff.due)
+        ):
+            return Suspend(backoff.due, (), None, pending)
+        written = self.record_for(
+            effect,
+            None,
+            started_at=backoff.started_at,
+            attempts=backoff.attempts,
+            wake_at=backoff.due,
         )
+        stored = self.host.store_write(
+            row,
+            effect.position,
+            lambda: self.store.record(
+                row.workflow_id,
+                written,
+                executor_id=self.host.executor_id,
+                wake_at=backoff.due,
+            ),
+        )
+        if stored.outcome is not None:
+            return stored  # another writer completed the step meanwhile
+        # The store keeps a count higher than ours (a stale writer of this run):
+        # wait for its due time, and the replay then goes on from its count.
+        return Suspend(stored.wake_at or backoff.due, (), None, stored)
+
+    # -- back-offs that earlier builds kept in the inbox --------------------------------
 
     def settle_backoff(self, workflow_id: str, records: list[Record]) -> list[Record]:
         """`records` (a log just read) with a retried step's pending record brought up
-        to date: the attempts made and the next due time, from the back-offs recorded
-        after it (see `record_backoff`). Store reads; called where the log is read,
+        to date from the inbox entries that earlier builds of replaykit wrote for
+        each back-off after the first (topic `replaykit.retry:<position>:<attempts>`,
+        payload: the due time and the first attempt's start).
+
+        This version writes no such entry: its back-offs are the pending record
+        itself (`record_backoff`). A run that was backing off when the engine was
+        upgraded still has them, and without them would repeat the attempts they
+        count. So they are read once: the count they give is written over the
+        pending record (with the run's deadline), and from then on the record
+        counts past every entry. Costs one store read where a run is rebuilt from
+        a log ending in a step's pending record; called where the log is read,
         never on an event loop. An entry of another generation of the run (same
         position, another first start) is not this one's."""
         if not records:
             return records
         pending = records[-1]
-        if pending.outcome is not None or pending.kind != Step.kind or not pending.attempts:
+        if pending.outcome is not None or pending.kind != Step.kind:
             return records
         since = _instant(pending.started_at)
         made, due = pending.attempts, pending.wake_at
         while True:
-            topic = self._ledger_topic(pending.position, made + 1)
+            topic = f"{RETRY_TOPIC}{pending.position}:{made + 1}"
             found = self.store.peek_message(workflow_id, topic)
             payload = found.payload if found is not None else None
             if not isinstance(payload, dict) or payload.get("since") != since:
@@ -761,7 +760,13 @@ class EffectRunner:
             made, due = made + 1, datetime.fromisoformat(str(payload["due"]))
         if made == pending.attempts:
             return records
-        return [*records[:-1], attrs.evolve(pending, attempts=made, wake_at=due)]
+        settled = self.store.record(
+            workflow_id,
+            attrs.evolve(pending, attempts=made, wake_at=due),
+            executor_id=self.host.executor_id,
+            wake_at=due,
+        )
+        return [*records[:-1], settled]
 
     def _call(
         self,

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import attrs
 
 from replaykit.errors import DuplicateDedupId, RecordConflict, WorkflowNotFound
-from replaykit.log import Status
+from replaykit.log import Record, Status
 from replaykit.stores._checks import check_row, storable_error
 from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
 
@@ -27,6 +27,7 @@ __all__ = [
     "first_of_each_id",
     "matches_filter",
     "no_run_for_events",
+    "replaces_stored",
     "stamped_for_batch",
     "stamped_for_create",
     "utc_now",
@@ -187,6 +188,27 @@ def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str
             f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
             f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
         )
+
+
+def replaces_stored(stored: Record, record: Record) -> bool:
+    """Whether `record()` of `record` writes over `stored`, the record its position holds.
+
+    A completed record is never written over. A pending one is completed by any
+    completed record, and written over by a pending record of the same kind and
+    name that carries more attempts: a retried step's next back-off, whose
+    attempts and wake instant the record then holds. A pending record with
+    equal or fewer attempts (a retried write after a lost acknowledgement, a
+    stale writer) writes nothing, so the count never goes back.
+    """
+    if stored.outcome is not None:
+        return False
+    if record.outcome is not None:
+        return True
+    return (
+        record.kind == stored.kind
+        and record.name == stored.name
+        and record.attempts > stored.attempts
+    )
 
 
 def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:

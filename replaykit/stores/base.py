@@ -7,6 +7,12 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - A position is completed once. `record()` of a position that already holds a
   completed record changes nothing and returns the stored record, so a second
   writer adopts the first writer's outcome instead of overwriting it.
+- A pending record is written over only to complete it, or by a pending record
+  of the same kind and name with more `attempts` (a retried step's next
+  back-off: its attempts and wake instant, and the run's `wake_at`, change in
+  one transaction). One with equal or fewer attempts changes nothing and
+  returns the stored record, so a retried or stale write never sets the count
+  back.
 - `record()` only writes while the run is PENDING (and, when `executor_id` is
   given, owned by that executor); otherwise it raises `RecordConflict` and
   writes nothing: a cancelled run or a run taken over by another engine cannot
@@ -413,8 +419,14 @@ class Store(Protocol):
 
         - no record there: insert it (pending or completed);
         - a pending record there and `record` completed: complete it;
-        - a completed record there (or `record` is pending and one exists):
-          write nothing, return the stored record.
+        - a pending record there and `record` pending, of the same kind and
+          name, with more `attempts`: write `record` over it (a retried step's
+          next back-off; its `attempts` and `wake_at` are what change), with the
+          run's `wake_at` in the same transaction;
+        - a completed record there, or a pending one that `record` does not
+          write over (fewer or equal attempts: a retried write after a lost
+          acknowledgement, or a stale writer; another kind or name): write
+          nothing, return the stored record.
         Side effects commit only when `record` was written. A `send` whose key
         was used before delivers nothing; if it has `if_duplicate`, the record
         is written with that outcome instead, and returned so. `consume` names the
@@ -434,7 +446,8 @@ class Store(Protocol):
         gates: the run PENDING (and owned by `executor_id`, if given), the
         previous position present, `consume`/`send`/`event` in the same
         transaction as its record or not at all, and a completed position
-        written once (the answer is then the stored record). The answer for a
+        written once (the answer is then the stored record), a pending one
+        written over only by a pending record with more attempts. The answer for a
         write is what `record()` would return, or the exception instance it
         would raise (`RecordConflict`, `WorkflowNotFound`, ...), returned
         rather than raised: a refused write does not stop the others, which

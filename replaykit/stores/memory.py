@@ -39,6 +39,7 @@ from replaykit.stores._rules import (
     first_of_each_id,
     matches_filter,
     no_run_for_events,
+    replaces_stored,
     stamped_for_batch,
     stamped_for_create,
     utc_now,
@@ -364,7 +365,7 @@ class MemoryStore:
         position = record.position
         if position < len(log):
             stored = log[position]
-            if stored.outcome is not None or record.outcome is None:
+            if not replaces_stored(stored, record):
                 return stored
         elif position != len(log):
             raise RecordConflict(

@@ -79,6 +79,7 @@ from replaykit.stores._rules import (
     duplicate_dedup,
     first_of_each_id,
     no_run_for_events,
+    replaces_stored,
     stamped_for_batch,
     stamped_for_create,
 )
@@ -355,14 +356,17 @@ class _RecordShape:
 
 
 # A position already holding a record is written only to complete a pending
-# one; a completed record is never overwritten.
+# one, or to write a retried step's next back-off over it (a pending record of
+# the same kind and name with more attempts: _rules.replaces_stored); a
+# completed record is never overwritten.
 _COMPLETE_PENDING = (
     "ON CONFLICT (workflow_id, position) DO UPDATE SET "
     "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
     "digest = excluded.digest, call_site = excluded.call_site, "
     "started_at = excluded.started_at, completed_at = excluded.completed_at, "
     "wake_at = excluded.wake_at, attempts = excluded.attempts "
-    "WHERE r.outcome IS NULL AND excluded.outcome IS NOT NULL "
+    "WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL OR ("
+    "excluded.kind = r.kind AND excluded.name = r.name AND excluded.attempts > r.attempts)) "
     "RETURNING r.workflow_id"
 )
 # A record that sets an event keeps what it set, for forks (migration 2).
@@ -2030,7 +2034,7 @@ class PostgresStore:
         length = found[3]
         if found[4] is not None:
             stored = _record_from(found[4:14], workflow_id)
-            if stored.outcome is not None or record.outcome is None:
+            if not replaces_stored(stored, record):
                 return stored
         elif record.position > length:
             raise RecordConflict(

@@ -72,6 +72,7 @@ from replaykit.stores._rules import (
     duplicate_dedup,
     first_of_each_id,
     no_run_for_events,
+    replaces_stored,
     stamped_for_batch,
     stamped_for_create,
 )
@@ -246,11 +247,12 @@ _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
 _RECORD_COLUMNS = RECORD_COLUMNS
 
 # The common case is this one statement. It inserts a new position only right
-# after the last one, completes a pending one, and leaves a completed one
-# alone; and only into a PENDING run of the right executor whose deadline is
-# already `wake_at` (changes() = 0 sends the caller down the slow path, which
-# says why, or moves the deadline and tries again). The run's row is only read,
-# so a commit writes one page, as a bare insert would.
+# after the last one, completes a pending one (or writes a retried step's next
+# back-off over it: same kind and name, more attempts; _rules.replaces_stored),
+# and leaves a completed one alone; and only into a PENDING run of the right
+# executor whose deadline is already `wake_at` (changes() = 0 sends the caller
+# down the slow path, which says why, or moves the deadline and tries again).
+# The run's row is only read, so a commit writes one page, as a bare insert would.
 _RECORD_WRITE_TEMPLATE = """
 INSERT INTO records (workflow_id, position, kind, name, outcome, digest, call_site,
                      started_at, completed_at, wake_at, attempts)
@@ -265,7 +267,9 @@ ON CONFLICT (workflow_id, position) DO UPDATE SET
     digest = excluded.digest, call_site = excluded.call_site,
     started_at = excluded.started_at, completed_at = excluded.completed_at,
     wake_at = excluded.wake_at, attempts = excluded.attempts
-WHERE records.outcome IS NULL AND excluded.outcome IS NOT NULL
+WHERE records.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (
+    excluded.kind = records.kind AND excluded.name = records.name
+    AND excluded.attempts > records.attempts))
 """
 _WRITE_RECORD = _RECORD_WRITE_TEMPLATE.format(deadline=" AND wake_at IS ?13")
 # A finish's last record: the same gates but the deadline, which the finish clears.
@@ -1039,12 +1043,13 @@ class SqliteStore:
         conn: sqlite3.Connection,
         workflow_id: str,
         position: int,
-        pending: bool,
+        record: Record | None,
         executor_id: str | None,
     ) -> Record | None:
-        """Why a record cannot go to `position`: raises the protocol's error, or
+        """Why `record` cannot go to `position`: raises the protocol's error, or
         returns the stored record the caller should hand back; None if nothing
-        stands in the way."""
+        stands in the way. `record` None: a completed record, not known yet
+        (a Transaction's, which its body returns)."""
         found = _first(
             conn.execute(
                 "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
@@ -1058,7 +1063,12 @@ class SqliteStore:
         assert row is not None
         stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, position)))
         if stored is not None:
-            return _record_from(stored, workflow_id) if stored[3] is not None or pending else None
+            if stored[3] is not None:
+                return _record_from(stored, workflow_id)
+            if record is None or record.outcome is not None:
+                return None  # completing a pending record
+            pending = _record_from(stored, workflow_id)
+            return None if replaces_stored(pending, record) else pending
         if (
             position > 0
             and _first(conn.execute(_SELECT_RECORD, (workflow_id, position - 1))) is None
@@ -1081,9 +1091,7 @@ class SqliteStore:
         params = (*_record_params(workflow_id, record), executor_id, _to_micros(wake_at))
         if conn.execute(_WRITE_RECORD, params).rowcount:
             return
-        stored = self._refusal(
-            conn, workflow_id, record.position, record.outcome is None, executor_id
-        )
+        stored = self._refusal(conn, workflow_id, record.position, record, executor_id)
         if stored is not None:
             raise _Unchanged(stored)
         # Only the run's deadline stood in the way.
@@ -1239,7 +1247,7 @@ class SqliteStore:
         check_names(workflow_id, executor_id=executor_id)
 
         def write(conn: sqlite3.Connection) -> Record:
-            stored = self._refusal(conn, workflow_id, position, False, executor_id)
+            stored = self._refusal(conn, workflow_id, position, None, executor_id)
             if stored is not None:
                 raise _Unchanged(stored)
             self._inside_body.active = True

@@ -658,12 +658,15 @@ class Session:
         engine.recover()
         return engine
 
-    def _stop_engine(self, engine: Engine, *, wait: bool = True) -> None:
+    def _stop_engine(self, engine: Engine, *, wait: bool = True, last: bool = False) -> None:
         engine.close(wait=wait)
-        if wait:
+        if wait and not last:
             # Step bodies still running in the pool belong to this process's
             # lost work; let them end so their calls are counted for it.
             engine.step_pool.shutdown(wait=True)
+        # After the last engine closed, the pool runs only bodies the engine walked
+        # away from (a preempted or timed-out sync step), whose outcomes are dropped
+        # and whose calls are counted already: the test does not wait for them.
 
     # -- the sandbox (see _sandbox.py) -------------------------------------------------
 
@@ -715,7 +718,7 @@ class Session:
             self._stop_engine(engine, wait=False)
             self._engine = None
             raise
-        self._stop_engine(engine)
+        self._stop_engine(engine, last=True)
         self._engine = None
 
     def _claim_enqueued(self, engine: Engine) -> bool:

@@ -49,6 +49,7 @@ from replaykit.stores.base import (
     EventWrite,
     OutgoingMessage,
     RecordWrite,
+    ScheduleSpec,
     Store,
     WorkflowFilter,
     WorkflowRow,
@@ -628,6 +629,89 @@ def check_record_pending_then_completed(store: Store) -> None:
         done,
         store.record("r-2", _pending(0)),
     )
+
+
+def _wake_of(store: Store, workflow_id: str) -> datetime | None:
+    row = _present(f"the run {workflow_id!r}", store.get_workflow(workflow_id))
+    return row.wake_at
+
+
+def check_pending_step_written_over_with_more_attempts(store: Store) -> None:
+    """A retried step's back-off lives in its pending record: each later back-off
+    writes more attempts and a new wake instant over it (and the run's wake_at);
+    a write with equal or fewer attempts, or of another command, changes nothing."""
+    store.create_workflow(_run("ra-1"))
+    first_due = _T0 + timedelta(minutes=1)
+    first = _pending(0, kind="step", name="charge", started_at=_T0, wake_at=first_due)
+    store.record("ra-1", first, wake_at=first_due)
+    second_due = _T0 + timedelta(minutes=3)
+    second = attrs.evolve(first, attempts=2, wake_at=second_due)
+    _equal(
+        "record() of a pending record with more attempts returns it",
+        second,
+        store.record("ra-1", second, wake_at=second_due),
+    )
+    _equal("log after a back-off with more attempts", [second], _log_of(store, "ra-1"))
+    _equal("run's wake_at after a back-off with more attempts", second_due, _wake_of(store, "ra-1"))
+    late = _T0 + timedelta(days=1)
+    for what, stale in (
+        ("equal attempts (a retried write)", attrs.evolve(second, wake_at=late)),
+        ("fewer attempts (a stale writer)", attrs.evolve(first, wake_at=late)),
+        ("more attempts of another name", attrs.evolve(second, name="refund", attempts=5)),
+        ("more attempts of another kind", attrs.evolve(second, kind="sleep", attempts=5)),
+    ):
+        _equal(
+            f"record() of a pending record with {what} returns the stored one",
+            second,
+            store.record("ra-1", stale, wake_at=late),
+        )
+        _equal(f"log after a pending record with {what}", [second], _log_of(store, "ra-1"))
+        _equal(f"run's wake_at after {what}", second_due, _wake_of(store, "ra-1"))
+    done = Record(
+        0, "step", "charge", Value("ok"), started_at=_T0, completed_at=second_due, attempts=3
+    )
+    _equal("record() completing the retried step", done, store.record("ra-1", done))
+    _equal(
+        "record() of a pending record with more attempts over a completed one",
+        done,
+        store.record("ra-1", attrs.evolve(second, attempts=9), wake_at=late),
+    )
+    _equal("log after the retried step completed", [done], _log_of(store, "ra-1"))
+    _equal("run's wake_at after the completion", None, _wake_of(store, "ra-1"))
+
+    # record_many: a batch of back-offs (one statement on PostgreSQL), beside
+    # writes it must refuse, and a later position.
+    wids = ("ra-2", "ra-3", "ra-4", "ra-5")
+    for wid in wids:
+        store.create_workflow(_run(wid))
+        store.record(wid, _step(0))
+        store.record(wid, attrs.evolve(first, position=1), wake_at=first_due)
+    stale = attrs.evolve(first, position=1, wake_at=late)
+    newer = attrs.evolve(second, position=1)
+    answers = store.record_many(
+        [
+            RecordWrite("ra-2", newer, wake_at=second_due),
+            RecordWrite("ra-3", attrs.evolve(newer, attempts=4), wake_at=second_due),
+            RecordWrite("ra-4", stale, wake_at=late),
+            RecordWrite("ra-5", attrs.evolve(newer, name="other"), wake_at=late),
+        ]
+    )
+    kept = attrs.evolve(first, position=1)
+    _equal(
+        "record_many of back-offs answers what each position holds",
+        [newer, attrs.evolve(newer, attempts=4), kept, kept],
+        answers,
+    )
+    for wid, record, wake in (
+        ("ra-2", newer, second_due),
+        ("ra-3", attrs.evolve(newer, attempts=4), second_due),
+        ("ra-4", kept, first_due),
+        ("ra-5", kept, first_due),
+    ):
+        _equal(
+            f"log of {wid} after record_many of back-offs", [_step(0), record], _log_of(store, wid)
+        )
+        _equal(f"run's wake_at of {wid} after record_many of back-offs", wake, _wake_of(store, wid))
 
 
 def check_completed_position_not_overwritten(store: Store) -> None:
@@ -2954,6 +3038,435 @@ def check_error_text_with_nul_is_kept(store: Store) -> None:
     _equal("its error, NUL spelled out", "why \\x00", row.error)
 
 
+# -- fork lineage, schedule states, keyed sends ----------------------------------
+
+
+def _lineage(row: WorkflowRow | None) -> tuple[str | None, int | None] | None:
+    return None if row is None else (row.forked_from, row.fork_position)
+
+
+def check_fork_lineage(store: Store) -> None:
+    """A fork's `forked_from` and `fork_position` are stored by every create path,
+    read back by every read, and listed by `WorkflowFilter(forked_from=)`."""
+    store.create_workflow(_run("fl-src", created_at=_T0))
+    for position in range(3):
+        store.record("fl-src", _step(position))
+    log = _log_of(store, "fl-src")
+    _equal("lineage of a run not forked", (None, None), _lineage(store.get_workflow("fl-src")))
+    fork, created = store.create_workflow(
+        _run(
+            "fl-fork-2",
+            created_at=_T0 + timedelta(seconds=1),
+            forked_from="fl-src",
+            fork_position=2,
+        ),
+        records=log[:2],
+        fork_of="fl-src",
+    )
+    _equal("create_workflow of a fork created it", True, created)
+    _equal("lineage create_workflow returns for a fork", ("fl-src", 2), _lineage(fork))
+    _equal("lineage of a fork read back", ("fl-src", 2), _lineage(store.get_workflow("fl-fork-2")))
+    _equal("log of a fork at position 2", log[:2], _log_of(store, "fl-fork-2"))
+    store.create_workflow(
+        _run(
+            "fl-fork-0",
+            created_at=_T0 + timedelta(seconds=2),
+            forked_from="fl-src",
+            fork_position=0,
+        ),
+        fork_of="fl-src",
+    )
+    _equal(
+        "lineage of a fork at position 0 (no records copied)",
+        ("fl-src", 0),
+        _lineage(store.get_workflow("fl-fork-0")),
+    )
+    store.create_workflow(
+        _run(
+            "fl-fork-of-fork",
+            created_at=_T0 + timedelta(seconds=3),
+            forked_from="fl-fork-2",
+            fork_position=1,
+        ),
+        records=log[:1],
+        fork_of="fl-fork-2",
+    )
+    store.create_workflows(
+        [
+            _queued(
+                f"fl-queued-{position}",
+                created_at=_T0 + timedelta(seconds=4 + position),
+                forked_from="fl-src",
+                fork_position=position,
+            )
+            for position in (1, 3)
+        ]
+    )
+    again, created = store.create_workflow(
+        _run("fl-fork-2", forked_from="elsewhere", fork_position=7), fork_of="elsewhere"
+    )
+    _equal("create_workflow of an existing id with another lineage created", False, created)
+    _equal("lineage of an existing run is never modified", ("fl-src", 2), _lineage(again))
+
+    def forks(where: WorkflowFilter) -> list[tuple[str, int | None]]:
+        return [(row.workflow_id, row.fork_position) for row in store.list_workflows(where)]
+
+    _equal(
+        "list_workflows(forked_from=) lists the run's forks, oldest first",
+        [("fl-fork-2", 2), ("fl-fork-0", 0), ("fl-queued-1", 1), ("fl-queued-3", 3)],
+        forks(WorkflowFilter(forked_from="fl-src")),
+    )
+    _equal(
+        "list_workflows(forked_from=) of a fork lists the forks of the fork only",
+        [("fl-fork-of-fork", 1)],
+        forks(WorkflowFilter(forked_from="fl-fork-2")),
+    )
+    _equal(
+        "list_workflows(forked_from=) with a status, limit and offset",
+        [("fl-queued-3", 3)],
+        forks(WorkflowFilter(forked_from="fl-src", status=Status.ENQUEUED, limit=1, offset=1)),
+    )
+    _equal(
+        "list_workflows(forked_from=) of a run with no forks",
+        [],
+        forks(WorkflowFilter(forked_from="fl-fork-0")),
+    )
+    claimed = store.claim(
+        "q",
+        executor_id="e",
+        app_version="v1",
+        limits=ClaimLimits(limit=9),
+        now=_T0 + timedelta(days=1),
+    )
+    _equal(
+        "lineage of the forks claim() returns",
+        [("fl-queued-1", "fl-src", 1), ("fl-queued-3", "fl-src", 3)],
+        sorted((row.workflow_id, *(_lineage(row) or ())) for row in claimed),
+    )
+    for kind, bad in _BAD_NAMES.items():
+        _raises(
+            f"create_workflow of a fork whose source id is {kind}",
+            ValueError,
+            functools.partial(
+                store.create_workflow, _run("fl-bad", forked_from=bad, fork_position=0)
+            ),
+        )
+    _equal("a refused fork is not created", None, store.get_workflow("fl-bad"))
+
+
+def _schedule_fields(state: Any) -> tuple[Any, ...]:
+    """A schedule state's fields a check compares: all but `updated_at`."""
+    return (
+        state.spec,
+        state.paused,
+        state.trigger_at,
+        state.backfill_start,
+        state.backfill_end,
+    )
+
+
+def _schedule_name_attempts(store: Store, bad: str) -> dict[str, Callable[[], Any]]:
+    """Every schedule-state call, each given `bad` as the schedule's name."""
+    hour = timedelta(hours=1)
+    return {
+        "register_schedules": lambda: store.register_schedules(
+            [ScheduleSpec("sc-a", "wf", "* * * * *"), ScheduleSpec(bad, "wf", "* * * * *")], _T0
+        ),
+        "set_schedule_paused": lambda: store.set_schedule_paused(bad, True, _T0),
+        "request_schedule_trigger": lambda: store.request_schedule_trigger(bad, _T0),
+        "request_schedule_backfill": lambda: store.request_schedule_backfill(
+            bad, _T0, _T0 + hour, _T0
+        ),
+        "clear_schedule_request": lambda: store.clear_schedule_request(bad, trigger_at=_T0),
+        "delete_schedule_state": lambda: store.delete_schedule_state(bad),
+    }
+
+
+def check_schedule_states(store: Store) -> None:
+    """Definitions are upserted, pausing is a flag every engine reads, and `updated_at`
+    moves only when something changed."""
+    _equal("schedule_states of an empty store", {}, store.schedule_states())
+    minutely = ScheduleSpec("sc-a", "wf", "* * * * *")
+    nightly = ScheduleSpec("sc-b", "wf.nightly", "0 3 * * *", "Europe/Berlin", "q", backfill=True)
+    store.register_schedules([minutely, nightly], _T0)
+    states = store.schedule_states()
+    _equal("names of the registered schedules", {"sc-a", "sc-b"}, set(states))
+    for spec in (minutely, nightly):
+        state = states[spec.name]
+        _equal(f"name {spec.name!r} keys its state", spec.name, state.name)
+        _equal(
+            f"a new schedule {spec.name!r}: its definition, unpaused, no requests",
+            (spec, False, None, None, None),
+            _schedule_fields(state),
+        )
+        _equal(f"updated_at of the new schedule {spec.name!r}", _T0, state.updated_at)
+        _aware_utc(f"updated_at of {spec.name!r}", state.updated_at)
+    store.register_schedules([minutely], _T0 + timedelta(days=1))
+    _equal(
+        "updated_at after registering the same definition again",
+        _T0,
+        store.schedule_states()["sc-a"].updated_at,
+    )
+    store.register_schedules([], _T0 + timedelta(days=1))
+    _equal("states after registering no schedule", states, store.schedule_states())
+
+    paused_at = _T0 + timedelta(days=2)
+    _equal(
+        "set_schedule_paused of a stored schedule",
+        True,
+        store.set_schedule_paused("sc-a", True, paused_at),
+    )
+    _equal(
+        "set_schedule_paused of a paused schedule (idempotent)",
+        True,
+        store.set_schedule_paused("sc-a", True, _T0 + timedelta(days=3)),
+    )
+    state = store.schedule_states()["sc-a"]
+    _equal("paused flag after pausing", True, state.paused)
+    _equal("updated_at after pausing twice: the first pause's", paused_at, state.updated_at)
+    _equal(
+        "the other schedule after one was paused",
+        states["sc-b"],
+        store.schedule_states()["sc-b"],
+    )
+    faster = ScheduleSpec("sc-a", "wf", "*/2 * * * *", queue="fast")
+    store.register_schedules([faster], _T0 + timedelta(days=4))
+    state = store.schedule_states()["sc-a"]
+    _equal(
+        "a new definition of a paused schedule: replaced, still paused",
+        (faster, True, None, None, None),
+        _schedule_fields(state),
+    )
+    _equal("updated_at after a new definition", _T0 + timedelta(days=4), state.updated_at)
+    store.set_schedule_paused("sc-a", False, _T0 + timedelta(days=5))
+    _equal("paused flag after resuming", False, store.schedule_states()["sc-a"].paused)
+    _equal(
+        "set_schedule_paused of an unknown schedule",
+        False,
+        store.set_schedule_paused("sc-missing", True, _T0),
+    )
+    _equal(
+        "names after pausing an unknown schedule", {"sc-a", "sc-b"}, set(store.schedule_states())
+    )
+
+    before = store.schedule_states()
+    for kind, bad in _BAD_NAMES.items():
+        for what, attempt in _schedule_name_attempts(store, bad).items():
+            _raises(f"{what} of a schedule name that is {kind}", ValueError, attempt)
+    _equal(
+        "states after the refusals (a refused register_schedules writes none of its specs)",
+        before,
+        store.schedule_states(),
+    )
+
+
+def check_schedule_requests(store: Store) -> None:
+    """A trigger or a backfill is asked for once (a second request joins the first) and
+    cleared only by the engine that carried out that very request."""
+    store.register_schedules([ScheduleSpec("sr-a", "wf", "* * * * *")], _T0)
+    at = _T0 + timedelta(hours=5, microseconds=7)
+    _equal(
+        "request_schedule_trigger of a stored schedule",
+        at,
+        store.request_schedule_trigger("sr-a", at),
+    )
+    _equal(
+        "a second trigger request joins the pending one",
+        at,
+        store.request_schedule_trigger("sr-a", at + timedelta(seconds=1)),
+    )
+    _equal(
+        "request_schedule_trigger of an unknown schedule",
+        None,
+        store.request_schedule_trigger("sr-missing", at),
+    )
+    _equal("the pending trigger's instant", at, store.schedule_states()["sr-a"].trigger_at)
+    store.clear_schedule_request("sr-a", trigger_at=at + timedelta(seconds=1))
+    _equal(
+        "the trigger after clearing another instant",
+        at,
+        store.schedule_states()["sr-a"].trigger_at,
+    )
+    store.clear_schedule_request("sr-a", trigger_at=at)
+    _equal("the trigger after clearing it", None, store.schedule_states()["sr-a"].trigger_at)
+    newer = at + timedelta(minutes=1)
+    store.request_schedule_trigger("sr-a", newer)
+    store.clear_schedule_request("sr-a", trigger_at=at)  # an engine done with the old one, late
+    _equal(
+        "a trigger asked for after the one carried out is kept",
+        newer,
+        store.schedule_states()["sr-a"].trigger_at,
+    )
+
+    asked = (_T0, _T0 + timedelta(hours=1))
+    _equal(
+        "request_schedule_backfill of a stored schedule",
+        asked,
+        store.request_schedule_backfill("sr-a", *asked, _T0),
+    )
+    _equal(
+        "a second backfill request answers the pending range, which is kept",
+        asked,
+        store.request_schedule_backfill("sr-a", _T0, _T0 + timedelta(hours=2), _T0),
+    )
+    _equal(
+        "request_schedule_backfill of an unknown schedule",
+        None,
+        store.request_schedule_backfill("sr-missing", *asked, _T0),
+    )
+    store.set_schedule_paused("sr-a", True, _T0 + timedelta(hours=6))
+    store.register_schedules([ScheduleSpec("sr-a", "wf", "*/5 * * * *")], _T0 + timedelta(hours=6))
+    state = store.schedule_states()["sr-a"]
+    _equal(
+        "requests after pausing and a new definition",
+        (newer, *asked),
+        (state.trigger_at, state.backfill_start, state.backfill_end),
+    )
+    store.clear_schedule_request("sr-a", backfill=(asked[0], asked[1] + timedelta(hours=1)))
+    state = store.schedule_states()["sr-a"]
+    _equal(
+        "the backfill after clearing another range",
+        asked,
+        (state.backfill_start, state.backfill_end),
+    )
+    store.clear_schedule_request("sr-a", backfill=asked)
+    state = store.schedule_states()["sr-a"]
+    _equal(
+        "clearing the backfill keeps the trigger",
+        (newer, None, None),
+        (state.trigger_at, state.backfill_start, state.backfill_end),
+    )
+    later = (asked[1], asked[1] + timedelta(hours=1))
+    store.request_schedule_backfill("sr-a", *later, _T0)
+    store.clear_schedule_request("sr-a", trigger_at=newer, backfill=asked)
+    state = store.schedule_states()["sr-a"]
+    _equal(
+        "one clear of both: the trigger carried out goes, a newer backfill is kept",
+        (None, *later),
+        (state.trigger_at, state.backfill_start, state.backfill_end),
+    )
+    _aware_utc("a backfill's start read back", state.backfill_start)
+
+    _equal("delete_schedule_state of a stored schedule", True, store.delete_schedule_state("sr-a"))
+    _equal("delete_schedule_state again", False, store.delete_schedule_state("sr-a"))
+    _equal("schedule_states after the delete", {}, store.schedule_states())
+    store.clear_schedule_request("sr-a", trigger_at=newer)  # gone: nothing to do
+    _equal(
+        "request_schedule_trigger of a deleted schedule",
+        None,
+        store.request_schedule_trigger("sr-a", at),
+    )
+    store.register_schedules([ScheduleSpec("sr-a", "wf", "* * * * *")], _T0 + timedelta(days=1))
+    state = store.schedule_states()["sr-a"]
+    _equal(
+        "a deleted schedule registered again starts afresh",
+        (False, None, None, None),
+        (state.paused, state.trigger_at, state.backfill_start, state.backfill_end),
+    )
+
+
+def _keyed(target: str, payload: Any, key: str) -> OutgoingMessage:
+    """A `Send(..., idempotency_key=key)` as the runtime writes it: True if delivered."""
+    return OutgoingMessage(
+        target, "invoice", payload, idempotency_key=key, if_duplicate=Value(False)
+    )
+
+
+def _sent(position: int, delivered: bool = True) -> Record:
+    return Record(position, "send", "invoice", Value(delivered))
+
+
+def check_keyed_send_with_record(store: Store) -> None:
+    """A keyed send delivers once per receiving run and key, whoever uses the key first
+    (another run, the same run, `send_message`); the record says which, in its commit."""
+    for wid in ("ks-a", "ks-b", "ks-to", "ks-other"):
+        store.create_workflow(_run(wid))
+    _equal(
+        "record() of a keyed send with a new key",
+        _sent(0),
+        store.record("ks-a", _sent(0), send=_keyed("ks-to", "from a", "invoice-7")),
+    )
+    _equal(
+        "record() of a keyed send whose key another run used",
+        _sent(0, delivered=False),
+        store.record("ks-b", _sent(0), send=_keyed("ks-to", "from b", "invoice-7")),
+    )
+    _equal("log of the duplicate's sender", [_sent(0, False)], _log_of(store, "ks-b"))
+    _equal(
+        "record() of a keyed send with the key to another run",
+        _sent(1),
+        store.record("ks-a", _sent(1), send=_keyed("ks-other", "from a", "invoice-7")),
+    )
+    _equal(
+        "record() of a keyed send whose key this run used at another position",
+        _sent(2, delivered=False),
+        store.record("ks-a", _sent(2), send=_keyed("ks-to", "again", "invoice-7")),
+    )
+    _equal(
+        "send_message with a key first",
+        True,
+        store.send_message("ks-to", "invoice", "by hand", idempotency_key="by-hand"),
+    )
+    _equal(
+        "record() of a keyed send whose key send_message used",
+        _sent(3, delivered=False),
+        store.record("ks-a", _sent(3), send=_keyed("ks-to", "late", "by-hand")),
+    )
+    store.record("ks-a", _sent(4), send=_keyed("ks-to", "first", "in-workflow"))
+    _equal(
+        "send_message with a key a keyed send used",
+        False,
+        store.send_message("ks-to", "invoice", "by hand", idempotency_key="in-workflow"),
+    )
+    _equal(
+        "record() of a keyed send at a completed position returns the stored record",
+        _sent(0, delivered=False),
+        store.record("ks-b", _sent(0), send=_keyed("ks-to", "never", "unused")),
+    )
+    _equal(
+        "a key whose write wrote nothing is unused",
+        True,
+        store.send_message("ks-to", "invoice", "now", idempotency_key="unused"),
+    )
+    _equal(
+        "messages each key delivered, once",
+        ["from a", "by hand", "first", "now"],
+        _drain(store, "ks-to", "invoice"),
+    )
+    _equal("the other run's message", ["from a"], _drain(store, "ks-other", "invoice"))
+
+    # record_many: two runs send with one key to one run in the same call.
+    answers = store.record_many(
+        [
+            RecordWrite("ks-a", _sent(5), send=_keyed("ks-to", "batch a", "batch-key")),
+            RecordWrite("ks-b", _sent(1), send=_keyed("ks-to", "batch b", "batch-key")),
+        ]
+    )
+    outcomes = [
+        answer.outcome if isinstance(answer, Record) else repr(answer) for answer in answers
+    ]
+    _expect(
+        sorted(map(repr, outcomes)) == sorted(map(repr, [Value(True), Value(False)])),
+        "record_many of two keyed sends with one key: one delivers, one is a duplicate",
+        [Value(True), Value(False)],
+        outcomes,
+    )
+    _equal(
+        "each run's log holds what record_many answered",
+        answers,
+        [_log_of(store, "ks-a")[5], _log_of(store, "ks-b")[1]],
+    )
+    delivered = _drain(store, "ks-to", "invoice")
+    _expect(
+        delivered in (["batch a"], ["batch b"]),
+        "messages two keyed sends with one key delivered",
+        "one of 'batch a', 'batch b'",
+        delivered,
+    )
+    winner = "batch a" if outcomes[0] == Value(True) else "batch b"
+    _equal("the message delivered is the sender's that recorded True", [winner], delivered)
+
+
 StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
@@ -2976,6 +3489,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_record_and_load_log,
     check_record_pending_then_completed,
     check_completed_position_not_overwritten,
+    check_pending_step_written_over_with_more_attempts,
     check_record_gap_refused,
     check_record_into_missing_run,
     check_record_into_non_pending_run,
@@ -3026,6 +3540,10 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_names_refused_alike,
     check_record_many_refuses_bad_names_one_by_one,
     check_error_text_with_nul_is_kept,
+    check_fork_lineage,
+    check_schedule_states,
+    check_schedule_requests,
+    check_keyed_send_with_record,
 )
 
 

@@ -141,6 +141,9 @@ class RunResult(Generic[R]):
     #: The run's log as the store holds it: with `run(codec=...)`, its args, outcomes
     #: and result encoded (`{"replaykit.codec": name, "data": ...}`); else `log`.
     stored_log: Log | None = None
+    #: The run's events at its end, each key with its latest value, as
+    #: `engine.get_events(workflow_id)` answers (the stored JSON data).
+    events: Mapping[str, Any] = attrs.field(factory=dict)
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -272,6 +275,7 @@ def result_of(
         crashes=tuple(commit for _, commit in session.crashes),
         undelivered=tuple(session.undelivered),
         stored_log=session.stored_log_of(session.workflow_id),
+        events=session.store.get_events(session.workflow_id),
         workflow=wf,
     )
 
