@@ -112,6 +112,11 @@ class StepContext:
     across restarts too (it is recorded with the step). `idempotency_key` is the
     same for every attempt of one step of one run: the key to hand an outside
     service so that a retried or re-run attempt is not done twice.
+
+    `child_path` is the step's place inside a `Race`/`All` at `position`: the
+    argument index at each level (`(1,)` for the second child, `(0, 2)` inside a
+    nested composite); `()` for a step yielded on its own. The key includes it, so
+    the steps of one composite, which share its position, get keys of their own.
     """
 
     workflow_id: str
@@ -119,10 +124,14 @@ class StepContext:
     step_name: str
     position: int
     attempt: int
+    child_path: tuple[int, ...] = ()
 
     @property
     def idempotency_key(self) -> str:
-        return f"{self.workflow_id}:{self.position}"
+        key = f"{self.workflow_id}:{self.position}"
+        if self.child_path:
+            key += "/" + ".".join(str(index) for index in self.child_path)
+        return key
 
 
 #: Set by the runtime around each attempt of a step body (on the thread or in the

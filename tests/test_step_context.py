@@ -144,3 +144,24 @@ def test_context_names_the_parent_run(store_url: str) -> None:
 
 def test_context_names_the_parent_run_in_the_kit() -> None:
     assert testing.run(parent).unwrap() == [None, "ctx.parent:test"]
+
+
+@workflow(name="ctx.composite-keys")
+def composite_keys() -> Generator[Any, Any, list[Any]]:
+    from replaykit import All, Race
+
+    alone = yield Step("alone", where_am_i, "alone")
+    both = yield All(
+        Step("left", where_am_i, "left"),
+        Race(Step("inner", where_am_i, "inner"), Step("other", where_am_i_async, "other")),
+    )
+    return [alone, both[0], both[1][1]]
+
+
+def test_the_steps_of_one_composite_get_keys_of_their_own(store_url: str) -> None:
+    with Engine(store_url, poll_interval=0.1) as engine:
+        alone, left, inner = engine.run(composite_keys, workflow_id="ctx-keys", timeout=30)
+    assert alone["key"] == "ctx-keys:0"
+    assert left["key"] == "ctx-keys:1/0"
+    assert inner["key"] in ("ctx-keys:1/1.0", "ctx-keys:1/1.1")  # whichever won the race
+    assert left["position"] == inner["position"] == 1

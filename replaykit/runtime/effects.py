@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import hashlib
 import inspect
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -129,6 +130,40 @@ def _call_in_step_context(
 ) -> Any:
     step_context_var.set(context)  # in a copied context: nothing to reset
     return fn(*args, **kwargs)
+
+
+def _submit_to_loop(
+    body: Callable[[], Coroutine[Any, Any, Any]], loop: asyncio.AbstractEventLoop
+) -> concurrent.futures.Future[Any]:
+    """`asyncio.run_coroutine_threadsafe`, but the coroutine is made on the loop.
+
+    A race's losing async step is cancelled, and an engine closes its loop, before
+    the loop may have got to it: a coroutine made here and never started would then
+    be garbage with a "never awaited" warning. Made on the loop, it starts at once.
+    """
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def begin() -> None:
+        if future.cancelled():
+            return  # cancelled before the loop got to it: nothing to start
+        task = loop.create_task(body())
+
+        def settle(done: asyncio.Task[Any]) -> None:
+            # The future stays PENDING until here (never RUNNING), so that a cancel
+            # from another thread still reaches it and, through it, the task.
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                if done.cancelled():
+                    future.cancel()
+                elif (error := done.exception()) is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(done.result())
+
+        task.add_done_callback(settle)
+        future.add_done_callback(lambda f: f.cancelled() and loop.call_soon_threadsafe(task.cancel))
+
+    loop.call_soon_threadsafe(begin)
+    return future
 
 
 async def _in_step_context(
@@ -446,6 +481,7 @@ class EffectRunner:
         command: Step[Any],
         scope: CancelScope | None,
         pending: Record | None = None,
+        child_path: tuple[int, ...] = (),
     ) -> Generator[_Attempt | _Backoff, Any, tuple[Outcome, int]]:
         """A step's retry policy, as a generator of what to do next: call the body
         (`_Attempt`, answered with its value or its exception) or wait until an
@@ -472,7 +508,9 @@ class EffectRunner:
             if made and deadline is not None and self.clock.passed(deadline):
                 return self._gave_up(row, position, command, made, deadline, due, last_error)
             attempt = made + 1
-            context = StepContext(row.workflow_id, row.name, command.name, position, attempt)
+            context = StepContext(
+                row.workflow_id, row.name, command.name, position, attempt, child_path
+            )
             try:
                 value = yield _Attempt(context)
             except ControlSignal:
@@ -545,10 +583,13 @@ class EffectRunner:
         fn: Callable[..., Any] | None = None,
         *,
         pending: Record | None = None,
+        child_path: tuple[int, ...] = (),
     ) -> tuple[Outcome, int]:
         """Run a step with its retries, blocking through its back-offs (a composite's
         step children, which hold their thread anyway); the outcome and attempts made."""
-        result = self.run_attempts(row, position, command, scope, fn, pending=pending)
+        result = self.run_attempts(
+            row, position, command, scope, fn, pending=pending, child_path=child_path
+        )
         assert not isinstance(result, Backoff)
         return result
 
@@ -562,13 +603,14 @@ class EffectRunner:
         *,
         pending: Record | None = None,
         durable: bool = False,
+        child_path: tuple[int, ...] = (),
     ) -> tuple[Outcome, int] | Backoff:
         """Run a step's attempts on this thread. A back-off is waited out here, or, when
         `durable`, handed back as a `Backoff`: the caller suspends the run until it is due
         and holds no thread meanwhile."""
         fn = fn or self.step_fn(command)
         scope = scope or self.host.scope_of(row.workflow_id)
-        steps = self._attempts(row, position, command, scope, pending)
+        steps = self._attempts(row, position, command, scope, pending, child_path)
         request = next(steps)
         while True:
             error: Exception | None
@@ -781,11 +823,12 @@ class EffectRunner:
         preemptible: bool = False,
     ) -> Any:
         if is_async(fn):
-            coro = _in_step_context(context, fn, args, kwargs)
-            future = asyncio.run_coroutine_threadsafe(
-                within_deadline(coro, timeout, name) if timeout is not None else coro,
-                self.async_loop(),
-            )
+
+            def body() -> Coroutine[Any, Any, Any]:
+                coro = _in_step_context(context, fn, args, kwargs)
+                return within_deadline(coro, timeout, name) if timeout is not None else coro
+
+            future = _submit_to_loop(body, self.async_loop())
             if scope is not None:
                 scope.on_cancel(future.cancel)
             try:
@@ -1493,4 +1536,6 @@ class CompositeRun:
         scope = leaf.parent.scope if leaf.parent is not None else self.scope
         # A control signal (cancelled, closing) leaves as the future's exception: a
         # losing child's is never looked at, a needed one's ends the attempt.
-        return self.runner.run_step(self.row, self.effect.position, leaf.command, scope)
+        return self.runner.run_step(
+            self.row, self.effect.position, leaf.command, scope, child_path=leaf.path
+        )
