@@ -4,6 +4,7 @@ from replaykit.client import AsyncClient, AsyncClientHandle, Client, ClientHandl
 from replaykit.commands import (
     All,
     Call,
+    ContinueAsNew,
     DeprecatePatch,
     GetEvent,
     Now,
@@ -55,6 +56,7 @@ __all__ = [
     "Cancelled",
     "Client",
     "ClientHandle",
+    "ContinueAsNew",
     "DeprecatePatch",
     "Engine",
     "ExecutorIdInUse",

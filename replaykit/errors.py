@@ -30,6 +30,7 @@ __all__ = [
     "PayloadTooLarge",
     "RecordConflict",
     "ReplayKitError",
+    "RunContinued",
     "ScheduleNotFound",
     "SerializationError",
     "StepFailed",
@@ -206,6 +207,17 @@ class AwaitedWorkflowFailed(ReplayKitError):
 
 class AwaitedWorkflowCancelled(ReplayKitError):
     """Raised in a parent when the child it waits on was cancelled."""
+
+
+class RunContinued(ReplayKitError):
+    """The result of an archived generation was asked for: it ended by `ContinueAsNew`.
+
+    `continued_as` is the id the run goes on under; its result is the run's.
+    """
+
+    def __init__(self, message: str, *, continued_as: str | None = None) -> None:
+        super().__init__(message)
+        self.continued_as = continued_as
 
 
 class TransactionUnsupported(ReplayKitError):

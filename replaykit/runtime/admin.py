@@ -27,6 +27,7 @@ from replaykit import serde
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     PayloadTooLarge,
+    RunContinued,
     WorkflowIdConflict,
     WorkflowNotFound,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "cascade_note",
     "check_start",
     "collect_garbage",
+    "continued_error",
     "delete_run",
     "encode_inputs",
     "export_run",
@@ -56,7 +58,9 @@ __all__ = [
     "workflow_filter",
 ]
 
-TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+# CONTINUED rows are earlier generations of runs that continued as new: garbage
+# collection takes them by the same age rule as finished runs.
+TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.CONTINUED)
 DEFAULT_URL = "sqlite:///replaykit.db"
 #: Where a listing of stranded runs stops, so that a huge backlog cannot fill memory.
 STRANDED_SCAN = 10_000
@@ -155,6 +159,8 @@ def run_outcome(row: WorkflowRow, result_type: Any = None) -> Any:
     A failure comes back as its own class only when that class is imported
     already (else `StepFailed`): stored data never makes anything be imported.
     """
+    if row.status is Status.CONTINUED:
+        raise continued_error(row)
     if row.status is Status.CANCELLED:
         why = f": {row.error}" if row.error else ""
         raise AwaitedWorkflowCancelled(
@@ -165,6 +171,17 @@ def run_outcome(row: WorkflowRow, result_type: Any = None) -> Any:
         raise serde.decode_error(outcome.error)
     data = outcome.data if isinstance(outcome, Value) else None
     return serde.decode(data, result_type, what=f"the result of workflow {row.name!r}")
+
+
+def continued_error(row: WorkflowRow) -> RunContinued:
+    """What asking for the result of an archived generation says."""
+    live = row.continued_as or "?"
+    return RunContinued(
+        f"workflow {row.name!r} (id {row.workflow_id!r}) is generation {row.generation} of "
+        f"run {live!r}, which continued as new; it has no result of its own. Ask run "
+        f"{live!r} for the result",
+        continued_as=row.continued_as,
+    )
 
 
 def workflow_filter(
@@ -401,8 +418,11 @@ def _resume_cascaded(
 
 
 def live_parent(store: Store, row: WorkflowRow) -> WorkflowRow | None:
-    """The run's parent when that parent is unfinished (it may still wait for this run)."""
-    if not row.parent_id:
+    """The run's parent when that parent is unfinished (it may still wait for this run).
+
+    None for an archived generation: a parent waits for the live id, never for it.
+    """
+    if not row.parent_id or row.continued_as is not None:
         return None
     try:
         parent = store.get_workflow(row.parent_id)
