@@ -343,13 +343,15 @@ def resume_run(
     - ENQUEUED (a delayed run included): starts now, PENDING for
       `executor_id`, which must be given (the run has no engine yet).
     - SUCCESS or ERROR: nothing changes, the answer is [] (fork it instead).
+    - CONTINUED (an archived generation): nothing changes, the answer is []
+      (its run goes on under the live id; fork the generation to run it again).
 
     `app_version` restamps what is resumed, for engines of that version to
     run it (a resume onto newer code). Raises `ValueError` when the run
     changed under the call.
     """
     row = get_run(store, workflow_id)
-    if row.status in (Status.SUCCESS, Status.ERROR):
+    if row.status in (Status.SUCCESS, Status.ERROR, Status.CONTINUED):
         return []
     if row.status is Status.ENQUEUED:
         if executor_id is None:

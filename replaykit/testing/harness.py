@@ -13,8 +13,10 @@ from replaykit.errors import NonDeterminismError
 from replaykit.log import Failure, Log, Status, Value
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
+from replaykit.stores.base import WorkflowFilter
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._session import (
+    DEFAULT_MAX_GENERATIONS,
     Commit,
     Message,
     Session,
@@ -75,6 +77,7 @@ def start_session(
     crash_at: Callable[[Commit, int], bool] | None = None,
     warm: Warm = False,
     sandbox: bool = True,
+    max_generations: int = DEFAULT_MAX_GENERATIONS,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     messages = list(messages)
@@ -95,6 +98,7 @@ def start_session(
         crash_at=crash_at,
         warm=warm,
         sandbox=sandbox,
+        max_generations=max_generations,
     )
     session.create_root(wf, args, kwargs)
     return session
@@ -127,6 +131,10 @@ class RunResult(Generic[R]):
     crashes: tuple[Commit, ...] = ()
     #: Messages whose target workflow did not exist when they were due, with why.
     undelivered: tuple[tuple[Message, str], ...] = ()
+    #: The logs of the run's earlier generations, oldest first, when it continued as
+    #: new (`ContinueAsNew`); `log` is the last generation's. Each log's `args` are
+    #: the arguments that generation was called with.
+    generations: tuple[Log, ...] = ()
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -222,8 +230,15 @@ def result_of(
         calls={name: list(calls) for name, calls in session.calls.items()},
         crashes=tuple(commit for _, commit in session.crashes),
         undelivered=tuple(session.undelivered),
+        generations=_generations(session),
         workflow=wf,
     )
+
+
+def _generations(session: Session) -> tuple[Log, ...]:
+    archived = session.store.list_workflows(WorkflowFilter(continued_as=session.workflow_id))
+    archived.sort(key=lambda row: row.generation)
+    return tuple(session.log_of(row.workflow_id) for row in archived)
 
 
 def run(
@@ -240,6 +255,7 @@ def run(
     crash_at: int | Iterable[int] | None = None,
     warm: Warm = False,
     sandbox: bool = True,
+    max_generations: int = DEFAULT_MAX_GENERATIONS,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -264,6 +280,11 @@ def run(
       (`time.time()`, `datetime.now()`, ...) or draws randomness (`random.*`,
       `uuid.uuid4()`, `os.urandom()`, `secrets.*`) gets `NonDeterministicCall`,
       which `run()` then raises; step bodies are not affected.
+    - A workflow that yields `ContinueAsNew(...)` is followed through its
+      generations on the same virtual clock: the result is the last one's, and
+      `result.generations` holds the earlier ones' logs. After
+      `max_generations` continues (default 1,000) the run is stopped and
+      `run()` raises `TooManyGenerations` (an `AssertionError`) saying so.
     - Returns when the run finishes, is parked, or waits for something that
       will never come (status PENDING); raises `TimeoutError` if it does none
       of these within `timeout` seconds of wall time.
@@ -283,6 +304,7 @@ def run(
         crash_at=_crash_predicate(crash_at),
         warm=warm,
         sandbox=sandbox,
+        max_generations=max_generations,
     )
     session.drive()
     return result_of(session, wf, clock)
