@@ -154,6 +154,13 @@ def test_gc_collects_generations_and_delete_takes_them(engine: Engine) -> None:
     assert _generations(engine.store, "can-del") == []
 
 
+def test_many_runs_continue_at_once(engine: Engine) -> None:
+    # Not alone on the scheduler: steps run on the pool and commit in shared batches.
+    handles = [engine.start(counter, 0, 9, workflow_id=f"can-many-{i}") for i in range(20)]
+    assert [h.result(timeout=30) for h in handles] == [9] * 20
+    assert all(len(_generations(engine.store, h.workflow_id)) == 4 for h in handles)
+
+
 def test_unencodable_arguments_fail_the_run_clearly(engine: Engine) -> None:
     handle = engine.start(bad_args, 1, workflow_id="can-bad")
     with pytest.raises(SerializationError, match=r"can-bad.*ContinueAsNew"):
@@ -305,3 +312,45 @@ def test_cli_show_lists_the_earlier_generations(tmp_path: Any) -> None:
     assert listed.exit_code == 0 and "can-cli#1" in listed.output
     resumed = runner.invoke(cli, ["workflows", "resume", "can-cli#0", "--url", url])
     assert resumed.exit_code != 0 and "continued as new" in resumed.output
+
+
+def test_a_continued_generation_is_not_a_finished_run_in_telemetry(tmp_path: Any) -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    try:
+        with Engine(
+            f"sqlite:///{tmp_path / 'otel.db'}",
+            tracer_provider=tracer_provider,
+            meter_provider=meter_provider,
+        ) as eng:
+            assert eng.start(counter, 0, 5, workflow_id="can-otel").result(timeout=20) == 5
+            data = reader.get_metrics_data()
+            finished = [
+                point
+                for resource in (data.resource_metrics if data else ())
+                for scope in resource.scope_metrics
+                for metric in scope.metrics
+                if metric.name == "replaykit.runs.finished"
+                for point in metric.data.data_points
+            ]
+        # Three generations, one run: one finish, SUCCESS; each earlier generation's
+        # activation span ends "continued".
+        assert [(p.attributes["replaykit.status"], p.value) for p in finished] == [("SUCCESS", 1)]
+        outcomes = [
+            (s.attributes or {}).get("replaykit.outcome")
+            for s in spans.get_finished_spans()
+            if s.name.startswith("workflow ")
+        ]
+        assert outcomes == ["continued", "continued", "ok"]
+    finally:
+        tracer_provider.shutdown()
+        meter_provider.shutdown()
