@@ -128,7 +128,10 @@ _STATUS_STYLE = {
     Status.CANCELLED: "magenta",
     Status.PENDING: "cyan",
     Status.ENQUEUED: "blue",
+    Status.CONTINUED: "dim",
 }
+#: How many of a run's earlier generations `workflows show` lists (the newest ones).
+_SHOWN_GENERATIONS = 20
 
 
 # -- what reaches the terminal ----------------------------------------------------------------
@@ -349,6 +352,8 @@ def _row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
         "parent_id": row.parent_id,
         "forked_from": row.forked_from,
         "fork_position": row.fork_position,
+        "generation": row.generation,
+        "continued_as": row.continued_as,
         "queue": row.queue,
         "created_at": _iso(row.created_at),
         "updated_at": _iso(row.updated_at),
@@ -906,6 +911,7 @@ def show_command(
         records = store.load_log(workflow_id)
         children = store.list_workflows(WorkflowFilter(parent_id=workflow_id))
         forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id))
+        generations = _generations_of(store, workflow_id)
     if as_json:
         _echo_json(
             {
@@ -913,6 +919,9 @@ def show_command(
                 "steps": [record.to_json() for record in records],
                 "children": [_row_json(child) for child in children],
                 "forks": [_row_json(fork) for fork in forks],
+                "generations": [
+                    {**_row_json(generation), "steps": steps} for generation, steps in generations
+                ],
             }
         )
         return
@@ -934,6 +943,12 @@ def show_command(
         pairs.append(("parent", row.parent_id, None))
     if row.forked_from is not None:
         pairs.append(("origin", _fork_text(row), None))
+    if row.continued_as is not None:
+        pairs.append(
+            ("generation", f"{row.generation} of {row.continued_as} (continued as new)", "dim")
+        )
+    elif row.generation:
+        pairs.append(("generation", str(row.generation), None))
     if row.queue:
         pairs.append(("queue", row.queue, None))
     if row.recovery_attempts:
@@ -990,6 +1005,8 @@ def show_command(
                 f"{f.workflow_id} (at position {f.fork_position}, {f.status.value})" for f in forks
             )
         )
+    if generations:
+        _print_generations(out, row, generations)
     if show_traceback:
         _print_tracebacks(out, row, records)
 
@@ -998,6 +1015,37 @@ def _traceback_text(error: ErrorInfo) -> str:
     if serde.is_encoded_error(error):
         return "(the traceback is encoded with the failure: pass replaykit --codec to read it)"
     return error.traceback or "(no traceback was recorded)"
+
+
+def _generations_of(store: Store, workflow_id: str) -> list[tuple[WorkflowRow, int]]:
+    """The run's newest earlier generations (continue-as-new), oldest first, with the
+    number of positions each recorded; the listing is indexed by `continued_as`."""
+    archived = store.list_workflows(WorkflowFilter(continued_as=workflow_id))
+    archived.sort(key=lambda generation: generation.generation)
+    shown = archived[-_SHOWN_GENERATIONS:]
+    return [(generation, len(store.load_log(generation.workflow_id))) for generation in shown]
+
+
+def _print_generations(
+    out: _Printer, row: WorkflowRow, generations: Sequence[tuple[WorkflowRow, int]]
+) -> None:
+    out.line()
+    earlier = row.generation
+    note = f" (the newest {len(generations)} of {earlier})" if len(generations) < earlier else ""
+    out.line(f"earlier generations{note}: `replaykit workflows show ID` shows one's steps")
+    out.table(
+        ["GEN", "ID", "BEGAN", "ENDED", "STEPS"],
+        [
+            [
+                str(generation.generation),
+                generation.workflow_id,
+                when_text(generation.created_at),
+                when_text(generation.updated_at),
+                str(steps),
+            ]
+            for generation, steps in generations
+        ],
+    )
 
 
 def _print_tracebacks(out: _Printer, row: WorkflowRow, records: Sequence[Record]) -> None:
@@ -1095,6 +1143,11 @@ def resume_command(
     """
     with _store(url) as store:
         row = _get_row(store, workflow_id)
+        if row.status is Status.CONTINUED:
+            raise CliError(
+                f"workflow {workflow_id!r} is an earlier generation of run {row.continued_as!r}, "
+                "which continued as new; it is not resumed (fork it to run it again)"
+            )
         if row.status in (Status.SUCCESS, Status.ERROR):
             raise CliError(
                 f"workflow {workflow_id!r} is {row.status.value}; a finished run cannot be "

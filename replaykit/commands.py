@@ -26,6 +26,7 @@ __all__ = [
     "Command",
     "CommandFacts",
     "Composite",
+    "ContinueAsNew",
     "DeprecatePatch",
     "GetEvent",
     "Now",
@@ -806,6 +807,31 @@ class All(Composite):
         self.__attrs_init__(_check_children("All", commands), return_exceptions)
 
 
+@attrs.frozen(init=False)
+class ContinueAsNew(Command):
+    """End this log and start the workflow again under the same id with these arguments.
+
+    `yield ContinueAsNew(*args, **kwargs)` does not return: the run's current
+    generation is archived (a row of its own, status CONTINUED, holding its
+    log), and the same workflow id starts over from an empty log, called with
+    `args` and `kwargs` as a start would call it. Messages not yet consumed
+    stay in the id's inbox, `send` reaches the new generation, and
+    `handle.result()` answers with the last generation's result. It takes no
+    position; positions recorded after it are a `NonDeterminismError`, as for
+    a return.
+    """
+
+    kind: ClassVar[str] = "continue_as_new"
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.__attrs_init__(args, dict(kwargs))
+
+    def describe_args(self) -> Any:
+        return [list(self.args), dict(self.kwargs)]
+
+
 # -- one table of what each command is ---------------------------------------------------
 
 
@@ -828,6 +854,8 @@ class CommandFacts:
     #: May be a child of `Race` / `All`; when not, `why_not_child` says what to do instead.
     in_composite: bool = True
     why_not_child: str = ""
+    #: Ends the run's current log: nothing after it runs, and it takes no position.
+    terminal: bool = False
 
     def deadline_seconds(self, command: Command) -> float | None:
         if self.deadline_field is None:
@@ -874,6 +902,12 @@ _FACTS: dict[type[Command], CommandFacts] = {
         in_composite=False,
         why_not_child="a patch marker takes a position of its own (or none, on old runs); "
         + _ALONE,
+    ),
+    ContinueAsNew: CommandFacts(
+        terminal=True,
+        in_composite=False,
+        why_not_child="it ends the run's log, which a composite's other children would still "
+        "be writing to; yield it on its own, after the composite",
     ),
     Race: CommandFacts(waits=True),
     All: CommandFacts(waits=True),

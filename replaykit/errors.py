@@ -33,6 +33,7 @@ __all__ = [
     "PayloadTooLarge",
     "RecordConflict",
     "ReplayKitError",
+    "RunContinued",
     "ScheduleNotFound",
     "SerializationError",
     "StepFailed",
@@ -238,6 +239,17 @@ class WorkflowDeadlineExceeded(AwaitedWorkflowCancelled):
     def says_timed_out(cls, detail: str) -> bool:
         """Whether a cancelled run's status detail is one written at its deadline."""
         return detail.startswith(cls.DETAIL_PREFIX)
+
+
+class RunContinued(ReplayKitError):
+    """The result of an archived generation was asked for: it ended by `ContinueAsNew`.
+
+    `continued_as` is the id the run goes on under; its result is the run's.
+    """
+
+    def __init__(self, message: str, *, continued_as: str | None = None) -> None:
+        super().__init__(message)
+        self.continued_as = continued_as
 
 
 class TransactionUnsupported(ReplayKitError):

@@ -6,6 +6,8 @@ An `Interpreter` owns a generator and the records loaded for it. `start()` and
 - `Effect`: the first command with no completed record. The runtime carries it
   out, commits a record, and calls `resume(record)` with what it committed.
 - `Completed` / `Failed`: the workflow returned or raised.
+- `ContinuedAsNew`: the workflow yielded `ContinueAsNew(...)`; its generator is
+  closed, and the runtime starts the same id again with these arguments.
 
 Recorded positions are answered from the log without running anything. There
 is no clock, thread, database or sleep in here; the runtime owns all of those.
@@ -34,6 +36,7 @@ from replaykit.commands import (
     All,
     Call,
     Command,
+    ContinueAsNew,
     DeprecatePatch,
     Now,
     Patch,
@@ -57,6 +60,7 @@ from replaykit.log import (
 
 __all__ = [
     "Completed",
+    "ContinuedAsNew",
     "Decision",
     "Effect",
     "Failed",
@@ -213,7 +217,15 @@ class Failed:
     error: BaseException
 
 
-Decision = Effect | Completed | Failed
+@attrs.frozen
+class ContinuedAsNew:
+    """The workflow asked to start over under its id with these (not yet encoded) arguments."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+Decision = Effect | Completed | Failed | ContinuedAsNew
 
 
 @functools.lru_cache(maxsize=4096)
@@ -555,6 +567,8 @@ class Interpreter:
                     # replay raises it at the same point.
                     ok, value = False, self._stream_closed(yielded)
                     continue
+                if isinstance(yielded, ContinueAsNew):
+                    return self._continue_as_new(yielded)
 
                 if isinstance(yielded, (Patch, DeprecatePatch)):
                     marker = records[position - base] if position < end else None
@@ -634,6 +648,21 @@ class Interpreter:
             f"stream {command.key!r} at position {closed_at} (CloseStream), and its readers "
             "have ended. Write every value before closing the stream, or write to another key"
         )
+
+    def _continue_as_new(self, command: ContinueAsNew) -> ContinuedAsNew:
+        """The generation ends here, as a return would: its generator is closed (its
+        `finally` blocks run), and positions recorded past this point are drift."""
+        self._closed = True
+        try:
+            self._gen.close()
+        except RuntimeError as exc:
+            raise InvalidCommandError(
+                f"{self._where()}: the workflow yielded while being closed after "
+                "ContinueAsNew; a `finally:` or `except GeneratorExit:` block must not yield "
+                "commands"
+            ) from exc
+        self._check_log_consumed("continued as new")
+        return ContinuedAsNew(tuple(command.args), dict(command.kwargs))
 
     def _abandon(self) -> None:
         self._closed = True

@@ -42,10 +42,13 @@ class Status(enum.StrEnum):
     ERROR = "ERROR"
     CANCELLED = "CANCELLED"
     PARKED = "PARKED"
+    #: An earlier generation of a run that continued as new (`ContinueAsNew`): an
+    #: archived row of its own, holding that generation's log; the run's id goes on.
+    CONTINUED = "CONTINUED"
 
     @property
     def is_terminal(self) -> bool:
-        return self in (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+        return self in (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.CONTINUED)
 
 
 @attrs.frozen

@@ -68,6 +68,13 @@ def test_deadlines(tmp_path: Path) -> None:
     assert "report-slow: CANCELLED; its 3 region runs: CANCELLED" in out
 
 
+def test_poller_continues_as_new_with_a_bounded_log(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "poller.py")], tmp_path)
+    assert "poller-1: forwarded 17 items in 50 polls" in out
+    assert out.count("CONTINUED") == 4
+    assert "poller-1 (generation 4): SUCCESS" in out
+
+
 def test_worker_example_drains_through_replaykit_worker(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'queue.db'}"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

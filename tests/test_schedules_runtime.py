@@ -352,6 +352,12 @@ def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
             f'ALTER TABLE "{pg_schema}".workflows '
             "DROP COLUMN forked_from, DROP COLUMN fork_position"
         )
+        conn.execute(
+            f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN generation, DROP COLUMN continued_as'
+        )
+        conn.execute(
+            f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN deadline, DROP COLUMN timeout_seconds'
+        )
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 3')
     store = PostgresStore(pg_url, schema=pg_schema)
     try:

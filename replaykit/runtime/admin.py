@@ -27,6 +27,7 @@ from replaykit import serde
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     PayloadTooLarge,
+    RunContinued,
     WorkflowDeadlineExceeded,
     WorkflowIdConflict,
     WorkflowNotFound,
@@ -44,6 +45,7 @@ __all__ = [
     "cascade_note",
     "check_start",
     "collect_garbage",
+    "continued_error",
     "delete_run",
     "encode_inputs",
     "export_run",
@@ -58,7 +60,9 @@ __all__ = [
     "workflow_filter",
 ]
 
-TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED)
+# CONTINUED rows are earlier generations of runs that continued as new: garbage
+# collection takes them by the same age rule as finished runs.
+TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.CONTINUED)
 DEFAULT_URL = "sqlite:///replaykit.db"
 #: Where a listing of stranded runs stops, so that a huge backlog cannot fill memory.
 STRANDED_SCAN = 10_000
@@ -161,6 +165,8 @@ def run_outcome(row: WorkflowRow, result_type: Any = None) -> Any:
         raise WorkflowDeadlineExceeded(
             f"workflow {row.name!r} (id {row.workflow_id!r}) was cancelled: it {row.error}"
         )
+    if row.status is Status.CONTINUED:
+        raise continued_error(row)
     if row.status is Status.CANCELLED:
         why = f": {row.error}" if row.error else ""
         raise AwaitedWorkflowCancelled(
@@ -171,6 +177,17 @@ def run_outcome(row: WorkflowRow, result_type: Any = None) -> Any:
         raise serde.decode_error(outcome.error)
     data = outcome.data if isinstance(outcome, Value) else None
     return serde.decode(data, result_type, what=f"the result of workflow {row.name!r}")
+
+
+def continued_error(row: WorkflowRow) -> RunContinued:
+    """What asking for the result of an archived generation says."""
+    live = row.continued_as or "?"
+    return RunContinued(
+        f"workflow {row.name!r} (id {row.workflow_id!r}) is generation {row.generation} of "
+        f"run {live!r}, which continued as new; it has no result of its own. Ask run "
+        f"{live!r} for the result",
+        continued_as=row.continued_as,
+    )
 
 
 def workflow_filter(
@@ -406,6 +423,8 @@ def resume_run(
     - ENQUEUED (a delayed run included): starts now, PENDING for
       `executor_id`, which must be given (the run has no engine yet).
     - SUCCESS or ERROR: nothing changes, the answer is [] (fork it instead).
+    - CONTINUED (an archived generation): nothing changes, the answer is []
+      (its run goes on under the live id; fork the generation to run it again).
 
     `app_version` restamps what is resumed, for engines of that version to
     run it (a resume onto newer code). Raises `ValueError` when the run
@@ -417,7 +436,7 @@ def resume_run(
     children resumed with it) a new one, counted from `now`.
     """
     row = get_run(store, workflow_id)
-    if row.status in (Status.SUCCESS, Status.ERROR):
+    if row.status in (Status.SUCCESS, Status.ERROR, Status.CONTINUED):
         return []
     if row.status is Status.ENQUEUED:
         if executor_id is None:
@@ -506,8 +525,11 @@ def _resume_cascaded(
 
 
 def live_parent(store: Store, row: WorkflowRow) -> WorkflowRow | None:
-    """The run's parent when that parent is unfinished (it may still wait for this run)."""
-    if not row.parent_id:
+    """The run's parent when that parent is unfinished (it may still wait for this run).
+
+    None for an archived generation: a parent waits for the live id, never for it.
+    """
+    if not row.parent_id or row.continued_as is not None:
         return None
     try:
         parent = store.get_workflow(row.parent_id)

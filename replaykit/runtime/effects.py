@@ -53,6 +53,7 @@ from replaykit.errors import (
     ControlSignal,
     PayloadTooLarge,
     RecordConflict,
+    RunContinued,
     SerializationError,
     StoreUnavailable,
     WorkflowDeadlineExceeded,
@@ -1084,6 +1085,15 @@ class EffectRunner:
             error = WorkflowDeadlineExceeded(
                 f"workflow {child.name!r} (id {target!r}), awaited by {row.name!r} "
                 f"(id {row.workflow_id!r}) at position {position}, was cancelled: it {child.error}"
+            )
+            return Failure(serde.encode_error(error, with_traceback=False))
+        if child.status is Status.CONTINUED:
+            # An archived generation: it will never finish; the run goes on as its live id.
+            error = RunContinued(
+                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {position} waits "
+                f"for {target!r}, an earlier generation of run {child.continued_as!r}, which "
+                f"continued as new; wait for {child.continued_as!r} instead",
+                continued_as=child.continued_as,
             )
             return Failure(serde.encode_error(error, with_traceback=False))
         if child.status is Status.CANCELLED:

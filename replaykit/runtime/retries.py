@@ -94,6 +94,9 @@ RETRIED_CALLS: dict[str, str] = {
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
     "finish_workflow": "a retry of a finish that committed finds the run finished and "
     "answers False, changing nothing; the scheduler takes False as 'finished already'",
+    "continue_workflow": "a retry of a continue that committed finds the run at the next "
+    "generation with the same inputs and its archived row in place: it writes nothing and "
+    "answers with the run's row, as the first attempt would have ('already done')",
     "hold_executor": "a lost answer's session is closed, and its lock with it",
     "release": "a retry finds nothing more to put back",
     "register_schedules": "an upsert of the same definitions",

@@ -45,7 +45,14 @@ from replaykit.errors import (
     StoreUnavailable,
     UnknownWorkflowError,
 )
-from replaykit.interpreter import Completed, Decision, Effect, Failed, Interpreter
+from replaykit.interpreter import (
+    Completed,
+    ContinuedAsNew,
+    Decision,
+    Effect,
+    Failed,
+    Interpreter,
+)
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
@@ -543,6 +550,8 @@ class Scheduler:
                 self._decide(activation, event[3], event[2], decided=event[4])
         elif kind == "ended":
             self._end(activation)
+        elif kind == "continued":
+            self._begin_next_generation(activation, event[2])
         else:  # pragma: no cover - every event kind is handled above
             raise AssertionError(f"unknown scheduler event {kind!r}")
 
@@ -1166,6 +1175,8 @@ class Scheduler:
         self, activation: _Activation, decision: Decision, last: Record | None
     ) -> Event:
         """Finish the run; `last` is its last record, not yet committed: they commit together."""
+        if isinstance(decision, ContinuedAsNew):
+            return self._continue_run(activation, decision, last)
         row = activation.row_or_raise()
         workflow_id = row.workflow_id
         try:
@@ -1194,6 +1205,91 @@ class Scheduler:
         except BaseException as exc:
             return ("carried", activation, None, exc)
         return ("ended", activation)
+
+    # -- continue-as-new ----------------------------------------------------------------------
+
+    def _continue_run(
+        self, activation: _Activation, decision: ContinuedAsNew, last: Record | None
+    ) -> Event:
+        """Archive this generation and start the next under the same id (one store call).
+
+        `last`, a lone run's step record the generator went on from, commits first:
+        the archived log must hold it. A crash before the continue commits replays
+        to the same `ContinueAsNew`; after it, recovery starts the next generation.
+        """
+        row = activation.row_or_raise()
+        workflow_id = row.workflow_id
+        try:
+            if last is not None:
+                stored = self.runner.host.store_write(
+                    row,
+                    last.position,
+                    lambda: self.store.record(workflow_id, last, executor_id=self.executor_id),
+                )
+                self.runner.check_written(row, last, stored)
+                activation.progressed = True
+            try:
+                inputs = self._continued_inputs(row, decision)
+            except (TypeError, ValueError) as exc:  # not encodable, too large, bad arguments
+                return self._fail_run(activation, exc, None)
+            live = self.store.continue_workflow(
+                workflow_id,
+                inputs,
+                generation=row.generation,
+                executor_id=self.executor_id,
+                now=self.clock.now(),
+            )
+        except BaseException as exc:
+            return ("carried", activation, None, exc)
+        # A continued generation is not a finished run: no "finished" for the id, no
+        # finished-runs metric, and the queue keeps the run as in progress.
+        activation.outcome = "continued"
+        return ("continued", activation, live)
+
+    def _continued_inputs(self, row: WorkflowRow, decision: ContinuedAsNew) -> Any:
+        """The next generation's arguments in their stored form, checked as a start's are."""
+        where = f"workflow {row.name!r} (id {row.workflow_id!r}): ContinueAsNew"
+        wf = lookup(row.name)
+        try:
+            inputs = wf.encode_inputs(decision.args, decision.kwargs)
+        except SerializationError as exc:
+            raise SerializationError(f"{where}: {exc}") from exc
+        except TypeError as exc:
+            raise TypeError(f"{where}: {exc}") from exc
+        size = len(serde.dumps(inputs).encode())
+        if size > self.max_payload_bytes:
+            raise PayloadTooLarge(
+                f"{where}: the arguments are {size} bytes encoded, over the limit of "
+                f"{self.max_payload_bytes}; pass a reference instead, or raise "
+                "max_payload_bytes=..."
+            )
+        return inputs
+
+    def _begin_next_generation(self, activation: _Activation, live: WorkflowRow) -> None:
+        """The continue committed: the next generation starts at once, on this scheduler,
+        from its empty log (no read), as a run just created here does."""
+        workflow_id = activation.workflow_id
+        self._close_interp(activation)
+        self.drop_warm(workflow_id)
+        self._unwatch(activation)
+        if self._telemetry.tracing:
+            self._telemetry.end(workflow_id, activation.outcome)
+        seen = self.wakeups.seq()
+        with self._cv:
+            if self._scopes.get(workflow_id) is activation.scope:
+                self._scopes.pop(workflow_id, None)
+            if not self._closed and workflow_id not in self._cancelled:
+                # Still active and counted busy: it goes on as a new activation. A
+                # message that asked it to look again is seen by the new generation
+                # when it reaches its Recv.
+                self._rerun.discard(workflow_id)
+                self._seen[workflow_id] = seen
+                self._inbox.append(("begin", _Activation(workflow_id, live, True)))
+                self._notify_loop()
+                return
+        # Closing (or cancelled here): the new generation waits in the store, PENDING,
+        # for recovery.
+        self._end(activation)
 
     def _fail_run(self, activation: _Activation, error: Exception, effect: Effect | None) -> Event:
         """End the run in ERROR with a permanent error, naming where it happened."""

@@ -105,6 +105,7 @@ def check_row(row: WorkflowRow) -> None:
         queue=row.queue,
         dedup_id=row.dedup_id,
         forked_from=row.forked_from,
+        continued_as=row.continued_as,
     )
 
 
@@ -164,6 +165,8 @@ def check_filter(where: WorkflowFilter) -> None:
         executor_id=where.executor_id,
         app_version=where.app_version,
         queue=where.queue,
+        forked_from=where.forked_from,
+        continued_as=where.continued_as,
     )
 
 

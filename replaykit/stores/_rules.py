@@ -222,6 +222,7 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
         (where.parent_id, row.parent_id),
         (where.queue, row.queue),
         (where.forked_from, row.forked_from),
+        (where.continued_as, row.continued_as),
     )
     if any(wanted is not None and wanted != actual for wanted, actual in checks):
         return False

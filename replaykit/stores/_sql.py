@@ -22,14 +22,23 @@ __all__ = ["RECORD_COLUMNS", "WORKFLOW_COLUMNS", "Dialect", "listing"]
 WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
     "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
-    "started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds"
+    "started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds, "
+    "generation, continued_as"
 )
 RECORD_COLUMNS = (
     "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
 )
 
 # Filter fields matched by equality, with their columns.
-_EQUAL_COLUMNS = ("name", "executor_id", "app_version", "parent_id", "queue", "forked_from")
+_EQUAL_COLUMNS = (
+    "name",
+    "executor_id",
+    "app_version",
+    "parent_id",
+    "queue",
+    "forked_from",
+    "continued_as",
+)
 
 
 @attrs.frozen

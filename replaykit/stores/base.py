@@ -72,11 +72,17 @@ __all__ = [
     "Store",
     "WorkflowFilter",
     "WorkflowRow",
+    "archive_id",
 ]
 
 # PostgreSQL indexes at most 2,704 bytes per index row, and `(queue, dedup_id)`,
 # `(workflow_id, key)` and `(workflow_id, topic, ...)` hold two names each.
 MAX_NAME_BYTES = 1000
+
+
+def archive_id(workflow_id: str, generation: int) -> str:
+    """The id an archived generation of a run gets (`continue_workflow`)."""
+    return f"{workflow_id}#{generation}"
 
 
 @attrs.frozen
@@ -113,6 +119,11 @@ class WorkflowRow:
     # the deadline to the claim's instant plus `timeout` (the earlier one, if set).
     deadline: datetime | None = None
     timeout: float | None = None  # seconds, as given at the start or the enqueue
+    # Continue-as-new: the live run counts its generations from 0 (each
+    # `ContinueAsNew` adds one); an archived generation (status CONTINUED) keeps
+    # its own number and names the live run's id in `continued_as`.
+    generation: int = 0
+    continued_as: str | None = None
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
@@ -191,6 +202,7 @@ class WorkflowFilter:
     parent_id: str | None = None
     queue: str | None = None
     forked_from: str | None = None  # the forks of this run (indexed)
+    continued_as: str | None = None  # the archived generations of this run (indexed)
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = None
@@ -529,6 +541,45 @@ class Store(Protocol):
         """
         ...
 
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        """Archive the run's current generation and start the next under the same id.
+
+        One transaction. The run must be PENDING (and, with `executor_id`,
+        owned by it) and still at `generation`; otherwise `RecordConflict`,
+        as `record()` refuses, and nothing is written. Then:
+
+        - a new row `archive_id(workflow_id, generation)` is inserted, status
+          CONTINUED, `continued_as` the live id, `generation` its number,
+          with the run's name, inputs, parent, executor, app version and
+          trace context; its `created_at` is when that generation began (the
+          run's creation for generation 0, its `started_at` after), its
+          `started_at` the run's and its `updated_at` `now`;
+        - the run's records move to that row (an UPDATE of their run id);
+        - the run's row is updated in place: `inputs`, `generation` + 1,
+          `wake_at` None, recovery attempts 0, `error` "", `started_at` and
+          `updated_at` `now`. Only those columns change; status, owner,
+          queue, parent and the rest are kept. Its inbox, events and send
+          keys stay with the id: messages not consumed carry over, and
+          events keep their latest values.
+
+        Returns the run's row as it now is. A retry after a lost
+        acknowledgement (the run at `generation` + 1 with these inputs, and
+        the archived row in place) writes nothing and returns the row too.
+        An archived id longer than `MAX_NAME_BYTES`, or one that another run
+        holds, raises `ValueError` naming it, and nothing is written.
+        Notifies ("finished", archived id) after the commit, never
+        ("finished", id): the run goes on.
+        """
+        ...
+
     def set_status(
         self,
         workflow_id: str,
@@ -623,7 +674,11 @@ class Store(Protocol):
         ...
 
     def delete_workflow(self, workflow_id: str) -> bool:
-        """Remove a run, its log, inbox and events; False if it did not exist."""
+        """Remove a run, its log, inbox and events; False if it did not exist.
+
+        Its archived generations (`continued_as` the id) and their logs go too,
+        in the same transaction.
+        """
         ...
 
     # -- schedule states: one row per schedule, shared by every engine -------------

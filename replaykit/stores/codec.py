@@ -43,6 +43,7 @@ from replaykit.stores.base import (
     Store,
     WorkflowFilter,
     WorkflowRow,
+    archive_id,
 )
 
 __all__ = ["CodecStore", "UndecodableRow", "unwrapped_store_methods", "with_codec"]
@@ -467,6 +468,45 @@ class CodecStore:
         self, workflow_id: str, deadline: datetime | None, timeout: float | None
     ) -> bool:
         return self.inner.set_deadline(workflow_id, deadline, timeout)
+
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        try:
+            row = self.inner.continue_workflow(
+                workflow_id,
+                self._encode(inputs),
+                generation=generation,
+                executor_id=executor_id,
+                now=now,
+            )
+        except RecordConflict:
+            # The store knows a retried continue by its inputs, which an encrypting
+            # codec encodes differently each time: compare them decoded here.
+            current = self.get_workflow(workflow_id) if self.codec is not None else None
+            archived = (
+                self.inner.get_workflow(archive_id(workflow_id, generation))
+                if current is not None
+                else None
+            )
+            if (
+                current is not None
+                and archived is not None
+                and archived.continued_as == workflow_id
+                and current.generation == generation + 1
+                and current.status is Status.PENDING
+                and (executor_id is None or current.executor_id == executor_id)
+                and current.inputs == inputs
+            ):
+                return current
+            raise
+        return self._decode_row(row)
 
     # -- messages and events ---------------------------------------------------------------
 

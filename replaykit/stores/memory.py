@@ -26,6 +26,13 @@ from replaykit.stores._checks import (
     storable_error,
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._generations import (
+    ALREADY_CONTINUED,
+    archived_generation,
+    check_continue_args,
+    continue_refusal,
+    next_generation,
+)
 from replaykit.stores._holds import ExecutorHold, LocalHolds
 from replaykit.stores._many import writes_of
 from replaykit.stores._rules import (
@@ -475,6 +482,42 @@ class MemoryStore:
         self._notify("finished", workflow_id)
         return True
 
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            refusal = continue_refusal(
+                row,
+                workflow_id,
+                inputs,
+                generation,
+                executor_id,
+                self._rows.get(archived_id),
+            )
+            assert row is not None
+            if refusal == ALREADY_CONTINUED:
+                return row
+            archived = archived_generation(row, now)
+            self._rows[archived_id] = archived
+            self._order[archived_id] = len(self._order)
+            self._logs[archived_id] = self._logs.pop(workflow_id, [])
+            self._logs[workflow_id] = []
+            set_by = self._set_by.pop(workflow_id, None)
+            if set_by is not None:
+                self._set_by[archived_id] = set_by
+            live = next_generation(row, copy.deepcopy(inputs), now)
+            self._rows[workflow_id] = live
+        self._notify("finished", archived_id)
+        return live
+
     def set_status(
         self,
         workflow_id: str,
@@ -618,6 +661,12 @@ class MemoryStore:
         with self._lock:
             if self._rows.pop(workflow_id, None) is None:
                 return False
+            archived = [r.workflow_id for r in self._rows.values() if r.continued_as == workflow_id]
+            for archived_id in archived:
+                self._rows.pop(archived_id, None)
+                self._logs.pop(archived_id, None)
+                self._set_by.pop(archived_id, None)
+                self._order.pop(archived_id, None)
             self._logs.pop(workflow_id, None)
             self._set_by.pop(workflow_id, None)
             self._inbox.pop(workflow_id, None)

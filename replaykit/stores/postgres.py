@@ -50,6 +50,14 @@ from replaykit.stores._checks import (
     storable_error,
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._generations import (
+    ALREADY_CONTINUED,
+    archived_generation,
+    check_continue_args,
+    continue_refusal,
+    id_taken,
+    next_generation,
+)
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores._many import (
@@ -114,6 +122,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0005_trace_context.sql",
     "postgres_0006_forks.sql",
     "postgres_0007_deadlines.sql",
+    "postgres_0008_generations.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -652,7 +661,8 @@ def _create_many_statement(s: str) -> str:
         "(e->>14)::timestamptz AS wake_at, e->>15 AS error, (e->>16)::timestamptz AS started_at, "
         'e->>17 AS trace_context, (e->>18) COLLATE "C" AS forked_from, '
         "(e->>19)::int AS fork_position, (e->>20)::timestamptz AS deadline, "
-        "(e->>21)::float8 AS timeout_seconds "
+        "(e->>21)::float8 AS timeout_seconds, (e->>22)::int AS generation, "
+        '(e->>23) COLLATE "C" AS continued_as '
         "FROM jsonb_array_elements(%(rows)s::jsonb) AS e), "
         f"ins AS (INSERT INTO {s}.workflows ({_WORKFLOW_COLUMNS}) "
         f"SELECT {_WORKFLOW_COLUMNS} FROM input ORDER BY workflow_id "
@@ -1156,7 +1166,7 @@ class PostgresStore:
             "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
             "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
             "%(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s, "
-            "%(deadline)s, %(timeout_seconds)s) "
+            "%(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s) "
             "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
             "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
             "%(origin)s || 'enqueued:' || queue)) "
@@ -1186,6 +1196,8 @@ class PostgresStore:
             "fork_position": stored.fork_position,
             "deadline": stored.deadline,
             "timeout_seconds": stored.timeout,
+            "generation": stored.generation,
+            "continued_as": stored.continued_as,
             "channel": self._channel,
             "origin": self._origin,
         }
@@ -1336,6 +1348,8 @@ class PostgresStore:
                 row.fork_position,
                 _iso(row.deadline),
                 row.timeout,
+                row.generation,
+                row.continued_as,
             ]
             for row in rows
         ]
@@ -2303,6 +2317,82 @@ class PostgresStore:
             )
         return None
 
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        select = self._q(_SELECT_WORKFLOW)
+        with self._connection() as conn, conn.transaction():
+            # The live row's lock first, as record() and finish_workflow() take it: a
+            # writer that wants to record into this generation waits, then finds its
+            # status or generation moved on.
+            found = conn.execute(select + " FOR UPDATE", (workflow_id,)).fetchone()
+            row = None if found is None else _workflow_from(found)
+            other = conn.execute(select, (archived_id,)).fetchone()
+            archived = None if other is None else shown(_workflow_from, other)
+            refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
+            assert row is not None
+            if refusal == ALREADY_CONTINUED:
+                return row
+            old = archived_generation(row, now)
+            inserted = conn.execute(
+                self._q(
+                    "INSERT INTO {s}.workflows (workflow_id, name, status, inputs, executor_id, "
+                    "app_version, created_at, updated_at, parent_id, started_at, trace_context, "
+                    "generation, continued_as) VALUES (%(aid)s, %(name)s, %(status)s, "
+                    "%(inputs)s, %(executor)s, %(version)s, %(created)s, %(now)s, %(parent)s, "
+                    "%(started)s, %(trace)s, %(generation)s, %(wid)s) "
+                    "ON CONFLICT (workflow_id) DO NOTHING"
+                ),
+                {
+                    "aid": archived_id,
+                    "name": old.name,
+                    "status": old.status.value,
+                    "inputs": None if old.inputs is None else _json(old.inputs),
+                    "executor": old.executor_id,
+                    "version": old.app_version,
+                    "created": old.created_at,
+                    "now": now,
+                    "parent": old.parent_id,
+                    "started": old.started_at,
+                    "trace": old.trace_context,
+                    "generation": old.generation,
+                    "wid": workflow_id,
+                },
+            ).rowcount
+            if not inserted:
+                raise id_taken(row, archived_id)
+            conn.execute(
+                self._q("UPDATE {s}.records SET workflow_id = %s WHERE workflow_id = %s"),
+                (archived_id, workflow_id),
+            )
+            # Named columns only: what other features add to the row is kept.
+            conn.execute(
+                self._q(
+                    "UPDATE {s}.workflows SET inputs = %(inputs)s, generation = generation + 1, "
+                    "wake_at = NULL, recovery_attempts = 0, error = '', started_at = %(now)s, "
+                    "updated_at = %(now)s WHERE workflow_id = %(wid)s"
+                ),
+                {
+                    "inputs": None if inputs is None else _json(inputs),
+                    "now": now,
+                    "wid": workflow_id,
+                },
+            )
+            # Names are far shorter than a notification may be (MAX_NAME_BYTES).
+            conn.execute(
+                "SELECT pg_notify(%s, %s)",
+                (self._channel, f"{self._origin}finished:{archived_id}"),
+            )
+        self._notify([("finished", archived_id)])
+        return next_generation(row, inputs, now)
+
     def set_status(
         self,
         workflow_id: str,
@@ -2504,6 +2594,15 @@ class PostgresStore:
                 conn.execute(
                     self._q(f"DELETE FROM {{s}}.{table} WHERE workflow_id = %s"), (workflow_id,)
                 )
+            # Its archived generations, and their logs (they have no inbox or events).
+            conn.execute(
+                self._q(
+                    "WITH gone AS (DELETE FROM {s}.workflows WHERE continued_as = %s "
+                    "RETURNING workflow_id) "
+                    "DELETE FROM {s}.records r USING gone WHERE r.workflow_id = gone.workflow_id"
+                ),
+                (workflow_id,),
+            )
             return True
 
     # -- schedule states -------------------------------------------------------

@@ -40,6 +40,14 @@ from replaykit.stores._checks import (
     storable_error,
 )
 from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._generations import (
+    ALREADY_CONTINUED,
+    archived_generation,
+    check_continue_args,
+    continue_refusal,
+    id_taken,
+    next_generation,
+)
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
 from replaykit.stores._many import (
@@ -241,6 +249,14 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE workflows ADD COLUMN deadline INTEGER",
         "ALTER TABLE workflows ADD COLUMN timeout_seconds REAL",
     ),
+    # 8: continue-as-new. The live run counts its generations, and each archived
+    # generation names the run it continued as, indexed for listing a run's generations.
+    (
+        "ALTER TABLE workflows ADD COLUMN generation INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE workflows ADD COLUMN continued_as TEXT",
+        "CREATE INDEX workflows_by_continued_as ON workflows (continued_as, generation) "
+        "WHERE continued_as IS NOT NULL",
+    ),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -291,6 +307,13 @@ _INSERT_WORKFLOW = f"""
 INSERT INTO workflows ({_WORKFLOW_COLUMNS})
 VALUES ({", ".join("?" * len(_WORKFLOW_COLUMNS.split(",")))})
 ON CONFLICT (workflow_id) DO NOTHING
+"""
+# The live run's row as continue_workflow leaves it: only these columns change,
+# so columns other features add (and this statement does not name) are kept.
+_CONTINUE_LIVE = """
+UPDATE workflows SET inputs = ?1, generation = generation + 1, wake_at = NULL,
+    recovery_attempts = 0, error = '', started_at = ?2, updated_at = ?2
+WHERE workflow_id = ?3 AND status = 'PENDING' AND generation = ?4
 """
 # A fork's copied records take what their originals set; then the fork gets,
 # for each key, the value its last record setting that key set.
@@ -430,6 +453,8 @@ def _workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.fork_position,
         _to_micros(row.deadline),
         row.timeout,
+        row.generation,
+        row.continued_as,
     )
 
 
@@ -1359,6 +1384,44 @@ class SqliteStore:
             "writing to this database?"
         )
 
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        inputs_text = None if inputs is None else _dump(inputs)
+        stamp = _to_micros(now)
+
+        def move(conn: sqlite3.Connection) -> WorkflowRow:
+            found = _first(conn.execute(_SELECT_WORKFLOW, (workflow_id,)))
+            row = None if found is None else _workflow_from(found)
+            other = _first(conn.execute(_SELECT_WORKFLOW, (archived_id,)))
+            archived = None if other is None else shown(_workflow_from, other)
+            refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
+            assert row is not None
+            if refusal == ALREADY_CONTINUED:
+                raise _Unchanged(row)
+            if not conn.execute(
+                _INSERT_WORKFLOW, _workflow_params(archived_generation(row, now))
+            ).rowcount:
+                raise id_taken(row, archived_id)
+            conn.execute(
+                "UPDATE records SET workflow_id = ? WHERE workflow_id = ?",
+                (archived_id, workflow_id),
+            )
+            conn.execute(_CONTINUE_LIVE, (inputs_text, stamp, workflow_id, generation))
+            return next_generation(row, inputs, now)
+
+        live = self._write(move)
+        if live.generation == generation + 1:
+            self._notify([("finished", archived_id)])
+        return live
+
     def set_status(
         self,
         workflow_id: str,
@@ -1561,6 +1624,13 @@ class SqliteStore:
                 return False
             for table in ("records", "messages", "events", "send_keys"):
                 conn.execute(f"DELETE FROM {table} WHERE workflow_id = ?", (workflow_id,))
+            # Its archived generations, and their logs (they have no inbox or events).
+            conn.execute(
+                "DELETE FROM records WHERE workflow_id IN "
+                "(SELECT workflow_id FROM workflows WHERE continued_as = ?)",
+                (workflow_id,),
+            )
+            conn.execute("DELETE FROM workflows WHERE continued_as = ?", (workflow_id,))
             return True
 
         return self._write(delete)

@@ -5,7 +5,7 @@ demand, so hypothesis is only needed by tests that use them).
 """
 
 from replaykit.testing._fakes import StepCall, sequence
-from replaykit.testing._session import Commit, Message
+from replaykit.testing._session import Commit, Message, TooManyGenerations
 from replaykit.testing.conformance import check_store
 from replaykit.testing.determinism import DeterminismReport, check_determinism, format_log
 from replaykit.testing.harness import RunResult, run
@@ -19,6 +19,7 @@ __all__ = [
     "ResultMismatch",
     "RunResult",
     "StepCall",
+    "TooManyGenerations",
     "check_determinism",
     "check_store",
     "format_log",

@@ -53,6 +53,7 @@ __all__ = [
     "Session",
     "SessionTimeout",
     "SimulatedCrash",
+    "TooManyGenerations",
     "Warm",
     "Write",
     "default_workflow_id",
@@ -60,6 +61,8 @@ __all__ = [
 
 #: Every engine the kit starts claims this version, so each recovers the others' runs.
 APP_VERSION = "replaykit.testing"
+#: How many times `run()` lets a run continue as new before it stops it.
+DEFAULT_MAX_GENERATIONS = 1000
 
 
 def default_workflow_id(wf: Workflow[..., Any]) -> str:
@@ -120,12 +123,18 @@ class Commit:
     completes: bool = True
 
     def describe(self) -> str:
+        if self.kind == CONTINUE_KIND:
+            return f"continuing workflow id {self.workflow_id!r} as new ({self.name})"
         if self.position is None:
             return f"finishing workflow id {self.workflow_id!r} as {self.name}"
         what = f"{self.kind} {self.name!r}"
         if not self.completes:
             what += " (its start)"
         return f"{what} at position {self.position} of workflow id {self.workflow_id!r}"
+
+
+#: `Commit.kind` of the commit that archives a generation and starts the next.
+CONTINUE_KIND = "continue_as_new"
 
 
 @attrs.frozen
@@ -176,6 +185,14 @@ class Exec:
 
 class SimulatedCrash(ControlSignal):
     """The testing kit's simulated process crash: the commit under way is lost."""
+
+
+class TooManyGenerations(AssertionError):
+    """The run continued as new more often than the testing kit was told to follow."""
+
+
+class _GenerationLimit(ControlSignal):
+    """Stops the activation whose continue went past the limit; nothing is written."""
 
 
 class SessionTimeout(TimeoutError):
@@ -405,6 +422,16 @@ class JournalStore:
         done: bool = self._call("finish_workflow", (workflow_id, status, result), kwargs, commit)
         return done
 
+    def continue_workflow(self, workflow_id: str, inputs: Any, **kwargs: Any) -> WorkflowRow:
+        generation: int = kwargs["generation"]
+        session = self._session
+        if not self.dead and generation >= session.max_generations:
+            session.stop_generations(workflow_id, generation)
+            raise _GenerationLimit(f"workflow id {workflow_id!r}: too many generations")
+        commit = Commit(workflow_id, None, CONTINUE_KIND, f"generation {generation + 1}")
+        row: WorkflowRow = self._call("continue_workflow", (workflow_id, inputs), kwargs, commit)
+        return row
+
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self._inner.subscribe(callback)
 
@@ -478,7 +505,15 @@ class Session:
         warm: Warm = False,
         sandbox: bool = True,
         codec: PayloadCodec | None = None,
+        max_generations: int = DEFAULT_MAX_GENERATIONS,
     ) -> None:
+        if isinstance(max_generations, bool) or not isinstance(max_generations, int):
+            raise TypeError(f"max_generations takes a whole number, got {max_generations!r}")
+        if max_generations < 0:
+            raise ValueError(f"max_generations must be 0 or more, got {max_generations}")
+        self.max_generations = max_generations
+        #: Set when a run continued as new past `max_generations`; `drive` raises it.
+        self.too_many_generations: TooManyGenerations | None = None
         self.workflow_id = workflow_id
         self.warm = warm
         self.sandbox = sandbox
@@ -625,6 +660,19 @@ class Session:
             self._commits_seen += 1
         return self.crash_at is not None and self.crash_at(commit, nth)
 
+    def stop_generations(self, workflow_id: str, generation: int) -> None:
+        row = self.store.get_workflow(workflow_id)
+        name = row.name if row is not None else "?"
+        with self._lock:
+            if self.too_many_generations is None:
+                self.too_many_generations = TooManyGenerations(
+                    f"workflow {name!r} (id {workflow_id!r}) asked to continue as new for the "
+                    f"{generation + 1}th time; the testing kit follows at most "
+                    f"{self.max_generations} generation(s) and stopped it there (a workflow "
+                    "that always continues never ends). Pass max_generations=... to follow "
+                    "more, or give the workflow an end the test can reach"
+                )
+
     def crashed(self, engine_no: int, commit: Commit) -> None:
         # A dead process must not move time or take deliveries.
         self.clock.autojump = False
@@ -701,6 +749,8 @@ class Session:
                     raise SessionTimeout(self._timeout_message())
                 if self.delivery_errors:
                     raise self.delivery_errors[0]
+                if self.too_many_generations is not None:
+                    raise self.too_many_generations
                 if self._crash_pending:
                     self._stop_engine(engine)
                     self._crash_pending = False

@@ -280,6 +280,7 @@ def check_determinism(
     codec: PayloadCodec | None = None,
     workflow_timeout: timedelta | float | None = None,
     deadline: datetime | None = None,
+    max_generations: int = 100,
     **kwargs: Any,
 ) -> DeterminismReport:
     """Run once, then resume from every commit point; assert every resumption agrees.
@@ -288,7 +289,11 @@ def check_determinism(
     differed, and both logs. Fakes must answer the same arguments the same way
     (stateful fakes with a `fresh()` method, like `sequence`, start over in
     every simulated process). The sandbox is on in every run, as in `run()`
-    (`sandbox=False` turns it off). Returns a `DeterminismReport`.
+    (`sandbox=False` turns it off). A run that continues as new is checked
+    through all its generations: the continue is a commit point like the
+    others (resumed from just before it, and crashed at it), and every
+    archived generation's log must come out the same; `max_generations`
+    (default 100) bounds how many it follows. Returns a `DeterminismReport`.
     """
     if not isinstance(wf, Workflow):
         raise TypeError(
@@ -307,6 +312,7 @@ def check_determinism(
         "codec": codec,
         "workflow_timeout": workflow_timeout,
         "deadline": deadline,
+        "max_generations": max_generations,
     }
     reference = start_session(wf, args, kwargs, **settings)
     reference.drive()
@@ -334,6 +340,7 @@ def check_determinism(
                 timeout=timeout,
                 sandbox=sandbox,
                 codec=codec,
+                max_generations=max_generations,
             )
             variant.seed_from(
                 [w for w in reference.writes() if w.index < point.write.index], point.now

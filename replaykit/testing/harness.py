@@ -16,8 +16,10 @@ from replaykit.registry import Workflow
 from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
+from replaykit.stores.base import WorkflowFilter
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._session import (
+    DEFAULT_MAX_GENERATIONS,
     Commit,
     Message,
     Session,
@@ -81,6 +83,7 @@ def start_session(
     codec: PayloadCodec | None = None,
     workflow_timeout: timedelta | float | None = None,
     deadline: datetime | None = None,
+    max_generations: int = DEFAULT_MAX_GENERATIONS,
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     run_timeout, run_deadline_at = run_deadline(
@@ -105,6 +108,7 @@ def start_session(
         warm=warm,
         sandbox=sandbox,
         codec=codec,
+        max_generations=max_generations,
     )
     session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
     return session
@@ -144,6 +148,10 @@ class RunResult(Generic[R]):
     #: The run's events at its end, each key with its latest value, as
     #: `engine.get_events(workflow_id)` answers (the stored JSON data).
     events: Mapping[str, Any] = attrs.field(factory=dict)
+    #: The logs of the run's earlier generations, oldest first, when it continued as
+    #: new (`ContinueAsNew`); `log` is the last generation's. Each log's `args` are
+    #: the arguments that generation was called with.
+    generations: tuple[Log, ...] = ()
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -276,8 +284,15 @@ def result_of(
         undelivered=tuple(session.undelivered),
         stored_log=session.stored_log_of(session.workflow_id),
         events=session.store.get_events(session.workflow_id),
+        generations=_generations(session),
         workflow=wf,
     )
+
+
+def _generations(session: Session) -> tuple[Log, ...]:
+    archived = session.store.list_workflows(WorkflowFilter(continued_as=session.workflow_id))
+    archived.sort(key=lambda row: row.generation)
+    return tuple(session.log_of(row.workflow_id) for row in archived)
 
 
 def run(
@@ -297,6 +312,7 @@ def run(
     codec: PayloadCodec | None = None,
     workflow_timeout: timedelta | float | None = None,
     deadline: datetime | None = None,
+    max_generations: int = DEFAULT_MAX_GENERATIONS,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -335,6 +351,11 @@ def run(
     - Returns when the run finishes, is parked, is cancelled, or waits for
       something that will never come (status PENDING); raises `TimeoutError`
       if it does none of these within `timeout` seconds of wall time.
+    - A workflow that yields `ContinueAsNew(...)` is followed through its
+      generations on the same virtual clock: the result is the last one's, and
+      `result.generations` holds the earlier ones' logs. After
+      `max_generations` continues (default 1,000) the run is stopped and
+      `run()` raises `TooManyGenerations` (an `AssertionError`) saying so.
     """
     _check_workflow(wf, "run")
     session = start_session(
@@ -354,6 +375,7 @@ def run(
         codec=codec,
         workflow_timeout=workflow_timeout,
         deadline=deadline,
+        max_generations=max_generations,
     )
     session.drive()
     return result_of(session, wf, clock)

@@ -19,7 +19,7 @@ import attrs
 from replaykit import serde
 from replaykit.commands import Patch
 from replaykit.errors import NonDeterminismError, StepFailed
-from replaykit.interpreter import Completed, Effect, Interpreter, call_site
+from replaykit.interpreter import Completed, ContinuedAsNew, Effect, Interpreter, call_site
 from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.registry import Workflow
 
@@ -53,7 +53,8 @@ class ReplayResult:
     reached_end: bool
     #: The code returned or raised within the log.
     finished: bool
-    #: SUCCESS or ERROR when finished, else PENDING (the run was under way there).
+    #: SUCCESS or ERROR when finished, CONTINUED when it continued as new (`result` is
+    #: then the next generation's `(args, kwargs)`), else PENDING (under way there).
     status: Status
     result: Any = None
     error: BaseException | None = None
@@ -184,7 +185,11 @@ def replay(
         decoded_args, kwargs = wf.decode_inputs(log.args)
         args = tuple(decoded_args)
     workflow_id = log.workflow_id or "replay"
-    finished_log = log.status in (Status.SUCCESS.value, Status.ERROR.value)
+    finished_log = log.status in (
+        Status.SUCCESS.value,
+        Status.ERROR.value,
+        Status.CONTINUED.value,
+    )
     trace: list[tuple[int, str, str]] = []
     gen = wf.fn(*args, **kwargs)
     interp = Interpreter(
@@ -227,6 +232,28 @@ def replay(
             status=Status.PENDING,
             commands=tuple(trace),
             next_command=next_command,
+        )
+    continued = isinstance(decision, ContinuedAsNew)
+    if check_result and finished_log and continued != (log.status == Status.CONTINUED.value):
+        how = "continued as new" if continued else "ended"
+        raise ResultMismatch(
+            f"workflow {wf.workflow_name!r} (id {workflow_id!r}): the code {how} after the "
+            f"last recorded position, but the recorded run is {log.status}. " + _FIX_ADVICE,
+            workflow_name=wf.workflow_name,
+            workflow_id=workflow_id,
+            position=len(log),
+        )
+    if isinstance(decision, ContinuedAsNew):
+        # This generation ended by starting the next; its arguments are the next's.
+        return ReplayResult(
+            workflow_name=wf.workflow_name,
+            workflow_id=workflow_id,
+            positions=len(log),
+            reached_end=True,
+            finished=True,
+            status=Status.CONTINUED,
+            result=(decision.args, decision.kwargs),
+            commands=tuple(trace),
         )
     ok = isinstance(decision, Completed)
     value = decision.value if isinstance(decision, Completed) else decision.error

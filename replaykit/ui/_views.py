@@ -300,6 +300,8 @@ class RunPage:
     can_cancel: bool
     can_resume: bool
     can_fork: bool
+    # The run's newest earlier generations (continue-as-new), oldest first.
+    generations: list[WorkflowRow] = attrs.field(factory=list)
 
 
 def _outcome_state(outcome: Outcome | None) -> str:
@@ -508,6 +510,16 @@ def _section_error(exc: Exception) -> str:
 
 # A run forked again and again would otherwise make its page as long as its forks.
 _FORKS_SHOWN = 50
+# A poller that continues as new for years has thousands of generations: the newest.
+_GENERATIONS_SHOWN = 50
+
+
+def _generations(store: Store, row: WorkflowRow) -> list[WorkflowRow]:
+    if not row.generation:
+        return []
+    archived = store.list_workflows(WorkflowFilter(continued_as=row.workflow_id))
+    archived.sort(key=lambda generation: generation.generation)
+    return archived[-_GENERATIONS_SHOWN:]
 
 
 def run_page(
@@ -575,6 +587,7 @@ def run_page(
         can_cancel=row.status in (Status.PENDING, Status.ENQUEUED, Status.PARKED),
         can_resume=row.status in (Status.CANCELLED, Status.PARKED),
         can_fork=not log_error,
+        generations=_generations(store, row),
     )
 
 

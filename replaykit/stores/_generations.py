@@ -1,0 +1,144 @@
+"""What every store decides alike for `continue_workflow`: who may continue a run,
+when a call is the retry of one that committed, and the two rows it writes.
+
+The memory store applies these in Python under its lock; the SQL stores read the
+run's row in their transaction, ask `continue_refusal`, and write the rows these
+functions build.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from replaykit.errors import RecordConflict, WorkflowNotFound
+from replaykit.log import Status
+from replaykit.stores._checks import check_names
+from replaykit.stores.base import WorkflowRow, archive_id
+
+__all__ = [
+    "ALREADY_CONTINUED",
+    "archived_generation",
+    "check_continue_args",
+    "continue_refusal",
+    "id_taken",
+    "next_generation",
+]
+
+#: `continue_refusal`'s answer for a retry of a continue that committed.
+ALREADY_CONTINUED = "already continued"
+
+
+def _same_inputs(a: Any, b: Any) -> bool:
+    # PostgreSQL's jsonb gives an object's keys back in its own order.
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def check_continue_args(workflow_id: str, generation: int, executor_id: str | None) -> str:
+    """Refuse bad names and numbers before anything is read; the archived row's id."""
+    check_names(workflow_id, executor_id=executor_id)
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        raise ValueError(
+            f"continue_workflow({workflow_id!r}): generation must be the run's current "
+            f"generation number (0 or more), got {generation!r}"
+        )
+    archived = archive_id(workflow_id, generation)
+    try:
+        check_names(archived_id=archived)
+    except ValueError as exc:
+        raise ValueError(
+            f"workflow id {workflow_id!r} cannot continue as new: the id of its archived "
+            f"generation {generation}, {archived[:60]!r}..., would be too long ({exc}). "
+            "Give runs that continue as new shorter ids"
+        ) from None
+    return archived
+
+
+def continue_refusal(
+    row: WorkflowRow | None,
+    workflow_id: str,
+    inputs: Any,
+    generation: int,
+    executor_id: str | None,
+    archived: WorkflowRow | None,
+) -> str | None:
+    """Why the run cannot continue from `generation`: raises, or `ALREADY_CONTINUED`
+    for the retry of a continue that committed; None when it may continue.
+
+    `archived` is the row stored under the archived id, if any.
+    """
+    if row is None:
+        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+    if (
+        row.generation == generation + 1
+        and archived is not None
+        and archived.continued_as == workflow_id
+        and archived.generation == generation
+        and row.status is Status.PENDING
+        and (executor_id is None or row.executor_id == executor_id)
+        and _same_inputs(row.inputs, inputs)
+    ):
+        return ALREADY_CONTINUED
+    if row.status is not Status.PENDING:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; it cannot "
+            "continue as new until it is resumed"
+        )
+    if executor_id is not None and row.executor_id != executor_id:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
+            f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
+        )
+    if row.generation != generation:
+        raise RecordConflict(
+            f"workflow {row.name!r} (id {workflow_id!r}) is at generation {row.generation}, "
+            f"not {generation}: another writer continued it already; this engine stops"
+        )
+    if archived is not None:
+        raise id_taken(row, archived.workflow_id)
+    return None
+
+
+def id_taken(row: WorkflowRow, archived_id: str) -> ValueError:
+    return ValueError(
+        f"workflow {row.name!r} (id {row.workflow_id!r}) cannot continue as new: the id of "
+        f"its archived generation {row.generation}, {archived_id!r}, is taken by another "
+        "run. Delete that run, or do not start runs under ids ending in '#<number>'"
+    )
+
+
+def archived_generation(row: WorkflowRow, now: datetime) -> WorkflowRow:
+    """The row that keeps the run's current generation (its log moves to it)."""
+    began = row.created_at if row.generation == 0 else (row.started_at or row.created_at)
+    return WorkflowRow(
+        workflow_id=archive_id(row.workflow_id, row.generation),
+        name=row.name,
+        status=Status.CONTINUED,
+        inputs=row.inputs,
+        executor_id=row.executor_id,
+        app_version=row.app_version,
+        created_at=began,
+        updated_at=now,
+        parent_id=row.parent_id,
+        started_at=row.started_at,
+        trace_context=row.trace_context,
+        generation=row.generation,
+        continued_as=row.workflow_id,
+    )
+
+
+def next_generation(row: WorkflowRow, inputs: Any, now: datetime) -> WorkflowRow:
+    """The run's row once continued (what the SQL stores' UPDATE writes)."""
+    return attrs.evolve(
+        row,
+        inputs=inputs,
+        generation=row.generation + 1,
+        wake_at=None,
+        recovery_attempts=0,
+        error="",
+        started_at=now,
+        updated_at=now,
+    )
