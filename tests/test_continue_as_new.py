@@ -354,3 +354,33 @@ def test_a_continued_generation_is_not_a_finished_run_in_telemetry(tmp_path: Any
     finally:
         tracer_provider.shutdown()
         meter_provider.shutdown()
+
+
+# -- a deadline spans every generation -----------------------------------------------------
+
+
+@workflow(name="can-under-a-deadline")
+def hourly(n: int) -> Any:
+    for _ in range(3):
+        yield Sleep(timedelta(hours=1))
+    yield ContinueAsNew(n + 1)
+
+
+def test_a_deadline_spans_the_generations_on_virtual_time() -> None:
+    result = run(hourly, 0, workflow_timeout=timedelta(hours=10))
+    assert result.status is Status.CANCELLED
+    assert result.elapsed == timedelta(hours=10)
+    assert len(result.generations) == 3  # three of 3 hours each, the 4th cut short
+    assert type(result.error).__name__ == "WorkflowDeadlineExceeded"
+
+
+def test_a_deadline_spans_the_generations_on_an_engine(store_url: str) -> None:
+    from replaykit import VirtualClock
+    from replaykit.errors import WorkflowDeadlineExceeded
+
+    with Engine(store_url, poll_interval=0.1, clock=VirtualClock(autojump=True)) as engine:
+        handle = engine.start(hourly, 0, workflow_id="can-deadline", timeout=timedelta(hours=10))
+        with pytest.raises(WorkflowDeadlineExceeded, match="timeout 36000s"):
+            handle.result(timeout=30)
+        row = engine.store.get_workflow("can-deadline")
+    assert row is not None and row.status is Status.CANCELLED and row.generation == 3

@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from replaykit import (
     Client,
     CloseStream,
+    ContinueAsNew,
     Engine,
     Race,
     Recv,
@@ -104,8 +105,8 @@ def drive(core: Generator[Any, Any, None], answers: list[Any]) -> list[Any]:
     return seen
 
 
-def row(status: Status) -> WorkflowRow:
-    return WorkflowRow("w", "wf", status)
+def row(status: Status, generation: int = 0) -> WorkflowRow:
+    return WorkflowRow("w", "wf", status, generation=generation)
 
 
 def test_the_core_reads_only_what_it_has_not_read_and_ends_after_the_run() -> None:
@@ -114,19 +115,41 @@ def test_the_core_reads_only_what_it_has_not_read_and_ends_after_the_run() -> No
         core,
         [
             row(Status.PENDING),
-            [written(0, "t", "a"), step(1)],  # values: no look at the run, a wait
+            [written(0, "t", "a"), step(1)],  # values: a look at the run, then a wait
+            row(Status.PENDING),
             [],  # woken with nothing new: it looks at the run
             row(Status.PENDING),
             [written(2, "t", "b")],
-            [],
-            row(Status.SUCCESS),  # ended: one more read of the log, then done
+            row(Status.SUCCESS),  # ended after this read: one more read, then done
             [written(3, "t", "c")],
         ],
     )
     reads = [r.since for r in requests if isinstance(r, ReadLog)]
-    assert reads == [0, 2, 2, 3, 3]
+    assert reads == [0, 2, 2, 3]
+    assert {r.run_id for r in requests if isinstance(r, ReadLog)} == {"w"}
     assert [r.value for r in requests if isinstance(r, Emit)] == ["a", "b", "c"]
-    assert sum(isinstance(r, ReadRun) for r in requests) == 3
+    assert sum(isinstance(r, ReadRun) for r in requests) == 4
+    assert sum(isinstance(r, Pause) for r in requests) == 2
+
+
+def test_the_core_ends_with_its_generation_read_from_the_archived_row() -> None:
+    core = reading("w", "t", 0, timeout=None, poll_interval=1.0, monotonic=time.monotonic)
+    requests = drive(
+        core,
+        [
+            row(Status.PENDING, generation=2),
+            [written(0, "t", "a")],
+            row(Status.PENDING, generation=2),
+            # The run continued as new before this read: what it found is generation
+            # 3's log, not to be emitted; the rest of generation 2 is read from "w#2".
+            [written(1, "t", "next-generation")],
+            row(Status.PENDING, generation=3),
+            [written(1, "t", "b"), written(2, "t", "c")],
+        ],
+    )
+    reads = [(r.run_id, r.since) for r in requests if isinstance(r, ReadLog)]
+    assert reads == [("w", 0), ("w", 1), ("w#2", 1)]
+    assert [r.value for r in requests if isinstance(r, Emit)] == ["a", "b", "c"]
 
 
 def test_the_core_names_the_key_and_the_count_when_it_times_out() -> None:
@@ -134,7 +157,8 @@ def test_the_core_names_the_key_and_the_count_when_it_times_out() -> None:
     core = reading("w", "t", 0, timeout=5.0, poll_interval=1.0, monotonic=lambda: now[0])
     assert isinstance(core.send(None), ReadRun)
     assert isinstance(core.send(row(Status.PENDING)), ReadLog)
-    assert core.send([written(0, "t", "a")]) == Emit("a")
+    assert isinstance(core.send([written(0, "t", "a")]), ReadRun)
+    assert core.send(row(Status.PENDING)) == Emit("a")
     assert isinstance(core.send(None), Pause)
     now[0] = 10.0
     assert isinstance(core.send(None), ReadLog)
@@ -559,3 +583,43 @@ def test_the_cli_prints_a_stream_escaped_and_follows_it(tmp_path: Path) -> None:
         assert follow.stdout.splitlines() == ['"\\u001b[31mred\\u001b[0m"', '{"n": 3}']
         missing = CliRunner().invoke(cli, ["workflows", "stream", "nope", "tokens", "--url", url])
         assert missing.exit_code == 1 and "no workflow run with id 'nope'" in missing.stderr
+
+
+# -- continue-as-new: a stream belongs to one generation ----------------------------------
+
+
+@workflow(name="streams-continuing")
+def continuing(generation: int) -> Generator[Any, Any, int]:
+    yield WriteStream("p", f"{generation}-a")
+    yield WriteStream("p", f"{generation}-b")
+    if generation == 0:
+        yield Recv("go")  # holds generation 0 until the reader has its values
+    if generation < 2:
+        yield ContinueAsNew(generation + 1)
+    yield CloseStream("p")
+    return generation
+
+
+def test_a_reader_ends_with_its_generation_and_each_generation_keeps_its_stream(
+    engine: Engine,
+) -> None:
+    import threading
+
+    handle = engine.start(continuing, 0, workflow_id="streams-can")
+    got: list[Any] = []
+    reader = threading.Thread(target=lambda: got.extend(engine.read_stream("streams-can", "p")))
+    reader.start()
+    deadline = time.monotonic() + 20
+    # Generation 0 waits on its Recv once both its values are recorded.
+    while [r.kind for r in engine.steps("streams-can")][-1:] != ["recv"]:
+        assert time.monotonic() < deadline, "generation 0 never reached its Recv"
+        time.sleep(0.05)
+    engine.send("streams-can", "now", topic="go")
+    reader.join(timeout=20)
+    assert not reader.is_alive(), "the reader did not end when its generation continued"
+    assert got == ["0-a", "0-b"]
+    assert handle.result(timeout=20) == 2
+    # The live id reads the last generation's stream; the archived ones keep theirs.
+    assert list(engine.read_stream("streams-can", "p", timeout=5)) == ["2-a", "2-b"]
+    assert list(engine.read_stream("streams-can#0", "p", timeout=5)) == ["0-a", "0-b"]
+    assert list(engine.read_stream("streams-can#1", "p", timeout=5)) == ["1-a", "1-b"]

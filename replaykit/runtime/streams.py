@@ -27,7 +27,7 @@ import attrs
 
 from replaykit.errors import StreamTimeout, WorkflowNotFound
 from replaykit.log import Record, StreamCursor
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow, archive_id
 
 __all__ = [
     "Emit",
@@ -53,8 +53,13 @@ class ReadRun:
 
 @attrs.frozen
 class ReadLog:
-    """Answer with `store.load_log(workflow_id, since=since)`."""
+    """Answer with `store.load_log(run_id, since=since)`.
 
+    `run_id` is the run's id, or the id of the generation the reader started in
+    once the run has continued as new (its records moved there).
+    """
+
+    run_id: str
     since: int
 
 
@@ -113,32 +118,48 @@ def reading(
     terminal and the log read after that has been taken (a failed or cancelled
     run ends its streams). Raises `WorkflowNotFound` for an unknown (or deleted)
     run, and `StreamTimeout` when `timeout` seconds pass without a new value.
+
+    A stream belongs to one generation of a run: when the run continues as new,
+    the reader takes the rest of its generation's values from the archived
+    generation (`<id>#<n>`), where its records moved, and ends. A look at the
+    run after each read that took something tells whether the read may have
+    seen the next generation's log instead, which is then read again there.
     """
     cursor = StreamCursor(key, start)
     row: WorkflowRow | None = yield ReadRun()
     if row is None:
         raise _not_found(workflow_id)
+    generation = row.generation
+    log_id = workflow_id
     # The log read after a look that found the run terminal is its last.
     terminal = row.status.is_terminal
     deadline = None if timeout is None else monotonic() + timeout
     while True:
-        records: list[Record] = yield ReadLog(cursor.next_position)
+        before = attrs.evolve(cursor)
+        records: list[Record] = yield ReadLog(log_id, cursor.next_position)
         fresh = cursor.take(records)
+        continued = False
+        if log_id == workflow_id and not terminal:
+            # Whether anything was found or not, look at the run (an ended run
+            # never continues: its last read needs no look).
+            row = yield ReadRun()
+            if row is None:
+                raise _not_found(workflow_id)
+            continued = row.generation != generation
+        if continued:
+            cursor, log_id, terminal = before, archive_id(workflow_id, generation), True
+            continue
         for value in fresh:
             yield Emit(value)
         if cursor.closed or terminal:
             return
+        assert row is not None
+        if row.status.is_terminal:
+            # Seen terminal after the read: one more read takes what came before.
+            terminal = True
+            continue
         if fresh:
             deadline = None if timeout is None else monotonic() + timeout
-        else:
-            # Nothing new: has the run ended? (Not asked while values come: a
-            # notification or the next poll brings the reader back here.)
-            row = yield ReadRun()
-            if row is None:
-                raise _not_found(workflow_id)
-            if row.status.is_terminal:
-                terminal = True
-                continue
         wait = poll_interval
         if deadline is not None:
             left = deadline - monotonic()
@@ -190,7 +211,7 @@ def read_blocking(
             if isinstance(request, Emit):
                 yield request.value
             elif isinstance(request, ReadLog):
-                answer = store.load_log(workflow_id, since=request.since)
+                answer = store.load_log(request.run_id, since=request.since)
             elif isinstance(request, ReadRun):
                 answer = store.get_workflow(workflow_id)
             else:
@@ -242,7 +263,7 @@ async def read_async(
             if isinstance(request, Emit):
                 yield request.value
             elif isinstance(request, ReadLog):
-                read = functools.partial(store.load_log, workflow_id, since=request.since)
+                read = functools.partial(store.load_log, request.run_id, since=request.since)
                 answer = await off_loop(read)
             elif isinstance(request, ReadRun):
                 answer = await off_loop(functools.partial(store.get_workflow, workflow_id))
