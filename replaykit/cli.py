@@ -359,6 +359,8 @@ def _row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
         "updated_at": _iso(row.updated_at),
         "recovery_attempts": row.recovery_attempts,
         "wake_at": _iso(row.wake_at),
+        "deadline": _iso(row.deadline),
+        "timeout": row.timeout,
         "error": row.error,
     }
     if full:
@@ -951,6 +953,11 @@ def show_command(
         pairs.append(("generation", str(row.generation), None))
     if row.queue:
         pairs.append(("queue", row.queue, None))
+    if row.deadline is not None:
+        set_by = f" (timeout {row.timeout:g}s)" if row.timeout is not None else ""
+        pairs.append(("deadline", when_text(row.deadline) + " UTC" + set_by, None))
+    elif row.timeout is not None:
+        pairs.append(("timeout", f"{row.timeout:g}s, from when it is claimed", None))
     if row.recovery_attempts:
         pairs.append(("recoveries", str(row.recovery_attempts), None))
     if row.wake_at is not None and not row.status.is_terminal:

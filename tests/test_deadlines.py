@@ -481,3 +481,29 @@ def test_the_testing_kit_runs_a_deadline_on_virtual_time() -> None:
     assert parent.elapsed == timedelta(hours=2)
     assert parent.error is not None and "deadline" in str(parent.error)
     check_determinism(month_sleeper, workflow_timeout=DAY)
+
+
+def test_the_cli_shows_a_runs_deadline_and_why_it_was_cancelled(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from replaykit.cli import cli
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    with Engine(url, poll_interval=0.05) as engine:
+        handle = engine.start(listener, workflow_id="dl-cli", timeout=0.3)
+        with pytest.raises(WorkflowDeadlineExceeded):
+            handle.result(timeout=20)
+        engine.enqueue("later", listener, workflow_id="dl-cli-queued", timeout=60)
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["workflows", "show", "dl-cli", "--url", url])
+    assert shown.exit_code == 0, shown.output
+    assert "deadline" in shown.output and "(timeout 0.3s)" in shown.output
+    assert "timed out: its deadline" in shown.output
+    queued = runner.invoke(cli, ["workflows", "show", "dl-cli-queued", "--url", url])
+    assert "60s, from when it is claimed" in queued.output
+    data = json.loads(
+        runner.invoke(cli, ["workflows", "show", "dl-cli", "--url", url, "--json"]).output
+    )
+    assert data["workflow"]["timeout"] == 0.3 and data["workflow"]["deadline"] is not None
