@@ -1121,6 +1121,18 @@ class EffectRunner:
             if ready.trace_context is not None and self.telemetry.tracing:
                 self.telemetry.link(row.workflow_id, ready.trace_context)
             return taken
+        if (
+            pending is None
+            and deadline is not None
+            and facts_of(command).wakes_on is None
+            and self.host.jump_to(row.workflow_id, effect.position, deadline)
+        ):
+            # Only time to wait for, and an autojumping clock alone with this warm run
+            # has jumped over it: the wait is over before it began, so its start need
+            # not be recorded apart (one commit, not two, for a Sleep on virtual time).
+            ready = self.check_ready(row, effect.position, command, deadline)
+            if ready is not None:
+                return self.commit(row, effect, ready.outcome, started_at=started_at)
         if pending is None:
             # Record the start before suspending: the deadline survives a crash
             # or a deploy, and the next replay knows the code up to this yield

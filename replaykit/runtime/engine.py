@@ -1193,6 +1193,13 @@ class Engine:
         """Call `callback` when any of `wakes` is notified, until unsubscribed."""
         return self.wakeups.listen(wakes, callback)
 
+    def jump_to(self, workflow_id: str, position: int, deadline: datetime) -> bool:
+        """Move an autojumping clock to `deadline` if nothing else runs or is due first
+        and the run would stay warm (a run that would be replayed must suspend)."""
+        return self.scheduler.would_stay_warm(workflow_id, position) and self.wakeups.jump_for(
+            deadline
+        )
+
     def wait_for_change(
         self, changed: threading.Event, deadline: datetime | None, *, idle: bool
     ) -> None:

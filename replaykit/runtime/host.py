@@ -163,3 +163,10 @@ class Host(Protocol):
     ) -> None:
         """Hold the calling thread until `changed`, the deadline or a poll interval."""
         ...
+
+    def jump_to(self, workflow_id: str, position: int, deadline: datetime) -> bool:
+        """On an autojumping clock, with nothing else running and nothing due before
+        `deadline`, move the clock there now; True if it has passed. The caller then
+        goes on at once where it would suspend and be woken at `deadline`. False when
+        the run, suspended there, would be replayed rather than kept warm."""
+        ...

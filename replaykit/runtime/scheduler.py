@@ -1332,6 +1332,14 @@ class Scheduler:
         with self._cv:
             return self._warm.pop(workflow_id, None)
 
+    def would_stay_warm(self, workflow_id: str, position: int) -> bool:
+        """Whether a run suspending at `position` now would keep its generator: if not
+        (no cache, or the testing kit's replays), it must suspend, to be replayed."""
+        if self.max_cached_runs == 0 or self._closed:
+            return False
+        keep_if = self.keep_warm_if
+        return keep_if is None or keep_if(workflow_id, position)
+
     def _stays_warm(self, workflow_id: str, effect: Effect, suspend: Suspend) -> bool:
         if self.max_cached_runs == 0 or self._closed:
             return False
