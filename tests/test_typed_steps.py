@@ -155,3 +155,30 @@ def test_mypy_checks_the_arguments_of_a_bound_start(tmp_path: Path) -> None:
     }
     errors = {int(n) for n, text in lines if " error: " in text}
     assert errors == expected, out
+
+
+def test_mypy_finds_the_installed_package_from_outside_the_project(tmp_path: Path) -> None:
+    """After README's `pip install -e '.[test]'`, a user's mypy run in a folder of its
+    own sees replaykit's types (an import-hook editable install would hide them)."""
+    import os
+    import subprocess
+    import sys
+
+    source = tmp_path / "elsewhere.py"
+    source.write_text(
+        "from replaykit import Step\n"
+        "def f(x: int) -> str:\n"
+        "    return str(x)\n"
+        'reveal_type(Step("s", f, 1))\n'
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "elsewhere.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "import-not-found" not in done.stdout and "missing library stubs" not in done.stdout
+    assert 'Revealed type is "replaykit.commands.Step[str]"' in done.stdout, done.stdout
