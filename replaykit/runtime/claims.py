@@ -78,6 +78,10 @@ class Claims:
         self._forget = forget
         self._lock = threading.Lock()
         self._held: dict[str, set[str]] = {}  # queue -> runs of it this engine runs
+        # Queues whose last claim round took less than the room it had and which no
+        # limit holds back: a run of theirs ending frees no run to claim, so it does
+        # not call a round (an enqueue or the poll interval does).
+        self._drained: set[str] = set()
         self._wanted = threading.Event()
         self._closed = False
         self._stranded_checked: dict[str, float] = {}
@@ -102,7 +106,9 @@ class Claims:
             runs = self._held.get(queue)
             if runs is not None:
                 runs.discard(workflow_id)
-        self._wanted.set()
+            drained = queue in self._drained
+        if not drained:
+            self._wanted.set()
 
     def listened(self) -> list[Queue]:
         if self._queue_names is None:
@@ -149,6 +155,16 @@ class Claims:
                 self._dispatch(row.workflow_id, row, row.has_log is False)
             taken += len(rows)
             saturated = saturated or len(rows) >= capacity
+            limited = (
+                queue.concurrency is not None
+                or queue.rate_limit is not None
+                or queue.worker_concurrency is not None
+            )
+            with self._lock:
+                if len(rows) < capacity and not limited:
+                    self._drained.add(queue.name)
+                else:
+                    self._drained.discard(queue.name)
         return taken, saturated
 
     def _warn_if_stranded(self, queue: str) -> None:
