@@ -551,6 +551,10 @@ class Scheduler:
             # Handed over while a record written ahead was committing: go on here.
             if self._committed_ahead(activation, event):
                 self._decide(activation, event[3], event[2], decided=event[4])
+        elif kind == "written":
+            # A step's record the last scheduler thread had not committed when it
+            # handed over (see `_loop`): it goes into this thread's next batch.
+            writes.append(event[2])
         elif kind == "ended":
             self._end(activation)
         elif kind == "continued":
