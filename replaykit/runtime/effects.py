@@ -133,6 +133,15 @@ def _call_in_step_context(
     return fn(*args, **kwargs)
 
 
+async def _cancel_the_rest() -> None:
+    """Cancel every other task of the running loop and wait a grace period for them."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=CANCEL_GRACE_SECONDS)
+
+
 def _submit_to_loop(
     body: Callable[[], Coroutine[Any, Any, Any]], loop: asyncio.AbstractEventLoop
 ) -> concurrent.futures.Future[Any]:
@@ -885,6 +894,11 @@ class EffectRunner:
             loop, self._loop = self._loop, None
             thread, self._loop_thread = self._loop_thread, None
         if loop is not None and thread is not None:
+            # What still runs there is a race's loser or an abandoned step: cancel
+            # it and let it unwind, rather than destroy it pending with the loop.
+            drained = asyncio.run_coroutine_threadsafe(_cancel_the_rest(), loop)
+            with contextlib.suppress(Exception):
+                drained.result(timeout=CANCEL_GRACE_SECONDS + 1)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=5)
             if not thread.is_alive():
