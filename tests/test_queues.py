@@ -304,3 +304,29 @@ def test_enqueue_many_refuses_items_that_are_not_argument_tuples(store_url: str)
         with pytest.raises(TypeError, match="item 1 is 'b'"):
             eng.enqueue_many("q-many-bad", note_wf, [("a",), "b"])  # type: ignore[list-item]
         assert eng.list_workflows() == []
+
+
+def _slow_stamp(seconds: float) -> float:
+    time.sleep(seconds)
+    return time.monotonic()
+
+
+@workflow(name="queues.slow-stamp")
+def slow_stamp(seconds: float) -> Generator[Any, Any, float]:
+    stamped = yield Step("slow", _slow_stamp, seconds)
+    return float(stamped)
+
+
+def test_a_delayed_run_in_a_busy_drained_queue_starts_soon_after_it_is_due() -> None:
+    """A queue its last claim found drained calls no round per finished run, but one
+    every `DRAINED_RECHECK` at most: a run that comes due meanwhile is not left for
+    the poll interval."""
+    Queue("q-drained-delay")
+    with Engine("memory://", queues=["q-drained-delay"], poll_interval=30) as engine:
+        began = time.monotonic()
+        busy = [engine.enqueue("q-drained-delay", slow_stamp, 0.3 * i) for i in range(1, 11)]
+        delayed = engine.enqueue("q-drained-delay", slow_stamp, 0.0, delay=0.5)
+        ran_at = delayed.result(timeout=20) - began
+        for handle in busy:
+            handle.result(timeout=20)
+    assert 0.5 <= ran_at < 2.0, f"the delayed run started {ran_at:.2f}s in"

@@ -623,3 +623,28 @@ def test_a_reader_ends_with_its_generation_and_each_generation_keeps_its_stream(
     assert list(engine.read_stream("streams-can", "p", timeout=5)) == ["2-a", "2-b"]
     assert list(engine.read_stream("streams-can#0", "p", timeout=5)) == ["0-a", "0-b"]
     assert list(engine.read_stream("streams-can#1", "p", timeout=5)) == ["1-a", "1-b"]
+
+
+@workflow(name="streams-continuing-quietly")
+def continuing_quietly(generation: int) -> Generator[Any, Any, int]:
+    if generation == 0:
+        yield WriteStream("k", "a")
+        yield Recv("go")
+        yield ContinueAsNew(1)
+    yield Recv("never")  # the next generation writes nothing to the stream
+    return generation
+
+
+def test_a_reader_hears_its_generation_end_without_waiting_for_a_poll(store_url: str) -> None:
+    import threading
+
+    # A poll interval far longer than the wait allowed: only a notification ends it.
+    with Engine(store_url, poll_interval=30) as engine:
+        engine.start(continuing_quietly, 0, workflow_id="streams-quiet")
+        values = engine.read_stream("streams-quiet", "k")
+        assert next(values) == "a"
+        threading.Timer(0.2, engine.send, ("streams-quiet", 1, "go")).start()
+        began = time.monotonic()
+        assert list(values) == []
+        assert time.monotonic() - began < 10, "the reader waited for a poll"
+        engine.cancel("streams-quiet")

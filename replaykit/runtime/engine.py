@@ -773,11 +773,7 @@ class Engine:
         return WorkflowHandle[R](self, row.workflow_id, wf.result_type).result(timeout)
 
     def handle(self, workflow_id: str) -> WorkflowHandle[Any]:
-        # A run this engine finished lately exists: no need to ask the store.
-        if (
-            self.scheduler.finished_row(workflow_id) is None
-            and self.store.get_workflow(workflow_id) is None
-        ):
+        if self.store.get_workflow(workflow_id) is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         return WorkflowHandle(self, workflow_id)
 

@@ -218,6 +218,10 @@ class Scheduler:
         # pool; the short store work around them (reading a run, finishing it,
         # parking it) on a small one of its own, so that long steps filling the big
         # pool do not hold up other runs' finishes.
+        # Whether a warm run alone on an autojumping clock goes on past a Sleep at
+        # once (`would_stay_warm`); the testing kit turns it off, so that its virtual
+        # timeline and its crash points stay those of a suspension and a wake-up.
+        self.go_on_at_jumps = True
         self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
         self._books = ThreadPoolExecutor(BOOKKEEPERS, thread_name_prefix="replaykit-books")
         # One condition guards the scheduler's state and wakes its thread.
@@ -1342,7 +1346,7 @@ class Scheduler:
     def would_stay_warm(self, workflow_id: str, position: int) -> bool:
         """Whether a run suspending at `position` now would keep its generator: if not
         (no cache, or the testing kit's replays), it must suspend, to be replayed."""
-        if self.max_cached_runs == 0 or self._closed:
+        if self.max_cached_runs == 0 or self._closed or not self.go_on_at_jumps:
             return False
         keep_if = self.keep_warm_if
         return keep_if is None or keep_if(workflow_id, position)

@@ -575,8 +575,9 @@ class Store(Protocol):
         the archived row in place) writes nothing and returns the row too.
         An archived id longer than `MAX_NAME_BYTES`, or one that another run
         holds, raises `ValueError` naming it, and nothing is written.
-        Notifies ("finished", archived id) after the commit, never
-        ("finished", id): the run goes on.
+        Notifies ("finished", archived id) and ("stream", id) (readers of
+        the generation's streams end) after the commit, never ("finished",
+        id): the run goes on.
         """
         ...
 

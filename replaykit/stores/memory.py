@@ -516,6 +516,7 @@ class MemoryStore:
             live = next_generation(row, copy.deepcopy(inputs), now)
             self._rows[workflow_id] = live
         self._notify("finished", archived_id)
+        self._notify("stream", workflow_id)  # its generation's streams have ended
         return live
 
     def set_status(

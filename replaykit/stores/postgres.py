@@ -2386,11 +2386,16 @@ class PostgresStore:
                 },
             )
             # Names are far shorter than a notification may be (MAX_NAME_BYTES).
+            # The archived generation finished, and the run's streams of it ended.
             conn.execute(
-                "SELECT pg_notify(%s, %s)",
-                (self._channel, f"{self._origin}finished:{archived_id}"),
+                "SELECT pg_notify(%(c)s, %(f)s), pg_notify(%(c)s, %(s)s)",
+                {
+                    "c": self._channel,
+                    "f": f"{self._origin}finished:{archived_id}",
+                    "s": f"{self._origin}stream:{workflow_id}",
+                },
             )
-        self._notify([("finished", archived_id)])
+        self._notify([("finished", archived_id), ("stream", workflow_id)])
         return next_generation(row, inputs, now)
 
     def set_status(

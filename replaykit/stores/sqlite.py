@@ -1419,7 +1419,8 @@ class SqliteStore:
 
         live = self._write(move)
         if live.generation == generation + 1:
-            self._notify([("finished", archived_id)])
+            # The archived generation finished, and the run's streams of it ended.
+            self._notify([("finished", archived_id), ("stream", workflow_id)])
         return live
 
     def set_status(

@@ -703,6 +703,11 @@ class Session:
         )
         if callable(self.warm):
             engine.scheduler.keep_warm_if = self.warm
+        # A crash at a Sleep's commit rewinds the kit's clock to that commit: the sleep
+        # must be committed where it began (pending) and where it ended, as a
+        # suspension does, not once after the clock jumped over it and delivered
+        # what was scripted meanwhile.
+        engine.scheduler.go_on_at_jumps = False
         engine.recover()
         return engine
 
