@@ -384,3 +384,21 @@ def test_a_deadline_spans_the_generations_on_an_engine(store_url: str) -> None:
             handle.result(timeout=30)
         row = engine.store.get_workflow("can-deadline")
     assert row is not None and row.status is Status.CANCELLED and row.generation == 3
+
+
+def test_list_workflows_finds_a_runs_generations_and_forks(store_url: str) -> None:
+    from replaykit import Client
+
+    with Engine(store_url, poll_interval=0.1) as engine:
+        engine.start(counter, 0, 5, workflow_id="can-list").result(timeout=20)
+        generations = engine.list_workflows(continued_as="can-list")
+        fork = engine.fork("can-list#0", 1)
+        forks = engine.list_workflows(forked_from="can-list#0")
+        if not store_url.startswith("memory"):
+            with Client(store_url) as client:
+                assert [r.workflow_id for r in client.list_workflows(continued_as="can-list")] == [
+                    r.workflow_id for r in generations
+                ]
+    assert generations and all(r.status is Status.CONTINUED for r in generations)
+    assert {r.continued_as for r in generations} == {"can-list"}
+    assert [r.workflow_id for r in forks] == [fork.workflow_id]
