@@ -65,6 +65,9 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 R = TypeVar("R")
 
 DEFAULT_URL = admin.DEFAULT_URL
+#: How many poll intervals a waiter for a run this engine runs sleeps between looks
+#: (it is woken when the run finishes; the look is for a lost notification).
+TRACKED_ROUNDS = 5
 #: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
 StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
@@ -1142,27 +1145,45 @@ class Engine:
         deadline = None if timeout is None else time.monotonic() + timeout
         finished = threading.Event()
         unsubscribe = self.listen([("finished", workflow_id)], finished.set)
+        scheduler = self.scheduler
+
+        def read() -> WorkflowRow:
+            row = self.store.get_workflow(workflow_id)
+            if row is None:
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            return row
+
         try:
+            looked = False
             while True:
-                row = self.scheduler.finished_row(workflow_id)
-                if row is None:
-                    row = self.store.get_workflow(workflow_id)
-                if row is None:
-                    raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-                if row.status.is_terminal:
+                row = scheduler.finished_row(workflow_id)
+                if row is None and (looked or not scheduler.is_tracked(workflow_id)):
+                    # A run this engine runs says when it finishes (the listener above),
+                    # so its first look costs no store read: in `run()` that read was
+                    # one statement in twelve.
+                    row = read()
+                if row is not None and row.status.is_terminal:
                     return row
-                wait = self.poll_interval
+                wait = self.poll_interval * (TRACKED_ROUNDS if row is None else 1)
                 if deadline is not None:
                     left = deadline - time.monotonic()
                     if left <= 0:
+                        row = row or read()
+                        if row.status.is_terminal:
+                            return row
                         raise WorkflowTimeout(
                             f"workflow {row.name!r} (id {workflow_id!r}) is still "
                             f"{row.status.value} after {timeout}s"
                             + (f": {row.error}" if row.error else "")
                         )
                     wait = min(wait, left)
+                # After a wake-up the cache is asked first, then the store: a run
+                # cancelled or deleted elsewhere (the CLI, another process) is never
+                # in the cache, and a round that runs out without a word may have
+                # missed a notification.
                 finished.wait(wait)
                 finished.clear()
+                looked = True
         finally:
             unsubscribe()
 
