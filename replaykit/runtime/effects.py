@@ -733,7 +733,10 @@ class EffectRunner:
             return
         woken = threading.Event()
         scope.on_cancel(woken.set)
-        woken.wait(max(seconds, 0.0))
+        try:
+            woken.wait(max(seconds, 0.0))
+        finally:
+            scope.discard(woken.set)
 
     # -- durable back-offs ------------------------------------------------------------
 
@@ -845,6 +848,9 @@ class EffectRunner:
                 return future.result()
             except concurrent.futures.CancelledError:
                 raise Cancelled(f"step {name!r} was cancelled") from None
+            finally:
+                if scope is not None:
+                    scope.discard(future.cancel)
         if timeout is None and not (preemptible and scope is not None):
             token = step_context_var.set(context)
             try:
@@ -861,7 +867,11 @@ class EffectRunner:
         future.add_done_callback(lambda _f: ended.set())
         if preemptible and scope is not None:
             scope.on_cancel(ended.set)
-        ended.wait(timeout)
+        try:
+            ended.wait(timeout)
+        finally:
+            if preemptible and scope is not None:
+                scope.discard(ended.set)
         if future.done():
             return future.result()
         future.cancel()

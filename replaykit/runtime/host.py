@@ -7,6 +7,7 @@ test may fake. The types here are the only ones both sides share.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -58,6 +59,7 @@ class CancelScope:
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], object]] = []
         self.cancelled = False
+        self._parent = parent
         if parent is not None:
             parent.on_cancel(self.cancel)
 
@@ -68,12 +70,26 @@ class CancelScope:
                 return
         callback()
 
+    def discard(self, callback: Callable[[], object]) -> None:
+        """Forget a callback whose wait is over.
+
+        A scope lives as long as its activation, and each callback holds what it
+        would cancel: kept after its step, they would pile up (one per step) and
+        tie the step's task, coroutine and effect to the run in a reference cycle
+        that only the garbage collector's slow full pass frees.
+        """
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
     def cancel(self) -> None:
         with self._lock:
             if self.cancelled:
                 return
             self.cancelled = True
             callbacks, self._callbacks = self._callbacks, []
+        parent, self._parent = self._parent, None
+        if parent is not None:  # nothing more to hear from it
+            parent.discard(self.cancel)
         for callback in callbacks:
             callback()
 

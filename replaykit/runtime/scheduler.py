@@ -756,6 +756,11 @@ class Scheduler:
     ) -> None:
         """On the loop: collect the outcome; the first of a batch schedules its posting."""
         command = step.command
+        # The step and its task let go of each other and of the run's scope, so that
+        # reference counting frees them (see CancelScope.discard).
+        step.task = None
+        if step.activation.scope is not None:
+            step.activation.scope.discard(step.cancel)
         event: Event
         if task.cancelled():
             cancelled = Cancelled(f"step {command.name!r} was cancelled")
