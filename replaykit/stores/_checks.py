@@ -41,9 +41,22 @@ def _shown(value: str) -> str:
     return repr(value if len(value) <= 60 else value[:60] + "…")
 
 
+def _fine(value: object) -> bool:
+    """The common case of every name check: short ASCII with no NUL (bytes = characters).
+
+    False for anything else, which the full check then looks at.
+    """
+    return (
+        type(value) is str
+        and len(value) <= MAX_NAME_BYTES
+        and value.isascii()
+        and "\x00" not in value
+    )
+
+
 def _check(label: str, value: str, owner: str | None, position: int | None) -> None:
     # Every write checks its names: the common case answers before any message is built.
-    if len(value) <= MAX_NAME_BYTES and value.isascii() and "\x00" not in value:
+    if _fine(value):
         return
     where = ""
     if owner is not None:
@@ -111,6 +124,8 @@ def check_row(row: WorkflowRow) -> None:
 
 def check_record(workflow_id: str, record: Record) -> None:
     """The names a record carries: its command's name (a step's, a topic, a key) and kind."""
+    if _fine(workflow_id) and _fine(record.name) and _fine(record.kind):
+        return  # every checkpoint passes here: no keyword dict, no label built
     check_names(workflow_id, position=record.position, name=record.name, kind=record.kind)
 
 
@@ -122,7 +137,8 @@ def check_write(
     event: EventWrite | None,
 ) -> None:
     """The names of one `record()` call."""
-    check_names(workflow_id, executor_id=executor_id)
+    if executor_id is not None and not _fine(executor_id):
+        check_names(workflow_id, executor_id=executor_id)
     check_record(workflow_id, record)
     if send is not None:
         check_names(send.workflow_id, topic=send.topic, idempotency_key=send.idempotency_key)
