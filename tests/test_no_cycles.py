@@ -61,12 +61,26 @@ def saved_garbage() -> Iterator[list[Any]]:
         gc.garbage.clear()
 
 
-def _ours(garbage: list[Any]) -> collections.Counter[str]:
-    """The garbage objects whose class is replaykit's, by class name."""
+def _run_of(obj: Any) -> str | None:
+    """The workflow id an object of the runtime belongs to, where it says."""
+    for holder in (obj, getattr(obj, "activation", None), getattr(obj, "row", None)):
+        workflow_id = getattr(holder, "workflow_id", None)
+        if isinstance(workflow_id, str):
+            return workflow_id
+    return None
+
+
+def _ours(garbage: list[Any], prefix: str) -> collections.Counter[str]:
+    """replaykit's objects in the garbage that belong to this test's runs, by class.
+
+    Only this test's runs count: garbage another test's engine leaves meanwhile
+    (its threads may still be winding down in this process) is not this test's.
+    """
     return collections.Counter(
         type(obj).__qualname__
         for obj in garbage
         if getattr(type(obj), "__module__", "").startswith("replaykit")
+        and (_run_of(obj) or "").startswith(prefix)
     )
 
 
@@ -79,7 +93,7 @@ def test_async_steps_under_async_engine_leave_no_cycle(saved_garbage: list[Any])
             results = await asyncio.gather(*[handle.result(timeout=30) for handle in handles])
             assert results == [15] * 20
             gc.collect()
-            assert _ours(saved_garbage) == collections.Counter()
+            assert _ours(saved_garbage, "ac-") == collections.Counter()
 
     asyncio.run(main())
 
@@ -92,7 +106,7 @@ def test_steps_under_the_sync_engine_leave_no_cycle(wf: Any, saved_garbage: list
         assert [handle.result(timeout=30) for handle in handles] == [15] * 20
         assert engine.run(wf, 5, workflow_id=f"sc-{tag}-alone", timeout=30) == 15
         gc.collect()
-        assert _ours(saved_garbage) == collections.Counter()
+        assert _ours(saved_garbage, f"sc-{tag}-") == collections.Counter()
 
 
 def test_a_discarded_callback_is_not_called_on_cancel() -> None:

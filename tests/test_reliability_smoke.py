@@ -77,6 +77,7 @@ def _broken(stdout: str) -> set[str]:
     return found
 
 
+@pytest.mark.xdist_group("chaos")
 @pytest.mark.parametrize("smoke", [_param(s) for s in SMOKES])
 def test_scenario_smoke(smoke: Smoke) -> None:
     argv = [sys.executable, "-m", f"reliability.{smoke.name}", "--smoke", *smoke.args]

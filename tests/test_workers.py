@@ -70,6 +70,7 @@ def spawn_worker(url: str, env: dict[str, str], name: str) -> subprocess.Popen[s
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("chaos")
 def test_three_workers_drain_a_queue_through_a_sigkill(
     pg_url: str, pg_schema: str, tmp_path: Path
 ) -> None:

@@ -65,9 +65,6 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 R = TypeVar("R")
 
 DEFAULT_URL = admin.DEFAULT_URL
-#: How many poll intervals a waiter for a run this engine runs sleeps between looks
-#: (it is woken when the run finishes; the look is for a lost notification).
-TRACKED_ROUNDS = 5
 #: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
 StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
@@ -1164,7 +1161,7 @@ class Engine:
                     row = read()
                 if row is not None and row.status.is_terminal:
                     return row
-                wait = self.poll_interval * (TRACKED_ROUNDS if row is None else 1)
+                wait = self.poll_interval
                 if deadline is not None:
                     left = deadline - time.monotonic()
                     if left <= 0:
