@@ -190,6 +190,7 @@ def slow_step(seconds: float) -> str:
 
 
 async def slow_async(seconds: float) -> str:
+    count("async-started")
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
@@ -227,7 +228,12 @@ def step_timeout_wf() -> Generator[Any, Any, Any]:
 
 def test_race_step_against_sleep_cancels_the_losing_async_step(engine: Engine) -> None:
     assert engine.run(step_timeout_wf, timeout=20) == [1, None]
-    wait_for(lambda: RUNS.get("async-cancelled") == 1)
+    # On a loaded machine the sleep may win before the engine's loop got to the step:
+    # then it never starts, which is as good (a loser leaves no trace). Once started,
+    # it must be cancelled, never finish.
+    if RUNS.get("async-started"):
+        wait_for(lambda: RUNS.get("async-cancelled") == 1)
+    assert RUNS.get("async-started", 0) <= 1
     assert "async-finished" not in RUNS
 
 

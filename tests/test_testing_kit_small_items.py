@@ -271,3 +271,24 @@ def test_a_get_event_on_a_child_waits_on_virtual_time() -> None:
     assert result.unwrap() == "packed"
     assert result.elapsed == timedelta(hours=1)
     assert result.events == {"seen": "packed"}
+
+
+def test_a_crashed_process_cron_loop_finds_nothing_and_writes_nothing() -> None:
+    """The cron loop of a crashed process's engine runs on its own thread until the
+    engine closes: a quiet answer, not an exception that kills the thread (which
+    pytest reports as a failure of whatever test was running)."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from replaykit.log import Record, Value
+    from replaykit.stores import open_store
+    from replaykit.testing._session import JournalStore, SimulatedCrash
+
+    store = JournalStore(SimpleNamespace(store=open_store("memory://")), 0)  # type: ignore[arg-type]
+    store.dead = True
+    now = datetime.now(UTC)
+    assert store.schedule_states() == {}
+    assert store.register_schedules([], now) is None
+    assert store.list_workflows(WorkflowFilter()) == []
+    with pytest.raises(SimulatedCrash):
+        store.record("some-run", Record(0, "step", "s", Value(1)))

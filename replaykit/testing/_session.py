@@ -313,9 +313,10 @@ _READS = frozenset(
     }
 )
 #: What the engine of a crashed process sees until it is closed: no runs, nothing to
-#: claim or take over. Its activations end at their first read, and its background
-#: threads (queue claims, polling) get quiet answers instead of an exception that
-#: would kill them. Only commits and the writes an activation makes raise.
+#: claim or take over, no schedule. Its activations end at their first read, and its
+#: background threads (queue claims, polling, the cron loop) get quiet answers
+#: instead of an exception that would kill them. Only commits and the writes an
+#: activation makes raise.
 _WHEN_DEAD: Mapping[str, Any] = {
     "get_workflow": None,
     "list_workflows": [],
@@ -327,6 +328,9 @@ _WHEN_DEAD: Mapping[str, Any] = {
     "heartbeat": None,
     "take_over": [],
     "claim": [],
+    # The cron loop's thread: it finds no schedule and registers none.
+    "schedule_states": {},
+    "register_schedules": None,
 }
 
 
