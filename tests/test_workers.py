@@ -12,10 +12,14 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import drop_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 TOTAL = 2000
@@ -38,6 +42,29 @@ with psycopg.connect(url, autocommit=True) as conn:
         time.sleep(0.005)
 print(peak)
 """
+
+
+@pytest.fixture
+def side_schema(pg_url: str) -> Iterator[str]:
+    """A schema of this run's own holding the side table `ran`, dropped afterwards.
+
+    A fixed name would let two suite runs on one server share (and drop) one table.
+    """
+    import psycopg
+    from psycopg import sql
+
+    schema = f"proof_side_{uuid.uuid4().hex[:12]}"
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+            conn.execute(
+                sql.SQL("CREATE TABLE {}.ran (workflow_id text, step text, pid int)").format(
+                    sql.Identifier(schema)
+                )
+            )
+        yield schema
+    finally:
+        drop_schema(schema)
 
 
 def spawn_worker(url: str, env: dict[str, str], name: str) -> subprocess.Popen[str]:
@@ -72,25 +99,29 @@ def spawn_worker(url: str, env: dict[str, str], name: str) -> subprocess.Popen[s
 @pytest.mark.slow
 @pytest.mark.xdist_group("chaos")
 def test_three_workers_drain_a_queue_through_a_sigkill(
-    pg_url: str, pg_schema: str, tmp_path: Path
+    pg_url: str,
+    pg_schema: str,
+    side_schema: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import psycopg
+    from psycopg import sql
 
     from replaykit import Engine, Status
 
     url = f"{pg_url}?schema={pg_schema}"
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("CREATE SCHEMA IF NOT EXISTS proof_side")
-        conn.execute("DROP TABLE IF EXISTS proof_side.ran")
-        conn.execute("CREATE TABLE proof_side.ran (workflow_id text, step text, pid int)")
+    # The step bodies (and so PROOF_PG and PROOF_SCHEMA) run only in the workers.
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "PROOF_PG": pg_url,
+        "PROOF_SCHEMA": side_schema,
         "PROOF_CONCURRENCY": str(K),
     }
-    os.environ["PROOF_PG"] = pg_url
-    os.environ["PROOF_CONCURRENCY"] = str(K)
+    # This process imports the app too; its queue is built at import from
+    # PROOF_CONCURRENCY, so set it here for the test's duration only.
+    monkeypatch.setenv("PROOF_CONCURRENCY", str(K))
     from tests.apps.proof_app import proof, proof_item
 
     stop_file = tmp_path / "stop"
@@ -131,10 +162,11 @@ def test_three_workers_drain_a_queue_through_a_sigkill(
 
     with psycopg.connect(pg_url, autocommit=True) as conn:
         rows: list[Any] = conn.execute(
-            "SELECT workflow_id, step, count(*), array_agg(pid) FROM proof_side.ran "
-            "GROUP BY workflow_id, step"
+            sql.SQL(
+                "SELECT workflow_id, step, count(*), array_agg(pid) FROM {}.ran "
+                "GROUP BY workflow_id, step"
+            ).format(sql.Identifier(side_schema))
         ).fetchall()
-        conn.execute("DROP SCHEMA proof_side CASCADE")
     counts = {(w, s): (c, pids) for w, s, c, pids in rows}
     assert len(counts) == TOTAL * 2  # every step of every run ran
     killed_pid = workers[0].pid
