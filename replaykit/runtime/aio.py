@@ -588,7 +588,7 @@ class AsyncEngine:
             while True:
                 # Lock-free looks: the scheduler's locks are contended, and waiting
                 # for one holds the loop behind the GIL. A miss costs a store read.
-                row = scheduler.peek_finished(workflow_id)
+                row = engine.kept_finished(workflow_id)
                 if row is None and (told or looked or not scheduler.peek_tracked(workflow_id)):
                     # Only a run that lives elsewhere is looked up at every round: one
                     # this engine runs says when it finishes. (A thousand waiters

@@ -171,9 +171,13 @@ class Engine:
         # One retry policy for every room: the store retries what may run twice.
         # Inside it, the payload codec: a retried call re-encodes nothing it sent.
         self.codec = codec
+        opened = open_store_for(target)
+        # Whether every delete, from wherever, reaches this engine as a note: then a
+        # run it finished lately is known to exist without a read. A store that
+        # does not say (a user's own) is asked.
+        self._hears_every_delete = getattr(opened, "notes_reach_every_sharer", False) is True
         self.store: Store = cast(
-            Store,
-            RetryingStore(with_codec(open_store_for(target), codec), stop=lambda: self._closed),
+            Store, RetryingStore(with_codec(opened, codec), stop=lambda: self._closed)
         )
         self.executor_id = executor_id
         self.app_version = app_version or app_version_of(registered().values())
@@ -773,7 +777,7 @@ class Engine:
         return WorkflowHandle[R](self, row.workflow_id, wf.result_type).result(timeout)
 
     def handle(self, workflow_id: str) -> WorkflowHandle[Any]:
-        if self.store.get_workflow(workflow_id) is None:
+        if self.kept_finished(workflow_id) is None and self.store.get_workflow(workflow_id) is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         return WorkflowHandle(self, workflow_id)
 
@@ -1153,7 +1157,7 @@ class Engine:
         try:
             looked = False
             while True:
-                row = scheduler.finished_row(workflow_id)
+                row = self.kept_finished(workflow_id)
                 if row is None and (looked or not scheduler.is_tracked(workflow_id)):
                     # A run this engine runs says when it finishes (the listener above),
                     # so its first look costs no store read: in `run()` that read was
@@ -1183,6 +1187,18 @@ class Engine:
                 looked = True
         finally:
             unsubscribe()
+
+    def kept_finished(self, workflow_id: str) -> WorkflowRow | None:
+        """The row of a run this engine finished lately, if it may answer from it.
+
+        Only while every delete of the store reaches this engine as a note (the
+        scheduler forgets a deleted run's row): on SQLite, whose notes stay in their
+        process, a run deleted from another process would still be answered for, so
+        there the store is asked. Lock-free, for callers on an event loop too.
+        """
+        if not self._hears_every_delete:
+            return None
+        return self.scheduler.peek_finished(workflow_id)
 
     def outcome_value(self, row: WorkflowRow, result_type: Any = None) -> Any:
         """A finished run's result decoded as `result_type`, or its failure raised."""
@@ -1341,6 +1357,11 @@ class Engine:
             self.scheduler.drop_warm(key)
             self.scheduler.dispatch(key)
             return
+        if kind == "deleted":
+            # Deleted, maybe from another process: a handle or a waiter must not be
+            # answered from what this engine kept of it.
+            self.scheduler.forget_finished(key)
+            self.scheduler.drop_warm(key)
         if kind == "finished":
             # Finished or cancelled elsewhere: nothing of it is worth keeping warm,
             # and its deadline no longer matters.

@@ -293,9 +293,14 @@ class Scheduler:
         """`is_tracked` without the locks (see `peek_finished`)."""
         return workflow_id in self._active or self.wakeups.peek_suspended(workflow_id)
 
-    def forget_finished(self) -> None:
+    def forget_finished(self, workflow_id: str | None = None) -> None:
+        """Forget the finished row kept of `workflow_id` (of every run if None): the
+        store may no longer hold it (deleted)."""
         with self._cv:
-            self._finished.clear()
+            if workflow_id is None:
+                self._finished.clear()
+            else:
+                self._finished.pop(workflow_id, None)
 
     def scope_of(self, workflow_id: str) -> CancelScope | None:
         with self._cv:

@@ -667,10 +667,11 @@ class Store(Protocol):
         `record_many()` committed a completed record of a stream kind,
         `log.STREAM_KINDS`: a `WriteStream` value or a `CloseStream`; a
         `finish_workflow(record=)` carrying one notifies "finished", on which
-        stream readers wait too). Stores shared between processes also
-        deliver other processes' commits (Postgres: LISTEN/NOTIFY); a
-        notification may be lost or duplicated, so waiters also poll. Returns a
-        function that unsubscribes.
+        stream readers wait too), "deleted" (the workflow `delete_workflow`
+        removed: engines forget the finished row they keep of it). Stores
+        shared between processes also deliver other processes' commits
+        (Postgres: LISTEN/NOTIFY); a notification may be lost or duplicated,
+        so waiters also poll. Returns a function that unsubscribes.
         """
         ...
 

@@ -73,6 +73,10 @@ log = logging.getLogger("replaykit.stores")
 class MemoryStore:
     """Keeps everything in process memory; safe to share between threads."""
 
+    #: Every engine sharing it hears every note (there is one process), so an engine
+    #: may answer from what it keeps until a "deleted" note says otherwise.
+    notes_reach_every_sharer = True
+
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._rows: dict[str, WorkflowRow] = {}
@@ -675,7 +679,8 @@ class MemoryStore:
             self._used_keys = {k: c for k, c in self._used_keys.items() if k[0] != workflow_id}
             for key in [k for k in self._events if k[0] == workflow_id]:
                 del self._events[key]
-            return True
+        self._notify("deleted", workflow_id)
+        return True
 
     # -- schedule states -------------------------------------------------------
 

@@ -133,7 +133,9 @@ _MIGRATION_LOCK_TIMEOUT = "15s"
 # skipped (waiters poll anyway) rather than failing the write.
 _NOTIFY_MAX_KEY = 7900
 # What a notification can be about; an origin (12 hex digits) is never one of these.
-_NOTE_KINDS = frozenset({"message", "event", "finished", "enqueued", "resumed", "stream"})
+_NOTE_KINDS = frozenset(
+    {"message", "event", "finished", "enqueued", "resumed", "stream", "deleted"}
+)
 
 # An executor id's advisory-lock key, computed by the server from the row's
 # executor_id as `PostgresStore._executor_key` computes it in Python. A take-over
@@ -921,6 +923,10 @@ class PostgresStore:
     `migrate()` brings it up to date). An unreachable server raises
     `StoreUnavailable`.
     """
+
+    #: LISTEN/NOTIFY carries every note to every engine on the schema, whatever its
+    #: process or machine (a note can be lost with a connection; waiters also poll).
+    notes_reach_every_sharer = True
 
     def __init__(
         self,
@@ -2608,7 +2614,15 @@ class PostgresStore:
                 ),
                 (workflow_id,),
             )
-            return True
+            if len(workflow_id.encode()) < _NOTIFY_MAX_KEY:
+                # Other engines forget what they keep of the run (a finished row a
+                # handle would answer from); sent at commit, as every note is.
+                conn.execute(
+                    "SELECT pg_notify(%s, %s || 'deleted:' || %s)",
+                    (self._channel, self._origin, workflow_id),
+                )
+        self._notify([("deleted", workflow_id)])
+        return True
 
     # -- schedule states -------------------------------------------------------
 

@@ -523,6 +523,10 @@ class SqliteStore:
     `busy_timeout_ms` bounds how long a write waits for another process.
     """
 
+    #: Notes reach only the engines of this process: a run deleted from another
+    #: process is not heard of, so engines ask the file (see `Engine.handle`).
+    notes_reach_every_sharer = False
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -1634,7 +1638,10 @@ class SqliteStore:
             conn.execute("DELETE FROM workflows WHERE continued_as = ?", (workflow_id,))
             return True
 
-        return self._write(delete)
+        deleted = self._write(delete)
+        if deleted:
+            self._notify([("deleted", workflow_id)])
+        return deleted
 
     # -- schedule states -------------------------------------------------------
 

@@ -1,0 +1,122 @@
+"""`Engine.handle` answers from the runs this engine finished lately, without a store
+read, only while every delete reaches it as a note; a deleted run is
+never answered from what the engine kept (SUCCESS and ERROR, the only statuses it
+keeps, cannot be resumed)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from replaykit import AsyncEngine, Engine, Step, workflow
+from replaykit.errors import WorkflowNotFound
+from replaykit.stores import open_store
+from replaykit.stores.base import Store
+
+
+def _double(x: int) -> int:
+    return 2 * x
+
+
+@workflow(name="handle-reads.double")
+def double(x: int) -> Generator[Any, Any, int]:
+    return int((yield Step("double", _double, x)))
+
+
+def _counting_reads(engine: Engine) -> list[str]:
+    """Every `get_workflow` the engine's store answers from now on, by id."""
+    reads: list[str] = []
+    store = engine.store
+    original = store.get_workflow
+
+    def counted(workflow_id: str) -> Any:
+        reads.append(workflow_id)
+        return original(workflow_id)
+
+    store.get_workflow = counted  # type: ignore[method-assign]
+    return reads
+
+
+def _until(check: Any, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return bool(check())
+
+
+def _raises_not_found(engine: Engine, workflow_id: str) -> bool:
+    try:
+        engine.handle(workflow_id)
+    except WorkflowNotFound:
+        return True
+    return False
+
+
+def test_a_run_finished_here_gets_a_handle_without_a_read(store_url: str) -> None:
+    with Engine(store_url) as engine:
+        assert engine.run(double, 21, workflow_id="hr-fresh") == 42
+        reads = _counting_reads(engine)
+        handle = engine.handle("hr-fresh")
+        assert handle.result(timeout=5) == 42
+        # SQLite is asked, by the handle and by the result: a delete from another
+        # process would not be heard.
+        sqlite = store_url.startswith("sqlite:")
+        assert reads == (["hr-fresh", "hr-fresh"] if sqlite else [])
+        with pytest.raises(WorkflowNotFound, match="hr-missing"):
+            engine.handle("hr-missing")
+
+
+def test_a_run_deleted_behind_the_engines_back_is_not_found(store_url: str) -> None:
+    """Deleted through the store itself (not `engine.delete`, which forgets it too):
+    only the store's "deleted" note tells the engine."""
+    with Engine(store_url) as engine:
+        engine.run(double, 1, workflow_id="hr-gone")
+        handle = engine.handle("hr-gone")
+        assert engine.store.delete_workflow("hr-gone")
+        assert _until(lambda: _raises_not_found(engine, "hr-gone"))
+        with pytest.raises(WorkflowNotFound, match="hr-gone"):
+            handle.result(timeout=5)
+
+
+def _other_process_store(store_url: str) -> Store:
+    """The same database through a store object of its own, as another process has."""
+    return open_store(store_url)
+
+
+def test_a_delete_from_another_process_is_seen_by_handle_and_result(store_url: str) -> None:
+    if store_url.startswith("memory:"):
+        pytest.skip("a memory store lives in one process")
+    with Engine(store_url) as engine:
+        engine.run(double, 2, workflow_id="hr-elsewhere")
+        handle = engine.handle("hr-elsewhere")
+        other = _other_process_store(store_url)
+        try:
+            assert other.delete_workflow("hr-elsewhere")
+        finally:
+            other.close()
+        # SQLite is read at once; PostgreSQL's note arrives within moments.
+        assert _until(lambda: _raises_not_found(engine, "hr-elsewhere"))
+        with pytest.raises(WorkflowNotFound):
+            handle.result(timeout=5)
+
+
+def test_the_async_engine_answers_a_deleted_run_from_the_store(store_url: str) -> None:
+    async def main() -> None:
+        async with AsyncEngine(store_url) as engine:
+            handle = await engine.start(double, 5, workflow_id="hr-async")
+            assert await handle.result(timeout=10) == 10
+            assert engine.engine.store.delete_workflow("hr-async")
+            deadline = time.monotonic() + 10
+            while engine.engine.kept_finished("hr-async") is not None:
+                assert time.monotonic() < deadline, "the deleted run's row is still kept"
+                await asyncio.sleep(0.02)
+            with pytest.raises(WorkflowNotFound, match="hr-async"):
+                await engine.handle("hr-async").result(timeout=5)
+
+    asyncio.run(asyncio.wait_for(main(), 60))
