@@ -589,7 +589,14 @@ class AsyncEngine:
                 # Lock-free looks: the scheduler's locks are contended, and waiting
                 # for one holds the loop behind the GIL. A miss costs a store read.
                 row = engine.kept_finished(workflow_id)
-                if row is None and (told or looked or not scheduler.peek_tracked(workflow_id)):
+                if row is None and (
+                    told
+                    or looked
+                    or not scheduler.peek_tracked(workflow_id)
+                    # Finished here (maybe before this waiter listened), its row not
+                    # answered from (SQLite): the store has it.
+                    or scheduler.peek_finished(workflow_id) is not None
+                ):
                     # Only a run that lives elsewhere is looked up at every round: one
                     # this engine runs says when it finishes. (A thousand waiters
                     # reading the store took its connections from the runs' commits.)

@@ -1158,7 +1158,13 @@ class Engine:
             looked = False
             while True:
                 row = self.kept_finished(workflow_id)
-                if row is None and (looked or not scheduler.is_tracked(workflow_id)):
+                if row is None and (
+                    looked
+                    or not scheduler.is_tracked(workflow_id)
+                    # Finished here, maybe before this waiter listened, though its
+                    # row is not answered from (SQLite): the store has it.
+                    or scheduler.peek_finished(workflow_id) is not None
+                ):
                     # A run this engine runs says when it finishes (the listener above),
                     # so its first look costs no store read: in `run()` that read was
                     # one statement in twelve.
