@@ -111,7 +111,15 @@ def test_the_async_engine_answers_a_deleted_run_from_the_store(store_url: str) -
         async with AsyncEngine(store_url) as engine:
             handle = await engine.start(double, 5, workflow_id="hr-async")
             assert await handle.result(timeout=10) == 10
-            assert engine.engine.store.delete_workflow("hr-async")
+            # From another store object, as another process deletes (memory: there is
+            # no other process): on SQLite the engine hears nothing, so only a waiter
+            # that reads the file finds the run gone.
+            other = engine.engine.store if store_url == "memory://" else open_store(store_url)
+            try:
+                assert other.delete_workflow("hr-async")
+            finally:
+                if other is not engine.engine.store:
+                    other.close()
             deadline = time.monotonic() + 10
             while engine.engine.kept_finished("hr-async") is not None:
                 assert time.monotonic() < deadline, "the deleted run's row is still kept"
@@ -139,3 +147,56 @@ def test_waiters_of_runs_finishing_as_they_look_are_not_left_for_a_poll(store_ur
             took = time.monotonic() - began
     assert sorted(results) == [2 * i for i in range(500)]
     assert took < 20, f"the drain's waiters took {took:.1f}s: a wake-up was missed"
+
+
+def test_a_run_deleted_while_its_finish_commits_is_not_kept() -> None:
+    """The delete's note can come between the finish's commit and the moment the
+    scheduler keeps the finished row: the row must not be kept then."""
+    store = MemoryStore()
+    with Engine(store) as engine:
+
+        def delete_on_finish(kind: str, key: str) -> None:
+            # Runs on the finishing thread, right after the commit: the widest gap.
+            if kind == "finished" and key == "hr-finish-race":
+                store.delete_workflow(key)
+
+        unsubscribe = store.subscribe(delete_on_finish)
+        try:
+            handle = engine.start(double, 21, workflow_id="hr-finish-race")
+            with pytest.raises(WorkflowNotFound, match="hr-finish-race"):
+                handle.result(timeout=10)
+        finally:
+            unsubscribe()
+        assert engine.kept_finished("hr-finish-race") is None
+
+
+def test_notes_lost_while_the_listener_reconnects_forget_kept_rows(pg_url: str) -> None:
+    """A delete sent while PostgreSQL's listener was down is lost, and nothing polls
+    for one: the listener says "relisten" when it is back, and the engine forgets the
+    rows it kept."""
+    import psycopg
+
+    from conftest import drop_schema, fresh_schema_name
+
+    schema = fresh_schema_name("hr_relisten")
+    url = f"{pg_url}?schema={schema}"
+    try:
+        with Engine(url) as engine:
+            engine.run(double, 1, workflow_id="hr-relisten")
+            assert engine.kept_finished("hr-relisten") is not None
+            other = open_store(url)
+            try:
+                with psycopg.connect(pg_url, autocommit=True) as admin:
+                    killed = admin.execute(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = %s",
+                        (f"replaykit-listen:{schema}"[:63],),
+                    ).fetchone()
+                assert killed is not None and killed[0] >= 1
+                # At once, before the listener is back: its note is lost.
+                assert other.delete_workflow("hr-relisten")
+            finally:
+                other.close()
+            assert _until(lambda: _raises_not_found(engine, "hr-relisten"))
+    finally:
+        drop_schema(schema)

@@ -1368,6 +1368,10 @@ class Engine:
             # answered from what this engine kept of it.
             self.scheduler.forget_finished(key)
             self.scheduler.drop_warm(key)
+        if kind == "relisten":
+            # Notes may have been lost, a delete's among them: nothing polls for one.
+            self.scheduler.forget_finished()
+            return
         if kind == "finished":
             # Finished or cancelled elsewhere: nothing of it is worth keeping warm,
             # and its deadline no longer matters.

@@ -249,6 +249,9 @@ class Scheduler:
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
+        # Counts `forget_finished` calls: a finish that saw it change while its commit
+        # was in flight keeps no row (the delete it heard of may be of that run).
+        self._forgotten = 0
         # Cancels a preemptible step's attempt when its run stops elsewhere.
         self._preempt = PreemptWatch(interval=poll_interval, look=self._stopped_runs)
         self._unlisten = wakeups.listen_kind("finished", self._preempt.stopped)
@@ -297,6 +300,7 @@ class Scheduler:
         """Forget the finished row kept of `workflow_id` (of every run if None): the
         store may no longer hold it (deleted)."""
         with self._cv:
+            self._forgotten += 1
             if workflow_id is None:
                 self._finished.clear()
             else:
@@ -1404,6 +1408,7 @@ class Scheduler:
     ) -> bool:
         """Finish the run in the store; whether it was still PENDING here to finish."""
         error = result.error.message[:500] if isinstance(result, Failure) else ""
+        forgotten = self._forgotten
         try:
             finished = self.store.finish_workflow(
                 row.workflow_id,
@@ -1421,11 +1426,12 @@ class Scheduler:
         if finished:
             # handle.result() on this engine then needs no read of its own.
             with self._cv:
-                self._finished[row.workflow_id] = attrs.evolve(
-                    row, status=status, result=result, error=error
-                )
-                while len(self._finished) > FINISHED_CACHE:
-                    self._finished.popitem(last=False)
+                if self._forgotten == forgotten:
+                    self._finished[row.workflow_id] = attrs.evolve(
+                        row, status=status, result=result, error=error
+                    )
+                    while len(self._finished) > FINISHED_CACHE:
+                        self._finished.popitem(last=False)
             # The store's notification may have come before the cache held the row:
             # tell the result waiters again, so they find it here, not in the store.
             self.wakeups.tell_listeners(("finished", row.workflow_id))

@@ -671,7 +671,9 @@ class Store(Protocol):
         removed: engines forget the finished row they keep of it). Stores
         shared between processes also deliver other processes' commits
         (Postgres: LISTEN/NOTIFY); a notification may be lost or duplicated,
-        so waiters also poll. Returns a function that unsubscribes.
+        so waiters also poll. A store that knows it may have lost some (its
+        listener reconnected) says "relisten" (key ""). Returns a function
+        that unsubscribes.
         """
         ...
 

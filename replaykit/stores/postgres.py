@@ -896,6 +896,11 @@ class _Listener:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
             self.connections += 1
             self.ready.set()
+            if self.connections > 1:
+                # Whatever was sent while no LISTEN stood is lost. Waiters poll for
+                # most of it, but nothing polls for a delete: subscribers hear
+                # "relisten" and forget what a lost note might have changed.
+                self._deliver("relisten", "")
             while not self._stop.is_set():
                 # A short timeout so stop() is noticed without closing the socket
                 # under the thread.
