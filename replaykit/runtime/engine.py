@@ -40,7 +40,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, registered, unbind
-from replaykit.runtime import admin, streams
+from replaykit.runtime import admin, courtesy, streams
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.effects import EffectRunner
@@ -203,6 +203,9 @@ class Engine:
         # tests a flag and does nothing more.
         self.telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
         self._runner = EffectRunner(self, loop=step_loop, telemetry=self.telemetry)
+        # An application's loop shares the interpreter lock with the engine's threads:
+        # the busiest of them step aside for it after each millisecond of work.
+        self.courtesy = courtesy.Courtesy(courtesy.WORK if step_loop is not None else None)
         self.wakeups = Wakeups(
             self.clock,
             poll_interval=poll_interval,
@@ -243,6 +246,7 @@ class Engine:
             park=self.park,
             queue_run_done=self.claims.run_done,
             watch_deadline=self._watch_deadline,
+            courtesy=self.courtesy if self.courtesy.active else None,
         )
         self.schedules = ScheduleLoop(
             self.store,
@@ -470,7 +474,9 @@ class Engine:
         now = self.clock.now()
         answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
         rows: list[tuple[int, WorkflowRow]] = []
+        step_aside = self.courtesy
         for index, (wf, args, kwargs, workflow_id) in enumerate(starts):
+            step_aside()
             try:
                 row = self._new_row(
                     wf,
@@ -507,6 +513,7 @@ class Engine:
                         answers[index] = exc
             else:
                 for (index, row), (kept, created) in zip(rows, stored, strict=True):
+                    step_aside()
                     try:
                         if not created:
                             admin.check_start(kept, row)

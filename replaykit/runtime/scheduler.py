@@ -195,6 +195,7 @@ class Scheduler:
         park: Callable[[str, str], None],
         queue_run_done: Callable[[str, str], None],
         watch_deadline: Callable[[WorkflowRow], bool] | None = None,
+        courtesy: Callable[[], None] | None = None,
     ) -> None:
         if max_cached_runs < 0:
             raise ValueError(f"max_cached_runs must be 0 or more, got {max_cached_runs}")
@@ -214,6 +215,9 @@ class Scheduler:
         # Told of every run an activation is about to run: it arms the run's deadline,
         # or answers True when the deadline has passed (it cancelled the run).
         self._watch_deadline = watch_deadline
+        # Called between events: steps aside for an application's event loop after
+        # each millisecond of work (runtime/courtesy.py); does nothing without one.
+        self._courtesy = courtesy or _no_courtesy
         # Blocking work of activations: step bodies and effects that wait on the big
         # pool; the short store work around them (reading a run, finishing it,
         # parking it) on a small one of its own, so that long steps filling the big
@@ -491,8 +495,10 @@ class Scheduler:
                 self._inbox.clear()
             writes: list[_StepWrite] = []
             try:
+                courtesy = self._courtesy
                 while events or writes:
                     while events:
+                        courtesy()
                         event = events.popleft()
                         try:
                             self._handle(event, writes)
@@ -1439,6 +1445,10 @@ class Scheduler:
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
         return finished
+
+
+def _no_courtesy() -> None:
+    pass
 
 
 def _close_quietly(interp: Interpreter) -> None:

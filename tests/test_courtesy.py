@@ -1,0 +1,102 @@
+"""The engine's threads step aside for an application's event loop (runtime/courtesy.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from replaykit import AsyncEngine, Engine, Step, workflow
+from replaykit.runtime import courtesy as courtesy_module
+from replaykit.runtime.courtesy import Courtesy
+
+
+class CountedSleeps:
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+
+
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> CountedSleeps:
+    counted = CountedSleeps()
+    monkeypatch.setattr(courtesy_module, "sleep", counted)
+    return counted
+
+
+def test_no_pause_before_the_work_is_done(sleeps: CountedSleeps) -> None:
+    courtesy = Courtesy(60.0)
+    for _ in range(1000):
+        courtesy()
+    assert sleeps.pauses == []
+
+
+def test_a_pause_after_each_stretch_of_work(sleeps: CountedSleeps) -> None:
+    courtesy = Courtesy(0.002)
+    ends = time.perf_counter() + 0.05
+    calls = 0
+    while time.perf_counter() < ends:
+        courtesy()
+        calls += 1
+    # 50 ms of calls in stretches of 2 ms: about 25 pauses, each of the set length
+    # (the sleep is counted, not slept, so the stretches are pure work).
+    assert 10 <= len(sleeps.pauses) <= 26, (len(sleeps.pauses), calls)
+    assert set(sleeps.pauses) == {courtesy_module.PAUSE}
+
+
+def test_none_never_pauses(sleeps: CountedSleeps) -> None:
+    courtesy = Courtesy(None)
+    assert not courtesy.active
+    ends = time.perf_counter() + 0.01
+    while time.perf_counter() < ends:
+        courtesy()
+    assert sleeps.pauses == []
+
+
+@pytest.mark.parametrize("work", [0, -1.0])
+def test_work_must_be_positive(work: float) -> None:
+    with pytest.raises(ValueError, match="positive number of seconds or None"):
+        Courtesy(work)
+
+
+def slow_body(i: int) -> int:
+    return i + 1
+
+
+@workflow
+def counted_steps(n: int) -> Generator[Any, Any, int]:
+    total = 0
+    for i in range(n):
+        total += yield Step(f"s{i}", slow_body, i)
+    return total
+
+
+def test_a_sync_engine_serving_no_loop_never_pauses(tmp_path: Any, sleeps: CountedSleeps) -> None:
+    with Engine(f"sqlite:///{tmp_path / 'a.db'}") as engine:
+        assert not engine.courtesy.active
+        assert engine.run(counted_steps, 50, workflow_id="plain") == sum(range(1, 51))
+    assert sleeps.pauses == []
+
+
+def test_an_async_engine_has_its_threads_step_aside(
+    tmp_path: Any, sleeps: CountedSleeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every call pauses: the scheduler's thread and the batch of starts both call it.
+    monkeypatch.setattr(courtesy_module, "WORK", 1e-9)
+
+    async def main() -> list[int]:
+        async with AsyncEngine(f"sqlite:///{tmp_path / 'b.db'}") as engine:
+            assert engine.engine.courtesy.active
+            handles = await asyncio.gather(
+                *(engine.start(counted_steps, 5, workflow_id=f"c-{i}") for i in range(20))
+            )
+            return list(await asyncio.gather(*(handle.result() for handle in handles)))
+
+    assert asyncio.run(asyncio.wait_for(main(), 60)) == [sum(range(1, 6))] * 20
+    # Twenty runs of five steps went through the scheduler's thread: many events.
+    assert len(sleeps.pauses) >= 100
