@@ -36,17 +36,31 @@ def test_no_pause_before_the_work_is_done(sleeps: CountedSleeps) -> None:
     assert sleeps.pauses == []
 
 
-def test_a_pause_after_each_stretch_of_work(sleeps: CountedSleeps) -> None:
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_pause_after_each_stretch_of_work(
+    sleeps: CountedSleeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    monkeypatch.setattr(courtesy_module, "perf_counter", clock)
     courtesy = Courtesy(0.002)
-    ends = time.perf_counter() + 0.05
-    calls = 0
-    while time.perf_counter() < ends:
-        courtesy()
-        calls += 1
-    # 50 ms of calls in stretches of 2 ms: about 25 pauses, each of the set length
-    # (the sleep is counted, not slept, so the stretches are pure work).
-    assert 10 <= len(sleeps.pauses) <= 26, (len(sleeps.pauses), calls)
-    assert set(sleeps.pauses) == {courtesy_module.PAUSE}
+    clock.now += 0.0019
+    courtesy()
+    assert sleeps.pauses == []  # not yet 2 ms of work
+    clock.now += 0.0002
+    courtesy()
+    assert sleeps.pauses == [courtesy_module.PAUSE]  # 2.1 ms: a pause
+    courtesy()
+    assert len(sleeps.pauses) == 1  # the stretch starts again after the pause
+    clock.now += 0.05
+    courtesy()
+    assert len(sleeps.pauses) == 2  # a long stretch costs one pause, not many
 
 
 def test_none_never_pauses(sleeps: CountedSleeps) -> None:

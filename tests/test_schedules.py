@@ -33,7 +33,11 @@ def test_two_engines_start_each_tick_once(store_url: str) -> None:
     finally:
         for eng in engines:
             eng.close()
-    with Engine(shared, recover=False, schedules=False) as eng:
+    # The same two engines again, without the schedule: a run that a close stopped
+    # mid-way (a tick just before it) is theirs to recover and finish.
+    engines = [Engine(shared, executor_id=f"s{i}", schedules=False) for i in range(2)]
+    try:
+        eng = engines[0]
         runs = eng.list_workflows(name="sched-tick")
         ids = [r.workflow_id for r in runs]
         assert len(ids) >= 2
@@ -45,6 +49,10 @@ def test_two_engines_start_each_tick_once(store_url: str) -> None:
             assert (
                 eng.handle(run.workflow_id).result(timeout=20) == run.workflow_id.split(":", 2)[2]
             )
+        assert len(eng.list_workflows(name="sched-tick")) == len(ids)  # no tick since
+    finally:
+        for eng in engines:
+            eng.close()
 
 
 def test_backfill_starts_missed_ticks(store_url: str) -> None:

@@ -75,11 +75,27 @@ def open_store_for(target: str | Store | None, *, who: str = "Engine") -> Store:
     if isinstance(target, str):
         return open_store(target)
     if not isinstance(target, Store):
+        missing = [
+            name for name in sorted(_STORE_METHODS) if not callable(getattr(target, name, None))
+        ]
+        if missing and len(missing) < len(_STORE_METHODS) // 2:
+            # Most of a store: one written against an earlier protocol, say.
+            raise TypeError(
+                f"{who}() was given {target!r}, which lacks the Store method(s) "
+                f"{', '.join(missing)}; implement them (replaykit.stores.base.Store says what "
+                "each must do, and replaykit.testing.check_store checks them)"
+            )
         raise TypeError(
             f"{who}() takes a URL ('sqlite:///app.db', 'postgresql://...', 'memory://') or a "
             f"store instance, got {target!r}"
         )
     return target
+
+
+#: The methods of the Store protocol, to say which a would-be store lacks.
+_STORE_METHODS = frozenset(
+    name for name in vars(Store) if not name.startswith("_") and callable(getattr(Store, name))
+)
 
 
 # -- starting ---------------------------------------------------------------------------

@@ -59,7 +59,7 @@ from replaykit.runtime.clock import Clock
 from replaykit.runtime.effects import Backoff, EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
-from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "WARM_HORIZON", "Scheduler", "WarmRun"]
 
@@ -250,6 +250,9 @@ class Scheduler:
         # loop's side, outcomes not yet posted to the scheduler.
         self._launches: list[_AsyncStep] = []
         self._async_outcomes: list[Event] = []
+        # Runs whose generator returned this round, beside other runs: their finishes
+        # go to one bookkeeping thread together (`_send_finishes`).
+        self._finishing: list[tuple[_Activation, Decision]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
@@ -512,6 +515,7 @@ class Scheduler:
                             )
                             self._close_interp(activation)
                             self._end(activation)
+                    self._send_finishes()
                     self._launch_async_steps()
                     if writes:
                         # The records of every step that finished, in one batch; what
@@ -521,6 +525,7 @@ class Scheduler:
                 self._launch_async_steps()
             except _HandedOver:
                 # Another thread is the scheduler now: give it what this one held.
+                self._send_finishes()
                 self._launch_async_steps()
                 with self._cv:
                     for write in reversed(writes):
@@ -652,7 +657,7 @@ class Scheduler:
                     self._submit(self._park_run, activation, str(exc))
                     return
             if not isinstance(decision, Effect):
-                self._submit(self._finish_run, activation, decision, None)
+                self._end_with(activation, decision)
                 return
             command = decision.command
             if _preemptible(command):
@@ -698,6 +703,32 @@ class Scheduler:
             if not self._committed_ahead(activation, event):
                 return
             record, decided = event[3], following
+
+    def _end_with(self, activation: _Activation, decision: Decision) -> None:
+        """The run's generator returned: finish the run in the store.
+
+        Beside other runs, the finishes of one round go to one bookkeeping
+        thread together (`Store.finish_many`), which waits for their group
+        commit once: one thread woken when it is durable, not one per run
+        (each waking thread competes for the interpreter lock, with an
+        application's event loop among them). Alone, or continuing as new,
+        a run finishes as before."""
+        if isinstance(decision, ContinuedAsNew) or self._alone():
+            self._submit(self._finish_run, activation, decision, None)
+            return
+        with self._cv:
+            self._finishing.append((activation, decision))
+
+    def _send_finishes(self) -> None:
+        with self._cv:
+            if not self._finishing:
+                return
+            batch, self._finishing = self._finishing, []
+        try:
+            self._books.submit(self._finish_runs, batch)
+        except RuntimeError:  # the pool shut down: these activations end here
+            for activation, _ in batch:
+                self._end(activation)
 
     def _start_async_step(
         self, activation: _Activation, effect: Effect, command: Step[Any], fn: Callable[..., Any]
@@ -1209,33 +1240,76 @@ class Scheduler:
         if isinstance(decision, ContinuedAsNew):
             return self._continue_run(activation, decision, last)
         row = activation.row_or_raise()
-        workflow_id = row.workflow_id
         try:
             if activation.progressed and row.recovery_attempts:
-                self._reset_recovery(workflow_id)
-            status = Status.ERROR
-            if isinstance(decision, Completed):
-                try:
-                    data = serde.encode(
-                        decision.value,
-                        what=f"the result of workflow {row.name!r} (id {workflow_id!r})",
-                        max_bytes=self.max_payload_bytes,
-                    )
-                except (SerializationError, PayloadTooLarge) as exc:
-                    result: Outcome = Failure(serde.encode_error(exc))
-                else:
-                    status, result = Status.SUCCESS, Value(data)
-            else:
-                assert not isinstance(decision, Effect)
-                result = Failure(serde.encode_error(decision.error))
+                self._reset_recovery(row.workflow_id)
+            status, result = self._run_result(row, decision)
             finished = self._finish(row, status, result, last)
-            # Not finished: the run was no longer PENDING here (cancelled meanwhile).
-            activation.outcome = (
-                ("ok" if status is Status.SUCCESS else "error") if finished else ("cancelled")
-            )
+            activation.outcome = _finished_outcome(status, finished)
         except BaseException as exc:
             return ("carried", activation, None, exc)
         return ("ended", activation)
+
+    def _finish_runs(self, batch: list[tuple[_Activation, Decision]]) -> None:
+        """Finish many runs whose generators returned, in one `finish_many` call, and
+        post what became of each (`_end_with`)."""
+        events: list[Event] = []
+        finishing: list[tuple[_Activation, WorkflowRow, Status, Outcome, str]] = []
+        for activation, decision in batch:
+            try:
+                row = activation.row_or_raise()
+                if activation.progressed and row.recovery_attempts:
+                    self._reset_recovery(row.workflow_id)
+                status, result = self._run_result(row, decision)
+            except BaseException as exc:
+                events.append(("carried", activation, None, exc))
+                continue
+            finishing.append((activation, row, status, result, _error_text(result)))
+        if finishing:
+            forgotten = self._forgotten
+            answers: list[bool | BaseException]
+            try:
+                answers = list(
+                    self.store.finish_many(
+                        [
+                            FinishWrite(
+                                row.workflow_id,
+                                status,
+                                result,
+                                error=error,
+                                executor_id=self.executor_id,
+                            )
+                            for _, row, status, result, error in finishing
+                        ]
+                    )
+                )
+            except BaseException as exc:  # the call as a whole: each run goes its own way
+                answers = [exc] * len(finishing)
+            for (activation, row, status, result, error), answer in zip(
+                finishing, answers, strict=True
+            ):
+                if isinstance(answer, BaseException):
+                    events.append(("carried", activation, None, answer))
+                    continue
+                self._finished_here(row, status, result, error, answer, forgotten)
+                activation.outcome = _finished_outcome(status, answer)
+                events.append(("ended", activation))
+        self._post_many(events)
+
+    def _run_result(self, row: WorkflowRow, decision: Decision) -> tuple[Status, Outcome]:
+        """The status and result a run ends with, from its generator's last decision."""
+        if isinstance(decision, Completed):
+            try:
+                data = serde.encode(
+                    decision.value,
+                    what=f"the result of workflow {row.name!r} (id {row.workflow_id!r})",
+                    max_bytes=self.max_payload_bytes,
+                )
+            except (SerializationError, PayloadTooLarge) as exc:
+                return Status.ERROR, Failure(serde.encode_error(exc))
+            return Status.SUCCESS, Value(data)
+        assert isinstance(decision, Failed)
+        return Status.ERROR, Failure(serde.encode_error(decision.error))
 
     # -- continue-as-new ----------------------------------------------------------------------
 
@@ -1413,7 +1487,7 @@ class Scheduler:
         self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
     ) -> bool:
         """Finish the run in the store; whether it was still PENDING here to finish."""
-        error = result.error.message[:500] if isinstance(result, Failure) else ""
+        error = _error_text(result)
         forgotten = self._forgotten
         try:
             finished = self.store.finish_workflow(
@@ -1429,6 +1503,20 @@ class Scheduler:
                 raise
             # The last record could not be written as computed: the log moved on.
             raise LogMovedOn(str(exc)) from exc
+        self._finished_here(row, status, result, error, finished, forgotten)
+        return finished
+
+    def _finished_here(
+        self,
+        row: WorkflowRow,
+        status: Status,
+        result: Outcome,
+        error: str,
+        finished: bool,
+        forgotten: int,
+    ) -> None:
+        """What follows a finish's commit here: the finished cache (unless a delete was
+        heard since `forgotten` was read), the result waiters, the run's queue."""
         if finished:
             # handle.result() on this engine then needs no read of its own.
             with self._cv:
@@ -1444,7 +1532,19 @@ class Scheduler:
             self._telemetry.run_finished(row.name, status.value)
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
-        return finished
+
+
+def _error_text(result: Outcome) -> str:
+    """A finished run's error column: its failure's message, cut short."""
+    return result.error.message[:500] if isinstance(result, Failure) else ""
+
+
+def _finished_outcome(status: Status, finished: bool) -> str:
+    """How the activation ended, for its span. Not finished: the run was no longer
+    PENDING here (cancelled meanwhile)."""
+    if not finished:
+        return "cancelled"
+    return "ok" if status is Status.SUCCESS else "error"
 
 
 def _no_courtesy() -> None:

@@ -22,6 +22,8 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - `record_many()` applies many `record()` writes of distinct runs at once,
   each with the guarantees above; a refused write answers with its exception
   and the others still commit.
+- `finish_many()` applies many `finish_workflow()` calls (without `record=`)
+  of distinct runs at once, each answered on its own, as `record_many()` does.
 - `finish_workflow()` with `record=` commits the run's last record and its
   finish in one transaction, or neither: a run not PENDING (or not owned)
   answers False as without a record; a gap before the record's position, or
@@ -64,6 +66,7 @@ __all__ = [
     "ClaimLimits",
     "DamagedRow",
     "EventWrite",
+    "FinishWrite",
     "Message",
     "OutgoingMessage",
     "RecordWrite",
@@ -191,6 +194,17 @@ class RecordWrite:
     send: OutgoingMessage | None = None
     event: EventWrite | None = None
     wake_at: datetime | None = None
+
+
+@attrs.frozen
+class FinishWrite:
+    """One `finish_workflow()` call without a record, as `finish_many()` takes it."""
+
+    workflow_id: str
+    status: Status
+    result: Outcome | None
+    error: str = ""
+    executor_id: str | None = None
 
 
 @attrs.frozen
@@ -538,6 +552,22 @@ class Store(Protocol):
         finish with a record is one commit: the journal of the testing kit
         counts it as one commit point, and PostgreSQL writes it in one
         statement, batched with concurrent finishes that carry a record.
+        """
+        ...
+
+    def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
+        """Many `finish_workflow()` calls without a record, of distinct runs, at once.
+
+        One answer per finish, in input order: what `finish_workflow()` would
+        have returned (True, or False for a run missing, not PENDING or owned
+        by another executor), or the exception it would have raised (a name
+        the stores refuse, the store unavailable). Each finish is a write of
+        its own: a refused one does not hold the others back, and each one
+        finished notifies ("finished", id) after its commit. The stores write
+        them in the batches concurrent finishes share (one statement and one
+        commit on PostgreSQL, one transaction on SQLite), so that the
+        runtime's one thread can hand over the finishes of many runs and wait
+        once. Two finishes of one run raise `ValueError`, nothing written.
         """
         ...
 

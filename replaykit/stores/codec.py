@@ -35,6 +35,7 @@ from replaykit.stores.base import (
     ClaimLimits,
     DamagedRow,
     EventWrite,
+    FinishWrite,
     Message,
     OutgoingMessage,
     RecordWrite,
@@ -405,15 +406,7 @@ class CodecStore:
         executor_id: str | None = None,
         record: Record | None = None,
     ) -> bool:
-        encoded_result = self._encode_outcome(result)
-        if isinstance(result, Failure) and error and self.codec is not None:
-            # A failed run's error text is its failure's message (cut short): user
-            # data. It is encoded with the failure, the column holds the encoded
-            # failure's description, and `get_workflow` and listings give it back.
-            encoded_result = Failure(
-                serde.encode_error_info(result.error, self.codec, run_error=storable_error(error))
-            )
-            error = encoded_result.error.message
+        encoded_result, error = self._encode_result(result, error)
         try:
             return self.inner.finish_workflow(
                 workflow_id,
@@ -439,6 +432,26 @@ class CodecStore:
             return self.inner.finish_workflow(
                 workflow_id, status, encoded_result, error=error, executor_id=executor_id
             )
+
+    def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
+        encoded: list[FinishWrite] = []
+        for finish in finishes:
+            result, error = self._encode_result(finish.result, finish.error)
+            encoded.append(attrs.evolve(finish, result=result, error=error))
+        return self.inner.finish_many(encoded)
+
+    def _encode_result(self, result: Outcome | None, error: str) -> tuple[Outcome | None, str]:
+        """A run's result and its error text as stored."""
+        encoded_result = self._encode_outcome(result)
+        if isinstance(result, Failure) and error and self.codec is not None:
+            # A failed run's error text is its failure's message (cut short): user
+            # data. It is encoded with the failure, the column holds the encoded
+            # failure's description, and `get_workflow` and listings give it back.
+            encoded_result = Failure(
+                serde.encode_error_info(result.error, self.codec, run_error=storable_error(error))
+            )
+            error = encoded_result.error.message
+        return encoded_result, error
 
     def set_status(
         self,

@@ -34,7 +34,7 @@ from replaykit.stores._generations import (
     next_generation,
 )
 from replaykit.stores._holds import ExecutorHold, LocalHolds
-from replaykit.stores._many import writes_of
+from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
 from replaykit.stores._rules import (
     LIVE_STATUSES,
     batch_of,
@@ -55,6 +55,7 @@ from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
+    FinishWrite,
     Message,
     OutgoingMessage,
     RecordWrite,
@@ -485,6 +486,14 @@ class MemoryStore:
             )
         self._notify("finished", workflow_id)
         return True
+
+    def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
+        return finish_one_by_one(
+            finishes_of(finishes),
+            lambda f: self.finish_workflow(
+                f.workflow_id, f.status, f.result, error=f.error, executor_id=f.executor_id
+            ),
+        )
 
     def continue_workflow(
         self,

@@ -63,6 +63,8 @@ from replaykit.stores._holds import ExecutorHold
 from replaykit.stores._many import (
     Answers,
     answered,
+    finishes_from_the_batch,
+    finishes_of,
     from_the_batch,
     write_one_by_one,
     writes_of,
@@ -96,6 +98,7 @@ from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
+    FinishWrite,
     Message,
     OutgoingMessage,
     RecordWrite,
@@ -2233,6 +2236,45 @@ class PostgresStore:
             # a subscriber may call the store.
             self._notify([("finished", workflow_id)])
         return bool(changed)
+
+    def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
+        """The finishes in group commit's batch statements, handed over from one thread."""
+        batch = finishes_of(finishes)
+        if not batch:
+            return []
+        self._check_open()
+        answers: dict[int, bool | Exception] = {}
+        items: dict[int, _Finish] = {}
+        for index, f in enumerate(batch):
+            try:
+                check_names(f.workflow_id, executor_id=f.executor_id)
+            except ValueError as exc:
+                answers[index] = exc
+                continue
+            items[index] = _Finish(
+                f.workflow_id, f.status, f.result, storable_error(f.error), f.executor_id, None
+            )
+        taken = list(items)
+        fell_back: set[int] = set()
+
+        def alone(index: int) -> bool:
+            fell_back.add(index)
+            return self._finish_one(items[index])
+
+        answers.update(
+            finishes_from_the_batch(taken, self._group.submit_many(list(items.values())), alone)
+        )
+        done = [answers[index] for index in range(len(batch))]
+        # As in finish_workflow: after a failed batch, the one-finish path may say
+        # "not changed" of a run the batch did finish; a needless wake-up is cheap.
+        self._notify(
+            [
+                ("finished", batch[i].workflow_id)
+                for i in taken
+                if done[i] is True or (i in fell_back and not isinstance(done[i], Exception))
+            ]
+        )
+        return done
 
     def _finish_one(self, finish: _Finish) -> bool:
         if finish.record is not None:

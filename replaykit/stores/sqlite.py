@@ -53,6 +53,8 @@ from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
 from replaykit.stores._many import (
     Answers,
     answered,
+    finishes_from_the_batch,
+    finishes_of,
     from_the_batch,
     write_one_by_one,
     writes_of,
@@ -89,6 +91,7 @@ from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
     EventWrite,
+    FinishWrite,
     Message,
     OutgoingMessage,
     RecordWrite,
@@ -1320,6 +1323,56 @@ class SqliteStore:
         check_names(workflow_id, executor_id=executor_id)
         if last is not None:
             check_record(workflow_id, last)
+        changed = self._write(
+            self._finish_body(workflow_id, status, result, error, executor_id, last)
+        )
+        if changed:
+            self._notify([("finished", workflow_id)])
+        return changed
+
+    def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
+        """The finishes in the transactions concurrent writers share, a savepoint each."""
+        batch = finishes_of(finishes)
+        if not batch:
+            return []
+        self._check_open()
+        if getattr(self._inside_body, "active", False):
+            raise StoreError(
+                "the store was called from inside a Transaction body on the same "
+                "thread; use the connection the body was given instead"
+            )
+        answers: dict[int, bool | Exception] = {}
+        bodies: dict[int, Callable[[sqlite3.Connection], bool]] = {}
+        for index, f in enumerate(batch):
+            try:
+                check_names(f.workflow_id, executor_id=f.executor_id)
+            except ValueError as exc:
+                answers[index] = exc
+                continue
+            bodies[index] = self._finish_body(
+                f.workflow_id, f.status, f.result, f.error, f.executor_id, None
+            )
+        taken = list(bodies)
+        answers.update(
+            finishes_from_the_batch(
+                taken,
+                self._group.submit_many(list(bodies.values())),
+                lambda index: self._write_alone(bodies[index]),
+            )
+        )
+        done = [answers[index] for index in range(len(batch))]
+        self._notify([("finished", batch[i].workflow_id) for i in taken if done[i] is True])
+        return done
+
+    def _finish_body(
+        self,
+        workflow_id: str,
+        status: Status,
+        result: Outcome | None,
+        error: str,
+        executor_id: str | None,
+        last: Record | None,
+    ) -> Callable[[sqlite3.Connection], bool]:
         params = (
             Status(status).value,
             _dump_outcome(result),
@@ -1345,10 +1398,7 @@ class SqliteStore:
                 return False
             return True
 
-        changed = self._write(finish)
-        if changed:
-            self._notify([("finished", workflow_id)])
-        return changed
+        return finish
 
     def _last_record_stands(
         self, conn: sqlite3.Connection, workflow_id: str, last: Record, executor_id: str | None

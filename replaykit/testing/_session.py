@@ -34,7 +34,7 @@ from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import RecordWrite, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import CodecStore
 from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
@@ -425,6 +425,24 @@ class JournalStore:
         commit = Commit(workflow_id, None, "finish", status.value)
         done: bool = self._call("finish_workflow", (workflow_id, status, result), kwargs, commit)
         return done
+
+    def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | BaseException]:
+        # One commit point per finish, in order, as for record_many.
+        answers: list[bool | BaseException] = []
+        for finish in finishes:
+            try:
+                answers.append(
+                    self.finish_workflow(
+                        finish.workflow_id,
+                        finish.status,
+                        finish.result,
+                        error=finish.error,
+                        executor_id=finish.executor_id,
+                    )
+                )
+            except (Exception, ControlSignal) as exc:
+                answers.append(exc)
+        return answers
 
     def continue_workflow(self, workflow_id: str, inputs: Any, **kwargs: Any) -> WorkflowRow:
         generation: int = kwargs["generation"]

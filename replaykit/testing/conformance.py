@@ -47,6 +47,7 @@ from replaykit.stores.base import (
     MAX_NAME_BYTES,
     ClaimLimits,
     EventWrite,
+    FinishWrite,
     OutgoingMessage,
     RecordWrite,
     ScheduleSpec,
@@ -1538,6 +1539,103 @@ def check_finish_only_from_pending(store: Store) -> None:
     store.finish_workflow("st-1-e", Status.ERROR, failure, error="KeyError: 'x'")
     failed = store.get_workflow("st-1-e")
     _equal("failure result after finish", failure, failed.result if failed else None)
+
+
+def _finish_kinds(answers: list[bool | Exception]) -> list[Any]:
+    """Each answer as True/False, or the name of its exception class."""
+    return [a if isinstance(a, bool) else type(a).__name__ for a in answers]
+
+
+def check_finish_many_finishes_each(store: Store) -> None:
+    _equal("finish_many([])", [], store.finish_many([]))
+    failure = Failure(ErrorInfo("builtins", "KeyError", "'x'", ["x"], "Traceback ..."))
+    for wid in ("fm-ok", "fm-failed", "fm-owned", "fm-taken", "fm-done", "fm-waits"):
+        store.create_workflow(_run(wid, executor_id="engine-a"))
+    store.record("fm-waits", _pending(0, wake_at=_T0), wake_at=_T0)
+    store.create_workflow(_run("fm-queued", status=Status.ENQUEUED, executor_id=""))
+    store.finish_workflow("fm-done", Status.SUCCESS, Value("first"))
+    notes: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def heard(kind: str, key: str) -> None:
+        with lock:
+            notes.append((kind, key))
+
+    unsubscribe = store.subscribe(heard)
+    try:
+        answers = store.finish_many(
+            [
+                FinishWrite("fm-ok", Status.SUCCESS, Value({"n": 1}), executor_id="engine-a"),
+                FinishWrite("fm-failed", Status.ERROR, failure, error="KeyError: 'x'"),
+                FinishWrite("fm-owned", Status.SUCCESS, Value(1), executor_id="engine-b"),
+                FinishWrite("fm-missing", Status.SUCCESS, Value(1)),
+                FinishWrite("fm-done", Status.ERROR, Value("late")),
+                FinishWrite("fm-queued", Status.SUCCESS, None),
+                FinishWrite("x\x00bad", Status.SUCCESS, None),
+                FinishWrite("fm-waits", Status.CANCELLED, None, error="cancelled"),
+            ]
+        )
+        _equal(
+            "finish_many answers, in input order (a refused name answers its ValueError)",
+            [True, True, False, False, False, False, "ValueError", True],
+            _finish_kinds(answers),
+        )
+        finished = {"fm-ok", "fm-failed", "fm-waits"}
+
+        def all_heard() -> bool:
+            with lock:
+                return {("finished", wid) for wid in finished} <= set(notes)
+
+        _expect(
+            _wait_for(all_heard),
+            "a 'finished' note for each run finish_many finished",
+            sorted(finished),
+            notes,
+        )
+    finally:
+        unsubscribe()
+    ok = _present("fm-ok after finish_many", store.get_workflow("fm-ok"))
+    _equal("fm-ok: status and result", (Status.SUCCESS, Value({"n": 1})), (ok.status, ok.result))
+    failed = _present("fm-failed after finish_many", store.get_workflow("fm-failed"))
+    _equal(
+        "fm-failed: status, result and error",
+        (Status.ERROR, failure, "KeyError: 'x'"),
+        (failed.status, failed.result, failed.error),
+    )
+    waits = _present("fm-waits after finish_many", store.get_workflow("fm-waits"))
+    _equal("fm-waits: status and wake_at", (Status.CANCELLED, None), (waits.status, waits.wake_at))
+    for wid, status in (("fm-owned", Status.PENDING), ("fm-queued", Status.ENQUEUED)):
+        row = _present(f"{wid} after finish_many", store.get_workflow(wid))
+        _equal(f"{wid}: untouched by finish_many", status, row.status)
+    done = _present("fm-done after finish_many", store.get_workflow("fm-done"))
+    _equal("fm-done: the first finish stands", Value("first"), done.result)
+    # More finishes than one batch of the store may hold.
+    many = [f"fm-many-{i}" for i in range(300)]
+    store.create_workflows([_run(wid) for wid in many])
+    answers = store.finish_many([FinishWrite(wid, Status.SUCCESS, Value(wid)) for wid in many])
+    _equal("finish_many of 300 runs", [True] * 300, answers)
+    _equal(
+        "results of 300 runs after finish_many",
+        [Value(wid) for wid in many],
+        [getattr(store.get_workflow(wid), "result", None) for wid in many],
+    )
+
+
+def check_finish_many_refuses_one_run_twice(store: Store) -> None:
+    store.create_workflow(_run("fm-twice"))
+    try:
+        store.finish_many(
+            [
+                FinishWrite("fm-twice", Status.SUCCESS, Value(1)),
+                FinishWrite("fm-twice", Status.ERROR, Value(2)),
+            ]
+        )
+    except ValueError as exc:
+        _expect("two finishes" in str(exc), "finish_many's refusal names the fault", exc, exc)
+    else:
+        raise _CheckFailed("finish_many of one run twice: expected ValueError, got answers")
+    row = _present("fm-twice after the refused call", store.get_workflow("fm-twice"))
+    _equal("fm-twice: nothing written", Status.PENDING, row.status)
 
 
 def _finish_state(store: Store, workflow_id: str) -> tuple[Any, ...]:
@@ -3714,6 +3812,8 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_record_many_alongside_record,
     check_record_many_notifications,
     check_finish_only_from_pending,
+    check_finish_many_finishes_each,
+    check_finish_many_refuses_one_run_twice,
     check_finish_with_record_commits_both,
     check_finish_with_record_refused_by_the_run,
     check_finish_with_record_refused_by_the_log,
