@@ -16,8 +16,9 @@ import pytest
 
 from replaykit import Engine, Step, workflow
 from replaykit.errors import StoreUnavailable
+from replaykit.log import Record
 from replaykit.stores import open_store
-from replaykit.stores.base import FinishWrite, Store
+from replaykit.stores.base import FinishWrite, RecordWrite, Store
 
 
 class CountingStore:
@@ -27,6 +28,8 @@ class CountingStore:
         self.inner = inner
         self.batches: list[int] = []
         self.alone = 0
+        self.with_record = 0  # finishes that carried the run's last record
+        self.recorded: list[tuple[str, int]] = []  # (run, position) written by record_many
         self.fail_once: set[str] = set()
         self._lock = threading.Lock()
 
@@ -38,9 +41,15 @@ class CountingStore:
             self.alone += 1
         return self.inner.finish_workflow(*args, **kwargs)
 
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
+        with self._lock:
+            self.recorded.extend((w.workflow_id, w.record.position) for w in writes)
+        return self.inner.record_many(writes)
+
     def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
         with self._lock:
             self.batches.append(len(finishes))
+            self.with_record += sum(1 for f in finishes if f.record is not None)
             failing = {f.workflow_id for f in finishes} & self.fail_once
             self.fail_once -= failing
         kept = [f for f in finishes if f.workflow_id not in failing]
@@ -93,6 +102,11 @@ def test_runs_ending_side_by_side_finish_in_batches(store_url: str) -> None:
     assert run_many(store, 60, "side") == [2 * i for i in range(60)]
     assert sum(store.batches) + store.alone == 60, (store.batches, store.alone)
     assert max(store.batches) > 1, store.batches  # some finishes shared a call
+    # A run that returns right after its last step finishes with that step's record:
+    # the batch of records never carried position 1 of a run finished in a batch.
+    assert store.with_record == sum(store.batches), (store.with_record, store.batches)
+    last_positions = {run for run, position in store.recorded if position == 1}
+    assert len(last_positions) <= store.alone, (len(last_positions), store.alone)
 
 
 def test_a_run_alone_finishes_on_its_own(store_url: str) -> None:

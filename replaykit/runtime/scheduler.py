@@ -167,6 +167,11 @@ class _StepWrite:
     activation: _Activation
     effect: Effect
     record: Record
+    # What the generator decided from `record` before it was durable (see
+    # `Scheduler._stepped`), acted on once the record has committed; and the
+    # non-determinism the generator raised at it, if it did.
+    following: Decision | None = None
+    nondeterministic: NonDeterminismError | None = None
 
 
 class Scheduler:
@@ -252,7 +257,7 @@ class Scheduler:
         self._async_outcomes: list[Event] = []
         # Runs whose generator returned this round, beside other runs: their finishes
         # go to one bookkeeping thread together (`_send_finishes`).
-        self._finishing: list[tuple[_Activation, Decision]] = []
+        self._finishing: list[tuple[_Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
@@ -558,7 +563,7 @@ class Scheduler:
             self._unwatch(activation)
             _, _, effect, outcome, attempts, started = event
             record = self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
-            writes.append(_StepWrite(activation, effect, record))
+            self._stepped(activation, effect, record, writes)
         elif kind == "backoff":
             self._unwatch(activation)
             self._submit(self._hold_back, activation, event[2], event[3])
@@ -572,7 +577,8 @@ class Scheduler:
         elif kind == "tail":
             self._caught_up(activation, event[2], event[3])
         elif kind == "ahead":
-            # Handed over while a record written ahead was committing: go on here.
+            # A record the generator went on from committed (a batch's, or one a
+            # thread that handed over was committing): act on what it decided then.
             if self._committed_ahead(activation, event):
                 self._decide(activation, event[3], event[2], decided=event[4])
         elif kind == "written":
@@ -704,7 +710,33 @@ class Scheduler:
                 return
             record, decided = event[3], following
 
-    def _end_with(self, activation: _Activation, decision: Decision) -> None:
+    def _stepped(
+        self, activation: _Activation, effect: Effect, record: Record, writes: list[_StepWrite]
+    ) -> None:
+        """A step's record, not yet durable: the generator goes on from it at once.
+
+        If the run then returns, its last record commits with its finish, one write
+        instead of two (as a run alone does; deviation 13). Otherwise the record goes
+        into this round's batch, and what the generator asked for next is acted on
+        once the record has committed; if it never does, the interpreter is dropped
+        and the run rebuilt by replay from the store.
+        """
+        interp = activation.interp
+        assert interp is not None
+        try:
+            following = interp.resume(record)
+        except NonDeterminismError as exc:
+            writes.append(_StepWrite(activation, effect, record, Failed(exc), exc))
+            return
+        if not isinstance(following, Effect):
+            activation.progressed = True
+            self._end_with(activation, following, last=record)
+            return
+        writes.append(_StepWrite(activation, effect, record, following))
+
+    def _end_with(
+        self, activation: _Activation, decision: Decision, last: Record | None = None
+    ) -> None:
         """The run's generator returned: finish the run in the store.
 
         Beside other runs, the finishes of one round go to one bookkeeping
@@ -712,12 +744,13 @@ class Scheduler:
         commit once: one thread woken when it is durable, not one per run
         (each waking thread competes for the interpreter lock, with an
         application's event loop among them). Alone, or continuing as new,
-        a run finishes as before."""
+        a run finishes as before. `last` is the run's last record, not yet
+        committed: it commits with the finish."""
         if isinstance(decision, ContinuedAsNew) or self._alone():
-            self._submit(self._finish_run, activation, decision, None)
+            self._submit(self._finish_run, activation, decision, last)
             return
         with self._cv:
-            self._finishing.append((activation, decision))
+            self._finishing.append((activation, decision, last))
 
     def _send_finishes(self) -> None:
         with self._cv:
@@ -727,7 +760,7 @@ class Scheduler:
         try:
             self._books.submit(self._finish_runs, batch)
         except RuntimeError:  # the pool shut down: these activations end here
-            for activation, _ in batch:
+            for activation, _, _ in batch:
                 self._end(activation)
 
     def _start_async_step(
@@ -1022,7 +1055,17 @@ class Scheduler:
             activation = write.activation
             if isinstance(answer, StoreUnavailable):
                 # It may have committed: the one-write path resolves that.
-                self._submit(self._write_alone, activation, write.effect, write.record)
+                if write.following is None:
+                    self._submit(self._write_alone, activation, write.effect, write.record)
+                else:
+                    self._submit(
+                        self._write_ahead,
+                        activation,
+                        write.effect,
+                        write.record,
+                        write.following,
+                        write.nondeterministic,
+                    )
                 continue
             result: Any = answer
             if not isinstance(answer, BaseException):
@@ -1032,7 +1075,19 @@ class Scheduler:
                     )
                 except LogMovedOn as exc:
                     result = exc
-            outcomes.append(("carried", activation, write.effect, result))
+            if write.following is None:
+                outcomes.append(("carried", activation, write.effect, result))
+            else:
+                outcomes.append(
+                    (
+                        "ahead",
+                        activation,
+                        write.effect,
+                        result,
+                        write.following,
+                        write.nondeterministic,
+                    )
+                )
         return outcomes
 
     def _record_many(self, writes: list[_StepWrite]) -> list[Any]:
@@ -1250,12 +1305,12 @@ class Scheduler:
             return ("carried", activation, None, exc)
         return ("ended", activation)
 
-    def _finish_runs(self, batch: list[tuple[_Activation, Decision]]) -> None:
+    def _finish_runs(self, batch: list[tuple[_Activation, Decision, Record | None]]) -> None:
         """Finish many runs whose generators returned, in one `finish_many` call, and
         post what became of each (`_end_with`)."""
         events: list[Event] = []
-        finishing: list[tuple[_Activation, WorkflowRow, Status, Outcome, str]] = []
-        for activation, decision in batch:
+        finishing: list[tuple[_Activation, WorkflowRow, Status, Outcome, str, Record | None]] = []
+        for activation, decision, last in batch:
             try:
                 row = activation.row_or_raise()
                 if activation.progressed and row.recovery_attempts:
@@ -1264,7 +1319,7 @@ class Scheduler:
             except BaseException as exc:
                 events.append(("carried", activation, None, exc))
                 continue
-            finishing.append((activation, row, status, result, _error_text(result)))
+            finishing.append((activation, row, status, result, _error_text(result), last))
         if finishing:
             forgotten = self._forgotten
             answers: list[bool | BaseException]
@@ -1278,16 +1333,23 @@ class Scheduler:
                                 result,
                                 error=error,
                                 executor_id=self.executor_id,
+                                record=last,
                             )
-                            for _, row, status, result, error in finishing
+                            for _, row, status, result, error, last in finishing
                         ]
                     )
                 )
             except BaseException as exc:  # the call as a whole: each run goes its own way
                 answers = [exc] * len(finishing)
-            for (activation, row, status, result, error), answer in zip(
+            for (activation, row, status, result, error, last), answer in zip(
                 finishing, answers, strict=True
             ):
+                if isinstance(answer, RecordConflict) and last is not None:
+                    # The last record could not be written as computed: the log moved on.
+                    moved = LogMovedOn(str(answer))
+                    moved.__cause__ = answer
+                    events.append(("carried", activation, None, moved))
+                    continue
                 if isinstance(answer, BaseException):
                     events.append(("carried", activation, None, answer))
                     continue

@@ -22,8 +22,8 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - `record_many()` applies many `record()` writes of distinct runs at once,
   each with the guarantees above; a refused write answers with its exception
   and the others still commit.
-- `finish_many()` applies many `finish_workflow()` calls (without `record=`)
-  of distinct runs at once, each answered on its own, as `record_many()` does.
+- `finish_many()` applies many `finish_workflow()` calls of distinct runs at
+  once, each answered on its own, as `record_many()` does.
 - `finish_workflow()` with `record=` commits the run's last record and its
   finish in one transaction, or neither: a run not PENDING (or not owned)
   answers False as without a record; a gap before the record's position, or
@@ -198,13 +198,14 @@ class RecordWrite:
 
 @attrs.frozen
 class FinishWrite:
-    """One `finish_workflow()` call without a record, as `finish_many()` takes it."""
+    """One `finish_workflow()` call, as `finish_many()` takes it: the same arguments."""
 
     workflow_id: str
     status: Status
     result: Outcome | None
     error: str = ""
     executor_id: str | None = None
+    record: Record | None = None
 
 
 @attrs.frozen
@@ -556,14 +557,16 @@ class Store(Protocol):
         ...
 
     def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
-        """Many `finish_workflow()` calls without a record, of distinct runs, at once.
+        """Many `finish_workflow()` calls of distinct runs, at once.
 
         One answer per finish, in input order: what `finish_workflow()` would
         have returned (True, or False for a run missing, not PENDING or owned
         by another executor), or the exception it would have raised (a name
-        the stores refuse, the store unavailable). Each finish is a write of
-        its own: a refused one does not hold the others back, and each one
-        finished notifies ("finished", id) after its commit. The stores write
+        the stores refuse, `RecordConflict` for a last `record` the log does
+        not take, the store unavailable). Each finish is a write of its own,
+        with its last record if it has one: a refused one does not hold the
+        others back, and each one finished notifies ("finished", id) after
+        its commit. The stores write
         them in the batches concurrent finishes share (one statement and one
         commit on PostgreSQL, one transaction on SQLite), so that the
         runtime's one thread can hand over the finishes of many runs and wait

@@ -416,29 +416,63 @@ class CodecStore:
                 executor_id=executor_id,
                 record=None if record is None else self._encode_record(record),
             )
-        except RecordConflict:
-            if record is None or self.codec is None:
-                raise
-            # The store compares the stored record with the one given as stored
-            # bytes, and a codec that encrypts encodes one value differently each
-            # time: a retried finish (its first attempt's record committed, the
-            # answer lost) would look like another writer's outcome. Compared
-            # decoded, the same record is written already; finish without it.
-            held = self.inner.load_log(workflow_id, since=record.position)
-            if not held or held[0].position != record.position:
-                raise
-            if not same_record(self._decode_record(held[0], workflow_id), record):
-                raise
-            return self.inner.finish_workflow(
-                workflow_id, status, encoded_result, error=error, executor_id=executor_id
+        except RecordConflict as conflict:
+            return self._finish_past_conflict(
+                conflict, workflow_id, status, encoded_result, error, executor_id, record
             )
+
+    def _finish_past_conflict(
+        self,
+        conflict: RecordConflict,
+        workflow_id: str,
+        status: Status,
+        encoded_result: Outcome | None,
+        error: str,
+        executor_id: str | None,
+        record: Record | None,
+    ) -> bool:
+        """A finish whose last record the store refused: finished without it if the log
+        holds that same record already, else the refusal stands."""
+        if record is None or self.codec is None:
+            raise conflict
+        # The store compares the stored record with the one given as stored
+        # bytes, and a codec that encrypts encodes one value differently each
+        # time: a retried finish (its first attempt's record committed, the
+        # answer lost) would look like another writer's outcome. Compared
+        # decoded, the same record is written already; finish without it.
+        held = self.inner.load_log(workflow_id, since=record.position)
+        if not held or held[0].position != record.position:
+            raise conflict
+        if not same_record(self._decode_record(held[0], workflow_id), record):
+            raise conflict
+        return self.inner.finish_workflow(
+            workflow_id, status, encoded_result, error=error, executor_id=executor_id
+        )
 
     def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
         encoded: list[FinishWrite] = []
         for finish in finishes:
             result, error = self._encode_result(finish.result, finish.error)
-            encoded.append(attrs.evolve(finish, result=result, error=error))
-        return self.inner.finish_many(encoded)
+            record = None if finish.record is None else self._encode_record(finish.record)
+            encoded.append(attrs.evolve(finish, result=result, error=error, record=record))
+        answers = self.inner.finish_many(encoded)
+        settled: list[bool | Exception] = []
+        for finish, sent, answer in zip(finishes, encoded, answers, strict=True):
+            if isinstance(answer, RecordConflict):
+                try:
+                    answer = self._finish_past_conflict(
+                        answer,
+                        finish.workflow_id,
+                        finish.status,
+                        sent.result,
+                        sent.error,
+                        finish.executor_id,
+                        finish.record,
+                    )
+                except Exception as exc:
+                    answer = exc
+            settled.append(answer)
+        return settled
 
     def _encode_result(self, result: Outcome | None, error: str) -> tuple[Outcome | None, str]:
         """A run's result and its error text as stored."""

@@ -491,7 +491,12 @@ class MemoryStore:
         return finish_one_by_one(
             finishes_of(finishes),
             lambda f: self.finish_workflow(
-                f.workflow_id, f.status, f.result, error=f.error, executor_id=f.executor_id
+                f.workflow_id,
+                f.status,
+                f.result,
+                error=f.error,
+                executor_id=f.executor_id,
+                record=f.record,
             ),
         )
 

@@ -2247,12 +2247,15 @@ class PostgresStore:
         items: dict[int, _Finish] = {}
         for index, f in enumerate(batch):
             try:
+                last = last_record(f.workflow_id, f.record)
                 check_names(f.workflow_id, executor_id=f.executor_id)
-            except ValueError as exc:
+                if last is not None:
+                    check_record(f.workflow_id, last)
+            except (TypeError, ValueError) as exc:
                 answers[index] = exc
                 continue
             items[index] = _Finish(
-                f.workflow_id, f.status, f.result, storable_error(f.error), f.executor_id, None
+                f.workflow_id, f.status, f.result, storable_error(f.error), f.executor_id, last
             )
         taken = list(items)
         fell_back: set[int] = set()

@@ -1345,12 +1345,15 @@ class SqliteStore:
         bodies: dict[int, Callable[[sqlite3.Connection], bool]] = {}
         for index, f in enumerate(batch):
             try:
+                last = last_record(f.workflow_id, f.record)
                 check_names(f.workflow_id, executor_id=f.executor_id)
-            except ValueError as exc:
+                if last is not None:
+                    check_record(f.workflow_id, last)
+            except (TypeError, ValueError) as exc:
                 answers[index] = exc
                 continue
             bodies[index] = self._finish_body(
-                f.workflow_id, f.status, f.result, f.error, f.executor_id, None
+                f.workflow_id, f.status, f.result, f.error, f.executor_id, last
             )
         taken = list(bodies)
         answers.update(

@@ -438,6 +438,7 @@ class JournalStore:
                         finish.result,
                         error=finish.error,
                         executor_id=finish.executor_id,
+                        record=finish.record,
                     )
                 )
             except (Exception, ControlSignal) as exc:

@@ -1621,6 +1621,49 @@ def check_finish_many_finishes_each(store: Store) -> None:
     )
 
 
+def check_finish_many_with_last_records(store: Store) -> None:
+    for wid in ("fr-new", "fr-pending", "fr-equal", "fr-gap", "fr-other", "fr-plain"):
+        store.create_workflow(_run(wid))
+        store.record(wid, _step(0, "first"))
+    store.record("fr-pending", _pending(1, wake_at=_T0), wake_at=_T0)
+    store.record("fr-equal", _step(1, "same"))
+    store.record("fr-other", _step(1, "theirs"))
+    answers = store.finish_many(
+        [
+            FinishWrite("fr-new", Status.SUCCESS, Value("new"), record=_step(1, "new")),
+            FinishWrite("fr-pending", Status.SUCCESS, Value("done"), record=_step(1, "done")),
+            FinishWrite("fr-equal", Status.SUCCESS, Value("same"), record=_step(1, "same")),
+            FinishWrite("fr-gap", Status.SUCCESS, Value("gap"), record=_step(3, "gap")),
+            FinishWrite("fr-other", Status.SUCCESS, Value("ours"), record=_step(1, "ours")),
+            FinishWrite("fr-plain", Status.ERROR, Value("plain")),
+            FinishWrite("fr-bad", Status.SUCCESS, None, record=_pending(0)),
+        ]
+    )
+    _equal(
+        "finish_many answers with last records (written, completed, equal, gap, another "
+        "writer's, none, pending)",
+        [True, True, True, "RecordConflict", "RecordConflict", True, "ValueError"],
+        _finish_kinds(answers),
+    )
+    for wid, log in (
+        ("fr-new", [_step(0, "first"), _step(1, "new")]),
+        ("fr-pending", [_step(0, "first"), _step(1, "done")]),
+        ("fr-equal", [_step(0, "first"), _step(1, "same")]),
+        ("fr-gap", [_step(0, "first")]),
+        ("fr-other", [_step(0, "first"), _step(1, "theirs")]),
+    ):
+        _equal(f"log of {wid} after finish_many", log, _log_of(store, wid))
+    statuses = [
+        getattr(store.get_workflow(wid), "status", None)
+        for wid in ("fr-new", "fr-pending", "fr-equal", "fr-gap", "fr-other", "fr-plain")
+    ]
+    _equal(
+        "statuses after finish_many (a refused last record leaves its run PENDING)",
+        [Status.SUCCESS] * 3 + [Status.PENDING] * 2 + [Status.ERROR],
+        statuses,
+    )
+
+
 def check_finish_many_refuses_one_run_twice(store: Store) -> None:
     store.create_workflow(_run("fm-twice"))
     try:
@@ -3813,6 +3856,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_record_many_notifications,
     check_finish_only_from_pending,
     check_finish_many_finishes_each,
+    check_finish_many_with_last_records,
     check_finish_many_refuses_one_run_twice,
     check_finish_with_record_commits_both,
     check_finish_with_record_refused_by_the_run,
