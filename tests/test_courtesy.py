@@ -63,6 +63,22 @@ def test_a_pause_after_each_stretch_of_work(
     assert len(sleeps.pauses) == 2  # a long stretch costs one pause, not many
 
 
+def test_a_stretch_starts_again_after_a_wait(
+    sleeps: CountedSleeps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = ManualClock()
+    monkeypatch.setattr(courtesy_module, "perf_counter", clock)
+    courtesy = Courtesy(0.002)
+    clock.now += 0.5  # a long wait for work, then work
+    courtesy.rested()
+    clock.now += 0.001
+    courtesy()
+    assert sleeps.pauses == []  # 1 ms of work since the wait: no pause yet
+    clock.now += 0.0015
+    courtesy()
+    assert len(sleeps.pauses) == 1
+
+
 def test_none_never_pauses(sleeps: CountedSleeps) -> None:
     courtesy = Courtesy(None)
     assert not courtesy.active

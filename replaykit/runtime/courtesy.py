@@ -12,8 +12,9 @@ application's own among them, so the engine leaves it alone. Instead, the
 engine's busiest threads (the scheduler's, and the one that stores a batch of
 starts) call a shared `Courtesy` between units of work: after each millisecond
 of their work it sleeps for a moment, which hands the lock to whoever waits for
-it, the loop included. An engine that serves no application loop has none (every
-call returns at once).
+it, the loop included. A thread that waited (the scheduler, for its next event)
+says so (`rested`): work right after a wait does not pause at once. An engine
+that serves no application loop has none (every call returns at once).
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ class Courtesy:
     @property
     def active(self) -> bool:
         return self._work is not None
+
+    def rested(self) -> None:
+        """The calling thread waited (for work, for I/O): its stretch starts again, so
+        that work after a wait pauses only once it has lasted `work` seconds."""
+        if self._work is not None:
+            self._last = perf_counter()
 
     def __call__(self) -> None:
         work = self._work

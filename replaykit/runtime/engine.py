@@ -246,7 +246,7 @@ class Engine:
             park=self.park,
             queue_run_done=self.claims.run_done,
             watch_deadline=self._watch_deadline,
-            courtesy=self.courtesy if self.courtesy.active else None,
+            courtesy=self.courtesy,
         )
         self.schedules = ScheduleLoop(
             self.store,
@@ -475,6 +475,7 @@ class Engine:
         answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
         rows: list[tuple[int, WorkflowRow]] = []
         step_aside = self.courtesy
+        step_aside.rested()
         for index, (wf, args, kwargs, workflow_id) in enumerate(starts):
             step_aside()
             try:

@@ -56,6 +56,7 @@ from replaykit.interpreter import (
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.courtesy import Courtesy
 from replaykit.runtime.effects import Backoff, EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
@@ -200,7 +201,7 @@ class Scheduler:
         park: Callable[[str, str], None],
         queue_run_done: Callable[[str, str], None],
         watch_deadline: Callable[[WorkflowRow], bool] | None = None,
-        courtesy: Callable[[], None] | None = None,
+        courtesy: Courtesy | None = None,
     ) -> None:
         if max_cached_runs < 0:
             raise ValueError(f"max_cached_runs must be 0 or more, got {max_cached_runs}")
@@ -222,7 +223,7 @@ class Scheduler:
         self._watch_deadline = watch_deadline
         # Called between events: steps aside for an application's event loop after
         # each millisecond of work (runtime/courtesy.py); does nothing without one.
-        self._courtesy = courtesy or _no_courtesy
+        self._courtesy = courtesy or Courtesy(None)
         # Blocking work of activations: step bodies and effects that wait on the big
         # pool; the short store work around them (reading a run, finishing it,
         # parking it) on a small one of its own, so that long steps filling the big
@@ -495,8 +496,10 @@ class Scheduler:
             self._thread = threading.current_thread()
         while True:
             with self._cv:
-                while not self._inbox and not self._stopping:
-                    self._cv.wait()
+                if not self._inbox and not self._stopping:
+                    while not self._inbox and not self._stopping:
+                        self._cv.wait()
+                    self._courtesy.rested()
                 if self._stopping and not self._inbox:
                     return
                 events = collections.deque(self._inbox)
@@ -1607,10 +1610,6 @@ def _finished_outcome(status: Status, finished: bool) -> str:
     if not finished:
         return "cancelled"
     return "ok" if status is Status.SUCCESS else "error"
-
-
-def _no_courtesy() -> None:
-    pass
 
 
 def _close_quietly(interp: Interpreter) -> None:
