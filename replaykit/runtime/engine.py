@@ -475,7 +475,6 @@ class Engine:
         answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
         rows: list[tuple[int, WorkflowRow]] = []
         step_aside = self.courtesy
-        step_aside.rested()
         for index, (wf, args, kwargs, workflow_id) in enumerate(starts):
             step_aside()
             try:

@@ -94,8 +94,9 @@ RETRIED_CALLS: dict[str, str] = {
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
     "finish_workflow": "a retry of a finish that committed finds the run finished and "
     "answers False, changing nothing; the scheduler takes False as 'finished already'",
-    "finish_many": "as finish_workflow, each finish on its own: a retry answers False for "
-    "those the first attempt finished, which the scheduler takes as 'finished already'",
+    "finish_many": "a retry of the whole call answers False for the finishes the first "
+    "attempt committed ('finished already', as for finish_workflow); a finish answered "
+    "StoreUnavailable on its own is finished again alone, with finish_workflow's retries",
     "continue_workflow": "a retry of a continue that committed finds the run at the next "
     "generation with the same inputs and its archived row in place: it writes nothing and "
     "answers with the run's row, as the first attempt would have ('already done')",

@@ -450,15 +450,29 @@ class CodecStore:
         )
 
     def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | Exception]:
-        encoded: list[FinishWrite] = []
-        for finish in finishes:
-            result, error = self._encode_result(finish.result, finish.error)
-            record = None if finish.record is None else self._encode_record(finish.record)
-            encoded.append(attrs.evolve(finish, result=result, error=error, record=record))
-        answers = self.inner.finish_many(encoded)
+        given = list(finishes)
+        # A payload the codec refuses fails its own finish only, as finish_workflow's
+        # refusal would: the others are written.
+        answers: list[bool | Exception | None] = [None] * len(given)
+        encoded: dict[int, FinishWrite] = {}
+        for index, finish in enumerate(given):
+            try:
+                result, error = self._encode_result(finish.result, finish.error)
+                record = None if finish.record is None else self._encode_record(finish.record)
+            except Exception as exc:
+                answers[index] = exc
+                continue
+            encoded[index] = attrs.evolve(finish, result=result, error=error, record=record)
+        for index, stored in zip(
+            encoded, self.inner.finish_many(list(encoded.values())), strict=True
+        ):
+            answers[index] = stored
         settled: list[bool | Exception] = []
-        for finish, sent, answer in zip(finishes, encoded, answers, strict=True):
-            if isinstance(answer, RecordConflict):
+        for index, (finish, found) in enumerate(zip(given, answers, strict=True)):
+            assert found is not None
+            answer: bool | Exception = found
+            sent = encoded.get(index)
+            if isinstance(answer, RecordConflict) and sent is not None:
                 try:
                     answer = self._finish_past_conflict(
                         answer,

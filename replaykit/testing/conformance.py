@@ -1592,6 +1592,9 @@ def check_finish_many_finishes_each(store: Store) -> None:
             sorted(finished),
             notes,
         )
+        with lock:
+            stray = sorted(key for kind, key in notes if kind == "finished" and key not in finished)
+        _equal("'finished' notes of runs finish_many did not finish", [], stray)
     finally:
         unsubscribe()
     ok = _present("fm-ok after finish_many", store.get_workflow("fm-ok"))
@@ -1625,6 +1628,12 @@ def check_finish_many_with_last_records(store: Store) -> None:
     for wid in ("fr-new", "fr-pending", "fr-equal", "fr-gap", "fr-other", "fr-plain"):
         store.create_workflow(_run(wid))
         store.record(wid, _step(0, "first"))
+    # Refused by the run, before the record is looked at: nothing written.
+    store.create_workflow(_run("fr-owned", executor_id="engine-a"))
+    store.record("fr-owned", _step(0, "first"))
+    store.create_workflow(_run("fr-cancelled"))
+    store.record("fr-cancelled", _step(0, "first"))
+    store.set_status("fr-cancelled", Status.CANCELLED)
     store.record("fr-pending", _pending(1, wake_at=_T0), wake_at=_T0)
     store.record("fr-equal", _step(1, "same"))
     store.record("fr-other", _step(1, "theirs"))
@@ -1637,12 +1646,16 @@ def check_finish_many_with_last_records(store: Store) -> None:
             FinishWrite("fr-other", Status.SUCCESS, Value("ours"), record=_step(1, "ours")),
             FinishWrite("fr-plain", Status.ERROR, Value("plain")),
             FinishWrite("fr-bad", Status.SUCCESS, None, record=_pending(0)),
+            FinishWrite(
+                "fr-owned", Status.SUCCESS, Value(1), executor_id="engine-b", record=_step(1)
+            ),
+            FinishWrite("fr-cancelled", Status.SUCCESS, Value(1), record=_step(1)),
         ]
     )
     _equal(
         "finish_many answers with last records (written, completed, equal, gap, another "
-        "writer's, none, pending)",
-        [True, True, True, "RecordConflict", "RecordConflict", True, "ValueError"],
+        "writer's, none, pending, another owner's run, a cancelled run)",
+        [True, True, True, "RecordConflict", "RecordConflict", True, "ValueError", False, False],
         _finish_kinds(answers),
     )
     for wid, log in (
@@ -1651,6 +1664,8 @@ def check_finish_many_with_last_records(store: Store) -> None:
         ("fr-equal", [_step(0, "first"), _step(1, "same")]),
         ("fr-gap", [_step(0, "first")]),
         ("fr-other", [_step(0, "first"), _step(1, "theirs")]),
+        ("fr-owned", [_step(0, "first")]),
+        ("fr-cancelled", [_step(0, "first")]),
     ):
         _equal(f"log of {wid} after finish_many", log, _log_of(store, wid))
     statuses = [
