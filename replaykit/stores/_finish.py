@@ -5,8 +5,21 @@ from __future__ import annotations
 from replaykit import serde
 from replaykit.errors import RecordConflict
 from replaykit.log import Record
+from replaykit.stores._checks import check_names, check_record
 
-__all__ = ["last_record", "same_record", "unlike_error"]
+__all__ = ["checked_finish", "last_record", "same_record", "unlike_error"]
+
+
+def checked_finish(
+    workflow_id: str, executor_id: str | None, record: Record | None
+) -> Record | None:
+    """A finish's refusals before anything is read or written (its names, its last
+    record); the last record it may commit, or None."""
+    last = last_record(workflow_id, record)
+    check_names(workflow_id, executor_id=executor_id)
+    if last is not None:
+        check_record(workflow_id, last)
+    return last
 
 
 def last_record(workflow_id: str, record: Record | None) -> Record | None:

@@ -25,7 +25,7 @@ from replaykit.stores._checks import (
     check_write,
     storable_error,
 )
-from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
@@ -456,10 +456,7 @@ class MemoryStore:
         executor_id: str | None = None,
         record: Record | None = None,
     ) -> bool:
-        last = last_record(workflow_id, record)
-        check_names(workflow_id, executor_id=executor_id)
-        if last is not None:
-            check_record(workflow_id, last)
+        last = checked_finish(workflow_id, executor_id, record)
         error = storable_error(error)
         with self._lock:
             row = self._rows.get(workflow_id)

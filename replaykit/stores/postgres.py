@@ -49,7 +49,7 @@ from replaykit.stores._checks import (
     refused_writes,
     storable_error,
 )
-from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
@@ -2220,10 +2220,7 @@ class PostgresStore:
         executor_id: str | None = None,
         record: Record | None = None,
     ) -> bool:
-        last = last_record(workflow_id, record)
-        check_names(workflow_id, executor_id=executor_id)
-        if last is not None:
-            check_record(workflow_id, last)
+        last = checked_finish(workflow_id, executor_id, record)
         finish = _Finish(workflow_id, status, result, storable_error(error), executor_id, last)
         changed = self._group.submit(finish)
         fell_back = changed is FALL_BACK
@@ -2247,10 +2244,7 @@ class PostgresStore:
         items: dict[int, _Finish] = {}
         for index, f in enumerate(batch):
             try:
-                last = last_record(f.workflow_id, f.record)
-                check_names(f.workflow_id, executor_id=f.executor_id)
-                if last is not None:
-                    check_record(f.workflow_id, last)
+                last = checked_finish(f.workflow_id, f.executor_id, f.record)
             except (TypeError, ValueError) as exc:
                 answers[index] = exc
                 continue

@@ -39,7 +39,7 @@ from replaykit.stores._checks import (
     refused_writes,
     storable_error,
 )
-from replaykit.stores._finish import last_record, same_record, unlike_error
+from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
@@ -667,6 +667,13 @@ class SqliteStore:
         if self._closed:
             raise StoreError(f"{self!r} is closed")
 
+    def _check_not_in_body(self) -> None:
+        if getattr(self._inside_body, "active", False):
+            raise StoreError(
+                "the store was called from inside a Transaction body on the same "
+                "thread; use the connection the body was given instead"
+            )
+
     def _write(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run `body` in a BEGIN IMMEDIATE transaction; `_Unchanged` rolls back quietly.
 
@@ -675,11 +682,7 @@ class SqliteStore:
         undoes only its own writes, and all of them commit together.
         """
         self._check_open()
-        if getattr(self._inside_body, "active", False):
-            raise StoreError(
-                "the store was called from inside a Transaction body on the same "
-                "thread; use the connection the body was given instead"
-            )
+        self._check_not_in_body()
         outcome = self._group.submit(body)
         if outcome is FALL_BACK:
             return self._write_alone(body)
@@ -1164,11 +1167,7 @@ class SqliteStore:
         if not batch:
             return []
         self._check_open()
-        if getattr(self._inside_body, "active", False):
-            raise StoreError(
-                "the store was called from inside a Transaction body on the same "
-                "thread; use the connection the body was given instead"
-            )
+        self._check_not_in_body()
         notes: list[list[tuple[str, str]]] = [[] for _ in batch]
         answers: Answers = [None] * len(batch)
         for index, refusal in refused_writes(batch).items():
@@ -1319,10 +1318,7 @@ class SqliteStore:
         executor_id: str | None = None,
         record: Record | None = None,
     ) -> bool:
-        last = last_record(workflow_id, record)
-        check_names(workflow_id, executor_id=executor_id)
-        if last is not None:
-            check_record(workflow_id, last)
+        last = checked_finish(workflow_id, executor_id, record)
         changed = self._write(
             self._finish_body(workflow_id, status, result, error, executor_id, last)
         )
@@ -1336,19 +1332,12 @@ class SqliteStore:
         if not batch:
             return []
         self._check_open()
-        if getattr(self._inside_body, "active", False):
-            raise StoreError(
-                "the store was called from inside a Transaction body on the same "
-                "thread; use the connection the body was given instead"
-            )
+        self._check_not_in_body()
         answers: dict[int, bool | Exception] = {}
         bodies: dict[int, Callable[[sqlite3.Connection], bool]] = {}
         for index, f in enumerate(batch):
             try:
-                last = last_record(f.workflow_id, f.record)
-                check_names(f.workflow_id, executor_id=f.executor_id)
-                if last is not None:
-                    check_record(f.workflow_id, last)
+                last = checked_finish(f.workflow_id, f.executor_id, f.record)
             except (TypeError, ValueError) as exc:
                 answers[index] = exc
                 continue
