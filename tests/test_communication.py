@@ -532,6 +532,32 @@ def test_calls_inside_composites_get_distinct_ids_and_losers_are_cancelled(
     wait_for(lambda: engine.handle("tc:0.1.1").status() is Status.CANCELLED)
 
 
+@workflow(name="comm-start-in-a-losing-branch")
+def start_in_a_losing_branch_wf() -> Generator[Any, Any, Any]:
+    # The All starts its child at once, then waits for a message that never comes.
+    return (yield Race(All(Start(sleepy_child_wf), Recv("never")), Sleep(0.3)))
+
+
+@workflow(name="comm-start-in-a-winning-branch")
+def start_in_a_winning_branch_wf() -> Generator[Any, Any, Any]:
+    return (yield Race(All(Start(sleepy_child_wf), Sleep(0.1)), Sleep(30)))
+
+
+def test_a_child_started_in_a_losing_branch_is_cancelled(engine: Engine) -> None:
+    assert engine.run(start_in_a_losing_branch_wf, workflow_id="slb", timeout=20) == [1, None]
+    (child,) = engine.list_workflows(parent_id="slb")
+    wait_for(lambda: engine.handle(child.workflow_id).status() is Status.CANCELLED)
+
+
+def test_a_child_started_in_a_winning_branch_runs_on(engine: Engine) -> None:
+    winner, (child_id, _slept) = engine.run(
+        start_in_a_winning_branch_wf, workflow_id="swb", timeout=20
+    )
+    assert winner == 0
+    time.sleep(0.3)  # a cancel would have been sent right after the record committed
+    assert engine.handle(child_id).status() is Status.PENDING
+
+
 @workflow(name="comm-all-fails-cancels")
 def all_fails_cancels_wf() -> Generator[Any, Any, Any]:
     try:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import replaykit
-from replaykit import Engine, Recv, Sleep, Status, Step, workflow
+from replaykit import All, Engine, Race, Recv, Sleep, Status, Step, workflow
 from replaykit.log import Record, Value
 from replaykit.stores import open_store
 from replaykit.stores.base import Store
@@ -301,3 +301,92 @@ def test_runs_waiting_long_for_a_deadline_alone_are_not_kept_warm(store_url: str
         engine.wait_idle(timeout=10)
         assert not engine.scheduler.is_warm("long-nap")
         assert engine.scheduler.is_warm("short-nap")
+
+
+@workflow(name="sched.step-then-wait")
+def step_then_wait(i: int) -> Generator[Any, Any, Any]:
+    # The step finishes at once; the composite still waits for the message.
+    return (yield All(Race(Recv("go"), Sleep(60)), Step("s", lambda: bump(f"step-{i}") and i)))
+
+
+@workflow(name="sched.one-step")
+def one_step() -> Generator[Any, Any, int]:
+    return (yield Step("one", lambda: bump("one")))
+
+
+def test_a_composite_whose_steps_finished_waits_holding_no_thread(store_url: str) -> None:
+    # Two pool threads, four composites each waiting for a message after their step
+    # finished: if a waiting composite kept its thread, the one-step run would wait
+    # for the messages.
+    engine, _counter = engine_on(store_url, max_workers=2)
+    with engine:
+        handles = [engine.start(step_then_wait, i, workflow_id=f"composite-{i}") for i in range(4)]
+        wait_until(lambda: all(engine.scheduler.is_warm(f"composite-{i}") for i in range(4)))
+        assert engine.run(one_step, workflow_id="not-stalled", timeout=5) == 1
+        for i in range(4):
+            engine.send(f"composite-{i}", f"go {i}", topic="go")
+        results = [h.result(timeout=30) for h in handles]
+    # The Race's outcome is [winner, value]; the All's is [race, step].
+    assert results == [[[0, f"go {i}"], i] for i in range(4)]
+    # The warm runs kept what their steps gave: no step ran twice.
+    assert all(CALLS[f"step-{i}"] == 1 for i in range(4))
+
+
+def test_a_composite_replayed_after_eviction_runs_its_finished_steps_again(
+    store_url: str,
+) -> None:
+    # Evicted, the run is rebuilt from its log, which holds no record of the step
+    # (the composite has not decided): the step runs again, as any step whose
+    # record did not commit, and the result is the same.
+    engine, counter = engine_on(store_url, max_cached_runs=1, max_workers=2)
+    with engine:
+        handles = [engine.start(step_then_wait, i, workflow_id=f"evicted-{i}") for i in range(3)]
+        wait_until(lambda: all(CALLS.get(f"step-{i}") == 1 for i in range(3)))
+        assert engine.wait_idle(timeout=10)
+        for i in range(3):
+            engine.send(f"evicted-{i}", i, topic="go")
+        assert [h.result(timeout=30) for h in handles] == [[[0, i], i] for i in range(3)]
+    assert counter.reads >= 2
+    assert sorted(CALLS[f"step-{i}"] for i in range(3)) == [1, 2, 2]
+
+
+GO = threading.Event()
+
+
+def gated_step(i: int) -> int:
+    bump("gated-waiting")
+    GO.wait(timeout=20)
+    return i
+
+
+@workflow(name="sched.gated-then-two")
+def gated_then_two(i: int) -> Generator[Any, Any, int]:
+    first = yield Step("gated", gated_step, i)
+    second = yield Step("plain", lambda: i)
+    return first + second
+
+
+def test_the_step_records_of_runs_side_by_side_share_a_commit(store_url: str) -> None:
+    # Twenty runs' steps end together: the scheduler writes their records in shared
+    # batches (one record_many, one commit), not one commit per record.
+    GO.clear()
+    store = open_store(store_url)
+    batches: list[int] = []
+    original = store.record_many
+
+    def record_many(writes: Any) -> Any:
+        with LOCK:
+            batches.append(len(writes))
+        return original(writes)
+
+    store.record_many = record_many  # type: ignore[method-assign]
+    with Engine(store, poll_interval=0.1, max_workers=32) as engine:
+        handles = [engine.start(gated_then_two, i, workflow_id=f"side-{i}") for i in range(20)]
+        wait_until(lambda: CALLS.get("gated-waiting") == 20)
+        GO.set()
+        assert [h.result(timeout=30) for h in handles] == [2 * i for i in range(20)]
+        assert all(len(engine.steps(f"side-{i}")) == 2 for i in (0, 19))
+    # Forty records in all: the last of each run may go with its finish instead.
+    assert 20 <= sum(batches) <= 40
+    assert max(batches) > 1
+    assert len(batches) < sum(batches)

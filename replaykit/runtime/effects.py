@@ -327,14 +327,21 @@ class EffectRunner:
 
     # -- entry point -------------------------------------------------------------
 
-    def carry_out(self, row: WorkflowRow, effect: Effect) -> Record | Suspend:
+    def carry_out(
+        self,
+        row: WorkflowRow,
+        effect: Effect,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
+    ) -> Record | Suspend:
+        """Carry out `effect` and record it, or say what it waits for. `steps_done` are
+        what a composite's step children gave before it suspended (`Suspend.steps_done`)."""
         command = effect.command
         if isinstance(command, Step):
             return self._step(row, effect, command)
         if isinstance(command, Transaction):
             return self._transaction(row, effect, command)
         if isinstance(command, (Race, All)):
-            return self._composite(row, effect, command)
+            return CompositeRun(self, row, effect, command, steps_done).run()
         if isinstance(command, Send):
             return self._send(row, effect, command)
         if isinstance(command, SetEvent):
@@ -1194,9 +1201,6 @@ class EffectRunner:
 
     # -- Race and All ----------------------------------------------------------------------
 
-    def _composite(self, row: WorkflowRow, effect: Effect, command: Race | All) -> Record | Suspend:
-        return CompositeRun(self, row, effect, command).run()
-
 
 @attrs.define(eq=False)
 class _Node:
@@ -1239,11 +1243,18 @@ class CompositeRun:
     at again (a losing inner `Recv` takes no message). The record consumes the
     messages of the subtrees whose outcomes it holds, nothing else; two `Recv`
     leaves never take the same message. After the record committed, every
-    `Call` leaf without an outcome (a loser, or a child still running when a
-    fail-fast `All` failed) has its child run cancelled.
+    `Call` or `Start` leaf whose outcome the record does not hold (a loser, or a
+    `Call` still running when a fail-fast `All` failed) has its child run cancelled.
     """
 
-    def __init__(self, runner: EffectRunner, row: WorkflowRow, effect: Effect, command: Race | All):
+    def __init__(
+        self,
+        runner: EffectRunner,
+        row: WorkflowRow,
+        effect: Effect,
+        command: Race | All,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
+    ):
         self.runner = runner
         self.host = runner.host
         self.row = row
@@ -1257,12 +1268,17 @@ class CompositeRun:
         self.root = self._build((), command, None, self.scope)
         self.leaves = self.root.leaves()
         self.outcomes: dict[tuple[int, ...], Outcome] = {}
+        step_paths = {leaf.path for leaf in self.leaves if isinstance(leaf.command, Step)}
+        for path, outcome in (steps_done or {}).items():
+            if path in step_paths:  # an attempt before this one ran it: not again
+                self.outcomes[path] = outcome
         #: message id -> the leaf that took it (not consumed until the record commits).
         self.taken: dict[int, tuple[int, ...]] = {}
         #: composites decided so far: path -> (recorded value, whether it failed).
         self.decided: dict[tuple[int, ...], tuple[Outcome, bool]] = {}
         self.winners: dict[tuple[int, ...], int] = {}
-        #: `Call` leaves whose child run this attempt started (or found started).
+        #: `Call` and `Start` leaves whose child run this attempt started (or found
+        #: started): those the record does not hold are cancelled after it commits.
         self.started: list[_Node] = []
 
     def _build(
@@ -1319,9 +1335,11 @@ class CompositeRun:
                 future.add_done_callback(lambda _f: self.changed.set())
                 futures[leaf.path] = future
             elif isinstance(child, Start):
-                self.outcomes[leaf.path] = runner._start_child(
-                    row, effect.position, child, leaf.target
-                )
+                started = runner._start_child(row, effect.position, child, leaf.target)
+                self.outcomes[leaf.path] = started
+                if not isinstance(started, Failure):
+                    # In a branch that loses, its run is cancelled as a losing Call's.
+                    self.started.append(leaf)
                 self._decide(self.root)
             elif facts_of(child).instant:
                 self.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
@@ -1346,6 +1364,9 @@ class CompositeRun:
             while True:
                 self.changed.clear()
                 closing = self._check_stop(futures, look_first=True)
+                # Asked before the look, so that the look takes in every step that
+                # is not running any more.
+                steps_running = self._steps_running(futures)
                 decided = self._look(futures)
                 if decided is None and closing:
                     self._check_stop(futures)
@@ -1370,9 +1391,15 @@ class CompositeRun:
                     for leaf in self.leaves
                     if leaf.deadline is not None and self._is_open(leaf)
                 ]
-                if not futures:
+                if not futures or (
+                    not steps_running and self.host.keeps_warm(row.workflow_id, effect.position)
+                ):
                     # Nothing is consumed before the commit, so partial readiness
-                    # can be dropped: the replay on wake-up looks again.
+                    # can be dropped: the replay on wake-up looks again. Finished
+                    # step children go with the warm run, so that what is left to
+                    # wait for (a message, a timer) holds no thread; a run replayed
+                    # instead (evicted, or a host that keeps none) runs them again,
+                    # as any step whose record did not commit.
                     if pending is None:
                         pending = runner.commit(
                             row,
@@ -1395,11 +1422,9 @@ class CompositeRun:
                             [leaf.target for leaf in waiting],
                         ),
                         pending,
+                        self._finished_steps() or None,
                     )
                 self._check_stop(futures)
-                steps_running = any(
-                    self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items()
-                )
                 self.host.wait_for_change(
                     self.changed, min(open_deadlines, default=None), idle=not steps_running
                 )
@@ -1407,6 +1432,20 @@ class CompositeRun:
             self.scope.cancel()
             if unsubscribe is not None:
                 unsubscribe()
+
+    def _steps_running(
+        self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
+    ) -> bool:
+        """Whether a step child that is still needed has not finished yet."""
+        return any(self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items())
+
+    def _finished_steps(self) -> dict[tuple[int, ...], Outcome]:
+        """The outcomes of the step children that finished (a later attempt keeps them)."""
+        return {
+            leaf.path: self.outcomes[leaf.path]
+            for leaf in self.leaves
+            if isinstance(leaf.command, Step) and leaf.path in self.outcomes
+        }
 
     def _check_stop(
         self,

@@ -1244,6 +1244,10 @@ class Engine:
         """Call `callback` when any of `wakes` is notified, until unsubscribed."""
         return self.wakeups.listen(wakes, callback)
 
+    def keeps_warm(self, workflow_id: str, position: int) -> bool:
+        """Whether a run suspending at `position` now would stay warm (in memory)."""
+        return self.scheduler.would_stay_warm(workflow_id, position)
+
     def jump_to(self, workflow_id: str, position: int, deadline: datetime) -> bool:
         """Move an autojumping clock to `deadline` if nothing else runs or is due first
         and the run would stay warm (a run that would be replayed must suspend)."""

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import attrs
 
 from replaykit.errors import ControlSignal
-from replaykit.log import Record
+from replaykit.log import Outcome, Record
 from replaykit.runtime.clock import Clock
 from replaykit.stores.base import Store, WorkflowRow
 
@@ -112,6 +112,10 @@ class Suspend:
     ready: Callable[[], bool] | None = attrs.field(default=None, eq=False)
     #: The pending record its position holds now; a warm run resumes from it.
     pending: Record | None = attrs.field(default=None, eq=False)
+    #: A composite's step children that finished before it suspended, by their path
+    #: in its tree: what a warm run's next attempt takes instead of running them again.
+    #: They live in memory only, as every step outcome before its record commits.
+    steps_done: Mapping[tuple[int, ...], Outcome] | None = attrs.field(default=None, eq=False)
 
 
 class Host(Protocol):
@@ -178,6 +182,11 @@ class Host(Protocol):
         self, changed: threading.Event, deadline: datetime | None, *, idle: bool
     ) -> None:
         """Hold the calling thread until `changed`, the deadline or a poll interval."""
+        ...
+
+    def keeps_warm(self, workflow_id: str, position: int) -> bool:
+        """Whether a run suspending at `position` now would stay in memory, to be
+        resumed rather than replayed (no cache, or the testing kit's replays: not)."""
         ...
 
     def jump_to(self, workflow_id: str, position: int, deadline: datetime) -> bool:

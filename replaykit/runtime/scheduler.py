@@ -24,7 +24,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
@@ -87,6 +87,8 @@ class WarmRun:
     row: WorkflowRow
     interpreter: Interpreter
     effect: Effect  # the effect it waits on, with the pending record its position holds
+    #: A composite's step children that finished before it suspended (`Suspend.steps_done`).
+    steps_done: Mapping[tuple[int, ...], Outcome] | None = None
 
 
 @attrs.define(slots=True, eq=False)
@@ -626,7 +628,7 @@ class Scheduler:
                 # It waits for its next attempt: run it as any step is run.
                 self._decide(activation, None, None, decided=warm.effect)
                 return
-            self._submit(self._carry, activation, warm.effect)
+            self._submit(self._carry, activation, warm.effect, warm.steps_done)
             return
         if activation.fresh and activation.row is not None:
             # Just created here: nothing to read, so nothing to hand to the pool.
@@ -985,7 +987,7 @@ class Scheduler:
             if isinstance(waiting.command, Step):
                 self._decide(activation, None, None, decided=waiting)
                 return
-            self._submit(self._carry, activation, waiting)
+            self._submit(self._carry, activation, waiting, suspend.steps_done)
             return
         if row.recovery_attempts:
             # Reaching a wait is not crash-looping, even with no new record: a run
@@ -998,7 +1000,7 @@ class Scheduler:
             # Its inputs went into the generator it keeps: the copy in the row is
             # only weight (a workflow's arguments, held by every warm run).
             kept = row if row.inputs is None else attrs.evolve(row, inputs=None)
-            self._keep_warm(workflow_id, WarmRun(kept, interp, waiting))
+            self._keep_warm(workflow_id, WarmRun(kept, interp, waiting, suspend.steps_done))
         else:
             _close_quietly(interp)
         activation.interp = None
@@ -1273,9 +1275,14 @@ class Scheduler:
             row is not None and row.status is Status.PENDING and row.executor_id == self.executor_id
         )
 
-    def _carry(self, activation: _Activation, effect: Effect) -> Event:
+    def _carry(
+        self,
+        activation: _Activation,
+        effect: Effect,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
+    ) -> Event:
         try:
-            result: Any = self.runner.carry_out(activation.row_or_raise(), effect)
+            result: Any = self.runner.carry_out(activation.row_or_raise(), effect, steps_done)
         except BaseException as exc:
             result = exc
         return ("carried", activation, effect, result)
@@ -1555,6 +1562,7 @@ class Scheduler:
             return False
         if (
             not suspend.waits
+            and not suspend.steps_done  # replayed, it would run its finished steps again
             and suspend.wake_at is not None
             and (suspend.wake_at - self.clock.now()).total_seconds() > WARM_HORIZON
         ):
