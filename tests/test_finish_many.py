@@ -31,6 +31,7 @@ class CountingStore:
         self.with_record = 0  # finishes that carried the run's last record
         self.recorded: list[tuple[str, int]] = []  # (run, position) written by record_many
         self.fail_once: set[str] = set()
+        self.batched: set[str] = set()  # runs finished through finish_many
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
@@ -50,6 +51,7 @@ class CountingStore:
         with self._lock:
             self.batches.append(len(finishes))
             self.with_record += sum(1 for f in finishes if f.record is not None)
+            self.batched.update(f.workflow_id for f in finishes)
             failing = {f.workflow_id for f in finishes} & self.fail_once
             self.fail_once -= failing
         kept = [f for f in finishes if f.workflow_id not in failing]
@@ -127,7 +129,11 @@ def test_a_store_without_finish_many_is_refused_saying_so(store_url: str) -> Non
 
 def test_a_finish_lost_in_a_batch_is_tried_again(store_url: str) -> None:
     store = CountingStore(open_store(store_url))
-    store.fail_once = {f"lost-{i}" for i in range(0, 30, 3)}
+    chosen = {f"lost-{i}" for i in range(0, 30, 3)}
+    store.fail_once = set(chosen)
     # The runs whose finish was lost wait a poll interval, then replay and finish.
     assert run_many(store, 30, "lost", poll_interval=0.2) == [2 * i for i in range(30)]
-    assert not store.fail_once, "every chosen finish went through a batch and was lost once"
+    # Every chosen run that went through a batch had its finish lost once. (A run
+    # may end alone, the first one above all, and finish without a batch.)
+    assert not store.fail_once & store.batched, (store.fail_once, store.batched)
+    assert len(chosen - store.fail_once) >= 5, store.fail_once
