@@ -390,3 +390,21 @@ def test_the_step_records_of_runs_side_by_side_share_a_commit(store_url: str) ->
     assert 20 <= sum(batches) <= 40
     assert max(batches) > 1
     assert len(batches) < sum(batches)
+
+
+def test_a_composite_waiting_after_its_steps_survives_a_restart(store_url: str) -> None:
+    if store_url.startswith("memory"):
+        pytest.skip("a memory store does not outlive its engine")
+    with Engine(store_url, poll_interval=0.1) as first:
+        first.start(step_then_wait, 7, workflow_id="restarted")
+        wait_until(lambda: first.scheduler.is_warm("restarted"))
+        # Suspended, it wrote the composite's pending record: its start stays fixed.
+        (pending,) = first.steps("restarted")
+        assert pending.outcome is None and pending.started_at is not None
+    with Engine(store_url, poll_interval=0.1) as second:
+        second.recover()
+        wait_until(lambda: CALLS.get("step-7") == 2)  # replayed: the step runs again
+        second.send("restarted", "after", topic="go")
+        assert second.handle("restarted").result(timeout=30) == [[0, "after"], 7]
+        (record,) = second.steps("restarted")
+        assert record.started_at == pending.started_at

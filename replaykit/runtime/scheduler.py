@@ -1006,8 +1006,10 @@ class Scheduler:
         activation.interp = None
         with self._cv:
             seen = self._seen.get(workflow_id, 0)
-        # What waits in the wake-ups holds no record: the warm entry has it, if any.
-        if not self.wakeups.suspend(workflow_id, attrs.evolve(suspend, pending=None), seen=seen):
+        # What waits in the wake-ups holds no record nor step outcomes: the warm entry
+        # has them, if any.
+        waits = attrs.evolve(suspend, pending=None, steps_done=None)
+        if not self.wakeups.suspend(workflow_id, waits, seen=seen):
             # What it waits for changed while it was being replayed: look again.
             with self._cv:
                 self._rerun.add(workflow_id)
