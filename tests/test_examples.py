@@ -50,6 +50,14 @@ def test_fanout(tmp_path: Path) -> None:
     assert out.count("SUCCESS") == 3
 
 
+def test_restock(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "restock.py")], tmp_path)
+    assert "while three restocks wait: label for crate-9" in out
+    assert "bolts: po-bolts-40x0.12 into slot-bolts" in out
+    assert "nuts: po-nuts-40x0.05 into slot-nuts" in out
+    assert "released slot-washers" in out and "washers: no quote in time" in out
+
+
 def test_streams(tmp_path: Path) -> None:
     out = run_example([str(ROOT / "examples" / "streams.py")], tmp_path)
     lines = [line.strip() for line in out.splitlines() if "progress:" in line]
