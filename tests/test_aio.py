@@ -20,6 +20,7 @@ from replaykit import (
     AwaitedWorkflowCancelled,
     Engine,
     Queue,
+    QueueItem,
     Recv,
     SetEvent,
     Sleep,
@@ -285,6 +286,14 @@ def test_events_queues_and_forks(store_url: str) -> None:
             queued = await engine.enqueue_many(JOBS, sleeps_then_finishes, [(1,), (2,)])
             one = await engine.enqueue(JOBS, publishes, 3)
             assert len(queued) == 2
+            kept = await engine.enqueue(JOBS, sleeps_then_finishes, 4, dedup_id="aio-d")
+            again = await engine.enqueue_many(
+                JOBS,
+                sleeps_then_finishes,
+                [QueueItem(4, dedup_id="aio-d")],
+                if_exists="return",
+            )
+            assert [h.workflow_id for h in again] == [kept.workflow_id]
             assert await engine.get_event(one.workflow_id, "progress", timeout=30) == 3
 
             fork = await engine.fork("e1", 1, workflow_id="e1-fork")

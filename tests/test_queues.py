@@ -298,6 +298,31 @@ def test_enqueue_many_is_all_or_nothing_on_dedup_ids(shared: Any) -> None:
         ]
 
 
+def test_enqueue_many_can_return_the_runs_that_hold_dedup_ids(shared: Any) -> None:
+    Queue("q-many-return")
+    with Engine(shared, queues=[], poll_interval=0.1) as eng:
+        held = eng.enqueue("q-many-return", note_wf, "held", dedup_id="d-held")
+        handles = eng.enqueue_many(
+            "q-many-return",
+            note_wf,
+            [
+                replaykit.QueueItem("fresh", workflow_id="dr-fresh"),
+                replaykit.QueueItem("dup of a stored run", dedup_id="d-held"),
+                replaykit.QueueItem("first", workflow_id="dr-first", dedup_id="d-new"),
+                replaykit.QueueItem("dup of an item", dedup_id="d-new"),
+                ("plain",),
+            ],
+            if_exists="return",
+        )
+        ids = [h.workflow_id for h in handles]
+        assert ids[:4] == ["dr-fresh", held.workflow_id, "dr-first", "dr-first"]
+        enqueued = {r.workflow_id for r in eng.list_workflows(status=Status.ENQUEUED)}
+        # The three items not turned away are enqueued, beside the run that was there.
+        assert enqueued == {held.workflow_id, "dr-fresh", "dr-first", ids[4]}
+        with pytest.raises(ValueError, match="if_exists must be 'raise' or 'return'"):
+            eng.enqueue_many("q-many-return", note_wf, [("x",)], if_exists="ignore")
+
+
 def test_enqueue_many_refuses_items_that_are_not_argument_tuples(store_url: str) -> None:
     Queue("q-many-bad")
     with Engine(store_url, queues=[], poll_interval=0.1) as eng:

@@ -344,6 +344,7 @@ class AsyncEngine:
         delay: timedelta | float | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        if_exists: str = "raise",
     ) -> list[AsyncWorkflowHandle[R]]:
         """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
         # Items are read here, on the loop, so a generator of items is not
@@ -357,6 +358,7 @@ class AsyncEngine:
             delay=delay,
             timeout=timeout,
             deadline=deadline,
+            if_exists=if_exists,
         )
         return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
 

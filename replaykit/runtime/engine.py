@@ -678,6 +678,7 @@ class Engine:
         delay: timedelta | float | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        if_exists: str = "raise",
     ) -> list[WorkflowHandle[R]]:
         """Put many runs of `wf` on a queue in one statement and one commit.
 
@@ -688,8 +689,10 @@ class Engine:
         from each run's claim, a deadline from now). Handles come
         back in item order; an id that exists already gives that run's handle.
         All or nothing: a `dedup_id` that a live run of the queue (or an earlier
-        item) holds raises `DuplicateDedupId` and enqueues none of them. Items of
-        equal priority are claimed in the order given.
+        item) holds raises `DuplicateDedupId` and enqueues none of them; with
+        `if_exists="return"`, as with `enqueue`, such an item gets the handle of
+        the run that holds its dedup id instead, and the others are enqueued. Items
+        of equal priority are claimed in the order given.
 
         An item whose `workflow_id` holds a run of another workflow or other
         arguments raises `WorkflowIdConflict` naming the item, after the batch
@@ -698,6 +701,8 @@ class Engine:
         """
         self._check_open()
         name = queue.name if isinstance(queue, Queue) else queue
+        if if_exists not in ("raise", "return"):
+            raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
         now = self.clock.now()
         rows: list[WorkflowRow] = []
         for index, item in enumerate(items):
@@ -744,7 +749,65 @@ class Engine:
             )
         if not rows:
             return []
+        if if_exists == "return":
+            return self._enqueue_many_or_found(name, wf, rows)
         answers = self.store.create_workflows(rows)
+        return self._enqueued(name, wf, rows, answers)
+
+    def _enqueue_many_or_found(
+        self, queue: str, wf: Workflow[..., R], rows: list[WorkflowRow]
+    ) -> list[WorkflowHandle[R]]:
+        """`enqueue_many(..., if_exists="return")`: the items whose dedup id is held
+        answer with the holder's handle, the others are enqueued together."""
+        found: dict[int, str] = {}  # item index -> the run holding its dedup id
+        left = list(range(len(rows)))
+        while True:
+            try:
+                answers = self.store.create_workflows([rows[i] for i in left])
+                break
+            except DuplicateDedupId as exc:
+                holder = exc.existing_id
+                key = self._dedup_key_of(holder, [rows[i] for i in left])
+                # Each round takes at least one item out, so the loop ends.
+                taken = [
+                    i
+                    for i in left
+                    if rows[i].workflow_id != holder and (rows[i].queue, rows[i].dedup_id) == key
+                ]
+                if not taken:
+                    raise
+                for i in taken:
+                    found[i] = holder
+                left = [i for i in left if i not in found]
+                if not left:
+                    return [
+                        WorkflowHandle(self, found[i], wf.result_type) for i in range(len(rows))
+                    ]
+        handles = dict(
+            zip(left, self._enqueued(queue, wf, [rows[i] for i in left], answers), strict=True)
+        )
+        return [
+            handles[i] if i in handles else WorkflowHandle(self, found[i], wf.result_type)
+            for i in range(len(rows))
+        ]
+
+    def _dedup_key_of(
+        self, holder: str, rows: Sequence[WorkflowRow]
+    ) -> tuple[str | None, str | None]:
+        """(queue, dedup id) that `holder` holds: an item of the batch, or a stored run."""
+        for row in rows:
+            if row.workflow_id == holder:
+                return row.queue, row.dedup_id
+        stored = self.store.get_workflow(holder)
+        return (None, None) if stored is None else (stored.queue, stored.dedup_id)
+
+    def _enqueued(
+        self,
+        name: str,
+        wf: Workflow[..., R],
+        rows: Sequence[WorkflowRow],
+        answers: Sequence[tuple[WorkflowRow, bool]],
+    ) -> list[WorkflowHandle[R]]:
         for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
             if created:
                 self.telemetry.run_started(row.name)
