@@ -549,6 +549,21 @@ def test_a_child_started_in_a_losing_branch_is_cancelled(engine: Engine) -> None
     wait_for(lambda: engine.handle(child.workflow_id).status() is Status.CANCELLED)
 
 
+@workflow(name="comm-attach-in-a-losing-branch")
+def attach_in_a_losing_branch_wf() -> Generator[Any, Any, Any]:
+    shared = Start(sleepy_child_wf, workflow_id="shared-singleton")
+    return (yield Race(All(shared, Recv("never")), Sleep(0.3)))
+
+
+def test_a_run_started_elsewhere_is_not_cancelled_by_a_losing_branch(engine: Engine) -> None:
+    # A child id that names a run started elsewhere attaches to it: a losing branch
+    # takes back only what its own run started.
+    singleton = engine.start(sleepy_child_wf, workflow_id="shared-singleton")
+    assert engine.run(attach_in_a_losing_branch_wf, workflow_id="alb", timeout=20) == [1, None]
+    time.sleep(0.3)  # a cancel would have been sent right after the record committed
+    assert singleton.status() is Status.PENDING
+
+
 def test_a_child_started_in_a_winning_branch_runs_on(engine: Engine) -> None:
     winner, (child_id, _slept) = engine.run(
         start_in_a_winning_branch_wf, workflow_id="swb", timeout=20

@@ -401,10 +401,46 @@ def test_a_composite_waiting_after_its_steps_survives_a_restart(store_url: str) 
         # Suspended, it wrote the composite's pending record: its start stays fixed.
         (pending,) = first.steps("restarted")
         assert pending.outcome is None and pending.started_at is not None
-    with Engine(store_url, poll_interval=0.1) as second:
-        second.recover()
+    with Engine(store_url, poll_interval=0.1) as second:  # it recovers the run on opening
         wait_until(lambda: CALLS.get("step-7") == 2)  # replayed: the step runs again
+        wait_until(lambda: second.scheduler.is_warm("restarted"))
         second.send("restarted", "after", topic="go")
         assert second.handle("restarted").result(timeout=30) == [[0, "after"], 7]
         (record,) = second.steps("restarted")
         assert record.started_at == pending.started_at
+    assert CALLS["step-7"] == 2  # warm again after the replay: the message ran nothing more
+
+
+def slow_loser() -> str:
+    # The first call outlasts the race; a call after it would be a loser run again.
+    first = bump("slow-loser") == 1
+    time.sleep(0.5 if first else 0.0)
+    return "slow"
+
+
+@workflow(name="sched.loser-then-waits")
+def loser_then_waits() -> Generator[Any, Any, Any]:
+    return (yield All(Race(Sleep(0.1), Step("slow", slow_loser)), Recv("a"), Recv("b")))
+
+
+@workflow(name="sched.step-loser-then-waits")
+def step_loser_then_waits() -> Generator[Any, Any, Any]:
+    winner = Step("fast", lambda: bump("fast") and "fast")
+    return (yield All(Race(winner, Step("slow", slow_loser)), Recv("a"), Recv("b")))
+
+
+@pytest.mark.parametrize("wf", [loser_then_waits, step_loser_then_waits])
+def test_a_step_that_lost_an_inner_race_does_not_run_again(store_url: str, wf: Any) -> None:
+    # The composite suspends after its inner race is decided, and is looked at again
+    # when each message comes: every later look sees the race decided (by the timer,
+    # or by the sibling step it keeps) before it would run a step.
+    engine, _counter = engine_on(store_url)
+    with engine:
+        handle = engine.start(wf, workflow_id="loser")
+        wait_until(lambda: engine.scheduler.is_warm("loser"))
+        engine.send("loser", 1, topic="a")
+        time.sleep(0.6)  # several poll intervals, and past the first call's end
+        engine.send("loser", 2, topic="b")
+        winner = [0, None] if wf is loser_then_waits else [0, "fast"]
+        assert handle.result(timeout=30) == [winner, 1, 2]
+    assert CALLS.get("slow-loser", 0) <= 1

@@ -1277,9 +1277,6 @@ class CompositeRun:
         #: composites decided so far: path -> (recorded value, whether it failed).
         self.decided: dict[tuple[int, ...], tuple[Outcome, bool]] = {}
         self.winners: dict[tuple[int, ...], int] = {}
-        #: `Call` and `Start` leaves whose child run this attempt started (or found
-        #: started): those the record does not hold are cancelled after it commits.
-        self.started: list[_Node] = []
 
     def _build(
         self,
@@ -1326,31 +1323,39 @@ class CompositeRun:
         timed = [leaf.deadline for leaf in self.leaves if leaf.deadline is not None]
 
         futures: dict[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]] = {}
+        resumed = pending is not None or bool(self.outcomes)
+        # Instant leaves and Starts first, in argument order: they are done at once,
+        # and a race one of them decides starts no step.
         for leaf in self.leaves:
             child = leaf.command
-            if not self._is_open(leaf):
-                continue  # an instant sibling already decided the Race above it
-            if isinstance(child, Step):
-                future = self.host.step_pool.submit(self._run_child_step, leaf)
-                future.add_done_callback(lambda _f: self.changed.set())
-                futures[leaf.path] = future
-            elif isinstance(child, Start):
+            if isinstance(child, (Step, Call)) or not self._is_open(leaf):
+                continue
+            if isinstance(child, Start):
                 started = runner._start_child(row, effect.position, child, leaf.target)
                 self.outcomes[leaf.path] = started
-                if not isinstance(started, Failure):
-                    # In a branch that loses, its run is cancelled as a losing Call's.
-                    self.started.append(leaf)
                 self._decide(self.root)
             elif facts_of(child).instant:
                 self.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
                 self._decide(self.root)
-            elif isinstance(child, Call):
+        if resumed:
+            # A later attempt (a warm run's next look, a replay after a restart):
+            # decide what its finished steps and what has arrived or fallen due decide
+            # before running anything, so that a step that lost an inner race in an
+            # earlier attempt (to a sibling step, a message, a timer) runs no more.
+            self._look(futures)
+        for leaf in self.leaves:
+            child = leaf.command
+            if not isinstance(child, (Step, Call)) or not self._is_open(leaf):
+                continue  # done, or a sibling already decided the composite above it
+            if isinstance(child, Step):
+                future = self.host.step_pool.submit(self._run_child_step, leaf)
+                future.add_done_callback(lambda _f: self.changed.set())
+                futures[leaf.path] = future
+            else:
                 started = runner._start_child(row, effect.position, child, leaf.target)
                 if isinstance(started, Failure):
                     self.outcomes[leaf.path] = started
                     self._decide(self.root)
-                else:
-                    self.started.append(leaf)
 
         wakes = tuple(
             dict.fromkeys(
@@ -1365,8 +1370,8 @@ class CompositeRun:
                 self.changed.clear()
                 closing = self._check_stop(futures, look_first=True)
                 # Asked before the look, so that the look takes in every step that
-                # is not running any more.
-                steps_running = self._steps_running(futures)
+                # is not running any more: only then may the composite suspend.
+                steps_were_running = self._steps_running(futures)
                 decided = self._look(futures)
                 if decided is None and closing:
                     self._check_stop(futures)
@@ -1392,7 +1397,8 @@ class CompositeRun:
                     if leaf.deadline is not None and self._is_open(leaf)
                 ]
                 if not futures or (
-                    not steps_running and self.host.keeps_warm(row.workflow_id, effect.position)
+                    not steps_were_running
+                    and self.host.keeps_warm(row.workflow_id, effect.position)
                 ):
                     # Nothing is consumed before the commit, so partial readiness
                     # can be dropped: the replay on wake-up looks again. Finished
@@ -1410,8 +1416,18 @@ class CompositeRun:
                         )
                         if pending.outcome is not None:
                             return pending
-                    # Wake at the next deadline of a leaf that is not done yet.
-                    waiting = [leaf for leaf in self.leaves if facts_of(leaf.command).waits]
+                    # Wake at the next deadline of a leaf that is not done yet. The
+                    # poller looks only at the waiting leaves that were not ready at
+                    # this look and are still needed: a leaf already ready (a message
+                    # there, a child finished) has not decided the tree, and looking at
+                    # it again would wake the run at every poll for nothing.
+                    waiting = [
+                        leaf
+                        for leaf in self.leaves
+                        if facts_of(leaf.command).waits
+                        and leaf.path not in self.outcomes
+                        and self._is_open(leaf)
+                    ]
                     return Suspend(
                         min(open_deadlines, default=None),
                         wakes,
@@ -1426,7 +1442,9 @@ class CompositeRun:
                     )
                 self._check_stop(futures)
                 self.host.wait_for_change(
-                    self.changed, min(open_deadlines, default=None), idle=not steps_running
+                    self.changed,
+                    min(open_deadlines, default=None),
+                    idle=not self._steps_running(futures),
                 )
         finally:
             self.scope.cancel()
@@ -1611,10 +1629,43 @@ class CompositeRun:
         return [message for message, path in self.taken.items() if path in kept]
 
     def _cancel_losing_children(self) -> None:
+        """Cancel the runs of `Call` leaves the record does not hold, and of `Start`
+        leaves in a branch a race decided against; only runs this run started (a
+        child id naming a run started elsewhere attaches to it, and is left alone)."""
         kept = {leaf.path for leaf in self._kept(self.root)}
-        for leaf in self.started:
-            if leaf.path not in kept and leaf.target:
+        # Every child leaf, not only those this attempt started: an earlier attempt
+        # (before the run suspended) may have started one that lost since.
+        for leaf in self.leaves:
+            if not isinstance(leaf.command, (Call, Start)) or not leaf.target:
+                continue
+            if isinstance(leaf.command, Start):
+                # Started at once and recorded: only a lost race takes it back.
+                if not self._lost(leaf):
+                    continue
+            elif leaf.path in kept:
+                continue
+            if self._started_here(leaf.target):
                 self.host.cancel_child(leaf.target)
+
+    def _lost(self, leaf: _Node) -> bool:
+        """Whether a decided `Race` above `leaf` was won by another branch."""
+        child, node = leaf, leaf.parent
+        while node is not None:
+            won = self.winners.get(node.path)
+            if won is not None and node.children[won] is not child:
+                return True
+            child, node = node, node.parent
+        return False
+
+    def _started_here(self, child_id: str) -> bool:
+        try:
+            child = self.runner.store.get_workflow(child_id)
+        except Exception as exc:  # the parent's record is committed; do not fail it now
+            self.host.logger.warning(
+                "could not read the losing child run %r to cancel it: %s", child_id, exc
+            )
+            return False
+        return child is not None and child.parent_id == self.row.workflow_id
 
     def _run_child_step(self, leaf: _Node) -> tuple[Outcome, int]:
         assert isinstance(leaf.command, Step)

@@ -628,7 +628,7 @@ class Scheduler:
                 # It waits for its next attempt: run it as any step is run.
                 self._decide(activation, None, None, decided=warm.effect)
                 return
-            self._submit(self._carry, activation, warm.effect, warm.steps_done)
+            self._carry_warm(activation, warm.effect, warm.steps_done)
             return
         if activation.fresh and activation.row is not None:
             # Just created here: nothing to read, so nothing to hand to the pool.
@@ -637,6 +637,19 @@ class Scheduler:
                 self._inbox.appendleft(event)
             return
         self._submit(self._prepare, activation)
+
+    def _carry_warm(
+        self,
+        activation: _Activation,
+        effect: Effect,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None,
+    ) -> None:
+        """Carry out again the effect a warm run waits on (its composite's next look)."""
+        if isinstance(effect.command, (Race, All)):
+            # As when it first ran: a graceful close lets its step children finish.
+            with self._cv:
+                self._stepping.add(activation.workflow_id)
+        self._submit(self._carry, activation, effect, steps_done)
 
     def _traced(self, activation: _Activation) -> None:
         """The activation knows its run: its span may start at its first new work."""
@@ -987,7 +1000,7 @@ class Scheduler:
             if isinstance(waiting.command, Step):
                 self._decide(activation, None, None, decided=waiting)
                 return
-            self._submit(self._carry, activation, waiting, suspend.steps_done)
+            self._carry_warm(activation, waiting, suspend.steps_done)
             return
         if row.recovery_attempts:
             # Reaching a wait is not crash-looping, even with no new record: a run

@@ -110,6 +110,12 @@ def check_batch_dedup(
             held[key] = row.workflow_id
 
 
+def stays_pending(only_from: Sequence[Status] | None) -> bool:
+    """Whether a `set_status(PENDING, only_from=...)` can only find the run PENDING: then
+    it resumes nothing (a reset of the recovery count), and notifies nothing."""
+    return only_from is not None and {Status(s) for s in only_from} == {Status.PENDING}
+
+
 def claim_room(
     limits: ClaimLimits,
     *,

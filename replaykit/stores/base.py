@@ -631,7 +631,9 @@ class Store(Protocol):
         resume on newer code); `reset_recovery` zeroes the recovery counter.
         Returns whether the row changed. A change to a terminal status notifies
         ("finished", id); a change to PENDING notifies ("resumed", id), so the
-        owning engine picks the run up at once.
+        owning engine picks the run up at once. An update that only a PENDING run
+        may take (`only_from=(PENDING,)`: a reset of its recovery count, say) is no
+        resume and notifies nothing: the engine running the run keeps it as it is.
         """
         ...
 

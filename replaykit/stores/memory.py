@@ -563,7 +563,7 @@ class MemoryStore:
             self._rows[workflow_id] = attrs.evolve(row, **changes)
         if status.is_terminal:
             self._notify("finished", workflow_id)
-        elif status is Status.PENDING:
+        elif status is Status.PENDING and row.status is not Status.PENDING:
             self._notify("resumed", workflow_id)
         return True
 

@@ -92,6 +92,7 @@ from replaykit.stores._rules import (
     replaces_stored,
     stamped_for_batch,
     stamped_for_create,
+    stays_pending,
 )
 from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS, Dialect, listing
 from replaykit.stores._subscribers import Subscribers
@@ -2476,9 +2477,10 @@ class PostgresStore:
         if only_from is not None:
             condition = " AND run.status = ANY(%(only_from)s::text[])"
             params["only_from"] = [Status(s).value for s in only_from]
+        resumed = status is Status.PENDING and not stays_pending(only_from)
         if status.is_terminal:
             notify = _notify_count("finished", "u")
-        elif status is Status.PENDING:
+        elif resumed:
             # Tells the owning engine, wherever it runs, to pick the run up now.
             notify = _notify_count("resumed", "u")
         else:
@@ -2500,7 +2502,7 @@ class PostgresStore:
         changed = bool(found and found[0])
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
-        elif changed and status is Status.PENDING:
+        elif changed and resumed:
             self._notify([("resumed", workflow_id)])
         return changed
 

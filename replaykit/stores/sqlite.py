@@ -85,6 +85,7 @@ from replaykit.stores._rules import (
     replaces_stored,
     stamped_for_batch,
     stamped_for_create,
+    stays_pending,
 )
 from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS, Dialect, listing
 from replaykit.stores._subscribers import Subscribers
@@ -1508,7 +1509,7 @@ class SqliteStore:
         changed = self._write(lambda conn: bool(conn.execute(text, params).rowcount))
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
-        elif changed and status is Status.PENDING:
+        elif changed and status is Status.PENDING and not stays_pending(only_from):
             self._notify([("resumed", workflow_id)])
         return changed
 

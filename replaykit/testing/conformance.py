@@ -3125,6 +3125,22 @@ def check_notifications(store: Store) -> None:
         ("finished", "n-2"),
         seen,
     )
+    # A resume says so, to the engine that owns the run; an update that only a
+    # PENDING run may take (a reset of its recovery count) resumes nothing and says
+    # nothing: its engine may hold the run in memory, and must keep it.
+    store.create_workflow(_run("n-4"))
+    store.set_status("n-4", Status.PENDING, only_from=[Status.PENDING], reset_recovery=True)
+    store.set_status("n-4", Status.CANCELLED)
+    store.set_status("n-4", Status.PENDING)
+    _expect(
+        _wait_for(saw("resumed", "n-4")),
+        "notification for set_status(PENDING) of a cancelled run",
+        ("resumed", "n-4"),
+        seen,
+    )
+    with lock:  # notes arrive in commit order: one for the reset would be here by now
+        resumes = [n for n in seen if n == ("resumed", "n-4")]
+    _equal("notifications for resetting a PENDING run's recovery count", 1, len(resumes))
     # Engines answer handles from the finished rows they keep until this says the
     # run is gone. A delete of no run says nothing (notes arrive in commit order,
     # so one for it would come before the next delete's).
