@@ -1337,7 +1337,9 @@ class CompositeRun:
             elif facts_of(child).instant:
                 self.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
                 self._decide(self.root)
-        if resumed:
+        if resumed and any(
+            isinstance(leaf.command, (Step, Call)) and self._is_open(leaf) for leaf in self.leaves
+        ):
             # A later attempt (a warm run's next look, a replay after a restart):
             # decide what its finished steps and what has arrived or fallen due decide
             # before running anything, so that a step that lost an inner race in an
