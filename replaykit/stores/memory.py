@@ -49,6 +49,7 @@ from replaykit.stores._rules import (
     replaces_stored,
     stamped_for_batch,
     stamped_for_create,
+    stays_pending,
     utc_now,
 )
 from replaykit.stores._subscribers import Subscribers
@@ -563,7 +564,7 @@ class MemoryStore:
             self._rows[workflow_id] = attrs.evolve(row, **changes)
         if status.is_terminal:
             self._notify("finished", workflow_id)
-        elif status is Status.PENDING and row.status is not Status.PENDING:
+        elif status is Status.PENDING and not stays_pending(only_from):
             self._notify("resumed", workflow_id)
         return True
 
