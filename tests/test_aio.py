@@ -30,6 +30,7 @@ from replaykit import (
     workflow,
 )
 from replaykit.errors import WorkflowTimeout
+from replaykit.runtime import aio
 
 T = TypeVar("T")
 
@@ -182,6 +183,42 @@ def test_the_loop_stays_free_while_runs_wait_and_work(store_url: str) -> None:
     ticks, possible = run(main)
     # Generous: only a loop blocked for most of the wait would tick this rarely.
     assert ticks >= possible // 4
+
+
+def test_runs_that_finish_together_wake_every_waiter_a_few_at_a_time(store_url: str) -> None:
+    """Hundreds of runs ending together: each waiter hears of its own run (its own
+    look is minutes away), and no turn of the loop wakes more than a chunk of them."""
+    runs = 3 * aio.WAKE_CHUNK + 5
+
+    async def main() -> tuple[list[str], list[int]]:
+        async with AsyncEngine(store_url, poll_interval=60.0) as engine:
+            handles = await asyncio.gather(
+                *(engine.start(waits_for_go, str(i), workflow_id=f"w{i}") for i in range(runs))
+            )
+            assert await engine.wait_idle(30)
+            waiting = asyncio.gather(*(h.result(timeout=60) for h in handles))
+            settled_per_turn: list[int] = []
+            wake = engine._wake_finish_waiters
+
+            def settled() -> int:
+                rounds = engine._finish_waiters.values()
+                return sum(future.done() for futures in rounds for future in futures)
+
+            def counted_wake() -> None:
+                before = settled()
+                wake()
+                settled_per_turn.append(settled() - before)
+
+            engine._wake_finish_waiters = counted_wake  # type: ignore[method-assign]
+            await asyncio.gather(*(engine.send(f"w{i}", i, "go") for i in range(runs)))
+            return await waiting, settled_per_turn
+
+    results, settled_per_turn = run(main)
+    assert results == [f"{i}:{i}" for i in range(runs)]
+    # A run's finish may be heard twice (the scheduler's note and the store's): its
+    # waiter, already reading the row, is then told once more.
+    assert sum(settled_per_turn) >= runs
+    assert max(settled_per_turn) <= aio.WAKE_CHUNK
 
 
 @workflow

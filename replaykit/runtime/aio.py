@@ -24,7 +24,7 @@ import contextlib
 import contextvars
 import functools
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -61,6 +61,8 @@ _PendingStart = tuple[
 #: How many poll intervals a waiter for a run this engine runs sleeps between its
 #: own looks (it is woken when the run finishes; the look is for a lost wake-up).
 TRACKED_ROUNDS = 5
+#: Runs whose waiters are woken per loop iteration (see `_wake_finish_waiters`).
+WAKE_CHUNK = 32
 
 
 class AsyncWorkflowHandle(Generic[R]):
@@ -131,7 +133,7 @@ class AsyncEngine:
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._io: ThreadPoolExecutor | None = None
-        self._finish_waiters: dict[str, set[asyncio.Event]] = {}
+        self._finish_waiters: dict[str, set[asyncio.Future[bool]]] = {}
         self._heard: collections.deque[str] = collections.deque()
         self._waking = False
         self._starts: list[_PendingStart] = []
@@ -571,23 +573,22 @@ class AsyncEngine:
     # -- waiting ----------------------------------------------------------------------------------
 
     async def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
-        """The run's row once it is terminal; `WorkflowTimeout` after `timeout` seconds."""
+        """The run's row once it is terminal; `WorkflowTimeout` after `timeout` seconds.
+
+        A waiter is a bare future per round and one timer, nothing more: a thousand
+        waiting at once are objects the garbage collector walks at every full pass,
+        and each pass holds the loop."""
         engine = self.engine
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         scheduler = engine.scheduler
-
-        async def read() -> WorkflowRow:
-            row: WorkflowRow | None = await self.off_loop(
-                lambda: engine.store.get_workflow(workflow_id)
-            )
-            if row is None:
-                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-            return row
-
-        with self._finish_waiter(workflow_id) as finished:
-            told = looked = False
-            while True:
+        waiters = self._finish_waiters
+        told = looked = False
+        while True:
+            # Listening before looking: a run that finishes in between is heard of.
+            finished: asyncio.Future[bool] = loop.create_future()
+            waiters.setdefault(workflow_id, set()).add(finished)
+            try:
                 # Lock-free looks: the scheduler's locks are contended, and waiting
                 # for one holds the loop behind the GIL. A miss costs a store read.
                 row = engine.kept_finished(workflow_id)
@@ -603,7 +604,7 @@ class AsyncEngine:
                     # this engine runs says when it finishes. (A thousand waiters
                     # reading the store took its connections from the runs' commits.)
                     # Told it finished, but not in the cache yet: the store has it.
-                    row = await read()
+                    row = await self._read_row(workflow_id)
                 if row is not None and row.status.is_terminal:
                     return row
                 # A run this engine runs is heard of when it finishes: its waiter
@@ -615,7 +616,7 @@ class AsyncEngine:
                 if deadline is not None:
                     left = deadline - loop.time()
                     if left <= 0:
-                        row = row or await read()
+                        row = row or await self._read_row(workflow_id)
                         if row.status.is_terminal:
                             return row
                         raise WorkflowTimeout(
@@ -624,11 +625,27 @@ class AsyncEngine:
                             + (f": {row.error}" if row.error else "")
                         )
                     wait = min(wait, left)
-                told = await _wait_event(finished, wait)
-                # A round that ran out without a word reads the store next: the run
-                # may have finished or been cancelled elsewhere (the CLI, another
-                # process), which this engine's cache never hears of.
-                looked = not told
+                timer = loop.call_later(wait, _settle, finished, False)
+                try:
+                    told = await finished
+                finally:
+                    timer.cancel()
+            finally:
+                held = waiters.get(workflow_id)
+                if held is not None:
+                    held.discard(finished)
+                    if not held:
+                        del waiters[workflow_id]
+            # A round that ran out without a word reads the store next: the run
+            # may have finished or been cancelled elsewhere (the CLI, another
+            # process), which this engine's cache never hears of.
+            looked = not told
+
+    async def _read_row(self, workflow_id: str) -> WorkflowRow:
+        row = await self.off_loop(self.engine.store.get_workflow, workflow_id)
+        if row is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return row
 
     def _heard_finished(self, workflow_id: str) -> None:
         """From any thread: a run finished; wake its waiters on the loop, if any.
@@ -644,25 +661,23 @@ class AsyncEngine:
                 self._loop.call_soon_threadsafe(self._wake_finish_waiters)
 
     def _wake_finish_waiters(self) -> None:
-        # Reset before draining: an id heard meanwhile is drained now or scheduled anew.
-        self._waking = False
-        while self._heard:
-            for event in self._finish_waiters.get(self._heard.popleft(), ()):
-                event.set()
+        """On the loop: wake the waiters of the runs heard of, a few per iteration.
 
-    @contextlib.contextmanager
-    def _finish_waiter(self, workflow_id: str) -> Iterator[asyncio.Event]:
-        """On the loop: an event set when `workflow_id` finishes, while the block runs."""
-        event = asyncio.Event()
-        self._finish_waiters.setdefault(workflow_id, set()).add(event)
-        try:
-            yield event
-        finally:
-            waiters = self._finish_waiters.get(workflow_id)
-            if waiters is not None:
-                waiters.discard(event)
-                if not waiters:
-                    del self._finish_waiters[workflow_id]
+        A waiter woken runs in the next iteration, all of them in one go: waking
+        hundreds that finished together at once held the loop (and the application's
+        timers) for tens of milliseconds. The rest wait for the next iteration."""
+        heard, waiters = self._heard, self._finish_waiters
+        for _ in range(min(len(heard), WAKE_CHUNK)):
+            for finished in waiters.get(heard.popleft(), ()):
+                _settle(finished, True)
+        if not heard:
+            # Drained: an id heard from now on schedules a call of its own. One heard
+            # between the look and the reset scheduled none; it is looked for again.
+            self._waking = False
+            if not heard:
+                return
+            self._waking = True
+        asyncio.get_running_loop().call_soon(self._wake_finish_waiters)
 
     def _notified(self, wakes: Iterable[Wake]) -> _Notified:
         return _Notified(self.engine, asyncio.get_running_loop(), list(wakes))
@@ -702,3 +717,9 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
     told = event.is_set()
     event.clear()
     return told
+
+
+def _settle(future: asyncio.Future[bool], told: bool) -> None:
+    """End a waiter's round: `told` it finished, or its time ran out."""
+    if not future.done():  # cancelled with its task, or settled already
+        future.set_result(told)
