@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any
 
 import pytest
 
 from replaykit import AsyncEngine, Engine, Step, workflow
+from replaykit.log import Record
 from replaykit.runtime import courtesy as courtesy_module
 from replaykit.runtime.courtesy import Courtesy
+from replaykit.runtime.scheduler import COMMIT_PART
+from replaykit.stores.base import RecordWrite
+from replaykit.stores.memory import MemoryStore
 
 
 class CountedSleeps:
@@ -130,3 +134,32 @@ def test_an_async_engine_has_its_threads_step_aside(
     assert asyncio.run(asyncio.wait_for(main(), 60)) == [sum(range(1, 6))] * 20
     # Twenty runs of five steps went through the scheduler's thread: many events.
     assert len(sleeps.pauses) >= 100
+
+
+class BatchSizes(MemoryStore):
+    """A memory store that notes how many step records each batch carried."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
+        self.sizes.append(len(writes))
+        return super().record_many(writes)
+
+
+def test_serving_a_loop_the_scheduler_commits_a_crowded_round_in_parts() -> None:
+    store = BatchSizes()
+    runs = 3 * COMMIT_PART
+
+    async def main() -> list[int]:
+        async with AsyncEngine(store) as engine:
+            handles = await asyncio.gather(
+                *(engine.start(counted_steps, 4, workflow_id=f"p-{i}") for i in range(runs))
+            )
+            return list(await asyncio.gather(*(handle.result() for handle in handles)))
+
+    assert asyncio.run(asyncio.wait_for(main(), 60)) == [sum(range(1, 5))] * runs
+    # Rounds were crowded (parts came full), and none went over.
+    assert COMMIT_PART in store.sizes
+    assert max(store.sizes) <= COMMIT_PART

@@ -25,7 +25,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,6 +59,7 @@ from replaykit.runtime.clock import Clock
 from replaykit.runtime.courtesy import Courtesy
 from replaykit.runtime.effects import Backoff, EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
+from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
 from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 
@@ -128,6 +128,9 @@ BOOKKEEPERS = 32
 
 #: Async steps started per loop iteration (see `Scheduler._start_on_loop`).
 LAUNCH_CHUNK = 32
+
+#: Step records per store batch while serving an application's loop (`Scheduler._commit`).
+COMMIT_PART = 64
 
 #: Up to this many runs of preemptible steps, the watch reads each run; past it, one
 #: listing of this engine's PENDING runs answers for all of them.
@@ -235,8 +238,8 @@ class Scheduler:
         # once (`would_stay_warm`); the testing kit turns it off, so that its virtual
         # timeline and its crash points stay those of a suspension and a wake-up.
         self.go_on_at_jumps = True
-        self._workers = ThreadPoolExecutor(max_workers, thread_name_prefix="replaykit-run")
-        self._books = ThreadPoolExecutor(BOOKKEEPERS, thread_name_prefix="replaykit-books")
+        self._workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
+        self._books = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
         # One condition guards the scheduler's state and wakes its thread.
         self._cv = threading.Condition(threading.Lock())
         self._inbox: collections.deque[tuple[Any, ...]] = collections.deque()
@@ -414,8 +417,8 @@ class Scheduler:
         patient = wait and not late
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5 if patient else 0.2)
-        self._workers.shutdown(wait=patient, cancel_futures=True)
-        self._books.shutdown(wait=patient, cancel_futures=True)
+        self._workers.shutdown(wait=patient, cancel_pending=True)
+        self._books.shutdown(wait=patient, cancel_pending=True)
         self._unlisten()
         self._preempt.close()
 
@@ -1073,11 +1076,23 @@ class Scheduler:
         self._end(activation)
 
     def _commit(self, writes: list[_StepWrite]) -> list[tuple[Any, ...]]:
-        """One batch for every step that finished since the last one (group commit)."""
-        try:
-            answers = self._record_many(writes)
-        except Exception as exc:  # the batch as a whole: each write goes its own way
-            answers = [exc] * len(writes)
+        """One batch for every step that finished since the last one (group commit).
+
+        Serving an application's loop, the batch goes in parts of `COMMIT_PART`
+        writes, stepping aside between them (runtime/courtesy.py): a round of a
+        thousand runs wrote hundreds of records, and preparing them held the
+        interpreter lock for ten milliseconds and more at a stretch."""
+        courtesy = self._courtesy
+        part = COMMIT_PART if courtesy.active else max(len(writes), 1)
+        answers: list[Any] = []
+        for first in range(0, len(writes), part):
+            chunk = writes[first : first + part]
+            if first:
+                courtesy()
+            try:
+                answers.extend(self._record_many(chunk))
+            except Exception as exc:  # the part as a whole: each write goes its own way
+                answers.extend([exc] * len(chunk))
         outcomes: list[tuple[Any, ...]] = []
         for write, answer in zip(writes, answers, strict=True):
             activation = write.activation
