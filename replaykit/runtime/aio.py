@@ -61,7 +61,8 @@ _PendingStart = tuple[
 #: How many poll intervals a waiter for a run this engine runs sleeps between its
 #: own looks (it is woken when the run finishes; the look is for a lost wake-up).
 TRACKED_ROUNDS = 5
-#: Runs whose waiters are woken per loop iteration (see `_wake_finish_waiters`).
+#: Runs whose waiters are woken, and starts answered, per loop iteration (see
+#: `_wake_finish_waiters`, `_start_batch`).
 WAKE_CHUNK = 32
 
 
@@ -280,13 +281,23 @@ class AsyncEngine:
             if not isinstance(exc, Exception):
                 raise
             return
-        for (_, answer, _, _), result in zip(batch, answers, strict=True):
-            if answer.done():  # its caller was cancelled; the run is started anyway
-                continue
-            if isinstance(result, Exception):
-                answer.set_exception(result)
-            else:
-                answer.set_result(result)
+        answered = list(zip(batch, answers, strict=True))
+        try:
+            for index, ((_, answer, _, _), result) in enumerate(answered):
+                if index and index % WAKE_CHUNK == 0:
+                    # A caller answered goes on in the next iteration: a few per
+                    # iteration, so that five hundred do not hold the loop at once.
+                    await asyncio.sleep(0)
+                if answer.done():  # its caller was cancelled; the run is started anyway
+                    continue
+                if isinstance(result, Exception):
+                    answer.set_exception(result)
+                else:
+                    answer.set_result(result)
+        except asyncio.CancelledError:  # the loop is going away: nobody is left waiting
+            for (_, answer, _, _), _ in answered:
+                answer.cancel()
+            raise
 
     async def run(
         self,
@@ -625,7 +636,8 @@ class AsyncEngine:
                             + (f": {row.error}" if row.error else "")
                         )
                     wait = min(wait, left)
-                timer = loop.call_later(wait, _settle, finished, False)
+                # No context of the caller's to copy for a callback that reads none.
+                timer = loop.call_later(wait, _settle, finished, False, context=_NO_CONTEXT)
                 try:
                     told = await finished
                 finally:
@@ -717,6 +729,9 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
     told = event.is_set()
     event.clear()
     return told
+
+
+_NO_CONTEXT = contextvars.Context()
 
 
 def _settle(future: asyncio.Future[bool], told: bool) -> None:
