@@ -135,3 +135,45 @@ def test_a_pool_thread_may_shut_its_own_pool_down() -> None:
 def test_a_pool_needs_a_thread() -> None:
     with pytest.raises(ValueError, match="at least one thread"):
         WorkPool(0, thread_name_prefix="t-none")
+
+
+def test_a_thread_that_cannot_start_leaves_the_work_to_those_running(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pool = WorkPool(4, thread_name_prefix="t-start")
+    release = threading.Event()
+    ran: list[str] = []
+    real_start = threading.Thread.start
+    pool.submit(release.wait, 10)  # the first thread starts, and is kept busy
+
+    def refuse(thread: threading.Thread) -> None:
+        if thread.name.startswith("t-start"):
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with caplog.at_level(logging.WARNING, logger="replaykit.engine"):
+        pool.submit(ran.append, "queued")  # no new thread: it waits for the first
+    assert "could not start another t-start thread" in caplog.text
+    monkeypatch.setattr(threading.Thread, "start", real_start)
+    release.set()
+    wait_until(lambda: ran == ["queued"])
+    pool.shutdown(wait=True)  # only started threads are waited for
+
+
+def test_a_pool_that_cannot_start_its_first_thread_says_so_and_queues_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = WorkPool(2, thread_name_prefix="t-none-started")
+
+    def refuse(thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    with pytest.raises(RuntimeError, match="can't start new thread"):
+        pool.submit(print, "never")
+    monkeypatch.undo()
+    ran: list[int] = []
+    pool.submit(ran.append, 1)  # threads can start again: only this call runs
+    pool.shutdown(wait=True)
+    assert ran == [1]

@@ -10,7 +10,8 @@ adds is where things happen:
   pool for the front door's calls, the scheduler's own for runs), never on
   the loop;
 - waiting for a result or an event holds no thread: a notification from the
-  engine sets an asyncio event on the loop.
+  engine settles a future (a result) or sets an asyncio event (an event) on the
+  loop.
 
 Workflows stay generators; a run started under one face can be finished
 under the other (they share the store, the executor id and the version).
@@ -636,8 +637,7 @@ class AsyncEngine:
                             + (f": {row.error}" if row.error else "")
                         )
                     wait = min(wait, left)
-                # No context of the caller's to copy for a callback that reads none.
-                timer = loop.call_later(wait, _settle, finished, False, context=_NO_CONTEXT)
+                timer = loop.call_later(wait, _settle, finished, False)
                 try:
                     told = await finished
                 finally:
@@ -729,9 +729,6 @@ async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
     told = event.is_set()
     event.clear()
     return told
-
-
-_NO_CONTEXT = contextvars.Context()
 
 
 def _settle(future: asyncio.Future[bool], told: bool) -> None:

@@ -14,6 +14,12 @@ application's event loop among them, for tens of milliseconds.
 executor does where the scheduler relies on it: threads start on demand up to
 `max_workers` (an idle one is reused first), `submit` after `shutdown` raises
 `RuntimeError`, and `shutdown(cancel_pending=True)` drops calls not started.
+
+One difference: its threads are daemons, as the scheduler's own thread is. The
+executor's were joined when the interpreter exited, so a program that ended
+without closing its engine waited for the calls under way; now they stop with
+the process, like a crash, and recovery runs those runs again from their logs.
+(Non-daemon threads would hold such a program open for ever, waiting for work.)
 """
 
 from __future__ import annotations
@@ -52,20 +58,36 @@ class WorkPool:
         self._shut = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> None:
+        """Queue `fn(*args)`; `RuntimeError` if the pool is shut down, or if it has no
+        thread and cannot start one (then nothing was queued)."""
         with self._lock:
             if self._shut:
                 raise RuntimeError("cannot run new work: this pool is shut down")
-            self._calls.put((fn, args))
             if self._idle:
                 self._idle -= 1
             elif len(self._threads) < self._max_workers:
-                thread = threading.Thread(
-                    target=self._work,
-                    name=f"{self._prefix}_{len(self._threads)}",
-                    daemon=True,
-                )
-                self._threads.append(thread)
-                thread.start()
+                self._start_thread()
+            self._calls.put((fn, args))
+
+    def _start_thread(self) -> None:
+        """One more thread (the lock held). Started before it is counted: a thread that
+        could not start is neither waited for at shutdown nor counted on for work."""
+        thread = threading.Thread(
+            target=self._work, name=f"{self._prefix}_{len(self._threads)}", daemon=True
+        )
+        try:
+            thread.start()
+        except RuntimeError:  # "can't start new thread": out of threads or shutting down
+            if not self._threads:
+                raise  # nothing would ever run the call: the caller hears it now
+            log.warning(
+                "could not start another %s thread; the work waits for one of the %d running",
+                self._prefix,
+                len(self._threads),
+                exc_info=True,
+            )
+            return
+        self._threads.append(thread)
 
     def _work(self) -> None:
         calls, lock = self._calls, self._lock

@@ -5,8 +5,9 @@ thread does the deciding: it resumes each run's generator through its
 interpreter and, for each effect the run asks for, hands the blocking part to
 a pool — a step's body, a read of the log, a wait's first look at the store —
 and goes on with other runs. The records of all steps that finished since the
-last commit are committed together in one `Store.record_many` call, and each
-run resumes once its record is durable. A run that suspends holds no thread.
+last commit are committed together in one `Store.record_many` call (in parts of
+`COMMIT_PART` when serving an application's loop), and each run resumes once its
+record is durable. A run that suspends holds no thread.
 
 A run that suspends is kept *warm*: its generator and interpreter stay in a
 bounded cache, so when it wakes the scheduler resumes it with the new outcome,
@@ -1079,7 +1080,7 @@ class Scheduler:
         """One batch for every step that finished since the last one (group commit).
 
         Serving an application's loop, the batch goes in parts of `COMMIT_PART`
-        writes, stepping aside between them (runtime/courtesy.py): a round of a
+        writes, with the courtesy called between them (runtime/courtesy.py): a round of a
         thousand runs wrote hundreds of records, and preparing them held the
         interpreter lock for ten milliseconds and more at a stretch."""
         courtesy = self._courtesy
