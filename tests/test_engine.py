@@ -14,6 +14,7 @@ import attrs
 import pytest
 
 import replaykit
+import replaykit.runtime.scheduler as scheduler_module
 from replaykit import (
     Engine,
     Now,
@@ -395,6 +396,37 @@ def test_restarts_never_park_a_run_that_waits(store_url: str) -> None:
     with Engine(store, poll_interval=0.1, max_recovery_attempts=2, app_version="v-sleep") as eng:
         row = eng.store.get_workflow("sleeper")
         assert row is not None and row.status is Status.PENDING, row.error
+
+
+class _SlowResets(replaykit.MemoryStore):
+    """A store whose reset of a recovery count takes a while: the reset runs on the
+    bookkeeping pool, after the run is already idle."""
+
+    def set_status(self, workflow_id: str, status: Status, **kw: Any) -> bool:
+        if kw.get("reset_recovery"):
+            time.sleep(0.3)
+        return super().set_status(workflow_id, status, **kw)
+
+
+def test_a_clean_close_keeps_the_reset_of_a_waiting_runs_recovery_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CI caught the restart test above parking its sleeper 1 time in 20: the engine
+    closed between a run's suspension and the write that zeroes its count, and the
+    close dropped that write. Here one bookkeeper is busy with the first reset while
+    the second waits for it; a patient close does both."""
+    monkeypatch.setattr(scheduler_module, "BOOKKEEPERS", 1)
+    store = _SlowResets()
+    store.close = lambda: None  # type: ignore[method-assign]
+    with Engine(store, poll_interval=0.1, app_version="v-slow-reset") as eng:
+        for workflow_id in ("sleeper-1", "sleeper-2"):
+            eng.start(long_sleeper_wf, workflow_id=workflow_id)
+        assert eng.wait_idle(10)
+    with Engine(store, poll_interval=0.1, app_version="v-slow-reset") as eng:
+        assert eng.wait_idle(10)
+    for workflow_id in ("sleeper-1", "sleeper-2"):
+        row = store.get_workflow(workflow_id)
+        assert row is not None and row.recovery_attempts == 0, row
 
 
 def test_recovery_only_takes_its_own_executor_and_version(store_url: str) -> None:

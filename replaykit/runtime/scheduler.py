@@ -419,7 +419,10 @@ class Scheduler:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5 if patient else 0.2)
         self._workers.shutdown(wait=patient, cancel_pending=True)
-        self._books.shutdown(wait=patient, cancel_pending=True)
+        # With every activation ended, what waits on the bookkeeping pool is a
+        # write nobody waits for (a reset recovery count, say): a patient close
+        # does it, or the next launch would count a clean stop as a crash.
+        self._books.shutdown(wait=patient, cancel_pending=not patient)
         self._unlisten()
         self._preempt.close()
 
