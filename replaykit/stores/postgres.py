@@ -23,6 +23,7 @@ import os
 import re
 import socket
 import threading
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -132,6 +133,11 @@ MIGRATIONS: tuple[str, ...] = (
 # Bounds every lock a migration waits for: the advisory lock another engine
 # holds while migrating, and the table locks that running engines hold.
 _MIGRATION_LOCK_TIMEOUT = "15s"
+# Tries of the schema check at open when a connection drops under it (the
+# migration is one transaction and looks at the version first, so a retry after
+# a lost COMMIT finds nothing left to do): one dropped connection should not
+# fail an engine's start. A server that is down fails the pool's open instead.
+_OPEN_ATTEMPTS = 4
 
 # pg_notify refuses payloads of 8000 bytes or more; such a notification is
 # skipped (waiters poll anyway) rather than failing the write.
@@ -996,10 +1002,30 @@ class PostgresStore:
             ) from exc
         try:
             if auto_migrate:
-                self.migrate()
+                self._migrate_at_open()
         except BaseException:
             self._pool.close()
             raise
+
+    def _migrate_at_open(self) -> None:
+        delay = 0.05
+        for attempt in range(1, _OPEN_ATTEMPTS + 1):
+            try:
+                self.migrate()
+                return
+            except _PoolExhausted:
+                raise  # no connection came in connect_timeout: waiting again helps nobody
+            except StoreUnavailable as exc:
+                if attempt == _OPEN_ATTEMPTS:
+                    raise
+                _log.warning(
+                    "PostgreSQL at %s: the schema check at open lost its connection (%s); "
+                    "trying again",
+                    self._safe_url,
+                    exc,
+                )
+                time.sleep(delay)
+                delay *= 2
 
     def _why_unreachable(self) -> str:
         """The server's own reason for refusing a connection; the pool only says it timed out."""
