@@ -455,8 +455,9 @@ class Interpreter:
         self._waiting: Effect | None = None
         self._closed = False
         # Stream key -> the position of the run's first CloseStream of it, from the
-        # records replayed and committed so far (see `_stream_closed`).
-        self._closed_streams: dict[str, int] = {}
+        # records replayed and committed so far (see `_stream_closed`). None until the
+        # first close: most runs close no stream, and a warm run keeps its interpreter.
+        self._closed_streams: dict[str, int] | None = None
         self._ctx = WorkflowContext(
             workflow_id, workflow_name, bool(self._records), 0, parent_id=parent_id
         )
@@ -473,6 +474,11 @@ class Interpreter:
     def position(self) -> int:
         """The next position a yielded command would take."""
         return self._position
+
+    @property
+    def waiting(self) -> Effect | None:
+        """The effect the generator waits on (None: none, or it finished)."""
+        return self._waiting
 
     @property
     def records(self) -> Sequence[Record]:
@@ -562,7 +568,11 @@ class Interpreter:
                 if self.trace is not None:
                     self.trace.append((position, yielded.kind, yielded.name))
 
-                if isinstance(yielded, WriteStream) and yielded.key in self._closed_streams:
+                if (
+                    isinstance(yielded, WriteStream)
+                    and self._closed_streams is not None
+                    and yielded.key in self._closed_streams
+                ):
                     # Decided by the log's earlier close: no position is taken, and a
                     # replay raises it at the same point.
                     ok, value = False, self._stream_closed(yielded)
@@ -634,14 +644,13 @@ class Interpreter:
         self._base = effect.position
 
     def _note_stream(self, record: Record) -> None:
-        if (
-            record.kind == CLOSE_STREAM_KIND
-            and isinstance(record.outcome, Value)
-            and record.name not in self._closed_streams
-        ):
-            self._closed_streams[record.name] = record.position
+        if record.kind == CLOSE_STREAM_KIND and isinstance(record.outcome, Value):
+            if self._closed_streams is None:
+                self._closed_streams = {}
+            self._closed_streams.setdefault(record.name, record.position)
 
     def _stream_closed(self, command: WriteStream) -> StreamClosed:
+        assert self._closed_streams is not None  # only asked of a stream seen closed
         closed_at = self._closed_streams[command.key]
         return StreamClosed(
             f"{self._where()}: WriteStream({command.key!r}) refused: this run closed the "

@@ -303,6 +303,36 @@ def test_runs_waiting_long_for_a_deadline_alone_are_not_kept_warm(store_url: str
         assert engine.scheduler.is_warm("short-nap")
 
 
+@workflow(name="sched.inbox")
+def inbox(payload: str) -> Generator[Any, Any, str]:
+    yield Step("read", lambda: bump("read"))
+    message = yield Recv("go")
+    return f"{len(payload)}:{message}"
+
+
+def test_a_warm_run_keeps_no_inputs_no_times_and_one_effect(store_url: str) -> None:
+    """What every warm run holds is paid 10,000 times over: its row without the
+    arguments (they live in the generator) or times (nobody reads them from here),
+    and the pending record of its wait beside the interpreter's own effect."""
+    engine, counter = engine_on(store_url)
+    with engine:
+        engine.start(inbox, "x" * 5000, workflow_id="kept")
+        wait_until(lambda: engine.scheduler.is_warm("kept"))
+        warm = engine.scheduler._warm["kept"]
+        assert warm.row.inputs is None
+        assert warm.row.created_at is warm.row.updated_at is warm.row.started_at is None
+        assert warm.row.workflow_id == "kept" and warm.row.name == "sched.inbox"
+        waiting = warm.interpreter.waiting
+        assert waiting is not None and isinstance(waiting.command, Recv)
+        assert warm.pending is not None and warm.pending.position == waiting.position
+        effect = warm.effect()
+        assert effect.pending is warm.pending and effect.position == waiting.position
+        engine.send("kept", "hello", topic="go")
+        assert engine.handle("kept").result(timeout=10) == "5000:hello"
+    assert counter.reads == 0  # woken warm: no replay
+    assert CALLS["read"] == 1
+
+
 @workflow(name="sched.step-then-wait")
 def step_then_wait(i: int) -> Generator[Any, Any, Any]:
     # The step finishes at once; the composite still waits for the message.

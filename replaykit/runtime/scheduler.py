@@ -75,21 +75,32 @@ WARM_HORIZON = 600.0
 # Runs this engine finished, kept so handle.result() needs no read.
 FINISHED_CACHE = 4096
 # Suspended runs kept warm. A warm run costs its generator's frame and the
-# interpreter around it: about 2.5 KiB of heap for a small workflow, against
-# 1.1 KiB for an evicted sleeper (python -m bench.bench_runtime --cases memory;
-# docs/performance.md). 10,000 of them stay near 25 MiB.
+# interpreter around it: about 2.1 KiB of heap for a small workflow, against
+# 0.6 KiB for an evicted sleeper (python -m bench.bench_aio --cases sleepers;
+# docs/performance.md). 10,000 of them stay near 25 MiB of RSS.
 DEFAULT_MAX_CACHED_RUNS = 10_000
 
 
 @attrs.define(slots=True, eq=False)
 class WarmRun:
-    """A suspended run held in memory: resumed with the outcome of `effect`."""
+    """A suspended run held in memory: resumed with the outcome of the effect its
+    interpreter waits on (`effect()`)."""
 
     row: WorkflowRow
     interpreter: Interpreter
-    effect: Effect  # the effect it waits on, with the pending record its position holds
+    #: The record its position holds (the wait's start): the effect is rebuilt with it
+    #: on waking rather than kept twice (the interpreter holds the effect too).
+    pending: Record | None
     #: A composite's step children that finished before it suspended (`Suspend.steps_done`).
     steps_done: Mapping[tuple[int, ...], Outcome] | None = None
+
+    def effect(self) -> Effect:
+        waiting = self.interpreter.waiting
+        if waiting is None:  # pragma: no cover - only a waiting interpreter is kept
+            raise AssertionError(f"workflow id {self.row.workflow_id!r}: kept not waiting")
+        if waiting.pending is self.pending:
+            return waiting
+        return attrs.evolve(waiting, pending=self.pending)
 
 
 @attrs.define(slots=True, eq=False)
@@ -631,11 +642,12 @@ class Scheduler:
             # that moved on without it is caught at the commit (LogMovedOn).
             activation.row, activation.interp = warm.row, warm.interpreter
             self._traced(activation)
-            if isinstance(warm.effect.command, Step):
+            effect = warm.effect()
+            if isinstance(effect.command, Step):
                 # It waits for its next attempt: run it as any step is run.
-                self._decide(activation, None, None, decided=warm.effect)
+                self._decide(activation, None, None, decided=effect)
                 return
-            self._carry_warm(activation, warm.effect, warm.steps_done)
+            self._carry_warm(activation, effect, warm.steps_done)
             return
         if activation.fresh and activation.row is not None:
             # Just created here: nothing to read, so nothing to hand to the pool.
@@ -1017,10 +1029,9 @@ class Scheduler:
             self._books.submit(self._reset_recovery, workflow_id)
         activation.outcome = "suspended"
         if keep:
-            # Its inputs went into the generator it keeps: the copy in the row is
-            # only weight (a workflow's arguments, held by every warm run).
-            kept = row if row.inputs is None else attrs.evolve(row, inputs=None)
-            self._keep_warm(workflow_id, WarmRun(kept, interp, waiting, suspend.steps_done))
+            self._keep_warm(
+                workflow_id, WarmRun(_kept_row(row), interp, pending, suspend.steps_done)
+            )
         else:
             _close_quietly(interp)
         activation.interp = None
@@ -1692,6 +1703,16 @@ def _finished_outcome(status: Status, finished: bool) -> str:
     if not finished:
         return "cancelled"
     return "ok" if status is Status.SUCCESS else "error"
+
+
+def _kept_row(row: WorkflowRow) -> WorkflowRow:
+    """What a warm run keeps of its row: what its next activation reads (id, name,
+    owner, queue, parent, deadline, recovery count, trace context). Its inputs went
+    into the generator it keeps, and its times are read from the store by whoever
+    shows them: kept, they would be only weight (every warm run holds its row)."""
+    if row.inputs is None and row.created_at is row.updated_at is row.started_at is None:
+        return row
+    return attrs.evolve(row, inputs=None, created_at=None, updated_at=None, started_at=None)
 
 
 def _close_quietly(interp: Interpreter) -> None:
