@@ -429,6 +429,30 @@ def test_a_clean_close_keeps_the_reset_of_a_waiting_runs_recovery_count(
         assert row is not None and row.recovery_attempts == 0, row
 
 
+def test_a_close_with_a_timeout_does_not_wait_out_every_queued_reset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The drain above has a bound: `close(timeout=...)` is not held by a thousand
+    queued resets on a store that answers slowly (a review found 5 s for 0.5)."""
+    monkeypatch.setattr(scheduler_module, "BOOKKEEPERS", 1)
+    store = _SlowResets()
+    store.close = lambda: None  # type: ignore[method-assign]
+    ids = [f"sleeper-{i}" for i in range(12)]
+    with Engine(store, poll_interval=0.1, app_version="v-slow-reset") as eng:
+        for workflow_id in ids:
+            eng.start(long_sleeper_wf, workflow_id=workflow_id)
+        assert eng.wait_idle(10)
+    eng = Engine(store, poll_interval=0.1, app_version="v-slow-reset")
+    assert eng.wait_idle(10)
+    began = time.monotonic()
+    eng.close(timeout=0.5)
+    # Twelve resets of 0.3 s on one writer take 3.6 s; the close stops waiting for
+    # them after its 0.5 s (plus the one under way).
+    assert time.monotonic() - began < 2.5
+    counts = [store.get_workflow(workflow_id).recovery_attempts for workflow_id in ids]
+    assert counts.count(1) >= 6, counts  # most were dropped, each a count until next time
+
+
 def test_recovery_only_takes_its_own_executor_and_version(store_url: str) -> None:
     store: Any = replaykit.MemoryStore() if store_url.startswith("memory") else store_url
     if isinstance(store, replaykit.MemoryStore):

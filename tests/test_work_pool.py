@@ -120,6 +120,32 @@ def test_shutdown_without_cancelling_runs_what_was_queued() -> None:
     assert ran == [0, 1, 2, 3, 4]
 
 
+def test_a_waiting_shutdown_with_a_timeout_drops_what_has_not_started_by_then() -> None:
+    """A patient close drains the bookkeeping writes, but a store that answers slowly
+    (or not at all) must not hold it for ever."""
+    pool = WorkPool(1, thread_name_prefix="t-out-of-time")
+    release = threading.Event()
+    ran: list[int] = []
+    pool.submit(release.wait)
+    for i in range(5):
+        pool.submit(ran.append, i)
+    began = time.monotonic()
+    assert pool.shutdown(wait=True, timeout=0.2) is False
+    assert time.monotonic() - began < 5
+    release.set()
+    wait_until(lambda: not any(t.name.startswith("t-out-of-time") for t in threading.enumerate()))
+    assert ran == []  # dropped, not run after the shutdown returned
+
+
+def test_a_waiting_shutdown_within_its_timeout_runs_everything_queued() -> None:
+    pool = WorkPool(2, thread_name_prefix="t-pool")
+    ran: list[int] = []
+    for i in range(50):
+        pool.submit(ran.append, i)
+    assert pool.shutdown(wait=True, timeout=10) is True
+    assert sorted(ran) == list(range(50))
+
+
 def test_a_pool_thread_may_shut_its_own_pool_down() -> None:
     pool = WorkPool(2, thread_name_prefix="t-self")
     done = threading.Event()

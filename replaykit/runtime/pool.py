@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -106,24 +107,42 @@ class WorkPool:
             with lock:
                 self._idle += 1
 
-    def shutdown(self, *, wait: bool = True, cancel_pending: bool = False) -> None:
+    def shutdown(
+        self, *, wait: bool = True, cancel_pending: bool = False, timeout: float | None = None
+    ) -> bool:
         """No more calls; with `cancel_pending`, those not started are dropped; with
-        `wait`, the calls under way are waited for (not from one of the pool's own
-        threads, which cannot wait for itself)."""
+        `wait`, the calls under way (and, without `cancel_pending`, those queued) are
+        waited for, not from one of the pool's own threads, which cannot wait for
+        itself. With `timeout`, the wait stops after that many seconds and the calls
+        not started by then are dropped. Whether every thread ended."""
         with self._lock:
             if not self._shut:
                 self._shut = True
                 if cancel_pending:
-                    try:
-                        while True:
-                            self._calls.get_nowait()
-                    except queue.Empty:
-                        pass
+                    self._drop_queued()
                 for _ in self._threads:
                     self._calls.put(None)
             threads = list(self._threads)
-        if wait:
-            current = threading.current_thread()
-            for thread in threads:
-                if thread is not current:
-                    thread.join()
+        if not wait:
+            return False
+        deadline = None if timeout is None else time.monotonic() + timeout
+        current = threading.current_thread()
+        for thread in threads:
+            if thread is not current:
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if all(not thread.is_alive() for thread in threads if thread is not current):
+            return True
+        with self._lock:
+            # Out of time: what has not started is dropped, and each thread is told
+            # again to stop once its call returns.
+            self._drop_queued()
+            for _ in self._threads:
+                self._calls.put(None)
+        return False
+
+    def _drop_queued(self) -> None:
+        try:
+            while True:
+                self._calls.get_nowait()
+        except queue.Empty:
+            pass

@@ -137,6 +137,8 @@ class _HandedOver(Exception):
 #: finishes one commit can carry (8 gave commits of 7 finishes and drained a queue of
 #: one-step runs at 1,150 wf/s on PostgreSQL here; 32 gave commits of 22 and 1,600).
 BOOKKEEPERS = 32
+# The longest a patient close waits for bookkeeping writes still queued (seconds).
+BOOKS_DRAIN = 5.0
 
 #: Async steps started per loop iteration (see `Scheduler._start_on_loop`).
 LAUNCH_CHUNK = 32
@@ -410,8 +412,8 @@ class Scheduler:
         for run in warm:
             _close_quietly(run.interpreter)
         late: list[CancelScope] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
         if wait:
-            deadline = None if timeout is None else time.monotonic() + timeout
             with self._cv:
                 while self._active and self._thread.is_alive():
                     if deadline is not None and time.monotonic() >= deadline:
@@ -430,10 +432,14 @@ class Scheduler:
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=5 if patient else 0.2)
         self._workers.shutdown(wait=patient, cancel_pending=True)
-        # With every activation ended, what waits on the bookkeeping pool is a
-        # write nobody waits for (a reset recovery count, say): a patient close
-        # does it, or the next launch would count a clean stop as a crash.
-        self._books.shutdown(wait=patient, cancel_pending=not patient)
+        # What still waits on the bookkeeping pool is writes nobody waits for (the
+        # reset of a waiting run's recovery count, say): a patient close does them,
+        # or the next launch would count a clean stop as a crash. Within what is
+        # left of `timeout`, and a few seconds at most: one dropped reset costs a
+        # count until the run's next suspension, and a store that does not answer
+        # must not hold a shutdown.
+        drain = BOOKS_DRAIN if deadline is None else min(BOOKS_DRAIN, deadline - time.monotonic())
+        self._books.shutdown(wait=patient, cancel_pending=not patient, timeout=max(0.0, drain))
         self._unlisten()
         self._preempt.close()
 
@@ -1026,7 +1032,9 @@ class Scheduler:
             # that sleeps for a month must survive any number of restarts. Only runs
             # that die while executing keep counting toward parking.
             activation.row = row = attrs.evolve(row, recovery_attempts=0)
-            self._books.submit(self._reset_recovery, workflow_id)
+            # Closing (the pool shut): the count stays until its next suspension.
+            with contextlib.suppress(RuntimeError):
+                self._books.submit(self._reset_recovery, workflow_id)
         activation.outcome = "suspended"
         if keep:
             self._keep_warm(
