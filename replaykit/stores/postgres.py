@@ -1013,8 +1013,14 @@ class PostgresStore:
             try:
                 self.migrate()
                 return
-            except _PoolExhausted:
-                raise  # no connection came in connect_timeout: waiting again helps nobody
+            except _PoolExhausted as exc:
+                # No connection came in connect_timeout (the server went away after
+                # the pool opened): waiting again helps nobody; say why, as an open does.
+                raise StoreUnavailable(
+                    f"cannot connect to PostgreSQL at {self._safe_url} within "
+                    f"{self._connect_timeout}s ({self._why_unreachable() or exc}); is the "
+                    "server running, and are the host, port and credentials right?"
+                ) from exc
             except StoreUnavailable as exc:
                 if attempt == _OPEN_ATTEMPTS:
                     raise
