@@ -995,11 +995,7 @@ class PostgresStore:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
             self._pool.close()
-            raise StoreUnavailable(
-                f"cannot connect to PostgreSQL at {self._safe_url} within {connect_timeout}s "
-                f"({self._why_unreachable() or exc}); is the server running, and are the host, "
-                "port and credentials right?"
-            ) from exc
+            raise self._unreachable(exc) from exc
         try:
             if auto_migrate:
                 self._migrate_at_open()
@@ -1016,11 +1012,7 @@ class PostgresStore:
             except _PoolExhausted as exc:
                 # No connection came in connect_timeout (the server went away after
                 # the pool opened): waiting again helps nobody; say why, as an open does.
-                raise StoreUnavailable(
-                    f"cannot connect to PostgreSQL at {self._safe_url} within "
-                    f"{self._connect_timeout}s ({self._why_unreachable() or exc}); is the "
-                    "server running, and are the host, port and credentials right?"
-                ) from exc
+                raise self._unreachable(exc) from exc
             except StoreUnavailable as exc:
                 if attempt == _OPEN_ATTEMPTS:
                     raise
@@ -1032,6 +1024,14 @@ class PostgresStore:
                 )
                 time.sleep(delay)
                 delay *= 2
+
+    def _unreachable(self, exc: Exception) -> StoreUnavailable:
+        """No connection came within connect_timeout: why, and what to check."""
+        return StoreUnavailable(
+            f"cannot connect to PostgreSQL at {self._safe_url} within {self._connect_timeout}s "
+            f"({self._why_unreachable() or exc}); is the server running, and are the host, "
+            "port and credentials right?"
+        )
 
     def _why_unreachable(self) -> str:
         """The server's own reason for refusing a connection; the pool only says it timed out."""
