@@ -13,6 +13,7 @@ import pytest
 
 from conftest import PG_URL
 from reliability._proxy import CuttingProxy
+from reliability.lost_ack import _through
 from replaykit import Engine, Recv, Status, workflow
 from replaykit.errors import StoreUnavailable
 from replaykit.stores.postgres import PostgresStore
@@ -21,15 +22,6 @@ from replaykit.stores.postgres import PostgresStore
 @workflow(name="postgres-open-waiter")
 def waiter_wf() -> Generator[Any, Any, Any]:
     return (yield Recv("go"))
-
-
-def _through(proxy: CuttingProxy, schema: str) -> str:
-    parts = urllib.parse.urlsplit(PG_URL)
-    user = f"{parts.username}@" if parts.username else ""
-    return (
-        f"{parts.scheme}://{user}127.0.0.1:{proxy.port}{parts.path}"
-        f"?schema={schema}&sslmode=disable&gssencmode=disable"
-    )
 
 
 def test_a_migration_whose_commit_answer_is_lost_is_found_done_on_the_retry(
