@@ -34,6 +34,7 @@ __all__ = [
     "RecordConflict",
     "ReplayKitError",
     "RunContinued",
+    "RunNotPending",
     "ScheduleNotFound",
     "SerializationError",
     "StepFailed",
@@ -294,6 +295,20 @@ class CodecError(DamagedData):
 
 class RecordConflict(StoreError):
     """Another writer recorded this position first (or owns the workflow)."""
+
+
+class RunNotPending(RecordConflict):
+    """A write into a run that is no longer PENDING (cancelled, finished, parked).
+
+    `status` is the value of the status the store found (`"CANCELLED"`, ...). A
+    step that finished while its run was cancelled still has its record landed
+    (`Store.record_late`): the step's effect happened, and a resume must not do
+    it again.
+    """
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ExecutorIdInUse(StoreError):

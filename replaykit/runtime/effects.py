@@ -63,7 +63,7 @@ from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.otel import StepToken, Telemetry
 from replaykit.runtime.clock import SystemClock
-from replaykit.runtime.host import CancelScope, Host, LogMovedOn, Suspend, Wake
+from replaykit.runtime.host import CancelScope, Host, Suspend, Wake
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
@@ -282,16 +282,6 @@ def _answer(
         return result
 
 
-def _same_write(stored: Record, written: Record) -> bool:
-    """Is `stored` the record we wrote, read back (after a lost acknowledgement)?"""
-    return (
-        stored.kind == written.kind
-        and stored.name == written.name
-        and stored.outcome == written.outcome
-        and stored.completed_at == written.completed_at
-    )
-
-
 def _instant(when: datetime | None) -> str:
     """One spelling per instant, whatever time zone a store reads it back in."""
     return "" if when is None else when.astimezone(UTC).isoformat()
@@ -391,21 +381,9 @@ class EffectRunner:
         record = self.record_for(
             effect, outcome, started_at=started_at, attempts=attempts, wake_at=wake_at
         )
-        stored = self.host.store_write(
-            row,
-            effect.position,
-            lambda: self.store.record(
-                row.workflow_id,
-                record,
-                executor_id=self.host.executor_id,
-                consume=consume,
-                send=send,
-                event=event,
-                wake_at=wake_at,
-            ),
+        written = self.host.records.write(
+            row, record, consume=consume, send=send, event=event, wake_at=wake_at
         )
-        also = None if send is None or send.if_duplicate is None else send.if_duplicate
-        written = self.check_written(row, record, stored, also=also)
         if self.telemetry.tracing:
             self.telemetry.executed(row.workflow_id, effect.position)
         return written
@@ -434,24 +412,6 @@ class EffectRunner:
             wake_at=wake_at or (pending.wake_at if pending else None),
             attempts=attempts,
         )
-
-    def check_written(
-        self, row: WorkflowRow, written: Record, stored: Record, *, also: Outcome | None = None
-    ) -> Record:
-        """`stored` as the store answered a write of `written`; `LogMovedOn` if another
-        writer had completed that position first. `also`: another outcome the store
-        may have written in place of `written`'s (a keyed `Send` found a duplicate)."""
-        if (
-            written.outcome is not None
-            and stored is not written
-            and not _same_write(stored, written)
-            and not (also is not None and _same_write(stored, attrs.evolve(written, outcome=also)))
-        ):
-            raise LogMovedOn(
-                f"workflow {row.name!r} (id {row.workflow_id!r}): position {written.position} "
-                f"was already completed by another writer ({stored.describe()})"
-            )
-        return stored
 
     def _encode(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any:
         try:
@@ -773,16 +733,7 @@ class EffectRunner:
             attempts=backoff.attempts,
             wake_at=backoff.due,
         )
-        stored = self.host.store_write(
-            row,
-            effect.position,
-            lambda: self.store.record(
-                row.workflow_id,
-                written,
-                executor_id=self.host.executor_id,
-                wake_at=backoff.due,
-            ),
-        )
+        stored = self.host.records.write(row, written, wake_at=backoff.due)
         if stored.outcome is not None:
             return stored  # another writer completed the step meanwhile
         # The store keeps a count higher than ours (a stale writer of this run):
@@ -946,7 +897,7 @@ class EffectRunner:
 
         self.host.check_cancelled(row.workflow_id)
         try:
-            return self.host.store_write(
+            return self.host.records.through(
                 row,
                 effect.position,
                 lambda: self.store.record_transaction(

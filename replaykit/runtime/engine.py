@@ -43,10 +43,11 @@ from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, 
 from replaykit.runtime import admin, courtesy, streams
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
+from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.queues import Queue, QueueItem
-from replaykit.runtime.retries import RetryingStore, write_with_retries
+from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
 from replaykit.runtime.schedules import (
     Schedule,
@@ -180,6 +181,8 @@ class Engine:
             Store, RetryingStore(with_codec(opened, codec), stop=lambda: self._closed)
         )
         self.executor_id = executor_id
+        # The one writer of records: every room commits through it (runtime/commits.py).
+        self.records = RecordWriter(self.store, executor_id=executor_id, stop=lambda: self._closed)
         self.app_version = app_version or app_version_of(registered().values())
         try:
             self._hold = self._hold_executor_id(executor_wait)
@@ -233,6 +236,7 @@ class Engine:
         )
         self.scheduler = Scheduler(
             store=self.store,
+            records=self.records,
             runner=self._runner,
             wakeups=self.wakeups,
             clock=self.clock,
@@ -1345,12 +1349,6 @@ class Engine:
         finally:
             if token is not None:
                 self.wakeups.remove_idle_deadline(token)
-
-    def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
-        """Commit a record, resolving a lost acknowledgement by reading back the log."""
-        return write_with_retries(
-            self.store, row.workflow_id, position, write, stop=lambda: self._closed
-        )
 
     # -- queues and schedules --------------------------------------------------------------------
 

@@ -17,9 +17,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from replaykit.errors import ControlSignal
 from replaykit.log import Outcome, Record
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.commits import LogMovedOn, RecordWriter
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = [
@@ -94,14 +94,6 @@ class CancelScope:
             callback()
 
 
-class LogMovedOn(ControlSignal):
-    """A position this run was about to record had been completed by another writer.
-
-    The run's log moved on without this activation: what it holds in memory may
-    be behind the store, so it stops and is rebuilt by replay.
-    """
-
-
 @attrs.frozen
 class Suspend:
     """The workflow waits: until `wake_at`, or until one of `waits` is notified."""
@@ -122,6 +114,8 @@ class Host(Protocol):
     """The runtime services one effect needs. `Engine` is the host in production."""
 
     store: Store
+    #: The one writer of records (runtime/commits.py): every commit goes through it.
+    records: RecordWriter
     clock: Clock
     executor_id: str
     entropy: Entropy
@@ -160,10 +154,6 @@ class Host(Protocol):
 
         Called after the composite's record committed; a run that already
         finished is left as it is."""
-        ...
-
-    def store_write(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
-        """Commit a record through outages, adopting one a lost acknowledgement hid."""
         ...
 
     def check_cancelled(self, workflow_id: str) -> None:

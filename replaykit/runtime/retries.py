@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from replaykit.errors import RecordConflict, StoreUnavailable
+from replaykit.errors import RecordConflict, RunNotPending, StoreUnavailable
 from replaykit.log import Record, Status
 from replaykit.stores.base import Store
 
@@ -63,13 +63,17 @@ def write_with_retries(
             retried = True
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
-        except RecordConflict:
+        except RecordConflict as exc:
             if not retried:
                 raise
             # The first attempt may have committed before the connection
             # dropped; if so, the position holds our record: adopt it.
             records = call_with_retries(lambda: store.load_log(workflow_id), stop=stop)
             if position < len(records) and records[position].outcome is not None:
+                if isinstance(exc, RunNotPending):
+                    # Ours committed, and the run has stopped since: the caller stops
+                    # too, rather than go on to an effect nobody may record.
+                    raise
                 return records[position]
             raise
 
@@ -87,6 +91,8 @@ RETRIED_CALLS: dict[str, str] = {
     "schedule_states": "a read",
     # Writes whose second run finds the first one's effect and adds nothing.
     "create_workflow": "idempotent by id: a retry answers with the run the first created",
+    "record_late": "a completed record at its position is answered unchanged: a retry finds "
+    "the first attempt's",
     "create_workflows": "idempotent by id, all or nothing",
     "heartbeat": "an upsert of the same row",
     "set_deadline": "writes the same two values again",

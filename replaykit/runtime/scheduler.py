@@ -57,12 +57,13 @@ from replaykit.interpreter import (
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
 from replaykit.runtime.effects import Backoff, EffectRunner, is_async
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
-from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import FinishWrite, Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "WARM_HORIZON", "Scheduler", "WarmRun"]
 
@@ -208,6 +209,7 @@ class Scheduler:
         self,
         *,
         store: Store,
+        records: RecordWriter,
         runner: EffectRunner,
         wakeups: Wakeups,
         clock: Clock,
@@ -226,6 +228,7 @@ class Scheduler:
         if max_cached_runs < 0:
             raise ValueError(f"max_cached_runs must be 0 or more, got {max_cached_runs}")
         self.store = store
+        self.records = records
         self.runner = runner
         self._telemetry = runner.telemetry
         self.wakeups = wakeups
@@ -1137,13 +1140,6 @@ class Scheduler:
                     )
                 continue
             result: Any = answer
-            if not isinstance(answer, BaseException):
-                try:
-                    result = self.runner.check_written(
-                        activation.row_or_raise(), write.record, answer
-                    )
-                except LogMovedOn as exc:
-                    result = exc
             if write.following is None:
                 outcomes.append(("carried", activation, write.effect, result))
             else:
@@ -1160,11 +1156,7 @@ class Scheduler:
         return outcomes
 
     def _record_many(self, writes: list[_StepWrite]) -> list[Any]:
-        batch = [
-            RecordWrite(w.activation.workflow_id, w.record, executor_id=self.executor_id)
-            for w in writes
-        ]
-        return list(self.store.record_many(batch))
+        return self.records.write_many([(w.activation.row_or_raise(), w.record) for w in writes])
 
     def _end(self, activation: _Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""
@@ -1350,14 +1342,8 @@ class Scheduler:
         return ("tail", activation, effect, tail)
 
     def _write_alone(self, activation: _Activation, effect: Effect, record: Record) -> Event:
-        row = activation.row_or_raise()
         try:
-            stored = self.runner.host.store_write(
-                row,
-                effect.position,
-                lambda: self.store.record(row.workflow_id, record, executor_id=self.executor_id),
-            )
-            result: Any = self.runner.check_written(row, record, stored)
+            result: Any = self.records.write(activation.row_or_raise(), record)
         except BaseException as exc:
             result = exc
         return ("carried", activation, effect, result)
@@ -1455,7 +1441,7 @@ class Scheduler:
                 elif isinstance(answer, BaseException):
                     events.append(("carried", activation, None, answer))
                 else:
-                    self._finished_here(row, status, result, error, answer, forgotten)
+                    self._finished_here(row, status, result, error, answer, forgotten, last)
                     activation.outcome = _finished_outcome(status, answer)
                     events.append(("ended", activation))
             except BaseException as exc:
@@ -1491,12 +1477,7 @@ class Scheduler:
         workflow_id = row.workflow_id
         try:
             if last is not None:
-                stored = self.runner.host.store_write(
-                    row,
-                    last.position,
-                    lambda: self.store.record(workflow_id, last, executor_id=self.executor_id),
-                )
-                self.runner.check_written(row, last, stored)
+                self.records.write(row, last)
                 activation.progressed = True
             try:
                 inputs = self._continued_inputs(row, decision)
@@ -1669,7 +1650,7 @@ class Scheduler:
                 raise
             # The last record could not be written as computed: the log moved on.
             raise LogMovedOn(str(exc)) from exc
-        self._finished_here(row, status, result, error, finished, forgotten)
+        self._finished_here(row, status, result, error, finished, forgotten, last)
         return finished
 
     def _finished_here(
@@ -1680,9 +1661,14 @@ class Scheduler:
         error: str,
         finished: bool,
         forgotten: int,
+        last: Record | None = None,
     ) -> None:
         """What follows a finish's commit here: the finished cache (unless a delete was
-        heard since `forgotten` was read), the result waiters, the run's queue."""
+        heard since `forgotten` was read), the result waiters, the run's queue; or,
+        for a finish refused with the run's last record, that record landed on its
+        own if a cancel came first (its effect happened)."""
+        if not finished:
+            self.records.finish_refused(row, last)
         if finished:
             # handle.result() on this engine then needs no read of its own.
             with self._cv:

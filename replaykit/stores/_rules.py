@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from replaykit.errors import DuplicateDedupId, RecordConflict, WorkflowNotFound
+from replaykit.errors import DuplicateDedupId, RecordConflict, RunNotPending, WorkflowNotFound
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_row, storable_error
 from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
@@ -185,9 +185,10 @@ def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str
     if row is None:
         raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
     if row.status is not Status.PENDING:
-        raise RecordConflict(
+        raise RunNotPending(
             f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; "
-            "nothing can be recorded into it until it is resumed"
+            "nothing can be recorded into it until it is resumed",
+            row.status.value,
         )
     if executor_id is not None and row.executor_id != executor_id:
         raise RecordConflict(

@@ -496,6 +496,22 @@ class Store(Protocol):
         """
         ...
 
+    def record_late(
+        self, workflow_id: str, record: Record, *, executor_id: str | None = None
+    ) -> Record:
+        """Land a completed record in a run that was cancelled while its effect ran.
+
+        The effect (a step's body) happened; its record must not be lost, or a
+        resume would do it again. Written only if the run is CANCELLED (else
+        `RunNotPending`) and, with `executor_id`, owned by it (else
+        `RecordConflict`): at the log's next position, or completing the pending
+        record there. A completed record already there is returned unchanged
+        (idempotent: a retry after a lost acknowledgement finds its own write).
+        A position past the log's end raises `RecordConflict`; a pending
+        `record` raises `ValueError`. The run's status is not changed.
+        """
+        ...
+
     def record_transaction(
         self,
         workflow_id: str,

@@ -372,6 +372,13 @@ class CodecStore:
                 decoded.append(answer)
         return decoded
 
+    def record_late(
+        self, workflow_id: str, record: Record, *, executor_id: str | None = None
+    ) -> Record:
+        written = self._encode_record(record)
+        stored = self.inner.record_late(workflow_id, written, executor_id=executor_id)
+        return self._answer(stored, written, record, workflow_id)
+
     def record_transaction(
         self,
         workflow_id: str,

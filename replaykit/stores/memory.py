@@ -34,6 +34,7 @@ from replaykit.stores._generations import (
     next_generation,
 )
 from replaykit.stores._holds import ExecutorHold, LocalHolds
+from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
 from replaykit.stores._rules import (
     LIVE_STATUSES,
@@ -430,6 +431,26 @@ class MemoryStore:
             notes.append(("event", workflow_id))
         if record.kind in STREAM_KINDS and record.outcome is not None:
             notes.append(("stream", workflow_id))
+        return record
+
+    def record_late(
+        self, workflow_id: str, record: Record, *, executor_id: str | None = None
+    ) -> Record:
+        check_late_record(workflow_id, record, executor_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            check_late(row, workflow_id, executor_id)
+            assert row is not None
+            log = self._logs[workflow_id]
+            position = record.position
+            if position < len(log):
+                if log[position].outcome is not None:
+                    return log[position]
+                log[position] = record
+            elif position == len(log):
+                log.append(record)
+            else:
+                raise late_gap(row.name, workflow_id, position, len(log))
         return record
 
     def record_transaction(

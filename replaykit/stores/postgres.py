@@ -61,6 +61,7 @@ from replaykit.stores._generations import (
 )
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold
+from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import (
     Answers,
     answered,
@@ -2242,6 +2243,52 @@ class PostgresStore:
         return None
 
     # -- status --------------------------------------------------------------
+
+    def record_late(
+        self, workflow_id: str, record: Record, *, executor_id: str | None = None
+    ) -> Record:
+        check_late_record(workflow_id, record, executor_id)
+        params = _record_params(workflow_id, record)
+        with self._connection() as conn, conn.transaction():
+            found = conn.execute(
+                self._q(
+                    "SELECT w.name, w.status, w.executor_id, "
+                    "(SELECT count(*) FROM {s}.records WHERE workflow_id = %(wid)s), "
+                    "r.position, r.kind, r.name, r.outcome, r.digest, r.call_site, "
+                    "r.started_at, r.completed_at, r.wake_at, r.attempts "
+                    "FROM {s}.workflows w "
+                    "LEFT JOIN {s}.records r ON r.workflow_id = w.workflow_id "
+                    "AND r.position = %(pos)s "
+                    "WHERE w.workflow_id = %(wid)s FOR NO KEY UPDATE OF w"
+                ),
+                params,
+            ).fetchone()
+            row = None
+            if found is not None:
+                row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
+            check_late(row, workflow_id, executor_id)
+            assert found is not None and row is not None
+            if found[4] is not None:
+                stored = _record_from(found[4:14], workflow_id)
+                if stored.outcome is not None:
+                    return stored
+            elif record.position != found[3]:
+                raise late_gap(row.name, workflow_id, record.position, found[3])
+            conn.execute(
+                self._q(
+                    f"INSERT INTO {{s}}.records AS r (workflow_id, {_RECORD_COLUMNS}) "
+                    "VALUES (%(wid)s, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
+                    "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s) "
+                    "ON CONFLICT (workflow_id, position) DO UPDATE SET "
+                    "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
+                    "digest = excluded.digest, call_site = excluded.call_site, "
+                    "started_at = excluded.started_at, completed_at = excluded.completed_at, "
+                    "wake_at = excluded.wake_at, attempts = excluded.attempts "
+                    "WHERE r.outcome IS NULL"
+                ),
+                params,
+            )
+        return record
 
     def finish_workflow(
         self,

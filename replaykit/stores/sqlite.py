@@ -50,6 +50,7 @@ from replaykit.stores._generations import (
 )
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
+from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import (
     Answers,
     answered,
@@ -297,6 +298,17 @@ _WRITE_LAST_RECORD = _RECORD_WRITE_TEMPLATE.format(deadline="")
 _FINISH = """
 UPDATE workflows SET status = ?1, result = ?2, error = ?3, updated_at = ?4, wake_at = NULL
 WHERE workflow_id = ?5 AND status = 'PENDING' AND (?6 IS NULL OR executor_id = ?6)
+"""
+# A late record (Store.record_late): the gates are checked in Python on the locked
+# run; a pending record there is completed, a completed one never written over.
+_LAND_LATE = f"""
+INSERT INTO records (workflow_id, {_RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (workflow_id, position) DO UPDATE SET
+    kind = excluded.kind, name = excluded.name, outcome = excluded.outcome,
+    digest = excluded.digest, call_site = excluded.call_site,
+    started_at = excluded.started_at, completed_at = excluded.completed_at,
+    wake_at = excluded.wake_at, attempts = excluded.attempts
+WHERE records.outcome IS NULL
 """
 _INSERT_RECORD = f"""
 INSERT INTO records (workflow_id, {_RECORD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -1308,6 +1320,40 @@ class SqliteStore:
         return self._write_alone(write)
 
     # -- status --------------------------------------------------------------
+
+    def record_late(
+        self, workflow_id: str, record: Record, *, executor_id: str | None = None
+    ) -> Record:
+        check_late_record(workflow_id, record, executor_id)
+        params = _record_params(workflow_id, record)
+
+        def land(conn: sqlite3.Connection) -> Record:
+            found = _first(
+                conn.execute(
+                    "SELECT name, status, executor_id FROM workflows WHERE workflow_id = ?",
+                    (workflow_id,),
+                )
+            )
+            row = None
+            if found is not None:
+                row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
+            check_late(row, workflow_id, executor_id)
+            assert row is not None
+            stored = _first(conn.execute(_SELECT_RECORD, (workflow_id, record.position)))
+            if stored is not None and stored[3] is not None:
+                return _record_from(stored, workflow_id)
+            if stored is None and record.position > 0:
+                length = _first(
+                    conn.execute(
+                        "SELECT count(*) FROM records WHERE workflow_id = ?", (workflow_id,)
+                    )
+                )[0]
+                if length != record.position:
+                    raise late_gap(row.name, workflow_id, record.position, length)
+            conn.execute(_LAND_LATE, params)
+            return record
+
+        return self._write(land)
 
     def finish_workflow(
         self,

@@ -30,6 +30,7 @@ import attrs
 from replaykit.errors import (
     DuplicateDedupId,
     RecordConflict,
+    RunNotPending,
     TransactionUnsupported,
     WorkflowNotFound,
 )
@@ -1234,8 +1235,9 @@ def check_record_many_refusals(store: Store) -> None:
         "record_many answers with refusals in between",
         [
             "record",
-            "RecordConflict",
-            "RecordConflict",
+            # A run no longer PENDING: the conflict says so (its status, for late records).
+            "RunNotPending",
+            "RunNotPending",
             "RecordConflict",
             "record",
             "RecordConflict",
@@ -3841,6 +3843,74 @@ def check_keyed_send_with_record(store: Store) -> None:
     _equal("the message delivered is the sender's that recorded True", [winner], delivered)
 
 
+def check_record_late(store: Store) -> None:
+    """A completed record lands in a run cancelled while its effect ran (`record_late`):
+    only into a CANCELLED run, by its executor, at the next position; idempotent."""
+    store.create_workflow(_run("late-1", executor_id="ex-a"))
+    store.record("late-1", _step(0, "first"), executor_id="ex-a")
+    _raises(
+        "record_late() into a PENDING run",
+        RunNotPending,
+        lambda: store.record_late("late-1", _step(1, "x"), executor_id="ex-a"),
+    )
+    store.set_status("late-1", Status.CANCELLED)
+    _raises(
+        "record() into the CANCELLED run",
+        RunNotPending,
+        lambda: store.record("late-1", _step(1, "second"), executor_id="ex-a"),
+    )
+    _raises(
+        "record_late() by another executor",
+        RecordConflict,
+        lambda: store.record_late("late-1", _step(1, "second"), executor_id="ex-b"),
+    )
+    _raises(
+        "record_late() past the log's end",
+        RecordConflict,
+        lambda: store.record_late("late-1", _step(2, "gap"), executor_id="ex-a"),
+    )
+    _raises(
+        "record_late() of a pending record",
+        ValueError,
+        lambda: store.record_late("late-1", _pending(1), executor_id="ex-a"),
+    )
+    _equal(
+        "record_late() of the next position",
+        _step(1, "second"),
+        store.record_late("late-1", _step(1, "second"), executor_id="ex-a"),
+    )
+    _equal(
+        "record_late() again (a retry after a lost acknowledgement)",
+        _step(1, "second"),
+        store.record_late("late-1", _step(1, "other"), executor_id="ex-a"),
+    )
+    _equal(
+        "the log after the late record",
+        [_step(0, "first"), _step(1, "second")],
+        _log_of(store, "late-1"),
+    )
+    _equal(
+        "the run's status after the late record",
+        Status.CANCELLED,
+        _present("the run", store.get_workflow("late-1")).status,
+    )
+    # A pending record there (a sleep's start, a step's back-off) is completed.
+    store.create_workflow(_run("late-2"))
+    store.record("late-2", _pending(0, kind="step", name="s0"))
+    store.set_status("late-2", Status.CANCELLED)
+    _equal(
+        "record_late() completing a pending record",
+        _step(0, "done"),
+        store.record_late("late-2", _step(0, "done")),
+    )
+    _equal("the log after completing", [_step(0, "done")], _log_of(store, "late-2"))
+    _raises(
+        "record_late() into a run that does not exist",
+        WorkflowNotFound,
+        lambda: store.record_late("late-none", _step(0)),
+    )
+
+
 StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
@@ -3920,6 +3990,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_close_is_idempotent,
     check_names_refused_alike,
     check_record_many_refuses_bad_names_one_by_one,
+    check_record_late,
     check_error_text_with_nul_is_kept,
     check_fork_lineage,
     check_schedule_states,

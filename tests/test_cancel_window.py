@@ -1,0 +1,203 @@
+"""A cancel between a step's return and its record's commit loses nothing.
+
+A step's effect happens, then its record commits. A cancel that lands in between
+used to make the store refuse the record, and a later resume ran the step's body
+again: a side effect done twice with no crash. The record writer now lands the record
+anyway (`Store.record_late`), and the run stops. These tests cancel from inside the
+step body — the latest moment before the record — on every store, for a step in the
+middle, the last step (whose record commits with the finish), a run among many (the
+group commit), and a cancel from another process's `Client`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from replaykit import Client, Engine, MemoryStore, Status, Step, workflow
+from replaykit.errors import RunNotPending
+from replaykit.log import Record, Value
+from replaykit.runtime.commits import RecordWriter
+from replaykit.stores.base import WorkflowRow
+
+BODIES: list[str] = []
+CANCEL: list[Any] = []  # what cancels: engine.cancel or client.cancel
+_lock = threading.Lock()
+
+
+def _ran(name: str) -> int:
+    with _lock:
+        BODIES.append(name)
+        return BODIES.count(name)
+
+
+def cancelling_body(tag: str) -> str:
+    # The body's work is done; the cancel lands before its record commits.
+    if _ran(f"{tag}:cancelling") == 1:
+        CANCEL[0](tag)
+    return "done"
+
+
+def plain_body(tag: str) -> str:
+    _ran(f"{tag}:plain")
+    return "plain"
+
+
+def slow_body(tag: str) -> str:
+    time.sleep(0.05)
+    return tag
+
+
+@workflow(name="cw-middle")
+def cancelled_in_the_middle(tag: str):
+    first = yield Step("cancelling", cancelling_body, tag)
+    second = yield Step("plain", plain_body, tag)
+    return f"{first}+{second}"
+
+
+@workflow(name="cw-last")
+def cancelled_at_the_end(tag: str):
+    first = yield Step("plain", plain_body, tag)
+    last = yield Step("cancelling", cancelling_body, tag)
+    return f"{first}+{last}"
+
+
+@workflow(name="cw-busy")
+def busy(tag: str):
+    total = []
+    for index in range(3):
+        total.append((yield Step(f"slow-{index}", slow_body, f"{tag}-{index}")))
+    return len(total)
+
+
+def _wait_status(engine: Engine, workflow_id: str, status: Status, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        row = engine.store.get_workflow(workflow_id)
+        if row is not None and row.status is status:
+            return
+        assert time.monotonic() < deadline, f"{workflow_id}: {row and row.status}"
+        time.sleep(0.02)
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> None:
+    BODIES.clear()
+    CANCEL.clear()
+
+
+def _cancel_then_resume(engine: Engine, wf: Any, tag: str, expected: str) -> None:
+    engine.start(wf, tag, workflow_id=tag)
+    _wait_status(engine, tag, Status.CANCELLED)
+    # Nothing more runs while cancelled; then the resume goes on after the step.
+    time.sleep(0.2)
+    assert BODIES.count(f"{tag}:cancelling") == 1
+    assert engine.resume(tag).result(timeout=15) == expected
+    assert BODIES.count(f"{tag}:cancelling") == 1, "the cancelled step's body ran twice"
+    assert BODIES.count(f"{tag}:plain") == 1
+
+
+def test_a_cancel_after_a_middle_step_keeps_its_record(store_url: str) -> None:
+    with Engine(store_url, poll_interval=0.1) as engine:
+        CANCEL.append(engine.cancel)
+        _cancel_then_resume(engine, cancelled_in_the_middle, "cw-mid", "done+plain")
+        steps = [record.name for record in engine.store.load_log("cw-mid")]
+        assert steps == ["cancelling", "plain"]
+
+
+def test_a_cancel_after_the_last_step_keeps_its_record(store_url: str) -> None:
+    with Engine(store_url, poll_interval=0.1) as engine:
+        CANCEL.append(engine.cancel)
+        _cancel_then_resume(engine, cancelled_at_the_end, "cw-end", "plain+done")
+
+
+def test_a_cancel_in_a_busy_round_keeps_its_record(store_url: str) -> None:
+    # Other runs keep the scheduler busy: the cancelled run's record goes through the
+    # group commit (record_many), not the lone run's path.
+    with Engine(store_url, poll_interval=0.1, max_workers=8) as engine:
+        CANCEL.append(engine.cancel)
+        others = [engine.start(busy, f"cw-b{i}", workflow_id=f"cw-b{i}") for i in range(12)]
+        _cancel_then_resume(engine, cancelled_in_the_middle, "cw-busy", "done+plain")
+        assert [handle.result(timeout=30) for handle in others] == [3] * 12
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+def test_a_cancel_from_another_process_keeps_its_record(
+    where: str, tmp_path: Any, pg_url_or_skip: str | None
+) -> None:
+    if where == "sqlite":
+        url = f"sqlite:///{tmp_path / 'cw.db'}"
+    else:
+        assert pg_url_or_skip is not None
+        url = pg_url_or_skip
+    with Engine(url, poll_interval=0.1) as engine, Client(url) as client:
+        CANCEL.append(client.cancel)
+        _cancel_then_resume(engine, cancelled_in_the_middle, "cw-client", "done+plain")
+
+
+@pytest.fixture
+def pg_url_or_skip(request: pytest.FixtureRequest) -> Any:
+    if "postgres" not in request.node.name:
+        yield None
+        return
+    from conftest import PG_URL, drop_schema, fresh_schema_name, require_postgres
+
+    require_postgres()
+    schema = fresh_schema_name("cw_client")
+    yield f"{PG_URL}?schema={schema}"
+    drop_schema(schema)
+
+
+# -- the record writer alone ----------------------------------------------------------------
+
+
+def _step(position: int, value: Any) -> Record:
+    return Record(position, "step", f"s{position}", Value(value))
+
+
+def test_the_writer_lands_a_refused_step_record_and_still_says_the_run_stopped() -> None:
+    store = MemoryStore()
+    row = WorkflowRow("w-1", "wf", Status.PENDING, executor_id="ex")
+    store.create_workflow(row)
+    writer = RecordWriter(store, executor_id="ex", stop=lambda: False)
+    writer.write(row, _step(0, "a"))
+    store.set_status("w-1", Status.CANCELLED)
+    with pytest.raises(RunNotPending):
+        writer.write(row, _step(1, "b"))
+    assert [r.outcome for r in store.load_log("w-1")] == [Value("a"), Value("b")]
+
+
+def test_the_writer_lands_nothing_for_a_write_with_side_effects() -> None:
+    # A consumed message or a send happens with its record or not at all: refused, it
+    # happens on the resume instead, once.
+    store = MemoryStore()
+    row = WorkflowRow("w-2", "wf", Status.PENDING, executor_id="ex")
+    store.create_workflow(row)
+    store.send_message("w-2", "t", "hello")
+    message = store.peek_message("w-2", "t")
+    assert message is not None
+    store.set_status("w-2", Status.CANCELLED)
+    writer = RecordWriter(store, executor_id="ex", stop=lambda: False)
+    with pytest.raises(RunNotPending):
+        writer.write(row, Record(0, "recv", "t", Value("hello")), consume=message.message_id)
+    assert store.load_log("w-2") == []
+    assert store.peek_message("w-2", "t") is not None
+
+
+def test_the_writer_lands_a_refused_finish_s_last_record() -> None:
+    store = MemoryStore()
+    row = WorkflowRow("w-3", "wf", Status.PENDING, executor_id="ex")
+    store.create_workflow(row)
+    store.set_status("w-3", Status.CANCELLED)
+    writer = RecordWriter(store, executor_id="ex", stop=lambda: False)
+    assert not store.finish_workflow(
+        "w-3", Status.SUCCESS, Value(1), executor_id="ex", record=_step(0, 1)
+    )
+    assert store.load_log("w-3") == []
+    writer.finish_refused(row, _step(0, 1))
+    assert store.load_log("w-3") == [_step(0, 1)]
+    row_after = store.get_workflow("w-3")
+    assert row_after is not None and row_after.status is Status.CANCELLED
