@@ -119,6 +119,17 @@ class WorkflowHandle(Generic[R]):
         return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
 
 
+def _handed_over(interrupt: BaseException) -> BaseException:
+    """A fresh instance of the interrupt a step raised, for a waiting thread: the
+    original (its traceback with it) is its cause. Each waiter gets its own."""
+    try:
+        fresh = type(interrupt)(*interrupt.args)
+    except Exception:
+        return interrupt
+    fresh.__cause__ = interrupt
+    return fresh
+
+
 class Engine:
     """Runs workflows against a store. A context manager; closes cleanly.
 
@@ -249,6 +260,7 @@ class Engine:
             poll_interval=poll_interval,
             park=self.park,
             queue_run_done=self.claims.run_done,
+            max_recovery_attempts=max_recovery_attempts,
             watch_deadline=self._watch_deadline,
             courtesy=self.courtesy,
         )
@@ -1040,6 +1052,7 @@ class Engine:
         )
         for run_id in resumed:
             self.scheduler.allow(run_id)
+            self.scheduler.release(run_id)
             self.scheduler.drop_warm(run_id)
             # A child put back on its queue is for a worker to claim: the
             # activation finds it not PENDING here and leaves it.
@@ -1113,6 +1126,8 @@ class Engine:
                 )
                 continue
             recovered.append(row.workflow_id)
+            # A recovery runs again what an interrupt stopped here (as a new engine would).
+            self.scheduler.release(row.workflow_id)
             self.scheduler.drop_warm(row.workflow_id)
             self.scheduler.dispatch(row.workflow_id)
         return recovered
@@ -1209,9 +1224,11 @@ class Engine:
         )
         self.telemetry.run_finished(cancelled.name, Status.CANCELLED.value)
 
-    def park(self, workflow_id: str, why: str) -> None:
+    def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
+        """Park a run, saying why on it and once in the log (with `cause`'s traceback)."""
         self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
-        log.error("workflow id %r parked: %s", workflow_id, why)
+        exc_info = None if cause is None else (type(cause), cause, cause.__traceback__)
+        log.error("workflow id %r parked: %s", workflow_id, why, exc_info=exc_info)
         self.wakeups.poke()
 
     # -- waiting for results ---------------------------------------------------------------
@@ -1231,6 +1248,11 @@ class Engine:
         try:
             looked = False
             while True:
+                interrupt = scheduler.interruption(workflow_id)
+                if interrupt is not None:
+                    # A step body raised it (KeyboardInterrupt, SystemExit): it belongs
+                    # to whoever waits on the run, as if the step had run here.
+                    raise _handed_over(interrupt)
                 row = self.kept_finished(workflow_id)
                 if row is None and (
                     looked
@@ -1432,6 +1454,7 @@ class Engine:
             # this engine cancelled (at its deadline, say) may run again: the store,
             # which gates every record on the status, says it is PENDING now.
             self.scheduler.allow(key)
+            self.scheduler.release(key)
             self.scheduler.drop_warm(key)
             self.scheduler.dispatch(key)
             return

@@ -220,8 +220,9 @@ class Scheduler:
         max_cached_runs: int,
         max_payload_bytes: int,
         poll_interval: float,
-        park: Callable[[str, str], None],
+        park: Callable[[str, str, BaseException | None], None],
         queue_run_done: Callable[[str, str], None],
+        max_recovery_attempts: int = 50,
         watch_deadline: Callable[[WorkflowRow], bool] | None = None,
         courtesy: Courtesy | None = None,
     ) -> None:
@@ -241,6 +242,7 @@ class Scheduler:
         self.poll_interval = poll_interval
         self._park = park
         self._queue_run_done = queue_run_done
+        self.max_recovery_attempts = max_recovery_attempts
         # Told of every run an activation is about to run: it arms the run's deadline,
         # or answers True when the deadline has passed (it cancelled the run).
         self._watch_deadline = watch_deadline
@@ -271,6 +273,10 @@ class Scheduler:
         self._active: set[str] = set()
         self._rerun: set[str] = set()
         self._cancelled: set[str] = set()
+        # Runs a step body stopped with a BaseException that is no control signal
+        # (KeyboardInterrupt, SystemExit): this engine leaves them until a resume
+        # (`release`), and their waiters here are handed the interrupt.
+        self._halted: dict[str, BaseException] = {}
         self._scopes: dict[str, CancelScope] = {}
         # Runs whose async step body is under way: a graceful close lets it finish
         # and commit, as a sync body (which nothing can interrupt) does.
@@ -379,6 +385,16 @@ class Scheduler:
         with self._cv:
             self._cancelled.discard(workflow_id)
 
+    def release(self, workflow_id: str) -> None:
+        """A run an interrupt stopped here was resumed: it may run again."""
+        with self._cv:
+            self._halted.pop(workflow_id, None)
+
+    def interruption(self, workflow_id: str) -> BaseException | None:
+        """The interrupt that stopped this run here, for the threads that wait on it
+        (lock-free: a waiter that misses it looks again at its next wake-up)."""
+        return self._halted.get(workflow_id)
+
     def drop_warm(self, workflow_id: str) -> None:
         """The store may hold what the cached run does not: rebuild it by replay next time."""
         with self._cv:
@@ -465,7 +481,7 @@ class Scheduler:
         """
         seen = self.wakeups.seq()
         with self._cv:
-            if self._closed:
+            if self._closed or workflow_id in self._halted:
                 return
             if workflow_id in self._active:
                 self._rerun.add(workflow_id)
@@ -552,14 +568,12 @@ class Scheduler:
                             self._handle(event, writes)
                         except _HandedOver:
                             raise
-                        except (Exception, ControlSignal):
+                        except (Exception, ControlSignal) as exc:
+                            # A fault of the scheduler's own handling: the run is
+                            # parked once, naming it, rather than retried at every sweep.
                             activation = event[1]
-                            log.exception(
-                                "workflow id %r: activation failed unexpectedly",
-                                activation.workflow_id,
-                            )
                             self._close_interp(activation)
-                            self._end(activation)
+                            self._broken(activation, exc, None)
                     self._send_finishes()
                     self._launch_async_steps()
                     if writes:
@@ -944,7 +958,7 @@ class Scheduler:
         if event[0] == "backoff":
             self._submit(self._hold_back, activation, effect, event[3])
             return None
-        self._failed(activation, event[3])
+        self._failed(activation, event[3], effect)
         return None
 
     def _write_ahead(
@@ -1076,6 +1090,11 @@ class Scheduler:
             log.info("workflow id %r stopped: %s", workflow_id, error)
             if not self._closed:  # closing interrupts; otherwise the run was stopped
                 activation.outcome = "cancelled"
+        elif not isinstance(error, Exception):
+            # KeyboardInterrupt, SystemExit, a misused GeneratorExit: not the run's
+            # outcome, and not to be retried at every sweep either.
+            self._halt(activation, error, effect)
+            return
         elif isinstance(error, StoreUnavailable):
             log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, error)
             self.wakeups.add_timer(
@@ -1086,20 +1105,80 @@ class Scheduler:
             # operator repairs or deletes the row. Park it once, saying which.
             self._submit(self._park_run, activation, str(error))
             return
-        elif isinstance(error, ValueError) and activation.row is not None:
-            # Refused for what it is (a name the stores refuse, a payload over the
-            # limit): retrying at every sweep would fail the same way forever, unseen.
-            # Other errors may pass (a failover's read-only moment, say): logged, and
-            # the run is tried again.
+        elif isinstance(error, (ValueError, TypeError, ArithmeticError)) and (
+            activation.row is not None and effect is not None
+        ):
+            # The command's own arguments (a name the stores refuse, a payload over the
+            # limit, a Sleep whose deadline overflows): the run fails, once, saying so;
+            # retrying at every sweep would fail the same way for ever, unseen.
             self._submit(self._fail_run, activation, error, effect)
             return
         else:
-            log.error(
-                "workflow id %r: activation failed unexpectedly",
-                workflow_id,
-                exc_info=(type(error), error, error.__traceback__),
-            )
+            self._broken(activation, error, effect)
+            return
         self._end(activation)
+
+    def _broken(self, activation: _Activation, error: BaseException, effect: Effect | None) -> None:
+        """An error nobody expected (maybe the engine's fault): park the run once, with
+        the error and its traceback named, for an operator to fix and resume."""
+        doing = "an activation" if effect is None else _describe(effect)
+        why = (
+            f"{doing} failed unexpectedly in engine {self.executor_id!r} "
+            f"({type(error).__name__}: {error}); this may be a bug in replaykit or a fault "
+            "of its environment. Fix the cause, then resume the run "
+            f"(replaykit workflows resume {activation.workflow_id})"
+        )
+        self._submit(self._park_run, activation, why, error)
+
+    def _halt(self, activation: _Activation, error: BaseException, effect: Effect | None) -> None:
+        """A step body raised a BaseException that is no control signal: stop the run in
+        this engine, record nothing, say why on the run, count it as a recovery."""
+        workflow_id = activation.workflow_id
+        with self._cv:
+            self._halted[workflow_id] = error
+        row = activation.row
+        name = row.name if row is not None else "?"
+        doing = "an activation" if effect is None else _describe(effect)
+        said = f": {error}" if str(error) else ""
+        detail = (
+            f"stopped by engine {self.executor_id!r}: {doing} raised {type(error).__name__}"
+            f"{said}; nothing was recorded for it. It runs again on a resume "
+            f"(replaykit workflows resume {workflow_id}) or at an engine's next start"
+        )
+        log.error(
+            "workflow %r (id %r) %s",
+            name,
+            workflow_id,
+            detail,
+            exc_info=(type(error), error, error.__traceback__),
+        )
+        activation.outcome = "interrupted"
+        self._on_pool(self._note_halt, activation, detail)
+
+    def _note_halt(self, activation: _Activation, detail: str) -> Event:
+        """Say on the run why it stopped, counted as a recovery attempt: a run that is
+        interrupted every time is parked after `max_recovery_attempts`."""
+        workflow_id = activation.workflow_id
+        try:
+            attempts = self.store.bump_recovery(workflow_id)
+            if attempts > self.max_recovery_attempts:
+                self._park(
+                    workflow_id,
+                    f"{detail}. Stopped or recovered {attempts - 1} times without finishing "
+                    f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "
+                    "resume it",
+                    None,
+                )
+                activation.outcome = "parked"
+            else:
+                self.store.set_status(
+                    workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
+                )
+        except Exception as exc:
+            log.warning("workflow id %r: could not note why it stopped (%s)", workflow_id, exc)
+        # Its waiters on this engine wake to be handed the interrupt.
+        self.wakeups.tell_listeners(("finished", workflow_id))
+        return ("ended", activation)
 
     def _commit(self, writes: list[_StepWrite]) -> list[tuple[Any, ...]]:
         """One batch for every step that finished since the last one (group commit).
@@ -1168,7 +1247,7 @@ class Scheduler:
         with self._cv:
             if self._scopes.get(workflow_id) is activation.scope:
                 self._scopes.pop(workflow_id, None)
-            if workflow_id in self._rerun and not self._closed:
+            if workflow_id in self._rerun and not self._closed and workflow_id not in self._halted:
                 self._rerun.discard(workflow_id)
                 self._seen[workflow_id] = seen
                 self._inbox.append(("begin", _Activation(workflow_id, None, False)))
@@ -1563,9 +1642,11 @@ class Scheduler:
             activation.outcome = "error"
         return ("ended", activation)
 
-    def _park_run(self, activation: _Activation, why: str) -> Event:
+    def _park_run(
+        self, activation: _Activation, why: str, cause: BaseException | None = None
+    ) -> Event:
         try:
-            self._park(activation.workflow_id, why)
+            self._park(activation.workflow_id, why, cause)
         except BaseException as exc:
             log.warning("workflow id %r: could not park it (%s)", activation.workflow_id, exc)
         else:
@@ -1684,6 +1765,13 @@ class Scheduler:
             self._telemetry.run_finished(row.name, status.value)
         if row.queue is not None:
             self._queue_run_done(row.queue, row.workflow_id)
+
+
+def _describe(effect: Effect) -> str:
+    command = effect.command
+    name = getattr(command, "name", None)
+    named = f" {name!r}" if isinstance(name, str) and name else ""
+    return f"{type(command).__name__.lower()}{named} at position {effect.position}"
 
 
 def _error_text(result: Outcome) -> str:
