@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any
+
 import pytest
 
 from replaykit import Engine, MemoryStore, Status, Step, workflow
