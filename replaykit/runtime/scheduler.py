@@ -60,6 +60,21 @@ from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
 from replaykit.runtime.effects import Backoff, EffectRunner, is_async
+from replaykit.runtime.events import (
+    Activation,
+    BackedOff,
+    Begin,
+    Carried,
+    Continued,
+    Ended,
+    Event,
+    Handed,
+    Prepared,
+    Stepped,
+    StepWrite,
+    TailRead,
+    WrittenAhead,
+)
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
@@ -104,31 +119,6 @@ class WarmRun:
         return attrs.evolve(waiting, pending=self.pending)
 
 
-@attrs.define(slots=True, eq=False)
-class _Activation:
-    """One run being advanced: what the scheduler holds of it between its effects."""
-
-    workflow_id: str
-    row: WorkflowRow | None
-    fresh: bool
-    interp: Interpreter | None = None
-    scope: CancelScope | None = None
-    progressed: bool = False  # a record was committed in this activation
-    watch: int | None = None  # its preemptible step's entry in the PreemptWatch
-    # How it ended, for its span (replaykit.otel): ok, error, cancelled, suspended,
-    # parked, or interrupted (closing, an outage, a replay to come).
-    outcome: str = "interrupted"
-    began_ns: int = 0  # when it began, for its span; set only while tracing
-
-    def row_or_raise(self) -> WorkflowRow:
-        if self.row is None:  # pragma: no cover - an effect always follows a read row
-            raise AssertionError(f"workflow id {self.workflow_id!r}: no row read yet")
-        return self.row
-
-
-Event = tuple[Any, ...]  # what the scheduler thread works from: (kind, activation, ...)
-
-
 class _HandedOver(Exception):
     """This thread stopped being the scheduler's while it ran a step (internal)."""
 
@@ -165,7 +155,7 @@ def _preemptible(command: Any) -> bool:
 class _AsyncStep:
     """An async step between the scheduler and the loop it runs on."""
 
-    activation: _Activation
+    activation: Activation
     effect: Effect
     command: Step[Any]
     fn: Callable[..., Any]
@@ -182,18 +172,6 @@ class _AsyncStep:
         if task is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs
                 self.loop.call_soon_threadsafe(task.cancel)
-
-
-@attrs.frozen
-class _StepWrite:
-    activation: _Activation
-    effect: Effect
-    record: Record
-    # What the generator decided from `record` before it was durable (see
-    # `Scheduler._stepped`), acted on once the record has committed; and the
-    # non-determinism the generator raised at it, if it did.
-    following: Decision | None = None
-    nondeterministic: NonDeterminismError | None = None
 
 
 class Scheduler:
@@ -261,7 +239,7 @@ class Scheduler:
         self._books = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
         # One condition guards the scheduler's state and wakes its thread.
         self._cv = threading.Condition(threading.Lock())
-        self._inbox: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._inbox: collections.deque[Event] = collections.deque()
         self._stopping = False
         # The thread that is the scheduler now (`_notify_loop` may hand over), and
         # whether it is running a step body itself.
@@ -287,7 +265,7 @@ class Scheduler:
         self._async_outcomes: list[Event] = []
         # Runs whose generator returned this round, beside other runs: their finishes
         # go to one bookkeeping thread together (`_send_finishes`).
-        self._finishing: list[tuple[_Activation, Decision, Record | None]] = []
+        self._finishing: list[tuple[Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
@@ -489,15 +467,15 @@ class Scheduler:
             self._active.add(workflow_id)
             self._busy += 1
             self._seen[workflow_id] = seen
-            self._inbox.append(("begin", _Activation(workflow_id, row, fresh)))
+            self._inbox.append(Begin(Activation(workflow_id, row, fresh)))
             self._notify_loop()
 
-    def _post(self, event: tuple[Any, ...]) -> None:
+    def _post(self, event: Event) -> None:
         with self._cv:
             self._inbox.append(event)
             self._notify_loop()
 
-    def _submit(self, fn: Callable[..., Event], activation: _Activation, *args: Any) -> None:
+    def _submit(self, fn: Callable[..., Event], activation: Activation, *args: Any) -> None:
         """Blocking work for an activation: on this thread when the run is alone (no
         hand-off), else on the pool; what it finds comes back as an event."""
         if self._alone():
@@ -512,7 +490,7 @@ class Scheduler:
         except RuntimeError:  # the pool shut down: the activation ends here
             self._end(activation)
 
-    def _on_pool(self, fn: Callable[..., Event], activation: _Activation, *args: Any) -> None:
+    def _on_pool(self, fn: Callable[..., Event], activation: Activation, *args: Any) -> None:
         """Short store work for an activation on the bookkeeping pool, whatever the load."""
         try:
             self._books.submit(self._post_result, fn, activation, *args)
@@ -557,7 +535,7 @@ class Scheduler:
                     return
                 events = collections.deque(self._inbox)
                 self._inbox.clear()
-            writes: list[_StepWrite] = []
+            writes: list[StepWrite] = []
             try:
                 courtesy = self._courtesy
                 while events or writes:
@@ -571,7 +549,7 @@ class Scheduler:
                         except (Exception, ControlSignal) as exc:
                             # A fault of the scheduler's own handling: the run is
                             # parked once, naming it, rather than retried at every sweep.
-                            activation = event[1]
+                            activation = event.activation
                             self._close_interp(activation)
                             self._broken(activation, exc, None)
                     self._send_finishes()
@@ -588,7 +566,7 @@ class Scheduler:
                 self._launch_async_steps()
                 with self._cv:
                     for write in reversed(writes):
-                        self._inbox.appendleft(("written", write.activation, write))
+                        self._inbox.appendleft(Handed(write.activation, write))
                     self._inbox.extendleft(reversed(events))
                     self._cv.notify_all()
                 return
@@ -605,48 +583,46 @@ class Scheduler:
             self._owner = None
             threading.Thread(target=self._loop, name="replaykit-scheduler", daemon=True).start()
 
-    def _handle(self, event: tuple[Any, ...], writes: list[_StepWrite]) -> None:
-        kind, activation = event[0], event[1]
-        assert isinstance(activation, _Activation)
-        if kind == "begin":
-            self._begin(activation)
-        elif kind == "prepared":
-            self._traced(activation)
-            self._decide(activation, None, None)
-        elif kind == "stepped":
-            self._unwatch(activation)
-            _, _, effect, outcome, attempts, started = event
-            record = self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
-            self._stepped(activation, effect, record, writes)
-        elif kind == "backoff":
-            self._unwatch(activation)
-            self._submit(self._hold_back, activation, event[2], event[3])
-        elif kind == "carried":
-            self._unwatch(activation)
-            _, _, effect, result = event
-            if effect is not None and isinstance(effect.command, (Race, All)):
-                with self._cv:
-                    self._stepping.discard(activation.workflow_id)
-            self._carried(activation, effect, result)
-        elif kind == "tail":
-            self._caught_up(activation, event[2], event[3])
-        elif kind == "ahead":
-            # A record the generator went on from committed (a batch's, or one a
-            # thread that handed over was committing): act on what it decided then.
-            if self._committed_ahead(activation, event):
-                self._decide(activation, event[3], event[2], decided=event[4])
-        elif kind == "written":
-            # A step's record the last scheduler thread had not committed when it
-            # handed over (see `_loop`): it goes into this thread's next batch.
-            writes.append(event[2])
-        elif kind == "ended":
-            self._end(activation)
-        elif kind == "continued":
-            self._begin_next_generation(activation, event[2])
-        else:  # pragma: no cover - every event kind is handled above
-            raise AssertionError(f"unknown scheduler event {kind!r}")
+    def _handle(self, event: Event, writes: list[StepWrite]) -> None:
+        activation = event.activation
+        match event:
+            case Begin():
+                self._begin(activation)
+            case Prepared():
+                self._traced(activation)
+                self._decide(activation, None, None)
+            case Stepped(_, effect, outcome, attempts, started):
+                self._unwatch(activation)
+                record = self.runner.record_for(
+                    effect, outcome, started_at=started, attempts=attempts
+                )
+                self._stepped(activation, effect, record, writes)
+            case BackedOff(_, effect, backoff):
+                self._unwatch(activation)
+                self._submit(self._hold_back, activation, effect, backoff)
+            case Carried(_, effect, result):
+                self._unwatch(activation)
+                if effect is not None and isinstance(effect.command, (Race, All)):
+                    with self._cv:
+                        self._stepping.discard(activation.workflow_id)
+                self._carried(activation, effect, result)
+            case TailRead(_, effect, tail):
+                self._caught_up(activation, effect, tail)
+            case WrittenAhead(_, effect, result, following):
+                # A record the generator went on from committed (a batch's, or one a
+                # thread that handed over was committing): act on what it decided then.
+                if self._committed_ahead(activation, event):
+                    self._decide(activation, result, effect, decided=following)
+            case Handed(_, write):
+                # A step's record the last scheduler thread had not committed when it
+                # handed over (see `_loop`): it goes into this thread's next batch.
+                writes.append(write)
+            case Ended():
+                self._end(activation)
+            case Continued(_, live):
+                self._begin_next_generation(activation, live)
 
-    def _begin(self, activation: _Activation) -> None:
+    def _begin(self, activation: Activation) -> None:
         with self._cv:
             activation.scope = self._scopes[activation.workflow_id] = CancelScope()
         if self._closed:
@@ -682,7 +658,7 @@ class Scheduler:
 
     def _carry_warm(
         self,
-        activation: _Activation,
+        activation: Activation,
         effect: Effect,
         steps_done: Mapping[tuple[int, ...], Outcome] | None,
     ) -> None:
@@ -693,7 +669,7 @@ class Scheduler:
                 self._stepping.add(activation.workflow_id)
         self._submit(self._carry, activation, effect, steps_done)
 
-    def _traced(self, activation: _Activation) -> None:
+    def _traced(self, activation: Activation) -> None:
         """The activation knows its run: its span may start at its first new work."""
         row = activation.row
         if self._telemetry.tracing and row is not None:
@@ -701,7 +677,7 @@ class Scheduler:
 
     def _decide(
         self,
-        activation: _Activation,
+        activation: Activation,
         record: Record | None,
         effect: Effect | None,
         decided: Decision | None = None,
@@ -774,12 +750,13 @@ class Scheduler:
             event = self._here(
                 self._write_ahead, activation, step, written, following, nondeterministic
             )
+            assert isinstance(event, WrittenAhead)
             if not self._committed_ahead(activation, event):
                 return
-            record, decided = event[3], following
+            record, decided = event.result, following
 
     def _stepped(
-        self, activation: _Activation, effect: Effect, record: Record, writes: list[_StepWrite]
+        self, activation: Activation, effect: Effect, record: Record, writes: list[StepWrite]
     ) -> None:
         """A step's record, not yet durable: the generator goes on from it at once.
 
@@ -794,16 +771,16 @@ class Scheduler:
         try:
             following = interp.resume(record)
         except NonDeterminismError as exc:
-            writes.append(_StepWrite(activation, effect, record, Failed(exc), exc))
+            writes.append(StepWrite(activation, effect, record, Failed(exc), exc))
             return
         if not isinstance(following, Effect):
             activation.progressed = True
             self._end_with(activation, following, last=record)
             return
-        writes.append(_StepWrite(activation, effect, record, following))
+        writes.append(StepWrite(activation, effect, record, following))
 
     def _end_with(
-        self, activation: _Activation, decision: Decision, last: Record | None = None
+        self, activation: Activation, decision: Decision, last: Record | None = None
     ) -> None:
         """The run's generator returned: finish the run in the store.
 
@@ -832,7 +809,7 @@ class Scheduler:
                 self._end(activation)
 
     def _start_async_step(
-        self, activation: _Activation, effect: Effect, command: Step[Any], fn: Callable[..., Any]
+        self, activation: Activation, effect: Effect, command: Step[Any], fn: Callable[..., Any]
     ) -> None:
         """An async step runs on the event loop; no thread waits for it.
 
@@ -845,7 +822,7 @@ class Scheduler:
             loop = self.runner.async_loop()
         except RuntimeError as exc:  # the application's loop ended before the engine
             # Not the run's fault: it stops unrecorded and runs again after a restart.
-            self._post(("carried", activation, effect, Cancelled(str(exc))))
+            self._post(Carried(activation, effect, Cancelled(str(exc))))
             return
         pending = effect.pending
         started = pending.started_at if pending and pending.started_at else self.clock.now()
@@ -870,7 +847,7 @@ class Scheduler:
                 loop.call_soon_threadsafe(self._start_on_loop, batch)
             except RuntimeError as exc:  # closed meanwhile
                 for step in batch:
-                    self._post(("carried", step.activation, step.effect, Cancelled(str(exc))))
+                    self._post(Carried(step.activation, step.effect, Cancelled(str(exc))))
 
     def _start_on_loop(self, batch: list[_AsyncStep]) -> None:
         """On the loop: a task per step, each reporting to `_async_step_done`.
@@ -911,16 +888,16 @@ class Scheduler:
         event: Event
         if task.cancelled():
             cancelled = Cancelled(f"step {command.name!r} was cancelled")
-            event = ("carried", step.activation, step.effect, cancelled)
+            event = Carried(step.activation, step.effect, cancelled)
         elif task.exception() is not None:
-            event = ("carried", step.activation, step.effect, task.exception())
+            event = Carried(step.activation, step.effect, task.exception())
         else:
             result = task.result()
             if isinstance(result, Backoff):
-                event = ("backoff", step.activation, step.effect, result)
+                event = BackedOff(step.activation, step.effect, result)
             else:
                 outcome, attempts = result
-                event = ("stepped", step.activation, step.effect, outcome, attempts, step.started)
+                event = Stepped(step.activation, step.effect, outcome, attempts, step.started)
         self._async_outcomes.append(event)
         if len(self._async_outcomes) == 1:
             step.loop.call_soon(self._post_async_outcomes)
@@ -938,7 +915,7 @@ class Scheduler:
     def _post_many(self, events: list[Event]) -> None:
         with self._cv:
             for event in events:
-                self._stepping.discard(event[1].workflow_id)
+                self._stepping.discard(event.activation.workflow_id)
             self._inbox.extend(events)
             self._notify_loop()
 
@@ -947,36 +924,37 @@ class Scheduler:
         return self._busy == 1 and not self._inbox and not self._closed
 
     def _step_here(
-        self, activation: _Activation, effect: Effect, fn: Callable[..., Any]
+        self, activation: Activation, effect: Effect, fn: Callable[..., Any]
     ) -> Record | None:
         """Run a step's body on the scheduler's own thread (`_here`); the record of its
         outcome, not yet committed, or None when the activation failed."""
-        event = self._here(self._run_step, activation, effect, fn)
-        if event[0] == "stepped":
-            _, _, _, outcome, attempts, started = event
-            return self.runner.record_for(effect, outcome, started_at=started, attempts=attempts)
-        if event[0] == "backoff":
-            self._submit(self._hold_back, activation, effect, event[3])
-            return None
-        self._failed(activation, event[3], effect)
+        match self._here(self._run_step, activation, effect, fn):
+            case Stepped(_, _, outcome, attempts, started):
+                return self.runner.record_for(
+                    effect, outcome, started_at=started, attempts=attempts
+                )
+            case BackedOff(_, _, backoff):
+                self._submit(self._hold_back, activation, effect, backoff)
+            case Carried(_, _, error):
+                self._failed(activation, error, effect)
         return None
 
     def _write_ahead(
         self,
-        activation: _Activation,
+        activation: Activation,
         effect: Effect,
         written: Record,
         following: Decision,
         nondeterministic: NonDeterminismError | None,
-    ) -> Event:
+    ) -> WrittenAhead:
         """Commit a record the generator has gone on from; the event carries what it
         decided then, so that whichever thread is the scheduler acts on it once."""
-        result = self._write_alone(activation, effect, written)[3]
-        return ("ahead", activation, effect, result, following, nondeterministic)
+        result = self._write_alone(activation, effect, written).result
+        return WrittenAhead(activation, effect, result, following, nondeterministic)
 
-    def _committed_ahead(self, activation: _Activation, event: Event) -> bool:
+    def _committed_ahead(self, activation: Activation, event: WrittenAhead) -> bool:
         """Settle a record written ahead: True if the run goes on with its decision."""
-        _, _, _, result, _, nondeterministic = event
+        result, nondeterministic = event.result, event.nondeterministic
         if not isinstance(result, Record):
             self._failed(activation, result)  # the generator is past it: it is dropped
             return False
@@ -987,7 +965,7 @@ class Scheduler:
             return False
         return True
 
-    def _carried(self, activation: _Activation, effect: Effect | None, result: Any) -> None:
+    def _carried(self, activation: Activation, effect: Effect | None, result: Any) -> None:
         if isinstance(result, Record):
             assert effect is not None
             self._decide(activation, result, effect)
@@ -1006,7 +984,7 @@ class Scheduler:
         else:
             self._failed(activation, result, effect)
 
-    def _caught_up(self, activation: _Activation, effect: Effect, tail: Any) -> None:
+    def _caught_up(self, activation: Activation, effect: Effect, tail: Any) -> None:
         interp = activation.interp
         if (
             interp is None
@@ -1028,7 +1006,7 @@ class Scheduler:
         interp.catch_up(tail)
         self._decide(activation, tail[0], effect)
 
-    def _suspended(self, activation: _Activation, effect: Effect, suspend: Suspend) -> None:
+    def _suspended(self, activation: Activation, effect: Effect, suspend: Suspend) -> None:
         interp = activation.interp
         row = activation.row
         assert interp is not None and row is not None
@@ -1072,7 +1050,7 @@ class Scheduler:
         self._end(activation)
 
     def _failed(
-        self, activation: _Activation, error: BaseException, effect: Effect | None = None
+        self, activation: Activation, error: BaseException, effect: Effect | None = None
     ) -> None:
         """An effect ended the attempt: how the run goes on depends on why."""
         workflow_id = activation.workflow_id
@@ -1118,7 +1096,7 @@ class Scheduler:
             return
         self._end(activation)
 
-    def _broken(self, activation: _Activation, error: BaseException, effect: Effect | None) -> None:
+    def _broken(self, activation: Activation, error: BaseException, effect: Effect | None) -> None:
         """An error nobody expected (maybe the engine's fault): park the run once, with
         the error and its traceback named, for an operator to fix and resume."""
         doing = "an activation" if effect is None else _describe(effect)
@@ -1130,7 +1108,7 @@ class Scheduler:
         )
         self._submit(self._park_run, activation, why, error)
 
-    def _halt(self, activation: _Activation, error: BaseException, effect: Effect | None) -> None:
+    def _halt(self, activation: Activation, error: BaseException, effect: Effect | None) -> None:
         """A step body raised a BaseException that is no control signal: stop the run in
         this engine, record nothing, say why on the run, count it as a recovery."""
         workflow_id = activation.workflow_id
@@ -1155,7 +1133,7 @@ class Scheduler:
         activation.outcome = "interrupted"
         self._on_pool(self._note_halt, activation, detail)
 
-    def _note_halt(self, activation: _Activation, detail: str) -> Event:
+    def _note_halt(self, activation: Activation, detail: str) -> Event:
         """Say on the run why it stopped, counted as a recovery attempt: a run that is
         interrupted every time is parked after `max_recovery_attempts`."""
         workflow_id = activation.workflow_id
@@ -1178,9 +1156,9 @@ class Scheduler:
             log.warning("workflow id %r: could not note why it stopped (%s)", workflow_id, exc)
         # Its waiters on this engine wake to be handed the interrupt.
         self.wakeups.tell_listeners(("finished", workflow_id))
-        return ("ended", activation)
+        return Ended(activation)
 
-    def _commit(self, writes: list[_StepWrite]) -> list[tuple[Any, ...]]:
+    def _commit(self, writes: list[StepWrite]) -> list[Event]:
         """One batch for every step that finished since the last one (group commit).
 
         Serving an application's loop, the batch goes in parts of `COMMIT_PART`
@@ -1198,7 +1176,7 @@ class Scheduler:
                 answers.extend(self._record_many(chunk))
             except Exception as exc:  # the part as a whole: each write goes its own way
                 answers.extend([exc] * len(chunk))
-        outcomes: list[tuple[Any, ...]] = []
+        outcomes: list[Event] = []
         for write, answer in zip(writes, answers, strict=True):
             activation = write.activation
             if isinstance(answer, StoreUnavailable):
@@ -1220,11 +1198,10 @@ class Scheduler:
                 continue
             result: Any = answer
             if write.following is None:
-                outcomes.append(("carried", activation, write.effect, result))
+                outcomes.append(Carried(activation, write.effect, result))
             else:
                 outcomes.append(
-                    (
-                        "ahead",
+                    WrittenAhead(
                         activation,
                         write.effect,
                         result,
@@ -1234,10 +1211,10 @@ class Scheduler:
                 )
         return outcomes
 
-    def _record_many(self, writes: list[_StepWrite]) -> list[Any]:
+    def _record_many(self, writes: list[StepWrite]) -> list[Any]:
         return self.records.write_many([(w.activation.row_or_raise(), w.record) for w in writes])
 
-    def _end(self, activation: _Activation) -> None:
+    def _end(self, activation: Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""
         workflow_id = activation.workflow_id
         self._unwatch(activation)
@@ -1250,7 +1227,7 @@ class Scheduler:
             if workflow_id in self._rerun and not self._closed and workflow_id not in self._halted:
                 self._rerun.discard(workflow_id)
                 self._seen[workflow_id] = seen
-                self._inbox.append(("begin", _Activation(workflow_id, None, False)))
+                self._inbox.append(Begin(Activation(workflow_id, None, False)))
                 self._notify_loop()
                 return
             self._rerun.discard(workflow_id)
@@ -1264,25 +1241,25 @@ class Scheduler:
         else:
             self.wakeups.poke()
 
-    def _close_interp(self, activation: _Activation) -> None:
+    def _close_interp(self, activation: Activation) -> None:
         if activation.interp is not None:
             _close_quietly(activation.interp)
             activation.interp = None
 
     # -- blocking work: each returns the event of what it found ---------------------------------
 
-    def _prepare(self, activation: _Activation) -> Event:
+    def _prepare(self, activation: Activation) -> Event:
         """Read the run (unless known) and its log, and build its interpreter."""
         try:
             interp = self._load(activation)
         except BaseException as exc:
-            return ("carried", activation, None, exc)
+            return Carried(activation, None, exc)
         if interp is None:
-            return ("ended", activation)
+            return Ended(activation)
         activation.interp = interp
-        return ("prepared", activation)
+        return Prepared(activation)
 
-    def _load(self, activation: _Activation) -> Interpreter | None:
+    def _load(self, activation: Activation) -> Interpreter | None:
         workflow_id = activation.workflow_id
         known = activation.row
         row = known or self.store.get_workflow(workflow_id)
@@ -1338,7 +1315,7 @@ class Scheduler:
         )
 
     def _run_step(
-        self, activation: _Activation, effect: Effect, fn: Callable[..., Any] | None = None
+        self, activation: Activation, effect: Effect, fn: Callable[..., Any] | None = None
     ) -> Event:
         """A step's body with its retries; its record is committed by the scheduler thread."""
         command = effect.command
@@ -1351,28 +1328,28 @@ class Scheduler:
                 row, effect.position, command, activation.scope, fn, pending=pending, durable=True
             )
         except BaseException as exc:
-            return ("carried", activation, effect, exc)
+            return Carried(activation, effect, exc)
         if isinstance(result, Backoff):
-            return ("backoff", activation, effect, result)
+            return BackedOff(activation, effect, result)
         outcome, attempts = result
-        return ("stepped", activation, effect, outcome, attempts, started)
+        return Stepped(activation, effect, outcome, attempts, started)
 
-    def _hold_back(self, activation: _Activation, effect: Effect, backoff: Backoff) -> Event:
+    def _hold_back(self, activation: Activation, effect: Effect, backoff: Backoff) -> Event:
         """A step waits for its next attempt: record that, and suspend the run until then
         (a durable timer, like a Sleep's: no thread waits, and a restart keeps it)."""
         try:
             result: Any = self.runner.record_backoff(activation.row_or_raise(), effect, backoff)
         except BaseException as exc:
             result = exc
-        return ("carried", activation, effect, result)
+        return Carried(activation, effect, result)
 
     # -- preemptible steps --------------------------------------------------------------------
 
-    def _watch(self, activation: _Activation) -> None:
+    def _watch(self, activation: Activation) -> None:
         if activation.watch is None and activation.scope is not None:
             activation.watch = self._preempt.add(activation.workflow_id, activation.scope)
 
-    def _unwatch(self, activation: _Activation) -> None:
+    def _unwatch(self, activation: Activation) -> None:
         token, activation.watch = activation.watch, None
         if token is not None:
             self._preempt.remove(token)
@@ -1401,7 +1378,7 @@ class Scheduler:
 
     def _carry(
         self,
-        activation: _Activation,
+        activation: Activation,
         effect: Effect,
         steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
     ) -> Event:
@@ -1409,27 +1386,25 @@ class Scheduler:
             result: Any = self.runner.carry_out(activation.row_or_raise(), effect, steps_done)
         except BaseException as exc:
             result = exc
-        return ("carried", activation, effect, result)
+        return Carried(activation, effect, result)
 
-    def _read_tail(self, activation: _Activation, effect: Effect) -> Event:
+    def _read_tail(self, activation: Activation, effect: Effect) -> Event:
         """The run's records from the effect's position on: what the cache lacks."""
         workflow_id = activation.workflow_id
         try:
             tail: Any = self.store.load_log(workflow_id, since=effect.position)
         except BaseException as exc:
             tail = exc
-        return ("tail", activation, effect, tail)
+        return TailRead(activation, effect, tail)
 
-    def _write_alone(self, activation: _Activation, effect: Effect, record: Record) -> Event:
+    def _write_alone(self, activation: Activation, effect: Effect, record: Record) -> Carried:
         try:
             result: Any = self.records.write(activation.row_or_raise(), record)
         except BaseException as exc:
             result = exc
-        return ("carried", activation, effect, result)
+        return Carried(activation, effect, result)
 
-    def _finish_run(
-        self, activation: _Activation, decision: Decision, last: Record | None
-    ) -> Event:
+    def _finish_run(self, activation: Activation, decision: Decision, last: Record | None) -> Event:
         """Finish the run; `last` is its last record, not yet committed: they commit together."""
         if isinstance(decision, ContinuedAsNew):
             return self._continue_run(activation, decision, last)
@@ -1441,10 +1416,10 @@ class Scheduler:
             finished = self._finish(row, status, result, last)
             activation.outcome = _finished_outcome(status, finished)
         except BaseException as exc:
-            return ("carried", activation, None, exc)
-        return ("ended", activation)
+            return Carried(activation, None, exc)
+        return Ended(activation)
 
-    def _finish_runs(self, batch: list[tuple[_Activation, Decision, Record | None]]) -> None:
+    def _finish_runs(self, batch: list[tuple[Activation, Decision, Record | None]]) -> None:
         """Finish many runs whose generators returned, in one `finish_many` call, and
         post what became of each (`_end_with`): one event per activation, whatever
         fails on the way, so that none is left neither ended nor finished."""
@@ -1452,18 +1427,18 @@ class Scheduler:
         try:
             self._finish_together(batch, events)
         finally:
-            answered = {id(event[1]) for event in events}
+            answered = {id(event.activation) for event in events}
             for activation, _, _ in batch:
                 if id(activation) not in answered:  # pragma: no cover - a bug above
                     log.error("workflow id %r: its finish was lost", activation.workflow_id)
-                    events.append(("ended", activation))
+                    events.append(Ended(activation))
             self._post_many(events)
 
     def _finish_together(
-        self, batch: list[tuple[_Activation, Decision, Record | None]], events: list[Event]
+        self, batch: list[tuple[Activation, Decision, Record | None]], events: list[Event]
     ) -> None:
         finishing: list[
-            tuple[_Activation, Decision, WorkflowRow, Status, Outcome, str, Record | None]
+            tuple[Activation, Decision, WorkflowRow, Status, Outcome, str, Record | None]
         ] = []
         for activation, decision, last in batch:
             try:
@@ -1472,7 +1447,7 @@ class Scheduler:
                     self._reset_recovery(row.workflow_id)
                 status, result = self._run_result(row, decision)
             except BaseException as exc:
-                events.append(("carried", activation, None, exc))
+                events.append(Carried(activation, None, exc))
                 continue
             finishing.append((activation, decision, row, status, result, _error_text(result), last))
         if not finishing:
@@ -1516,15 +1491,15 @@ class Scheduler:
                     # The last record could not be written as computed: the log moved on.
                     moved = LogMovedOn(str(answer))
                     moved.__cause__ = answer
-                    events.append(("carried", activation, None, moved))
+                    events.append(Carried(activation, None, moved))
                 elif isinstance(answer, BaseException):
-                    events.append(("carried", activation, None, answer))
+                    events.append(Carried(activation, None, answer))
                 else:
                     self._finished_here(row, status, result, error, answer, forgotten, last)
                     activation.outcome = _finished_outcome(status, answer)
-                    events.append(("ended", activation))
+                    events.append(Ended(activation))
             except BaseException as exc:
-                events.append(("carried", activation, None, exc))
+                events.append(Carried(activation, None, exc))
 
     def _run_result(self, row: WorkflowRow, decision: Decision) -> tuple[Status, Outcome]:
         """The status and result a run ends with, from its generator's last decision."""
@@ -1544,7 +1519,7 @@ class Scheduler:
     # -- continue-as-new ----------------------------------------------------------------------
 
     def _continue_run(
-        self, activation: _Activation, decision: ContinuedAsNew, last: Record | None
+        self, activation: Activation, decision: ContinuedAsNew, last: Record | None
     ) -> Event:
         """Archive this generation and start the next under the same id (one store call).
 
@@ -1570,11 +1545,11 @@ class Scheduler:
                 now=self.clock.now(),
             )
         except BaseException as exc:
-            return ("carried", activation, None, exc)
+            return Carried(activation, None, exc)
         # A continued generation is not a finished run: no "finished" for the id, no
         # finished-runs metric, and the queue keeps the run as in progress.
         activation.outcome = "continued"
-        return ("continued", activation, live)
+        return Continued(activation, live)
 
     def _continued_inputs(self, row: WorkflowRow, decision: ContinuedAsNew) -> Any:
         """The next generation's arguments in their stored form, checked as a start's are."""
@@ -1595,7 +1570,7 @@ class Scheduler:
             )
         return inputs
 
-    def _begin_next_generation(self, activation: _Activation, live: WorkflowRow) -> None:
+    def _begin_next_generation(self, activation: Activation, live: WorkflowRow) -> None:
         """The continue committed: the next generation starts at once, on this scheduler,
         from its empty log (no read), as a run just created here does."""
         workflow_id = activation.workflow_id
@@ -1614,14 +1589,14 @@ class Scheduler:
                 # when it reaches its Recv.
                 self._rerun.discard(workflow_id)
                 self._seen[workflow_id] = seen
-                self._inbox.append(("begin", _Activation(workflow_id, live, True)))
+                self._inbox.append(Begin(Activation(workflow_id, live, True)))
                 self._notify_loop()
                 return
         # Closing (or cancelled here): the new generation waits in the store, PENDING,
         # for recovery.
         self._end(activation)
 
-    def _fail_run(self, activation: _Activation, error: Exception, effect: Effect | None) -> Event:
+    def _fail_run(self, activation: Activation, error: Exception, effect: Effect | None) -> Event:
         """End the run in ERROR with a permanent error, naming where it happened."""
         row = activation.row_or_raise()
         where = "" if effect is None else f" at position {effect.position}"
@@ -1640,10 +1615,10 @@ class Scheduler:
             log.warning("workflow id %r: could not record its failure (%s)", row.workflow_id, exc)
         else:
             activation.outcome = "error"
-        return ("ended", activation)
+        return Ended(activation)
 
     def _park_run(
-        self, activation: _Activation, why: str, cause: BaseException | None = None
+        self, activation: Activation, why: str, cause: BaseException | None = None
     ) -> Event:
         try:
             self._park(activation.workflow_id, why, cause)
@@ -1653,7 +1628,7 @@ class Scheduler:
             activation.outcome = "parked"
             name = activation.row.name if activation.row is not None else ""
             self._telemetry.run_finished(name, Status.PARKED.value)
-        return ("ended", activation)
+        return Ended(activation)
 
     # -- the warm cache ---------------------------------------------------------------------
 
