@@ -290,7 +290,7 @@ def nap(seconds: float) -> Generator[Any, Any, str]:
 
 
 def test_runs_waiting_long_for_a_deadline_alone_are_not_kept_warm(store_url: str) -> None:
-    from replaykit.runtime.scheduler import WARM_HORIZON
+    from replaykit.runtime.warm import WARM_HORIZON
 
     engine, _counter = engine_on(store_url)
     with engine:
@@ -318,7 +318,7 @@ def test_a_warm_run_keeps_no_inputs_no_times_and_one_effect(store_url: str) -> N
     with engine:
         engine.start(inbox, "x" * 5000, workflow_id="kept")
         wait_until(lambda: engine.scheduler.is_warm("kept"))
-        warm = engine.scheduler._warm["kept"]
+        warm = engine.scheduler.warm._runs["kept"]
         assert warm.row.inputs is None
         assert warm.row.created_at is warm.row.updated_at is warm.row.started_at is None
         assert warm.row.workflow_id == "kept" and warm.row.name == "sched.inbox"

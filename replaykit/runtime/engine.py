@@ -48,7 +48,7 @@ from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.retries import RetryingStore
-from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS, Scheduler
+from replaykit.runtime.scheduler import Scheduler
 from replaykit.runtime.schedules import (
     Schedule,
     ScheduleInfo,
@@ -56,6 +56,7 @@ from replaykit.runtime.schedules import (
     registered_schedules,
 )
 from replaykit.runtime.wakeups import Wakeups
+from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.serde import PayloadCodec
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
@@ -255,7 +256,7 @@ class Engine:
             app_version=self.app_version,
             strict=strict,
             max_workers=max_workers,
-            max_cached_runs=max_cached_runs,
+            warm=WarmCache(self.clock, capacity=max_cached_runs, jump_for=self.wakeups.jump_for),
             max_payload_bytes=max_payload_bytes,
             poll_interval=poll_interval,
             park=self.park,

@@ -78,45 +78,15 @@ from replaykit.runtime.events import (
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
+from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
 from replaykit.stores.base import FinishWrite, Store, WorkflowFilter, WorkflowRow
 
-__all__ = ["DEFAULT_MAX_CACHED_RUNS", "FINISHED_CACHE", "WARM_HORIZON", "Scheduler", "WarmRun"]
+__all__ = ["FINISHED_CACHE", "Scheduler"]
 
 log = logging.getLogger("replaykit.engine")
 
-# A run that waits only for a deadline further away than this is not kept warm:
-# the memory goes to runs likely to wake soon (loops, pollers, conversations); a
-# replay when a day-long sleep ends costs nothing worth keeping 2 KiB for.
-WARM_HORIZON = 600.0
 # Runs this engine finished, kept so handle.result() needs no read.
 FINISHED_CACHE = 4096
-# Suspended runs kept warm. A warm run costs its generator's frame and the
-# interpreter around it: about 2.1 KiB of heap for a small workflow, against
-# 0.6 KiB for an evicted sleeper (python -m bench.bench_aio --cases sleepers;
-# docs/performance.md). 10,000 of them stay near 25 MiB of RSS.
-DEFAULT_MAX_CACHED_RUNS = 10_000
-
-
-@attrs.define(slots=True, eq=False)
-class WarmRun:
-    """A suspended run held in memory: resumed with the outcome of the effect its
-    interpreter waits on (`effect()`)."""
-
-    row: WorkflowRow
-    interpreter: Interpreter
-    #: The record its position holds (the wait's start): the effect is rebuilt with it
-    #: on waking rather than kept twice (the interpreter holds the effect too).
-    pending: Record | None
-    #: A composite's step children that finished before it suspended (`Suspend.steps_done`).
-    steps_done: Mapping[tuple[int, ...], Outcome] | None = None
-
-    def effect(self) -> Effect:
-        waiting = self.interpreter.waiting
-        if waiting is None:  # pragma: no cover - only a waiting interpreter is kept
-            raise AssertionError(f"workflow id {self.row.workflow_id!r}: kept not waiting")
-        if waiting.pending is self.pending:
-            return waiting
-        return attrs.evolve(waiting, pending=self.pending)
 
 
 class _HandedOver(Exception):
@@ -195,7 +165,7 @@ class Scheduler:
         app_version: str,
         strict: bool,
         max_workers: int,
-        max_cached_runs: int,
+        warm: WarmCache,
         max_payload_bytes: int,
         poll_interval: float,
         park: Callable[[str, str, BaseException | None], None],
@@ -204,8 +174,6 @@ class Scheduler:
         watch_deadline: Callable[[WorkflowRow], bool] | None = None,
         courtesy: Courtesy | None = None,
     ) -> None:
-        if max_cached_runs < 0:
-            raise ValueError(f"max_cached_runs must be 0 or more, got {max_cached_runs}")
         self.store = store
         self.records = records
         self.runner = runner
@@ -215,7 +183,7 @@ class Scheduler:
         self.executor_id = executor_id
         self.app_version = app_version
         self.strict = strict
-        self.max_cached_runs = max_cached_runs
+        self.warm = warm
         self.max_payload_bytes = max_payload_bytes
         self.poll_interval = poll_interval
         self._park = park
@@ -231,10 +199,6 @@ class Scheduler:
         # pool; the short store work around them (reading a run, finishing it,
         # parking it) on a small one of its own, so that long steps filling the big
         # pool do not hold up other runs' finishes.
-        # Whether a warm run alone on an autojumping clock goes on past a Sleep at
-        # once (`would_stay_warm`); the testing kit turns it off, so that its virtual
-        # timeline and its crash points stay those of a suspension and a wake-up.
-        self.go_on_at_jumps = True
         self._workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
         self._books = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
         # One condition guards the scheduler's state and wakes its thread.
@@ -267,7 +231,6 @@ class Scheduler:
         # go to one bookkeeping thread together (`_send_finishes`).
         self._finishing: list[tuple[Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
-        self._warm: collections.OrderedDict[str, WarmRun] = collections.OrderedDict()
         self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
         # Counts `forget_finished` calls: a finish that saw it change while its commit
         # was in flight keeps no row (the delete it heard of may be of that run).
@@ -275,9 +238,6 @@ class Scheduler:
         # Cancels a preemptible step's attempt when its run stops elsewhere.
         self._preempt = PreemptWatch(interval=poll_interval, look=self._stopped_runs)
         self._unlisten = wakeups.listen_kind("finished", self._preempt.stopped)
-        #: A testing hook: asked `(workflow_id, position)` as a run suspends; False
-        #: evicts it at once (the testing kit draws evictions at random points).
-        self.keep_warm_if: Callable[[str, int], bool] | None = None
 
     # -- what others ask -----------------------------------------------------------------
 
@@ -290,12 +250,27 @@ class Scheduler:
         return self._closed
 
     def warm_count(self) -> int:
-        with self._cv:
-            return len(self._warm)
+        return len(self.warm)
 
     def is_warm(self, workflow_id: str) -> bool:
-        with self._cv:
-            return workflow_id in self._warm
+        return workflow_id in self.warm
+
+    # The testing kit's hooks, kept on the warm cache (runtime/warm.py).
+    @property
+    def keep_warm_if(self) -> Callable[[str, int], bool] | None:
+        return self.warm.keep_if
+
+    @keep_warm_if.setter
+    def keep_warm_if(self, keep_if: Callable[[str, int], bool] | None) -> None:
+        self.warm.keep_if = keep_if
+
+    @property
+    def go_on_at_jumps(self) -> bool:
+        return self.warm.go_on_at_jumps
+
+    @go_on_at_jumps.setter
+    def go_on_at_jumps(self, go_on: bool) -> None:
+        self.warm.go_on_at_jumps = go_on
 
     def is_tracked(self, workflow_id: str) -> bool:
         with self._cv:
@@ -375,10 +350,7 @@ class Scheduler:
 
     def drop_warm(self, workflow_id: str) -> None:
         """The store may hold what the cached run does not: rebuild it by replay next time."""
-        with self._cv:
-            warm = self._warm.pop(workflow_id, None)
-        if warm is not None:
-            _close_quietly(warm.interpreter)
+        self.warm.drop(workflow_id)
 
     def message_arrived(self, workflow_id: str) -> None:
         """A message for a run that is running now: let it look again when it stops."""
@@ -401,13 +373,10 @@ class Scheduler:
                 for workflow_id, scope in self._scopes.items()
                 if not (wait and workflow_id in self._stepping)
             ]
-            warm = list(self._warm.values())
-            self._warm.clear()
             self._cv.notify_all()
+        self.warm.close()
         for scope in scopes:
             scope.cancel()
-        for run in warm:
-            _close_quietly(run.interpreter)
         late: list[CancelScope] = []
         deadline = None if timeout is None else time.monotonic() + timeout
         if wait:
@@ -630,10 +599,10 @@ class Scheduler:
             return
         if self._telemetry.tracing:
             activation.began_ns = time.time_ns()
-        warm = self._take_warm(activation.workflow_id)
+        warm = self.warm.take(activation.workflow_id)
         if warm is not None and self._past_deadline(warm.row):
             # Its deadline passed while it waited: read afresh, the activation cancels it.
-            _close_quietly(warm.interpreter)
+            close_quietly(warm.interpreter)
             warm = None
         if warm is not None:
             # No read and no replay: the cached run resumes where it waits. Its
@@ -1011,10 +980,10 @@ class Scheduler:
         row = activation.row
         assert interp is not None and row is not None
         workflow_id = activation.workflow_id
-        keep = self._stays_warm(workflow_id, effect, suspend)
+        keep = not self._closed and self.warm.stays(workflow_id, effect, suspend)
         pending = suspend.pending if suspend.pending is not None else effect.pending
         waiting = attrs.evolve(effect, pending=pending)
-        if keep and self._due_at_once(suspend):
+        if keep and self.warm.due_at_once(suspend):
             # A warm run alone on an autojumping clock: the timer loop would jump
             # to its deadline and wake it; it goes on at once instead.
             if isinstance(waiting.command, Step):
@@ -1032,11 +1001,9 @@ class Scheduler:
                 self._books.submit(self._reset_recovery, workflow_id)
         activation.outcome = "suspended"
         if keep:
-            self._keep_warm(
-                workflow_id, WarmRun(_kept_row(row), interp, pending, suspend.steps_done)
-            )
+            self.warm.keep(workflow_id, WarmRun(kept_row(row), interp, pending, suspend.steps_done))
         else:
-            _close_quietly(interp)
+            close_quietly(interp)
         activation.interp = None
         with self._cv:
             seen = self._seen.get(workflow_id, 0)
@@ -1243,7 +1210,7 @@ class Scheduler:
 
     def _close_interp(self, activation: Activation) -> None:
         if activation.interp is not None:
-            _close_quietly(activation.interp)
+            close_quietly(activation.interp)
             activation.interp = None
 
     # -- blocking work: each returns the event of what it found ---------------------------------
@@ -1635,47 +1602,9 @@ class Scheduler:
     def _past_deadline(self, row: WorkflowRow) -> bool:
         return row.deadline is not None and self.clock.passed(row.deadline)
 
-    def _take_warm(self, workflow_id: str) -> WarmRun | None:
-        with self._cv:
-            return self._warm.pop(workflow_id, None)
-
     def would_stay_warm(self, workflow_id: str, position: int) -> bool:
-        """Whether a run suspending at `position` now would keep its generator: if not
-        (no cache, or the testing kit's replays), it must suspend, to be replayed."""
-        if self.max_cached_runs == 0 or self._closed or not self.go_on_at_jumps:
-            return False
-        keep_if = self.keep_warm_if
-        return keep_if is None or keep_if(workflow_id, position)
-
-    def _stays_warm(self, workflow_id: str, effect: Effect, suspend: Suspend) -> bool:
-        if self.max_cached_runs == 0 or self._closed:
-            return False
-        if (
-            not suspend.waits
-            and not suspend.steps_done  # replayed, it would run its finished steps again
-            and suspend.wake_at is not None
-            and (suspend.wake_at - self.clock.now()).total_seconds() > WARM_HORIZON
-        ):
-            return False  # it will not wake for a long while: not worth its memory
-        keep_if = self.keep_warm_if
-        return keep_if is None or keep_if(workflow_id, effect.position)
-
-    def _due_at_once(self, suspend: Suspend) -> bool:
-        if suspend.waits or suspend.wake_at is None or not self.clock.autojump:
-            return False
-        return self.wakeups.jump_for(suspend.wake_at)
-
-    def _keep_warm(self, workflow_id: str, run: WarmRun) -> None:
-        evicted: list[WarmRun] = []
-        with self._cv:
-            if self._closed:
-                evicted.append(run)
-            else:
-                self._warm[workflow_id] = run
-                while len(self._warm) > self.max_cached_runs:
-                    evicted.append(self._warm.popitem(last=False)[1])
-        for old in evicted:
-            _close_quietly(old.interpreter)
+        """Whether a run suspending at `position` now would keep its generator."""
+        return not self._closed and self.warm.would_stay(workflow_id, position)
 
     def _reset_recovery(self, workflow_id: str) -> None:
         """Progress after a recovery: the run is not crash-looping."""
@@ -1760,21 +1689,3 @@ def _finished_outcome(status: Status, finished: bool) -> str:
     if not finished:
         return "cancelled"
     return "ok" if status is Status.SUCCESS else "error"
-
-
-def _kept_row(row: WorkflowRow) -> WorkflowRow:
-    """What a warm run keeps of its row: what its next activation reads (id, name,
-    owner, queue, parent, deadline, recovery count, trace context). Its inputs went
-    into the generator it keeps, and its times are read from the store by whoever
-    shows them: kept, they would be only weight (every warm run holds its row)."""
-    if row.inputs is None and row.created_at is row.updated_at is row.started_at is None:
-        return row
-    return attrs.evolve(row, inputs=None, created_at=None, updated_at=None, started_at=None)
-
-
-def _close_quietly(interp: Interpreter) -> None:
-    """Drop a run's generator; one that misbehaves on close only costs a log line."""
-    try:
-        interp.close()
-    except Exception:
-        log.exception("workflow id %r: closing its generator failed", interp.workflow_id)

@@ -32,7 +32,7 @@ from replaykit.registry import Workflow
 from replaykit.runtime.admin import export_run
 from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
-from replaykit.runtime.scheduler import DEFAULT_MAX_CACHED_RUNS
+from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import CodecStore
