@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 import replaykit
-import replaykit.runtime.scheduler as scheduler_module
+import replaykit.runtime.engine as engine_module
 from replaykit import (
     Engine,
     Now,
@@ -415,7 +415,7 @@ def test_a_clean_close_keeps_the_reset_of_a_waiting_runs_recovery_count(
     closed between a run's suspension and the write that zeroes its count, and the
     close dropped that write. Here one bookkeeper is busy with the first reset while
     the second waits for it; a patient close does both."""
-    monkeypatch.setattr(scheduler_module, "BOOKKEEPERS", 1)
+    monkeypatch.setattr(engine_module, "BOOKKEEPERS", 1)
     store = _SlowResets()
     store.close = lambda: None  # type: ignore[method-assign]
     with Engine(store, poll_interval=0.1, app_version="v-slow-reset") as eng:
@@ -434,7 +434,7 @@ def test_a_close_with_a_timeout_does_not_wait_out_every_queued_reset(
 ) -> None:
     """The drain above has a bound: `close(timeout=...)` is not held by a thousand
     queued resets on a store that answers slowly (a review found 5 s for 0.5)."""
-    monkeypatch.setattr(scheduler_module, "BOOKKEEPERS", 1)
+    monkeypatch.setattr(engine_module, "BOOKKEEPERS", 1)
     store = _SlowResets()
     store.close = lambda: None  # type: ignore[method-assign]
     ids = [f"sleeper-{i}" for i in range(12)]

@@ -18,15 +18,13 @@ replay from the store.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
-import functools
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import attrs
@@ -56,6 +54,7 @@ from replaykit.interpreter import (
 )
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.registry import lookup
+from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
@@ -93,16 +92,8 @@ class _HandedOver(Exception):
     """This thread stopped being the scheduler's while it ran a step (internal)."""
 
 
-#: Threads for the short store work of activations (see `Scheduler.__init__`). Each
-#: waits in a store call, most of them in a group commit: the threads bound how many
-#: finishes one commit can carry (8 gave commits of 7 finishes and drained a queue of
-#: one-step runs at 1,150 wf/s on PostgreSQL here; 32 gave commits of 22 and 1,600).
-BOOKKEEPERS = 32
 # The longest a patient close waits for bookkeeping writes still queued (seconds).
 BOOKS_DRAIN = 5.0
-
-#: Async steps started per loop iteration (see `Scheduler._start_on_loop`).
-LAUNCH_CHUNK = 32
 
 #: Step records per store batch while serving an application's loop (`Scheduler._commit`).
 COMMIT_PART = 64
@@ -119,29 +110,6 @@ def _preemptible(command: Any) -> bool:
     if isinstance(command, (Race, All)):
         return any(_preemptible(child) for child in command.children)
     return False
-
-
-@attrs.define(eq=False)
-class _AsyncStep:
-    """An async step between the scheduler and the loop it runs on."""
-
-    activation: Activation
-    effect: Effect
-    command: Step[Any]
-    fn: Callable[..., Any]
-    started: datetime
-    loop: asyncio.AbstractEventLoop
-    task: asyncio.Task[tuple[Outcome, int] | Backoff] | None = None
-    cancelled: bool = False
-
-    def cancel(self) -> None:
-        """From any thread: before its task exists, it will not start; after, it is
-        cancelled on its loop."""
-        self.cancelled = True
-        task = self.task
-        if task is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs
-                self.loop.call_soon_threadsafe(task.cancel)
 
 
 class Scheduler:
@@ -164,8 +132,10 @@ class Scheduler:
         executor_id: str,
         app_version: str,
         strict: bool,
-        max_workers: int,
         warm: WarmCache,
+        async_steps: AsyncSteps,
+        workers: WorkPool,
+        books: WorkPool,
         max_payload_bytes: int,
         poll_interval: float,
         park: Callable[[str, str, BaseException | None], None],
@@ -184,6 +154,7 @@ class Scheduler:
         self.app_version = app_version
         self.strict = strict
         self.warm = warm
+        self.async_steps = async_steps
         self.max_payload_bytes = max_payload_bytes
         self.poll_interval = poll_interval
         self._park = park
@@ -199,8 +170,8 @@ class Scheduler:
         # pool; the short store work around them (reading a run, finishing it,
         # parking it) on a small one of its own, so that long steps filling the big
         # pool do not hold up other runs' finishes.
-        self._workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
-        self._books = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
+        self._workers = workers
+        self._books = books
         # One condition guards the scheduler's state and wakes its thread.
         self._cv = threading.Condition(threading.Lock())
         self._inbox: collections.deque[Event] = collections.deque()
@@ -223,10 +194,6 @@ class Scheduler:
         # Runs whose async step body is under way: a graceful close lets it finish
         # and commit, as a sync body (which nothing can interrupt) does.
         self._stepping: set[str] = set()
-        # Async steps started this round, not yet handed to their loop; and, on the
-        # loop's side, outcomes not yet posted to the scheduler.
-        self._launches: list[_AsyncStep] = []
-        self._async_outcomes: list[Event] = []
         # Runs whose generator returned this round, beside other runs: their finishes
         # go to one bookkeeping thread together (`_send_finishes`).
         self._finishing: list[tuple[Activation, Decision, Record | None]] = []
@@ -522,17 +489,17 @@ class Scheduler:
                             self._close_interp(activation)
                             self._broken(activation, exc, None)
                     self._send_finishes()
-                    self._launch_async_steps()
+                    self.async_steps.launch()
                     if writes:
                         # The records of every step that finished, in one batch; what
                         # each write came to goes round as an event of its own.
                         events.extend(self._commit(writes))
                         writes = []
-                self._launch_async_steps()
+                self.async_steps.launch()
             except _HandedOver:
                 # Another thread is the scheduler now: give it what this one held.
                 self._send_finishes()
-                self._launch_async_steps()
+                self.async_steps.launch()
                 with self._cv:
                     for write in reversed(writes):
                         self._inbox.appendleft(Handed(write.activation, write))
@@ -691,7 +658,9 @@ class Scheduler:
                 return
             fn = self.runner.step_fn(command)
             if is_async(fn):
-                self._start_async_step(activation, decision, command, fn)
+                with self._cv:
+                    self._stepping.add(activation.workflow_id)
+                self.async_steps.start(activation, decision, command, fn)
                 return
             if not self._alone():
                 self._submit(self._run_step, activation, decision)
@@ -777,111 +746,8 @@ class Scheduler:
             for activation, _, _ in batch:
                 self._end(activation)
 
-    def _start_async_step(
-        self, activation: Activation, effect: Effect, command: Step[Any], fn: Callable[..., Any]
-    ) -> None:
-        """An async step runs on the event loop; no thread waits for it.
-
-        It is not handed to the loop one by one: the steps this round started go
-        in one call at its end (`_launch_async_steps`), and their outcomes come
-        back in batches (`_async_step_done`), sparing the loop and the scheduler
-        a wake-up per step.
-        """
-        try:
-            loop = self.runner.async_loop()
-        except RuntimeError as exc:  # the application's loop ended before the engine
-            # Not the run's fault: it stops unrecorded and runs again after a restart.
-            self._post(Carried(activation, effect, Cancelled(str(exc))))
-            return
-        pending = effect.pending
-        started = pending.started_at if pending and pending.started_at else self.clock.now()
-        step = _AsyncStep(activation, effect, command, fn, started, loop)
-        if activation.scope is not None:
-            activation.scope.on_cancel(step.cancel)
-        with self._cv:
-            self._stepping.add(activation.workflow_id)
-            self._launches.append(step)
-
-    def _launch_async_steps(self) -> None:
-        """Hand the async steps started since the last call to their loop, in one call."""
-        with self._cv:
-            if not self._launches:
-                return
-            steps, self._launches = self._launches, []
-        by_loop: dict[asyncio.AbstractEventLoop, list[_AsyncStep]] = {}
-        for step in steps:
-            by_loop.setdefault(step.loop, []).append(step)
-        for loop, batch in by_loop.items():
-            try:
-                loop.call_soon_threadsafe(self._start_on_loop, batch)
-            except RuntimeError as exc:  # closed meanwhile
-                for step in batch:
-                    self._post(Carried(step.activation, step.effect, Cancelled(str(exc))))
-
-    def _start_on_loop(self, batch: list[_AsyncStep]) -> None:
-        """On the loop: a task per step, each reporting to `_async_step_done`.
-
-        A few at a time: each loop iteration runs what was ready when it began, so
-        the rest waits for the next one and the application's own callbacks and
-        timers get their turn in between."""
-        batch, rest = batch[:LAUNCH_CHUNK], batch[LAUNCH_CHUNK:]
-        if rest:
-            batch[0].loop.call_soon(self._start_on_loop, rest)
-        for step in batch:
-            row = step.activation.row_or_raise()
-            task = step.loop.create_task(
-                self.runner.run_step_async(
-                    row,
-                    step.effect.position,
-                    step.command,
-                    step.activation.scope,
-                    step.fn,
-                    step.effect.pending,
-                )
-            )
-            step.task = task
-            if step.cancelled:  # cancelled before its task existed
-                task.cancel()
-            task.add_done_callback(functools.partial(self._async_step_done, step))
-
-    def _async_step_done(
-        self, step: _AsyncStep, task: asyncio.Task[tuple[Outcome, int] | Backoff]
-    ) -> None:
-        """On the loop: collect the outcome; the first of a batch schedules its posting."""
-        command = step.command
-        # The step and its task let go of each other and of the run's scope, so that
-        # reference counting frees them (see CancelScope.discard).
-        step.task = None
-        if step.activation.scope is not None:
-            step.activation.scope.discard(step.cancel)
-        event: Event
-        if task.cancelled():
-            cancelled = Cancelled(f"step {command.name!r} was cancelled")
-            event = Carried(step.activation, step.effect, cancelled)
-        elif task.exception() is not None:
-            event = Carried(step.activation, step.effect, task.exception())
-        else:
-            result = task.result()
-            if isinstance(result, Backoff):
-                event = BackedOff(step.activation, step.effect, result)
-            else:
-                outcome, attempts = result
-                event = Stepped(step.activation, step.effect, outcome, attempts, step.started)
-        self._async_outcomes.append(event)
-        if len(self._async_outcomes) == 1:
-            step.loop.call_soon(self._post_async_outcomes)
-
-    def _post_async_outcomes(self) -> None:
-        """On the loop: hand every outcome collected since the last posting to a worker,
-        which posts them under one lock (the scheduler's lock is contended, and the
-        loop must not wait for it)."""
-        events, self._async_outcomes = self._async_outcomes, []
-        try:
-            self._books.submit(self._post_many, events)
-        except RuntimeError:  # shutting down: post them from here after all
-            self._post_many(events)
-
-    def _post_many(self, events: list[Event]) -> None:
+    def post_many(self, events: list[Event]) -> None:
+        """Events from another room (async steps' outcomes, the books' answers)."""
         with self._cv:
             for event in events:
                 self._stepping.discard(event.activation.workflow_id)
@@ -1399,7 +1265,7 @@ class Scheduler:
                 if id(activation) not in answered:  # pragma: no cover - a bug above
                     log.error("workflow id %r: its finish was lost", activation.workflow_id)
                     events.append(Ended(activation))
-            self._post_many(events)
+            self.post_many(events)
 
     def _finish_together(
         self, batch: list[tuple[Activation, Decision, Record | None]], events: list[Event]
