@@ -42,6 +42,7 @@ from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, registered, unbind
 from replaykit.runtime import admin, courtesy, streams
 from replaykit.runtime.async_steps import AsyncSteps
+from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
@@ -259,7 +260,7 @@ class Engine:
         # parking it) on a small one of its own, so that long steps filling the big
         # pool do not hold up other runs' finishes.
         workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
-        books = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
+        bookkeepers = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
         self.scheduler = Scheduler(
             store=self.store,
             records=self.records,
@@ -274,15 +275,25 @@ class Engine:
                 self._runner,
                 self.clock,
                 post_many=lambda events: self.scheduler.post_many(events),
-                offload=books,
+                offload=bookkeepers,
+            ),
+            books=Books(
+                self.store,
+                self.records,
+                self.clock,
+                self.telemetry,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                max_payload_bytes=max_payload_bytes,
+                max_recovery_attempts=max_recovery_attempts,
+                park=self.park,
+                queue_run_done=self.claims.run_done,
+                tell=self.wakeups.tell_listeners,
+                post_many=lambda events: self.scheduler.post_many(events),
             ),
             workers=workers,
-            books=books,
-            max_payload_bytes=max_payload_bytes,
+            bookkeepers=bookkeepers,
             poll_interval=poll_interval,
-            park=self.park,
-            queue_run_done=self.claims.run_done,
-            max_recovery_attempts=max_recovery_attempts,
             watch_deadline=self._watch_deadline,
             courtesy=self.courtesy,
         )

@@ -37,24 +37,21 @@ from replaykit.errors import (
     DamagedData,
     InvalidCommandError,
     NonDeterminismError,
-    PayloadTooLarge,
     RecordConflict,
-    SerializationError,
-    StoreError,
     StoreUnavailable,
     UnknownWorkflowError,
 )
 from replaykit.interpreter import (
-    Completed,
     ContinuedAsNew,
     Decision,
     Effect,
     Failed,
     Interpreter,
 )
-from replaykit.log import Failure, Outcome, Record, Status, Value
+from replaykit.log import Failure, Outcome, Record, Status
 from replaykit.registry import lookup
 from replaykit.runtime.async_steps import AsyncSteps
+from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
@@ -78,14 +75,11 @@ from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
 from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
-from replaykit.stores.base import FinishWrite, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
-__all__ = ["FINISHED_CACHE", "Scheduler"]
+__all__ = ["Scheduler"]
 
 log = logging.getLogger("replaykit.engine")
-
-# Runs this engine finished, kept so handle.result() needs no read.
-FINISHED_CACHE = 4096
 
 
 class _HandedOver(Exception):
@@ -134,13 +128,10 @@ class Scheduler:
         strict: bool,
         warm: WarmCache,
         async_steps: AsyncSteps,
+        books: Books,
         workers: WorkPool,
-        books: WorkPool,
-        max_payload_bytes: int,
+        bookkeepers: WorkPool,
         poll_interval: float,
-        park: Callable[[str, str, BaseException | None], None],
-        queue_run_done: Callable[[str, str], None],
-        max_recovery_attempts: int = 50,
         watch_deadline: Callable[[WorkflowRow], bool] | None = None,
         courtesy: Courtesy | None = None,
     ) -> None:
@@ -155,11 +146,8 @@ class Scheduler:
         self.strict = strict
         self.warm = warm
         self.async_steps = async_steps
-        self.max_payload_bytes = max_payload_bytes
+        self.books = books
         self.poll_interval = poll_interval
-        self._park = park
-        self._queue_run_done = queue_run_done
-        self.max_recovery_attempts = max_recovery_attempts
         # Told of every run an activation is about to run: it arms the run's deadline,
         # or answers True when the deadline has passed (it cancelled the run).
         self._watch_deadline = watch_deadline
@@ -171,7 +159,7 @@ class Scheduler:
         # parking it) on a small one of its own, so that long steps filling the big
         # pool do not hold up other runs' finishes.
         self._workers = workers
-        self._books = books
+        self._books = bookkeepers
         # One condition guards the scheduler's state and wakes its thread.
         self._cv = threading.Condition(threading.Lock())
         self._inbox: collections.deque[Event] = collections.deque()
@@ -198,10 +186,6 @@ class Scheduler:
         # go to one bookkeeping thread together (`_send_finishes`).
         self._finishing: list[tuple[Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
-        self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
-        # Counts `forget_finished` calls: a finish that saw it change while its commit
-        # was in flight keeps no row (the delete it heard of may be of that run).
-        self._forgotten = 0
         # Cancels a preemptible step's attempt when its run stops elsewhere.
         self._preempt = PreemptWatch(interval=poll_interval, look=self._stopped_runs)
         self._unlisten = wakeups.listen_kind("finished", self._preempt.stopped)
@@ -246,27 +230,19 @@ class Scheduler:
         return self.wakeups.is_suspended(workflow_id)
 
     def finished_row(self, workflow_id: str) -> WorkflowRow | None:
-        with self._cv:
-            return self._finished.get(workflow_id)
+        return self.books.finished_row(workflow_id)
 
     def peek_finished(self, workflow_id: str) -> WorkflowRow | None:
-        """`finished_row` without the lock, for a caller on an event loop that looks
-        again if it misses: a contended lock would stall its loop behind the GIL."""
-        return self._finished.get(workflow_id)
+        """Lock-free, for a caller on an event loop (see `Books.peek_finished`)."""
+        return self.books.peek_finished(workflow_id)
 
     def peek_tracked(self, workflow_id: str) -> bool:
         """`is_tracked` without the locks (see `peek_finished`)."""
         return workflow_id in self._active or self.wakeups.peek_suspended(workflow_id)
 
     def forget_finished(self, workflow_id: str | None = None) -> None:
-        """Forget the finished row kept of `workflow_id` (of every run if None): the
-        store may no longer hold it (deleted)."""
-        with self._cv:
-            self._forgotten += 1
-            if workflow_id is None:
-                self._finished.clear()
-            else:
-                self._finished.pop(workflow_id, None)
+        """The store may no longer hold the run (deleted): keep no finished row of it."""
+        self.books.forget_finished(workflow_id)
 
     def scope_of(self, workflow_id: str) -> CancelScope | None:
         with self._cv:
@@ -640,7 +616,7 @@ class Scheduler:
                     decision = interp.start() if record is None else interp.resume(record)
                 except NonDeterminismError as exc:
                     self._close_interp(activation)
-                    self._submit(self._park_run, activation, str(exc))
+                    self._submit(self.books.park, activation, str(exc))
                     return
             if not isinstance(decision, Effect):
                 self._end_with(activation, decision)
@@ -683,7 +659,7 @@ class Scheduler:
                 nondeterministic = None
             if nondeterministic is None and not isinstance(following, Effect):
                 activation.progressed = True
-                self._submit(self._finish_run, activation, following, written)
+                self._submit(self.books.finish, activation, following, written)
                 return
             event = self._here(
                 self._write_ahead, activation, step, written, following, nondeterministic
@@ -730,7 +706,7 @@ class Scheduler:
         a run finishes as before. `last` is the run's last record, not yet
         committed: it commits with the finish."""
         if isinstance(decision, ContinuedAsNew) or self._alone():
-            self._submit(self._finish_run, activation, decision, last)
+            self._submit(self.books.finish, activation, decision, last)
             return
         with self._cv:
             self._finishing.append((activation, decision, last))
@@ -741,7 +717,7 @@ class Scheduler:
                 return
             batch, self._finishing = self._finishing, []
         try:
-            self._books.submit(self._finish_runs, batch)
+            self._books.submit(self.books.finish_many, batch)
         except RuntimeError:  # the pool shut down: these activations end here
             for activation, _, _ in batch:
                 self._end(activation)
@@ -796,7 +772,7 @@ class Scheduler:
         activation.progressed = True
         if nondeterministic is not None:
             self._close_interp(activation)
-            self._submit(self._park_run, activation, str(nondeterministic))
+            self._submit(self.books.park, activation, str(nondeterministic))
             return False
         return True
 
@@ -864,7 +840,7 @@ class Scheduler:
             activation.row = row = attrs.evolve(row, recovery_attempts=0)
             # Closing (the pool shut): the count stays until its next suspension.
             with contextlib.suppress(RuntimeError):
-                self._books.submit(self._reset_recovery, workflow_id)
+                self._books.submit(self.books.reset_recovery, workflow_id)
         activation.outcome = "suspended"
         if keep:
             self.warm.keep(workflow_id, WarmRun(kept_row(row), interp, pending, suspend.steps_done))
@@ -889,7 +865,7 @@ class Scheduler:
         workflow_id = activation.workflow_id
         self._close_interp(activation)
         if isinstance(error, NonDeterminismError):
-            self._submit(self._park_run, activation, str(error))
+            self._submit(self.books.park, activation, str(error))
             return
         if isinstance(error, LogMovedOn):
             # Another writer got to this run's log first: rebuild it from the store.
@@ -914,7 +890,7 @@ class Scheduler:
         elif isinstance(error, DamagedData):
             # The fault is in stored data: no attempt can get past it until an
             # operator repairs or deletes the row. Park it once, saying which.
-            self._submit(self._park_run, activation, str(error))
+            self._submit(self.books.park, activation, str(error))
             return
         elif isinstance(error, (ValueError, TypeError, ArithmeticError)) and (
             activation.row is not None and effect is not None
@@ -922,7 +898,7 @@ class Scheduler:
             # The command's own arguments (a name the stores refuse, a payload over the
             # limit, a Sleep whose deadline overflows): the run fails, once, saying so;
             # retrying at every sweep would fail the same way for ever, unseen.
-            self._submit(self._fail_run, activation, error, effect)
+            self._submit(self.books.fail, activation, error, effect)
             return
         else:
             self._broken(activation, error, effect)
@@ -939,7 +915,7 @@ class Scheduler:
             "of its environment. Fix the cause, then resume the run "
             f"(replaykit workflows resume {activation.workflow_id})"
         )
-        self._submit(self._park_run, activation, why, error)
+        self._submit(self.books.park, activation, why, error)
 
     def _halt(self, activation: Activation, error: BaseException, effect: Effect | None) -> None:
         """A step body raised a BaseException that is no control signal: stop the run in
@@ -964,32 +940,7 @@ class Scheduler:
             exc_info=(type(error), error, error.__traceback__),
         )
         activation.outcome = "interrupted"
-        self._on_pool(self._note_halt, activation, detail)
-
-    def _note_halt(self, activation: Activation, detail: str) -> Event:
-        """Say on the run why it stopped, counted as a recovery attempt: a run that is
-        interrupted every time is parked after `max_recovery_attempts`."""
-        workflow_id = activation.workflow_id
-        try:
-            attempts = self.store.bump_recovery(workflow_id)
-            if attempts > self.max_recovery_attempts:
-                self._park(
-                    workflow_id,
-                    f"{detail}. Stopped or recovered {attempts - 1} times without finishing "
-                    f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "
-                    "resume it",
-                    None,
-                )
-                activation.outcome = "parked"
-            else:
-                self.store.set_status(
-                    workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
-                )
-        except Exception as exc:
-            log.warning("workflow id %r: could not note why it stopped (%s)", workflow_id, exc)
-        # Its waiters on this engine wake to be handed the interrupt.
-        self.wakeups.tell_listeners(("finished", workflow_id))
-        return Ended(activation)
+        self._on_pool(self.books.note_halt, activation, detail)
 
     def _commit(self, writes: list[StepWrite]) -> list[Event]:
         """One batch for every step that finished since the last one (group commit).
@@ -1107,13 +1058,13 @@ class Scheduler:
         try:
             wf = lookup(row.name)
         except UnknownWorkflowError as exc:
-            self._cannot_run(row, str(exc))
+            self.books.cannot_run(row, str(exc))
             return None
         try:
             args, kwargs = wf.decode_inputs(row.inputs)
             gen = wf.fn(*args, **kwargs)
         except Exception as exc:
-            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return None
         fresh = activation.fresh
         records = [] if fresh else self.store.load_log(workflow_id)
@@ -1130,22 +1081,8 @@ class Scheduler:
                 parent_id=row.parent_id,
             )
         except InvalidCommandError as exc:
-            self._finish(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return None
-
-    def _cannot_run(self, row: WorkflowRow, why: str) -> None:
-        """Say why this engine skips a run of its own, where users look: the run's
-        status detail (`workflows show`, `WorkflowTimeout`) and one warning here."""
-        detail = (
-            f"engine {self.executor_id!r} (version {self.app_version!r}) cannot run "
-            f"workflow {row.name!r} (id {row.workflow_id!r}): {why}"
-        )
-        if row.error == detail:
-            return  # said already; a sweep finds it again and stays quiet
-        log.warning("%s", detail)
-        self.store.set_status(
-            row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
-        )
 
     def _run_step(
         self, activation: Activation, effect: Effect, fn: Callable[..., Any] | None = None
@@ -1237,171 +1174,7 @@ class Scheduler:
             result = exc
         return Carried(activation, effect, result)
 
-    def _finish_run(self, activation: Activation, decision: Decision, last: Record | None) -> Event:
-        """Finish the run; `last` is its last record, not yet committed: they commit together."""
-        if isinstance(decision, ContinuedAsNew):
-            return self._continue_run(activation, decision, last)
-        row = activation.row_or_raise()
-        try:
-            if activation.progressed and row.recovery_attempts:
-                self._reset_recovery(row.workflow_id)
-            status, result = self._run_result(row, decision)
-            finished = self._finish(row, status, result, last)
-            activation.outcome = _finished_outcome(status, finished)
-        except BaseException as exc:
-            return Carried(activation, None, exc)
-        return Ended(activation)
-
-    def _finish_runs(self, batch: list[tuple[Activation, Decision, Record | None]]) -> None:
-        """Finish many runs whose generators returned, in one `finish_many` call, and
-        post what became of each (`_end_with`): one event per activation, whatever
-        fails on the way, so that none is left neither ended nor finished."""
-        events: list[Event] = []
-        try:
-            self._finish_together(batch, events)
-        finally:
-            answered = {id(event.activation) for event in events}
-            for activation, _, _ in batch:
-                if id(activation) not in answered:  # pragma: no cover - a bug above
-                    log.error("workflow id %r: its finish was lost", activation.workflow_id)
-                    events.append(Ended(activation))
-            self.post_many(events)
-
-    def _finish_together(
-        self, batch: list[tuple[Activation, Decision, Record | None]], events: list[Event]
-    ) -> None:
-        finishing: list[
-            tuple[Activation, Decision, WorkflowRow, Status, Outcome, str, Record | None]
-        ] = []
-        for activation, decision, last in batch:
-            try:
-                row = activation.row_or_raise()
-                if activation.progressed and row.recovery_attempts:
-                    self._reset_recovery(row.workflow_id)
-                status, result = self._run_result(row, decision)
-            except BaseException as exc:
-                events.append(Carried(activation, None, exc))
-                continue
-            finishing.append((activation, decision, row, status, result, _error_text(result), last))
-        if not finishing:
-            return
-        forgotten = self._forgotten
-        answers: list[bool | BaseException]
-        try:
-            answers = list(
-                self.store.finish_many(
-                    [
-                        FinishWrite(
-                            row.workflow_id,
-                            status,
-                            result,
-                            error=error,
-                            executor_id=self.executor_id,
-                            record=last,
-                        )
-                        for _, _, row, status, result, error, last in finishing
-                    ]
-                )
-            )
-            if len(answers) != len(finishing):
-                raise StoreError(
-                    f"finish_many answered {len(answers)} finishes of {len(finishing)}; "
-                    "a store must answer each finish it is given, in order"
-                )
-        except BaseException as exc:  # the call as a whole: each run goes its own way
-            answers = [exc] * len(finishing)
-        for (activation, decision, row, status, result, error, last), answer in zip(
-            finishing, answers, strict=True
-        ):
-            try:
-                if isinstance(answer, StoreUnavailable):
-                    # It may have committed, its answer lost: the one-finish path,
-                    # retried through the outage, tells (a second finish of a run
-                    # finished already answers False), and releases the run's queue
-                    # slot either way.
-                    events.append(self._finish_run(activation, decision, last))
-                elif isinstance(answer, RecordConflict) and last is not None:
-                    # The last record could not be written as computed: the log moved on.
-                    moved = LogMovedOn(str(answer))
-                    moved.__cause__ = answer
-                    events.append(Carried(activation, None, moved))
-                elif isinstance(answer, BaseException):
-                    events.append(Carried(activation, None, answer))
-                else:
-                    self._finished_here(row, status, result, error, answer, forgotten, last)
-                    activation.outcome = _finished_outcome(status, answer)
-                    events.append(Ended(activation))
-            except BaseException as exc:
-                events.append(Carried(activation, None, exc))
-
-    def _run_result(self, row: WorkflowRow, decision: Decision) -> tuple[Status, Outcome]:
-        """The status and result a run ends with, from its generator's last decision."""
-        if isinstance(decision, Completed):
-            try:
-                data = serde.encode(
-                    decision.value,
-                    what=f"the result of workflow {row.name!r} (id {row.workflow_id!r})",
-                    max_bytes=self.max_payload_bytes,
-                )
-            except (SerializationError, PayloadTooLarge) as exc:
-                return Status.ERROR, Failure(serde.encode_error(exc))
-            return Status.SUCCESS, Value(data)
-        assert isinstance(decision, Failed)
-        return Status.ERROR, Failure(serde.encode_error(decision.error))
-
     # -- continue-as-new ----------------------------------------------------------------------
-
-    def _continue_run(
-        self, activation: Activation, decision: ContinuedAsNew, last: Record | None
-    ) -> Event:
-        """Archive this generation and start the next under the same id (one store call).
-
-        `last`, a lone run's step record the generator went on from, commits first:
-        the archived log must hold it. A crash before the continue commits replays
-        to the same `ContinueAsNew`; after it, recovery starts the next generation.
-        """
-        row = activation.row_or_raise()
-        workflow_id = row.workflow_id
-        try:
-            if last is not None:
-                self.records.write(row, last)
-                activation.progressed = True
-            try:
-                inputs = self._continued_inputs(row, decision)
-            except (TypeError, ValueError) as exc:  # not encodable, too large, bad arguments
-                return self._fail_run(activation, exc, None)
-            live = self.store.continue_workflow(
-                workflow_id,
-                inputs,
-                generation=row.generation,
-                executor_id=self.executor_id,
-                now=self.clock.now(),
-            )
-        except BaseException as exc:
-            return Carried(activation, None, exc)
-        # A continued generation is not a finished run: no "finished" for the id, no
-        # finished-runs metric, and the queue keeps the run as in progress.
-        activation.outcome = "continued"
-        return Continued(activation, live)
-
-    def _continued_inputs(self, row: WorkflowRow, decision: ContinuedAsNew) -> Any:
-        """The next generation's arguments in their stored form, checked as a start's are."""
-        where = f"workflow {row.name!r} (id {row.workflow_id!r}): ContinueAsNew"
-        wf = lookup(row.name)
-        try:
-            inputs = wf.encode_inputs(decision.args, decision.kwargs)
-        except SerializationError as exc:
-            raise SerializationError(f"{where}: {exc}") from exc
-        except TypeError as exc:
-            raise TypeError(f"{where}: {exc}") from exc
-        size = len(serde.dumps(inputs).encode())
-        if size > self.max_payload_bytes:
-            raise PayloadTooLarge(
-                f"{where}: the arguments are {size} bytes encoded, over the limit of "
-                f"{self.max_payload_bytes}; pass a reference instead, or raise "
-                "max_payload_bytes=..."
-            )
-        return inputs
 
     def _begin_next_generation(self, activation: Activation, live: WorkflowRow) -> None:
         """The continue committed: the next generation starts at once, on this scheduler,
@@ -1429,40 +1202,6 @@ class Scheduler:
         # for recovery.
         self._end(activation)
 
-    def _fail_run(self, activation: Activation, error: Exception, effect: Effect | None) -> Event:
-        """End the run in ERROR with a permanent error, naming where it happened."""
-        row = activation.row_or_raise()
-        where = "" if effect is None else f" at position {effect.position}"
-        doing = "" if effect is None else f" ({type(effect.command).__name__})"
-        log.error(
-            "workflow %r (id %r) failed%s%s: %s", row.name, row.workflow_id, where, doing, error
-        )
-        info = serde.encode_error(error)
-        info = attrs.evolve(
-            info,
-            message=f"workflow {row.name!r} (id {row.workflow_id!r}){where}{doing}: {info.message}",
-        )
-        try:
-            self._finish(row, Status.ERROR, Failure(info))
-        except BaseException as exc:
-            log.warning("workflow id %r: could not record its failure (%s)", row.workflow_id, exc)
-        else:
-            activation.outcome = "error"
-        return Ended(activation)
-
-    def _park_run(
-        self, activation: Activation, why: str, cause: BaseException | None = None
-    ) -> Event:
-        try:
-            self._park(activation.workflow_id, why, cause)
-        except BaseException as exc:
-            log.warning("workflow id %r: could not park it (%s)", activation.workflow_id, exc)
-        else:
-            activation.outcome = "parked"
-            name = activation.row.name if activation.row is not None else ""
-            self._telemetry.run_finished(name, Status.PARKED.value)
-        return Ended(activation)
-
     # -- the warm cache ---------------------------------------------------------------------
 
     def _past_deadline(self, row: WorkflowRow) -> bool:
@@ -1472,86 +1211,9 @@ class Scheduler:
         """Whether a run suspending at `position` now would keep its generator."""
         return not self._closed and self.warm.would_stay(workflow_id, position)
 
-    def _reset_recovery(self, workflow_id: str) -> None:
-        """Progress after a recovery: the run is not crash-looping."""
-        try:
-            self.store.set_status(
-                workflow_id, Status.PENDING, only_from=(Status.PENDING,), reset_recovery=True
-            )
-        except Exception as exc:  # only the crash-loop counter: the next progress resets it
-            log.warning("workflow id %r: could not reset its recovery count (%s)", workflow_id, exc)
-
-    def _finish(
-        self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
-    ) -> bool:
-        """Finish the run in the store; whether it was still PENDING here to finish."""
-        error = _error_text(result)
-        forgotten = self._forgotten
-        try:
-            finished = self.store.finish_workflow(
-                row.workflow_id,
-                status,
-                result,
-                error=error,
-                executor_id=self.executor_id,
-                record=last,
-            )
-        except RecordConflict as exc:
-            if last is None:
-                raise
-            # The last record could not be written as computed: the log moved on.
-            raise LogMovedOn(str(exc)) from exc
-        self._finished_here(row, status, result, error, finished, forgotten, last)
-        return finished
-
-    def _finished_here(
-        self,
-        row: WorkflowRow,
-        status: Status,
-        result: Outcome,
-        error: str,
-        finished: bool,
-        forgotten: int,
-        last: Record | None = None,
-    ) -> None:
-        """What follows a finish's commit here: the finished cache (unless a delete was
-        heard since `forgotten` was read), the result waiters, the run's queue; or,
-        for a finish refused with the run's last record, that record landed on its
-        own if a cancel came first (its effect happened)."""
-        if not finished:
-            self.records.finish_refused(row, last)
-        if finished:
-            # handle.result() on this engine then needs no read of its own.
-            with self._cv:
-                if self._forgotten == forgotten:
-                    self._finished[row.workflow_id] = attrs.evolve(
-                        row, status=status, result=result, error=error
-                    )
-                    while len(self._finished) > FINISHED_CACHE:
-                        self._finished.popitem(last=False)
-            # The store's notification may have come before the cache held the row:
-            # tell the result waiters again, so they find it here, not in the store.
-            self.wakeups.tell_listeners(("finished", row.workflow_id))
-            self._telemetry.run_finished(row.name, status.value)
-        if row.queue is not None:
-            self._queue_run_done(row.queue, row.workflow_id)
-
 
 def _describe(effect: Effect) -> str:
     command = effect.command
     name = getattr(command, "name", None)
     named = f" {name!r}" if isinstance(name, str) and name else ""
     return f"{type(command).__name__.lower()}{named} at position {effect.position}"
-
-
-def _error_text(result: Outcome) -> str:
-    """A finished run's error column: its failure's message, cut short."""
-    return result.error.message[:500] if isinstance(result, Failure) else ""
-
-
-def _finished_outcome(status: Status, finished: bool) -> str:
-    """How the activation ended, for its span. Not finished: the run was no longer
-    PENDING here (cancelled meanwhile)."""
-    if not finished:
-        return "cancelled"
-    return "ok" if status is Status.SUCCESS else "error"
