@@ -178,11 +178,7 @@ def run_page(page: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
         )
 
 
-def _page_id(page: Path) -> str:
-    return _shown(page)
-
-
-@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+@pytest.mark.parametrize("page", PAGES, ids=_shown)
 def test_the_pages_python_blocks_run_as_written(page: Path, tmp_path: Path) -> None:
     done = run_page(page, tmp_path)
     started = re.findall(r"^\[docs-block\] (.*)$", done.stderr, flags=re.M)

@@ -1,6 +1,6 @@
-"""Every example runs, as a user would run it (order.py: tests/test_crash_recovery.py;
-testing_example.py: tests/test_testing_kit.py; fastapi_app.py:
-tests/test_fastapi_example.py, under a real uvicorn server)."""
+"""Every example runs, as a user would run it (order.py's crash and recovery on each
+store: tests/test_crash_recovery.py; testing_example.py: tests/test_testing_kit.py;
+fastapi_app.py: tests/test_fastapi_example.py, under a real uvicorn server)."""
 
 from __future__ import annotations
 
