@@ -9,6 +9,9 @@
          -d '{"by": "alice"}'
     curl localhost:8000/orders/ID                          # its status; once done, its result
 
+Posting an order id again with the same body answers the same order (201); with another
+body, 409 and why.
+
 The app's lifespan opens an `AsyncEngine` (REPLAYKIT_URL, default
 sqlite:///fastapi_app.db in the current directory) on the app's own event loop,
 and the async charge step awaits the app's HTTP client on that loop. Each order
@@ -32,7 +35,17 @@ import httpx
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from replaykit import AsyncEngine, Race, Recv, SetEvent, Sleep, Step, WorkflowNotFound, workflow
+from replaykit import (
+    AsyncEngine,
+    Race,
+    Recv,
+    SetEvent,
+    Sleep,
+    Step,
+    WorkflowIdConflict,
+    WorkflowNotFound,
+    workflow,
+)
 
 URL = os.environ.get("REPLAYKIT_URL", "sqlite:///fastapi_app.db")
 
@@ -152,9 +165,19 @@ def no_such_order(order_id: str) -> HTTPException:
 async def create_order(order: NewOrder) -> dict[str, str]:
     order_id = order.order_id or f"order-{uuid.uuid4().hex[:12]}"
     # Idempotent by id: posting the same order again finds the run already started.
-    handle = await engine.start(
-        checkout, order_id, order.items, order.amount, order.confirm_within, workflow_id=order_id
-    )
+    try:
+        handle = await engine.start(
+            checkout,
+            order_id,
+            order.items,
+            order.amount,
+            order.confirm_within,
+            workflow_id=order_id,
+        )
+    except WorkflowIdConflict as exc:
+        # The id holds another order (other items, amount or deadline): the client's
+        # mistake, which the library's message explains.
+        raise HTTPException(409, str(exc)) from None
     return {"order_id": handle.workflow_id}
 
 

@@ -3,9 +3,12 @@
     python examples/order.py --crash-after 3     # dies (SIGKILL) inside step 3
     python examples/order.py                      # recovers: steps 1-2 are not repeated
 
-Options: --url (default: REPLAYKIT_URL, then sqlite:///replaykit.db), --order-id,
---side-file (every step body appends its name here, so you can count how often
-each one ran; default order-steps.log).
+Options: --url (default: REPLAYKIT_URL, then replaykit.db in the demo's directory),
+--order-id, --side-file (every step body appends its name here, so you can count how
+often each one ran; default order-steps.log in the demo's directory). The demo's
+directory is replaykit-order-example under the system's temporary directory, so that
+the two commands above share a store wherever they are run from, and nothing is left
+in the directory they are run from; the script prints where it is.
 
 Each step's effect happens, then its record commits. The step that was running
 when the process died has no record, so it runs again on recovery (at least
@@ -17,14 +20,19 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import tempfile
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 from replaykit import Engine, Step, workflow
 
 STEPS = ["reserve-stock", "charge-card", "create-label", "notify-customer", "close-order"]
 
-_side_file = "order-steps.log"
+#: Where the demo keeps its store and side file between its two commands.
+DEMO_DIR = Path(tempfile.gettempdir()) / "replaykit-order-example"
+
+_side_file = str(DEMO_DIR / "order-steps.log")
 _crash_after: int | None = None
 
 
@@ -54,10 +62,16 @@ def main() -> None:
     parser.add_argument("--url", default=None)
     parser.add_argument("--order-id", default="order-42")
     parser.add_argument("--crash-after", type=int, default=None, metavar="N")
-    parser.add_argument("--side-file", default="order-steps.log")
+    parser.add_argument("--side-file", default=str(DEMO_DIR / "order-steps.log"))
     args = parser.parse_args()
     _side_file, _crash_after = args.side_file, args.crash_after
-    with Engine(args.url) as engine:
+    url = args.url or os.environ.get("REPLAYKIT_URL")
+    if url is None:
+        DEMO_DIR.mkdir(exist_ok=True)
+        url = f"sqlite:///{DEMO_DIR / 'replaykit.db'}"
+        print(f"store: {url}")
+    print(f"side file: {_side_file}")
+    with Engine(url) as engine:
         # Engine() has already re-dispatched this executor's unfinished runs;
         # start() with the same id finds the existing run instead of a new one.
         handle = engine.start(order, args.order_id, workflow_id=args.order_id)

@@ -49,7 +49,7 @@ from replaykit.runtime.engine import Engine, WorkflowHandle
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import schedule
 from replaykit.serde import PayloadCodec
-from replaykit.stores import MemoryStore
+from replaykit.stores import MemoryStore, WorkflowFilter
 
 __all__ = [
     "All",
@@ -104,6 +104,7 @@ __all__ = [
     "Workflow",
     "WorkflowDeadlineExceeded",
     "WorkflowFailed",
+    "WorkflowFilter",
     "WorkflowHandle",
     "WorkflowIdConflict",
     "WorkflowNotFound",

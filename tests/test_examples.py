@@ -1,16 +1,19 @@
-"""Every example runs, as a user would run it (order.py: tests/test_crash_recovery.py;
-testing_example.py: tests/test_testing_kit.py; fastapi_app.py:
-tests/test_fastapi_example.py, under a real uvicorn server)."""
+"""Every example runs, as a user would run it (order.py's crash and recovery on each
+store: tests/test_crash_recovery.py; testing_example.py: tests/test_testing_kit.py;
+fastapi_app.py: tests/test_fastapi_example.py, under a real uvicorn server)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from replaykit import Client, Status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,10 +33,87 @@ def test_checkout_runs_on_the_sqlite_default_and_twice(tmp_path: Path) -> None:
     first = run_example([str(ROOT / "examples" / "checkout.py")], tmp_path)
     assert "charging 4200 for order-1" in first
     assert "order-1: shipped parcel-order-1 (confirmed by alice)" in first
+    assert "order-2: failed: card declined for order-2" in first
+    assert "order-3: expired, refunded re_ch_order-3" in first
+    assert "order-4: PENDING, waiting up to a day for a confirmation" in first
     assert (tmp_path / "replaykit.db").exists()  # the embedded default
     second = run_example([str(ROOT / "examples" / "checkout.py")], tmp_path)
     assert "charging" not in second  # finished runs are not run again
     assert "order-1: shipped parcel-order-1 (confirmed by alice)" in second
+    assert "order-4: PENDING, waiting" in second
+
+
+def test_checkout_leaves_runs_of_each_shape_for_the_cli_and_the_ui(tmp_path: Path) -> None:
+    # README: `python examples/checkout.py`, then `replaykit ui` on the same store.
+    run_example([str(ROOT / "examples" / "checkout.py")], tmp_path)
+    with Client(f"sqlite:///{tmp_path / 'replaykit.db'}") as client:
+        runs = {row.workflow_id: row for row in client.list_workflows()}
+        statuses = {workflow_id: row.status for workflow_id, row in runs.items()}
+        assert statuses == {
+            "order-1": Status.SUCCESS,
+            "order-2": Status.ERROR,
+            "order-3": Status.SUCCESS,
+            "order-4": Status.PENDING,
+        }
+        assert runs["order-2"].error is not None and "card declined" in str(runs["order-2"].error)
+        # Waiting for its confirmation: charged, and its Race under way.
+        waiting = client.steps("order-4")
+        assert [(r.kind, r.outcome is None) for r in waiting] == [("step", False), ("race", True)]
+    listed = run_cli(["workflows", "list", "--url", f"sqlite:///{tmp_path / 'replaykit.db'}"])
+    for shown in ("order-1", "order-2", "order-3", "order-4", "SUCCESS", "ERROR", "PENDING"):
+        assert shown in listed
+
+
+def run_cli(args: list[str]) -> str:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "replaykit", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_order_writes_nothing_where_it_is_run_from(tmp_path: Path) -> None:
+    # From the root of a checkout (here a copy of what the example needs), as its
+    # docstring says: the crash, then the recovery, leave no file in that directory.
+    checkout = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples", checkout / "examples")
+    before = sorted(p.relative_to(checkout) for p in checkout.rglob("*"))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path / "tmp")}
+    env.pop("REPLAYKIT_URL", None)
+    (tmp_path / "tmp").mkdir()
+    script = ["examples/order.py"]
+    crashed = subprocess.run(
+        [sys.executable, *script, "--crash-after", "3"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    recovered = subprocess.run(
+        [sys.executable, *script], cwd=checkout, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert recovered.returncode == 0, recovered.stdout + recovered.stderr
+    assert "order-42: ['reserve-stock:ok'" in recovered.stdout
+    assert sorted(p.relative_to(checkout) for p in checkout.rglob("*")) == before
+    demo = tmp_path / "tmp" / "replaykit-order-example"
+    assert (demo / "replaykit.db").exists()
+    ran = (demo / "order-steps.log").read_text().split()
+    # The step that was running at the kill ran again; the ones before it did not.
+    assert ran == [
+        "reserve-stock",
+        "charge-card",
+        "create-label",
+        "create-label",
+        "notify-customer",
+        "close-order",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -240,6 +240,22 @@ def test_happy_path(api: tuple[Shop, Server]) -> None:
     assert ran(shop.ledger, "happy-1") == {"charge": 1, "ship": 1}
 
 
+def test_an_id_posted_again_with_another_order_is_409(api: tuple[Shop, Server]) -> None:
+    shop, server = api
+    order = {"order_id": "twice-1", "items": ["kettle"], "amount": 3000}
+    with server.client() as client:
+        assert client.post("/orders", json=order).status_code == 201
+        other = client.post("/orders", json={**order, "amount": 3100})
+        assert other.status_code == 409, other.text
+        detail = other.json()["detail"]
+        assert detail.startswith("cannot start workflow 'checkout' under id 'twice-1' with ")
+        assert "started with other arguments" in detail and "use another id" in detail
+        wait_for_order(server, client, "twice-1", awaiting, "awaiting confirmation")
+        # The first order is untouched, and nobody was charged for the second body.
+        assert client.post("/orders", json=order).status_code == 201
+    assert ran(shop.ledger, "twice-1") == {"charge": 1}
+
+
 def test_an_order_without_id_gets_one(api: tuple[Shop, Server]) -> None:
     _, server = api
     with server.client() as client:

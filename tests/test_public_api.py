@@ -30,3 +30,13 @@ def test_all_matches_the_api_doc(module: object) -> None:
 
 def test_the_package_is_typed() -> None:
     assert (Path(replaykit.__file__).parent / "py.typed").exists()
+
+
+def test_the_store_filter_the_docs_use_is_public() -> None:
+    # docs/testing.md lists forks with engine.store.list_workflows(WorkflowFilter(...)).
+    from replaykit import WorkflowFilter
+    from replaykit.stores import WorkflowFilter as in_stores
+
+    assert WorkflowFilter is in_stores
+    assert "WorkflowFilter" in replaykit.__all__
+    assert WorkflowFilter(forked_from="order-5").forked_from == "order-5"
