@@ -1,6 +1,7 @@
 """The `replaykit` command: inspect and operate runs, replay logs, manage the schema.
 
-    replaykit workflows list|show|export|start|send|get-event|stream|cancel|resume|fork|delete|gc
+    replaykit workflows list|show|versions|export|start|send|get-event|stream|cancel|resume|
+                        fork|delete|gc
     replaykit queues list [--app module]
     replaykit schedules list|pause|resume|trigger|backfill|delete
     replaykit replay module:workflow run.json ... | --id ID | --in-flight
