@@ -151,7 +151,8 @@ def _engine_reason(row: WorkflowRow, engines: Sequence[LiveEngine], now: datetim
     return (
         f"due on queue {row.queue!r} for {int((now - due).total_seconds())}s, unclaimed while "
         f"engines of version {version!r} run ({_more([engine.executor_id for engine in same])})"
-        f": none of them may listen to {row.queue!r} (Engine(queues=[...])), or all are full"
+        f": none of them may listen to {row.queue!r} (Engine(queues=[...])), or they are at "
+        "their limits (concurrency, rate)"
     )
 
 

@@ -13,6 +13,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Generator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from replaykit import Engine, Recv, Step, workflow
+from replaykit._waiting import LiveEngine, live_engines, why_waiting
 from replaykit.cli import cli
 from replaykit.client import Client
 from replaykit.errors import UnknownWorkflowError, WorkflowTimeout
 from replaykit.log import Status
 from replaykit.stores import open_store
+from replaykit.stores.base import WorkflowRow
 
 
 def echo(value: Any) -> Any:
@@ -220,3 +223,20 @@ def test_a_start_no_running_engine_may_run_warns_and_strict_refuses(
             with pytest.raises(UnknownWorkflowError, match="'u-1'"):
                 client.start("cli-wait-unregistered", workflow_id="u-3")
             assert client.handle("u-2").status() is Status.PENDING
+
+
+def test_every_store_reads_the_heartbeats_of_the_last_30_seconds(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeat("gone", "v1", now - timedelta(seconds=31))
+        store.heartbeat("web-2", "v2", now - timedelta(seconds=29))
+        store.heartbeat("web-1", "v2", now)
+        found = live_engines(store, now=now)
+        assert found is not None
+        assert [(e.executor_id, e.app_version) for e in found] == [("web-1", "v2"), ("web-2", "v2")]
+        assert all(isinstance(e, LiveEngine) and e.seen_at.tzinfo is not None for e in found)
+        row = WorkflowRow("r", "n", Status.PENDING, executor_id="gone", app_version="v1")
+        assert "engines running: version 'v2' (web-1, web-2)" in why_waiting(store, row, now=now)
+    finally:
+        store.close()
