@@ -21,6 +21,7 @@ __all__ = [
     "composite_children",
     "encoded_text",
     "format_duration",
+    "inputs_text",
     "json_text",
     "outcome_summary",
     "outcome_text",
@@ -136,6 +137,24 @@ def short_json(data: Any, width: int | None = 60) -> str:
     except (TypeError, ValueError):
         text = repr(data)
     return short(text, width)
+
+
+def inputs_text(inputs: Any, width: int | None = 60) -> str:
+    """A run's arguments on one line: `["o-1",100]`, with `kwargs {...}` when it has some.
+
+    Inputs a codec encoded show as such (`encoded_text`); a shape other than
+    the one engines store shows as its JSON.
+    """
+    encoded = encoded_text(inputs)
+    if encoded is not None:
+        return encoded
+    if inputs is None:
+        return "-"
+    if not (isinstance(inputs, dict) and set(inputs) <= {"args", "kwargs"}):
+        return short_json(inputs, width)
+    args = short_json(inputs.get("args") or [], width)
+    kwargs = inputs.get("kwargs")
+    return f"{args}, kwargs {short_json(kwargs, width)}" if kwargs else args
 
 
 def outcome_summary(

@@ -1,6 +1,7 @@
 """The `replaykit` command: inspect and operate runs, replay logs, manage the schema.
 
-    replaykit workflows list|show|export|start|send|get-event|stream|cancel|resume|fork|delete|gc
+    replaykit workflows list|show|versions|export|start|send|get-event|stream|cancel|resume|
+                        fork|delete|gc
     replaykit queues list [--app module]
     replaykit schedules list|pause|resume|trigger|backfill|delete
     replaykit replay module:workflow run.json ... | --id ID | --in-flight
@@ -40,7 +41,8 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import textwrap
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,7 +57,7 @@ except ImportError as _missing:  # pragma: no cover - depends on the installatio
         "the replaykit command needs click and rich: pip install 'replaykit[cli]'"
     ) from _missing
 
-from replaykit import serde
+from replaykit import _waiting, serde
 from replaykit._operator import (
     BadCodecSpec,
     StoreRefused,
@@ -68,6 +70,7 @@ from replaykit._operator import (
 from replaykit._text import (
     composite_children,
     format_duration,
+    inputs_text,
     json_text,
     outcome_summary,
     printable,
@@ -78,6 +81,8 @@ from replaykit._text import (
 )
 from replaykit.errors import NonDeterminismError, ReplayKitError
 from replaykit.log import (
+    CLOSE_STREAM_KIND,
+    WRITE_STREAM_KIND,
     AllOutcome,
     ErrorInfo,
     Failure,
@@ -181,7 +186,9 @@ class _Group(click.Group):
             # click prints usage, a hint and the error on three lines; one will do.
             hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             raise _UsageError(exc.format_message() + hint) from exc
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
+            # A reader that closed the pipe (`| head -1`): click's main points
+            # stdout at nothing and exits 1, without a word.
             raise
         except Exception as exc:
             if os.environ.get("REPLAYKIT_DEBUG"):
@@ -473,27 +480,56 @@ class _Printer:
     # Every cell and value is shown with `printable`, and handed to rich as a
     # Text, never as markup: "[bold]" or ":smile:" in an id print as written.
 
-    def line(self, text: str = "", style: str | None = None, *, newlines: bool = False) -> None:
+    def line(
+        self,
+        text: str = "",
+        style: str | None = None,
+        *,
+        newlines: bool = False,
+        code: bool = False,
+    ) -> None:
+        """A line of text; `code` (a traceback) is never folded: each line as it is.
+
+        Rich folds a long line at the terminal's width, which cuts a traceback's
+        `File "...", line N, in f` in two; unfolded, the terminal wraps it whole.
+        """
         text = printable(text, newlines=newlines)
         if self.console is not None:
             from rich.text import Text
 
-            self.console.print(Text(text, style=style or ""))
+            if code:
+                self.console.print(
+                    Text(text, style=style or ""), no_wrap=True, overflow="ignore", crop=False
+                )
+            else:
+                self.console.print(Text(text, style=style or ""))
         else:
             click.echo(text)
 
-    def fields(self, pairs: Sequence[tuple[str, str, str | None]]) -> None:
-        """`label  value` lines; the third item is a rich style for the value."""
+    def fields(
+        self, pairs: Sequence[tuple[str, str, str | None]], *, full: Iterable[str] = ()
+    ) -> None:
+        """`label  value` lines; the third item is a rich style for the value.
+
+        On a terminal a value is cut to fit its line, except those of the `full`
+        labels (why a run waits): folded at words, under their value column.
+        """
         width = max(len(label) for label, _, _ in pairs)
+        folded = set(full)
         for label, raw_value, style in pairs:
             value = printable(raw_value)
             if self.console is not None:
                 from rich.text import Text
 
-                text = Text()
-                text.append(f"{label.ljust(width)}  ", style="bold")
-                text.append(value, style=style or "")
-                self.console.print(text, no_wrap=True, overflow="ellipsis")
+                lines = [value]
+                if label in folded and self.fits:
+                    room = max(self.console.width - width - 2, 20)
+                    lines = textwrap.wrap(value, room, break_on_hyphens=False) or [value]
+                for index, part in enumerate(lines):
+                    text = Text()
+                    text.append(f"{(label if index == 0 else '').ljust(width)}  ", style="bold")
+                    text.append(part, style=style or "")
+                    self.console.print(text, no_wrap=True, overflow="ellipsis")
             else:
                 click.echo(f"{label.ljust(width)}  {value}")
 
@@ -632,9 +668,25 @@ def cli(ctx: click.Context, verbose: bool, codec_spec: str | None) -> None:
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     else:
+        ctx.call_on_close(_warnings_as_lines())
         # psycopg_pool logs every failed connection attempt as a warning; the
         # command reports the outcome once, as its one-line error.
         logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+
+
+class _WarningLine(logging.Handler):
+    """The library's warnings (a start no engine may run) as `Warning: ...` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _echo(f"Warning: {' '.join(record.getMessage().split())}", err=True)
+
+
+def _warnings_as_lines() -> Callable[[], None]:
+    """Show the client's warnings for this command; the function that stops it."""
+    client_log = logging.getLogger("replaykit.client")
+    handler = _WarningLine(logging.WARNING)
+    client_log.addHandler(handler)
+    return lambda: client_log.removeHandler(handler)
 
 
 @cli.group(cls=_Group)
@@ -853,6 +905,45 @@ def list_command(
         )
 
 
+@workflows.command("versions")
+@_url_option
+@_json_option
+def versions_command(url: str, as_json: bool) -> None:
+    """The app versions engines run now, and the unfinished runs stamped with each.
+
+    An engine counts as running when it beat its heartbeat in the last 30 seconds.
+    A version whose runs wait with no engine running lists none: start one of it,
+    or move its runs (`workflows list --stranded`, docs/versioning.md).
+    """
+    with _store(url) as store:
+        loads, readable, partial = _waiting.version_loads(store)
+    if as_json:
+        _echo_json([load.to_json() for load in loads])
+        return
+    if not loads:
+        click.echo("no engine is running and no run is unfinished")
+        return
+    _Printer().table(
+        ["VERSION", "ENGINES", "PENDING", "ENQUEUED", "PARKED"],
+        [
+            [
+                load.app_version,
+                ", ".join(e.executor_id for e in load.engines) or "none running",
+                str(load.pending),
+                str(load.enqueued),
+                str(load.parked),
+            ]
+            for load in loads
+        ],
+        [{} if load.engines else {1: "yellow"} for load in loads],
+        fit={0: _Fit(12, weight=2), 1: _Fit(12, weight=3)},
+    )
+    if partial:
+        click.echo(f"(counts from the first {_waiting.MAX_SCAN} unfinished runs)", err=True)
+    if not readable:
+        click.echo("(this store keeps no heartbeats the command can read: no engine is shown)")
+
+
 def _failures(record: Record) -> list[tuple[str, ErrorInfo]]:
     """(what failed, its error) for a record's failure and its composite children's."""
     where = f"{record.kind} {record.name!r} at position {record.position}"
@@ -914,10 +1005,11 @@ def show_command(
         children = store.list_workflows(WorkflowFilter(parent_id=workflow_id))
         forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id))
         generations = _generations_of(store, workflow_id)
+        waiting = _waiting.why_waiting(store, row)
     if as_json:
         _echo_json(
             {
-                "workflow": _row_json(row, full=True),
+                "workflow": {**_row_json(row, full=True), "waiting": waiting},
                 "steps": [record.to_json() for record in records],
                 "children": [_row_json(child) for child in children],
                 "forks": [_row_json(fork) for fork in forks],
@@ -960,6 +1052,7 @@ def show_command(
         pairs.append(("timeout", f"{row.timeout:g}s, from when it is claimed", None))
     if row.recovery_attempts:
         pairs.append(("recoveries", str(row.recovery_attempts), None))
+    pairs.append(("inputs", inputs_text(row.inputs, width), None))
     if row.wake_at is not None and not row.status.is_terminal:
         pairs.append(("wakes at", when_text(row.wake_at) + " UTC", None))
     if row.status is Status.SUCCESS and row.result is not None:
@@ -971,7 +1064,9 @@ def show_command(
         pairs.append(("parked", row.error or "(no reason recorded)", "yellow"))
     elif row.status is Status.CANCELLED and row.error:
         pairs.append(("reason", row.error, "magenta"))
-    out.fields(pairs)
+    elif waiting:
+        pairs.append(("waiting", waiting, "yellow"))
+    out.fields(pairs, full={"waiting"})
     out.line()
     failed = {r.position for r in records if _failures(r)}
     if records:
@@ -1066,13 +1161,13 @@ def _print_tracebacks(out: _Printer, row: WorkflowRow, records: Sequence[Record]
         for where, error in _failures(record):
             out.line()
             out.line(f"{where} raised {error.type_name}: {error.message}", "bold red")
-            out.line(_traceback_text(error), newlines=True)
+            out.line(_traceback_text(error), newlines=True, code=True)
             shown = True
     if isinstance(row.result, Failure):
         error = row.result.error
         out.line()
         out.line(f"the workflow raised {error.type_name}: {error.message}", "bold red")
-        out.line(_traceback_text(error), newlines=True)
+        out.line(_traceback_text(error), newlines=True, code=True)
         shown = True
     if not shown:
         out.line()
@@ -1110,13 +1205,18 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
     "--children/--no-children", default=True, show_default=True, help="Cancel its children too."
 )
 @click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
-def cancel_command(workflow_id: str, url: str, children: bool, reason: str) -> None:
+@_json_option
+def cancel_command(workflow_id: str, url: str, children: bool, reason: str, as_json: bool) -> None:
     """Mark a run CANCELLED; the engine running it stops at its next record."""
     with _store(url) as store:
         row = _get_row(store, workflow_id)
         if row.status.is_terminal:
             raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
-        cancel_run(store, workflow_id, children=children, reason=reason)
+        cancelled = cancel_run(store, workflow_id, children=children, reason=reason)
+        after = _get_row(store, workflow_id)
+    if as_json:
+        _echo_json({**_row_json(after), "cancelled": cancelled})
+        return
     _echo(
         f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
         f"(a step under way finishes, but its outcome is not recorded). "
@@ -1140,8 +1240,9 @@ def _pickup_note(executor_id: str, app_version: str) -> str:
     help="Hand the run to this executor id (default: its own; an ENQUEUED run needs one).",
 )
 @click.option("--app-version", help="Restamp the run for this app version (default: its own).")
+@_json_option
 def resume_command(
-    workflow_id: str, url: str, executor: str | None, app_version: str | None
+    workflow_id: str, url: str, executor: str | None, app_version: str | None, as_json: bool
 ) -> None:
     """Mark a CANCELLED or PARKED run PENDING again, for its engine to continue it.
 
@@ -1169,6 +1270,10 @@ def resume_command(
             )
         resumed = resume_run(store, workflow_id, executor_id=executor, app_version=app_version)
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
+        after = _get_row(store, workflow_id)
+    if as_json:
+        _echo_json({**_row_json(after), "resumed": resumed, "replayed_positions": done})
+        return
     target = executor or row.executor_id
     children = resumed[1:]
     also = f" With it, the children its cancel reached: {', '.join(children)}." if children else ""
@@ -1226,7 +1331,13 @@ def _client(url: str, **options: Any) -> Iterator[Any]:
 )
 @click.option(
     "--app-version",
-    help="The version to stamp the run with: your engines' Engine(app_version=...).",
+    help="The version to stamp the run with: your engines' Engine(app_version=...); "
+    "'latest': the version the running engines run (`workflows versions` lists them).",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse the start when no running engine may run it (else: a warning).",
 )
 @_json_option
 def start_command(
@@ -1239,6 +1350,7 @@ def start_command(
     delay: timedelta | None,
     executor: str | None,
     app_version: str | None,
+    strict: bool,
     as_json: bool,
 ) -> None:
     """Start a run of the workflow registered as NAME, for your engines to run.
@@ -1247,9 +1359,10 @@ def start_command(
     Imports none of your code: the run is written to the store, ENQUEUED on
     --queue (the usual way: any engine draining that queue claims it) or
     PENDING for the engine --executor names. Engines run only runs of their
-    own app version, which this command cannot compute: --app-version says it.
-    The same --id with the same workflow and arguments is the same run;
-    anything else under a used id is refused.
+    own app version, which this command cannot compute: --app-version says it
+    (`latest`: the one the running engines run). A start that no running engine
+    may run warns; --strict refuses it. The same --id with the same workflow and
+    arguments is the same run; anything else under a used id is refused.
     """
     args = [] if args_json is None else _json_argument(args_json, "ARGS_JSON")
     if not isinstance(args, list):
@@ -1273,7 +1386,12 @@ def start_command(
         )
     if delay is not None and queue is None:
         raise _UsageError("--delay holds a run back on its queue: it needs --queue")
-    with _client(url, app_version=app_version) as client:
+    with _client(url, app_version=app_version, strict=strict) as client:
+        if app_version == "latest":
+            try:
+                client.app_version = _waiting.latest_version(client.store)
+            except _waiting.NoLatestVersion as exc:
+                raise CliError(str(exc)) from None
         existed = workflow_id is not None and client.store.get_workflow(workflow_id) is not None
         if queue is not None:
             handle = client.enqueue(
@@ -1308,8 +1426,9 @@ def start_command(
     "--key",
     help="An idempotency key: a second send with it delivers nothing (safe to retry).",
 )
+@_json_option
 def send_command(
-    workflow_id: str, message_json: str, url: str, topic: str, key: str | None
+    workflow_id: str, message_json: str, url: str, topic: str, key: str | None, as_json: bool
 ) -> None:
     """Put MESSAGE_JSON in run ID's inbox under --topic (approve a step from a shell).
 
@@ -1320,6 +1439,18 @@ def send_command(
     with _client(url) as client:
         row = _get_row(client.store, workflow_id)
         delivered = client.send(workflow_id, message, topic, idempotency_key=key)
+    if as_json:
+        _echo_json(
+            {
+                "workflow_id": workflow_id,
+                "name": row.name,
+                "status": row.status.value,
+                "topic": topic,
+                "key": key,
+                "delivered": delivered,
+            }
+        )
+        return
     if not delivered:
         _echo(
             f"not sent again: key {key!r} was used before for {workflow_id!r}, and that "
@@ -1415,13 +1546,19 @@ def stream_command(
         row = _get_row(client.store, workflow_id)
         if follow:
             seconds = None if timeout is None else timeout.total_seconds()
+            shown = 0
             try:
                 for value in client.read_stream(workflow_id, key, start, timeout=seconds):
                     show(value)
+                    shown += 1
             except TimeoutError as exc:
                 raise CliError(_one_line(exc)) from None
+            if not shown:  # the run ended: a key it never wrote was a mistake
+                _check_stream_key(client.store, _get_row(client.store, workflow_id), key)
             return
         values, closed, row = recorded_values(client.store, workflow_id, key, start)
+        if not values and not closed:
+            _check_stream_key(client.store, row, key, follow=False)
     for value in values:
         show(value)
     if not closed and not row.status.is_terminal:
@@ -1430,6 +1567,20 @@ def stream_command(
             "--follow prints the values still to come",
             err=True,
         )
+
+
+def _check_stream_key(store: Store, row: WorkflowRow, key: str, *, follow: bool = True) -> None:
+    """Exit 1 naming the run's streams when `key` is none of them (a typo, most often)."""
+    kinds = (WRITE_STREAM_KIND, CLOSE_STREAM_KIND)
+    keys = sorted({r.name for r in store.load_log(row.workflow_id) if r.kind in kinds})
+    if key in keys:
+        return
+    has = f"its streams: {', '.join(repr(k) for k in keys)}" if keys else "it has no stream"
+    later = "" if row.status.is_terminal or follow else "; --follow waits for what it writes later"
+    raise CliError(
+        f"workflow {row.workflow_id!r} ({row.name}, {row.status.value}) has written nothing to "
+        f"stream {key!r}: {has}{later}"
+    )
 
 
 @workflows.command("fork")
@@ -1445,6 +1596,7 @@ def stream_command(
 @click.option("--id", "new_id", help="The new run's id (default: ID-fork-<random>).")
 @click.option("--executor", help="Executor id to run the fork (default: the source's).")
 @click.option("--app-version", help="App version to stamp the fork with (default: the source's).")
+@_json_option
 def fork_command(
     workflow_id: str,
     from_position: int,
@@ -1452,6 +1604,7 @@ def fork_command(
     new_id: str | None,
     executor: str | None,
     app_version: str | None,
+    as_json: bool,
 ) -> None:
     """Copy a run's log below --from into a new PENDING run that goes on from there.
 
@@ -1470,6 +1623,10 @@ def fork_command(
         )
         # Re-affirming PENDING notifies ("resumed"): a running owner starts it at once.
         store.set_status(stored.workflow_id, Status.PENDING, only_from=(Status.PENDING,))
+    if as_json:
+        # workflow_id is the new run's; forked_from the source's.
+        _echo_json({**_row_json(stored), "kept_positions": kept})
+        return
     copied = f"keeping positions 0..{kept - 1}" if kept else "keeping no records"
     _echo(
         f"forked {workflow_id!r} into {stored.workflow_id!r}, {copied}; it runs live from "
@@ -1482,21 +1639,45 @@ def fork_command(
 @_url_option
 @click.option("--children", is_flag=True, help="Delete its child runs too.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-def delete_command(workflow_id: str, url: str, children: bool, yes: bool) -> None:
+@_json_option
+def delete_command(workflow_id: str, url: str, children: bool, yes: bool, as_json: bool) -> None:
     """Delete a run with its log, inbox and events (cancelling it first if it runs)."""
     with _store(url) as store:
         row = _get_row(store, workflow_id)
         if not yes:
-            click.confirm(
-                printable(
-                    f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
-                    + (" and children" if children else "")
-                    + "?"
-                ),
-                abort=True,
+            _confirm(
+                f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
+                + (" and children" if children else "")
+                + "?",
+                as_json=as_json,
             )
-        delete_run(store, workflow_id, children=children)
+        deleted = delete_run(store, workflow_id, children=children)
+    if as_json:
+        _echo_json(
+            {"workflow_id": workflow_id, "name": row.name, "deleted": deleted, "children": children}
+        )
+        return
     _echo(f"deleted {workflow_id!r}")
+
+
+def _confirm(question: str, *, as_json: bool = False) -> None:
+    """Ask `question` on the terminal; exit 1 on "no", and say to pass --yes with no terminal.
+
+    With --json, a prompt would be mixed into the JSON: --yes is needed.
+    """
+    if as_json:
+        raise _UsageError("--json prints no prompt: pass --yes to go ahead without one")
+    try:
+        yes = click.confirm(printable(question))
+    except click.Abort:
+        if sys.stdin is not None and sys.stdin.isatty():
+            raise  # Ctrl-C or Ctrl-D at the prompt: aborted, as asked
+        raise CliError(
+            "no answer to the confirmation: standard input is not a terminal (a script or a "
+            "pipe); pass --yes to go ahead without asking"
+        ) from None
+    if not yes:
+        raise click.Abort()
 
 
 @workflows.command("gc")
@@ -1515,8 +1696,14 @@ def delete_command(workflow_id: str, url: str, children: bool, yes: bool) -> Non
 )
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@_json_option
 def gc_command(
-    url: str, older_than: timedelta, include_unfinished: bool, dry_run: bool, yes: bool
+    url: str,
+    older_than: timedelta,
+    include_unfinished: bool,
+    dry_run: bool,
+    yes: bool,
+    as_json: bool,
 ) -> None:
     """Retention: delete old runs; by default only finished ones."""
     try:
@@ -1534,14 +1721,22 @@ def gc_command(
         matching = [row for row in matching if live_parent(store, row) is None]
         spared = before - len(matching)
         kept = f" ({spared} kept: their parents are unfinished)" if spared else ""
+        report = {"cutoff": _iso(cutoff), "matching": len(matching), "kept": spared}
         if dry_run or not matching:
+            if as_json:
+                _echo_json({**report, "deleted": 0, "dry_run": dry_run})
+                return
             click.echo(f"{len(matching)} {what} created before {when_text(cutoff)} UTC{kept}")
             return
         if not yes:
-            click.confirm(
-                f"delete {len(matching)} {what} created before {when_text(cutoff)} UTC?", abort=True
+            _confirm(
+                f"delete {len(matching)} {what} created before {when_text(cutoff)} UTC?",
+                as_json=as_json,
             )
         deleted = collect_garbage(store, cutoff, keep_running=not include_unfinished)
+    if as_json:
+        _echo_json({**report, "deleted": deleted, "dry_run": False})
+        return
     click.echo(f"deleted {deleted} {what} created before {when_text(cutoff)} UTC{kept}")
 
 

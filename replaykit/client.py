@@ -35,9 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
-from replaykit import serde
+from replaykit import _waiting, serde
 from replaykit.commands import as_seconds, earliest_deadline, run_deadline
-from replaykit.errors import DuplicateDedupId, WorkflowNotFound, WorkflowTimeout
+from replaykit.errors import DuplicateDedupId, UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, schedules, streams
@@ -53,6 +53,8 @@ T = TypeVar("T")
 log = logging.getLogger("replaykit.client")
 
 DEFAULT_IO_WORKERS = 4
+#: How long a start's check of the running engines is reused (seconds).
+_ENGINE_CHECK_KEPT = 5.0
 
 
 class ClientHandle:
@@ -101,6 +103,11 @@ class Client:
     within one process). `codec` is the payload codec the engines use
     (`Engine(codec=...)`): what the client sends and starts is encoded with it,
     and what it reads decoded.
+
+    A start that no running engine may run (no engine of its version runs, its
+    executor's engine is down, or an engine of the version wrote that it cannot
+    run the workflow) logs a warning; with `strict=True` it is refused with
+    `UnknownWorkflowError` and nothing is written.
     """
 
     def __init__(
@@ -112,8 +119,11 @@ class Client:
         poll_interval: float = 0.5,
         max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
         codec: PayloadCodec | None = None,
+        strict: bool = False,
     ) -> None:
         self._closed = False
+        self.strict = strict
+        self._engine_checks: dict[tuple[str, str, str | None], tuple[float, str]] = {}
         # The engines' retry policy: the store retries what may run twice; inside
         # it, the engines' payload codec (give the client the one they use).
         self.codec = codec
@@ -219,7 +229,9 @@ class Client:
             timeout=seconds,
             deadline=deadline,
         )
+        warning = self._check_engines(row)
         stored, ours = self._create(row)
+        self._warn(warning)
         if ours:
             self._hand_over(stored)
         return ClientHandle(self, stored.workflow_id)
@@ -270,12 +282,14 @@ class Client:
             timeout=seconds,
             deadline=deadline,
         )
+        warning = self._check_engines(row)
         try:
             stored, _ours = self._create(row)
         except DuplicateDedupId as exc:
             if if_exists == "return":
                 return ClientHandle(self, exc.existing_id)
             raise
+        self._warn(warning)
         return ClientHandle(self, stored.workflow_id)
 
     def _version(self, name: str, app_version: str | None) -> str:
@@ -335,6 +349,45 @@ class Client:
             deadline=deadline,
             timeout=timeout,
         )
+
+    def _check_engines(self, row: WorkflowRow) -> str:
+        """Why no running engine may run this start ("" if nothing known); refused if strict.
+
+        The warning is logged once the run is stored (`_warn`): a start refused
+        for another reason says only that. The answer is kept for a few seconds
+        per workflow, version and executor: a loop of starts reads the
+        heartbeats once, and warns once.
+        """
+        key = (row.name, row.app_version, row.executor_id or None)
+        now = time.monotonic()
+        kept = self._engine_checks.get(key)
+        if kept is not None and now - kept[0] <= _ENGINE_CHECK_KEPT:
+            why, fresh = kept[1], False
+        else:
+            try:
+                why = _waiting.start_warning(
+                    self.store, row.name, row.app_version, executor_id=row.executor_id or None
+                )
+            except Exception:
+                if self.strict:
+                    raise  # a strict start that cannot check is not made
+                return ""  # a diagnostic only: the start itself says what is wrong
+            self._engine_checks[key] = (now, why)
+            fresh = True
+        if not why:
+            return ""
+        start = f"start of workflow {row.name!r} (id {row.workflow_id!r})"
+        if self.strict:
+            raise UnknownWorkflowError(
+                f"{start} refused (strict): {why}. Start an engine that runs it first, or "
+                "start without strict to leave the run waiting for one"
+            )
+        return f"{start}: {why}" if fresh else ""
+
+    @staticmethod
+    def _warn(warning: str) -> None:
+        if warning:
+            log.warning("%s", warning)
 
     def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
         """Store the run; (the stored run, whether this call wrote it)."""
@@ -633,7 +686,8 @@ class Client:
                 if deadline is not None:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise _still_running(row, timeout)
+                        why = _waiting.why_waiting(self.store, row)
+                        raise _waiting.still_running(row, timeout, why)
                     wait = min(wait, left)
                 finished.wait(wait)
                 finished.clear()
@@ -671,13 +725,6 @@ class Client:
             callbacks = list(self._waiters.get((kind, key), ()))
         for callback in callbacks:
             callback()
-
-
-def _still_running(row: WorkflowRow, timeout: float | None) -> WorkflowTimeout:
-    return WorkflowTimeout(
-        f"workflow {row.name!r} (id {row.workflow_id!r}) is still {row.status.value} after "
-        f"{timeout}s" + (f": {row.error}" if row.error else "")
-    )
 
 
 class AsyncClientHandle:
@@ -996,7 +1043,8 @@ class AsyncClient:
                 if deadline is not None:
                     left = deadline - loop.time()
                     if left <= 0:
-                        raise _still_running(row, timeout)
+                        why = await self.off_loop(_waiting.why_waiting, client.store, row)
+                        raise _waiting.still_running(row, timeout, why)
                     wait = min(wait, left)
                 await _wait_event(finished, wait)
 

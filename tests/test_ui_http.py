@@ -303,6 +303,25 @@ def test_failed_run_shows_its_error_and_traceback(engine: Engine, client: httpx.
     assert 'id="cancel"' not in page  # a finished run is not cancelled
 
 
+def test_a_pending_run_no_engine_runs_says_why_it_waits(
+    engine: Engine, client: httpx.Client, store: Store
+) -> None:
+    # Stamped with a version no running engine has: the engine (v1) never takes it.
+    store.create_workflow(
+        WorkflowRow("old-version", quick.workflow_name, Status.PENDING, executor_id="app",
+                    app_version="v0", inputs={"args": [1], "kwargs": {}})
+    )  # fmt: skip
+    page = client.get("/run", params={"id": "old-version"}).text
+    notice = re.search(r'<p class="notice warn" id="waiting">Waiting: (.*?)</p>', page)
+    assert notice, page
+    assert "waits for an engine of version &#39;v0&#39;" in notice.group(1)
+    assert "engines running: version &#39;v1&#39; (app)" in notice.group(1)
+    # A run its engine runs has nothing of the kind.
+    engine.start(waiter_wf, workflow_id="listening")
+    wait_for(lambda: waiting(engine, "listening"), "the run to wait")
+    assert 'id="waiting"' not in client.get("/run", params={"id": "listening"}).text
+
+
 # -- actions -----------------------------------------------------------------------------------
 
 

@@ -244,6 +244,16 @@ class MemoryStore:
         with self._lock:
             self._heartbeats[executor_id] = (app_version, now)
 
+    def read_heartbeats(self, since: datetime) -> list[tuple[str, str, datetime]]:
+        """(executor id, app version, last seen) of the engines heard from at `since` or later.
+
+        Not part of the `Store` protocol: replaykit/_waiting.py asks for it where a
+        store has it, to say which engines run.
+        """
+        with self._lock:
+            beats = sorted(self._heartbeats.items())
+        return [(executor, version, seen) for executor, (version, seen) in beats if seen >= since]
+
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:

@@ -1574,6 +1574,22 @@ class PostgresStore:
                 (executor_id, app_version, now),
             )
 
+    def read_heartbeats(self, since: datetime) -> list[tuple[str, str, datetime]]:
+        """(executor id, app version, last seen) of the engines heard from at `since` or later.
+
+        Not part of the `Store` protocol: replaykit/_waiting.py asks for it where a
+        store has it, to say which engines run (a read; nothing is locked).
+        """
+        rows = self._all(
+            self._q(
+                "SELECT executor_id, app_version, seen_at FROM {s}.heartbeats "
+                "WHERE seen_at >= %s ORDER BY executor_id"
+            ),
+            (since,),
+            prepare=False,
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:

@@ -994,6 +994,20 @@ class SqliteStore:
             )
         )
 
+    def read_heartbeats(self, since: datetime) -> list[tuple[str, str, datetime]]:
+        """(executor id, app version, last seen) of the engines heard from at `since` or later.
+
+        Not part of the `Store` protocol: replaykit/_waiting.py asks for it where a
+        store has it, to say which engines run (a read; nothing is locked).
+        """
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT executor_id, app_version, seen_at FROM heartbeats WHERE seen_at >= ? "
+                "ORDER BY executor_id",
+                (_to_micros(since),),
+            ).fetchall()
+        return [(r[0], r[1], _from_micros(r[2]) or since) for r in rows]
+
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from replaykit._text import composite_children, encoded_text, format_duration, outcome_summary
+from replaykit._waiting import why_waiting
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.serde import ErrorInfo
@@ -302,6 +303,8 @@ class RunPage:
     can_fork: bool
     # The run's newest earlier generations (continue-as-new), oldest first.
     generations: list[WorkflowRow] = attrs.field(factory=list)
+    # Why a PENDING or ENQUEUED run is not running, when the store knows (_waiting.py).
+    waiting: str = ""
 
 
 def _outcome_state(outcome: Outcome | None) -> str:
@@ -571,7 +574,8 @@ def run_page(
         inputs=pretty_json(row.inputs),
         result=result,
         error=error,
-        problem=row.error,
+        # A waiting run's note is part of why it waits (`waiting`), shown once.
+        problem="" if row.status in (Status.PENDING, Status.ENQUEUED) else row.error,
         steps=steps,
         log_error=log_error,
         span=span,
@@ -588,6 +592,7 @@ def run_page(
         can_resume=row.status in (Status.CANCELLED, Status.PARKED),
         can_fork=not log_error,
         generations=_generations(store, row),
+        waiting=why_waiting(store, row, now=now),
     )
 
 

@@ -1,0 +1,242 @@
+"""Why a run waits, and which versions engines run: `workflows show`, `WorkflowTimeout`,
+`workflows versions`, `start --app-version latest` and a start no engine may run.
+
+On SQLite files and PostgreSQL schemas. The running engines are real engines
+(they beat their heartbeats into the store); the command and the client only
+read what they wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Generator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from replaykit import Engine, Recv, Step, workflow
+from replaykit._waiting import LiveEngine, live_engines, why_waiting
+from replaykit.cli import cli
+from replaykit.client import Client
+from replaykit.errors import UnknownWorkflowError, WorkflowTimeout
+from replaykit.log import Status
+from replaykit.stores import open_store
+from replaykit.stores.base import WorkflowRow
+
+
+def echo(value: Any) -> Any:
+    return value
+
+
+@workflow(name="cli-wait-echo")
+def echo_wf(value: Any) -> Generator[Any, Any, Any]:
+    got = yield Step("echo", echo, value)
+    return got
+
+
+@workflow(name="cli-wait-recv")
+def recv_wf() -> Generator[Any, Any, Any]:
+    return (yield Recv("go"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'cli.db'}"
+    else:
+        url = f"{request.getfixturevalue('pg_url')}?schema={request.getfixturevalue('pg_schema')}"
+    open_store(url).close()  # the schema, as an application's engine creates it
+    yield url
+
+
+def engine(url: str, executor_id: str, app_version: str, **options: Any) -> Engine:
+    return Engine(
+        url, executor_id=executor_id, app_version=app_version, poll_interval=0.05, **options
+    )
+
+
+def rk(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout
+
+
+def error(result: Result, code: int = 1) -> str:
+    assert result.exit_code == code, (result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    return lines[0]
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def field(out: str, label: str) -> str:
+    """The value of `show`'s `label  value` line (piped: one line)."""
+    for line in out.splitlines():
+        if line.startswith(label + " "):
+            return line[len(label) :].strip()
+    raise AssertionError(f"no {label!r} line in:\n{out}")
+
+
+# -- why a PENDING run waits --------------------------------------------------------------------
+
+
+def test_show_and_workflow_timeout_say_a_run_waits_for_an_engine_of_its_version(url: str) -> None:
+    with engine(url, "web-1", "v2"), Client(url, app_version="v1", executor_id="web-1") as client:
+        handle = client.start("cli-wait-echo", 1, workflow_id="old-1")
+        out = ok(rk("workflows", "show", "old-1", "--url", url))
+        why = field(out, "waiting")
+        assert "waits for an engine of version 'v1'" in why
+        assert "engines running: version 'v2' (web-1)" in why
+        assert "workflows resume old-1 --app-version V" in why
+        shown = json.loads(ok(rk("workflows", "show", "old-1", "--url", url, "--json")))
+        assert shown["workflow"]["waiting"] == why
+        with pytest.raises(WorkflowTimeout) as timed_out:
+            handle.result(timeout=0.05)
+        message = str(timed_out.value)
+        assert "'old-1'" in message and "still PENDING after 0.05s" in message
+        assert "waits for an engine of version 'v1'; engines running: version 'v2'" in message
+
+
+def test_show_says_the_engine_of_the_version_cannot_run_an_unregistered_workflow(
+    url: str,
+) -> None:
+    with engine(url, "web-1", "v1"), Client(url, app_version="v1", executor_id="web-1") as client:
+        client.start("cli-wait-nobody-registered-this", workflow_id="unknown-1")
+        wait_for(lambda: bool(client.handle("unknown-1").row().error), "the engine's note")
+        why = field(ok(rk("workflows", "show", "unknown-1", "--url", url)), "waiting")
+        assert "engine 'web-1' (version 'v1') cannot run workflow" in why
+        assert "cli-wait-nobody-registered-this" in why
+
+
+def test_show_says_a_runs_engine_is_not_running_and_a_live_one_waits_for_nothing(
+    url: str,
+) -> None:
+    with engine(url, "web-1", "v1") as eng:
+        with Client(url, app_version="v1", executor_id="web-gone") as client:
+            client.start("cli-wait-echo", 1, workflow_id="orphan-1")
+        why = field(ok(rk("workflows", "show", "orphan-1", "--url", url)), "waiting")
+        assert "executor id 'web-gone' (version 'v1'), which is not running" in why
+        assert "Engines of that version running: web-1" in why
+        # A run its engine runs, waiting for a message, waits for nothing the store
+        # knows of: its timeline says what it waits for.
+        eng.start(recv_wf, workflow_id="listening-1")
+        wait_for(lambda: bool(eng.steps("listening-1")), "the run to wait")
+        out = ok(rk("workflows", "show", "listening-1", "--url", url))
+        assert "waiting " not in out and "recv" in out
+
+
+def test_show_folds_why_a_run_waits_on_a_narrow_terminal(url: str) -> None:
+    with engine(url, "web-1", "v2"), Client(url, app_version="v1", executor_id="web-1") as client:
+        client.start("cli-wait-echo", 1, workflow_id="old-narrow")
+        out = CliRunner().invoke(
+            cli,
+            ["workflows", "show", "old-narrow", "--url", url],
+            env={"FORCE_COLOR": "1", "COLUMNS": "80"},
+        )
+    lines = ANSI.sub("", ok(out)).splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    start = next(i for i, line in enumerate(lines) if line.startswith("waiting "))
+    assert lines[start + 1].startswith(" " * 10)  # folded under its value column
+    text = " ".join(" ".join(lines[start:]).split())
+    assert "engines running: version 'v2' (web-1)" in text  # folded, not cut
+    assert "--app-version V`)" in text
+
+
+# -- versions, latest, and starts no engine may run -----------------------------------------------
+
+
+def test_versions_lists_the_live_engines_and_the_unfinished_runs_of_each(url: str) -> None:
+    with Client(url, app_version="v0", executor_id="gone") as client:
+        client.start("cli-wait-echo", 1, workflow_id="v0-run")
+    with engine(url, "web-1", "v1"), engine(url, "worker-1", "v1", queues=[]):
+        with Client(url, app_version="v1", executor_id="web-1") as client:
+            client.start("cli-wait-recv", workflow_id="v1-run")
+        listed = json.loads(ok(rk("workflows", "versions", "--url", url, "--json")))
+        table = ok(rk("workflows", "versions", "--url", url))
+    by_version = {entry["app_version"]: entry for entry in listed}
+    assert set(by_version) == {"v0", "v1"}
+    assert [e["executor_id"] for e in by_version["v1"]["engines"]] == ["web-1", "worker-1"]
+    assert by_version["v1"]["unfinished"] == 1 and by_version["v1"]["pending"] == 1
+    assert by_version["v0"]["engines"] == [] and by_version["v0"]["pending"] == 1
+    assert listed[0]["app_version"] == "v1"  # versions with engines first
+    rows = {line.split()[0]: line for line in table.splitlines()[1:]}
+    assert "web-1, worker-1" in rows["v1"] and "none running" in rows["v0"]
+
+
+def test_start_app_version_latest_takes_the_running_engines_version(url: str) -> None:
+    start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--executor", "web-1")
+    latest = ("--app-version", "latest")
+    assert "no engine is running" in error(rk(*start, *latest))
+    with engine(url, "web-1", "v7"):
+        started = json.loads(ok(rk(*start, *latest, "--id", "l-1", "--json")))
+        assert started["app_version"] == "v7"
+        with engine(url, "web-2", "v8"):
+            two = error(rk(*start, *latest))
+            assert "'v7'" in two and "'v8'" in two and "pass one" in two
+
+
+def test_a_start_no_running_engine_may_run_warns_and_strict_refuses(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--queue", "q")
+    with engine(url, "web-1", "v1"):
+        warned = rk(*start, "--app-version", "v9", "--id", "w-1")
+        assert warned.exit_code == 0, warned.output
+        assert "Warning: start of workflow 'cli-wait-echo' (id 'w-1')" in warned.stderr
+        assert "no engine of that version runs (engines running: version 'v1'" in warned.stderr
+        refused = error(rk(*start, "--app-version", "v9", "--id", "w-2", "--strict"))
+        assert "refused (strict)" in refused
+        assert open_store(url).get_workflow("w-2") is None  # nothing was written
+        quiet = rk(*start, "--app-version", "v1", "--id", "w-3", "--strict")
+        assert quiet.exit_code == 0 and "Warning" not in quiet.stderr
+
+        # A name an engine of the version said it cannot run: the client warns too.
+        with Client(url, app_version="v1", executor_id="web-1") as client:
+            client.start("cli-wait-unregistered", workflow_id="u-1")
+            wait_for(lambda: bool(client.handle("u-1").row().error), "the engine's note")
+        with Client(url, app_version="v1", executor_id="web-1") as client:
+            with caplog.at_level(logging.WARNING, logger="replaykit.client"):
+                client.start("cli-wait-unregistered", workflow_id="u-2")
+            assert "could not run an earlier run of workflow 'cli-wait-unregistered'" in (
+                caplog.text
+            )
+        with Client(url, app_version="v1", executor_id="web-1", strict=True) as client:
+            with pytest.raises(UnknownWorkflowError, match="'u-1'"):
+                client.start("cli-wait-unregistered", workflow_id="u-3")
+            assert client.handle("u-2").status() is Status.PENDING
+
+
+def test_every_store_reads_the_heartbeats_of_the_last_30_seconds(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeat("gone", "v1", now - timedelta(seconds=31))
+        store.heartbeat("web-2", "v2", now - timedelta(seconds=29))
+        store.heartbeat("web-1", "v2", now)
+        found = live_engines(store, now=now)
+        assert found is not None
+        assert [(e.executor_id, e.app_version) for e in found] == [("web-1", "v2"), ("web-2", "v2")]
+        assert all(isinstance(e, LiveEngine) and e.seen_at.tzinfo is not None for e in found)
+        row = WorkflowRow("r", "n", Status.PENDING, executor_id="gone", app_version="v1")
+        assert "engines running: version 'v2' (web-1, web-2)" in why_waiting(store, row, now=now)
+    finally:
+        store.close()
