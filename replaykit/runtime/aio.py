@@ -30,8 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
-from replaykit.errors import UnknownWorkflowError, WorkflowNotFound, WorkflowTimeout
+from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
@@ -631,11 +632,8 @@ class AsyncEngine:
                         row = row or await self._read_row(workflow_id)
                         if row.status.is_terminal:
                             return row
-                        raise WorkflowTimeout(
-                            f"workflow {row.name!r} (id {workflow_id!r}) is still "
-                            f"{row.status.value} after {timeout}s"
-                            + (f": {row.error}" if row.error else "")
-                        )
+                        why = await self.off_loop(why_waiting, self.engine.store, row)
+                        raise still_running(row, timeout, why)
                     wait = min(wait, left)
                 timer = loop.call_later(wait, _settle, finished, False)
                 try:

@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar, cast
 import attrs
 
 from replaykit import serde
+from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import as_seconds, earliest_deadline, run_deadline
 from replaykit.errors import (
     DamagedData,
@@ -35,7 +36,6 @@ from replaykit.errors import (
     WorkflowDeadlineExceeded,
     WorkflowIdConflict,
     WorkflowNotFound,
-    WorkflowTimeout,
 )
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
@@ -1307,11 +1307,7 @@ class Engine:
                         row = row or read()
                         if row.status.is_terminal:
                             return row
-                        raise WorkflowTimeout(
-                            f"workflow {row.name!r} (id {workflow_id!r}) is still "
-                            f"{row.status.value} after {timeout}s"
-                            + (f": {row.error}" if row.error else "")
-                        )
+                        raise still_running(row, timeout, why_waiting(self.store, row))
                     wait = min(wait, left)
                 # After a wake-up the cache is asked first, then the store: a run
                 # cancelled or deleted elsewhere (the CLI, another process) is never
