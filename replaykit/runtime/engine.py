@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar, cast
 import attrs
 
 from replaykit import serde
+from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import as_seconds, earliest_deadline, run_deadline
 from replaykit.errors import (
@@ -49,7 +50,7 @@ from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.pool import WorkPool
-from replaykit.runtime.queues import Queue, QueueItem
+from replaykit.runtime.queues import Queue, QueueItem, queue_named
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.scheduler import Scheduler
 from replaykit.runtime.schedules import (
@@ -187,8 +188,21 @@ class Engine:
         meter_provider: Any = None,
         codec: PayloadCodec | None = None,
     ) -> None:
-        if executor_wait < 0:
-            raise ValueError(f"executor_wait must be >= 0 seconds, not {executor_wait}")
+        # Everything is checked before anything is taken (the store, the executor hold):
+        # a refused argument leaves no hold behind for the next engine to wait on.
+        checked_wait(executor_wait, "Engine(executor_wait=...)")
+        poll_interval = checked_interval(poll_interval, "Engine(poll_interval=...)")
+        lease_seconds = checked_interval(lease_seconds, "Engine(lease_seconds=...)")
+        checked_count(max_workers, "Engine(max_workers=...)", minimum=1)
+        checked_count(step_workers, "Engine(step_workers=...)", minimum=1)
+        checked_count(max_cached_runs, "Engine(max_cached_runs=...)")
+        checked_count(max_recovery_attempts, "Engine(max_recovery_attempts=...)")
+        checked_count(max_payload_bytes, "Engine(max_payload_bytes=...)", minimum=1)
+        listened = (
+            None if queues is None else [q.name if isinstance(q, Queue) else q for q in queues]
+        )
+        for name in listened or ():
+            queue_named(name)  # a queue no Queue(...) declares is refused, naming those that are
         self._closed = False
         # One retry policy for every room: the store retries what may run twice.
         # Inside it, the payload codec: a retried call re-encodes nothing it sent.
@@ -210,100 +224,108 @@ class Engine:
         except BaseException:
             self.store.close()
             raise
-        self.strict = strict
-        self.clock: Clock = clock or SystemClock()
-        self.max_recovery_attempts = max_recovery_attempts
-        self.poll_interval = poll_interval
-        self.max_payload_bytes = max_payload_bytes
-        # Kept as given: the testing kit passes a mapping that counts the lookups.
-        self.step_overrides: Mapping[str, Callable[..., Any]] = (
-            {} if step_overrides is None else step_overrides
-        )
-        self.entropy: Entropy = entropy or system_entropy
-        self.logger = log
-        self.lease_seconds = lease_seconds
-        self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
-        # Decided once: with no OpenTelemetry (or its no-op providers) the hot path
-        # tests a flag and does nothing more.
-        self.telemetry = Telemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
-        self._runner = EffectRunner(self, loop=step_loop, telemetry=self.telemetry)
-        # An application's loop shares the interpreter lock with the engine's threads:
-        # the busiest of them step aside for it after each millisecond of work.
-        self.courtesy = courtesy.Courtesy(courtesy.WORK if step_loop is not None else None)
-        self.wakeups = Wakeups(
-            self.clock,
-            poll_interval=poll_interval,
-            dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
-            busy=lambda: self.scheduler.busy,
-            sweep=self._sweep,
-            expire=self._expire_at_deadline,
-        )
-        self.claims = Claims(
-            self.store,
-            self.clock,
-            executor_id=executor_id,
-            app_version=self.app_version,
-            queue_names=(
-                None if queues is None else [q.name if isinstance(q, Queue) else q for q in queues]
-            ),
-            capacity=max_workers * 2,
-            lease_seconds=lease_seconds,
-            poll_interval=poll_interval,
-            dispatch=lambda workflow_id, row, fresh: self.scheduler.dispatch(
-                workflow_id, row=row, fresh=fresh
-            ),
-            forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
-            hold=self._hold,
-        )
-        # Blocking work of activations: step bodies and effects that wait on the big
-        # pool; the short store work around them (reading a run, finishing it,
-        # parking it) on a small one of its own, so that long steps filling the big
-        # pool do not hold up other runs' finishes.
-        workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
-        bookkeepers = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
-        self.scheduler = Scheduler(
-            store=self.store,
-            records=self.records,
-            runner=self._runner,
-            wakeups=self.wakeups,
-            clock=self.clock,
-            executor_id=executor_id,
-            app_version=self.app_version,
-            strict=strict,
-            warm=WarmCache(self.clock, capacity=max_cached_runs, jump_for=self.wakeups.jump_for),
-            async_steps=AsyncSteps(
-                self._runner,
+        try:
+            self.strict = strict
+            self.clock: Clock = clock or SystemClock()
+            self.max_recovery_attempts = max_recovery_attempts
+            self.poll_interval = poll_interval
+            self.max_payload_bytes = max_payload_bytes
+            # Kept as given: the testing kit passes a mapping that counts the lookups.
+            self.step_overrides: Mapping[str, Callable[..., Any]] = (
+                {} if step_overrides is None else step_overrides
+            )
+            self.entropy: Entropy = entropy or system_entropy
+            self.logger = log
+            self.lease_seconds = lease_seconds
+            self.step_pool = ThreadPoolExecutor(step_workers, thread_name_prefix="replaykit-step")
+            # Decided once: with no OpenTelemetry (or its no-op providers) the hot path
+            # tests a flag and does nothing more.
+            self.telemetry = Telemetry(
+                tracer_provider=tracer_provider, meter_provider=meter_provider
+            )
+            self._runner = EffectRunner(self, loop=step_loop, telemetry=self.telemetry)
+            # An application's loop shares the interpreter lock with the engine's threads:
+            # the busiest of them step aside for it after each millisecond of work.
+            self.courtesy = courtesy.Courtesy(courtesy.WORK if step_loop is not None else None)
+            self.wakeups = Wakeups(
                 self.clock,
-                post_many=lambda events: self.scheduler.post_many(events),
-                offload=bookkeepers,
-            ),
-            books=Books(
+                poll_interval=poll_interval,
+                dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
+                busy=lambda: self.scheduler.busy,
+                sweep=self._sweep,
+                expire=self._expire_at_deadline,
+            )
+            self.claims = Claims(
                 self.store,
-                self.records,
                 self.clock,
-                self.telemetry,
                 executor_id=executor_id,
                 app_version=self.app_version,
-                max_payload_bytes=max_payload_bytes,
-                max_recovery_attempts=max_recovery_attempts,
-                park=self.park,
-                queue_run_done=self.claims.run_done,
-                tell=self.wakeups.tell_listeners,
-                post_many=lambda events: self.scheduler.post_many(events),
-            ),
-            workers=workers,
-            bookkeepers=bookkeepers,
-            poll_interval=poll_interval,
-            watch_deadline=self._watch_deadline,
-            courtesy=self.courtesy,
-        )
-        self.schedules = ScheduleLoop(
-            self.store,
-            self.clock,
-            registered_schedules() if schedules else (),
-            poll_interval=poll_interval,
-            fire=self._fire,
-        )
+                queue_names=listened,
+                capacity=max_workers * 2,
+                lease_seconds=lease_seconds,
+                poll_interval=poll_interval,
+                dispatch=lambda workflow_id, row, fresh: self.scheduler.dispatch(
+                    workflow_id, row=row, fresh=fresh
+                ),
+                forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
+                hold=self._hold,
+            )
+            # Blocking work of activations: step bodies and effects that wait on the big
+            # pool; the short store work around them (reading a run, finishing it,
+            # parking it) on a small one of its own, so that long steps filling the big
+            # pool do not hold up other runs' finishes.
+            workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
+            bookkeepers = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
+            self.scheduler = Scheduler(
+                store=self.store,
+                records=self.records,
+                runner=self._runner,
+                wakeups=self.wakeups,
+                clock=self.clock,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                strict=strict,
+                warm=WarmCache(
+                    self.clock, capacity=max_cached_runs, jump_for=self.wakeups.jump_for
+                ),
+                async_steps=AsyncSteps(
+                    self._runner,
+                    self.clock,
+                    post_many=lambda events: self.scheduler.post_many(events),
+                    offload=bookkeepers,
+                ),
+                books=Books(
+                    self.store,
+                    self.records,
+                    self.clock,
+                    self.telemetry,
+                    executor_id=executor_id,
+                    app_version=self.app_version,
+                    max_payload_bytes=max_payload_bytes,
+                    max_recovery_attempts=max_recovery_attempts,
+                    park=self.park,
+                    queue_run_done=self.claims.run_done,
+                    tell=self.wakeups.tell_listeners,
+                    post_many=lambda events: self.scheduler.post_many(events),
+                ),
+                workers=workers,
+                bookkeepers=bookkeepers,
+                poll_interval=poll_interval,
+                watch_deadline=self._watch_deadline,
+                courtesy=self.courtesy,
+            )
+            self.schedules = ScheduleLoop(
+                self.store,
+                self.clock,
+                registered_schedules() if schedules else (),
+                poll_interval=poll_interval,
+                fire=self._fire,
+            )
+        except BaseException:
+            # Nothing runs yet: let go of what was taken, so no later engine waits on it.
+            self._hold.release()
+            self.store.close()
+            raise
         self._unsubscribe: Callable[[], None] = lambda: None
         if self.telemetry.metering:
             self.telemetry.watch_queues(self._queue_depths)
@@ -450,7 +472,6 @@ class Engine:
         priority: int = 0,
         dedup_id: str | None = None,
         delay: timedelta | float | None = None,
-        inline: bool = False,
         timeout: float | None = None,
         deadline: datetime | None = None,
     ) -> tuple[WorkflowRow, bool]:
@@ -892,7 +913,7 @@ class Engine:
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
-        row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id, inline=True)
+        row, _created = self.create_run(wf, args, kwargs, workflow_id=workflow_id)
         return WorkflowHandle[R](self, row.workflow_id, wf.result_type).result(timeout)
 
     def handle(self, workflow_id: str) -> WorkflowHandle[Any]:

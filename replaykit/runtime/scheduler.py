@@ -360,14 +360,11 @@ class Scheduler:
         *,
         row: WorkflowRow | None = None,
         fresh: bool = False,
-        inline: bool = False,
     ) -> None:
         """Run an activation of `workflow_id` soon (at most one at a time per run).
 
         `row` is the run as this engine just stored or claimed it, which spares
         the first activation a read; `fresh` says its log is empty (just created).
-        (`inline` is accepted for the callers that once ran the first activation
-        on their own thread; the scheduler thread runs every activation now.)
         """
         seen = self.wakeups.seq()
         with self._cv:
