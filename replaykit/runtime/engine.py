@@ -61,6 +61,7 @@ from replaykit.runtime.schedules import (
 )
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
+from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
@@ -276,6 +277,20 @@ class Engine:
             # pool do not hold up other runs' finishes.
             workers = WorkPool(max_workers, thread_name_prefix="replaykit-run")
             bookkeepers = WorkPool(BOOKKEEPERS, thread_name_prefix="replaykit-books")
+            books = Books(
+                self.store,
+                self.records,
+                self.clock,
+                self.telemetry,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                max_payload_bytes=max_payload_bytes,
+                max_recovery_attempts=max_recovery_attempts,
+                park=self.park,
+                queue_run_done=self.claims.run_done,
+                tell=self.wakeups.tell_listeners,
+                post_many=lambda events: self.scheduler.post_many(events),
+            )
             self.scheduler = Scheduler(
                 store=self.store,
                 records=self.records,
@@ -284,7 +299,18 @@ class Engine:
                 clock=self.clock,
                 executor_id=executor_id,
                 app_version=self.app_version,
-                strict=strict,
+                work=Work(
+                    self.store,
+                    self.records,
+                    self._runner,
+                    books,
+                    self.clock,
+                    executor_id=executor_id,
+                    app_version=self.app_version,
+                    strict=strict,
+                    closed=lambda: self.scheduler.closed,
+                    watch_deadline=self._watch_deadline,
+                ),
                 warm=WarmCache(
                     self.clock, capacity=max_cached_runs, jump_for=self.wakeups.jump_for
                 ),
@@ -294,24 +320,10 @@ class Engine:
                     post_many=lambda events: self.scheduler.post_many(events),
                     offload=bookkeepers,
                 ),
-                books=Books(
-                    self.store,
-                    self.records,
-                    self.clock,
-                    self.telemetry,
-                    executor_id=executor_id,
-                    app_version=self.app_version,
-                    max_payload_bytes=max_payload_bytes,
-                    max_recovery_attempts=max_recovery_attempts,
-                    park=self.park,
-                    queue_run_done=self.claims.run_done,
-                    tell=self.wakeups.tell_listeners,
-                    post_many=lambda events: self.scheduler.post_many(events),
-                ),
+                books=books,
                 workers=workers,
                 bookkeepers=bookkeepers,
                 poll_interval=poll_interval,
-                watch_deadline=self._watch_deadline,
                 courtesy=self.courtesy,
             )
             self.schedules = ScheduleLoop(

@@ -29,33 +29,28 @@ from typing import Any
 
 import attrs
 
-from replaykit import serde
 from replaykit.commands import All, Race, Step
 from replaykit.errors import (
     Cancelled,
     ControlSignal,
     DamagedData,
-    InvalidCommandError,
     NonDeterminismError,
     RecordConflict,
     StoreUnavailable,
-    UnknownWorkflowError,
 )
 from replaykit.interpreter import (
     ContinuedAsNew,
     Decision,
     Effect,
     Failed,
-    Interpreter,
 )
-from replaykit.log import Failure, Outcome, Record, Status
-from replaykit.registry import lookup
+from replaykit.log import Outcome, Record, Status
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
-from replaykit.runtime.effects import Backoff, EffectRunner, is_async
+from replaykit.runtime.effects import EffectRunner, is_async
 from replaykit.runtime.events import (
     Activation,
     BackedOff,
@@ -75,6 +70,7 @@ from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
 from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
+from replaykit.runtime.work import Work
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["Scheduler"]
@@ -125,14 +121,13 @@ class Scheduler:
         clock: Clock,
         executor_id: str,
         app_version: str,
-        strict: bool,
+        work: Work,
         warm: WarmCache,
         async_steps: AsyncSteps,
         books: Books,
         workers: WorkPool,
         bookkeepers: WorkPool,
         poll_interval: float,
-        watch_deadline: Callable[[WorkflowRow], bool] | None = None,
         courtesy: Courtesy | None = None,
     ) -> None:
         self.store = store
@@ -143,14 +138,11 @@ class Scheduler:
         self.clock = clock
         self.executor_id = executor_id
         self.app_version = app_version
-        self.strict = strict
+        self.work = work
         self.warm = warm
         self.async_steps = async_steps
         self.books = books
         self.poll_interval = poll_interval
-        # Told of every run an activation is about to run: it arms the run's deadline,
-        # or answers True when the deadline has passed (it cancelled the run).
-        self._watch_deadline = watch_deadline
         # Called between events: steps aside for an application's event loop after
         # each millisecond of work (runtime/courtesy.py); does nothing without one.
         self._courtesy = courtesy or Courtesy(None)
@@ -392,7 +384,7 @@ class Scheduler:
             with self._cv:
                 self._inbox.appendleft(event)
             return
-        long_work = fn == self._run_step or fn == self._carry
+        long_work = fn == self.work.run_step or fn == self.work.carry
         pool = self._workers if long_work else self._books
         try:
             pool.submit(self._post_result, fn, activation, *args)
@@ -508,7 +500,7 @@ class Scheduler:
                 self._stepped(activation, effect, record, writes)
             case BackedOff(_, effect, backoff):
                 self._unwatch(activation)
-                self._submit(self._hold_back, activation, effect, backoff)
+                self._submit(self.work.hold_back, activation, effect, backoff)
             case Carried(_, effect, result):
                 self._unwatch(activation)
                 if effect is not None and isinstance(effect.command, (Race, All)):
@@ -559,11 +551,11 @@ class Scheduler:
             return
         if activation.fresh and activation.row is not None:
             # Just created here: nothing to read, so nothing to hand to the pool.
-            event = self._prepare(activation)
+            event = self.work.prepare(activation)
             with self._cv:
                 self._inbox.appendleft(event)
             return
-        self._submit(self._prepare, activation)
+        self._submit(self.work.prepare, activation)
 
     def _carry_warm(
         self,
@@ -576,7 +568,7 @@ class Scheduler:
             # As when it first ran: a graceful close lets its step children finish.
             with self._cv:
                 self._stepping.add(activation.workflow_id)
-        self._submit(self._carry, activation, effect, steps_done)
+        self._submit(self.work.carry, activation, effect, steps_done)
 
     def _traced(self, activation: Activation) -> None:
         """The activation knows its run: its span may start at its first new work."""
@@ -627,7 +619,7 @@ class Scheduler:
                     # finish (and the composite commit, if they decide it).
                     with self._cv:
                         self._stepping.add(activation.workflow_id)
-                self._submit(self._carry, activation, decision)
+                self._submit(self.work.carry, activation, decision)
                 return
             fn = self.runner.step_fn(command)
             if is_async(fn):
@@ -636,7 +628,7 @@ class Scheduler:
                 self.async_steps.start(activation, decision, command, fn)
                 return
             if not self._alone():
-                self._submit(self._run_step, activation, decision)
+                self._submit(self.work.run_step, activation, decision)
                 return
             step = decision
             written = self._step_here(activation, step, fn)
@@ -659,7 +651,7 @@ class Scheduler:
                 self._submit(self.books.finish, activation, following, written)
                 return
             event = self._here(
-                self._write_ahead, activation, step, written, following, nondeterministic
+                self.work.write_ahead, activation, step, written, following, nondeterministic
             )
             assert isinstance(event, WrittenAhead)
             if not self._committed_ahead(activation, event):
@@ -736,29 +728,16 @@ class Scheduler:
     ) -> Record | None:
         """Run a step's body on the scheduler's own thread (`_here`); the record of its
         outcome, not yet committed, or None when the activation failed."""
-        match self._here(self._run_step, activation, effect, fn):
+        match self._here(self.work.run_step, activation, effect, fn):
             case Stepped(_, _, outcome, attempts, started):
                 return self.runner.record_for(
                     effect, outcome, started_at=started, attempts=attempts
                 )
             case BackedOff(_, _, backoff):
-                self._submit(self._hold_back, activation, effect, backoff)
+                self._submit(self.work.hold_back, activation, effect, backoff)
             case Carried(_, _, error):
                 self._failed(activation, error, effect)
         return None
-
-    def _write_ahead(
-        self,
-        activation: Activation,
-        effect: Effect,
-        written: Record,
-        following: Decision,
-        nondeterministic: NonDeterminismError | None,
-    ) -> WrittenAhead:
-        """Commit a record the generator has gone on from; the event carries what it
-        decided then, so that whichever thread is the scheduler acts on it once."""
-        result = self._write_alone(activation, effect, written).result
-        return WrittenAhead(activation, effect, result, following, nondeterministic)
 
     def _committed_ahead(self, activation: Activation, event: WrittenAhead) -> bool:
         """Settle a record written ahead: True if the run goes on with its decision."""
@@ -788,7 +767,7 @@ class Scheduler:
         ):
             # Another writer completed this position: read the log from here on and
             # let the generator replay it, instead of rebuilding the run from position 0.
-            self._submit(self._read_tail, activation, effect)
+            self._submit(self.work.read_tail, activation, effect)
         else:
             self._failed(activation, result, effect)
 
@@ -966,10 +945,10 @@ class Scheduler:
                 # this loop would lose the answers gathered so far, and the round
                 # would hand the batch on to be written twice.
                 if write.following is None:
-                    self._on_pool(self._write_alone, activation, write.effect, write.record)
+                    self._on_pool(self.work.write_alone, activation, write.effect, write.record)
                 else:
                     self._on_pool(
-                        self._write_ahead,
+                        self.work.write_ahead,
                         activation,
                         write.effect,
                         write.record,
@@ -1027,89 +1006,6 @@ class Scheduler:
             close_quietly(activation.interp)
             activation.interp = None
 
-    # -- blocking work: each returns the event of what it found ---------------------------------
-
-    def _prepare(self, activation: Activation) -> Event:
-        """Read the run (unless known) and its log, and build its interpreter."""
-        try:
-            interp = self._load(activation)
-        except BaseException as exc:
-            return Carried(activation, None, exc)
-        if interp is None:
-            return Ended(activation)
-        activation.interp = interp
-        return Prepared(activation)
-
-    def _load(self, activation: Activation) -> Interpreter | None:
-        workflow_id = activation.workflow_id
-        known = activation.row
-        row = known or self.store.get_workflow(workflow_id)
-        if row is None or row.status is not Status.PENDING or self._closed:
-            return None
-        if row.executor_id != self.executor_id or row.app_version != self.app_version:
-            return None  # another engine (or another version's engine) owns it
-        watch = self._watch_deadline
-        if row.deadline is not None and watch is not None and watch(row):
-            return None  # it was past its deadline: cancelled, nothing to run
-        activation.row = row
-        try:
-            wf = lookup(row.name)
-        except UnknownWorkflowError as exc:
-            self.books.cannot_run(row, str(exc))
-            return None
-        try:
-            args, kwargs = wf.decode_inputs(row.inputs)
-            gen = wf.fn(*args, **kwargs)
-        except Exception as exc:
-            self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
-            return None
-        fresh = activation.fresh
-        records = [] if fresh else self.store.load_log(workflow_id)
-        if records and records[-1].outcome is None:
-            records = self.runner.settle_backoff(workflow_id, records)
-        try:
-            return Interpreter(
-                gen,
-                records,
-                workflow_name=row.name,
-                workflow_id=workflow_id,
-                strict=self.strict,
-                keep_records=False,
-                parent_id=row.parent_id,
-            )
-        except InvalidCommandError as exc:
-            self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
-            return None
-
-    def _run_step(
-        self, activation: Activation, effect: Effect, fn: Callable[..., Any] | None = None
-    ) -> Event:
-        """A step's body with its retries; its record is committed by the scheduler thread."""
-        command = effect.command
-        assert isinstance(command, Step)
-        row = activation.row_or_raise()
-        pending = effect.pending
-        try:
-            started = pending.started_at if pending and pending.started_at else self.clock.now()
-            result = self.runner.run_attempts(
-                row, effect.position, command, activation.scope, fn, pending=pending, durable=True
-            )
-        except BaseException as exc:
-            return Carried(activation, effect, exc)
-        if isinstance(result, Backoff):
-            return BackedOff(activation, effect, result)
-        outcome, attempts = result
-        return Stepped(activation, effect, outcome, attempts, started)
-
-    def _hold_back(self, activation: Activation, effect: Effect, backoff: Backoff) -> Event:
-        """A step waits for its next attempt: record that, and suspend the run until then
-        (a durable timer, like a Sleep's: no thread waits, and a restart keeps it)."""
-        try:
-            result: Any = self.runner.record_backoff(activation.row_or_raise(), effect, backoff)
-        except BaseException as exc:
-            result = exc
-        return Carried(activation, effect, result)
-
     # -- preemptible steps --------------------------------------------------------------------
 
     def _watch(self, activation: Activation) -> None:
@@ -1142,34 +1038,6 @@ class Scheduler:
         return (
             row is not None and row.status is Status.PENDING and row.executor_id == self.executor_id
         )
-
-    def _carry(
-        self,
-        activation: Activation,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
-    ) -> Event:
-        try:
-            result: Any = self.runner.carry_out(activation.row_or_raise(), effect, steps_done)
-        except BaseException as exc:
-            result = exc
-        return Carried(activation, effect, result)
-
-    def _read_tail(self, activation: Activation, effect: Effect) -> Event:
-        """The run's records from the effect's position on: what the cache lacks."""
-        workflow_id = activation.workflow_id
-        try:
-            tail: Any = self.store.load_log(workflow_id, since=effect.position)
-        except BaseException as exc:
-            tail = exc
-        return TailRead(activation, effect, tail)
-
-    def _write_alone(self, activation: Activation, effect: Effect, record: Record) -> Carried:
-        try:
-            result: Any = self.records.write(activation.row_or_raise(), record)
-        except BaseException as exc:
-            result = exc
-        return Carried(activation, effect, result)
 
     # -- continue-as-new ----------------------------------------------------------------------
 

@@ -1,0 +1,191 @@
+"""The blocking work of activations: reading a run, running a step, writing a record.
+
+The scheduler's thread never blocks on the store or a step body: it hands such work to
+a pool (or, for a run alone, does it on its own thread, ready to hand the scheduler to
+another thread meanwhile). Each piece of work here answers with the event of what it
+found — `Prepared`, `Stepped`, `BackedOff`, `Carried`, `TailRead`, `WrittenAhead`,
+`Ended` — and never raises: what went wrong is the event's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from replaykit import serde
+from replaykit.commands import Step
+from replaykit.errors import InvalidCommandError, NonDeterminismError, UnknownWorkflowError
+from replaykit.interpreter import Decision, Effect, Interpreter
+from replaykit.log import Failure, Outcome, Record, Status
+from replaykit.registry import lookup
+from replaykit.runtime.books import Books
+from replaykit.runtime.clock import Clock
+from replaykit.runtime.commits import RecordWriter
+from replaykit.runtime.effects import Backoff, EffectRunner
+from replaykit.runtime.events import (
+    Activation,
+    BackedOff,
+    Carried,
+    Ended,
+    Event,
+    Prepared,
+    Stepped,
+    TailRead,
+    WrittenAhead,
+)
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = ["Work"]
+
+
+class Work:
+    """Blocking work for activations; stateless, so any thread may do it."""
+
+    def __init__(
+        self,
+        store: Store,
+        records: RecordWriter,
+        runner: EffectRunner,
+        books: Books,
+        clock: Clock,
+        *,
+        executor_id: str,
+        app_version: str,
+        strict: bool,
+        closed: Callable[[], bool],
+        watch_deadline: Callable[[WorkflowRow], bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.records = records
+        self.runner = runner
+        self.books = books
+        self.clock = clock
+        self.executor_id = executor_id
+        self.app_version = app_version
+        self.strict = strict
+        self._closed = closed
+        # Told of every run an activation is about to run: it arms the run's deadline,
+        # or answers True when the deadline has passed (it cancelled the run).
+        self._watch_deadline = watch_deadline
+
+    def prepare(self, activation: Activation) -> Event:
+        """Read the run (unless known) and its log, and build its interpreter."""
+        try:
+            interp = self._load(activation)
+        except BaseException as exc:
+            return Carried(activation, None, exc)
+        if interp is None:
+            return Ended(activation)
+        activation.interp = interp
+        return Prepared(activation)
+
+    def _load(self, activation: Activation) -> Interpreter | None:
+        workflow_id = activation.workflow_id
+        known = activation.row
+        row = known or self.store.get_workflow(workflow_id)
+        if row is None or row.status is not Status.PENDING or self._closed():
+            return None
+        if row.executor_id != self.executor_id or row.app_version != self.app_version:
+            return None  # another engine (or another version's engine) owns it
+        watch = self._watch_deadline
+        if row.deadline is not None and watch is not None and watch(row):
+            return None  # it was past its deadline: cancelled, nothing to run
+        activation.row = row
+        try:
+            wf = lookup(row.name)
+        except UnknownWorkflowError as exc:
+            self.books.cannot_run(row, str(exc))
+            return None
+        try:
+            args, kwargs = wf.decode_inputs(row.inputs)
+            gen = wf.fn(*args, **kwargs)
+        except Exception as exc:
+            self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            return None
+        fresh = activation.fresh
+        records = [] if fresh else self.store.load_log(workflow_id)
+        if records and records[-1].outcome is None:
+            records = self.runner.settle_backoff(workflow_id, records)
+        try:
+            return Interpreter(
+                gen,
+                records,
+                workflow_name=row.name,
+                workflow_id=workflow_id,
+                strict=self.strict,
+                keep_records=False,
+                parent_id=row.parent_id,
+            )
+        except InvalidCommandError as exc:
+            self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
+            return None
+
+    def run_step(
+        self, activation: Activation, effect: Effect, fn: Callable[..., Any] | None = None
+    ) -> Event:
+        """A step's body with its retries; its record is committed by the scheduler thread."""
+        command = effect.command
+        assert isinstance(command, Step)
+        row = activation.row_or_raise()
+        pending = effect.pending
+        try:
+            started = pending.started_at if pending and pending.started_at else self.clock.now()
+            result = self.runner.run_attempts(
+                row, effect.position, command, activation.scope, fn, pending=pending, durable=True
+            )
+        except BaseException as exc:
+            return Carried(activation, effect, exc)
+        if isinstance(result, Backoff):
+            return BackedOff(activation, effect, result)
+        outcome, attempts = result
+        return Stepped(activation, effect, outcome, attempts, started)
+
+    def hold_back(self, activation: Activation, effect: Effect, backoff: Backoff) -> Event:
+        """A step waits for its next attempt: record that, and suspend the run until then
+        (a durable timer, like a Sleep's: no thread waits, and a restart keeps it)."""
+        try:
+            result: Any = self.runner.record_backoff(activation.row_or_raise(), effect, backoff)
+        except BaseException as exc:
+            result = exc
+        return Carried(activation, effect, result)
+
+    def carry(
+        self,
+        activation: Activation,
+        effect: Effect,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
+    ) -> Event:
+        try:
+            result: Any = self.runner.carry_out(activation.row_or_raise(), effect, steps_done)
+        except BaseException as exc:
+            result = exc
+        return Carried(activation, effect, result)
+
+    def read_tail(self, activation: Activation, effect: Effect) -> Event:
+        """The run's records from the effect's position on: what the cache lacks."""
+        workflow_id = activation.workflow_id
+        try:
+            tail: Any = self.store.load_log(workflow_id, since=effect.position)
+        except BaseException as exc:
+            tail = exc
+        return TailRead(activation, effect, tail)
+
+    def write_alone(self, activation: Activation, effect: Effect, record: Record) -> Carried:
+        try:
+            result: Any = self.records.write(activation.row_or_raise(), record)
+        except BaseException as exc:
+            result = exc
+        return Carried(activation, effect, result)
+
+    def write_ahead(
+        self,
+        activation: Activation,
+        effect: Effect,
+        written: Record,
+        following: Decision,
+        nondeterministic: NonDeterminismError | None,
+    ) -> WrittenAhead:
+        """Commit a record the generator has gone on from; the event carries what it
+        decided then, so that whichever thread is the scheduler acts on it once."""
+        result = self.write_alone(activation, effect, written).result
+        return WrittenAhead(activation, effect, result, following, nondeterministic)
