@@ -329,13 +329,21 @@ class CodecStore:
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
         return [self._listed(row) for row in self.inner.list_workflows(where)]
 
+    def count_workflows(self, where: WorkflowFilter) -> int:
+        return self.inner.count_workflows(where)
+
     # -- logs ----------------------------------------------------------------------------
 
-    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
-        return [
-            self._decode_record(record, workflow_id)
-            for record in self.inner.load_log(workflow_id, since=since)
-        ]
+    def load_log(
+        self, workflow_id: str, *, since: int = 0, limit: int | None = None
+    ) -> list[Record]:
+        # `limit` passed on only when given: a store written before it takes `since` only.
+        records = (
+            self.inner.load_log(workflow_id, since=since)
+            if limit is None
+            else self.inner.load_log(workflow_id, since=since, limit=limit)
+        )
+        return [self._decode_record(record, workflow_id) for record in records]
 
     def record(
         self,
