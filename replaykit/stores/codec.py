@@ -239,7 +239,8 @@ class CodecStore:
                 return row
             return attrs.evolve(row, **fields)
         why = "; ".join(str(exc) for exc in errors)
-        shown = attrs.evolve(row, **fields, damaged=why, error=f"damaged row: {why}")
+        # Not "damaged row: ": the row is whole, this process's codec does not read it.
+        shown = attrs.evolve(row, **fields, damaged=why, error=f"not decoded here: {why}")
         raise UndecodableRow(errors[0], shown)
 
     def _encode_send(self, send: OutgoingMessage | None) -> OutgoingMessage | None:
