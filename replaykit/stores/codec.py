@@ -116,7 +116,10 @@ class CodecStore:
         self.inner = inner
         self.codec = None if codec is None else serde.check_codec(codec)
         # For a tool that shows what is stored (the `replaykit` command without
-        # --codec): with no codec, encoded payloads are handed on as stored.
+        # --codec): with no codec, encoded payloads are handed on as stored. What it
+        # writes is new data, escaped as any plain payload is: a payload read through
+        # it is not to be written back through it (an encoded one would be escaped
+        # into a plain value); copy stored data through the inner store.
         self.pass_encoded = pass_encoded and self.codec is None
 
     def __repr__(self) -> str:
