@@ -43,6 +43,7 @@ from replaykit.errors import (
 __all__ = [
     "CODEC_KEY",
     "DEFAULT_MAX_PAYLOAD_BYTES",
+    "ESCAPE_KEY",
     "ErrorInfo",
     "PayloadCodec",
     "canonical_json",
@@ -62,10 +63,16 @@ __all__ = [
     "encode_error_info",
     "encode_payload",
     "encoded_by",
+    "escape_error_info",
+    "escape_payload",
     "is_encoded",
     "is_encoded_error",
+    "is_escaped",
+    "is_escaped_error",
     "loads",
     "return_type_of",
+    "unescape_error_info",
+    "unescape_payload",
 ]
 
 DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
@@ -438,6 +445,54 @@ def is_encoded(data: Any) -> bool:
     )
 
 
+# A plain payload that has the at-rest form of an encoded one (a webhook body
+# that happens to be `{"replaykit.codec": ..., "data": ...}`) would be read back
+# as encoded: refused by a process without the codec, or decoded into nonsense.
+# Such a value, and a value that has the escape's own form, is stored wrapped
+# in an escape, `{"replaykit.plain": value}`, and unwrapped on the way out, so
+# what is stored reads back as what was written whatever it holds. Every other
+# value is stored as it is: rows written before the escape existed read alike.
+
+#: The only key of an escaped plain payload (`escape_payload`).
+ESCAPE_KEY = "replaykit.plain"
+
+
+def is_escaped(data: Any) -> bool:
+    """Whether `data` is a plain payload at rest in its escape (`escape_payload`)."""
+    return type(data) is dict and len(data) == 1 and ESCAPE_KEY in data
+
+
+def escape_payload(data: Any) -> Any:
+    """The at-rest form of the plain payload `data`: itself, unless a reader would take
+    it for an encoded or an escaped payload; then wrapped in an escape."""
+    return {ESCAPE_KEY: data} if is_encoded(data) or is_escaped(data) else data
+
+
+def unescape_payload(data: Any) -> Any:
+    """The plain payload whose at-rest form is `data` (`escape_payload` undone)."""
+    return data[ESCAPE_KEY] if is_escaped(data) else data
+
+
+def escape_error_info(info: ErrorInfo) -> ErrorInfo:
+    """A plain recorded exception at rest: its one argument escaped when a reader
+    would take the exception for an encoded one (`is_encoded_error`) or an escaped one."""
+    if len(info.args) == 1 and (is_encoded_error(info) or is_escaped(info.args[0])):
+        return attrs.evolve(info, args=[{ESCAPE_KEY: info.args[0]}])
+    return info
+
+
+def is_escaped_error(info: ErrorInfo) -> bool:
+    """Whether `info` is a plain recorded exception at rest with its argument escaped."""
+    return len(info.args) == 1 and is_escaped(info.args[0])
+
+
+def unescape_error_info(info: ErrorInfo) -> ErrorInfo:
+    """The plain recorded exception whose at-rest form is `info` (`escape_error_info` undone)."""
+    if is_escaped_error(info):
+        return attrs.evolve(info, args=[info.args[0][ESCAPE_KEY]])
+    return info
+
+
 def encoded_by(data: Any) -> str | None:
     """The name of the codec that encoded `data`; None for a plain payload."""
     return typing.cast(str, data[CODEC_KEY]) if is_encoded(data) else None
@@ -460,13 +515,14 @@ def _whose(what: str, workflow_id: str) -> str:
 def decode_payload(
     data: Any, codec: PayloadCodec | None, *, what: str = "a payload", workflow_id: str = ""
 ) -> Any:
-    """The JSON-safe payload whose at-rest form is `data`; a plain payload as it is.
+    """The JSON-safe payload whose at-rest form is `data`; a plain payload as it is
+    (out of its escape, `escape_payload`).
 
     Raises `CodecError` for a payload encoded by a codec of another name, or
     by one when `codec` is None, or that the codec's `decode` refuses.
     """
     if not is_encoded(data):
-        return data
+        return unescape_payload(data)
     name: str = data[CODEC_KEY]
     whose = _whose(what, workflow_id)
 
@@ -555,7 +611,7 @@ def decode_error_info(
     what: str = "a failure",
     workflow_id: str = "",
 ) -> ErrorInfo:
-    """The recorded exception whose at-rest form is `info`; a plain one as it is."""
+    """The recorded exception whose at-rest form is `info`; a plain one as written."""
     return decode_error_info_and_text(info, codec, what=what, workflow_id=workflow_id)[0]
 
 
@@ -568,7 +624,7 @@ def decode_error_info_and_text(
 ) -> tuple[ErrorInfo, str | None]:
     """`decode_error_info`, with the `run_error` text encoded along (None if none was)."""
     if not is_encoded_error(info):
-        return info, None
+        return unescape_error_info(info), None
     data = decode_payload(info.args[0], codec, what=what, workflow_id=workflow_id)
     if (
         not isinstance(data, dict)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Generator, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,24 +29,37 @@ from click.testing import CliRunner
 
 from replaykit import (
     AsyncEngine,
+    Call,
     Client,
+    CloseStream,
     CodecError,
     Engine,
     PayloadCodec,
+    Race,
     Recv,
+    Send,
     SetEvent,
     Sleep,
     Status,
     Step,
+    WriteStream,
     serde,
     workflow,
 )
 from replaykit.cli import cli
-from replaykit.errors import DamagedData
+from replaykit.errors import DamagedData, TransactionUnsupported
 from replaykit.log import Failure, Record, Value
 from replaykit.serde import ErrorInfo
 from replaykit.stores import MemoryStore
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import (
+    EventWrite,
+    FinishWrite,
+    OutgoingMessage,
+    RecordWrite,
+    Store,
+    WorkflowFilter,
+    WorkflowRow,
+)
 from replaykit.stores.codec import CodecStore, UndecodableRow, unwrapped_store_methods
 from replaykit.stores.sqlite import SqliteStore
 from replaykit.testing import Message, check_determinism, check_store, run
@@ -565,3 +579,218 @@ def test_replaykit_ui_refuses_a_bad_codec_spec() -> None:
     result = CliRunner().invoke(ui_command, ["--codec", "examples.encrypted:nothing"])
     assert result.exit_code == 2
     assert "has no attribute 'nothing'" in result.output
+
+
+# -- plain payloads shaped like encoded ones ---------------------------------------------------
+#
+# A webhook body that happens to have the at-rest form of an encoded payload is the
+# user's data: stored escaped, it reads back as it was written, with a codec or
+# without one, and a run holding it is never parked for want of a codec.
+
+LOOKALIKE = {"replaykit.codec": "gzip", "data": "H4sIAAAAAAAAA6tWKkktLlGyUlAqS8wpTVWqBQA="}
+LOOKALIKES: list[Any] = [
+    LOOKALIKE,
+    {"replaykit.plain": LOOKALIKE},  # the escape's own form
+    {"replaykit.plain": 1},
+    {"replaykit.codec": "gzip", "data": "x", "more": 1},  # not the form: stored as it is
+]
+# Recorded exceptions a reader could take for encoded (or escaped) ones.
+LOOKALIKE_ERRORS = [
+    ErrorInfo("builtins", "ValueError", serde.describe_encoded(LOOKALIKE), [LOOKALIKE], ""),
+    ErrorInfo("builtins", "ValueError", "escaped?", [{"replaykit.plain": 1}], ""),
+]
+
+
+def open_url(url: str) -> Store:
+    from replaykit.stores import open_store
+
+    return open_store(url)
+
+
+@pytest.mark.parametrize("codec_name", ["no codec", "salted"])
+def test_a_lookalike_payload_reads_back_equal_through_every_write_path(
+    store_url: str, codec_name: str
+) -> None:
+    inner = open_url(store_url)
+    store = CodecStore(inner, None if codec_name == "no codec" else Salted())
+    try:
+        for n, value in enumerate(LOOKALIKES):
+            check_every_write_path(store, f"w{n}", value)
+        for n, info in enumerate(LOOKALIKE_ERRORS):
+            wid = f"failed-{n}"
+            store.create_workflow(WorkflowRow(wid, "wf", Status.PENDING, inputs=None))
+            failure = Failure(info)
+            store.record(wid, Record(0, "step", "s", failure))
+            store.finish_workflow(wid, Status.ERROR, failure, error=info.message)
+            row = store.get_workflow(wid)
+            assert row is not None and row.result == failure
+            assert store.load_log(wid)[0].outcome == failure
+        # A process without the codec reads the plain ones (and refuses only what a codec
+        # encoded); one with it reads them all.
+        if codec_name == "no codec":
+            for other in (CodecStore(inner, Salted()), CodecStore(inner, None)):
+                assert other.get_workflow("w0-c") is not None
+                assert other.get_workflow("w0-c").inputs == LOOKALIKE  # type: ignore[union-attr]
+    finally:
+        inner.close()
+
+
+def check_every_write_path(store: CodecStore, prefix: str, value: Any) -> None:
+    inputs = {"args": [value], "kwargs": {"body": value}}
+    wid, other, batch, fork = (f"{prefix}-{s}" for s in ("a", "b", "c", "f"))
+    store.create_workflow(WorkflowRow(wid, "wf", Status.PENDING, inputs=value))
+    store.create_workflow(WorkflowRow(other, "wf", Status.PENDING, inputs=inputs))
+    store.create_workflows([WorkflowRow(batch, "wf", Status.PENDING, inputs=value)])
+    store.create_workflow(
+        WorkflowRow(fork, "wf", Status.PENDING, inputs=value, forked_from=wid, fork_position=1),
+        records=[Record(0, "step", "s", Value(value))],
+        fork_of=wid,
+    )
+    store.record(
+        wid,
+        Record(0, "step", "s", Value(value)),
+        send=OutgoingMessage(other, "sent", value),
+        event=EventWrite("ev", value),
+    )
+    [answer] = store.record_many(
+        [
+            RecordWrite(
+                other,
+                Record(0, "step", "s", Value(value)),
+                send=OutgoingMessage(wid, "sent", value),
+                event=EventWrite("ev", value),
+            )
+        ]
+    )
+    assert isinstance(answer, Record) and answer.outcome == Value(value)
+    # A composite's record and a stream's value are records' outcomes too.
+    race = {"index": 0, "outcome": {"value": value}}
+    store.record(wid, Record(1, "race", "race", Value(race)))
+    store.record(wid, Record(2, "write_stream", "out", Value(value)))
+    store.send_message(wid, "inbox", value)
+    store.set_deadline(batch, None, None)
+    # Read back: every one equal to what was written.
+    assert [r.outcome for r in store.load_log(wid)] == [Value(value), Value(race), Value(value)]
+    assert store.load_log(fork)[0].outcome == Value(value)
+    assert store.get_workflow(wid).inputs == value  # type: ignore[union-attr]
+    assert store.get_workflow(other).inputs == inputs  # type: ignore[union-attr]
+    assert store.get_workflow(batch).inputs == value  # type: ignore[union-attr]
+    listed = {r.workflow_id: r for r in store.list_workflows(WorkflowFilter())}
+    assert listed[wid].inputs == value and not listed[wid].damaged
+    assert store.get_event(wid, "ev") == (True, value)
+    assert store.get_events(other) == {"ev": value}
+    for target, topic in ((other, "sent"), (wid, "sent"), (wid, "inbox")):
+        message = store.peek_message(target, topic)
+        assert message is not None and message.payload == value, (target, topic)
+    # The run's result, with its last record, and a continued generation's inputs.
+    store.finish_workflow(
+        batch, Status.SUCCESS, Value(value), record=Record(0, "step", "s", Value(value))
+    )
+    assert store.get_workflow(batch).result == Value(value)  # type: ignore[union-attr]
+    [finished] = store.finish_many(
+        [FinishWrite(fork, Status.SUCCESS, Value(value), record=Record(1, "step", "t", Value(1)))]
+    )
+    assert finished is True and store.get_workflow(fork).result == Value(value)  # type: ignore[union-attr]
+    continued = store.continue_workflow(
+        other, value, generation=0, executor_id=None, now=datetime.now(UTC)
+    )
+    assert continued.inputs == value
+    assert store.get_workflow(other).inputs == value  # type: ignore[union-attr]
+    holder = store.create_workflow(WorkflowRow(f"{prefix}-t", "wf", Status.PENDING))[0]
+    try:
+        written = store.record_transaction(
+            holder.workflow_id, 0, lambda _conn: Record(0, "transaction", "t", Value(value))
+        )
+    except TransactionUnsupported:
+        return
+    assert written.outcome == Value(value)
+    assert store.load_log(holder.workflow_id)[0].outcome == Value(value)
+
+
+@workflow(name="codec-lookalike-child")
+def lookalike_child(value: Any) -> Generator[Any, Any, Any]:
+    return (yield Step("child-echo", echo, value))
+
+
+def echo(value: Any) -> Any:
+    return value
+
+
+@workflow(name="codec-lookalike")
+def lookalike_wf(value: Any) -> Generator[Any, Any, dict[str, Any]]:
+    stepped = yield Step("echo", echo, value)
+    _, raced = yield Race(Step("race-echo", echo, value), Sleep(3600))
+    called = yield Call(lookalike_child, value, workflow_id="lookalike-child")
+    yield Send("lookalike-peer", value, topic="peer")
+    yield SetEvent("ev", value)
+    yield WriteStream("out", value)
+    yield CloseStream("out")
+    got = yield Recv("in")
+    return {"step": stepped, "race": raced, "call": called, "recv": got, "input": value}
+
+
+@workflow(name="codec-lookalike-peer")
+def lookalike_peer() -> Generator[Any, Any, Any]:
+    return (yield Recv("peer"))
+
+
+@pytest.mark.parametrize("with_codec", [False, True])
+def test_a_run_holding_lookalike_payloads_completes_warm_and_cold(
+    store_url: str, with_codec: bool
+) -> None:
+    codec = Salted() if with_codec else None
+    target: str | Store = MemoryStore() if store_url == "memory://" else store_url
+    expected = {"step": LOOKALIKE, "race": LOOKALIKE, "call": LOOKALIKE, "recv": LOOKALIKE}
+    with Engine(target, codec=codec, poll_interval=0.05) as engine:
+        engine.start(lookalike_peer, workflow_id="lookalike-peer")
+        engine.start(lookalike_wf, LOOKALIKE, workflow_id="lookalike-1")
+        wait_for(lambda: waits_on(engine, "lookalike-1", "in"), "the run to wait")
+        assert engine.handle("lookalike-peer").result(timeout=20) == LOOKALIKE
+        assert engine.get_event("lookalike-1", "ev") == LOOKALIKE
+        assert list(engine.read_stream("lookalike-1", "out", timeout=20)) == [LOOKALIKE]
+    # Another engine replays the whole log cold before it takes the message.
+    with Engine(target, codec=codec, poll_interval=0.05) as engine:
+        engine.send("lookalike-1", LOOKALIKE, topic="in")
+        assert engine.handle("lookalike-1").result(timeout=20) == {**expected, "input": LOOKALIKE}
+        assert engine.handle("lookalike-1").status() is Status.SUCCESS
+
+
+def test_payloads_written_by_earlier_versions_read_back_the_same() -> None:
+    """Rows as an earlier replaykit wrote them (no escape): plain ones and encoded ones."""
+    codec = Salted()
+    memory = MemoryStore()
+    plain = {"args": [{"a": 1}, "x"], "kwargs": {}}
+    encoded = serde.encode_payload(plain, codec)
+    memory.create_workflow(WorkflowRow("old-plain", "wf", Status.PENDING, inputs=plain))
+    memory.create_workflow(WorkflowRow("old-coded", "wf", Status.PENDING, inputs=encoded))
+    memory.record("old-plain", Record(0, "step", "s", Value([1, {"k": "v"}])))
+    memory.record("old-coded", Record(0, "step", "s", Value(serde.encode_payload("v", codec))))
+    info = ErrorInfo("builtins", "ValueError", "boom", ["boom"], "tb")
+    memory.record("old-plain", Record(1, "step", "f", Failure(info)))
+    coded_info = serde.encode_error_info(info, codec)
+    memory.record("old-coded", Record(1, "step", "f", Failure(coded_info)))
+    memory.send_message("old-plain", "t", {"hook": True})
+    memory.send_message("old-coded", "t", serde.encode_payload({"hook": True}, codec))
+    for reader in (CodecStore(memory, codec), CodecStore(memory, None)):
+        assert reader.get_workflow("old-plain").inputs == plain  # type: ignore[union-attr]
+        assert [r.outcome for r in reader.load_log("old-plain")] == [
+            Value([1, {"k": "v"}]),
+            Failure(info),
+        ]
+        assert reader.peek_message("old-plain", "t").payload == {"hook": True}  # type: ignore[union-attr]
+    with_codec = CodecStore(memory, codec)
+    assert with_codec.get_workflow("old-coded").inputs == plain  # type: ignore[union-attr]
+    assert [r.outcome for r in with_codec.load_log("old-coded")] == [Value("v"), Failure(info)]
+    assert with_codec.peek_message("old-coded", "t").payload == {"hook": True}  # type: ignore[union-attr]
+    shown = CodecStore(memory, None, pass_encoded=True)
+    assert shown.get_workflow("old-coded").inputs == encoded  # type: ignore[union-attr]
+
+
+def test_a_lookalike_is_stored_escaped_and_shown_as_written() -> None:
+    memory = MemoryStore()
+    memory.create_workflow(WorkflowRow("r", "wf", Status.PENDING))
+    CodecStore(memory, None).send_message("r", "t", LOOKALIKE)
+    assert memory.peek_message("r", "t").payload == {serde.ESCAPE_KEY: LOOKALIKE}  # type: ignore[union-attr]
+    shown = CodecStore(memory, None, pass_encoded=True)
+    assert shown.peek_message("r", "t").payload == LOOKALIKE  # type: ignore[union-attr]
+    assert serde.escape_payload({"a": 1}) == {"a": 1}  # anything else is stored as it is

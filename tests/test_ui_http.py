@@ -18,13 +18,13 @@ import pytest
 from click.testing import CliRunner
 
 from replaykit import All, Call, Engine, Race, Recv, SetEvent, Sleep, Start, Step, workflow
-from replaykit.log import Status
+from replaykit.log import Record, Status, Value
 from replaykit.runtime.engine import open_store_for
 from replaykit.stores import MemoryStore
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.ui import create_app
 from replaykit.ui._server import check_bind, running
-from replaykit.ui._views import composite_parts, count_runs
+from replaykit.ui._views import LOG_PAGE, composite_parts, count_runs
 from replaykit.ui.cli import ui as ui_command
 
 EVIL = "<script>alert('x')</script>"
@@ -576,3 +576,171 @@ def test_python_dash_m_serves_the_ui(url: str, engine: Engine) -> None:
         process.wait(timeout=15)
         if process.stderr is not None:
             process.stderr.close()
+
+
+# -- reads that scale: counts, lists without payloads, a paged timeline ------------------------
+
+
+class Recording:
+    """A store that notes each call the UI makes of it (name and arguments)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.inner, name)
+        if not callable(found):
+            return found
+
+        def noted(*args: Any, **kwargs: Any) -> Any:
+            self.calls.append((name, args, kwargs))
+            return found(*args, **kwargs)
+
+        return noted
+
+    def of(self, name: str) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        return [(args, kwargs) for called, args, kwargs in self.calls if called == name]
+
+
+BIG_INPUT = "i" * 200_000
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'count.db'}"
+        store = open_store_for(url)
+    else:
+        from conftest import PG_URL, drop_schema, fresh_schema_name, require_postgres
+
+        require_postgres()
+        schema = fresh_schema_name("ui_count")
+        store = open_store_for(f"{PG_URL}?schema={schema}")
+        request.addfinalizer(lambda: drop_schema(schema))
+    yield store
+    store.close()
+
+
+def test_a_filtered_page_counts_with_the_store_and_reads_no_payload(any_store: Store) -> None:
+    for n in range(23):
+        any_store.create_workflow(
+            WorkflowRow(
+                f"big-{n:02d}",
+                "ui-http-big",
+                Status.ENQUEUED if n % 2 else Status.PENDING,
+                inputs={"args": [BIG_INPUT], "kwargs": {}},
+                queue="bulk",
+            )
+        )
+    recording = Recording(any_store)
+    with running(create_app(recording)) as base, httpx.Client(base_url=base, timeout=15) as http:
+        page = http.get("/runs", params={"queue": "bulk", "status": "ENQUEUED", "per_page": 5})
+        assert page.status_code == 200, page.text
+        assert "Runs 1 to 5 of 11, newest first." in page.text
+        assert ids_on(page.text) == ["big-21", "big-19", "big-17", "big-15", "big-13"]
+        # One COUNT and one read of the page's own rows, without their inputs.
+        [(counted, _)] = recording.of("count_workflows")
+        assert counted[0].queue == "bulk" and counted[0].statuses() == (Status.ENQUEUED,)
+        listings = recording.of("list_workflows")
+        assert len(listings) == 1 and listings[0][0][0].payloads is False
+        assert listings[0][0][0].limit == 5
+        recording.calls.clear()
+        queues = http.get("/queues")
+        assert queues.status_code == 200
+        assert all(args[0].payloads is False for args, _ in recording.of("list_workflows"))
+        assert BIG_INPUT[:1000] not in page.text + queues.text
+    assert any_store.count_workflows(WorkflowFilter(queue="bulk")) == 23
+
+
+def test_a_long_timeline_is_shown_a_page_at_a_time(store: Store, client: httpx.Client) -> None:
+    store.create_workflow(WorkflowRow("long-run", "ui-http-long", Status.PENDING))
+    for position in range(300):
+        store.record("long-run", Record(position, "step", f"s{position}", Value(position)))
+    first = client.get("/run", params={"id": "long-run"})
+    assert first.status_code == 200
+    shown = [int(p) for p in re.findall(r'id="pos-(\d+)"', first.text)]
+    assert shown == list(range(LOG_PAGE))
+    assert f"Positions 0 to {LOG_PAGE - 1}" in first.text
+    assert f'href="/run?id=long-run&amp;since={LOG_PAGE}"' in first.text
+    second = client.get("/run", params={"id": "long-run", "since": LOG_PAGE})
+    shown = [int(p) for p in re.findall(r'id="pos-(\d+)"', second.text)]
+    assert shown == list(range(LOG_PAGE, 300))
+    assert 'class="log-next"' not in second.text
+    assert 'class="log-previous" href="/run?id=long-run"' in second.text
+    past = client.get("/run", params={"id": "long-run", "since": 5000})
+    assert past.status_code == 200 and "The log ends before position 5000" in past.text
+    assert client.get("/run", params={"id": "long-run", "since": "x"}).status_code == 400
+
+
+def test_the_timeline_reads_only_its_page_of_the_log(store: Store) -> None:
+    store.create_workflow(WorkflowRow("paged", "ui-http-long", Status.PENDING))
+    for position in range(250):
+        store.record("paged", Record(position, "step", f"s{position}", Value(position)))
+    recording = Recording(store)
+    with running(create_app(recording)) as base, httpx.Client(base_url=base, timeout=15) as http:
+        assert http.get("/run", params={"id": "paged", "since": 200}).status_code == 200
+    [(_args, kwargs)] = recording.of("load_log")
+    assert kwargs == {"since": 200, "limit": LOG_PAGE + 1}
+
+
+def test_pages_are_rendered_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine, store: Store
+) -> None:
+    import asyncio
+
+    from replaykit.ui import _app
+
+    on_loop: list[bool] = []
+    real_link = _app.link
+
+    def noting_link(path: str, **params: Any) -> str:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:
+            on_loop.append(False)
+        return real_link(path, **params)
+
+    monkeypatch.setattr(_app, "link", noting_link)
+    engine.start(quick, 1, workflow_id="rendered").result(timeout=15)
+    with running(create_app(store)) as base, httpx.Client(base_url=base, timeout=15) as http:
+        for path in ("/runs", "/run?id=rendered", "/queues", "/cancel?id=rendered"):
+            http.get(path)
+    assert on_loop and not any(on_loop)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/run?id=a%00b", "/cancel?id=%00", "/fork?id=x%00", "/runs?name=a%00", "/runs?queue=%00q"],
+)
+def test_a_nul_in_a_query_is_a_bad_request(client: httpx.Client, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 400, response.text
+    assert "NUL" in response.text or "\\x00" in response.text
+
+
+def test_a_ui_with_the_wrong_codec_key_says_the_key_does_not_match(tmp_path: Path) -> None:
+    from test_codec import Salted
+
+    from replaykit.stores.codec import CodecStore
+
+    url = f"sqlite:///{tmp_path / 'keyed.db'}"
+    store = open_store_for(url)
+    try:
+        CodecStore(store, Salted(salt=b"key1")).create_workflow(
+            WorkflowRow("secret-run", "wf", Status.PENDING, inputs={"args": [1], "kwargs": {}})
+        )
+        wrong = CodecStore(store, Salted(salt=b"key2"))
+        with running(create_app(wrong)) as base, httpx.Client(base_url=base, timeout=15) as http:
+            page = http.get("/run", params={"id": "secret-run"})
+            listed = http.get("/runs")
+    finally:
+        store.close()
+    assert page.status_code == 409
+    assert "does not match" in page.text and "not damaged" in page.text
+    assert "workflows delete" not in page.text
+    assert listed.status_code == 200 and "secret-run" in listed.text

@@ -83,6 +83,7 @@ RETRIED_CALLS: dict[str, str] = {
     # Reads change nothing.
     "get_workflow": "a read",
     "list_workflows": "a read",
+    "count_workflows": "a read",
     "load_log": "a read",
     "peek_message": "a read",
     "get_event": "a read",

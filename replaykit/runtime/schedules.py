@@ -140,6 +140,7 @@ class Schedule:
             )
         if self.tz is not None:
             _zone(self.name, self.tz)
+        _check_fires(self.name, self.cron, self.tz)
 
     @property
     def spec(self) -> ScheduleSpec:
@@ -154,6 +155,24 @@ class Schedule:
     def next_tick(self, after: datetime) -> datetime:
         """The first tick strictly after `after` (an aware datetime), as a UTC datetime."""
         return _next_tick(self.cron, self.tz, after)
+
+
+def _check_fires(name: str, cron: str, tz: str | None) -> None:
+    """Refuse an expression that is valid cron but names no date that exists.
+
+    `0 0 31 2 *` (31 February) parses; accepted, it would fail at every round
+    of the schedule loop instead of at its declaration.
+    """
+    try:
+        _next_tick(cron, tz, datetime.now(UTC))
+    except (ValueError, OverflowError) as exc:
+        zone = f" in {tz}" if tz else ""
+        raise ValueError(
+            f"schedule {name!r}: the cron expression {cron!r} is valid but never fires{zone}: "
+            "no date matches it (a day its month does not have, such as 31 February or "
+            "30 February, or a year that has passed). Correct its day-of-month, month or "
+            f"year field ({type(exc).__name__}: {exc})"
+        ) from exc
 
 
 def _tick_run_id(name: str, tick: datetime) -> str:
@@ -171,6 +190,11 @@ class _Triggered(Schedule):
     The engine names a fired run `entry.run_id(tick)`; this gives a manual run
     an id of its own, so it never takes the id of the tick at the same instant.
     """
+
+    def __attrs_post_init__(self) -> None:
+        # Checked when its schedule was declared; a cron that has run out since
+        # (a year field) is still triggered by hand.
+        pass
 
     def run_id(self, tick: datetime) -> str:
         return _manual_run_id(self.name, tick)
@@ -610,6 +634,9 @@ class ScheduleLoop:
         self._states: dict[str, ScheduleState] = {}
         self._states_read_at: float | None = None  # time.monotonic() of the last read
         self._paused_seen: set[str] = set()
+        # What failed, by schedule (None: the loop as a whole), and the type of its
+        # error: logged when it starts failing, or fails otherwise, not every round.
+        self._failing: dict[str | None, str] = {}
         self._wanted = threading.Event()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="replaykit-schedules", daemon=True)
@@ -746,8 +773,15 @@ class ScheduleLoop:
         while not self._closed:
             try:
                 self._round(upcoming)
-            except Exception:
-                log.exception("schedule loop failed; retrying")
+            except Exception as exc:
+                if self._starts_failing(None, exc):
+                    log.exception(
+                        "schedule loop failed; retrying every %ss (logged again only if it "
+                        "fails otherwise)",
+                        self.poll_interval,
+                    )
+            else:
+                self._recovered(None)
             wait = self.poll_interval
             if upcoming:
                 wait = min(wait, (min(upcoming.values()) - self.clock.now()).total_seconds())
@@ -798,30 +832,80 @@ class ScheduleLoop:
             entries = dict(self._entries)  # less what was deleted
         for name in [n for n in upcoming if n not in entries]:
             del upcoming[name]
+        failed: set[str] = set()
         for name, entry in entries.items():
-            state = states.get(name)
-            paused = state is not None and state.paused
-            if state is not None:
-                self._carry_out_requests(entry, state)
-            if paused:
-                self._paused_seen.add(name)
-            elif name in self._paused_seen:
-                self._paused_seen.discard(name)
-                if entry.backfill:
-                    self._catch_up(entry, now)
-            if name in upcoming:
-                continue
-            if entry.backfill and not paused:
-                self._catch_up(entry, now)
-            upcoming[name] = entry.next_tick(now)
+            try:
+                self._look_at(entry, states.get(name), upcoming, now)
+            except Exception as exc:
+                failed.add(name)
+                self._schedule_failed(entry, exc, upcoming)
         for name, tick in list(upcoming.items()):
             if tick <= now:
                 state = states.get(name)
-                if state is not None and state.paused:
-                    log.debug("schedule %r is paused; tick %s skipped", name, tick)
-                else:
-                    self._fire(entries[name], tick)
-                upcoming[name] = entries[name].next_tick(tick)
+                try:
+                    if state is not None and state.paused:
+                        log.debug("schedule %r is paused; tick %s skipped", name, tick)
+                    else:
+                        self._fire(entries[name], tick)
+                    upcoming[name] = entries[name].next_tick(tick)
+                except Exception as exc:
+                    failed.add(name)
+                    self._schedule_failed(entries[name], exc, upcoming)
+        for name in entries.keys() - failed:
+            self._recovered(name)
+
+    def _look_at(
+        self,
+        entry: Schedule,
+        state: ScheduleState | None,
+        upcoming: dict[str, datetime],
+        now: datetime,
+    ) -> None:
+        """One schedule's part of a round: its requests, its pause, its next tick."""
+        name = entry.name
+        paused = state is not None and state.paused
+        if state is not None:
+            self._carry_out_requests(entry, state)
+        if paused:
+            self._paused_seen.add(name)
+        elif name in self._paused_seen:
+            self._paused_seen.discard(name)
+            if entry.backfill:
+                self._catch_up(entry, now)
+        if name in upcoming:
+            return
+        if entry.backfill and not paused:
+            self._catch_up(entry, now)
+        upcoming[name] = entry.next_tick(now)
+
+    def _schedule_failed(
+        self, entry: Schedule, exc: Exception, upcoming: dict[str, datetime]
+    ) -> None:
+        """One schedule failed: the others go on; it is tried again next round, quietly."""
+        upcoming.pop(entry.name, None)  # its next tick is computed again next round
+        if self._starts_failing(entry.name, exc):
+            log.error(
+                "schedule %r (cron %r) failed, so its ticks are skipped until it works again; "
+                "the engine's other schedules go on. Logged once: trying again every %ss",
+                entry.name,
+                entry.cron,
+                self.poll_interval,
+                exc_info=exc,
+            )
+
+    def _starts_failing(self, name: str | None, exc: Exception) -> bool:
+        """Record that `name` fails; whether to log it (it did not, or failed otherwise)."""
+        kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
+        with self._lock:
+            known = self._failing.get(name)
+            self._failing[name] = kind
+        return known != kind
+
+    def _recovered(self, name: str | None) -> None:
+        with self._lock:
+            was = self._failing.pop(name, None)
+        if was is not None:
+            log.info("schedule %s works again", "loop" if name is None else repr(name))
 
     def _catch_up(self, entry: Schedule, now: datetime) -> None:
         """Start the ticks missed since the latest that ran (a `backfill=True` schedule)."""

@@ -186,6 +186,15 @@ def check_filter(where: WorkflowFilter) -> None:
     )
 
 
+def check_log_limit(limit: int | None) -> None:
+    """`load_log`'s `limit`: None, or a whole number of records, 0 or more."""
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise ValueError(
+            f"load_log(limit={limit!r}): give a whole number of records, 0 or more, or None "
+            "for all of them"
+        )
+
+
 def storable_error(error: str) -> str:
     """A run's `error` text as every store keeps it: NUL spelled out as `\\x00`.
 

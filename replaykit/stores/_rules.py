@@ -25,6 +25,7 @@ __all__ = [
     "duplicate_dedup",
     "duplicate_dedup_in_batch",
     "first_of_each_id",
+    "listed_without_payloads",
     "matches_filter",
     "no_run_for_events",
     "replaces_stored",
@@ -237,3 +238,12 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
     if where.since is not None and (created is None or created < where.since):
         return False
     return not (where.until is not None and (created is None or created >= where.until))
+
+
+def listed_without_payloads(row: WorkflowRow) -> WorkflowRow:
+    """`row` as a listing without payloads has it (`WorkflowFilter.payloads`): no
+    inputs, and a result only where it is an ERROR run's failure."""
+    result = row.result if row.status is Status.ERROR else None
+    if row.inputs is None and result is row.result:
+        return row
+    return attrs.evolve(row, inputs=None, result=result)

@@ -2,8 +2,9 @@
 
 The stores differ in placeholders (`?` and `%s`), in how a timestamp is bound
 (SQLite keeps microseconds as integers), in how "no limit" is spelled and in
-how a set of statuses is matched best; `Dialect` holds those differences and
-`listing` builds the one query both run for `list_workflows`.
+how a set of statuses is matched best; `Dialect` holds those differences,
+`listing` builds the one query both run for `list_workflows` and `counting`
+the one for `count_workflows`.
 """
 
 from __future__ import annotations
@@ -17,13 +18,27 @@ import attrs
 from replaykit.log import Status
 from replaykit.stores.base import WorkflowFilter
 
-__all__ = ["RECORD_COLUMNS", "WORKFLOW_COLUMNS", "Dialect", "listing"]
+__all__ = [
+    "LISTED_COLUMNS",
+    "RECORD_COLUMNS",
+    "WORKFLOW_COLUMNS",
+    "Dialect",
+    "counting",
+    "listing",
+    "log_range",
+]
 
 WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
     "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
     "started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds, "
     "generation, continued_as"
+)
+# `WORKFLOW_COLUMNS` for a listing without payloads (`WorkflowFilter.payloads`):
+# no inputs, and a result only where it is a failure (an ERROR run's), which
+# says what went wrong in a line; a value may be megabytes.
+LISTED_COLUMNS = WORKFLOW_COLUMNS.replace(
+    "inputs, result,", "NULL AS inputs, CASE WHEN status = 'ERROR' THEN result END AS result,"
 )
 RECORD_COLUMNS = (
     "position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at, attempts"
@@ -52,6 +67,33 @@ class Dialect:
 def listing(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
     """The `list_workflows` query for `where`: oldest first, paged, every value bound."""
     mark = dialect.placeholder
+    columns = WORKFLOW_COLUMNS if where.payloads else LISTED_COLUMNS
+    matching, params = _matching(where, dialect)
+    text = f"SELECT {columns} FROM {table}{matching}"
+    text += f" ORDER BY created_at, workflow_id LIMIT {mark} OFFSET {mark}"
+    params.extend((dialect.no_limit if where.limit is None else where.limit, where.offset))
+    return text, params
+
+
+def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
+    """The `count_workflows` query for `where` (its limit and offset do not count)."""
+    matching, params = _matching(where, dialect)
+    return f"SELECT COUNT(*) FROM {table}{matching}", params
+
+
+def log_range(table: str, dialect: Dialect, limit: int | None) -> str:
+    """The `load_log` query: positions from `since` on, `limit` of them at most."""
+    mark = dialect.placeholder
+    text = (
+        f"SELECT {RECORD_COLUMNS} FROM {table} WHERE workflow_id = {mark} "
+        f"AND position >= {mark} ORDER BY position"
+    )
+    return text if limit is None else f"{text} LIMIT {mark}"
+
+
+def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
+    """The WHERE clause (with its leading space; '' for none) of a listing or a count."""
+    mark = dialect.placeholder
     clauses: list[str] = []
     params: list[Any] = []
     statuses = where.statuses()
@@ -70,9 +112,4 @@ def listing(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, l
     if where.until is not None:
         clauses.append(f"created_at < {mark}")
         params.append(dialect.timestamp(where.until))
-    text = f"SELECT {WORKFLOW_COLUMNS} FROM {table}"
-    if clauses:
-        text += " WHERE " + " AND ".join(clauses)
-    text += f" ORDER BY created_at, workflow_id LIMIT {mark} OFFSET {mark}"
-    params.extend((dialect.no_limit if where.limit is None else where.limit, where.offset))
-    return text, params
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

@@ -222,6 +222,10 @@ class WorkflowFilter:
     until: datetime | None = None
     limit: int | None = None
     offset: int = 0
+    # False: the rows come without their payloads, for a listing that does not
+    # show them: `inputs` None, and `result` None unless it is a failure (what
+    # went wrong, in a line; a value may be megabytes). Filters nothing.
+    payloads: bool = True
 
     def statuses(self) -> tuple[Status, ...] | None:
         if self.status is None:
@@ -421,11 +425,23 @@ class Store(Protocol):
         """
         ...
 
-    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
+    def count_workflows(self, where: WorkflowFilter) -> int:
+        """How many runs match `where`, counted by the store (one `COUNT` query).
+
+        `where.limit`, `where.offset` and `where.payloads` do not count: the
+        answer is how many rows `list_workflows` would list with neither limit
+        nor offset. A listing shows pages of a total without reading the rows.
+        """
+        ...
+
+    def load_log(
+        self, workflow_id: str, *, since: int = 0, limit: int | None = None
+    ) -> list[Record]:
         """The run's records in position order, from position `since` on, in one query.
 
         `since` lets a reader that holds the first positions already (a warm run
-        whose log moved on) read only the rest. A record that does not decode
+        whose log moved on) read only the rest; `limit` (None: all) reads at most
+        that many, for a page of a long log. A record that does not decode
         raises `DamagedData` naming the run and its position; so do a message
         (`peek_message`) or an event (`get_event`) that does not.
         """

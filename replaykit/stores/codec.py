@@ -12,7 +12,9 @@ run's short `error` text (a parked run's reason, set by the runtime).
 Without a codec (`CodecStore(store, None)`, what an engine given no codec
 uses) nothing is encoded, and a payload a codec wrote is refused with
 `CodecError` instead of reaching a workflow as an envelope. With one, plain
-payloads (written before the codec was configured) read as they are.
+payloads (written before the codec was configured) read as they are. A plain
+payload that looks like an encoded one is written escaped either way and read
+back as it was given (`serde.escape_payload`).
 """
 
 from __future__ import annotations
@@ -114,7 +116,10 @@ class CodecStore:
         self.inner = inner
         self.codec = None if codec is None else serde.check_codec(codec)
         # For a tool that shows what is stored (the `replaykit` command without
-        # --codec): with no codec, encoded payloads are handed on as stored.
+        # --codec): with no codec, encoded payloads are handed on as stored. What it
+        # writes is new data, escaped as any plain payload is: a payload read through
+        # it is not to be written back through it (an encoded one would be escaped
+        # into a plain value); copy stored data through the inner store.
         self.pass_encoded = pass_encoded and self.codec is None
 
     def __repr__(self) -> str:
@@ -139,17 +144,29 @@ class CodecStore:
 
     # -- encoding ------------------------------------------------------------------------
 
+    # Without a codec, a payload is written as it is unless it looks encoded (or
+    # escaped): then escaped. What is unchanged is the caller's own object, as
+    # callers tell "written" from "the position held a record" by identity.
+
     def _encode(self, data: Any) -> Any:
-        return data if self.codec is None else serde.encode_payload(data, self.codec)
+        if self.codec is None:
+            return serde.escape_payload(data)
+        return serde.encode_payload(data, self.codec)
 
     def _decode(self, data: Any, what: str, workflow_id: str) -> Any:
         if self.pass_encoded:
-            return data
+            return serde.unescape_payload(data)
         return serde.decode_payload(data, self.codec, what=what, workflow_id=workflow_id)
 
     def _encode_outcome(self, outcome: Outcome | None) -> Outcome | None:
-        if self.codec is None or outcome is None:
+        if outcome is None:
             return outcome
+        if self.codec is None:
+            if isinstance(outcome, Value):
+                data = serde.escape_payload(outcome.data)
+                return outcome if data is outcome.data else Value(data)
+            info = serde.escape_error_info(outcome.error)
+            return outcome if info is outcome.error else Failure(info)
         if isinstance(outcome, Value):
             return Value(serde.encode_payload(outcome.data, self.codec))
         return Failure(serde.encode_error_info(outcome.error, self.codec))
@@ -157,14 +174,14 @@ class CodecStore:
     def _decode_outcome(
         self, outcome: Outcome | None, what: str, workflow_id: str
     ) -> Outcome | None:
-        if self.pass_encoded:
-            return outcome
         if isinstance(outcome, Value):
-            if not serde.is_encoded(outcome.data):
+            if not (serde.is_encoded(outcome.data) or serde.is_escaped(outcome.data)):
                 return outcome
             return Value(self._decode(outcome.data, what, workflow_id))
         if isinstance(outcome, Failure):
-            if not serde.is_encoded_error(outcome.error):
+            if serde.is_escaped_error(outcome.error):
+                return Failure(serde.unescape_error_info(outcome.error))
+            if self.pass_encoded or not serde.is_encoded_error(outcome.error):
                 return outcome
             info = serde.decode_error_info(
                 outcome.error, self.codec, what=what, workflow_id=workflow_id
@@ -173,9 +190,8 @@ class CodecStore:
         return outcome
 
     def _encode_record(self, record: Record) -> Record:
-        if self.codec is None or record.outcome is None:
-            return record
-        return attrs.evolve(record, outcome=self._encode_outcome(record.outcome))
+        outcome = self._encode_outcome(record.outcome)
+        return record if outcome is record.outcome else attrs.evolve(record, outcome=outcome)
 
     def _decode_record(self, record: Record, workflow_id: str) -> Record:
         what = f"the outcome of {record.describe()} at position {record.position}"
@@ -188,13 +204,11 @@ class CodecStore:
         return given if stored is written else self._decode_record(stored, workflow_id)
 
     def _encode_row(self, row: WorkflowRow) -> WorkflowRow:
-        if self.codec is None:
+        inputs = None if row.inputs is None else self._encode(row.inputs)
+        result = self._encode_outcome(row.result)
+        if inputs is row.inputs and result is row.result:
             return row
-        return attrs.evolve(
-            row,
-            inputs=None if row.inputs is None else self._encode(row.inputs),
-            result=self._encode_outcome(row.result),
-        )
+        return attrs.evolve(row, inputs=inputs, result=result)
 
     def _decode_row(self, row: WorkflowRow) -> WorkflowRow:
         """The row decoded, or `UndecodableRow` (its `row` as a listing shows it)."""
@@ -206,10 +220,12 @@ class CodecStore:
         except CodecError as exc:
             fields["inputs"] = None
             errors.append(exc)
-        if self.pass_encoded:
-            return row
         try:
-            if isinstance(row.result, Failure) and serde.is_encoded_error(row.result.error):
+            if (
+                not self.pass_encoded
+                and isinstance(row.result, Failure)
+                and serde.is_encoded_error(row.result.error)
+            ):
                 info, text = serde.decode_error_info_and_text(
                     row.result.error, self.codec, what="the result", workflow_id=workflow_id
                 )
@@ -226,22 +242,24 @@ class CodecStore:
                 return row
             return attrs.evolve(row, **fields)
         why = "; ".join(str(exc) for exc in errors)
-        shown = attrs.evolve(row, **fields, damaged=why, error=f"damaged row: {why}")
+        # Not "damaged row: ": the row is whole, this process's codec does not read it.
+        shown = attrs.evolve(row, **fields, damaged=why, error=f"not decoded here: {why}")
         raise UndecodableRow(errors[0], shown)
 
     def _encode_send(self, send: OutgoingMessage | None) -> OutgoingMessage | None:
-        if self.codec is None or send is None:
+        if send is None:
             return send
-        return attrs.evolve(
-            send,
-            payload=self._encode(send.payload),
-            if_duplicate=self._encode_outcome(send.if_duplicate),
-        )
+        payload = self._encode(send.payload)
+        if_duplicate = self._encode_outcome(send.if_duplicate)
+        if payload is send.payload and if_duplicate is send.if_duplicate:
+            return send
+        return attrs.evolve(send, payload=payload, if_duplicate=if_duplicate)
 
     def _encode_event(self, event: EventWrite | None) -> EventWrite | None:
-        if self.codec is None or event is None:
+        if event is None:
             return event
-        return EventWrite(event.key, self._encode(event.value))
+        value = self._encode(event.value)
+        return event if value is event.value else EventWrite(event.key, value)
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -315,13 +333,21 @@ class CodecStore:
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
         return [self._listed(row) for row in self.inner.list_workflows(where)]
 
+    def count_workflows(self, where: WorkflowFilter) -> int:
+        return self.inner.count_workflows(where)
+
     # -- logs ----------------------------------------------------------------------------
 
-    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
-        return [
-            self._decode_record(record, workflow_id)
-            for record in self.inner.load_log(workflow_id, since=since)
-        ]
+    def load_log(
+        self, workflow_id: str, *, since: int = 0, limit: int | None = None
+    ) -> list[Record]:
+        # `limit` passed on only when given: a store written before it takes `since` only.
+        records = (
+            self.inner.load_log(workflow_id, since=since)
+            if limit is None
+            else self.inner.load_log(workflow_id, since=since, limit=limit)
+        )
+        return [self._decode_record(record, workflow_id) for record in records]
 
     def record(
         self,
@@ -347,17 +373,7 @@ class CodecStore:
         return self._answer(stored, written, record, workflow_id)
 
     def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
-        encoded = [
-            attrs.evolve(
-                write,
-                record=self._encode_record(write.record),
-                send=self._encode_send(write.send),
-                event=self._encode_event(write.event),
-            )
-            if self.codec is not None
-            else write
-            for write in writes
-        ]
+        encoded = [self._encode_write(write) for write in writes]
         answers = self.inner.record_many(encoded)
         decoded: list[Record | Exception] = []
         for write, sent, answer in zip(writes, encoded, answers, strict=True):
@@ -378,6 +394,14 @@ class CodecStore:
         written = self._encode_record(record)
         stored = self.inner.record_late(workflow_id, written, executor_id=executor_id)
         return self._answer(stored, written, record, workflow_id)
+
+    def _encode_write(self, write: RecordWrite) -> RecordWrite:
+        record = self._encode_record(write.record)
+        send = self._encode_send(write.send)
+        event = self._encode_event(write.event)
+        if record is write.record and send is write.send and event is write.event:
+            return write
+        return attrs.evolve(write, record=record, send=send, event=event)
 
     def record_transaction(
         self,
@@ -599,7 +623,9 @@ class CodecStore:
 
     def peek_message(self, workflow_id: str, topic: str) -> Message | None:
         message = self.inner.peek_message(workflow_id, topic)
-        if message is None or not serde.is_encoded(message.payload):
+        if message is None or not (
+            serde.is_encoded(message.payload) or serde.is_escaped(message.payload)
+        ):
             return message
         what = f"message {message.message_id} on topic {topic!r}"
         return attrs.evolve(message, payload=self._decode(message.payload, what, workflow_id))

@@ -19,6 +19,7 @@ from replaykit.errors import (
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status
 from replaykit.stores._checks import (
     check_filter,
+    check_log_limit,
     check_names,
     check_record,
     check_schedule_specs,
@@ -45,6 +46,7 @@ from replaykit.stores._rules import (
     claimed_deadline,
     duplicate_dedup,
     first_of_each_id,
+    listed_without_payloads,
     matches_filter,
     no_run_for_events,
     replaces_stored,
@@ -317,12 +319,23 @@ class MemoryStore:
             rows = [r for r in self._rows.values() if matches_filter(r, where)]
             rows.sort(key=lambda r: (r.created_at or utc_now(), r.workflow_id))
         rows = rows[where.offset :]
-        return rows[: where.limit] if where.limit is not None else rows
+        rows = rows[: where.limit] if where.limit is not None else rows
+        return rows if where.payloads else [listed_without_payloads(row) for row in rows]
 
-    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
-        check_names(workflow_id)
+    def count_workflows(self, where: WorkflowFilter) -> int:
+        check_filter(where)
         with self._lock:
-            return list(self._logs.get(workflow_id, ())[max(since, 0) :])
+            return sum(1 for row in self._rows.values() if matches_filter(row, where))
+
+    def load_log(
+        self, workflow_id: str, *, since: int = 0, limit: int | None = None
+    ) -> list[Record]:
+        check_names(workflow_id)
+        check_log_limit(limit)
+        start = max(since, 0)
+        with self._lock:
+            log = self._logs.get(workflow_id, ())
+            return list(log[start:] if limit is None else log[start : start + limit])
 
     def record(
         self,

@@ -43,6 +43,7 @@ from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, Workf
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
 from replaykit.stores._checks import (
     check_filter,
+    check_log_limit,
     check_names,
     check_record,
     check_schedule_specs,
@@ -96,7 +97,14 @@ from replaykit.stores._rules import (
     stamped_for_create,
     stays_pending,
 )
-from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS, Dialect, listing
+from replaykit.stores._sql import (
+    RECORD_COLUMNS,
+    WORKFLOW_COLUMNS,
+    Dialect,
+    counting,
+    listing,
+    log_range,
+)
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -1726,15 +1734,19 @@ class PostgresStore:
         text, params = listing(where, "{s}.workflows", _DIALECT)
         return listed(_workflow_from, self._all(self._q(text), params, prepare=_PLAN_EACH_TIME))
 
-    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
+    def count_workflows(self, where: WorkflowFilter) -> int:
+        check_filter(where)
+        text, params = counting(where, "{s}.workflows", _DIALECT)
+        [(count,)] = self._all(self._q(text), params, prepare=_PLAN_EACH_TIME)
+        return int(count)
+
+    def load_log(
+        self, workflow_id: str, *, since: int = 0, limit: int | None = None
+    ) -> list[Record]:
         check_names(workflow_id)
-        rows = self._all(
-            self._q(
-                "SELECT " + _RECORD_COLUMNS + " FROM {s}.records WHERE workflow_id = %s "
-                "AND position >= %s ORDER BY position"
-            ),
-            (workflow_id, since),
-        )
+        check_log_limit(limit)
+        params = (workflow_id, since) if limit is None else (workflow_id, since, limit)
+        rows = self._all(self._q(log_range("{s}.records", _DIALECT, limit)), params)
         return [_record_from(r, workflow_id) for r in rows]
 
     # -- recording -----------------------------------------------------------

@@ -32,6 +32,7 @@ from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, Workf
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
 from replaykit.stores._checks import (
     check_filter,
+    check_log_limit,
     check_names,
     check_record,
     check_schedule_specs,
@@ -88,7 +89,14 @@ from replaykit.stores._rules import (
     stamped_for_create,
     stays_pending,
 )
-from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS, Dialect, listing
+from replaykit.stores._sql import (
+    RECORD_COLUMNS,
+    WORKFLOW_COLUMNS,
+    Dialect,
+    counting,
+    listing,
+    log_range,
+)
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -1092,10 +1100,21 @@ class SqliteStore:
             rows = conn.execute(text, params).fetchall()
         return listed(_workflow_from, rows)
 
-    def load_log(self, workflow_id: str, *, since: int = 0) -> list[Record]:
-        check_names(workflow_id)
+    def count_workflows(self, where: WorkflowFilter) -> int:
+        check_filter(where)
+        text, params = counting(where, "workflows", _DIALECT)
         with self._read() as conn:
-            rows = conn.execute(_SELECT_LOG, (workflow_id, since)).fetchall()
+            return int(conn.execute(text, params).fetchone()[0])
+
+    def load_log(
+        self, workflow_id: str, *, since: int = 0, limit: int | None = None
+    ) -> list[Record]:
+        check_names(workflow_id)
+        check_log_limit(limit)
+        query = _SELECT_LOG if limit is None else log_range("records", _DIALECT, limit)
+        params = (workflow_id, since) if limit is None else (workflow_id, since, limit)
+        with self._read() as conn:
+            rows = conn.execute(query, params).fetchall()
         return [_record_from(r, workflow_id) for r in rows]
 
     # -- recording -----------------------------------------------------------

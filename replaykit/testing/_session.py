@@ -303,6 +303,7 @@ _READS = frozenset(
     {
         "get_workflow",
         "list_workflows",
+        "count_workflows",
         "load_log",
         "peek_message",
         "get_event",
@@ -320,6 +321,7 @@ _READS = frozenset(
 _WHEN_DEAD: Mapping[str, Any] = {
     "get_workflow": None,
     "list_workflows": [],
+    "count_workflows": 0,
     "load_log": [],
     "peek_message": None,
     "get_event": (False, None),

@@ -4039,3 +4039,10 @@ def check_store(
             f"check_store: {len(failures)} of {ran} checks failed for {described}:\n\n"
             + "\n\n".join(failures)
         ) from first
+
+
+# The checks of the reads a listing pages with (counts, listings without payloads,
+# ranges of a log) live in a module of their own; they run with the others.
+from replaykit.testing._conformance_reads import READ_CHECKS  # noqa: E402
+
+STORE_CHECKS = (*STORE_CHECKS, *READ_CHECKS)

@@ -39,10 +39,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from replaykit._text import printable
-from replaykit.errors import StoreError, WorkflowNotFound
+from replaykit.errors import CodecError, StoreError, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.runtime.admin import get_run
+from replaykit.stores._checks import check_filter, check_names
 from replaykit.stores.base import DamagedRow, Store
+from replaykit.stores.codec import CodecStore
 from replaykit.ui import _actions, _views
 
 __all__ = ["COOKIE", "TOKEN_HEADER", "create_app"]
@@ -221,6 +223,11 @@ class _Render:
         text = self.env.get_template(template).render(**self.common, **context)
         return HTMLResponse(text, status_code=status)
 
+    async def page_off_loop(self, template: str, **context: Any) -> HTMLResponse:
+        """`page`, rendered in a worker thread: a long page leaves the loop free for
+        the other requests meanwhile."""
+        return await run_in_threadpool(self.page, template, **context)
+
     def error(self, status: int, title: str, message: str) -> HTMLResponse:
         return self.page("error.html", status, title=title, message=message)
 
@@ -293,6 +300,8 @@ def create_app(
                 return await handler(request)
             except WorkflowNotFound as exc:
                 return render.error(404, "No such run", f"{exc}. The runs list shows them all.")
+            except CodecError as exc:  # before DamagedRow: an undecodable row is one too
+                return render.error(409, "This UI's codec does not match", codec_text(exc))
             except DamagedRow as exc:
                 return render.error(
                     500,
@@ -332,10 +341,24 @@ def create_app(
             )
         return None
 
+    def codec_text(exc: CodecError) -> str:
+        given = store.codec.name if isinstance(store, CodecStore) and store.codec else None
+        this = f"the codec {given!r}" if given else "no codec"
+        return (
+            f"{exc}. This UI was started with {this}, and the run's payloads were written "
+            f"with the codec {exc.codec_name!r}: the key or the codec does not match. The run "
+            "is not damaged; do not delete it. Start the UI with the codec (and key) that "
+            "wrote it: replaykit ui --codec MODULE:ATTRIBUTE."
+        )
+
     def run_id(request: Request) -> str:
         workflow_id = request.query_params.get("id")
         if workflow_id is None:
             raise _FormError("no run named: the address needs ?id=WORKFLOW_ID")
+        try:
+            check_names(workflow_id)
+        except ValueError as exc:  # NUL, a lone surrogate, too long: no run has that id
+            raise _FormError(f"id: {exc}") from None
         return workflow_id
 
     async def index(request: Request) -> Response:
@@ -365,23 +388,33 @@ def create_app(
             page=page,
             per_page=per_page,
         )
+        try:
+            check_filter(query.where())
+        except ValueError as exc:
+            raise _FormError(str(exc)) from None
         view = await run_in_threadpool(_views.runs_page, store, query)
-        return render.page("runs.html", view=view, title="Runs")
+        return await render.page_off_loop("runs.html", view=view, title="Runs")
 
     async def run(request: Request) -> Response:
         workflow_id = run_id(request)
         topic = request.query_params.get("topic")
-        view = await run_in_threadpool(_views.run_page, store, workflow_id, topic=topic)
+        try:
+            since = max(int(request.query_params.get("since", "0")), 0)
+        except ValueError:
+            raise _FormError("since= is the position a page of the timeline starts at") from None
+        view = await run_in_threadpool(
+            _views.run_page, store, workflow_id, topic=topic, log_from=since
+        )
         if view is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         done = request.query_params.get("done", "")
-        return render.page(
+        return await render.page_off_loop(
             "run.html", view=view, title=f"Run {workflow_id}", done=_DONE.get(done, "")
         )
 
     async def queues(request: Request) -> Response:
         view = await run_in_threadpool(_views.queues_page, store)
-        return render.page("queues.html", view=view, title="Queues")
+        return await render.page_off_loop("queues.html", view=view, title="Queues")
 
     async def confirm_page(request: Request, action: str) -> Response:
         workflow_id = run_id(request)
@@ -405,7 +438,7 @@ def create_app(
                 from_position = int(request.query_params.get("from", str(len(records))))
             except ValueError:
                 return render.error(400, "Bad position", "from= is a position number.")
-        return render.page(
+        return await render.page_off_loop(
             "confirm.html",
             title=f"{action.capitalize()} {workflow_id}",
             action=action,

@@ -22,6 +22,7 @@ from replaykit.serde import ErrorInfo
 from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
+    "LOG_PAGE",
     "PER_PAGE",
     "Bar",
     "ChildNode",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 PER_PAGE = 50
+# A run's timeline shows this many records a page: a long-lived run's log (a
+# poller's, tens of thousands of records) is read and rendered a page at a time.
+LOG_PAGE = 200
 # A payload longer than this is cut on the page; the whole of it stays in the
 # store and `replaykit workflows show --json` prints it.
 MAX_SHOWN_CHARS = 20_000
@@ -131,36 +135,15 @@ class RunsPage:
     pages: int
 
 
-def _exists(store: Store, where: WorkflowFilter, offset: int) -> bool:
-    return bool(store.list_workflows(attrs.evolve(where, limit=1, offset=offset)))
-
-
 def count_runs(store: Store, where: WorkflowFilter) -> int:
-    """How many runs match, with about 2*log2(n) one-row reads.
-
-    The protocol lists runs oldest first and has no count; newest-first paging
-    needs the total, and reading every row to count them would decode every
-    run's inputs and result.
-    """
-    if not _exists(store, where, 0):
-        return 0
-    low = 1  # known: at least `low` runs
-    high = 2
-    while _exists(store, where, high - 1):
-        low, high = high, high * 2
-    # Now low <= count < high.
-    while high - low > 1:
-        middle = (low + high) // 2
-        if _exists(store, where, middle - 1):
-            low = middle
-        else:
-            high = middle
-    return low
+    """How many runs match: the store counts them (one `COUNT`), reading no row."""
+    return store.count_workflows(where)
 
 
 def _problem(row: WorkflowRow) -> str:
     if row.damaged:
-        return f"damaged row: {row.damaged}"
+        # A row this UI's codec cannot decode says so in its error (not "damaged").
+        return row.error or f"damaged row: {row.damaged}"
     if isinstance(row.result, Failure):
         return f"{row.result.error.type_name}: {row.result.error.message}"
     return row.error
@@ -181,7 +164,7 @@ def _run_row(row: WorkflowRow) -> RunRow:
 
 def runs_page(store: Store, query: RunsQuery) -> RunsPage:
     """One page of the runs matching `query`, newest first."""
-    where = query.where()
+    where = attrs.evolve(query.where(), payloads=False)  # the list shows none
     total = count_runs(store, where)
     pages = max(1, -(-total // query.per_page))
     page = min(max(query.page, 0), pages - 1)
@@ -305,6 +288,11 @@ class RunPage:
     generations: list[WorkflowRow] = attrs.field(factory=list)
     # Why a PENDING or ENQUEUED run is not running, when the store knows (_waiting.py).
     waiting: str = ""
+    # The page of the timeline shown: its first position, and the first of the
+    # next page (None: this is the last) and of the previous one (None: the first).
+    log_from: int = 0
+    log_next: int | None = None
+    log_previous: int | None = None
 
 
 def _outcome_state(outcome: Outcome | None) -> str:
@@ -451,7 +439,9 @@ def _children(store: Store, workflow_id: str) -> tuple[list[ChildNode], bool]:
         if depth > MAX_CHILD_DEPTH or budget[0] <= 0:
             cut[0] = True
             return []
-        rows = store.list_workflows(WorkflowFilter(parent_id=parent_id, limit=budget[0] + 1))
+        rows = store.list_workflows(
+            WorkflowFilter(parent_id=parent_id, limit=budget[0] + 1, payloads=False)
+        )
         if len(rows) > budget[0]:
             cut[0] = True
             rows = rows[: budget[0]]
@@ -520,16 +510,23 @@ _GENERATIONS_SHOWN = 50
 def _generations(store: Store, row: WorkflowRow) -> list[WorkflowRow]:
     if not row.generation:
         return []
-    archived = store.list_workflows(WorkflowFilter(continued_as=row.workflow_id))
+    archived = store.list_workflows(WorkflowFilter(continued_as=row.workflow_id, payloads=False))
     archived.sort(key=lambda generation: generation.generation)
     return archived[-_GENERATIONS_SHOWN:]
 
 
 def run_page(
-    store: Store, workflow_id: str, *, topic: str | None = None, now: datetime | None = None
+    store: Store,
+    workflow_id: str,
+    *,
+    topic: str | None = None,
+    now: datetime | None = None,
+    log_from: int = 0,
 ) -> RunPage | None:
     """Everything the run's page shows; None when no run has this id.
 
+    The timeline is the page of `LOG_PAGE` records from position `log_from`
+    (the inbox and events sections look at what that page receives and sets).
     A damaged row raises `DamagedRow` (the page says what is damaged); a log,
     message or event that does not decode costs only its own section.
     """
@@ -537,12 +534,16 @@ def run_page(
     row = store.get_workflow(workflow_id)
     if row is None:
         return None
+    log_from = max(log_from, 0)
     records: list[Record] = []
     log_error = ""
     try:
-        records = store.load_log(workflow_id)
+        # One more than a page: whether a next page exists, without counting the log.
+        records = store.load_log(workflow_id, since=log_from, limit=LOG_PAGE + 1)
     except ReplayKitError as exc:
         log_error = _section_error(exc)
+    log_next = log_from + LOG_PAGE if len(records) > LOG_PAGE else None
+    records = records[:LOG_PAGE]
     steps, span = _timeline(row, records, now)
     inbox: list[InboxView] = []
     topics: list[str] = []
@@ -558,7 +559,9 @@ def run_page(
     except ReplayKitError as exc:
         events_error = _section_error(exc)
     children, cut = _children(store, workflow_id)
-    forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id, limit=_FORKS_SHOWN + 1))
+    forks = store.list_workflows(
+        WorkflowFilter(forked_from=workflow_id, limit=_FORKS_SHOWN + 1, payloads=False)
+    )
     result = ""
     error = None
     if isinstance(row.result, Value):
@@ -593,6 +596,9 @@ def run_page(
         can_fork=not log_error,
         generations=_generations(store, row),
         waiting=why_waiting(store, row, now=now),
+        log_from=log_from,
+        log_next=log_next,
+        log_previous=max(log_from - LOG_PAGE, 0) if log_from > 0 else None,
     )
 
 
@@ -629,7 +635,9 @@ def queues_page(store: Store, *, now: datetime | None = None) -> QueuesPage:
     now = now or datetime.now(UTC)
     live = store.list_workflows(
         WorkflowFilter(
-            status=(Status.ENQUEUED, Status.PENDING, Status.PARKED), limit=MAX_LIVE_RUNS + 1
+            status=(Status.ENQUEUED, Status.PENDING, Status.PARKED),
+            limit=MAX_LIVE_RUNS + 1,
+            payloads=False,  # counts and times only: no run's inputs
         )
     )
     partial = len(live) > MAX_LIVE_RUNS
