@@ -144,6 +144,11 @@ def check_start(stored: WorkflowRow, wanted: WorkflowRow) -> None:
     encoded arguments is the same start (idempotent, the existing run is the
     answer); another workflow, or other arguments, is a mistake the caller
     must hear of. A damaged stored row cannot be compared and is let be.
+
+    A run that continued as new is found by the arguments it was created with
+    (its generation 0's, which the store keeps), so that re-issuing the start
+    that created it still returns it; the current generation's arguments are
+    accepted too, as they were before the first ones were kept.
     """
     if stored.damaged:
         return
@@ -158,11 +163,19 @@ def check_start(stored: WorkflowRow, wanted: WorkflowRow) -> None:
             existing_name=stored.name,
             new_name=wanted.name,
         )
-    if _canonical(stored.inputs) != _canonical(wanted.inputs):
+    given = _canonical(wanted.inputs)
+    first = stored.first_inputs
+    if given != _canonical(stored.inputs) and (first is None or given != _canonical(first)):
+        shown = f"stored {_preview(stored.inputs)}"
+        if first is not None:
+            shown = (
+                f"created with {_preview(first)}, at generation {stored.generation} "
+                f"{_preview(stored.inputs)}"
+            )
         raise WorkflowIdConflict(
             f"cannot start workflow {wanted.name!r} under id {workflow_id!r} with these "
             f"arguments: that id holds a run of {stored.name!r} ({status}) started with other "
-            f"arguments (stored {_preview(stored.inputs)}, given {_preview(wanted.inputs)}). "
+            f"arguments ({shown}, given {_preview(wanted.inputs)}). "
             "A start under a used id returns the existing run only for the same workflow and "
             "arguments; pass the same arguments, or use another id for this run",
             workflow_id=workflow_id,

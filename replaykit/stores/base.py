@@ -134,6 +134,12 @@ class WorkflowRow:
     # (...)"). Only listings return such rows, with those fields at their
     # defaults and `error` saying so; get_workflow raises DamagedRow instead.
     damaged: str = ""
+    # The inputs the run was created with, once it has continued as new (its
+    # `inputs` are then the current generation's); None for a run at generation 0.
+    # A start re-issued under the id compares with them (`create_workflow`). The
+    # SQL stores keep them in a column of their own and fill this in only on the
+    # row `create_workflow(s)` finds in the way, where a start is compared.
+    first_inputs: Any = attrs.field(default=None, eq=False)
 
 
 class DamagedRow(DamagedData):

@@ -194,6 +194,7 @@ class CodecStore:
             row,
             inputs=None if row.inputs is None else self._encode(row.inputs),
             result=self._encode_outcome(row.result),
+            first_inputs=None if row.first_inputs is None else self._encode(row.first_inputs),
         )
 
     def _decode_row(self, row: WorkflowRow) -> WorkflowRow:
@@ -208,6 +209,15 @@ class CodecStore:
             errors.append(exc)
         if self.pass_encoded:
             return row
+        if row.first_inputs is not None:
+            try:
+                fields["first_inputs"] = self._decode(
+                    row.first_inputs, "the first inputs", workflow_id
+                )
+            except CodecError:
+                # Only a re-issued start compares with them; it then compares with
+                # the current inputs alone.
+                fields["first_inputs"] = None
         try:
             if isinstance(row.result, Failure) and serde.is_encoded_error(row.result.error):
                 info, text = serde.decode_error_info_and_text(
@@ -222,7 +232,11 @@ class CodecStore:
             fields["result"] = None
             errors.append(exc)
         if not errors:
-            if fields["inputs"] is row.inputs and fields["result"] is row.result:
+            if (
+                fields["inputs"] is row.inputs
+                and fields["result"] is row.result
+                and fields.get("first_inputs", row.first_inputs) is row.first_inputs
+            ):
                 return row
             return attrs.evolve(row, **fields)
         why = "; ".join(str(exc) for exc in errors)

@@ -53,11 +53,13 @@ from replaykit.stores._checks import (
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
+    FIRST_INPUTS_ON_CONTINUE,
     archived_generation,
     check_continue_args,
     continue_refusal,
     id_taken,
     next_generation,
+    with_first_inputs,
 )
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold
@@ -128,6 +130,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0006_forks.sql",
     "postgres_0007_deadlines.sql",
     "postgres_0008_generations.sql",
+    "postgres_0009_first_inputs.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -1278,7 +1281,9 @@ class PostgresStore:
                 return stored, True
             found = self._one(self._q(_SELECT_WORKFLOW), (row.workflow_id,))
             if found is not None:
-                return shown(_workflow_from, found), False
+                return with_first_inputs(
+                    [(shown(_workflow_from, found), False)], self._first_inputs
+                )[0]
             # The run that stood in the way was deleted meanwhile: try again.
         raise StoreError(
             f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
@@ -1365,7 +1370,24 @@ class PostgresStore:
                 answered[row.workflow_id] = existing[row.workflow_id]
                 answers.append((existing[row.workflow_id], False))
         self._notify([("enqueued", queue) for queue in queues])
-        return answers
+        return with_first_inputs(answers, self._first_inputs)
+
+    def _first_inputs(self, workflow_ids: list[str]) -> dict[str, Any]:
+        """The first inputs kept for these runs (those that continued as new)."""
+        rows = self._all(
+            self._q(
+                "SELECT workflow_id, first_inputs FROM {s}.workflows "
+                "WHERE workflow_id = ANY(%s) AND first_inputs IS NOT NULL"
+            ),
+            (workflow_ids,),
+        )
+        found: dict[str, Any] = {}
+        for workflow_id, data in rows:
+            try:
+                found[workflow_id] = inputs_value(data)
+            except Exception:
+                continue  # unreadable: the start is compared with the current inputs only
+        return found
 
     def _insert_many(
         self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]
@@ -2460,7 +2482,8 @@ class PostgresStore:
                 self._q(
                     "UPDATE {s}.workflows SET inputs = %(inputs)s, generation = generation + 1, "
                     "wake_at = NULL, recovery_attempts = 0, error = '', started_at = %(now)s, "
-                    "updated_at = %(now)s WHERE workflow_id = %(wid)s"
+                    "updated_at = %(now)s, " + FIRST_INPUTS_ON_CONTINUE + " "
+                    "WHERE workflow_id = %(wid)s"
                 ),
                 {
                     "inputs": None if inputs is None else _json(inputs),

@@ -3841,6 +3841,11 @@ def check_keyed_send_with_record(store: Store) -> None:
     _equal("the message delivered is the sender's that recorded True", [winner], delivered)
 
 
+# Checks kept in modules of their own; they import this module's helpers, defined above.
+from replaykit.testing._conformance_generations import (  # noqa: E402
+    check_create_finds_a_continued_run_by_its_first_inputs,
+)
+
 StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
@@ -3925,6 +3930,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_schedule_states,
     check_schedule_requests,
     check_keyed_send_with_record,
+    check_create_finds_a_continued_run_by_its_first_inputs,
 )
 
 
