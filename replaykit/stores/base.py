@@ -647,6 +647,27 @@ class Store(Protocol):
         """Add one to the run's recovery attempts; return the new count."""
         ...
 
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        """Restamp the run and the unfinished runs below it onto `app_version`, in one
+        transaction (a resume onto a new version moves the whole family).
+
+        The family is the run and its descendants: runs whose `parent_id` is it,
+        theirs, and so on, through finished runs too (children started by earlier
+        generations of a run that continued as new name its live id). A member
+        moves when it is ENQUEUED, PENDING or PARKED and stamped with another
+        version: it gets `app_version`, and `updated_at` now; a PENDING or PARKED
+        one also gets `executor_id` when given, and a PENDING one its recovery
+        count reset. Statuses stay as they are; finished runs and archived
+        generations are left as they are. Returns the ids moved, parents before
+        children ([] when none needs to; `WorkflowNotFound` if no run has the id).
+        After the commit, notifies ("resumed", id) for each PENDING run moved, so
+        that an engine of the version picks it up at once, and ("enqueued", queue)
+        once for each queue that has an ENQUEUED run moved.
+        """
+        ...
+
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None
     ) -> bool:

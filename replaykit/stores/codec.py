@@ -539,6 +539,11 @@ class CodecStore:
     def bump_recovery(self, workflow_id: str) -> int:
         return self.inner.bump_recovery(workflow_id)
 
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        return self.inner.move_family(workflow_id, app_version=app_version, executor_id=executor_id)
+
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None
     ) -> bool:

@@ -50,6 +50,7 @@ from replaykit.stores._checks import (
     refused_writes,
     storable_error,
 )
+from replaykit.stores._families import Member, family_query, moving
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
@@ -2560,6 +2561,52 @@ class PostgresStore:
         elif changed and resumed:
             self._notify([("resumed", workflow_id)])
         return changed
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        now = _now()
+        with self._connection() as conn, conn.transaction():
+            found = conn.execute(
+                self._q(family_query("{s}.workflows", "%s") + " FOR UPDATE OF w"), (workflow_id,)
+            ).fetchall()
+            if not any(r[0] == workflow_id for r in found):
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            moved = moving(workflow_id, family, app_version)
+            notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
+            queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue)
+            notes += [("enqueued", queue) for queue in dict.fromkeys(queues) if queue]
+            with conn.cursor() as cur:
+                cur.executemany(
+                    self._q(
+                        "UPDATE {s}.workflows SET app_version = %(version)s, "
+                        "updated_at = %(now)s, recovery_attempts = CASE WHEN "
+                        "%(status)s = 'PENDING' THEN 0 ELSE recovery_attempts END, "
+                        "executor_id = CASE WHEN %(executor)s::text IS NOT NULL "
+                        "AND %(status)s != 'ENQUEUED' THEN %(executor)s::text "
+                        "ELSE executor_id END WHERE workflow_id = %(wid)s"
+                    ),
+                    [
+                        {
+                            "version": app_version,
+                            "now": now,
+                            "status": m.status.value,
+                            "executor": executor_id,
+                            "wid": m.workflow_id,
+                        }
+                        for m in moved
+                    ],
+                )
+            # Told to every process on commit, as the transaction's own notifications.
+            for kind, key in notes:
+                if len(key.encode()) < _NOTIFY_MAX_KEY:
+                    conn.execute(
+                        "SELECT pg_notify(%s, %s)", (self._channel, f"{self._origin}{kind}:{key}")
+                    )
+        self._notify(notes)
+        return [m.workflow_id for m in moved]
 
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None

@@ -39,6 +39,7 @@ from replaykit.stores._checks import (
     refused_writes,
     storable_error,
 )
+from replaykit.stores._families import Member, family_query, moving
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
@@ -335,6 +336,15 @@ UPDATE workflows SET inputs = ?1, generation = generation + 1, wake_at = NULL,
 WHERE workflow_id = ?3 AND status = 'PENDING' AND generation = ?4
 """
 )
+_SELECT_FAMILY = family_query("workflows", "?")
+# One member of a family onto a version (`move_family`): a run waiting to be claimed
+# keeps its empty executor, a PENDING one starts its recovery count afresh.
+_MOVE_MEMBER = """
+UPDATE workflows SET app_version = ?1, updated_at = ?2,
+    recovery_attempts = CASE WHEN ?3 = 'PENDING' THEN 0 ELSE recovery_attempts END,
+    executor_id = CASE WHEN ?4 IS NOT NULL AND ?5 != 'ENQUEUED' THEN ?4 ELSE executor_id END
+WHERE workflow_id = ?6
+"""
 # A fork's copied records take what their originals set; then the fork gets,
 # for each key, the value its last record setting that key set.
 _COPY_SET_BY = """
@@ -1545,6 +1555,33 @@ class SqliteStore:
         elif changed and status is Status.PENDING and not stays_pending(only_from):
             self._notify([("resumed", workflow_id)])
         return changed
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        now = _to_micros(_now())
+
+        def move(conn: sqlite3.Connection) -> list[Member]:
+            found = conn.execute(_SELECT_FAMILY, (workflow_id,)).fetchall()
+            if not any(r[0] == workflow_id for r in found):
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            moved = moving(workflow_id, family, app_version)
+            conn.executemany(
+                _MOVE_MEMBER,
+                [
+                    (app_version, now, m.status.value, executor_id, m.status.value, m.workflow_id)
+                    for m in moved
+                ],
+            )
+            return moved
+
+        moved = self._write(move)
+        notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
+        queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue is not None)
+        self._notify(notes + [("enqueued", queue) for queue in dict.fromkeys(queues)])
+        return [m.workflow_id for m in moved]
 
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None
