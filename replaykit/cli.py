@@ -102,7 +102,7 @@ from replaykit.runtime.admin import (
     export_run,
     fork_run,
     live_parent,
-    resume_run,
+    resume_family,
     stranded_runs,
 )
 from replaykit.runtime.engine import DEFAULT_URL
@@ -1247,7 +1247,11 @@ def resume_command(
     """Mark a CANCELLED or PARKED run PENDING again, for its engine to continue it.
 
     The children its cancel cascaded to are resumed with it. An ENQUEUED run
-    (delayed or not) starts now on the engine that --executor names.
+    (delayed or not) starts now on the engine that --executor names. With
+    --app-version, the run's unfinished family (children, grandchildren, children
+    of earlier generations) moves onto that version with it, in one transaction,
+    and the ids moved are printed: after a code edit, a child left on the old
+    version would never run, and its parent would wait for it for ever.
     """
     with _store(url) as store:
         row = _get_row(store, workflow_id)
@@ -1268,15 +1272,20 @@ def resume_command(
                 f"that queue takes it when it is due; to start it now, name the engine that "
                 f"runs it: `replaykit workflows resume {workflow_id} --executor ID`"
             )
-        resumed = resume_run(store, workflow_id, executor_id=executor, app_version=app_version)
+        resumed = resume_family(store, workflow_id, executor_id=executor, app_version=app_version)
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
         after = _get_row(store, workflow_id)
     if as_json:
         _echo_json({**_row_json(after), "resumed": resumed, "replayed_positions": done})
         return
     target = executor or row.executor_id
-    children = resumed[1:]
+    children = resumed.cascaded
     also = f" With it, the children its cancel reached: {', '.join(children)}." if children else ""
+    if resumed.moved:
+        also += (
+            f" Moved onto version {app_version!r} with it, the unfinished runs of its family: "
+            f"{', '.join(resumed.moved)}."
+        )
     started = "started now" if row.status is Status.ENQUEUED else "PENDING again"
     _echo(
         f"resumed {workflow_id!r} ({row.name}): {started}, {done} recorded position(s) "

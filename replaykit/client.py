@@ -47,7 +47,7 @@ from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 from replaykit.stores.codec import with_codec
 
-__all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle"]
+__all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle", "ResumedHandle"]
 
 T = TypeVar("T")
 log = logging.getLogger("replaykit.client")
@@ -89,6 +89,19 @@ class ClientHandle:
         run is doing.
         """
         return admin.run_outcome(self._client._wait_finished(self.workflow_id, timeout))
+
+
+class ResumedHandle(ClientHandle):
+    """What `Client.resume` returns: the run's handle, and what the resume changed."""
+
+    def __init__(self, client: Client, workflow_id: str, resumed: admin.Resumed) -> None:
+        super().__init__(client, workflow_id)
+        #: Every run the resume changed: the run first, then the children its cancel
+        #: reached, then the unfinished runs of its family moved onto `app_version`.
+        self.resumed: tuple[str, ...] = tuple(resumed.ids)
+        #: The unfinished runs of its family (children, grandchildren, children of
+        #: earlier generations) moved onto `app_version` with it, parents first.
+        self.moved: tuple[str, ...] = resumed.moved
 
 
 class Client:
@@ -609,12 +622,15 @@ class Client:
         app_version: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
-    ) -> ClientHandle:
+    ) -> ResumedHandle:
         """Make a CANCELLED or PARKED run PENDING again, for its engine to continue it.
 
         The children its cancel cascaded to come back with it. It stays with
         its own executor id and version unless told others (`app_version`
-        restamps it onto newer code). An ENQUEUED run (delayed or not) starts
+        restamps it onto newer code, and moves its unfinished family with it in
+        one transaction: children, grandchildren and the children of earlier
+        generations still on another version; the handle's `moved` lists them,
+        its `resumed` every run changed). An ENQUEUED run (delayed or not) starts
         now, PENDING for `executor_id` or the client's, which it then needs. A
         finished run is left as it is (fork it instead). A deadline that
         passed is dropped (one still ahead holds); `timeout` / `deadline` set
@@ -625,7 +641,7 @@ class Client:
         target = executor_id
         if target is None and row.status is Status.ENQUEUED:
             target = self.executor_id  # it has no engine of its own yet
-        admin.resume_run(
+        resumed = admin.resume_family(
             self.store,
             workflow_id,
             executor_id=target,
@@ -633,7 +649,7 @@ class Client:
             timeout=seconds,
             deadline=deadline,
         )
-        return ClientHandle(self, workflow_id)
+        return ResumedHandle(self, workflow_id, resumed)
 
     def fork(
         self,
@@ -733,6 +749,9 @@ class AsyncClientHandle:
     def __init__(self, client: AsyncClient, workflow_id: str) -> None:
         self._client = client
         self.workflow_id = workflow_id
+        # Set by `AsyncClient.resume`: what it changed (see `ResumedHandle`).
+        self.resumed: tuple[str, ...] = ()
+        self.moved: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<AsyncClientHandle {self.workflow_id!r}>"
@@ -998,8 +1017,9 @@ class AsyncClient:
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
     ) -> AsyncClientHandle:
-        """`Client.resume` as a coroutine."""
-        await self.off_loop(
+        """`Client.resume` as a coroutine; the handle's `resumed` and `moved` say what
+        it changed, as `ResumedHandle`'s do."""
+        done = await self.off_loop(
             self.client.resume,
             workflow_id,
             executor_id=executor_id,
@@ -1007,7 +1027,9 @@ class AsyncClient:
             timeout=timeout,
             deadline=deadline,
         )
-        return AsyncClientHandle(self, workflow_id)
+        handle = AsyncClientHandle(self, workflow_id)
+        handle.resumed, handle.moved = done.resumed, done.moved
+        return handle
 
     async def fork(
         self,

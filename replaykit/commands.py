@@ -10,14 +10,26 @@ commands or other composites) and take one position for the whole tree.
 from __future__ import annotations
 
 import inspect
-import math
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Generic, ParamSpec, TypeVar, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    TypeVar,
+    TypeVarTuple,
+    overload,
+)
 
 import attrs
 
+from replaykit._durations import Retry, as_seconds, earliest_deadline, run_deadline
 from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND
+from replaykit.registry import BoundWorkflow, Workflow, unbind
 
 __all__ = [
     "All",
@@ -44,6 +56,7 @@ __all__ = [
     "Uuid",
     "Wait",
     "WriteStream",
+    "Yields",
     "as_seconds",
     "callable_name",
     "earliest_deadline",
@@ -52,150 +65,26 @@ __all__ = [
 ]
 
 
-P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
+if TYPE_CHECKING:
+    # A default (PEP 696) lets a bare `Call` or `Race` in an annotation mean
+    # `Call[Any]`; only type checkers read it, so typing_extensions is not needed
+    # at run time.
+    from typing_extensions import TypeVar as _DefaultedTypeVar
 
-
-def as_seconds(value: timedelta | float | int | None, what: str) -> float | None:
-    """Normalise a duration given as `timedelta` or seconds; refuse nonsense early."""
-    if value is None:
-        return None
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise TypeError(f"{what} must be a timedelta or a number of seconds, got {value!r}")
-    if math.isnan(seconds) or seconds < 0:
-        raise ValueError(f"{what} must be zero or positive, got {value!r}")
-    return seconds
-
-
-def run_deadline(
-    timeout: timedelta | float | None, deadline: datetime | None, *, what: str
-) -> tuple[float | None, datetime | None]:
-    """A run's `timeout=` (seconds) and `deadline=` as given, checked; `what` names the call.
-
-    The timeout must be positive (a run with no time at all could never start)
-    and the deadline an aware datetime (a naive one names no instant).
-    """
-    seconds = None
-    if timeout is not None:
-        if isinstance(timeout, timedelta):
-            seconds = timeout.total_seconds()
-        elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-            seconds = float(timeout)
-        else:
-            raise TypeError(
-                f"{what}: timeout must be a timedelta or a number of seconds, got {timeout!r}"
-            )
-        if math.isnan(seconds) or math.isinf(seconds) or seconds <= 0:
-            raise ValueError(
-                f"{what}: timeout must be more than zero, got {timeout!r}; pass a positive "
-                "timedelta or number of seconds, or None for no timeout"
-            )
-    if deadline is not None:
-        if not isinstance(deadline, datetime):
-            raise TypeError(
-                f"{what}: deadline must be a timezone-aware datetime, got {deadline!r}; "
-                "for a duration pass timeout= instead"
-            )
-        if deadline.tzinfo is None or deadline.utcoffset() is None:
-            raise ValueError(
-                f"{what}: deadline {deadline.isoformat()} is naive (no time zone), so it names "
-                "no instant; pass an aware datetime such as datetime(..., tzinfo=UTC)"
-            )
-    return seconds, deadline
-
-
-def earliest_deadline(*deadlines: datetime | None) -> datetime | None:
-    """The earliest of the deadlines given (None ones ignored); None if there are none."""
-    given = [d for d in deadlines if d is not None]
-    return min(given) if given else None
+    T_co = _DefaultedTypeVar("T_co", covariant=True, default=Any)
+else:
+    T_co = TypeVar("T_co", covariant=True)
+A = TypeVar("A")
+B = TypeVar("B")
+C = TypeVar("C")
+D = TypeVar("D")
+Ts = TypeVarTuple("Ts")
 
 
 def callable_name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-
-
-def _interval_seconds(value: timedelta | float) -> float:
-    seconds = as_seconds(value, "Retry interval")
-    assert seconds is not None
-    return seconds
-
-
-def _exception_classes(
-    value: type[BaseException] | Sequence[type[BaseException]] | None,
-) -> tuple[type[BaseException], ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, type):
-        return (value,)
-    return tuple(value)
-
-
-def _jitter(value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"Retry jitter must be a fraction from 0 to 1, got {value!r}")
-    if math.isnan(value) or not 0 <= value <= 1:
-        raise ValueError(
-            f"Retry(jitter={value!r}): a fraction of the delay from 0 to 1 (0.2 shortens each "
-            "wait by up to a fifth)"
-        )
-    return float(value)
-
-
-def _overall_timeout(value: timedelta | float | None) -> float | None:
-    return as_seconds(value, "Retry timeout")
-
-
-@attrs.frozen
-class Retry:
-    """How a failing step is retried. All attempts share the step's one record.
-
-    The wait before attempt n+1 is `interval * backoff**(n-1)`, capped at
-    `max_interval`; `jitter` (a fraction from 0 to 1) shortens each wait by up
-    to that share of it, so that runs failing together do not retry together.
-    `retry_on` limits retries to those exception classes. `timeout` bounds all
-    attempts together, counted from the first one's start: no attempt starts
-    after it.
-
-    The waits are durable timers: between attempts the run holds no thread,
-    and the attempts made and the instant the next is due are recorded.
-    """
-
-    max_attempts: int = 1
-    interval: float = attrs.field(default=1.0, converter=_interval_seconds)
-    backoff: float = 2.0
-    max_interval: float = attrs.field(default=3600.0, converter=_interval_seconds)
-    retry_on: tuple[type[BaseException], ...] | None = attrs.field(
-        default=None, converter=_exception_classes
-    )
-    jitter: float = attrs.field(default=0.0, converter=_jitter)
-    timeout: float | None = attrs.field(default=None, converter=_overall_timeout)
-
-    def __attrs_post_init__(self) -> None:
-        if self.max_attempts < 1:
-            raise ValueError(f"Retry(max_attempts={self.max_attempts}): must be at least 1")
-        if self.backoff < 1:
-            raise ValueError(f"Retry(backoff={self.backoff}): must be at least 1.0")
-
-    def delay_before(self, attempt: int, draw: float = 0.0) -> float:
-        """Seconds to wait before `attempt` (2 is the first retry).
-
-        `draw`, in [0, 1), picks the jitter: the wait is shortened by
-        `jitter * draw` of itself. The runtime draws it from the run's id, the
-        step's position and the attempt, so every engine computes the same wait.
-        """
-        raw = min(self.interval * (self.backoff ** max(attempt - 2, 0)), self.max_interval)
-        return raw * (1.0 - self.jitter * min(max(draw, 0.0), 1.0))
-
-    def should_retry(self, error: BaseException, attempts_made: int) -> bool:
-        if attempts_made >= self.max_attempts:
-            return False
-        if self.retry_on is None:
-            return isinstance(error, Exception)
-        return isinstance(error, self.retry_on)
 
 
 class Command:
@@ -214,6 +103,34 @@ class Command:
 
     def describe(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+    # The one iterator every command shares, so that the interpreter sees through
+    # it to the workflow's own line (its `call_site`), whichever command it is.
+    def __iter__(self) -> Generator[Command, Any, Any]:
+        """`result = yield from command`: yields the command once and returns what the
+        run sends back, exactly as `result = yield command` does."""
+        result = yield self
+        return result
+
+
+class Yields(Command, Generic[T_co]):
+    """A command whose `yield from` gives a `T_co`: `now = yield from Now()` is a datetime.
+
+    `yield command` works the same at run time, but a generator's sent value is typed
+    once for the whole body, so its result is `Any`; `yield from` types each one.
+    """
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+
+        def __iter__(self) -> Generator[Command, Any, T_co]: ...
+
+
+class _Gives(Protocol[T_co]):
+    """What `Race` and `All` hold: a command whose `yield from` gives a `T_co`."""
+
+    def __iter__(self) -> Generator[Command, Any, T_co]: ...
 
 
 class Composite(Command):
@@ -260,11 +177,19 @@ class Step(Command, Generic[R]):
 
     Typed: `charged = yield from Step("charge", charge_card, order)` gives
     `charged` the return type of `charge_card` (an async function's awaited
-    type), and mypy checks `order` against its parameters. `yield Step(...)`
-    works the same at run time, but a generator's sent value is typed once for
-    the whole body, so its result is `Any`. Options (`retry=`, `timeout=`,
-    `preemptible=`) leave the arguments unchecked; `Step(...).options(...)`
-    sets them and keeps every check.
+    type), and mypy checks `order` against its parameters, with one error
+    naming the mismatch when it does not fit. `R` is what `fn` returns (for an
+    async function, its coroutine); `yield from` gives what the run records.
+    `yield Step(...)` works the same at run time, but a generator's sent value
+    is typed once for the whole body, so its result is `Any`. The options
+    (`retry=`, `timeout=`, `preemptible=`) are keyword-only and checked too;
+    `Step(...).options(...)` sets them on a step already built.
+
+    mypy checks the function's arguments when they are passed positionally. A
+    keyword argument for `fn` is accepted at run time, but mypy cannot check it
+    together with the options (PEP 612 allows no option of ours beside `fn`'s
+    keywords), so the typed signature has none: bind keywords with
+    `functools.partial(fn, key=value)`, which mypy checks.
 
     `preemptible=True`: while the body runs, the engine watches the run's status
     in the store, and a cancel from anywhere (another engine, another process,
@@ -282,131 +207,34 @@ class Step(Command, Generic[R]):
     timeout: float | None
     preemptible: bool
 
-    # The overloads are for type checkers only. The first two check the arguments
-    # against `fn`'s parameters (ParamSpec); a call naming an option matches one of
-    # the others, where `fn` may take anything, as a ParamSpec cannot share
-    # keyword arguments with options of our own. Each of those needs its option
-    # named, so that a call with wrong arguments and no option is still an error.
-    @overload
-    def __init__(
-        self, name: str, fn: Callable[P, Awaitable[R]], /, *args: P.args, **kwargs: P.kwargs
-    ) -> None: ...
-    @overload
-    def __init__(
-        self, name: str, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs
-    ) -> None: ...
-    @overload
-    def __init__(  # type: ignore[overload-cannot-match]
-        self,
-        name: str,
-        fn: Callable[..., Awaitable[R]],
-        /,
-        *args: Any,
-        retry: Retry | None,
-        timeout: timedelta | float | None = ...,
-        preemptible: bool = ...,
-        **kwargs: Any,
-    ) -> None: ...
-    @overload
-    def __init__(  # type: ignore[overload-cannot-match]
-        self,
-        name: str,
-        fn: Callable[..., Awaitable[R]],
-        /,
-        *args: Any,
-        timeout: timedelta | float | None,
-        retry: Retry | None = ...,
-        preemptible: bool = ...,
-        **kwargs: Any,
-    ) -> None: ...
-    @overload
-    def __init__(  # type: ignore[overload-cannot-match]
-        self,
-        name: str,
-        fn: Callable[..., Awaitable[R]],
-        /,
-        *args: Any,
-        preemptible: bool,
-        retry: Retry | None = ...,
-        timeout: timedelta | float | None = ...,
-        **kwargs: Any,
-    ) -> None: ...
-    @overload
-    def __init__(  # type: ignore[overload-cannot-match]
-        self,
-        name: str,
-        fn: Callable[..., R],
-        /,
-        *args: Any,
-        retry: Retry | None,
-        timeout: timedelta | float | None = ...,
-        preemptible: bool = ...,
-        **kwargs: Any,
-    ) -> None: ...
-    @overload
-    def __init__(  # type: ignore[overload-cannot-match]
-        self,
-        name: str,
-        fn: Callable[..., R],
-        /,
-        *args: Any,
-        timeout: timedelta | float | None,
-        retry: Retry | None = ...,
-        preemptible: bool = ...,
-        **kwargs: Any,
-    ) -> None: ...
-    @overload
-    def __init__(  # type: ignore[overload-cannot-match]
-        self,
-        name: str,
-        fn: Callable[..., R],
-        /,
-        *args: Any,
-        preemptible: bool,
-        retry: Retry | None = ...,
-        timeout: timedelta | float | None = ...,
-        **kwargs: Any,
-    ) -> None: ...
-    def __init__(  # type: ignore[misc]  # options may shadow fn's keywords: see above
-        self,
-        name: str,
-        fn: Callable[..., Any],
-        /,
-        *args: Any,
-        retry: Retry | None = None,
-        timeout: timedelta | float | None = None,
-        preemptible: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        if not isinstance(name, str) or not name:
-            raise TypeError(
-                f"Step's first argument is its name (a non-empty str), got {name!r}; "
-                "write Step('charge', charge_card, ...)"
-            )
-        if not callable(fn):
-            raise TypeError(
-                f"Step({name!r}, ...): the second argument must be callable, got {fn!r}"
-            )
-        if retry is not None and not isinstance(retry, Retry):
-            raise TypeError(f"Step({name!r}, ...): retry must be a Retry(...), got {retry!r}")
-        if not isinstance(preemptible, bool):
-            raise TypeError(
-                f"Step({name!r}, ...): preemptible must be True or False, got {preemptible!r}"
-            )
-        self.__attrs_init__(
-            name,
-            fn,
-            args,
-            dict(kwargs),
-            retry,
-            as_seconds(timeout, f"Step({name!r}) timeout"),
-            preemptible,
-        )
+    # One signature, not overloads: a wrong argument is then one error naming it
+    # (an overloaded constructor answers "no overload variant matches" and lists
+    # every variant). The run-time constructor also takes `fn`'s keywords.
+    if TYPE_CHECKING:
 
-    def __iter__(self) -> Generator[Step[R], Any, R]:
-        """`result = yield from Step(...)`: the same as `yield`, with `result` typed."""
-        result: R = yield self
-        return result
+        def __init__(
+            self,
+            name: str,
+            fn: Callable[[*Ts], R],
+            /,
+            *args: *Ts,
+            retry: Retry | None = None,
+            timeout: timedelta | float | None = None,
+            preemptible: bool = False,
+        ) -> None: ...
+
+        @overload
+        def __iter__(self: Step[Coroutine[Any, Any, T]]) -> Generator[Command, Any, T]: ...
+        @overload
+        def __iter__(self: Step[T]) -> Generator[Command, Any, T]: ...
+        def __iter__(self) -> Generator[Command, Any, Any]: ...
+
+    else:
+
+        def __init__(
+            self, name, fn, /, *args, retry=None, timeout=None, preemptible=False, **kwargs
+        ):
+            _init_step(self, name, fn, args, kwargs, retry, timeout, preemptible)
 
     def options(
         self,
@@ -416,16 +244,18 @@ class Step(Command, Generic[R]):
         preemptible: bool | None = None,
     ) -> Step[R]:
         """This step with options set, its arguments still checked by mypy."""
-        changed = Step(
+        changed: Step[R] = Step.__new__(Step)
+        _init_step(
+            changed,
             self.step_name,
             self.fn,
-            *self.args,
-            retry=self.retry if retry is None else retry,
-            timeout=self.timeout if timeout is None else timeout,
-            preemptible=self.preemptible if preemptible is None else preemptible,
-            **self.kwargs,
+            self.args,
+            dict(self.kwargs),
+            self.retry if retry is None else retry,
+            self.timeout if timeout is None else timeout,
+            self.preemptible if preemptible is None else preemptible,
         )
-        return cast("Step[R]", changed)
+        return changed
 
     @property
     def name(self) -> str:
@@ -441,8 +271,42 @@ class Step(Command, Generic[R]):
         return [list(self.args), dict(self.kwargs)]
 
 
+def _init_step(
+    step: Step[Any],
+    name: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    retry: Retry | None,
+    timeout: timedelta | float | None,
+    preemptible: bool,
+) -> None:
+    if not isinstance(name, str) or not name:
+        raise TypeError(
+            f"Step's first argument is its name (a non-empty str), got {name!r}; "
+            "write Step('charge', charge_card, ...)"
+        )
+    if not callable(fn):
+        raise TypeError(f"Step({name!r}, ...): the second argument must be callable, got {fn!r}")
+    if retry is not None and not isinstance(retry, Retry):
+        raise TypeError(f"Step({name!r}, ...): retry must be a Retry(...), got {retry!r}")
+    if not isinstance(preemptible, bool):
+        raise TypeError(
+            f"Step({name!r}, ...): preemptible must be True or False, got {preemptible!r}"
+        )
+    step.__attrs_init__(
+        name,
+        fn,
+        args,
+        dict(kwargs),
+        retry,
+        as_seconds(timeout, f"Step({name!r}) timeout"),
+        preemptible,
+    )
+
+
 @attrs.frozen(init=False)
-class Transaction(Command):
+class Transaction(Yields[Any]):
     """Run `fn(conn, *args)` inside the store transaction that records its outcome."""
 
     kind: ClassVar[str] = "transaction"
@@ -466,7 +330,7 @@ class Transaction(Command):
 
 
 @attrs.frozen(init=False)
-class Sleep(Command):
+class Sleep(Yields[None]):
     """Wait durably. The wake instant is recorded when the sleep starts."""
 
     kind: ClassVar[str] = "sleep"
@@ -486,22 +350,22 @@ class Sleep(Command):
 
 
 @attrs.frozen
-class Now(Command):
-    """The current UTC time, recorded once."""
+class Now(Yields[datetime]):
+    """The current UTC time, recorded once (an aware `datetime`)."""
 
     kind: ClassVar[str] = "now"
 
 
 @attrs.frozen
-class Random(Command):
+class Random(Yields[float]):
     """A float in [0, 1), recorded once."""
 
     kind: ClassVar[str] = "random"
 
 
 @attrs.frozen
-class Uuid(Command):
-    """A random UUID4, recorded once."""
+class Uuid(Yields[uuid.UUID]):
+    """A random UUID4, recorded once (a `uuid.UUID`)."""
 
     kind: ClassVar[str] = "uuid"
 
@@ -516,7 +380,7 @@ def _send_key(value: str | None) -> str | None:
 
 
 @attrs.frozen
-class Send(Command):
+class Send(Yields[bool | None]):
     """Deliver `message` to another workflow's inbox.
 
     Without `idempotency_key`, one delivery per position (the outcome is None).
@@ -544,13 +408,28 @@ class Send(Command):
 
 
 @attrs.frozen(init=False)
-class Recv(Command):
-    """Take the next message on `topic` (FIFO), or `None` once `timeout` passes."""
+class Recv(Yields[T_co]):
+    """Take the next message on `topic` (FIFO), or `None` once `timeout` passes.
+
+    `yield from Recv(topic)` is `Any` (a message is whatever was sent); with a
+    timeout it is `Any | None`, so mypy asks for the `None` of a timeout to be
+    handled (a message that is itself `None` looks the same).
+    """
 
     kind: ClassVar[str] = "recv"
     topic: str | None
     timeout: float | None
 
+    @overload
+    def __init__(self: Recv[Any], topic: str | None = None, timeout: None = None) -> None: ...
+    @overload
+    def __init__(
+        self: Recv[Any | None], topic: str | None = None, *, timeout: timedelta | float | None
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Recv[Any | None], topic: str | None, timeout: timedelta | float | None
+    ) -> None: ...
     def __init__(self, topic: str | None = None, timeout: timedelta | float | None = None) -> None:
         self.__attrs_init__(topic, as_seconds(timeout, "Recv timeout"))
 
@@ -563,7 +442,7 @@ class Recv(Command):
 
 
 @attrs.frozen
-class SetEvent(Command):
+class SetEvent(Yields[None]):
     """Publish `value` under `key` for this workflow; the latest value wins."""
 
     kind: ClassVar[str] = "set_event"
@@ -579,14 +458,24 @@ class SetEvent(Command):
 
 
 @attrs.frozen(init=False)
-class GetEvent(Command):
-    """Read another workflow's event `key`, waiting up to `timeout` for it to be set."""
+class GetEvent(Yields[T_co]):
+    """Read another workflow's event `key`, waiting up to `timeout` for it to be set.
+
+    `yield from GetEvent(id, key)` is `Any` (an event is whatever was set); with
+    a timeout it is `Any | None`, `None` when the timeout passed first.
+    """
 
     kind: ClassVar[str] = "get_event"
     workflow_id: str
     key: str
     timeout: float | None
 
+    @overload
+    def __init__(self: GetEvent[Any], workflow_id: str, key: str, timeout: None = None) -> None: ...
+    @overload
+    def __init__(
+        self: GetEvent[Any | None], workflow_id: str, key: str, timeout: timedelta | float | None
+    ) -> None: ...
     def __init__(
         self, workflow_id: str, key: str, timeout: timedelta | float | None = None
     ) -> None:
@@ -609,7 +498,7 @@ def _stream_key(value: Any) -> str:
 
 
 @attrs.frozen
-class WriteStream(Command):
+class WriteStream(Yields[None]):
     """Append `value` to this run's stream `key`; yields None.
 
     The value takes a position of its own in the run's log, so a replay writes
@@ -635,7 +524,7 @@ class WriteStream(Command):
 
 
 @attrs.frozen
-class CloseStream(Command):
+class CloseStream(Yields[None]):
     """Close this run's stream `key`: its readers end once they have read every value.
 
     Closing a closed stream again is allowed and changes nothing for its readers. A
@@ -686,7 +575,7 @@ class _ChildCommand(Command):
 
     def __init__(
         self,
-        wf: Any,
+        wf: Workflow[..., Any] | BoundWorkflow[Any],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -695,6 +584,8 @@ class _ChildCommand(Command):
         deadline: datetime | None = None,
         **kwargs: Any,
     ) -> None:
+        if isinstance(wf, BoundWorkflow):
+            wf, args, kwargs = unbind(wf, args, kwargs)
         name = _workflow_name(wf)
         seconds, deadline = run_deadline(
             timeout, deadline, what=f"{type(self).__name__}({name!r}, ...)"
@@ -719,21 +610,40 @@ class _ChildCommand(Command):
 
 
 @attrs.frozen(init=False)
-class Start(_ChildCommand):
+class Start(_ChildCommand, Yields[str]):
     """Start a child workflow; yields its id. Replays start nothing new."""
 
     kind: ClassVar[str] = "start"
 
 
 @attrs.frozen(init=False)
-class Call(_ChildCommand):
-    """Start a child workflow and wait for its result, in one position."""
+class Call(_ChildCommand, Yields[T_co]):
+    """Start a child workflow and wait for its result, in one position.
+
+    `yield from Call(child, ...)` is typed by the child's return annotation
+    (`Generator[..., ..., R]` gives `R`). `Call(child.bind(...), workflow_id=...)`
+    has mypy check the child's arguments too, as `engine.start` does.
+    """
 
     kind: ClassVar[str] = "call"
 
+    if TYPE_CHECKING:
+
+        def __init__(
+            self,
+            wf: Workflow[..., T_co] | BoundWorkflow[T_co],
+            /,
+            *args: Any,
+            workflow_id: str | None = None,
+            queue: str | None = None,
+            timeout: timedelta | float | None = None,
+            deadline: datetime | None = None,
+            **kwargs: Any,
+        ) -> None: ...
+
 
 @attrs.frozen(init=False)
-class Wait(Command):
+class Wait(Yields[Any]):
     """Wait for another workflow to finish; yields its result or raises its failure."""
 
     kind: ClassVar[str] = "wait"
@@ -785,25 +695,112 @@ class DeprecatePatch(Command):
 
 
 @attrs.frozen(init=False)
-class Race(Composite):
-    """Yields `(index, value)` of the first child to finish; the others leave no trace."""
+class Race(Composite, Yields[T_co]):
+    """Yields `(index, value)` of the first child to finish; the others leave no trace.
+
+    Typed as a tagged union: `yield from Race(Recv("ok"), Sleep(60))` is
+    `tuple[Literal[0], Any] | tuple[Literal[1], None]`, so `if won[0] == 0:` (or
+    `match won: case (0, message):`) narrows the value to that child's type. Up
+    to four children are told apart; more give `tuple[int, ...]` of their
+    common type. (An async `Step` child's value is `Any` there: use it with
+    `yield from` on its own to have it typed.)
+    """
 
     kind: ClassVar[str] = "race"
     children: tuple[Command, ...]
 
-    def __init__(self, *commands: Command) -> None:
+    @overload
+    def __init__(self: Race[tuple[Literal[0], A]], a: _Gives[A], /) -> None: ...
+    @overload
+    def __init__(
+        self: Race[tuple[Literal[0], A] | tuple[Literal[1], B]], a: _Gives[A], b: _Gives[B], /
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Race[tuple[Literal[0], A] | tuple[Literal[1], B] | tuple[Literal[2], C]],
+        a: _Gives[A],
+        b: _Gives[B],
+        c: _Gives[C],
+        /,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Race[
+            tuple[Literal[0], A]
+            | tuple[Literal[1], B]
+            | tuple[Literal[2], C]
+            | tuple[Literal[3], D]
+        ],
+        a: _Gives[A],
+        b: _Gives[B],
+        c: _Gives[C],
+        d: _Gives[D],
+        /,
+    ) -> None: ...
+    @overload
+    def __init__(self: Race[tuple[int, A]], *commands: _Gives[A]) -> None: ...
+    @overload
+    def __init__(self: Race[tuple[int, Any]], *commands: Command) -> None: ...
+    def __init__(self, *commands: Any) -> None:
         self.__attrs_init__(_check_children("Race", commands))
 
 
 @attrs.frozen(init=False)
-class All(Composite):
-    """Runs children concurrently; yields their values in argument order."""
+class All(Composite, Yields[T_co]):
+    """Runs children concurrently; yields their values in argument order.
+
+    Typed as a list of the children's types: `yield from All(Step(...), Now())`
+    is `list[float | datetime]`. With `return_exceptions=True` a failed child's
+    place holds its exception, and the list is `list[Any]`.
+    """
 
     kind: ClassVar[str] = "all"
     children: tuple[Command, ...]
     return_exceptions: bool
 
-    def __init__(self, *commands: Command, return_exceptions: bool = False) -> None:
+    @overload
+    def __init__(
+        self: All[list[A]], a: _Gives[A], /, *, return_exceptions: Literal[False] = False
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: All[list[A | B]],
+        a: _Gives[A],
+        b: _Gives[B],
+        /,
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: All[list[A | B | C]],
+        a: _Gives[A],
+        b: _Gives[B],
+        c: _Gives[C],
+        /,
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: All[list[A | B | C | D]],
+        a: _Gives[A],
+        b: _Gives[B],
+        c: _Gives[C],
+        d: _Gives[D],
+        /,
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: All[list[A]], *commands: _Gives[A], return_exceptions: Literal[False] = False
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: All[list[Any]], *commands: Command, return_exceptions: bool = False
+    ) -> None: ...
+    def __init__(self, *commands: Any, return_exceptions: bool = False) -> None:
         self.__attrs_init__(_check_children("All", commands), return_exceptions)
 
 

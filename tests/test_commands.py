@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from replaykit import (
     All,
+    Call,
     DeprecatePatch,
+    Engine,
+    GetEvent,
+    Now,
     Patch,
     Race,
+    Random,
     Recv,
     Retry,
     Send,
@@ -18,6 +25,8 @@ from replaykit import (
     Sleep,
     Step,
     Transaction,
+    Uuid,
+    Wait,
     workflow,
 )
 from replaykit.commands import Command, Start, facts_of
@@ -148,10 +157,108 @@ def test_every_command_has_a_row_in_the_command_table() -> None:
     for name in commands.__all__:
         value = getattr(commands, name)
         if isinstance(value, type) and issubclass(value, commands.Command):
-            if value in (commands.Command, commands.Composite):
+            if value in (commands.Command, commands.Composite, commands.Yields):
                 continue
             facts = commands.facts_of(object.__new__(value))
             # A waiting command either has a notification, a deadline or both.
             if facts.waits and value not in (commands.Race, commands.All):
                 assert facts.wakes_on or facts.deadline_field, name
             assert facts.in_composite or facts.why_not_child, name
+
+
+# -- `yield from` every command ------------------------------------------------------------
+
+
+@workflow(name="commands-yield-from-child")
+def yield_from_child(n: int) -> Generator[Any, Any, int]:
+    yield from SetEvent("stage", f"at {n}")
+    return n * 2
+
+
+@workflow(name="commands-yield-from-parent")
+def yield_from_parent(n: int) -> Generator[Any, Any, dict[str, Any]]:
+    called = yield from Call(yield_from_child, n)
+    bound = yield from Call(yield_from_child.bind(n + 1))
+    started = yield from Start(yield_from_child, n + 2)
+    waited = yield from Wait(started)
+    stage = yield from GetEvent(started, "stage", timeout=30)
+    message = yield from Recv("go")
+    nothing = yield from Recv("never", timeout=0.2)
+    won = yield from Race(Recv("go"), Sleep(60))
+    both = yield from All(Now(), Random(), Uuid())
+    slept = yield from Sleep(0)
+    return {
+        "called": called,
+        "bound": bound,
+        "started": started,
+        "waited": waited,
+        "stage": stage,
+        "message": message,
+        "nothing": nothing,
+        "won": list(won),
+        "kinds": [type(v).__name__ for v in both],
+        "slept": slept,
+    }
+
+
+def _expected(workflow_id: str, started: str) -> dict[str, Any]:
+    return {
+        "called": 6,
+        "bound": 8,
+        "started": started,
+        "waited": 10,
+        "stage": "at 5",
+        "message": "first",
+        "nothing": None,
+        "won": [0, "second"],
+        "kinds": ["datetime", "float", "UUID"],
+        "slept": None,
+    }
+
+
+def test_yield_from_every_command_in_the_testing_kit() -> None:
+    from replaykit.testing import Message, run
+
+    result = run(
+        yield_from_parent,
+        3,
+        messages=[Message("go", "first"), Message("go", "second")],
+        workflow_id="yf-kit",
+    )
+    assert result.error is None, result.error
+    assert result.result is not None
+    assert result.result == _expected("yf-kit", result.result["started"])
+    # One position per command, as with `yield`: the iterator adds none of its own.
+    assert [r.kind for r in result.log.records] == [
+        "call",
+        "call",
+        "start",
+        "wait",
+        "get_event",
+        "recv",
+        "recv",
+        "race",
+        "all",
+        "sleep",
+    ]
+    # Each record's call site is the workflow's own line, not the command's iterator.
+    assert all("test_commands.py" in r.call_site for r in result.log.records)
+
+
+def test_yield_from_every_command_on_an_engine() -> None:
+    with Engine("memory://") as engine:
+        handle = engine.start(yield_from_parent, 3, workflow_id="yf-engine")
+        engine.send("yf-engine", "first", topic="go")
+        engine.send("yf-engine", "second", topic="go")
+        value = handle.result(timeout=30)
+        assert value == _expected("yf-engine", value["started"])
+        assert engine.run(yield_from_child.bind(1), workflow_id="yf-engine-2", timeout=30) == 2
+
+
+def test_a_command_yields_itself_once_and_returns_what_is_sent() -> None:
+    command = Recv("t")
+    iterator = iter(command)
+    assert next(iterator) is command
+    with pytest.raises(StopIteration) as stopped:
+        iterator.send("the message")
+    assert stopped.value.value == "the message"

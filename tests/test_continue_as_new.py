@@ -402,3 +402,39 @@ def test_list_workflows_finds_a_runs_generations_and_forks(store_url: str) -> No
     assert generations and all(r.status is Status.CONTINUED for r in generations)
     assert {r.continued_as for r in generations} == {"can-list"}
     assert [r.workflow_id for r in forks] == [fork.workflow_id]
+
+
+# -- the start that created a run finds it after it continued ----------------------------------
+
+
+def test_the_start_that_created_a_run_returns_it_after_it_continued(engine: Engine) -> None:
+    from replaykit import Client, WorkflowIdConflict
+
+    handle = engine.start(collector, [], 3, workflow_id="can-again")
+    engine.send("can-again", "a", topic="in")
+
+    def continued() -> bool:
+        row = engine.store.get_workflow("can-again")
+        return row is not None and row.generation >= 1
+
+    _wait(continued, "the first continue")
+    # The documented way to find a run again after a lost acknowledgement: re-issue
+    # the start that created it (generation 0's arguments), from an engine or a client.
+    assert engine.start(collector, [], 3, workflow_id="can-again").workflow_id == "can-again"
+    client = Client(engine.store, app_version=engine.app_version, executor_id=engine.executor_id)
+    assert client.start("can.collector", [], 3, workflow_id="can-again").workflow_id == (
+        "can-again"
+    )
+    # The current generation's arguments are the run too, as they were before.
+    assert engine.start(collector, ["a"], 3, workflow_id="can-again").workflow_id == "can-again"
+    # Any other arguments are another run: refused, saying what the run was created with.
+    with pytest.raises(WorkflowIdConflict, match=r"created with \{.*\[\],3\]"):
+        engine.start(collector, ["other"], 3, workflow_id="can-again")
+    engine.send("can-again", "b", topic="in")
+    engine.send("can-again", "c", topic="in")
+    assert handle.result(timeout=20) == ["a", "b", "c"]
+    assert engine.start(collector, [], 3, workflow_id="can-again").result(timeout=5) == [
+        "a",
+        "b",
+        "c",
+    ]

@@ -182,3 +182,98 @@ def test_mypy_finds_the_installed_package_from_outside_the_project(tmp_path: Pat
     )
     assert "import-not-found" not in done.stdout and "missing library stubs" not in done.stdout
     assert 'Revealed type is "replaykit.commands.Step[str]"' in done.stdout, done.stdout
+
+
+COMMANDS_SNIPPET = """
+import functools
+from collections.abc import Generator
+from typing import Any
+from replaykit import (
+    All, Call, GetEvent, Now, Race, Random, Recv, Retry, Sleep, Start, Step, Uuid, workflow
+)
+
+def charge(order: str, amount: int) -> float:
+    return 1.0
+def keyword(order: str, *, amount: int) -> int:
+    return 1
+
+@workflow
+def child(n: int) -> Generator[Any, Any, str]:
+    return "x"
+    yield
+
+def body(order: str) -> Generator[Any, Any, None]:
+    reveal_type((yield from Call(child, 3)))
+    reveal_type((yield from Call(child.bind(3), workflow_id="c-1")))
+    reveal_type((yield from Start(child, 3)))
+    reveal_type((yield from Recv("t")))
+    reveal_type((yield from Recv("t", timeout=5)))
+    reveal_type((yield from GetEvent("w", "k")))
+    reveal_type((yield from GetEvent("w", "k", timeout=5)))
+    won = yield from Race(Call(child, 1), Sleep(5))
+    reveal_type(won)
+    if won[0] == 0:
+        reveal_type(won[1])
+    reveal_type((yield from All(Now(), Random(), Uuid())))
+    reveal_type((yield from All(*[Step("c", charge, order, i) for i in range(3)])))
+    reveal_type((yield from Now()))
+    reveal_type((yield from Random()))
+    reveal_type((yield from Uuid()))
+    reveal_type((yield from Step("k", functools.partial(keyword, amount=3), order)))
+    wrong = yield from Step("charge", charge, order, "three")
+    missing = yield from Step("charge", charge)
+    bad_option = yield from Step("charge", charge, order, 3, retry=3)
+    bad_child = yield from Call(child.bind("three"))
+"""
+
+
+def test_mypy_types_yield_from_every_command_and_a_wrong_step_is_one_error(
+    tmp_path: Path,
+) -> None:
+    from mypy import api
+
+    source = tmp_path / "user_commands.py"
+    source.write_text(textwrap.dedent(COMMANDS_SNIPPET))
+    out, err, _status = api.run(
+        ["--strict", "--no-error-summary", "--cache-dir", str(tmp_path / ".mypy"), str(source)]
+    )
+    lines = [line.split(":", 2)[1:] for line in out.splitlines() if "user_commands.py" in line]
+    revealed = [text.split('"')[1] for _n, text in lines if "Revealed type" in text]
+    assert revealed == [
+        "str",
+        "str",
+        "str",
+        "Any",
+        "Any | None",
+        "Any",
+        "Any | None",
+        "tuple[Literal[0], str] | tuple[Literal[1], None]",
+        "str",
+        "list[datetime.datetime | float | uuid.UUID]",
+        "list[float]",
+        "datetime.datetime",
+        "float",
+        "uuid.UUID",
+        "int",
+    ], out + err
+    snippet_lines = textwrap.dedent(COMMANDS_SNIPPET).splitlines()
+    by_line: dict[int, list[str]] = {}
+    for number, text in lines:
+        by_line.setdefault(int(number), []).append(text)
+
+    def at(name: str) -> list[str]:
+        line = next(i for i, s in enumerate(snippet_lines, 1) if f"{name} =" in s)
+        return by_line.get(line, [])
+
+    # One error line each, naming what does not fit; no list of overload variants.
+    assert at("wrong") == [
+        ' error: Argument 2 to "Step" has incompatible type "Callable[[str, int], float]"; '
+        'expected "Callable[[str, str], float]"  [arg-type]'
+    ], out
+    assert len(at("missing")) == 1 and " error: " in at("missing")[0], out
+    assert at("bad_option") == [
+        ' error: Argument "retry" to "Step" has incompatible type "int"; '
+        'expected "Retry | None"  [arg-type]'
+    ], out
+    assert len(at("bad_child")) == 1 and '"bind" of "Workflow"' in at("bad_child")[0], out
+    assert "overload" not in out, out

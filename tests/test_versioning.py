@@ -18,6 +18,8 @@ import pytest
 
 import replaykit
 from replaykit import (
+    Call,
+    ContinueAsNew,
     DeprecatePatch,
     Engine,
     Patch,
@@ -25,6 +27,7 @@ from replaykit import (
     Start,
     Status,
     Step,
+    Wait,
     Workflow,
     workflow,
 )
@@ -618,3 +621,122 @@ def test_list_steps_delete_and_garbage_collect(target: Any) -> None:
         assert [r.workflow_id for r in eng.list_workflows()] == ["insp-late"]
         assert eng.garbage_collect(older_than=timedelta(0), keep_running=False) == 1
         assert eng.list_workflows() == []
+
+
+# -- resuming onto a version moves the whole unfinished family ---------------------------------
+
+
+@workflow(name="ver-family-leaf")
+def family_leaf(tag: str) -> Generator[Any, Any, str]:
+    message = yield GO
+    return f"{tag}:{message}"
+
+
+@workflow(name="ver-family-middle")
+def family_middle(base: str) -> Generator[Any, Any, str]:
+    below = yield Call(family_leaf, "leaf", workflow_id=f"{base}-leaf")
+    return f"middle({below})"
+
+
+@workflow(name="ver-family-parent")
+def family_parent(base: str, generation: int = 0) -> Generator[Any, Any, str]:
+    if generation == 0:
+        # A child of an earlier generation: it names the live id as its parent.
+        yield Start(family_leaf, "early", workflow_id=f"{base}-early")
+        yield ContinueAsNew(base, 1)
+    middle = yield Call(family_middle, base, workflow_id=f"{base}-middle")
+    early = yield Wait(f"{base}-early")
+    return f"{middle}+{early}"
+
+
+FAMILY = ("-middle", "-leaf", "-early")
+
+
+def _strand_a_family(target: Any, base: str) -> None:
+    """Runs a family under version v1 until every member waits, then stops (a crash)."""
+    with engine_on(target, app_version="v1", executor_id="fam") as old:
+        old.start(family_parent, base, workflow_id=base)
+        wait_waiting(old, f"{base}-leaf", 0)
+        wait_waiting(old, f"{base}-early", 0)
+        wait_for(lambda: old.handle(base).row().generation == 1, "the parent to continue")
+
+
+def _finish_the_family(eng: Engine, base: str) -> None:
+    for leaf in ("-leaf", "-early"):
+        eng.send(f"{base}{leaf}", "ok", topic="go")
+    assert eng.handle(base).result(timeout=30) == "middle(leaf:ok)+early:ok"
+
+
+def test_resume_onto_a_version_moves_the_unfinished_family(
+    target: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from replaykit import Client
+
+    _strand_a_family(target, "fam-api")
+    with caplog.at_level("WARNING", logger="replaykit"):
+        new = engine_on(target, app_version="v2", executor_id="fam")
+    with new:
+        # The launch warning names the runs that wait and the resume that moves them.
+        warned = [r.getMessage() for r in caplog.records if "wait under other" in r.getMessage()]
+        assert warned and "4 PENDING run(s)" in warned[0], warned
+        assert "--app-version 'v2'" in warned[0] or "--app-version v2" in warned[0], warned
+        client = Client(new.store, app_version="v2", executor_id="fam")
+        handle = client.resume("fam-api", app_version="v2")
+        # The whole family moved with the parent, parents before children, and says so.
+        assert handle.moved == ("fam-api-early", "fam-api-middle", "fam-api-leaf")
+        assert handle.resumed == ("fam-api", *handle.moved)
+        for member in ("fam-api", *(f"fam-api{m}" for m in FAMILY)):
+            row = new.handle(member).row()
+            assert (row.app_version, row.status, row.executor_id) == ("v2", Status.PENDING, "fam")
+        # The archived generation is finished history: it stays as it was.
+        assert new.handle("fam-api#0").row().app_version == "v1"
+        _finish_the_family(new, "fam-api")
+        # Once moved, a resume onto the same version moves nothing more.
+        assert client.resume("fam-api", app_version="v2").moved == ()
+
+
+def test_the_cli_resume_moves_the_family_and_prints_what_it_moved(store_url: str) -> None:
+    if store_url.startswith("memory"):
+        pytest.skip("the CLI opens its own store: a memory store is not shared with it")
+    from click.testing import CliRunner
+
+    from replaykit.cli import cli
+
+    _strand_a_family(store_url, "fam-cli")
+    done = CliRunner().invoke(
+        cli, ["workflows", "resume", "fam-cli", "--url", store_url, "--app-version", "v2"]
+    )
+    assert done.exit_code == 0, done.output
+    assert "Moved onto version 'v2' with it" in done.output, done.output
+    assert "fam-cli-early, fam-cli-middle, fam-cli-leaf." in done.output, done.output
+    with engine_on(store_url, app_version="v2", executor_id="fam") as new:
+        _finish_the_family(new, "fam-cli")
+
+
+def test_move_family_is_one_store_call_that_leaves_other_versions_runs_alone(
+    target: Any,
+) -> None:
+    """A member already on the version, and runs outside the family, are not touched."""
+    _strand_a_family(target, "fam-store")
+    with engine_on(target, app_version="v2", executor_id="other", recover=False) as eng:
+        store = eng.store
+        eng.start(family_leaf, "outsider", workflow_id="fam-outsider")
+        assert store.set_status("fam-store-leaf", Status.PENDING, app_version="v2")
+        moved = store.move_family("fam-store", app_version="v2", executor_id="new-owner")
+        assert moved == ["fam-store", "fam-store-early", "fam-store-middle"]
+        assert eng.handle("fam-store-leaf").row().executor_id == "fam"  # it was on v2
+        assert eng.handle("fam-outsider").row().executor_id == "other"
+        assert store.move_family("fam-store", app_version="v2") == []
+        with pytest.raises(WorkflowNotFound):
+            store.move_family("no-such-run", app_version="v2")
+
+
+def test_the_launch_warnings_engine_resume_moves_the_family(target: Any) -> None:
+    """The launch warning's advice, `engine.resume(id)` on the new engine, as written."""
+    _strand_a_family(target, "fam-eng")
+    with engine_on(target, app_version="v2", executor_id="fam") as new:
+        assert new.recover() == []  # nothing of v2 to recover: the family waits under v1
+        new.resume("fam-eng")
+        for member in ("fam-eng", *(f"fam-eng{m}" for m in FAMILY)):
+            assert new.handle(member).row().app_version == "v2"
+        _finish_the_family(new, "fam-eng")

@@ -40,6 +40,7 @@ from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
 __all__ = [
     "DEFAULT_URL",
     "TERMINAL",
+    "Resumed",
     "cancel_run",
     "cancel_timed_out",
     "cascade_note",
@@ -53,6 +54,7 @@ __all__ = [
     "get_run",
     "live_parent",
     "open_store_for",
+    "resume_family",
     "resume_run",
     "run_outcome",
     "send_message",
@@ -144,6 +146,11 @@ def check_start(stored: WorkflowRow, wanted: WorkflowRow) -> None:
     encoded arguments is the same start (idempotent, the existing run is the
     answer); another workflow, or other arguments, is a mistake the caller
     must hear of. A damaged stored row cannot be compared and is let be.
+
+    A run that continued as new is found by the arguments it was created with
+    (its generation 0's, which the store keeps), so that re-issuing the start
+    that created it still returns it; the current generation's arguments are
+    accepted too, as they were before the first ones were kept.
     """
     if stored.damaged:
         return
@@ -158,11 +165,19 @@ def check_start(stored: WorkflowRow, wanted: WorkflowRow) -> None:
             existing_name=stored.name,
             new_name=wanted.name,
         )
-    if _canonical(stored.inputs) != _canonical(wanted.inputs):
+    given = _canonical(wanted.inputs)
+    first = stored.first_inputs
+    if given != _canonical(stored.inputs) and (first is None or given != _canonical(first)):
+        shown = f"stored {_preview(stored.inputs)}"
+        if first is not None:
+            shown = (
+                f"created with {_preview(first)}, at generation {stored.generation} "
+                f"{_preview(stored.inputs)}"
+            )
         raise WorkflowIdConflict(
             f"cannot start workflow {wanted.name!r} under id {workflow_id!r} with these "
             f"arguments: that id holds a run of {stored.name!r} ({status}) started with other "
-            f"arguments (stored {_preview(stored.inputs)}, given {_preview(wanted.inputs)}). "
+            f"arguments ({shown}, given {_preview(wanted.inputs)}). "
             "A start under a used id returns the existing run only for the same workflow and "
             "arguments; pass the same arguments, or use another id for this run",
             workflow_id=workflow_id,
@@ -432,7 +447,50 @@ def resume_run(
     timeout: float | None = None,
     deadline: datetime | None = None,
 ) -> list[str]:
-    """Make a run PENDING again for `executor_id` (default: its own); the ids it resumed.
+    """`resume_family`, flat: the run's id, the children its cancel reached, and the
+    runs of its family moved onto `app_version` ([] when nothing changed)."""
+    return resume_family(
+        store,
+        workflow_id,
+        executor_id=executor_id,
+        app_version=app_version,
+        now=now,
+        timeout=timeout,
+        deadline=deadline,
+    ).ids
+
+
+@attrs.frozen
+class Resumed:
+    """What a resume changed: the run, the children its cancel reached, the family moved."""
+
+    #: The run resumed; None when it was finished (SUCCESS, ERROR, CONTINUED) and left.
+    workflow_id: str | None
+    #: Runs its cancel had cascaded to, resumed with it (parents before children).
+    cascaded: tuple[str, ...] = ()
+    #: Unfinished runs of its family (children, grandchildren, children of earlier
+    #: generations) restamped onto the resume's `app_version`, parents before children.
+    moved: tuple[str, ...] = ()
+
+    @property
+    def ids(self) -> list[str]:
+        if self.workflow_id is None:
+            return []
+        extra = [m for m in self.moved if m not in self.cascaded]
+        return [self.workflow_id, *self.cascaded, *extra]
+
+
+def resume_family(
+    store: Store,
+    workflow_id: str,
+    *,
+    executor_id: str | None = None,
+    app_version: str | None = None,
+    now: datetime | None = None,
+    timeout: float | None = None,
+    deadline: datetime | None = None,
+) -> Resumed:
+    """Make a run PENDING again for `executor_id` (default: its own); what it changed.
 
     - CANCELLED, PARKED or PENDING: PENDING again from its log, its recovery
       count reset; becoming PENDING notifies ("resumed", id), so the engine
@@ -447,8 +505,12 @@ def resume_run(
       (its run goes on under the live id; fork the generation to run it again).
 
     `app_version` restamps what is resumed, for engines of that version to
-    run it (a resume onto newer code). Raises `ValueError` when the run
-    changed under the call.
+    run it (a resume onto newer code), and moves the run's whole unfinished
+    family with it, in one transaction (`Store.move_family`): its children,
+    theirs, and the children of its earlier generations, ENQUEUED, PENDING or
+    PARKED under another version. A child left on the old version would never
+    run after a code edit, and its parent would wait for it for ever. Raises
+    `ValueError` when the run changed under the call.
 
     Deadlines (`resume_deadline`): a deadline that passed is dropped from
     every run resumed (a timed-out run would be cancelled again at once),
@@ -457,7 +519,7 @@ def resume_run(
     """
     row = get_run(store, workflow_id)
     if row.status in (Status.SUCCESS, Status.ERROR, Status.CONTINUED):
-        return []
+        return Resumed(None)
     if row.status is Status.ENQUEUED:
         if executor_id is None:
             raise ValueError(
@@ -471,8 +533,11 @@ def resume_run(
         only_from = (Status.CANCELLED, Status.PARKED, Status.PENDING)
     now = now or datetime.now(UTC)
     new_deadline = (timeout, deadline)
-    # Children first: a parent that ran again while its child was still
-    # CANCELLED would record that its wait ended in a cancellation, and fail.
+    # The family first, then the cancelled children, then the run: a parent that ran
+    # again before its child could would wait for it (or record its cancellation).
+    moved: list[str] = []
+    if app_version is not None:
+        moved = store.move_family(workflow_id, app_version=app_version, executor_id=executor_id)
     children: list[str] = []
     if row.status is Status.CANCELLED:
         children = _resume_cascaded(
@@ -494,7 +559,7 @@ def resume_run(
             f"workflow {row.name!r} (id {workflow_id!r}) changed while it was being resumed "
             f"(it is {state} now); look at it again and retry"
         )
-    return [workflow_id, *children]
+    return Resumed(workflow_id, tuple(children), tuple(m for m in moved if m != workflow_id))
 
 
 def _resume_cascaded(

@@ -9,6 +9,7 @@ functions build.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,12 +22,20 @@ from replaykit.stores.base import WorkflowRow, archive_id
 
 __all__ = [
     "ALREADY_CONTINUED",
+    "FIRST_INPUTS_ON_CONTINUE",
     "archived_generation",
     "check_continue_args",
     "continue_refusal",
     "id_taken",
     "next_generation",
+    "with_first_inputs",
 ]
+
+#: The SQL stores' assignment of `first_inputs` in the UPDATE that continues a run
+#: (evaluated on the row before the update): the inputs of generation 0, kept.
+FIRST_INPUTS_ON_CONTINUE = (
+    "first_inputs = CASE WHEN generation = 0 THEN inputs ELSE first_inputs END"
+)
 
 #: `continue_refusal`'s answer for a retry of a continue that committed.
 ALREADY_CONTINUED = "already continued"
@@ -135,6 +144,7 @@ def next_generation(row: WorkflowRow, inputs: Any, now: datetime) -> WorkflowRow
     return attrs.evolve(
         row,
         inputs=inputs,
+        first_inputs=row.inputs if row.generation == 0 else row.first_inputs,
         generation=row.generation + 1,
         wake_at=None,
         recovery_attempts=0,
@@ -142,3 +152,37 @@ def next_generation(row: WorkflowRow, inputs: Any, now: datetime) -> WorkflowRow
         started_at=now,
         updated_at=now,
     )
+
+
+def with_first_inputs(
+    answers: Sequence[tuple[WorkflowRow, bool]],
+    fetch: Callable[[list[str]], dict[str, Any]],
+) -> list[tuple[WorkflowRow, bool]]:
+    """`create_workflow(s)`' answers, the runs found in the way given their first inputs.
+
+    Only a run found (not created) that has continued as new needs them: a start
+    re-issued after a lost acknowledgement carries the arguments of generation 0,
+    not the current generation's. `fetch(ids)` reads them from the store (the SQL
+    stores keep them in a column no other read names); an id it leaves out keeps
+    None (a run continued before replaykit kept them, whose generation 0 was
+    collected).
+    """
+    wanted = sorted(
+        {
+            row.workflow_id
+            for row, created in answers
+            if not created and row.generation > 0 and not row.damaged and row.first_inputs is None
+        }
+    )
+    if not wanted:
+        return list(answers)
+    found = fetch(wanted)
+    return [
+        (
+            attrs.evolve(row, first_inputs=found[row.workflow_id])
+            if not created and row.workflow_id in found and row.first_inputs is None
+            else row,
+            created,
+        )
+        for row, created in answers
+    ]

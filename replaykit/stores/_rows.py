@@ -59,7 +59,9 @@ _log = logging.getLogger("replaykit.stores")
 Decoders = Sequence[Callable[[Any], Any] | None]
 
 WORKFLOW_FIELDS = tuple(
-    f.name for f in attrs.fields(WorkflowRow) if f.name not in ("has_log", "damaged")
+    f.name
+    for f in attrs.fields(WorkflowRow)
+    if f.name not in ("has_log", "damaged", "first_inputs")
 )
 RECORD_FIELDS = tuple(f.name for f in attrs.fields(Record))
 

@@ -166,6 +166,9 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
         created_at=created,
         updated_at=row.updated_at or now,
         started_at=row.started_at or (created if row.status is Status.PENDING else None),
+        # A new run's first inputs are its inputs (a row copied from a continued run,
+        # such as a fork's, does not bring the other run's along).
+        first_inputs=row.first_inputs if row.generation > 0 else None,
     )
 
 

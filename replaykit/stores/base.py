@@ -134,6 +134,12 @@ class WorkflowRow:
     # (...)"). Only listings return such rows, with those fields at their
     # defaults and `error` saying so; get_workflow raises DamagedRow instead.
     damaged: str = ""
+    # The inputs the run was created with, once it has continued as new (its
+    # `inputs` are then the current generation's); None for a run at generation 0.
+    # A start re-issued under the id compares with them (`create_workflow`). The
+    # SQL stores keep them in a column of their own and fill this in only on the
+    # row `create_workflow(s)` finds in the way, where a start is compared.
+    first_inputs: Any = attrs.field(default=None, eq=False)
 
 
 class DamagedRow(DamagedData):
@@ -671,6 +677,27 @@ class Store(Protocol):
 
     def bump_recovery(self, workflow_id: str) -> int:
         """Add one to the run's recovery attempts; return the new count."""
+        ...
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        """Restamp the run and the unfinished runs below it onto `app_version`, in one
+        transaction (a resume onto a new version moves the whole family).
+
+        The family is the run and its descendants: runs whose `parent_id` is it,
+        theirs, and so on, through finished runs too (children started by earlier
+        generations of a run that continued as new name its live id). A member
+        moves when it is ENQUEUED, PENDING or PARKED and stamped with another
+        version: it gets `app_version`, and `updated_at` now; a PENDING or PARKED
+        one also gets `executor_id` when given, and a PENDING one its recovery
+        count reset. Statuses stay as they are; finished runs and archived
+        generations are left as they are. Returns the ids moved, parents before
+        children ([] when none needs to; `WorkflowNotFound` if no run has the id).
+        After the commit, notifies ("resumed", id) for each PENDING run moved, so
+        that an engine of the version picks it up at once, and ("enqueued", queue)
+        once for each queue that has an ENQUEUED run moved.
+        """
         ...
 
     def set_deadline(

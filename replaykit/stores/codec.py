@@ -206,9 +206,10 @@ class CodecStore:
     def _encode_row(self, row: WorkflowRow) -> WorkflowRow:
         inputs = None if row.inputs is None else self._encode(row.inputs)
         result = self._encode_outcome(row.result)
-        if inputs is row.inputs and result is row.result:
+        first = None if row.first_inputs is None else self._encode(row.first_inputs)
+        if inputs is row.inputs and result is row.result and first is row.first_inputs:
             return row
-        return attrs.evolve(row, inputs=inputs, result=result)
+        return attrs.evolve(row, inputs=inputs, result=result, first_inputs=first)
 
     def _decode_row(self, row: WorkflowRow) -> WorkflowRow:
         """The row decoded, or `UndecodableRow` (its `row` as a listing shows it)."""
@@ -220,6 +221,15 @@ class CodecStore:
         except CodecError as exc:
             fields["inputs"] = None
             errors.append(exc)
+        if row.first_inputs is not None:
+            try:
+                fields["first_inputs"] = self._decode(
+                    row.first_inputs, "the first inputs", workflow_id
+                )
+            except CodecError:
+                # Only a re-issued start compares with them; it then compares with
+                # the current inputs alone.
+                fields["first_inputs"] = None
         try:
             if (
                 not self.pass_encoded
@@ -238,7 +248,11 @@ class CodecStore:
             fields["result"] = None
             errors.append(exc)
         if not errors:
-            if fields["inputs"] is row.inputs and fields["result"] is row.result:
+            if (
+                fields["inputs"] is row.inputs
+                and fields["result"] is row.result
+                and fields.get("first_inputs", row.first_inputs) is row.first_inputs
+            ):
                 return row
             return attrs.evolve(row, **fields)
         why = "; ".join(str(exc) for exc in errors)
@@ -555,6 +569,11 @@ class CodecStore:
 
     def bump_recovery(self, workflow_id: str) -> int:
         return self.inner.bump_recovery(workflow_id)
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        return self.inner.move_family(workflow_id, app_version=app_version, executor_id=executor_id)
 
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None

@@ -26,6 +26,7 @@ from replaykit.stores._checks import (
     check_write,
     storable_error,
 )
+from replaykit.stores._families import Member, moving
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
@@ -611,6 +612,36 @@ class MemoryStore:
         elif status is Status.PENDING and not stays_pending(only_from):
             self._notify("resumed", workflow_id)
         return True
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        now = utc_now()
+        with self._lock:
+            if workflow_id not in self._rows:
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            members = [
+                Member(r.workflow_id, r.parent_id, r.status, r.app_version, r.queue)
+                for r in self._rows.values()
+            ]
+            moved = moving(workflow_id, members, app_version)
+            for member in moved:
+                row = self._rows[member.workflow_id]
+                changes: dict[str, Any] = {"app_version": app_version, "updated_at": now}
+                if executor_id is not None and row.status is not Status.ENQUEUED:
+                    changes["executor_id"] = executor_id
+                if row.status is Status.PENDING:
+                    changes["recovery_attempts"] = 0
+                self._rows[member.workflow_id] = attrs.evolve(row, **changes)
+        for member in moved:
+            if member.status is Status.PENDING:
+                self._notify("resumed", member.workflow_id)
+        for queue in dict.fromkeys(
+            m.queue for m in moved if m.status is Status.ENQUEUED and m.queue is not None
+        ):
+            self._notify("enqueued", queue)
+        return [m.workflow_id for m in moved]
 
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None

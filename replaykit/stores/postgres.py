@@ -51,14 +51,17 @@ from replaykit.stores._checks import (
     refused_writes,
     storable_error,
 )
+from replaykit.stores._families import Member, family_query, moving
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
+    FIRST_INPUTS_ON_CONTINUE,
     archived_generation,
     check_continue_args,
     continue_refusal,
     id_taken,
     next_generation,
+    with_first_inputs,
 )
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold
@@ -137,6 +140,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0006_forks.sql",
     "postgres_0007_deadlines.sql",
     "postgres_0008_generations.sql",
+    "postgres_0009_first_inputs.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -1287,7 +1291,9 @@ class PostgresStore:
                 return stored, True
             found = self._one(self._q(_SELECT_WORKFLOW), (row.workflow_id,))
             if found is not None:
-                return shown(_workflow_from, found), False
+                return with_first_inputs(
+                    [(shown(_workflow_from, found), False)], self._first_inputs
+                )[0]
             # The run that stood in the way was deleted meanwhile: try again.
         raise StoreError(
             f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
@@ -1374,7 +1380,24 @@ class PostgresStore:
                 answered[row.workflow_id] = existing[row.workflow_id]
                 answers.append((existing[row.workflow_id], False))
         self._notify([("enqueued", queue) for queue in queues])
-        return answers
+        return with_first_inputs(answers, self._first_inputs)
+
+    def _first_inputs(self, workflow_ids: list[str]) -> dict[str, Any]:
+        """The first inputs kept for these runs (those that continued as new)."""
+        rows = self._all(
+            self._q(
+                "SELECT workflow_id, first_inputs FROM {s}.workflows "
+                "WHERE workflow_id = ANY(%s) AND first_inputs IS NOT NULL"
+            ),
+            (workflow_ids,),
+        )
+        found: dict[str, Any] = {}
+        for workflow_id, data in rows:
+            try:
+                found[workflow_id] = inputs_value(data)
+            except Exception:
+                continue  # unreadable: the start is compared with the current inputs only
+        return found
 
     def _insert_many(
         self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]
@@ -2535,7 +2558,8 @@ class PostgresStore:
                 self._q(
                     "UPDATE {s}.workflows SET inputs = %(inputs)s, generation = generation + 1, "
                     "wake_at = NULL, recovery_attempts = 0, error = '', started_at = %(now)s, "
-                    "updated_at = %(now)s WHERE workflow_id = %(wid)s"
+                    "updated_at = %(now)s, " + FIRST_INPUTS_ON_CONTINUE + " "
+                    "WHERE workflow_id = %(wid)s"
                 ),
                 {
                     "inputs": None if inputs is None else _json(inputs),
@@ -2612,6 +2636,52 @@ class PostgresStore:
         elif changed and resumed:
             self._notify([("resumed", workflow_id)])
         return changed
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        now = _now()
+        with self._connection() as conn, conn.transaction():
+            found = conn.execute(
+                self._q(family_query("{s}.workflows", "%s") + " FOR UPDATE OF w"), (workflow_id,)
+            ).fetchall()
+            if not any(r[0] == workflow_id for r in found):
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            moved = moving(workflow_id, family, app_version)
+            notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
+            queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue)
+            notes += [("enqueued", queue) for queue in dict.fromkeys(queues) if queue]
+            with conn.cursor() as cur:
+                cur.executemany(
+                    self._q(
+                        "UPDATE {s}.workflows SET app_version = %(version)s, "
+                        "updated_at = %(now)s, recovery_attempts = CASE WHEN "
+                        "%(status)s = 'PENDING' THEN 0 ELSE recovery_attempts END, "
+                        "executor_id = CASE WHEN %(executor)s::text IS NOT NULL "
+                        "AND %(status)s != 'ENQUEUED' THEN %(executor)s::text "
+                        "ELSE executor_id END WHERE workflow_id = %(wid)s"
+                    ),
+                    [
+                        {
+                            "version": app_version,
+                            "now": now,
+                            "status": m.status.value,
+                            "executor": executor_id,
+                            "wid": m.workflow_id,
+                        }
+                        for m in moved
+                    ],
+                )
+            # Told to every process on commit, as the transaction's own notifications.
+            for kind, key in notes:
+                if len(key.encode()) < _NOTIFY_MAX_KEY:
+                    conn.execute(
+                        "SELECT pg_notify(%s, %s)", (self._channel, f"{self._origin}{kind}:{key}")
+                    )
+        self._notify(notes)
+        return [m.workflow_id for m in moved]
 
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None

@@ -40,14 +40,17 @@ from replaykit.stores._checks import (
     refused_writes,
     storable_error,
 )
+from replaykit.stores._families import Member, family_query, moving
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
+    FIRST_INPUTS_ON_CONTINUE,
     archived_generation,
     check_continue_args,
     continue_refusal,
     id_taken,
     next_generation,
+    with_first_inputs,
 )
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
@@ -270,6 +273,15 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX workflows_by_continued_as ON workflows (continued_as, generation) "
         "WHERE continued_as IS NOT NULL",
     ),
+    # 9: the inputs a run that continued as new was created with, which a start
+    # re-issued under its id compares with; runs continued before take them from
+    # their archived generation 0 where it is still kept.
+    (
+        "ALTER TABLE workflows ADD COLUMN first_inputs TEXT",
+        "UPDATE workflows SET first_inputs = (SELECT a.inputs FROM workflows AS a "
+        "WHERE a.workflow_id = workflows.workflow_id || '#0' "
+        "AND a.continued_as = workflows.workflow_id) WHERE generation > 0",
+    ),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -334,10 +346,24 @@ ON CONFLICT (workflow_id) DO NOTHING
 """
 # The live run's row as continue_workflow leaves it: only these columns change,
 # so columns other features add (and this statement does not name) are kept.
-_CONTINUE_LIVE = """
+_CONTINUE_LIVE = (
+    """
 UPDATE workflows SET inputs = ?1, generation = generation + 1, wake_at = NULL,
-    recovery_attempts = 0, error = '', started_at = ?2, updated_at = ?2
+    recovery_attempts = 0, error = '', started_at = ?2, updated_at = ?2,
+    """
+    + FIRST_INPUTS_ON_CONTINUE
+    + """
 WHERE workflow_id = ?3 AND status = 'PENDING' AND generation = ?4
+"""
+)
+_SELECT_FAMILY = family_query("workflows", "?")
+# One member of a family onto a version (`move_family`): a run waiting to be claimed
+# keeps its empty executor, a PENDING one starts its recovery count afresh.
+_MOVE_MEMBER = """
+UPDATE workflows SET app_version = ?1, updated_at = ?2,
+    recovery_attempts = CASE WHEN ?3 = 'PENDING' THEN 0 ELSE recovery_attempts END,
+    executor_id = CASE WHEN ?4 IS NOT NULL AND ?5 != 'ENQUEUED' THEN ?4 ELSE executor_id END
+WHERE workflow_id = ?6
 """
 # A fork's copied records take what their originals set; then the fork gets,
 # for each key, the value its last record setting that key set.
@@ -872,7 +898,24 @@ class SqliteStore:
             self._notify([("enqueued", stored.queue)])
         if got_events:
             self._notify([("event", row.workflow_id)])
-        return found, created
+        return with_first_inputs([(found, created)], self._first_inputs)[0]
+
+    def _first_inputs(self, workflow_ids: list[str]) -> dict[str, Any]:
+        """The first inputs kept for these runs (those that continued as new)."""
+        marks = ", ".join("?" * len(workflow_ids))
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT workflow_id, first_inputs FROM workflows WHERE first_inputs IS NOT NULL "
+                f"AND workflow_id IN ({marks})",
+                workflow_ids,
+            ).fetchall()
+        found: dict[str, Any] = {}
+        for workflow_id, text in rows:
+            try:
+                found[workflow_id] = _load_inputs(text)
+            except Exception:
+                continue  # unreadable: the start is compared with the current inputs only
+        return found
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))
@@ -924,7 +967,7 @@ class SqliteStore:
                 if row.status is Status.ENQUEUED and row.queue is not None:
                     queues[row.queue] = None
         self._notify([("enqueued", queue) for queue in queues])
-        return answers
+        return with_first_inputs(answers, self._first_inputs)
 
     # -- queues --------------------------------------------------------------
 
@@ -1591,6 +1634,33 @@ class SqliteStore:
         elif changed and status is Status.PENDING and not stays_pending(only_from):
             self._notify([("resumed", workflow_id)])
         return changed
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        now = _to_micros(_now())
+
+        def move(conn: sqlite3.Connection) -> list[Member]:
+            found = conn.execute(_SELECT_FAMILY, (workflow_id,)).fetchall()
+            if not any(r[0] == workflow_id for r in found):
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            moved = moving(workflow_id, family, app_version)
+            conn.executemany(
+                _MOVE_MEMBER,
+                [
+                    (app_version, now, m.status.value, executor_id, m.status.value, m.workflow_id)
+                    for m in moved
+                ],
+            )
+            return moved
+
+        moved = self._write(move)
+        notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
+        queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue is not None)
+        self._notify(notes + [("enqueued", queue) for queue in dict.fromkeys(queues)])
+        return [m.workflow_id for m in moved]
 
     def set_deadline(
         self, workflow_id: str, deadline: datetime | None, timeout: float | None

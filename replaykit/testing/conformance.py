@@ -3911,6 +3911,12 @@ def check_record_late(store: Store) -> None:
     )
 
 
+# Checks kept in modules of their own; they import this module's helpers, defined above.
+from replaykit.testing._conformance_families import check_move_family  # noqa: E402
+from replaykit.testing._conformance_generations import (  # noqa: E402
+    check_create_finds_a_continued_run_by_its_first_inputs,
+)
+
 StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
@@ -3996,6 +4002,8 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_schedule_states,
     check_schedule_requests,
     check_keyed_send_with_record,
+    check_create_finds_a_continued_run_by_its_first_inputs,
+    check_move_family,
 )
 
 

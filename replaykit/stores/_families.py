@@ -1,0 +1,83 @@
+"""What every store decides alike for `move_family`: which runs of a family move onto
+a version, in which order, and what each gets.
+
+A family is a run and its descendants: the runs whose `parent_id` is it, theirs, and
+so on. Children started by earlier generations of a run that continued as new name its
+live id, so they belong to it too. The memory store walks its rows; the SQL stores read
+the family with `family_query` inside the transaction that moves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from replaykit.log import Status
+
+__all__ = ["MOVABLE", "Member", "family_query", "moving"]
+
+#: The statuses of the runs a move restamps: those not finished. A finished run (and an
+#: archived generation, CONTINUED) never runs again, so its version does not matter.
+MOVABLE = (Status.ENQUEUED, Status.PENDING, Status.PARKED)
+
+
+@attrs.frozen
+class Member:
+    """What a move needs of one run of the family."""
+
+    workflow_id: str
+    parent_id: str | None
+    status: Status
+    app_version: str
+    queue: str | None
+
+
+def moving(root: str, members: Iterable[Member], app_version: str) -> list[Member]:
+    """The members that move onto `app_version`, parents before children (breadth first).
+
+    `members` holds the family (more is ignored): a member moves when it is not
+    finished and is stamped with another version. The walk goes through finished
+    runs too, since a finished child may have left a grandchild running.
+    """
+    children: dict[str | None, list[Member]] = {}
+    by_id: dict[str, Member] = {}
+    for member in members:
+        by_id[member.workflow_id] = member
+        children.setdefault(member.parent_id, []).append(member)
+    if root not in by_id:
+        return []
+    order: list[Member] = []
+    seen = {root}
+    level = [by_id[root]]
+    while level:
+        order.extend(level)
+        below: list[Member] = []
+        for member in level:
+            for child in sorted(children.get(member.workflow_id, ()), key=_by_id):
+                if child.workflow_id not in seen:  # ids are unique; a guard, not a rule
+                    seen.add(child.workflow_id)
+                    below.append(child)
+        level = below
+    return [m for m in order if m.status in MOVABLE and m.app_version != app_version]
+
+
+def _by_id(member: Member) -> str:
+    return member.workflow_id
+
+
+def family_query(table: str, mark: str) -> str:
+    """The SQL reading a run's family as `Member` columns, the run's id bound once.
+
+    `table` is the workflows table (schema-qualified where need be), `mark` the
+    dialect's placeholder. The recursion follows `parent_id` (indexed), and UNION
+    drops a row met twice, so it ends whatever the data.
+    """
+    return (
+        "WITH RECURSIVE family(workflow_id) AS ("
+        f"SELECT workflow_id FROM {table} WHERE workflow_id = {mark} "
+        f"UNION SELECT w.workflow_id FROM {table} AS w "
+        "JOIN family AS f ON w.parent_id = f.workflow_id) "
+        "SELECT w.workflow_id, w.parent_id, w.status, w.app_version, w.queue "
+        f"FROM {table} AS w JOIN family AS f ON w.workflow_id = f.workflow_id"
+    )
