@@ -125,6 +125,9 @@ NOT_RETRIED: dict[str, str] = {
     "record_many": "its callers resolve each write by reading back",
     "record_transaction": "the user's transaction body must not run twice",
     "bump_recovery": "a retry would count one recovery twice",
+    "move_family": "after a lost answer a retry moves nothing more and answers no ids, which "
+    "would tell the operator nothing moved: the caller hears the outage, and running the "
+    "resume again is safe",
     "delete_workflow": "after a lost answer, 'nothing to delete' cannot tell 'we deleted it' "
     "from 'it was never there': the caller hears the outage",
     "delete_schedule_state": "after a lost answer, 'nothing to delete' cannot tell 'we "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
 from replaykit.stores.base import Store
-from replaykit.testing.conformance import _equal, _raises, _run
+from replaykit.testing._checking import _equal, _raises, _run
 
 __all__ = ["check_move_family"]
 

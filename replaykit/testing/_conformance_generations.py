@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from replaykit.stores.base import Store
-from replaykit.testing.conformance import _T0, _equal, _expect, _run
+from replaykit.testing._checking import _T0, _equal, _expect, _run
 
 __all__ = ["check_create_finds_a_continued_run_by_its_first_inputs"]
 

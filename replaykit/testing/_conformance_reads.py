@@ -13,6 +13,7 @@ import attrs
 
 from replaykit.log import ErrorInfo, Failure, Record, Status, Value
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.testing._checking import _CheckFailed
 
 __all__ = ["READ_CHECKS"]
 
@@ -20,11 +21,8 @@ _T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def _fail(message: str) -> AssertionError:
-    # conformance's own failure type, so that check_store reports it as it reports
-    # its checks; imported when a check fails, as conformance imports this module.
-    from replaykit.testing import conformance
-
-    return conformance._CheckFailed(message)
+    # The checks' own failure type, so that check_store reports it as it reports the rest.
+    return _CheckFailed(message)
 
 
 def _equal(what: str, expected: Any, got: Any) -> None:
