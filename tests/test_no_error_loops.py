@@ -144,3 +144,21 @@ def test_a_parked_run_resumes_after_the_fault_is_gone(store_url: str) -> None:
         assert engine.resume("nel-again").result(timeout=10) == 3
         steps = [r.name for r in engine.store.load_log("nel-again")]
         assert steps == ["first", "second"]
+
+
+@workflow(name="nel-fails")
+def fails():
+    yield Step("first", lambda: 1)
+    raise ValueError("the order is invalid")
+
+
+def test_a_run_that_ends_in_error_says_so_once_in_the_log(
+    store_url: str, said: Callable[[str], list[str]]
+) -> None:
+    with Engine(store_url, poll_interval=0.05) as engine:
+        engine.start(fails, workflow_id="nel-error")
+        assert _settled(engine, "nel-error").status is Status.ERROR
+        time.sleep(0.3)
+        (line,) = said("nel-error")
+        assert "ended in ERROR at position 1" in line
+        assert "nel-fails" in line and "ValueError: the order is invalid" in line

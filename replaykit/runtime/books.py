@@ -120,6 +120,8 @@ class Books:
             activation.outcome = _finished_outcome(status, finished)
         except BaseException as exc:
             return Carried(activation, None, exc)
+        if finished:
+            _say_failed(activation, row, result)
         return Ended(activation)
 
     def finish_many(self, batch: list[tuple[Activation, Decision, Record | None]]) -> None:
@@ -200,6 +202,8 @@ class Books:
                 else:
                     self._finished_here(row, status, result, error, answer, forgotten, last)
                     activation.outcome = _finished_outcome(status, answer)
+                    if answer:
+                        _say_failed(activation, row, result)
                     events.append(Ended(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
@@ -405,6 +409,23 @@ class Books:
         self.store.set_status(
             row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
         )
+
+
+def _say_failed(activation: Activation, row: WorkflowRow, result: Outcome) -> None:
+    """One line in the engine's log (a worker's terminal) for a run that ended in ERROR:
+    its workflow, id, the position it reached and the error."""
+    if not isinstance(result, Failure):
+        return
+    interp = activation.interp
+    at = "" if interp is None else f" at position {interp.position}"
+    log.warning(
+        "workflow %r (id %r) ended in ERROR%s: %s: %s",
+        row.name,
+        row.workflow_id,
+        at,
+        result.error.type_name,
+        result.error.message,
+    )
 
 
 def _error_text(result: Outcome) -> str:

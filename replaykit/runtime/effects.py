@@ -56,6 +56,7 @@ from replaykit.errors import (
     RunContinued,
     SerializationError,
     StoreUnavailable,
+    UnknownWorkflowError,
     WorkflowDeadlineExceeded,
     WorkflowNotFound,
 )
@@ -981,7 +982,11 @@ class EffectRunner:
                 timeout=command.timeout,
                 deadline=earliest_deadline(command.deadline, row.deadline),
             )
-        except (SerializationError, PayloadTooLarge, TypeError) as exc:
+        except (ValueError, TypeError, UnknownWorkflowError) as exc:
+            # Failures are outcomes, for child starts too: a conflicting id
+            # (WorkflowIdConflict), a dedup id in use, arguments that do not encode or are
+            # too large, a name the stores refuse. The parent gets the error at its yield,
+            # recorded, and may catch it; a replay raises the same.
             return Failure(serde.encode_error(exc))
         return Value(child_id)
 

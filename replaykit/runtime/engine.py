@@ -52,7 +52,7 @@ from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, queue_named
 from replaykit.runtime.retries import RetryingStore
-from replaykit.runtime.scheduler import Scheduler
+from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
 from replaykit.runtime.schedules import (
     Schedule,
     ScheduleInfo,
@@ -188,6 +188,7 @@ class Engine:
         tracer_provider: Any = None,
         meter_provider: Any = None,
         codec: PayloadCodec | None = None,
+        max_generations_in_a_row: int = DEFAULT_MAX_GENERATIONS_IN_A_ROW,
     ) -> None:
         # Everything is checked before anything is taken (the store, the executor hold):
         # a refused argument leaves no hold behind for the next engine to wait on.
@@ -199,6 +200,7 @@ class Engine:
         checked_count(max_cached_runs, "Engine(max_cached_runs=...)")
         checked_count(max_recovery_attempts, "Engine(max_recovery_attempts=...)")
         checked_count(max_payload_bytes, "Engine(max_payload_bytes=...)", minimum=1)
+        checked_count(max_generations_in_a_row, "Engine(max_generations_in_a_row=...)", minimum=1)
         listened = (
             None if queues is None else [q.name if isinstance(q, Queue) else q for q in queues]
         )
@@ -325,6 +327,7 @@ class Engine:
                 bookkeepers=bookkeepers,
                 poll_interval=poll_interval,
                 courtesy=self.courtesy,
+                max_generations_in_a_row=max_generations_in_a_row,
             )
             self.schedules = ScheduleLoop(
                 self.store,

@@ -73,7 +73,7 @@ from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
 from replaykit.runtime.work import Work
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
-__all__ = ["Scheduler"]
+__all__ = ["DEFAULT_MAX_GENERATIONS_IN_A_ROW", "Scheduler"]
 
 log = logging.getLogger("replaykit.engine")
 
@@ -81,6 +81,9 @@ log = logging.getLogger("replaykit.engine")
 class _HandedOver(Exception):
     """This thread stopped being the scheduler's while it ran a step (internal)."""
 
+
+#: How many times a run may continue as new in a row, in one engine, without waiting.
+DEFAULT_MAX_GENERATIONS_IN_A_ROW = 10_000
 
 # The longest a patient close waits for bookkeeping writes still queued (seconds).
 BOOKS_DRAIN = 5.0
@@ -129,6 +132,7 @@ class Scheduler:
         bookkeepers: WorkPool,
         poll_interval: float,
         courtesy: Courtesy | None = None,
+        max_generations_in_a_row: int = DEFAULT_MAX_GENERATIONS_IN_A_ROW,
     ) -> None:
         self.store = store
         self.records = records
@@ -170,6 +174,10 @@ class Scheduler:
         # (KeyboardInterrupt, SystemExit): this engine leaves them until a resume
         # (`release`), and their waiters here are handed the interrupt.
         self._halted: dict[str, BaseException] = {}
+        # How many generations each run began in a row here without waiting between
+        # them (ContinueAsNew); past `max_generations_in_a_row` the run is parked.
+        self._generations_in_a_row: dict[str, int] = {}
+        self.max_generations_in_a_row = max_generations_in_a_row
         self._scopes: dict[str, CancelScope] = {}
         # Runs whose async step body is under way: a graceful close lets it finish
         # and commit, as a sync body (which nothing can interrupt) does.
@@ -818,6 +826,8 @@ class Scheduler:
             with contextlib.suppress(RuntimeError):
                 self._books.submit(self.books.reset_recovery, workflow_id)
         activation.outcome = "suspended"
+        with self._cv:
+            self._generations_in_a_row.pop(workflow_id, None)
         if keep:
             self.warm.keep(workflow_id, WarmRun(kept_row(row), interp, pending, suspend.steps_done))
         else:
@@ -993,6 +1003,7 @@ class Scheduler:
             self._rerun.discard(workflow_id)
             self._active.discard(workflow_id)
             self._seen.pop(workflow_id, None)
+            self._generations_in_a_row.pop(workflow_id, None)
             self._busy -= 1
             nothing_runs = not self._active
             self._cv.notify_all()
@@ -1054,7 +1065,11 @@ class Scheduler:
         with self._cv:
             if self._scopes.get(workflow_id) is activation.scope:
                 self._scopes.pop(workflow_id, None)
-            if not self._closed and workflow_id not in self._cancelled:
+            in_a_row = self._generations_in_a_row[workflow_id] = (
+                self._generations_in_a_row.get(workflow_id, 0) + 1
+            )
+            spinning = in_a_row > self.max_generations_in_a_row
+            if not self._closed and workflow_id not in self._cancelled and not spinning:
                 # Still active and counted busy: it goes on as a new activation. A
                 # message that asked it to look again is seen by the new generation
                 # when it reaches its Recv.
@@ -1063,6 +1078,22 @@ class Scheduler:
                 self._inbox.append(Begin(Activation(workflow_id, live, True)))
                 self._notify_loop()
                 return
+        if spinning:
+            # Generations one after another with no wait between: a loop that would
+            # write them for ever. The live generation is parked, saying so.
+            with self._cv:
+                self._generations_in_a_row.pop(workflow_id, None)
+            why = (
+                f"continued as new {in_a_row} times in a row in engine {self.executor_id!r} "
+                f"without waiting (max_generations_in_a_row={self.max_generations_in_a_row}):"
+                " a loop of ContinueAsNew with no Sleep, Recv or other wait between "
+                "generations would write them for ever. Add a wait, or raise "
+                "Engine(max_generations_in_a_row=...) for a batch that needs more; then "
+                f"resume it (replaykit workflows resume {workflow_id})"
+            )
+            self._submit(self.books.park, Activation(workflow_id, live, False), why)
+            self._end(activation)
+            return
         # Closing (or cancelled here): the new generation waits in the store, PENDING,
         # for recovery.
         self._end(activation)
