@@ -1276,7 +1276,15 @@ def resume_command(
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
         after = _get_row(store, workflow_id)
     if as_json:
-        _echo_json({**_row_json(after), "resumed": resumed, "replayed_positions": done})
+        _echo_json(
+            {
+                **_row_json(after),
+                "resumed": resumed.ids,
+                "cascaded": list(resumed.cascaded),
+                "moved": list(resumed.moved),
+                "replayed_positions": done,
+            }
+        )
         return
     target = executor or row.executor_id
     children = resumed.cascaded

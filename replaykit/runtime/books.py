@@ -23,6 +23,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.errors import (
+    ControlSignal,
     PayloadTooLarge,
     RecordConflict,
     SerializationError,
@@ -393,6 +394,10 @@ class Books:
             self.store.set_status(
                 workflow_id, Status.PENDING, only_from=(Status.PENDING,), reset_recovery=True
             )
+        except ControlSignal:
+            # The engine is stopping (or, in the testing kit, its simulated process
+            # crashed): nothing to say; the next suspension or progress resets it.
+            return
         except Exception as exc:  # only the crash-loop counter: the next progress resets it
             log.warning("workflow id %r: could not reset its recovery count (%s)", workflow_id, exc)
 

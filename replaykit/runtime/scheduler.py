@@ -879,11 +879,12 @@ class Scheduler:
             self._submit(self.books.park, activation, str(error))
             return
         elif isinstance(error, (ValueError, TypeError, ArithmeticError)) and (
-            activation.row is not None and effect is not None
+            activation.row is not None
         ):
-            # The command's own arguments (a name the stores refuse, a payload over the
-            # limit, a Sleep whose deadline overflows): the run fails, once, saying so;
-            # retrying at every sweep would fail the same way for ever, unseen.
+            # Refused for what the run gave (a name the stores refuse, a payload over the
+            # limit or refused by the codec, a Sleep whose deadline overflows): the run
+            # fails, once, saying so; retrying at every sweep would fail the same way
+            # for ever, unseen.
             self._submit(self.books.fail, activation, error, effect)
             return
         else:
