@@ -198,7 +198,7 @@ def test_a_step_result_is_the_same_live_and_on_replay(case: tuple[Any, Any]) -> 
     _cases[case_id] = _returning(hint, value)
     _seen.clear()
     try:
-        result = rt.run(serde_case, case_id)
+        result = rt.run(serde_case, case_id, real_steps=True)
         assert result.ok, result.error
         [live] = _seen
         assert_same(value, live, "live")

@@ -667,7 +667,9 @@ class Patch(Command):
 
     A run recorded before the patch has no marker at this position; the
     interpreter then answers `False` without taking a position, so the old
-    branch lines up with the old log.
+    branch lines up with the old log. Once it has answered `False` for a run, it
+    answers `False` at every later site of the same name in that run, so the run
+    never takes half of each branch (docs/versioning.md).
     """
 
     kind: ClassVar[str] = "patch"
@@ -683,7 +685,9 @@ class DeprecatePatch(Command):
     """Keeps old runs that recorded `Patch(name)` replayable after the old branch is gone.
 
     It consumes a recorded marker of that name if one stands at this position and
-    records nothing for new runs.
+    records nothing for new runs. A run for which `Patch(name)` already answered
+    `False` cannot follow the code past it: the interpreter raises
+    `NonDeterminismError` (the engine parks the run).
     """
 
     kind: ClassVar[str] = "deprecate_patch"

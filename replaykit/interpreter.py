@@ -418,6 +418,7 @@ class Interpreter:
         "_closed",
         "_closed_streams",
         "_ctx",
+        "_declined",
         "_gen",
         "_keep_records",
         "_position",
@@ -458,6 +459,10 @@ class Interpreter:
         # records replayed and committed so far (see `_stream_closed`). None until the
         # first close: most runs close no stream, and a warm run keeps its interpreter.
         self._closed_streams: dict[str, int] | None = None
+        # Patch name -> the position where it first answered False in this run (see
+        # `_decline`). Derived from the log as it replays, so a warm run and a run
+        # rebuilt from its log hold the same; None until the first decline.
+        self._declined: dict[str, int] | None = None
         self._ctx = WorkflowContext(
             workflow_id, workflow_name, bool(self._records), 0, parent_id=parent_id
         )
@@ -507,6 +512,14 @@ class Interpreter:
             self._records.append(record)
         self._position = effect.position + 1
         self._note_stream(record)
+        if (
+            isinstance(effect.command, Patch)
+            and isinstance(record.outcome, Value)
+            and record.outcome.data is False
+        ):
+            # A caller may answer a marker False (`testing.replay` does for a finished
+            # run that never saw the patch): the rule holds for it as well.
+            self._decline(effect.command.name, effect.position)
         ok, value = decode_outcome(effect.command, record.outcome)
         return self._run(ok, value)
 
@@ -582,18 +595,29 @@ class Interpreter:
 
                 if isinstance(yielded, (Patch, DeprecatePatch)):
                     marker = records[position - base] if position < end else None
-                    matches = (
+                    if (
                         marker is not None
                         and marker.kind == "patch"
-                        and (marker.name == yielded.name)
-                    )
-                    if matches:
+                        and marker.name == yielded.name
+                    ):
+                        # The log's marker wins, even after a decline: a log written
+                        # before answers were kept per run replays as it was recorded.
                         self._position += 1
                         ok, value = True, (True if isinstance(yielded, Patch) else None)
+                        continue
+                    declined_at = self._declined_at(yielded.name)
+                    if declined_at is not None:
+                        if isinstance(yielded, DeprecatePatch):
+                            raise self._deprecated_after_decline(yielded, declined_at)
+                        # Once False, False for the rest of the run, so that it never
+                        # takes half of each branch; no position is taken.
+                        ok, value = True, False
                         continue
                     if isinstance(yielded, DeprecatePatch) or marker is not None:
                         # A run recorded before the patch (or after its removal
                         # began) has no marker here: take no position.
+                        if isinstance(yielded, Patch):
+                            self._decline(yielded.name, position)
                         ok, value = True, (False if isinstance(yielded, Patch) else None)
                         continue
 
@@ -648,6 +672,38 @@ class Interpreter:
             if self._closed_streams is None:
                 self._closed_streams = {}
             self._closed_streams.setdefault(record.name, record.position)
+
+    def _declined_at(self, name: str) -> int | None:
+        return None if self._declined is None else self._declined.get(name)
+
+    def _decline(self, name: str, position: int) -> None:
+        """Note that `Patch(name)` answered False at `position`: it does for the rest of
+        the run. Only replay of the log leads here (a position holding another command,
+        or a marker answered False), so every replay of the same log notes the same."""
+        if self._declined is None:
+            self._declined = {}
+        self._declined.setdefault(name, position)
+
+    def _deprecated_after_decline(self, command: DeprecatePatch, declined_at: int) -> Exception:
+        site = call_site(self._gen)
+        self._abandon()
+        return NonDeterminismError(
+            f"{self._where()}: DeprecatePatch({command.name!r}) at {site or '<unknown>'} "
+            f"assumes the patched branch, but this run took the old one: Patch("
+            f"{command.name!r}) answered False at position {declined_at}, where its log "
+            "holds a command recorded before the patch shipped. Going on would run half "
+            f"of each branch. Keep `if (yield Patch({command.name!r})):` with its old "
+            "branch at this site until the runs that started before the patch have "
+            "finished (docs/versioning.md), or fork this run from position "
+            f"{declined_at} or earlier (engine.fork / `replaykit workflows fork`).",
+            workflow_name=self.workflow_name,
+            workflow_id=self.workflow_id,
+            position=self._position,
+            yielded=f"{command.kind} {command.name!r}",
+            yielded_at=site,
+            recorded=f"Patch({command.name!r}) answered False at position {declined_at}",
+            recorded_at="",
+        )
 
     def _stream_closed(self, command: WriteStream) -> StreamClosed:
         assert self._closed_streams is not None  # only asked of a stream seen closed

@@ -508,7 +508,11 @@ def kit_wf(text: str) -> Generator[Any, Any, list[Any]]:
 def test_the_testing_kit_runs_a_codec_on_virtual_time() -> None:
     codec = Salted()
     result = run(
-        kit_wf, SECRET_INPUT, messages=[Message("go", SECRET_MESSAGE, at=31 * 86400)], codec=codec
+        kit_wf,
+        SECRET_INPUT,
+        messages=[Message("go", SECRET_MESSAGE, at=31 * 86400)],
+        codec=codec,
+        real_steps=True,
     )
     assert result.unwrap() == [SECRET_INPUT, SECRET_MESSAGE]
     assert result.elapsed.days == 31
@@ -518,7 +522,11 @@ def test_the_testing_kit_runs_a_codec_on_virtual_time() -> None:
     assert [s for s in (SECRET_INPUT, SECRET_STEP, SECRET_MESSAGE) if s in stored] == []
     assert SECRET_STEP in result.log.to_json()
     report = check_determinism(
-        kit_wf, SECRET_INPUT, messages=[Message("go", SECRET_MESSAGE, at=31 * 86400)], codec=codec
+        kit_wf,
+        SECRET_INPUT,
+        messages=[Message("go", SECRET_MESSAGE, at=31 * 86400)],
+        codec=codec,
+        real_steps=True,
     )
     assert report.crash_runs > 0
 

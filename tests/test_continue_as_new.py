@@ -264,7 +264,7 @@ def test_the_testing_kit_follows_generations_on_virtual_time() -> None:
             return i
         yield ContinueAsNew(i)
 
-    result = run(poller, 0)
+    result = run(poller, 0, real_steps=True)
     assert result.unwrap() == 9
     assert [g.args["args"] for g in result.generations] == [[0], [3]]
     assert [len(g) for g in result.generations] == [6, 6]
@@ -276,11 +276,11 @@ def test_the_testing_kit_follows_generations_on_virtual_time() -> None:
     with pytest.raises(ResultMismatch, match="continued as new after the last recorded"):
         replay(poller, attrs.evolve(result.generations[1], status="SUCCESS"))
     with pytest.raises(TooManyGenerations, match="at most 1 generation"):
-        run(poller, 0, max_generations=1)
+        run(poller, 0, max_generations=1, real_steps=True)
 
 
 def test_check_determinism_crashes_at_the_continue() -> None:
-    report = check_determinism(counter, 0, 4)
+    report = check_determinism(counter, 0, 4, real_steps=True)
     continues = [c for c in report.commits if c.kind == "continue_as_new"]
     assert [c.name for c in continues] == ["generation 1"]
     assert report.crash_runs == len(report.commits)

@@ -52,7 +52,7 @@ def all_step_sleep_wf() -> Generator[Any, Any, Any]:
 
 def test_all_of_a_step_and_a_long_sleep_finishes_on_virtual_time() -> None:
     started = time.monotonic()
-    result = run(all_step_sleep_wf, timeout=20)
+    result = run(all_step_sleep_wf, timeout=20, real_steps=True)
     assert result.status is Status.SUCCESS
     assert result.unwrap()[0] == ["q", None]
     assert result.elapsed >= timedelta(days=3)

@@ -88,7 +88,7 @@ def fails(customer: str) -> Generator[Any, Any, str]:
 
 
 def test_the_locals_at_each_position_explain_the_branch() -> None:
-    log = rt.run(approve, "bad-1", 50).log
+    log = rt.run(approve, "bad-1", 50, real_steps=True).log
     assert [r.name for r in log] == ["score", "bonus", "ask"]
 
     first = inspect_run(approve, log, 0)
@@ -108,7 +108,7 @@ def test_the_locals_at_each_position_explain_the_branch() -> None:
 
 
 def test_a_yield_from_helper_shows_every_frame_down_to_the_yield() -> None:
-    log = rt.run(approve, "good-1", 50).log
+    log = rt.run(approve, "good-1", 50, real_steps=True).log
     seen = inspect_run(approve, log, 1)
     assert [f.function for f in seen.frames] == ["approve", "limit_for"]
     assert seen.frames[0].locals["points"] == 700
@@ -118,7 +118,7 @@ def test_a_yield_from_helper_shows_every_frame_down_to_the_yield() -> None:
 
 
 def test_a_pending_position_and_a_recorded_failure() -> None:
-    done = rt.run(waits, "c").log  # virtual time let the Recv time out
+    done = rt.run(waits, "c", real_steps=True).log  # virtual time let the Recv time out
     # As the store holds it while the Recv is under way (the CLI tests wait for real).
     log = attrs.evolve(done, records=[done.records[0], attrs.evolve(done.records[1], outcome=None)])
     pending = inspect_run(waits, log, 1)
@@ -126,7 +126,7 @@ def test_a_pending_position_and_a_recorded_failure() -> None:
     assert pending.command.describe() == "Recv('go')"
     assert pending.locals["started"].year == 2030
 
-    failed = inspect_run(fails, rt.run(fails, "c").log, 0)
+    failed = inspect_run(fails, rt.run(fails, "c", real_steps=True).log, 0)
     assert failed.outcome is not None
     ok, error = failed.outcome
     assert not ok
@@ -134,7 +134,7 @@ def test_a_pending_position_and_a_recorded_failure() -> None:
 
 
 def test_a_patch_marker_is_a_position_of_its_own() -> None:
-    log = rt.run(patched).log
+    log = rt.run(patched, real_steps=True).log
     assert [r.kind for r in log] == ["step", "patch"]
     seen = inspect_run(patched, log, 1)
     assert seen.command.describe() == "Patch('new-rule')"
@@ -142,7 +142,7 @@ def test_a_patch_marker_is_a_position_of_its_own() -> None:
 
 
 def test_positions_out_of_range_and_drift_are_refused() -> None:
-    log = rt.run(approve, "bad-1", 50).log
+    log = rt.run(approve, "bad-1", 50, real_steps=True).log
     with pytest.raises(ValueError, match=r"position 3 is out of range: .* holds positions 0 to 2"):
         inspect_run(approve, log, 3)
     with pytest.raises(ValueError, match="out of range"):
@@ -163,7 +163,7 @@ def test_positions_out_of_range_and_drift_are_refused() -> None:
 
 def test_a_log_file_works_too(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
-    path.write_text(rt.run(approve, "good-1", 50).log.to_json())
+    path.write_text(rt.run(approve, "good-1", 50, real_steps=True).log.to_json())
     assert inspect_run(approve, path, 0).locals["customer"] == "good-1"
 
 

@@ -370,6 +370,130 @@ def test_deprecate_patch_consumes_old_markers_and_records_nothing_new() -> None:
     assert isinstance(fresh, Effect) and fresh.position == 0 and fresh.command.name == "new"
 
 
+def patched_twice() -> Generator[Any, Any, list[str]]:
+    """Two sites of one patch with a wait between them, as a deploy would find a run."""
+    taken: list[str] = []
+    if (yield Patch("p")):
+        taken.append((yield Step("a2", str, "a2")))
+    else:
+        taken.append((yield Step("a", str, "a")))
+    yield Sleep(60)
+    if (yield Patch("p")):
+        taken.append((yield Step("b2", str, "b2")))
+    else:
+        taken.append((yield Step("b", str, "b")))
+    return taken
+
+
+# What the old code (no patch) recorded before the deploy: `a`, then the start of its sleep.
+WAITING_WHEN_PATCHED = [
+    Record(0, "step", "a", Value("a")),
+    Record(1, "sleep", "sleep", None, wake_at=datetime(2030, 1, 1, tzinfo=UTC)),
+]
+
+
+def test_a_patch_that_answered_false_answers_false_for_the_rest_of_the_run() -> None:
+    interp = make(patched_twice(), WAITING_WHEN_PATCHED)
+    sleep = interp.start()
+    assert isinstance(sleep, Effect) and sleep.position == 1
+    # Past its log, the second site must not record a marker: the run took the old
+    # branch at the first site, so it takes the old branch at every site.
+    after = interp.resume(done(sleep, None))
+    assert isinstance(after, Effect)
+    assert (after.position, after.command.kind, after.command.name) == (2, "step", "b")
+    finished = [*WAITING_WHEN_PATCHED[:1], done(sleep, None), done(after, "b")]
+    assert interp.resume(finished[2]) == Completed(["a", "b"])
+
+    # A replay of that log, rebuilt from nothing, gives the same answers.
+    assert make(patched_twice(), finished).start() == Completed(["a", "b"])
+    # So does a replay of the log as it stood before the second site was reached.
+    midway = make(patched_twice(), finished[:2])
+    second = midway.start()
+    assert isinstance(second, Effect) and (second.position, second.command.name) == (2, "b")
+
+
+def test_a_run_that_never_met_the_patch_in_its_log_answers_true_at_every_site() -> None:
+    interp = make(patched_twice())
+    log: list[Record] = []
+    decision = interp.start()
+    while isinstance(decision, Effect):
+        value = True if decision.command.kind == "patch" else decision.command.name
+        log.append(done(decision, None if decision.command.kind == "sleep" else value))
+        decision = interp.resume(log[-1])
+    assert decision == Completed(["a2", "b2"])
+    assert [(r.kind, r.name) for r in log] == [
+        ("patch", "p"),
+        ("step", "a2"),
+        ("sleep", "sleep"),
+        ("patch", "p"),
+        ("step", "b2"),
+    ]
+    assert make(patched_twice(), log).start() == Completed(["a2", "b2"])
+
+
+def test_a_marker_recorded_after_a_false_answer_still_replays() -> None:
+    # A log written before answers were kept per run: False at the first site, a
+    # marker at the second. Replay follows the log, as it was recorded.
+    legacy = [
+        Record(0, "step", "a", Value("a")),
+        Record(1, "sleep", "sleep", Value(None)),
+        Record(2, "patch", "p", Value(True)),
+        Record(3, "step", "b2", Value("b2")),
+    ]
+    assert make(patched_twice(), legacy).start() == Completed(["a", "b2"])
+
+
+def test_a_patch_answered_false_by_the_caller_stays_false() -> None:
+    # `testing.replay` answers a marker past a finished log with False.
+    interp = make(patched_twice())
+    marker = interp.start()
+    assert isinstance(marker, Effect) and marker.command == Patch("p")
+    step = interp.resume(done(marker, False))
+    assert isinstance(step, Effect) and step.command.name == "a"
+    sleep = interp.resume(done(step, "a"))
+    assert isinstance(sleep, Effect)
+    last = interp.resume(done(sleep, None))
+    assert isinstance(last, Effect) and last.command.name == "b"
+
+
+def test_deprecate_patch_refuses_a_run_that_answered_the_patch_false() -> None:
+    def half_deprecated() -> Generator[Any, Any, str]:
+        if (yield Patch("p")):
+            yield Step("a2", str, "a2")
+        else:
+            yield Step("a", str, "a")
+        yield Sleep(60)
+        yield DeprecatePatch("p")  # this site's old branch is gone
+        yield Step("b2", str, "b2")
+        return "done"
+
+    interp = make(half_deprecated(), WAITING_WHEN_PATCHED)
+    sleep = interp.start()
+    assert isinstance(sleep, Effect)
+    with pytest.raises(NonDeterminismError) as caught:
+        interp.resume(done(sleep, None))
+    message = str(caught.value)
+    for fragment in (
+        "'wf'",
+        "'id-1'",
+        "position 2",
+        "DeprecatePatch('p')",
+        "answered False at position 0",
+        "fork",
+    ):
+        assert fragment in message, fragment
+    assert caught.value.position == 2
+
+    # A run that took the patched branch replays through both sites.
+    new_log = [
+        Record(0, "patch", "p", Value(True)),
+        Record(1, "step", "a2", Value("a2")),
+        Record(2, "sleep", "sleep", Value(None)),
+        Record(3, "step", "b2", Value("b2")),
+    ]
+    assert make(half_deprecated(), new_log).start() == Completed("done")
+
+
 def test_race_and_all_take_one_position_and_decode_children() -> None:
     def wf() -> Generator[Any, Any, Any]:
         winner = yield Race(Recv("go"), Sleep(5))

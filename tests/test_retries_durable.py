@@ -197,11 +197,11 @@ def test_a_run_backing_off_under_an_earlier_build_goes_on_from_its_inbox_entries
 
 
 def test_the_kit_passes_back_offs_on_virtual_time() -> None:
-    result = testing.run(hourly, "o-1")
+    result = testing.run(hourly, "o-1", real_steps=True)
     assert result.unwrap() == "charged o-1 on attempt 4"
     assert result.elapsed == timedelta(hours=3)
     assert result.log[0].attempts == 4
-    testing.check_determinism(hourly, "o-1")
+    testing.check_determinism(hourly, "o-1", real_steps=True)
 
 
 def flaky(order: str) -> str:
@@ -220,7 +220,7 @@ def bounded(order: str) -> Generator[Any, Any, str]:
 
 
 def test_a_retry_timeout_starts_no_attempt_after_it() -> None:
-    result = testing.run(bounded, "o-2")
+    result = testing.run(bounded, "o-2", real_steps=True)
     assert result.status is Status.ERROR
     assert isinstance(result.error, TimeoutError)
     message = str(result.error)

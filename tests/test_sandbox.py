@@ -172,10 +172,11 @@ def test_step_bodies_recorded_commands_and_logging_are_not_refused(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with caplog.at_level(logging.INFO, logger="replaykit.workflow"):
-        result = rt.run(right)
+        # The impure step's real body is the point: the sandbox leaves step bodies alone.
+        result = rt.run(right, real_steps={"impure"})
     assert result.unwrap() == [4, 2030, True, 4]
     assert any("drew" in r.getMessage() for r in caplog.records)
-    rt.check_determinism(right)
+    rt.check_determinism(right, real_steps={"impure"})
 
 
 @workflow(name="sandbox.swallows")
@@ -283,7 +284,7 @@ def host() -> Generator[Any, Any, bool]:
 
 
 def test_other_engines_and_threads_see_the_real_functions_during_a_run() -> None:
-    assert rt.run(host).unwrap() is True
+    assert rt.run(host, real_steps={"elsewhere"}).unwrap() is True
 
 
 def test_sessions_on_several_threads_at_once() -> None:
@@ -293,7 +294,7 @@ def test_sessions_on_several_threads_at_once() -> None:
     def one(name: str, wf: Any, *args: Any) -> None:
         barrier.wait()
         try:
-            outcomes[name] = rt.run(wf, *args, workflow_id=f"{name}-run").unwrap()
+            outcomes[name] = rt.run(wf, *args, workflow_id=f"{name}-run", real_steps=True).unwrap()
         except NonDeterministicCall as exc:
             outcomes[name] = exc
 

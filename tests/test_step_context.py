@@ -82,7 +82,7 @@ def test_every_kind_of_step_body_sees_its_attempt(store_url: str) -> None:
 
 
 def test_the_testing_kit_runs_step_bodies_in_their_context() -> None:
-    result = testing.run(everywhere)
+    result = testing.run(everywhere, real_steps=True)
     check_everywhere(result.unwrap(), "ctx.everywhere:test")
 
 
@@ -95,7 +95,7 @@ def test_a_callable_fake_reads_the_context() -> None:
             raise ConnectionError("flaky")
         return {"faked": tag}
 
-    result = testing.run(everywhere, steps={"retried": fake})
+    result = testing.run(everywhere, steps={"retried": fake}, real_steps=True)
     assert result.unwrap()[5] == {"faked": "retried"}
     assert [(c.step_name, c.position, c.attempt) for c in seen] == [
         ("retried", 5, 1),
@@ -120,7 +120,7 @@ def asks_in_its_body() -> Generator[Any, Any, str]:
 
 
 def test_in_a_workflow_body_it_points_to_context() -> None:
-    message = testing.run(asks_in_its_body).unwrap()
+    message = testing.run(asks_in_its_body, real_steps=True).unwrap()
     assert "in a workflow body" in message
     assert "replaykit.context()" in message
 
@@ -143,7 +143,7 @@ def test_context_names_the_parent_run(store_url: str) -> None:
 
 
 def test_context_names_the_parent_run_in_the_kit() -> None:
-    assert testing.run(parent).unwrap() == [None, "ctx.parent:test"]
+    assert testing.run(parent, real_steps=True).unwrap() == [None, "ctx.parent:test"]
 
 
 @workflow(name="ctx.composite-keys")

@@ -532,7 +532,7 @@ def test_the_testing_kit_shows_each_stream_on_virtual_time() -> None:
 
 
 def test_check_determinism_resumes_a_stream_from_every_commit() -> None:
-    report = check_determinism(monthly_report, 3)
+    report = check_determinism(monthly_report, 3, real_steps=True)
     # Every crash point was tried, each stream value's commit among them.
     writes = [c for c in report.commits if c.kind == WRITE_STREAM_KIND]
     assert len(writes) == 4 and report.crash_runs == len(report.commits)
@@ -544,9 +544,9 @@ def test_check_determinism_resumes_a_stream_from_every_commit() -> None:
 
 
 def test_a_crash_at_each_commit_leaves_each_value_once() -> None:
-    reference = run(monthly_report, 2)
+    reference = run(monthly_report, 2, real_steps=True)
     for commit in range(len(reference.log) + 2):
-        crashed = run(monthly_report, 2, crash_at=commit)
+        crashed = run(monthly_report, 2, crash_at=commit, real_steps=True)
         assert crashed.streams == reference.streams, commit
         positions = [r.position for r in crashed.log if r.kind == WRITE_STREAM_KIND]
         assert len(positions) == len(set(positions)) == 3

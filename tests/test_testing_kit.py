@@ -150,17 +150,6 @@ def test_sequence_past_its_end_fails_the_step_with_a_clear_message() -> None:
     assert "step 'charge' was called 3 times" in str(result.error)
 
 
-def test_unfaked_steps_run_their_real_function() -> None:
-    @workflow(name="kit.real_step")
-    def real_step(text: str) -> Generator[Any, Any, str]:
-        value = yield Step("shout", shout, text)
-        return str(value)
-
-    result = rt.run(real_step, "hi")
-    assert result.result == "HI"
-    assert result.calls == {"shout": [rt.StepCall(("hi",), {})]}
-
-
 def test_async_steps_and_async_fakes_run() -> None:
     async def fake_charge(order_id: str, amount: int) -> str:
         return "ch_async"
@@ -331,11 +320,11 @@ def drifting_args() -> Generator[Any, Any, str]:
 
 
 def test_strict_mode_is_on_by_default_and_parks_argument_drift() -> None:
-    result = rt.run(drifting_args)
+    result = rt.run(drifting_args, real_steps={"log"})
     assert result.status is Status.PARKED
     assert isinstance(result.error, NonDeterminismError)
     assert "different arguments" in str(result.error)
-    assert rt.run(drifting_args, strict=False).result == "done"
+    assert rt.run(drifting_args, strict=False, real_steps={"log"}).result == "done"
 
 
 @workflow(name="kit.entropy")
@@ -472,7 +461,7 @@ def typed(item: str) -> Generator[Any, Any, str]:
 
 
 def test_a_log_round_trips_through_json_and_replays_from_text_and_path(tmp_path: Path) -> None:
-    result = rt.run(typed, "book")
+    result = rt.run(typed, "book", real_steps={"quote", "tier"})
     text = result.log.to_json()
     assert Log.from_json(text) == result.log
     from_text = rt.replay(typed, text)
@@ -533,7 +522,7 @@ def evolve() -> Generator[dict[str, Any], None, None]:
 
 
 def test_replay_reports_a_renamed_command_with_position_and_sites(evolve: dict[str, Any]) -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     evolve["rename"] = True
     with pytest.raises(NonDeterminismError) as info:
         rt.replay(evolving, log)
@@ -545,14 +534,14 @@ def test_replay_reports_a_renamed_command_with_position_and_sites(evolve: dict[s
 
 
 def test_replay_reports_an_early_return(evolve: dict[str, Any]) -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     evolve["early"] = True
     with pytest.raises(NonDeterminismError, match=r"returned here, but the log records 1 more"):
         rt.replay(evolving, log)
 
 
 def test_replay_reports_a_command_past_the_end_of_a_finished_run(evolve: dict[str, Any]) -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     evolve["extra"] = True
     with pytest.raises(NonDeterminismError, match=r"recorded run finished \(SUCCESS\) after 2"):
         rt.replay(evolving, log)
@@ -560,7 +549,7 @@ def test_replay_reports_a_command_past_the_end_of_a_finished_run(evolve: dict[st
 
 def test_replay_of_an_unfinished_run_stops_where_it_waited(evolve: dict[str, Any]) -> None:
     evolve["wait"] = True
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     assert log.status == "PENDING"
     replayed = rt.replay(evolving, log)
     assert not replayed.finished and replayed.reached_end
@@ -591,7 +580,7 @@ def test_replay_stops_at_a_pending_timed_command() -> None:
 
 
 def test_replay_compares_results_of_finished_runs(evolve: dict[str, Any]) -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     evolve["factor"] = 3
     with pytest.raises(
         ResultMismatch, match=r'returned \["A","B",6\] but the recorded run returned'
@@ -608,7 +597,7 @@ def test_replay_compares_results_of_finished_runs(evolve: dict[str, Any]) -> Non
 
 def test_replay_compares_recorded_failures(evolve: dict[str, Any]) -> None:
     evolve["fail"] = "one"
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     assert rt.replay(evolving, log).status is Status.ERROR
     evolve["fail"] = "two"
     with pytest.raises(ResultMismatch, match="raised ValueError: two but the recorded run raised"):
@@ -616,7 +605,7 @@ def test_replay_compares_recorded_failures(evolve: dict[str, Any]) -> None:
 
 
 def test_strict_replay_compares_arguments(evolve: dict[str, Any]) -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     evolve["arg"] = "changed"
     with pytest.raises(NonDeterminismError, match="different arguments"):
         rt.replay(evolving, log)
@@ -627,24 +616,24 @@ def test_strict_replay_compares_arguments(evolve: dict[str, Any]) -> None:
 def test_a_patch_after_the_end_of_a_finished_run_takes_the_old_branch(
     evolve: dict[str, Any],
 ) -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     evolve["patched"] = True
     assert rt.replay(evolving, log).result == ["A", "B", 2]
     # A run recorded with the patch replays its new branch.
-    patched_log = rt.run(evolving, 2).log
+    patched_log = rt.run(evolving, 2, real_steps=True).log
     assert ("patch", "add-third") in [(r.kind, r.name) for r in patched_log]
     assert rt.replay(evolving, patched_log).finished
 
 
 def test_replay_arguments_default_to_the_recorded_ones_and_can_be_overridden() -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     assert rt.replay(evolving, log).result == ["A", "B", 2]
     with pytest.raises(ResultMismatch):
         rt.replay(evolving, log, 5)
 
 
 def test_replay_refuses_a_log_of_another_workflow_and_non_logs() -> None:
-    log = rt.run(evolving, 2).log
+    log = rt.run(evolving, 2, real_steps=True).log
     with pytest.raises(ValueError, match=r"recorded by workflow 'kit\.evolving', not 'kit\.typed'"):
         rt.replay(typed, log)
     with pytest.raises(TypeError, match="takes a Log"):
@@ -686,7 +675,7 @@ def busy(n: int) -> Generator[Any, Any, list[Any]]:
 def test_check_determinism_with_entropy_time_retries_and_all() -> None:
     # Each distinct call fails twice, then succeeds: a plan per call, not per step name.
     flaky = {"work": GeneratedFake([[TimeoutError("a"), TimeoutError("b"), "ok"]])}
-    report = rt.check_determinism(busy, 2, steps=flaky)
+    report = rt.check_determinism(busy, 2, steps=flaky, real_steps={"x", "y"})
     assert report.reference.ok
     assert report.crash_runs == len(report.commits) > 10
 
@@ -720,7 +709,7 @@ def test_check_determinism_reports_divergence_with_both_logs() -> None:
     global _generations
     _generations = itertools.count()
     with pytest.raises(AssertionError) as info:
-        rt.check_determinism(remembers)
+        rt.check_determinism(remembers, real_steps=True)
     message = str(info.value)
     assert message.startswith(
         "check_determinism(kit.remembers): resumed from the store as it was just before "
@@ -746,7 +735,7 @@ def flip() -> Generator[Any, Any, str]:
 
 def test_check_determinism_reports_a_reference_run_that_parks_itself() -> None:
     with pytest.raises(AssertionError, match="the uninterrupted run was parked"):
-        rt.check_determinism(flip)
+        rt.check_determinism(flip, real_steps=True)
 
 
 def test_check_calls_flags_a_recorded_step_running_again() -> None:

@@ -79,7 +79,8 @@ def test_a_preemptible_step_is_stopped_by_its_runs_cancel_and_the_kit_does_not_w
     STARTED.clear()
     try:
         started = time.monotonic()
-        result = testing.run(report_or_abort, "o-1")
+        # The steps under test are the preemptible bodies themselves: they run for real.
+        result = testing.run(report_or_abort, "o-1", real_steps=True)
         took = time.monotonic() - started
         # The losing child was cancelled while its step ran: the body was abandoned,
         # and the kit came back without waiting out the job.
@@ -99,10 +100,10 @@ def test_a_preemptible_step_is_stopped_by_its_runs_cancel_and_the_kit_does_not_w
 
 def test_a_preemptible_step_that_is_not_cancelled_records_as_any_step() -> None:
     RELEASE.set()
-    result = testing.run(report, "o-2")
+    result = testing.run(report, "o-2", real_steps=True)
     assert result.unwrap() == "report for o-2"
     assert result.commands == [("step", "report")]
-    testing.check_determinism(report, "o-2")
+    testing.check_determinism(report, "o-2", real_steps=True)
 
 
 def flaky_charge(order: str) -> str:
@@ -130,12 +131,12 @@ def preemptible_retries(order: str) -> Generator[Any, Any, str]:
 
 
 def test_a_preemptible_steps_back_offs_pass_on_virtual_time() -> None:
-    result = testing.run(preemptible_retries, "o-3")
+    result = testing.run(preemptible_retries, "o-3", real_steps={"charge"})
     assert result.unwrap() == "charged o-3 on attempt 3"
     assert result.elapsed == timedelta(hours=3)  # one hour, then two
     assert result.log[0].attempts == 3
     # A crash at the second back-off's commit makes attempt 2 again, nothing else.
-    crashed = testing.run(preemptible_retries, "o-3", crash_at=1)
+    crashed = testing.run(preemptible_retries, "o-3", crash_at=1, real_steps={"charge"})
     assert crashed.unwrap() == "charged o-3 on attempt 3"
     assert len(crashed.calls["charge"]) == 4
 
@@ -205,11 +206,11 @@ def typed(prices: list[int]) -> Generator[Any, Any, int]:
 
 
 def test_typed_steps_run_and_fake_in_the_kit() -> None:
-    assert testing.run(typed, [10, 20]).unwrap() == 33
-    faked = testing.run(typed, [10, 20], steps={"total": 100})
+    assert testing.run(typed, [10, 20], real_steps=True).unwrap() == 33
+    faked = testing.run(typed, [10, 20], steps={"total": 100}, real_steps={"taxed"})
     assert faked.unwrap() == 110
     assert faked.status is Status.SUCCESS
-    testing.check_determinism(typed, [10, 20])
+    testing.check_determinism(typed, [10, 20], real_steps=True)
 
 
 @workflow(name="kit_small.slow_order")

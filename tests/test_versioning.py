@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import replaykit
+import replaykit.testing
 from replaykit import (
     Call,
     ContinueAsNew,
@@ -262,6 +263,57 @@ def test_patch_after_the_last_recorded_position_is_taken_by_old_runs_too(
         assert eng.handle("late").result(timeout=20) == "late"
         assert [k for k, _ in kinds(eng, "late")] == ["step", "recv", "patch", "step", "step"]
     assert CALLS == {"a": 1, "d": 1, "c": 1}
+
+
+@workflow(name="ver-twice")
+def twice_v1(order: str) -> Generator[Any, Any, str]:
+    yield Step("a", bump, "a")
+    yield GO
+    yield Step("c", bump, "c")
+    return "old"
+
+
+def twice_v2(order: str) -> Generator[Any, Any, str]:
+    # One change guarded at two sites, the second past where a run in flight waits.
+    first = "a2" if (yield Patch("two-sites")) else "a"
+    yield Step(first, bump, first)
+    yield GO
+    if (yield Patch("two-sites")):
+        yield Step("c2", bump, "c2")
+        return f"new after {first}"
+    yield Step("c", bump, "c")
+    return f"old after {first}"
+
+
+def test_a_run_in_flight_takes_the_old_branch_at_every_site_of_a_patch(
+    target: Any, deploy: Deploy
+) -> None:
+    with engine_on(target) as eng:
+        eng.start(twice_v1, "o-1", workflow_id="in-flight")
+        wait_waiting(eng, "in-flight", 1)
+    v2 = deploy("ver-twice", twice_v2)
+    with engine_on(target) as eng:
+        eng.start(v2, "o-2", workflow_id="fresh")
+        eng.send("in-flight", 1, topic="go")
+        eng.send("fresh", 1, topic="go")
+        # The first site answered False (its log holds `a` there); the second, past the
+        # log, answers False too, instead of recording a marker and mixing the branches.
+        assert eng.handle("in-flight").result(timeout=20) == "old after a"
+        assert kinds(eng, "in-flight") == [("step", "a"), ("recv", "go"), ("step", "c")]
+        assert eng.handle("fresh").result(timeout=20) == "new after a2"
+        assert [k for k, _ in kinds(eng, "fresh")] == [
+            "patch",
+            "step",
+            "recv",
+            "patch",
+            "step",
+        ]
+    with engine_on(target, recover=False) as eng:
+        # Replay of the finished logs, from nothing, agrees with what the runs did.
+        for run_id in ("in-flight", "fresh"):
+            log = eng.export_log(run_id)
+            assert replaykit.testing.replay(v2, log).finished
+    assert CALLS == {"a": 1, "c": 1, "a2": 1, "c2": 1}
 
 
 # -- Patch: removing a step, then DeprecatePatch ---------------------------------------------

@@ -5,6 +5,7 @@ demand, so hypothesis is only needed by tests that use them).
 """
 
 from replaykit.testing._fakes import StepCall, sequence
+from replaykit.testing._real_steps import UnfakedSteps
 from replaykit.testing._session import Commit, Message, TooManyGenerations
 from replaykit.testing.conformance import check_store
 from replaykit.testing.determinism import DeterminismReport, check_determinism, format_log
@@ -20,6 +21,7 @@ __all__ = [
     "RunResult",
     "StepCall",
     "TooManyGenerations",
+    "UnfakedSteps",
     "check_determinism",
     "check_store",
     "format_log",

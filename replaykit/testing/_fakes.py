@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 
 from replaykit.interpreter import step_context_var
+from replaykit.testing._real_steps import RealStepsRule
 
 __all__ = ["AttemptSkips", "StepCall", "StepTap", "as_fake", "fresh_fakes", "sequence"]
 
@@ -163,16 +164,19 @@ class StepTap(Mapping[str, Callable[..., Any]]):
 
     The engine looks a step up with `step_overrides.get(name, step.fn)`; this
     mapping answers every lookup (faked or not) with a wrapper that reports
-    the call first, so the kit can count how often each step body ran.
+    the call first, so the kit can count how often each step body ran. A step
+    neither faked nor allowed by `real_steps` gets a body that refuses to run.
     """
 
     def __init__(
         self,
         fakes: Mapping[str, Callable[..., Any]],
         on_call: Callable[[str, tuple[Any, ...], dict[str, Any]], None],
+        real_steps: RealStepsRule | None = None,
     ) -> None:
         self._fakes = dict(fakes)
         self._on_call = on_call
+        self._real_steps = real_steps
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         return self._tap(name, self._fakes[name])
@@ -187,9 +191,14 @@ class StepTap(Mapping[str, Callable[..., Any]]):
         return name in self._fakes
 
     def get(self, name: str, default: Any = None) -> Any:
-        target = self._fakes.get(name, default)
+        target = self._fakes.get(name)
         if target is None:
-            return None
+            if default is None:
+                return None
+            if self._real_steps is not None and not self._real_steps.allows(name):
+                # Not faked and not let through: the real function is never called.
+                return self._real_steps.refuse(name, default)
+            target = default
         return self._tap(name, target)
 
     def _tap(self, name: str, target: Callable[..., Any]) -> Callable[..., Any]:

@@ -38,6 +38,7 @@ from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilte
 from replaykit.stores.codec import CodecStore
 from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
+from replaykit.testing._real_steps import RealSteps, RealStepsRule
 from replaykit.testing._sandbox import sandboxed
 
 #: `run(warm=...)`: replay at every wake-up (False), keep runs warm (True), or ask
@@ -457,6 +458,16 @@ class JournalStore:
         row: WorkflowRow = self._call("continue_workflow", (workflow_id, inputs), kwargs, commit)
         return row
 
+    def set_status(self, *args: Any, **kwargs: Any) -> bool:
+        if self.dead and kwargs.get("reset_recovery"):
+            # The crash-loop counter's reset after progress is bookkeeping a background
+            # thread does; a killed process loses it without a word. Raising here would
+            # have the engine's work pool log the simulated crash as a failure, with a
+            # traceback, in a test that passes.
+            return False
+        changed: bool = self._call("set_status", args, kwargs)
+        return changed
+
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self._inner.subscribe(callback)
 
@@ -531,6 +542,8 @@ class Session:
         sandbox: bool = True,
         codec: PayloadCodec | None = None,
         max_generations: int = DEFAULT_MAX_GENERATIONS,
+        real_steps: RealSteps = False,
+        caller: str = "run",
     ) -> None:
         if isinstance(max_generations, bool) or not isinstance(max_generations, int):
             raise TypeError(f"max_generations takes a whole number, got {max_generations!r}")
@@ -545,6 +558,8 @@ class Session:
         #: What the sandbox refused, in order (a body may have swallowed the error).
         self.refusals: list[NonDeterministicCall] = []
         self.fakes = dict(fakes)
+        #: Which steps not faked may run their real function; what it refused.
+        self.real_steps = RealStepsRule(real_steps, self.fakes, who=caller)
         self.messages = list(messages)
         self.start = start
         self.strict = strict
@@ -722,6 +737,7 @@ class Session:
             step_overrides=StepTap(
                 fresh_fakes(self.fakes),
                 lambda name, args, kwargs: self.on_step_call(engine_no, name, args, kwargs),
+                self.real_steps,
             ),
             entropy=_SeededEntropy(self.seed),
             max_cached_runs=0 if self.warm is False else DEFAULT_MAX_CACHED_RUNS,
@@ -763,12 +779,24 @@ class Session:
 
         With the sandbox on, a workflow body's call of the clock or of randomness
         is refused in the body and raised from here once the engines stopped, even
-        if the body caught it.
+        if the body caught it. So is a step the test neither faked nor let run for
+        real (`UnfakedSteps`), whatever else went wrong after it was refused.
         """
-        with sandboxed(self) if self.sandbox else contextlib.nullcontext():
-            self._drive()
+        try:
+            with sandboxed(self) if self.sandbox else contextlib.nullcontext():
+                self._drive()
+        except Exception as exc:
+            if self.real_steps.refused:
+                raise self.real_steps.error(self._workflow_name()) from exc
+            raise
+        if self.real_steps.refused:
+            raise self.real_steps.error(self._workflow_name())
         if self.refusals:
             raise self.refusals[0]
+
+    def _workflow_name(self) -> str:
+        row = self.store.get_workflow(self.workflow_id)
+        return row.name if row is not None else "?"
 
     def _drive(self) -> None:
         deadline = time.monotonic() + self.timeout

@@ -40,6 +40,7 @@ from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.testing._fakes import as_fake
+from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
 from replaykit.testing.harness import RunResult, result_of, start_session
 
@@ -281,6 +282,7 @@ def check_determinism(
     workflow_timeout: timedelta | float | None = None,
     deadline: datetime | None = None,
     max_generations: int = 100,
+    real_steps: RealSteps = False,
     **kwargs: Any,
 ) -> DeterminismReport:
     """Run once, then resume from every commit point; assert every resumption agrees.
@@ -293,7 +295,10 @@ def check_determinism(
     through all its generations: the continue is a commit point like the
     others (resumed from just before it, and crashed at it), and every
     archived generation's log must come out the same; `max_generations`
-    (default 100) bounds how many it follows. Returns a `DeterminismReport`.
+    (default 100) bounds how many it follows. A step not faked runs its real
+    function only as `run(real_steps=...)` allows, in every run it makes (and a
+    determinism check makes many); otherwise it raises `UnfakedSteps` before
+    the first resumption. Returns a `DeterminismReport`.
     """
     if not isinstance(wf, Workflow):
         raise TypeError(
@@ -313,6 +318,8 @@ def check_determinism(
         "workflow_timeout": workflow_timeout,
         "deadline": deadline,
         "max_generations": max_generations,
+        "real_steps": real_steps,
+        "caller": "check_determinism",
     }
     reference = start_session(wf, args, kwargs, **settings)
     reference.drive()
@@ -341,6 +348,8 @@ def check_determinism(
                 sandbox=sandbox,
                 codec=codec,
                 max_generations=max_generations,
+                real_steps=real_steps,
+                caller="check_determinism",
             )
             variant.seed_from(
                 [w for w in reference.writes() if w.index < point.write.index], point.now

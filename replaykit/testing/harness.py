@@ -18,6 +18,7 @@ from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import WorkflowFilter
 from replaykit.testing._fakes import StepCall, as_fake
+from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import (
     DEFAULT_MAX_GENERATIONS,
     Commit,
@@ -84,6 +85,8 @@ def start_session(
     workflow_timeout: timedelta | float | None = None,
     deadline: datetime | None = None,
     max_generations: int = DEFAULT_MAX_GENERATIONS,
+    real_steps: RealSteps = False,
+    caller: str = "run",
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     run_timeout, run_deadline_at = run_deadline(
@@ -109,6 +112,8 @@ def start_session(
         sandbox=sandbox,
         codec=codec,
         max_generations=max_generations,
+        real_steps=real_steps,
+        caller=caller,
     )
     session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
     return session
@@ -313,6 +318,7 @@ def run(
     workflow_timeout: timedelta | float | None = None,
     deadline: datetime | None = None,
     max_generations: int = DEFAULT_MAX_GENERATIONS,
+    real_steps: RealSteps = False,
     **kwargs: Any,
 ) -> RunResult[R]:
     """Run `wf(*args, **kwargs)` on a fresh in-memory store and virtual time.
@@ -320,7 +326,11 @@ def run(
     - `steps={name: fake}` replaces the body of every step with that name: a
       callable is called with the step's arguments, an exception (instance or
       class) is raised, `sequence(a, b, ...)` gives successive outcomes, any
-      other value is returned as is. Unnamed steps run their real function.
+      other value is returned as is.
+    - A step not faked runs its real function only when the test says so:
+      `real_steps=True` (every step not faked) or `real_steps={"name", ...}`
+      (those steps). Otherwise its body does not run, its attempt fails, and
+      `run()` raises `UnfakedSteps` naming every such step the run reached.
     - `messages=[Message(topic, payload, at=...)]` delivers messages at virtual
       times; time jumps straight to the next timer or message whenever the
       workflow waits, so a 30-day `Sleep` takes no wall time.
@@ -376,6 +386,7 @@ def run(
         workflow_timeout=workflow_timeout,
         deadline=deadline,
         max_generations=max_generations,
+        real_steps=real_steps,
     )
     session.drive()
     return result_of(session, wf, clock)
