@@ -346,6 +346,14 @@ def test_async_faces_await_what_the_sync_faces_do(pair: str) -> None:
     assert wrong == [], "a coroutine where PLAIN_ON_ASYNC says plain, or the reverse"
 
 
+def test_sync_faces_are_context_managers_and_async_faces_async_ones() -> None:
+    for sync_cls, async_cls in (PAIRS["E/AE"], PAIRS["C/AC"]):
+        assert callable(getattr(sync_cls, "__enter__", None))
+        assert callable(getattr(sync_cls, "__exit__", None))
+        assert inspect.iscoroutinefunction(getattr(async_cls, "__aenter__", None))
+        assert inspect.iscoroutinefunction(getattr(async_cls, "__aexit__", None))
+
+
 def test_every_allowance_is_used() -> None:
     """An allowance for a difference that is gone is removed, not kept."""
     stale = []
