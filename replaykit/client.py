@@ -777,21 +777,31 @@ class AsyncClient:
 
     The same methods as coroutines (`handle` is a plain call); store I/O runs
     on a few threads of its own (`io_workers`), never on the loop. Takes the
-    same options as `Client`. It opens on entering the `async with` (or
-    `await client.open()`).
+    same options as `Client` (tests/test_faces.py keeps the two in step). It
+    opens on entering the `async with` (or `await client.open()`).
     """
 
     def __init__(
         self,
         target: str | Store | None = None,
         *,
+        app_version: str | None = None,
+        executor_id: str | None = None,
+        poll_interval: float = 0.5,
+        max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
+        codec: PayloadCodec | None = None,
         io_workers: int = DEFAULT_IO_WORKERS,
-        **options: Any,
     ) -> None:
         if io_workers < 1:
             raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
         self._target = target
-        self._options = options
+        self._options: dict[str, Any] = {
+            "app_version": app_version,
+            "executor_id": executor_id,
+            "poll_interval": poll_interval,
+            "max_payload_bytes": max_payload_bytes,
+            "codec": codec,
+        }
         self._io_workers = io_workers
         self._client: Client | None = None
         self._io: ThreadPoolExecutor | None = None
@@ -919,9 +929,40 @@ class AsyncClient:
         self.client  # noqa: B018 - raises when not open
         return AsyncClientHandle(self, workflow_id)
 
-    async def list_workflows(self, **filters: Any) -> list[WorkflowRow]:
-        """`Client.list_workflows` as a coroutine (the same keyword filters)."""
-        return await self.off_loop(self.client.list_workflows, **filters)
+    async def list_workflows(
+        self,
+        *,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        forked_from: str | None = None,
+        continued_as: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        stranded: bool = False,
+    ) -> list[WorkflowRow]:
+        """`Client.list_workflows` as a coroutine."""
+        return await self.off_loop(
+            self.client.list_workflows,
+            status=status,
+            name=name,
+            version=version,
+            executor_id=executor_id,
+            parent_id=parent_id,
+            queue=queue,
+            forked_from=forked_from,
+            continued_as=continued_as,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+            stranded=stranded,
+        )
 
     async def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""

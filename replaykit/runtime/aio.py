@@ -25,11 +25,12 @@ import contextlib
 import contextvars
 import functools
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+from replaykit import serde
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
@@ -37,10 +38,14 @@ from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import streams
+from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine, StartRequest
-from replaykit.runtime.host import Wake
+from replaykit.runtime.host import Entropy, Wake
 from replaykit.runtime.queues import Queue, QueueItem
+from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
 from replaykit.runtime.schedules import Schedule, ScheduleInfo
+from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
+from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
@@ -111,27 +116,67 @@ class AsyncWorkflowHandle(Generic[R]):
 class AsyncEngine:
     """Runs workflows from asyncio code: `async with AsyncEngine(url) as engine:`.
 
-    Takes the same target and options as `Engine` (and `io_workers`, the
-    threads that carry the front door's store calls). It opens on entering
-    the `async with` (or `await engine.open()`), on the loop that is running
-    then; async step bodies run on that loop.
+    Takes the same target and options as `Engine` but `step_loop` (async step
+    bodies run on the loop the engine is opened on), and `io_workers`, the
+    threads that carry the front door's store calls; tests/test_faces.py keeps
+    the two in step. It opens on entering the `async with` (or `await
+    engine.open()`), on the loop that is running then.
     """
 
     def __init__(
         self,
         target: str | Store | None = None,
         *,
+        executor_id: str = "local",
+        app_version: str | None = None,
+        max_workers: int = 64,
+        step_workers: int = 64,
+        strict: bool = False,
+        clock: Clock | None = None,
+        max_recovery_attempts: int = 50,
+        poll_interval: float = 1.0,
+        max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
+        recover: bool = True,
+        step_overrides: Mapping[str, Callable[..., Any]] | None = None,
+        queues: Iterable[str | Queue] | None = None,
+        lease_seconds: float = 30.0,
+        schedules: bool = True,
+        entropy: Entropy | None = None,
+        max_cached_runs: int = DEFAULT_MAX_CACHED_RUNS,
+        executor_wait: float = 10.0,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        codec: PayloadCodec | None = None,
+        max_generations_in_a_row: int = DEFAULT_MAX_GENERATIONS_IN_A_ROW,
         io_workers: int = DEFAULT_IO_WORKERS,
-        **options: Any,
     ) -> None:
-        if "step_loop" in options:
-            raise TypeError(
-                "AsyncEngine runs async steps on the loop it is opened on; do not pass step_loop"
-            )
         if io_workers < 1:
             raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
         self._target = target
-        self._options = options
+        # Handed to `Engine` as they are, at `open()`.
+        self._options: dict[str, Any] = {
+            "executor_id": executor_id,
+            "app_version": app_version,
+            "max_workers": max_workers,
+            "step_workers": step_workers,
+            "strict": strict,
+            "clock": clock,
+            "max_recovery_attempts": max_recovery_attempts,
+            "poll_interval": poll_interval,
+            "max_payload_bytes": max_payload_bytes,
+            "recover": recover,
+            "step_overrides": step_overrides,
+            "queues": queues,
+            "lease_seconds": lease_seconds,
+            "schedules": schedules,
+            "entropy": entropy,
+            "max_cached_runs": max_cached_runs,
+            "executor_wait": executor_wait,
+            "tracer_provider": tracer_provider,
+            "meter_provider": meter_provider,
+            "codec": codec,
+            "max_generations_in_a_row": max_generations_in_a_row,
+        }
         self._io_workers = io_workers
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
