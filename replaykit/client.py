@@ -47,7 +47,14 @@ from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 from replaykit.stores.codec import with_codec
 
-__all__ = ["AsyncClient", "AsyncClientHandle", "Client", "ClientHandle", "ResumedHandle"]
+__all__ = [
+    "AsyncClient",
+    "AsyncClientHandle",
+    "AsyncResumedHandle",
+    "Client",
+    "ClientHandle",
+    "ResumedHandle",
+]
 
 T = TypeVar("T")
 log = logging.getLogger("replaykit.client")
@@ -749,9 +756,6 @@ class AsyncClientHandle:
     def __init__(self, client: AsyncClient, workflow_id: str) -> None:
         self._client = client
         self.workflow_id = workflow_id
-        # Set by `AsyncClient.resume`: what it changed (see `ResumedHandle`).
-        self.resumed: tuple[str, ...] = ()
-        self.moved: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"<AsyncClientHandle {self.workflow_id!r}>"
@@ -772,6 +776,17 @@ class AsyncClientHandle:
         return admin.run_outcome(await self._client._wait_finished(self.workflow_id, timeout))
 
 
+class AsyncResumedHandle(AsyncClientHandle):
+    """What `AsyncClient.resume` returns: `ResumedHandle`'s twin."""
+
+    def __init__(self, client: AsyncClient, workflow_id: str, resumed: ResumedHandle) -> None:
+        super().__init__(client, workflow_id)
+        #: Every run the resume changed (see `ResumedHandle.resumed`).
+        self.resumed: tuple[str, ...] = resumed.resumed
+        #: The unfinished runs of its family moved onto `app_version` with it.
+        self.moved: tuple[str, ...] = resumed.moved
+
+
 class AsyncClient:
     """`Client` for asyncio code: `async with AsyncClient(url) as client:`.
 
@@ -790,6 +805,7 @@ class AsyncClient:
         poll_interval: float = 0.5,
         max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
         codec: PayloadCodec | None = None,
+        strict: bool = False,
         io_workers: int = DEFAULT_IO_WORKERS,
     ) -> None:
         if io_workers < 1:
@@ -801,6 +817,7 @@ class AsyncClient:
             "poll_interval": poll_interval,
             "max_payload_bytes": max_payload_bytes,
             "codec": codec,
+            "strict": strict,
         }
         self._io_workers = io_workers
         self._client: Client | None = None
@@ -1057,7 +1074,7 @@ class AsyncClient:
         app_version: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
-    ) -> AsyncClientHandle:
+    ) -> AsyncResumedHandle:
         """`Client.resume` as a coroutine; the handle's `resumed` and `moved` say what
         it changed, as `ResumedHandle`'s do."""
         done = await self.off_loop(
@@ -1068,9 +1085,7 @@ class AsyncClient:
             timeout=timeout,
             deadline=deadline,
         )
-        handle = AsyncClientHandle(self, workflow_id)
-        handle.resumed, handle.moved = done.resumed, done.moved
-        return handle
+        return AsyncResumedHandle(self, workflow_id, done)
 
     async def fork(
         self,

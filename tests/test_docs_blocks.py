@@ -194,23 +194,15 @@ def test_the_pages_python_blocks_run_as_written(page: Path, tmp_path: Path) -> N
     assert _tracebacks(done.stderr) == [], done.stderr
 
 
-#: Tracebacks printed by the testing kit's bookkeeping thread when it simulates a
-#: crash (issue 31: "a simulated crash is silent unless the test asks for it"); README's
-#: check_determinism example prints some. The kit's fix makes them go away, and this
-#: allowance with them.
-_KNOWN_NOISE = ("replaykit.testing._session.SimulatedCrash:",)
-
-
 def _tracebacks(stderr: str) -> list[str]:
-    """The last line (the exception) of each traceback printed that is not known noise."""
+    """The last line (the exception) of each traceback printed."""
     found = []
     lines = stderr.splitlines()
     for index, line in enumerate(lines):
         if not line.startswith("Traceback (most recent call last):"):
             continue
         last = next((x for x in lines[index + 1 :] if x and not x[0].isspace()), "")
-        if not last.startswith(_KNOWN_NOISE):
-            found.append(last)
+        found.append(last)
     return found
 
 

@@ -33,7 +33,14 @@ from typing import Any
 
 import pytest
 
-from replaykit.client import AsyncClient, AsyncClientHandle, Client, ClientHandle
+from replaykit.client import (
+    AsyncClient,
+    AsyncClientHandle,
+    AsyncResumedHandle,
+    Client,
+    ClientHandle,
+    ResumedHandle,
+)
 from replaykit.runtime.aio import AsyncEngine, AsyncWorkflowHandle
 from replaykit.runtime.engine import Engine, WorkflowHandle
 
@@ -206,6 +213,7 @@ SYNC_TWIN: dict[Any, Any] = {
     AsyncWorkflowHandle: WorkflowHandle,
     AsyncClient: Client,
     AsyncClientHandle: ClientHandle,
+    AsyncResumedHandle: ResumedHandle,
     AsyncIterator: Iterator,
     AsyncIterable: Iterable,
     AsyncGenerator: Generator,
