@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from replaykit import _waiting, serde
+from replaykit._limits import checked_wait
 from replaykit.commands import as_seconds, earliest_deadline, run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Record, Status
@@ -62,6 +63,14 @@ log = logging.getLogger("replaykit.client")
 DEFAULT_IO_WORKERS = 4
 #: How long a start's check of the running engines is reused (seconds).
 _ENGINE_CHECK_KEPT = 5.0
+
+
+def _check_name(name: object, what: str) -> None:
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(
+            f"{what}: the workflow name is {name!r}; pass the name a @workflow registered "
+            "(replaykit workflows versions lists what the running engines run)"
+        )
 
 
 class ClientHandle:
@@ -217,6 +226,7 @@ class Client:
         counts from now (this machine's clock), or, with `queue`, from the
         claim. The engine running it cancels it when it passes.
         """
+        _check_name(name, "Client.start")
         if queue is not None:
             return self.enqueue(
                 queue,
@@ -282,6 +292,7 @@ class Client:
         the stamped version claim it. `timeout` counts from the claim,
         `deadline` holds from now (the run can time out while queued).
         """
+        _check_name(name, "Client.enqueue")
         self._check_open()
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
@@ -560,6 +571,7 @@ class Client:
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
+        timeout = checked_wait(timeout, "get_event(timeout=...)")
         self._check_open()
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._notified(("event", workflow_id)) as changed:
@@ -699,6 +711,7 @@ class Client:
         return row
 
     def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        timeout = checked_wait(timeout, "result(timeout=...)")
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._notified(("finished", workflow_id)) as finished:
             while True:
@@ -1025,6 +1038,7 @@ class AsyncClient:
     async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` (holding no
         thread) for it; else None."""
+        timeout = checked_wait(timeout, "get_event(timeout=...)")
         client = self.client
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -1109,6 +1123,7 @@ class AsyncClient:
         return AsyncClientHandle(self, handle.workflow_id)
 
     async def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        timeout = checked_wait(timeout, "result(timeout=...)")
         client = self.client
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout

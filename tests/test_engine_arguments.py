@@ -9,14 +9,17 @@ a traceback at every poll.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from replaykit import Engine, Queue
+from replaykit import AsyncEngine, Client, Engine, Queue, Recv, WorkflowFilter, workflow
 from replaykit._limits import MAX_WAIT, checked_count, checked_interval, checked_wait
+from replaykit.errors import WorkflowTimeout
 
 BAD = [
     ({"max_cached_runs": -1}, ValueError, "max_cached_runs"),
@@ -93,3 +96,67 @@ def test_what_waits_take() -> None:
     assert checked_count(10, "limit") == 10
     with pytest.raises(ValueError, match="limit"):
         checked_count(10**30, "limit")
+
+
+# -- every face takes waits and limits by the same rule ---------------------------------------
+
+
+@workflow(name="args-waits")
+def waits_for_go():
+    yield Recv("go")
+    return "done"
+
+
+BAD_WAITS = [math.nan, -1, 1e300, timedelta.max]
+
+
+@pytest.mark.parametrize("timeout", BAD_WAITS)
+def test_engine_waits_refuse_nonsense_at_once(timeout: Any) -> None:
+    with Engine("memory://", poll_interval=0.05) as engine:
+        handle = engine.start(waits_for_go, workflow_id="w")
+        with pytest.raises(ValueError, match=r"result\(timeout=\.\.\.\)"):
+            handle.result(timeout=timeout)
+        with pytest.raises(ValueError, match=r"get_event\(timeout=\.\.\.\)"):
+            engine.get_event("w", "k", timeout=timeout)
+
+
+@pytest.mark.parametrize("timeout", BAD_WAITS)
+def test_client_waits_refuse_nonsense_at_once(tmp_path: Any, timeout: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    with Engine(url, poll_interval=0.05) as engine, Client(url) as client:
+        engine.start(waits_for_go, workflow_id="w")
+        with pytest.raises(ValueError, match=r"result\(timeout=\.\.\.\)"):
+            client.handle("w").result(timeout=timeout)
+        with pytest.raises(ValueError, match=r"get_event\(timeout=\.\.\.\)"):
+            client.get_event("w", "k", timeout=timeout)
+
+
+def test_async_faces_time_out_at_zero_and_refuse_negatives() -> None:
+    async def main() -> None:
+        async with AsyncEngine("memory://", poll_interval=0.05) as engine:
+            handle = await engine.start(waits_for_go, workflow_id="w")
+            started = time.monotonic()
+            with pytest.raises(WorkflowTimeout):
+                await handle.result(timeout=0)
+            assert time.monotonic() - started < 2
+            with pytest.raises(ValueError, match="timeout"):
+                await handle.result(timeout=-1)
+            with pytest.raises(ValueError, match="timeout"):
+                await engine.get_event("w", "k", timeout=math.nan)
+
+    asyncio.run(main())
+
+
+def test_a_listing_limit_past_what_a_store_counts_is_refused() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        WorkflowFilter(limit=10**30)
+    with Engine("memory://") as engine, pytest.raises(ValueError, match="limit"):
+        engine.list_workflows(limit=10**30)
+
+
+def test_a_client_start_of_no_name_is_refused(tmp_path: Any) -> None:
+    with Client(f"sqlite:///{tmp_path / 'n.db'}") as client:
+        for name in ("", "   "):
+            with pytest.raises(ValueError, match="workflow name"):
+                client.start(name, workflow_id="x", executor_id="local", app_version="v")
+        assert client.list_workflows() == []

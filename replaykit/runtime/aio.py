@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from replaykit import serde
+from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
@@ -492,6 +493,7 @@ class AsyncEngine:
 
         Waits on the engine's notifications (and its poll interval), holding no thread.
         """
+        timeout = checked_wait(timeout, "get_event(timeout=...)")
         engine = self.engine
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -626,6 +628,7 @@ class AsyncEngine:
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """`Engine.wait_idle` off the loop (async steps keep running meanwhile)."""
+        timeout = checked_wait(timeout, "wait_idle(timeout=...)")
         return await self.off_loop(self.engine.wait_idle, timeout)
 
     # -- waiting ----------------------------------------------------------------------------------
@@ -636,6 +639,7 @@ class AsyncEngine:
         A waiter is a bare future per round and one timer, nothing more: a thousand
         waiting at once are objects the garbage collector walks at every full pass,
         and each pass holds the loop."""
+        timeout = checked_wait(timeout, "result(timeout=...)")
         engine = self.engine
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout

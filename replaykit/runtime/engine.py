@@ -1021,6 +1021,7 @@ class Engine:
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
+        timeout = checked_wait(timeout, "get_event(timeout=...)")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             found, value = self.store.get_event(workflow_id, key)
@@ -1303,6 +1304,7 @@ class Engine:
     # -- waiting for results ---------------------------------------------------------------
 
     def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        timeout = checked_wait(timeout, "result(timeout=...)")
         deadline = None if timeout is None else time.monotonic() + timeout
         finished = threading.Event()
         unsubscribe = self.listen([("finished", workflow_id)], finished.set)
@@ -1567,6 +1569,7 @@ class Engine:
 
         Returns False if `timeout` passed first.
         """
+        timeout = checked_wait(timeout, "wait_idle(timeout=...)")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self.scheduler.busy == 0 and self.wakeups.settled():

@@ -57,6 +57,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from replaykit._limits import checked_count
 from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores._holds import ExecutorHold
@@ -214,6 +215,15 @@ class FinishWrite:
     record: Record | None = None
 
 
+def _checked_limit(_: object, attribute: Any, value: int | None) -> None:
+    if value is not None:
+        checked_count(value, f"a listing's {attribute.name}")
+
+
+def _checked_offset(_: object, attribute: Any, value: int) -> None:
+    checked_count(value, f"a listing's {attribute.name}")
+
+
 @attrs.frozen
 class WorkflowFilter:
     status: Status | Sequence[Status] | None = None
@@ -226,8 +236,8 @@ class WorkflowFilter:
     continued_as: str | None = None  # the archived generations of this run (indexed)
     since: datetime | None = None
     until: datetime | None = None
-    limit: int | None = None
-    offset: int = 0
+    limit: int | None = attrs.field(default=None, validator=_checked_limit)
+    offset: int = attrs.field(default=0, validator=_checked_offset)
     # False: the rows come without their payloads, for a listing that does not
     # show them: `inputs` None, and `result` None unless it is a failure (what
     # went wrong, in a line; a value may be megabytes). Filters nothing.
