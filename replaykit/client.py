@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from replaykit import _waiting, serde
-from replaykit._limits import checked_wait
+from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import as_seconds, earliest_deadline, run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Record, Status
@@ -150,6 +150,9 @@ class Client:
         codec: PayloadCodec | None = None,
         strict: bool = False,
     ) -> None:
+        # Checked before the store is opened: a refused argument leaves nothing open.
+        poll_interval = checked_interval(poll_interval, "Client(poll_interval=...)")
+        checked_count(max_payload_bytes, "Client(max_payload_bytes=...)", minimum=1)
         self._closed = False
         self.strict = strict
         self._engine_checks: dict[tuple[str, str, str | None], tuple[float, str]] = {}

@@ -160,3 +160,9 @@ def test_a_client_start_of_no_name_is_refused(tmp_path: Any) -> None:
             with pytest.raises(ValueError, match="workflow name"):
                 client.start(name, workflow_id="x", executor_id="local", app_version="v")
         assert client.list_workflows() == []
+
+
+@pytest.mark.parametrize("interval", [0, -1, math.nan])
+def test_a_client_refuses_a_poll_interval_that_would_spin(tmp_path: Any, interval: float) -> None:
+    with pytest.raises(ValueError, match="poll_interval"):
+        Client(f"sqlite:///{tmp_path / 'p.db'}", poll_interval=interval)
