@@ -26,7 +26,7 @@ from replaykit import (
     testing,
     workflow,
 )
-from replaykit.runtime.effects import RETRY_TOPIC, jitter_draw
+from replaykit.runtime.steps import RETRY_TOPIC, jitter_draw
 from replaykit.stores import open_store
 
 ROOT = Path(__file__).resolve().parent.parent

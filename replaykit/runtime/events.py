@@ -110,7 +110,7 @@ class Stepped:
 class BackedOff:
     activation: Activation
     effect: Effect
-    #: The step's `effects.Backoff`: attempts made, when the next is due.
+    #: The step's `steps.Backoff`: attempts made, when the next is due.
     backoff: Any
 
 

@@ -50,7 +50,7 @@ from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
-from replaykit.runtime.effects import EffectRunner, is_async
+from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.events import (
     Activation,
     BackedOff,
@@ -68,6 +68,7 @@ from replaykit.runtime.events import (
 )
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
+from replaykit.runtime.steps import is_async
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups
 from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
 from replaykit.runtime.work import Work

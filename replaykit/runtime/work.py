@@ -21,7 +21,7 @@ from replaykit.registry import lookup
 from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
-from replaykit.runtime.effects import Backoff, EffectRunner
+from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.events import (
     Activation,
     BackedOff,
@@ -33,6 +33,7 @@ from replaykit.runtime.events import (
     TailRead,
     WrittenAhead,
 )
+from replaykit.runtime.steps import Backoff
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["Work"]
