@@ -333,15 +333,23 @@ def test_a_continued_generation_is_not_a_finished_run_in_telemetry(tmp_path: Any
             meter_provider=meter_provider,
         ) as eng:
             assert eng.start(counter, 0, 5, workflow_id="can-otel").result(timeout=20) == 5
-            data = reader.get_metrics_data()
-            finished = [
-                point
-                for resource in (data.resource_metrics if data else ())
-                for scope in resource.scope_metrics
-                for metric in scope.metrics
-                if metric.name == "replaykit.runs.finished"
-                for point in metric.data.data_points
-            ]
+            # A waiter may see the run finished (the store's note) a moment before the
+            # engine has counted it and ended its span: looked at until they settle.
+            deadline = time.monotonic() + 5
+            while True:
+                data = reader.get_metrics_data()
+                finished = [
+                    point
+                    for resource in (data.resource_metrics if data else ())
+                    for scope in resource.scope_metrics
+                    for metric in scope.metrics
+                    if metric.name == "replaykit.runs.finished"
+                    for point in metric.data.data_points
+                ]
+                ended = [s for s in spans.get_finished_spans() if s.name.startswith("workflow ")]
+                if (finished and len(ended) >= 3) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
         # Three generations, one run: one finish, SUCCESS; each earlier generation's
         # activation span ends "continued".
         assert [(p.attributes["replaykit.status"], p.value) for p in finished] == [("SUCCESS", 1)]

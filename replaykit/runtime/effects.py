@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -21,46 +20,31 @@ from replaykit import serde
 from replaykit.commands import (
     All,
     Call,
-    CloseStream,
     Command,
-    GetEvent,
-    Now,
-    Patch,
     Race,
-    Random,
-    Recv,
     Retry,
-    Send,
-    SetEvent,
     Start,
     Step,
-    Transaction,
-    Uuid,
-    Wait,
-    WriteStream,
     earliest_deadline,
     facts_of,
 )
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     Cancelled,
-    ControlSignal,
     PayloadTooLarge,
-    RecordConflict,
     RunContinued,
     SerializationError,
-    StoreUnavailable,
     UnknownWorkflowError,
     WorkflowDeadlineExceeded,
     WorkflowNotFound,
 )
 from replaykit.interpreter import Effect
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
+from replaykit.runtime.handlers import Ready, handler_for
 from replaykit.runtime.host import CancelScope, Suspend, Wake
 from replaykit.runtime.steps import (
     StepRunner,
 )
-from replaykit.stores._checks import check_names
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
 __all__ = ["CompositeRun", "EffectRunner", "WaitProbe"]
@@ -94,19 +78,6 @@ class WaitProbe:
         )
 
 
-@attrs.frozen
-class _Ready:
-    """A waiting command that can complete now."""
-
-    outcome: Outcome
-    consume: int | None = None
-    trace_context: str | None = None  # the consumed message's sender's
-
-
-def _topic(topic: str | None) -> str:
-    return topic or ""
-
-
 class EffectRunner(StepRunner):
     """Carries out effects for one host: steps through `StepRunner` (steps.py), every
     other command kind here. Stateless apart from the host it serves and its loop."""
@@ -121,43 +92,21 @@ class EffectRunner(StepRunner):
     ) -> Record | Suspend:
         """Carry out `effect` and record it, or say what it waits for. `steps_done` are
         what a composite's step children gave before it suspended (`Suspend.steps_done`)."""
+        return handler_for(effect.command).carry_out(self, row, effect, steps_done)
+
+    def run_composite(
+        self,
+        row: WorkflowRow,
+        effect: Effect,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None,
+    ) -> Record | Suspend:
         command = effect.command
-        if isinstance(command, Step):
-            return self._step(row, effect, command)
-        if isinstance(command, Transaction):
-            return self._transaction(row, effect, command)
-        if isinstance(command, (Race, All)):
-            return CompositeRun(self, row, effect, command, steps_done).run()
-        if isinstance(command, Send):
-            return self._send(row, effect, command)
-        if isinstance(command, SetEvent):
-            data = self._encode(command.value, f"the value of event {command.key!r}", row, effect)
-            if isinstance(data, Failure):
-                return self.commit(row, effect, data)
-            return self.commit(row, effect, Value(None), event=EventWrite(command.key, data))
-        if isinstance(command, (WriteStream, CloseStream)):
-            return self._stream(row, effect, command)
-        facts = facts_of(command)
-        if facts.waits:
-            return self._waiting(row, effect, command)
-        if facts.instant:
-            return self.commit(row, effect, self.instant_outcome(row, effect.position, command))
-        raise AssertionError(f"the command table has no way to carry out {command.describe()}")
+        assert isinstance(command, (Race, All))
+        return CompositeRun(self, row, effect, command, steps_done).run()
 
     def instant_outcome(self, row: WorkflowRow, position: int, command: Command) -> Outcome:
         """Outcomes that need no waiting: Now, Random, Uuid, Patch, Start."""
-        if isinstance(command, Now):
-            return Value(self.clock.now().isoformat())
-        if isinstance(command, Random):
-            return Value(self.entropy(row.workflow_id, position, command.kind).random())
-        if isinstance(command, Uuid):
-            source = self.entropy(row.workflow_id, position, command.kind)
-            return Value(str(uuid.UUID(int=source.getrandbits(128), version=4)))
-        if isinstance(command, Patch):
-            return Value(True)
-        if isinstance(command, Start):
-            return self._start_child(row, position, command)
-        raise TypeError(f"no instant outcome for {command.describe()}")
+        return handler_for(command).instant(self, row, position, command)
 
     # -- committing ----------------------------------------------------------------
 
@@ -184,7 +133,7 @@ class EffectRunner(StepRunner):
             self.telemetry.executed(row.workflow_id, effect.position)
         return written
 
-    def _encode(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any:
+    def encoded(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any:
         try:
             return serde.encode(
                 value,
@@ -197,111 +146,11 @@ class EffectRunner(StepRunner):
 
     # -- streams ---------------------------------------------------------------------
 
-    def _stream(
-        self, row: WorkflowRow, effect: Effect, command: WriteStream | CloseStream
-    ) -> Record:
-        """A stream's value (or its close) is a record of its own kind, named by the key:
-        its position makes it exactly once, and the store tells readers ("stream", id)."""
-        # The record's name is the key, which the stores refuse as they refuse an event
-        # key; said first with the key's own label. A ValueError fails the run.
-        check_names(row.workflow_id, position=effect.position, stream_key=command.key)
-        if isinstance(command, CloseStream):
-            return self.commit(row, effect, Value(None))
-        data = self._encode(command.value, f"the value of stream {command.key!r}", row, effect)
-        return self.commit(row, effect, data if isinstance(data, Failure) else Value(data))
-
     # -- steps -----------------------------------------------------------------------
-
-    def _step(self, row: WorkflowRow, effect: Effect, command: Step[Any]) -> Record:
-        pending = effect.pending
-        started = pending.started_at if pending and pending.started_at else self.clock.now()
-        outcome, attempts = self.run_step(row, effect.position, command, pending=pending)
-        return self.commit(row, effect, outcome, started_at=started, attempts=attempts)
 
     # -- durable back-offs ------------------------------------------------------------
 
     # -- back-offs that earlier builds kept in the inbox --------------------------------
-
-    def _transaction(self, row: WorkflowRow, effect: Effect, command: Transaction) -> Record:
-        started = self.clock.now()
-        fn = self.host.step_overrides.get(command.name, command.fn)
-
-        def body(conn: Any) -> Record:
-            value = fn(conn, *command.args)
-            data = serde.encode(
-                value,
-                what=f"the result of transaction {command.name!r} in workflow {row.name!r} "
-                f"(id {row.workflow_id!r}) at position {effect.position}",
-                max_bytes=self.host.max_payload_bytes,
-            )
-            return Record(
-                effect.position,
-                command.kind,
-                command.name,
-                Value(data),
-                effect.digest,
-                effect.call_site,
-                started,
-                self.clock.now(),
-            )
-
-        self.host.check_cancelled(row.workflow_id)
-        try:
-            return self.host.records.through(
-                row,
-                effect.position,
-                lambda: self.store.record_transaction(
-                    row.workflow_id, effect.position, body, executor_id=self.host.executor_id
-                ),
-            )
-        except (ControlSignal, RecordConflict, StoreUnavailable):
-            raise
-        except Exception as exc:
-            # The transaction rolled back; its failure is the outcome.
-            return self.commit(row, effect, Failure(serde.encode_error(exc)), started_at=started)
-
-    def _send(self, row: WorkflowRow, effect: Effect, command: Send) -> Record:
-        data = self._encode(command.message, "the message", row, effect)
-        if isinstance(data, Failure):
-            return self.commit(row, effect, data)
-        if self.store.get_workflow(command.workflow_id) is None:
-            error = WorkflowNotFound(
-                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {effect.position}: "
-                f"cannot send to {command.workflow_id!r}: no such workflow run"
-            )
-            return self.commit(row, effect, Failure(serde.encode_error(error)))
-        key = command.idempotency_key
-        if key is None:
-            message = OutgoingMessage(
-                command.workflow_id,
-                _topic(command.topic),
-                data,
-                # One delivery per position, even if this commit is retried.
-                idempotency_key=f"{row.workflow_id}:{effect.position}",
-                trace_context=self.telemetry.context_of(row.workflow_id),
-            )
-            return self.commit(row, effect, Value(None), send=message)
-        try:
-            check_names(command.workflow_id, idempotency_key=key)
-        except ValueError as exc:
-            refused = ValueError(
-                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {effect.position}: "
-                f"Send(idempotency_key=...) refused: {exc}. Use a shorter key, such as a "
-                "hash of the long one"
-            )
-            return self.commit(row, effect, Failure(serde.encode_error(refused)))
-        # The user's key is the receiving run's, shared with `engine.send`: whoever
-        # uses it first delivers. Only the store can tell, in the commit itself,
-        # so it records False in place of True when the key was taken.
-        message = OutgoingMessage(
-            command.workflow_id,
-            _topic(command.topic),
-            data,
-            idempotency_key=key,
-            trace_context=self.telemetry.context_of(row.workflow_id),
-            if_duplicate=Value(False),
-        )
-        return self.commit(row, effect, Value(True), send=message)
 
     # -- child workflows ----------------------------------------------------------------
 
@@ -315,7 +164,7 @@ class EffectRunner(StepRunner):
         where = ".".join(map(str, (position, *path)))
         return f"{row.workflow_id}:{where}"
 
-    def _start_child(
+    def start_child(
         self, row: WorkflowRow, position: int, command: Start | Call, child_id: str | None = None
     ) -> Outcome:
         child_id = child_id or self.child_id(row, position, command)
@@ -348,18 +197,7 @@ class EffectRunner(StepRunner):
     def wakes_for(
         self, row: WorkflowRow, position: int, command: Command, target: str | None = None
     ) -> tuple[Wake, ...]:
-        kind = facts_of(command).wakes_on
-        if kind is None:
-            return ()
-        if isinstance(command, Recv):
-            return ((kind, row.workflow_id),)
-        if isinstance(command, GetEvent):
-            return ((kind, command.workflow_id),)
-        if isinstance(command, Wait):
-            return ((kind, command.workflow_id),)
-        if isinstance(command, Call):
-            return ((kind, target or self.child_id(row, position, command)),)
-        raise AssertionError(f"the command table says {command.describe()} wakes on {kind!r}")
+        return handler_for(command).wakes(self, row, position, command, target)
 
     def check_ready(
         self,
@@ -369,43 +207,18 @@ class EffectRunner(StepRunner):
         deadline: datetime | None,
         *,
         target: str | None = None,
-    ) -> _Ready | None:
+    ) -> Ready | None:
         """Can this waiting command complete now? (Checks the store, never blocks.)
 
         `target` is the child run a `Call` waits on when it is not the default
         id at `position` (a `Call` inside a composite)."""
-        if isinstance(command, Recv):
-            message = self.store.peek_message(row.workflow_id, _topic(command.topic))
-            if message is not None:
-                return _Ready(
-                    Value(message.payload),
-                    consume=message.message_id,
-                    trace_context=message.trace_context,
-                )
-        elif isinstance(command, GetEvent):
-            found, value = self.store.get_event(command.workflow_id, command.key)
-            if found:
-                return _Ready(Value(value))
-        elif isinstance(command, (Wait, Call)):
-            if isinstance(command, Wait):
-                target = command.workflow_id
-            elif target is None:
-                target = self.child_id(row, position, command)
-            finished = self._finished_outcome(row, position, target)
-            if finished is not None:
-                return _Ready(finished)
-        if deadline is not None and self.clock.passed(deadline):
-            if isinstance(command, Wait):
-                error = TimeoutError(
-                    f"Wait({command.workflow_id!r}) in workflow {row.name!r} "
-                    f"(id {row.workflow_id!r}) at position {position} timed out after "
-                    f"{command.timeout}s"
-                )
-                return _Ready(Failure(serde.encode_error(error, with_traceback=False)))
-            return _Ready(Value(None))
-        return None
+        handler = handler_for(command)
+        ready = handler.ready(self, row, position, command, target)
+        if ready is None and deadline is not None and self.clock.passed(deadline):
+            return Ready(handler.timed_out(row, position, command))
+        return ready
 
-    def _finished_outcome(self, row: WorkflowRow, position: int, target: str) -> Outcome | None:
+    def finished_outcome(self, row: WorkflowRow, position: int, target: str) -> Outcome | None:
         child = self.store.get_workflow(target)
         if child is None:
             error: Exception = WorkflowNotFound(
@@ -440,11 +253,10 @@ class EffectRunner(StepRunner):
             return Failure(serde.encode_error(error, with_traceback=False))
         return None
 
-    def _waiting(self, row: WorkflowRow, effect: Effect, command: Command) -> Record | Suspend:
-        if isinstance(command, Call) and effect.pending is None:
-            started = self._start_child(row, effect.position, command)
-            if isinstance(started, Failure):
-                return self.commit(row, effect, started)
+    def wait_for(self, row: WorkflowRow, effect: Effect) -> Record | Suspend:
+        """A waiting command: complete it if it is ready, else record its start (its
+        deadline fixed) and say what it waits for."""
+        command = effect.command
         now = self.clock.now()
         pending = effect.pending
         started_at = pending.started_at if pending and pending.started_at else now
@@ -636,7 +448,7 @@ class CompositeRun:
             if isinstance(child, (Step, Call)) or not self._is_open(leaf):
                 continue
             if isinstance(child, Start):
-                started = runner._start_child(row, effect.position, child, leaf.target)
+                started = runner.start_child(row, effect.position, child, leaf.target)
                 self.outcomes[leaf.path] = started
                 self._decide(self.root)
             elif facts_of(child).instant:
@@ -659,7 +471,7 @@ class CompositeRun:
                 future.add_done_callback(lambda _f: self.changed.set())
                 futures[leaf.path] = future
             else:
-                started = runner._start_child(row, effect.position, child, leaf.target)
+                started = runner.start_child(row, effect.position, child, leaf.target)
                 if isinstance(started, Failure):
                     self.outcomes[leaf.path] = started
                     self._decide(self.root)
@@ -877,7 +689,7 @@ class CompositeRun:
                     # the oldest, so this one waits on, or times out when due.
                     if not timed_out:
                         continue
-                    ready = _Ready(Value(None))
+                    ready = Ready(Value(None))
                 if ready.consume is not None:
                     self.taken[ready.consume] = leaf.path
                 self.outcomes[leaf.path] = ready.outcome
