@@ -1,0 +1,126 @@
+"""The runtime handlers, one per command kind (runtime/handlers.py), asked alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import pytest
+
+import replaykit.commands as commands_module
+from replaykit import All, Call, GetEvent, Now, Race, Recv, Sleep, Start, Step, Wait, workflow
+from replaykit.commands import Command, facts_of
+from replaykit.log import Failure, Status, Value
+from replaykit.runtime.handlers import HANDLERS, Carrier, handler_for
+from replaykit.stores.base import WorkflowRow
+from replaykit.stores.memory import MemoryStore
+
+ROW = WorkflowRow("parent", "wf", Status.PENDING)
+
+
+class _Carrier:
+    """The few services the waiting handlers ask for: a store, a child's id."""
+
+    def __init__(self) -> None:
+        self.store = MemoryStore()
+
+    def child_id(self, row: WorkflowRow, position: int, command: Any, path: Any = ()) -> str:
+        return command.workflow_id or f"{row.workflow_id}:{position}"
+
+    def finished_outcome(self, row: WorkflowRow, position: int, target: str) -> Any:
+        child = self.store.get_workflow(target)
+        return None if child is None or not child.status.is_terminal else child.result
+
+
+def _carrier() -> Carrier:
+    return cast(Carrier, _Carrier())
+
+
+def test_every_command_kind_the_runtime_carries_out_has_a_handler() -> None:
+    kinds = [
+        value
+        for value in vars(commands_module).values()
+        if isinstance(value, type)
+        and issubclass(value, Command)
+        and value.__module__ == commands_module.__name__
+        and getattr(value, "kind", None)
+    ]
+    decided_by_the_interpreter = {"deprecate_patch", "continue_as_new"}
+    missing = [
+        kind.__name__
+        for kind in kinds
+        if kind not in HANDLERS and kind.kind not in decided_by_the_interpreter
+    ]
+    assert missing == []
+
+
+def test_an_unknown_kind_is_refused_naming_where_its_handler_goes() -> None:
+    class Teleport(Command):
+        kind = "teleport"
+        name = "x"
+
+        def describe(self) -> str:
+            return "Teleport()"
+
+    with pytest.raises(TypeError, match=r"runtime/handlers\.py"):
+        handler_for(Teleport())
+
+
+def test_what_a_waiting_kind_waits_on() -> None:
+    carrier = _carrier()
+    assert handler_for(Recv("go")).wakes(carrier, ROW, 3, Recv("go")) == (("message", "parent"),)
+    assert handler_for(Sleep(5)).wakes(carrier, ROW, 3, Sleep(5)) == ()
+    wait = Wait("other")
+    assert handler_for(wait).wakes(carrier, ROW, 3, wait) == ((facts_of(wait).wakes_on, "other"),)
+    get = GetEvent("other", "k")
+    assert handler_for(get).wakes(carrier, ROW, 3, get)[0][1] == "other"
+
+
+def _child_body() -> Any:
+    yield Step("s", lambda: 1)
+
+
+def test_a_call_waits_on_its_child_and_is_ready_when_it_finished() -> None:
+    child = workflow(name="handlers-child")(_child_body)
+    carrier = _carrier()
+    call = Call(child, workflow_id="kid")
+    handler = handler_for(call)
+    assert handler.wakes(carrier, ROW, 2, call) == ((facts_of(call).wakes_on, "kid"),)
+    assert handler.ready(carrier, ROW, 2, call) is None
+    store = cast(_Carrier, carrier).store
+    store.create_workflow(WorkflowRow("kid", "handlers-child", Status.PENDING))
+    store.finish_workflow("kid", Status.SUCCESS, Value(2))
+    ready = handler.ready(carrier, ROW, 2, call)
+    assert ready is not None and ready.outcome == Value(2)
+
+
+def test_a_recv_is_ready_with_the_message_it_consumes() -> None:
+    carrier = _carrier()
+    store = cast(_Carrier, carrier).store
+    store.create_workflow(ROW)
+    handler = handler_for(Recv("go"))
+    assert handler.ready(carrier, ROW, 0, Recv("go")) is None
+    store.send_message("parent", "go", {"ok": True})
+    ready = handler.ready(carrier, ROW, 0, Recv("go"))
+    assert ready is not None and ready.outcome == Value({"ok": True})
+    assert ready.consume is not None
+
+
+def test_what_a_timeout_gives() -> None:
+    assert handler_for(Recv("go")).timed_out(ROW, 4, Recv("go")) == Value(None)
+    timed_out = handler_for(Wait("other")).timed_out(ROW, 4, Wait("other", timeout=3))
+    assert isinstance(timed_out, Failure)
+    assert timed_out.error.qualname == "TimeoutError" and "position 4" in timed_out.error.message
+
+
+def test_composites_and_instants_share_their_handlers() -> None:
+    assert handler_for(Race(Sleep(1), Sleep(2))) is handler_for(All(Sleep(1)))
+    assert handler_for(Now()) is not handler_for(Start(workflow(name="h-s")(_child_body)))
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+
+    class Clocked:
+        clock = type("C", (), {"now": staticmethod(lambda: now)})()
+
+    assert handler_for(Now()).instant(cast(Carrier, Clocked()), ROW, 0, Now()) == Value(
+        now.isoformat()
+    )
