@@ -152,7 +152,7 @@ def test_deadlines(tmp_path: Path) -> None:
     out = run_example([str(ROOT / "examples" / "deadlines.py")], tmp_path)
     assert "report-fast: total 800 from 3 regions" in out
     assert "report-slow: workflow 'build_report' (id 'report-slow') was cancelled: it timed " in out
-    assert "(timeout 1s)" in out
+    assert "(timeout 3s)" in out
     assert "report-slow: CANCELLED; its 3 region runs: CANCELLED" in out
 
 

@@ -102,7 +102,7 @@ ROOMS: dict[str, Callable[[Engine], None]] = {
     "record writer": _writer,
     # The books: finishing a run.
     "books": lambda engine: _break_once(
-        engine.scheduler.books, "finish", RuntimeError("books bug"), "nel-room"
+        engine.scheduler.books, "_run_result", RuntimeError("books bug"), "nel-room"
     ),
     # The scheduler's own handling of an event.
     "scheduler": lambda engine: _break_once(

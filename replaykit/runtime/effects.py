@@ -184,8 +184,16 @@ class EffectRunner(StepRunner):
             # Failures are outcomes, for child starts too: a conflicting id
             # (WorkflowIdConflict), a dedup id in use, arguments that do not encode or are
             # too large, a name the stores refuse. The parent gets the error at its yield,
-            # recorded, and may catch it; a replay raises the same.
-            return Failure(serde.encode_error(exc))
+            # recorded, and may catch it; a replay raises the same. Its message says where.
+            info = serde.encode_error(exc)
+            where = (
+                f"workflow {row.name!r} (id {row.workflow_id!r}) at position {position} "
+                f"({type(command).__name__})"
+            )
+            said = f"{where}: {info.message}"
+            # The args re-raise it (live and on replay): the first, its message, says where too.
+            args = [said, *info.args[1:]] if info.args[:1] == [str(exc)] else info.args
+            return Failure(attrs.evolve(info, message=said, args=args))
         return Value(child_id)
 
     # -- waiting commands -----------------------------------------------------------------
