@@ -269,10 +269,10 @@ def _engine_reason(row: WorkflowRow, engines: Sequence[LiveEngine], now: datetim
         return ""
     waited = f"due on queue {row.queue!r} for {int((now - due).total_seconds())}s, unclaimed"
     if _said(same):
+        listening = [engine for engine in same if engine.drains(row.queue or "") is not False]
         return (
             f"{waited} though engines of version {version!r} listen to it and run "
-            f"{row.name!r} ({_ids([e for e in same if e.drains(row.queue or '')])}): they "
-            "may be at their limits (concurrency, rate)"
+            f"{row.name!r} ({_ids(listening)}): they may be at their limits (concurrency, rate)"
         )
     # Engines of an older replaykit say nothing of their queues: only a guess is left.
     return (

@@ -283,10 +283,10 @@ def test_a_start_of_a_name_no_live_engine_registered_warns_though_one_of_its_ver
 
 
 def test_show_and_start_say_no_live_engine_of_the_version_listens_to_the_queue(url: str) -> None:
-    elsewhere = Queue("cli-wait-elsewhere")
+    elsewhere = "cli-wait-elsewhere"  # no engine's queue: the client imports no Queue
     start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--app-version", "v1")
     with engine(url, "web-1", "v1", queues=[QUEUE.name]), engine(url, "web-2", "v2"):
-        warned = rk(*start, "--queue", elsewhere.name, "--id", "q-1")
+        warned = rk(*start, "--queue", elsewhere, "--id", "q-1")
         assert warned.exit_code == 0, warned.output
         expected = (
             "queue 'cli-wait-elsewhere' has no live engine of version 'v1' listening "
@@ -294,7 +294,7 @@ def test_show_and_start_say_no_live_engine_of_the_version_listens_to_the_queue(u
         )
         assert expected in " ".join(warned.stderr.split())
         assert "refused (strict): " + expected in error(
-            rk(*start, "--queue", elsewhere.name, "--id", "q-2", "--strict")
+            rk(*start, "--queue", elsewhere, "--id", "q-2", "--strict")
         )
         why = field(ok(rk("workflows", "show", "q-1", "--url", url)), "waiting")
         assert expected in why
@@ -357,3 +357,41 @@ def test_engines_of_an_older_replaykit_record_no_names_and_the_old_inference_sta
     ):
         client.start("cli-wait-gone", workflow_id="note-2")
     assert "could not run an earlier run of workflow 'cli-wait-gone' ('note-1')" in caplog.text
+
+
+def test_every_store_says_from_the_recorded_names_why_a_run_waits(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeat("web-1", "v1", now, workflows=["pay", "ship"], queues=["orders"])
+        store.heartbeat("web-2", "v1", now, workflows=["pay"], queues=[])
+
+        def why(**fields: Any) -> str:
+            fields = {"name": "pay", "app_version": "v1", "created_at": now, **fields}
+            row = WorkflowRow("r", **fields)
+            return why_waiting(store, row, now=now)
+
+        assert why(status=Status.ENQUEUED, queue="emails") == (
+            "queue 'emails' has no live engine of version 'v1' listening (engines of 'v1' "
+            "listen to: orders); start one with Engine(queues=['emails', ...]) or queues=None "
+            "(every declared queue)"
+        )
+        assert why(status=Status.ENQUEUED, queue="orders") == ""  # claimed in a moment
+        assert why(status=Status.PENDING, executor_id="web-2", name="ship").startswith(
+            "the engine with executor id 'web-2' (version 'v1') has not registered workflow "
+            "'ship' (it runs: pay)"
+        )
+        assert why(status=Status.ENQUEUED, queue="orders", name="refund").startswith(
+            "no live engine of version 'v1' has registered workflow 'refund' (engines running "
+            "'v1': web-1, web-2; they run: pay, ship)"
+        )
+        late = now - timedelta(minutes=2)
+        assert "they may be at their limits" in why_waiting(
+            store,
+            WorkflowRow(
+                "r", "pay", Status.ENQUEUED, queue="orders", app_version="v1", created_at=late
+            ),
+            now=now,
+        )
+    finally:
+        store.close()
