@@ -7,14 +7,18 @@ page and `WorkflowTimeout`'s message. What it knows comes from the run's row
 is not registered in its process) and from the engines' heartbeats: which
 executor ids beat lately, and of which application version.
 
-The heartbeats say nothing of the queues an engine listens to or of the
-workflows it registered, so "a queue nobody listens to" and "a name no engine
-registered" can only be inferred: a due run that stays on its queue while
-engines of its version run, and an engine's note on an earlier run of the name.
+Engines record with each heartbeat the workflows they registered and the
+queues they drain (replaykit/stores/_beats.py), so "no engine of the version
+has registered this workflow" and "no engine of the version listens to this
+queue" are known exactly. A heartbeat of an engine from an older replaykit
+carries neither list; for such engines the old inference stays: an engine's
+note on an earlier run of the name, and a due run that stays on its queue
+while engines of its version run.
 
-Stores read heartbeats with `read_heartbeats(since)`, which the three stores
-have; a store without it (one written against the protocol alone) gives no
-engine part, never an error.
+Stores read heartbeats with `read_heartbeats(since)` (a list of
+`replaykit.stores._beats.Heartbeat`), which the three stores have; a store
+without it (one written against the protocol alone) gives no engine part,
+never an error.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import attrs
 
 from replaykit.errors import WorkflowTimeout
 from replaykit.log import Status
+from replaykit.stores._beats import Registered
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
@@ -36,10 +41,12 @@ __all__ = [
     "engines_text",
     "latest_version",
     "live_engines",
+    "queues_text",
     "start_warning",
     "still_running",
     "version_loads",
     "why_waiting",
+    "workflows_text",
 ]
 
 #: An engine heard from this many seconds ago or less counts as running. It is
@@ -62,6 +69,30 @@ class LiveEngine:
     executor_id: str
     app_version: str
     seen_at: datetime
+    #: The workflows and queues it said it runs; None for an engine that said nothing.
+    registered: Registered | None = None
+
+    def runs(self, name: str) -> bool | None:
+        """Whether it registered workflow `name`; None if its heartbeat does not say."""
+        return _member(name, self.registered.workflows if self.registered else None, self.cut(True))
+
+    def drains(self, queue: str) -> bool | None:
+        """Whether it listens to `queue`; None if its heartbeat does not say."""
+        return _member(queue, self.registered.queues if self.registered else None, self.cut(False))
+
+    def cut(self, workflows: bool) -> int:
+        """How many names its heartbeat left out of the workflows (or queues) list."""
+        if self.registered is None:
+            return 0
+        return self.registered.more_workflows if workflows else self.registered.more_queues
+
+
+def _member(name: str, names: tuple[str, ...] | None, more: int) -> bool | None:
+    if names is None:
+        return None
+    if name in names:
+        return True
+    return None if more else False  # a list cut short by its bounds proves no absence
 
 
 def live_engines(
@@ -72,12 +103,103 @@ def live_engines(
     if reader is None:
         return None
     since = (now or datetime.now(UTC)) - timedelta(seconds=within)
-    return [LiveEngine(executor, version, seen) for executor, version, seen in reader(since)]
+    engines = []
+    for beat in reader(since):
+        if isinstance(beat, tuple):  # a store written before heartbeats carried names
+            engines.append(LiveEngine(beat[0], beat[1], beat[2]))
+        else:
+            engines.append(
+                LiveEngine(beat.executor_id, beat.app_version, beat.seen_at, beat.registered)
+            )
+    return engines
 
 
 def _more(names: Sequence[str]) -> str:
     shown = ", ".join(names[:_SHOWN])
     return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def _ids(engines: Sequence[LiveEngine]) -> str:
+    return _more([engine.executor_id for engine in engines])
+
+
+def _union(engines: Sequence[LiveEngine], workflows: bool) -> str:
+    """The names the engines said they run (or drain), as one short list."""
+    names: set[str] = set()
+    cut = 0
+    for engine in engines:
+        if engine.registered is None:
+            continue
+        listed = engine.registered.workflows if workflows else engine.registered.queues
+        names.update(listed or ())
+        cut += engine.cut(workflows)
+    if not names:
+        return "none"
+    return _more(sorted(names)) + (f" (and {cut} names not recorded)" if cut else "")
+
+
+def workflows_text(engines: Sequence[LiveEngine]) -> str:
+    """The workflows the engines registered, e.g. "a, b, c"; "none" for none."""
+    return _union(engines, True)
+
+
+def queues_text(engines: Sequence[LiveEngine]) -> str:
+    """The queues the engines listen to, e.g. "default, emails"; "none" for none."""
+    return _union(engines, False)
+
+
+def _exact(
+    name: str,
+    version: str,
+    same: Sequence[LiveEngine],
+    *,
+    queue: str | None = None,
+    executor_id: str | None = None,
+) -> str:
+    """What the live engines of `version` (`same`, not empty) say stops a run of `name`.
+
+    From the lists their heartbeats carry: "" when they do not say (an engine
+    of an older replaykit) or nothing stops it. `executor_id`: the run goes to
+    that engine (it must be among `same`); `queue`: it waits on that queue.
+    """
+    if executor_id is not None:
+        owners = [engine for engine in same if engine.executor_id == executor_id]
+        if owners and owners[0].runs(name) is False:
+            return (
+                f"the engine with executor id {executor_id!r} (version {version!r}) has not "
+                f"registered workflow {name!r} (it runs: {workflows_text(owners)}); deploy "
+                "the code that defines it to that engine, or check the name"
+            )
+        return ""
+    if all(engine.runs(name) is False for engine in same):
+        return (
+            f"no live engine of version {version!r} has registered workflow {name!r} "
+            f"(engines running {version!r}: {_ids(same)}; they run: {workflows_text(same)}); "
+            "deploy the code that defines it to an engine of that version, or check the name"
+        )
+    if queue is None:
+        return ""
+    if all(engine.drains(queue) is False for engine in same):
+        return (
+            f"queue {queue!r} has no live engine of version {version!r} listening (engines "
+            f"of {version!r} listen to: {queues_text(same)}); start one with "
+            f"Engine(queues=[{queue!r}, ...]) or queues=None (every declared queue)"
+        )
+    listening = [engine for engine in same if engine.drains(queue)]
+    if all(engine.drains(queue) is not None for engine in same) and all(
+        engine.runs(name) is False for engine in listening
+    ):
+        return (
+            f"no live engine of version {version!r} listening to queue {queue!r} has "
+            f"registered workflow {name!r} (engines listening: {_ids(listening)}; they run: "
+            f"{workflows_text(listening)})"
+        )
+    return ""
+
+
+def _said(engines: Sequence[LiveEngine]) -> bool:
+    """Whether every one of `engines` said what it runs (none is of an older replaykit)."""
+    return all(engine.registered is not None for engine in engines)
 
 
 def engines_text(engines: Sequence[LiveEngine]) -> str:
@@ -130,29 +252,33 @@ def _engine_reason(row: WorkflowRow, engines: Sequence[LiveEngine], now: datetim
             f"a running one (`replaykit workflows resume {row.workflow_id} --app-version V`)"
         )
     if row.status is Status.PENDING:
-        owner = [engine for engine in engines if engine.executor_id == row.executor_id]
+        owner = [engine for engine in same if engine.executor_id == row.executor_id]
         if not owner:
             return (
                 f"waits for the engine with executor id {row.executor_id!r} (version "
                 f"{version!r}), which is not running (no heartbeat in the last "
                 f"{LIVE_WITHIN:g}s); it runs the run when it starts. Engines of that version "
-                f"running: {_more([engine.executor_id for engine in same])}"
+                f"running: {_ids(same)}"
             )
-        if owner[0].app_version != version:
-            return (
-                f"waits for an engine of version {version!r} with executor id "
-                f"{row.executor_id!r}; the engine with that id runs version "
-                f"{owner[0].app_version!r}"
-            )
-        return ""
+        return _exact(row.name, version, same, executor_id=row.executor_id)
+    exact = _exact(row.name, version, same, queue=row.queue or "")
+    if exact:
+        return exact
     due = row.wake_at or row.created_at
     if due is None or now - due < QUEUE_IDLE:
         return ""
+    waited = f"due on queue {row.queue!r} for {int((now - due).total_seconds())}s, unclaimed"
+    if _said(same):
+        listening = [engine for engine in same if engine.drains(row.queue or "") is not False]
+        return (
+            f"{waited} though engines of version {version!r} listen to it and run "
+            f"{row.name!r} ({_ids(listening)}): they may be at their limits (concurrency, rate)"
+        )
+    # Engines of an older replaykit say nothing of their queues: only a guess is left.
     return (
-        f"due on queue {row.queue!r} for {int((now - due).total_seconds())}s, unclaimed while "
-        f"engines of version {version!r} run ({_more([engine.executor_id for engine in same])})"
-        f": none of them may listen to {row.queue!r} (Engine(queues=[...])), or they are at "
-        "their limits (concurrency, rate)"
+        f"{waited} while engines of version {version!r} run ({_ids(same)}): none of them "
+        f"may listen to {row.queue!r} (Engine(queues=[...])), or they are at their limits "
+        "(concurrency, rate)"
     )
 
 
@@ -185,7 +311,13 @@ class VersionLoad:
         return {
             "app_version": self.app_version,
             "engines": [
-                {"executor_id": e.executor_id, "seen_at": e.seen_at.isoformat()}
+                {
+                    "executor_id": e.executor_id,
+                    "seen_at": e.seen_at.isoformat(),
+                    # None: an engine of an older replaykit, which does not say.
+                    "workflows": _listed(e, True),
+                    "queues": _listed(e, False),
+                }
                 for e in self.engines
             ],
             "pending": self.pending,
@@ -193,6 +325,13 @@ class VersionLoad:
             "parked": self.parked,
             "unfinished": self.unfinished,
         }
+
+
+def _listed(engine: LiveEngine, workflows: bool) -> list[str] | None:
+    if engine.registered is None:
+        return None
+    names = engine.registered.workflows if workflows else engine.registered.queues
+    return None if names is None else list(names)
 
 
 def version_loads(
@@ -260,15 +399,18 @@ def start_warning(
     app_version: str,
     *,
     executor_id: str | None = None,
+    queue: str | None = None,
     now: datetime | None = None,
 ) -> str:
     """Why no live engine may run a new run of `name` stamped `app_version`; "" if none known.
 
     No engine of the version runs; or (a start for one executor) that engine
-    is not running; or an engine of the version wrote on an earlier run of
-    `name` that it cannot run it (its workflow is not registered there).
-    Engines do not record the names they registered, so a name is known to be
-    missing only from such a note.
+    is not running or has not registered `name`; or no engine of the version
+    has registered `name`; or (a run enqueued on `queue`) none of them listens
+    to that queue, or none that listens registered `name`. Those come from
+    the names engines record with their heartbeats; for engines of an older
+    replaykit, which record none, a name is known missing only from an
+    engine's note on an earlier run of it.
     """
     engines = live_engines(store, now=now)
     if engines is None:
@@ -284,8 +426,13 @@ def start_warning(
         return (
             f"workflow {name!r} goes to the engine with executor id {executor_id!r} "
             f"(version {app_version!r}), which is not running (engines of that version "
-            f"running: {_more([e.executor_id for e in same])}); the run waits until it starts"
+            f"running: {_ids(same)}); the run waits until it starts"
         )
+    exact = _exact(name, app_version, same, queue=queue, executor_id=executor_id)
+    if exact:
+        return f"{exact}; the run waits until an engine that runs it starts"
+    if _said(same):
+        return ""
     earlier = store.list_workflows(
         WorkflowFilter(status=Status.PENDING, name=name, app_version=app_version, limit=50)
     )

@@ -912,8 +912,11 @@ def versions_command(url: str, as_json: bool) -> None:
     """The app versions engines run now, and the unfinished runs stamped with each.
 
     An engine counts as running when it beat its heartbeat in the last 30 seconds.
-    A version whose runs wait with no engine running lists none: start one of it,
-    or move its runs (`workflows list --stranded`, docs/versioning.md).
+    WORKFLOWS and QUEUES: the workflows that version's engines registered and the
+    queues they listen to, as they record them with their heartbeats ("?": an
+    engine of an older replaykit, which records none). A version whose runs wait
+    with no engine running lists none: start one of it, or move its runs
+    (`workflows list --stranded`, docs/versioning.md).
     """
     with _store(url) as store:
         loads, readable, partial = _waiting.version_loads(store)
@@ -924,7 +927,7 @@ def versions_command(url: str, as_json: bool) -> None:
         click.echo("no engine is running and no run is unfinished")
         return
     _Printer().table(
-        ["VERSION", "ENGINES", "PENDING", "ENQUEUED", "PARKED"],
+        ["VERSION", "ENGINES", "PENDING", "ENQUEUED", "PARKED", "WORKFLOWS", "QUEUES"],
         [
             [
                 load.app_version,
@@ -932,16 +935,36 @@ def versions_command(url: str, as_json: bool) -> None:
                 str(load.pending),
                 str(load.enqueued),
                 str(load.parked),
+                _engines_run(load.engines, _waiting.workflows_text),
+                _engines_run(load.engines, _waiting.queues_text),
             ]
             for load in loads
         ],
         [{} if load.engines else {1: "yellow"} for load in loads],
-        fit={0: _Fit(12, weight=2), 1: _Fit(12, weight=3)},
+        fit={
+            0: _Fit(12, weight=2),
+            1: _Fit(12, weight=3),
+            5: _Fit(12, weight=4),
+            6: _Fit(8, weight=2),
+        },
     )
     if partial:
         click.echo(f"(counts from the first {_waiting.MAX_SCAN} unfinished runs)", err=True)
     if not readable:
         click.echo("(this store keeps no heartbeats the command can read: no engine is shown)")
+
+
+def _engines_run(
+    engines: Sequence[_waiting.LiveEngine], names: Callable[[Sequence[_waiting.LiveEngine]], str]
+) -> str:
+    """A `versions` cell: what the engines said they run; "?" where one said nothing."""
+    if not engines:
+        return ""
+    said = names(engines)
+    if all(engine.registered is not None for engine in engines):
+        return said
+    # An engine of an older replaykit records no names: the list may be short.
+    return "?" if said == "none" else f"{said}, ?"
 
 
 def _failures(record: Record) -> list[tuple[str, ErrorInfo]]:

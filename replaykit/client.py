@@ -155,7 +155,7 @@ class Client:
         checked_count(max_payload_bytes, "Client(max_payload_bytes=...)", minimum=1)
         self._closed = False
         self.strict = strict
-        self._engine_checks: dict[tuple[str, str, str | None], tuple[float, str]] = {}
+        self._engine_checks: dict[tuple[str, str, str | None, str | None], tuple[float, str]] = {}
         # The engines' retry policy: the store retries what may run twice; inside
         # it, the engines' payload codec (give the client the one they use).
         self.codec = codec
@@ -392,7 +392,8 @@ class Client:
         per workflow, version and executor: a loop of starts reads the
         heartbeats once, and warns once.
         """
-        key = (row.name, row.app_version, row.executor_id or None)
+        queue = row.queue if row.status is Status.ENQUEUED else None
+        key = (row.name, row.app_version, row.executor_id or None, queue)
         now = time.monotonic()
         kept = self._engine_checks.get(key)
         if kept is not None and now - kept[0] <= _ENGINE_CHECK_KEPT:
@@ -400,7 +401,11 @@ class Client:
         else:
             try:
                 why = _waiting.start_warning(
-                    self.store, row.name, row.app_version, executor_id=row.executor_id or None
+                    self.store,
+                    row.name,
+                    row.app_version,
+                    executor_id=row.executor_id or None,
+                    queue=queue,
                 )
             except Exception:
                 if self.strict:

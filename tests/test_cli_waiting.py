@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from replaykit import Engine, Recv, Step, workflow
+from replaykit import Engine, Queue, Recv, Step, workflow
 from replaykit._waiting import LiveEngine, live_engines, why_waiting
 from replaykit.cli import cli
 from replaykit.client import Client
@@ -43,6 +43,10 @@ def echo_wf(value: Any) -> Generator[Any, Any, Any]:
 @workflow(name="cli-wait-recv")
 def recv_wf() -> Generator[Any, Any, Any]:
     return (yield Recv("go"))
+
+
+# Engines with queues=None listen to every declared queue: this module's starts use it.
+QUEUE = Queue("cli-wait-q")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -197,7 +201,7 @@ def test_start_app_version_latest_takes_the_running_engines_version(url: str) ->
 def test_a_start_no_running_engine_may_run_warns_and_strict_refuses(
     url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--queue", "q")
+    start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--queue", QUEUE.name)
     with engine(url, "web-1", "v1"):
         warned = rk(*start, "--app-version", "v9", "--id", "w-1")
         assert warned.exit_code == 0, warned.output
@@ -209,20 +213,20 @@ def test_a_start_no_running_engine_may_run_warns_and_strict_refuses(
         quiet = rk(*start, "--app-version", "v1", "--id", "w-3", "--strict")
         assert quiet.exit_code == 0 and "Warning" not in quiet.stderr
 
-        # A name an engine of the version said it cannot run: the client warns too.
-        with Client(url, app_version="v1", executor_id="web-1") as client:
-            client.start("cli-wait-unregistered", workflow_id="u-1")
-            wait_for(lambda: bool(client.handle("u-1").row().error), "the engine's note")
+        # A name the engine of the version has not registered: the client warns too,
+        # from the names the engine records with its heartbeat (no earlier run needed).
         with Client(url, app_version="v1", executor_id="web-1") as client:
             with caplog.at_level(logging.WARNING, logger="replaykit.client"):
                 client.start("cli-wait-unregistered", workflow_id="u-2")
-            assert "could not run an earlier run of workflow 'cli-wait-unregistered'" in (
-                caplog.text
+            assert (
+                "the engine with executor id 'web-1' (version 'v1') has not registered "
+                "workflow 'cli-wait-unregistered' (it runs: " in caplog.text
             )
         with Client(url, app_version="v1", executor_id="web-1", strict=True) as client:
-            with pytest.raises(UnknownWorkflowError, match="'u-1'"):
+            with pytest.raises(UnknownWorkflowError, match="has not registered"):
                 client.start("cli-wait-unregistered", workflow_id="u-3")
             assert client.handle("u-2").status() is Status.PENDING
+            assert client.store.get_workflow("u-3") is None
 
 
 def test_every_store_reads_the_heartbeats_of_the_last_30_seconds(store_url: str) -> None:
@@ -238,5 +242,156 @@ def test_every_store_reads_the_heartbeats_of_the_last_30_seconds(store_url: str)
         assert all(isinstance(e, LiveEngine) and e.seen_at.tzinfo is not None for e in found)
         row = WorkflowRow("r", "n", Status.PENDING, executor_id="gone", app_version="v1")
         assert "engines running: version 'v2' (web-1, web-2)" in why_waiting(store, row, now=now)
+    finally:
+        store.close()
+
+
+# -- what engines record they run: the workflows they registered, the queues they drain -----------
+
+
+def test_a_start_of_a_name_no_live_engine_registered_warns_though_one_of_its_version_runs(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    start = ("workflows", "start", "cli-wait-nobody-has-this", "[]", "--url", url)
+    on_queue = ("--queue", QUEUE.name, "--app-version", "v1")
+    with engine(url, "web-1", "v1"):
+        warned = rk(*start, *on_queue, "--id", "n-1")
+        assert warned.exit_code == 0, warned.output
+        text = " ".join(warned.stderr.split())
+        assert "Warning: start of workflow 'cli-wait-nobody-has-this' (id 'n-1')" in text
+        assert (
+            "no live engine of version 'v1' has registered workflow 'cli-wait-nobody-has-this' "
+            "(engines running 'v1': web-1; they run: " in text
+        )
+        assert "cli-wait-echo" in text  # what they do run
+        refused = error(rk(*start, *on_queue, "--id", "n-2", "--strict"))
+        assert "refused (strict): no live engine of version 'v1' has registered" in refused
+        assert open_store(url).get_workflow("n-2") is None  # nothing was written
+        # The run's page says so at once: queued (no wait for it to look idle), or
+        # claimed by the engine, which cannot run it.
+        why = field(ok(rk("workflows", "show", "n-1", "--url", url)), "waiting")
+        assert re.search(
+            r"(no live engine of version 'v1' has|the engine with executor id 'web-1' "
+            r"\(version 'v1'\) has not) registered workflow 'cli-wait-nobody-has-this'",
+            why,
+        ), why
+        with (
+            Client(url, app_version="v1", strict=True) as client,
+            pytest.raises(UnknownWorkflowError, match="cli-wait-nobody-has-this"),
+        ):
+            client.enqueue(QUEUE.name, "cli-wait-nobody-has-this", workflow_id="n-3")
+
+
+def test_show_and_start_say_no_live_engine_of_the_version_listens_to_the_queue(url: str) -> None:
+    elsewhere = "cli-wait-elsewhere"  # no engine's queue: the client imports no Queue
+    start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--app-version", "v1")
+    with engine(url, "web-1", "v1", queues=[QUEUE.name]), engine(url, "web-2", "v2"):
+        warned = rk(*start, "--queue", elsewhere, "--id", "q-1")
+        assert warned.exit_code == 0, warned.output
+        expected = (
+            "queue 'cli-wait-elsewhere' has no live engine of version 'v1' listening "
+            "(engines of 'v1' listen to: cli-wait-q)"
+        )
+        assert expected in " ".join(warned.stderr.split())
+        assert "refused (strict): " + expected in error(
+            rk(*start, "--queue", elsewhere, "--id", "q-2", "--strict")
+        )
+        why = field(ok(rk("workflows", "show", "q-1", "--url", url)), "waiting")
+        assert expected in why
+        # A queue the engine listens to: nothing stops the run, nothing is said.
+        quiet = rk(*start, "--queue", QUEUE.name, "--id", "q-3", "--strict")
+        assert quiet.exit_code == 0 and "Warning" not in quiet.stderr, quiet.stderr
+
+
+def test_versions_lists_what_the_engines_of_each_version_run(url: str) -> None:
+    with engine(url, "web-1", "v1", queues=[QUEUE.name]), engine(url, "prod-1", "v1", queues=[]):
+        listed = json.loads(ok(rk("workflows", "versions", "--url", url, "--json")))
+        table = ok(rk("workflows", "versions", "--url", url))
+    engines = {e["executor_id"]: e for e in listed[0]["engines"]}
+    assert engines["web-1"]["queues"] == ["cli-wait-q"]
+    assert engines["prod-1"]["queues"] == []  # a producer drains none
+    for one in engines.values():
+        assert {"cli-wait-echo", "cli-wait-recv"} <= set(one["workflows"])
+    header, v1 = table.splitlines()[0], table.splitlines()[1]
+    assert "WORKFLOWS" in header and "QUEUES" in header
+    assert "cli-wait-echo" in v1 and "cli-wait-q" in v1
+
+
+def test_engines_of_an_older_replaykit_record_no_names_and_the_old_inference_stays(
+    url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeat("old-1", "v1", now)  # as an engine from before schema version 10
+        [beat] = store.read_heartbeats(now - timedelta(seconds=1))  # type: ignore[attr-defined]
+        assert beat.registered is None
+        store.create_workflow(
+            WorkflowRow(
+                "late-1",
+                "cli-wait-echo",
+                Status.ENQUEUED,
+                queue="cli-wait-anywhere",
+                app_version="v1",
+                created_at=now - timedelta(minutes=5),
+            )
+        )
+        why = why_waiting(store, store.get_workflow("late-1"), now=now)  # type: ignore[arg-type]
+        assert "none of them may listen to 'cli-wait-anywhere'" in why
+        assert "has no live engine" not in why and "has not registered" not in why
+        store.create_workflow(
+            WorkflowRow(
+                "note-1",
+                "cli-wait-gone",
+                Status.PENDING,
+                executor_id="old-1",
+                app_version="v1",
+                error="engine 'old-1' (version 'v1') cannot run workflow 'cli-wait-gone': ...",
+            )
+        )
+    finally:
+        store.close()
+    with (
+        Client(url, app_version="v1", executor_id="old-1") as client,
+        caplog.at_level(logging.WARNING, logger="replaykit.client"),
+    ):
+        client.start("cli-wait-gone", workflow_id="note-2")
+    assert "could not run an earlier run of workflow 'cli-wait-gone' ('note-1')" in caplog.text
+
+
+def test_every_store_says_from_the_recorded_names_why_a_run_waits(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeat("web-1", "v1", now, workflows=["pay", "ship"], queues=["orders"])
+        store.heartbeat("web-2", "v1", now, workflows=["pay"], queues=[])
+
+        def why(**fields: Any) -> str:
+            fields = {"name": "pay", "app_version": "v1", "created_at": now, **fields}
+            row = WorkflowRow("r", **fields)
+            return why_waiting(store, row, now=now)
+
+        assert why(status=Status.ENQUEUED, queue="emails") == (
+            "queue 'emails' has no live engine of version 'v1' listening (engines of 'v1' "
+            "listen to: orders); start one with Engine(queues=['emails', ...]) or queues=None "
+            "(every declared queue)"
+        )
+        assert why(status=Status.ENQUEUED, queue="orders") == ""  # claimed in a moment
+        assert why(status=Status.PENDING, executor_id="web-2", name="ship").startswith(
+            "the engine with executor id 'web-2' (version 'v1') has not registered workflow "
+            "'ship' (it runs: pay)"
+        )
+        assert why(status=Status.ENQUEUED, queue="orders", name="refund").startswith(
+            "no live engine of version 'v1' has registered workflow 'refund' (engines running "
+            "'v1': web-1, web-2; they run: pay, ship)"
+        )
+        late = now - timedelta(minutes=2)
+        assert "they may be at their limits" in why_waiting(
+            store,
+            WorkflowRow(
+                "r", "pay", Status.ENQUEUED, queue="orders", app_version="v1", created_at=late
+            ),
+            now=now,
+        )
     finally:
         store.close()

@@ -763,3 +763,72 @@ def test_postgres_take_over_locks_runs_in_id_order_as_batches_do(
         batch.commit()
     taker.join(10)
     assert taken == [["r2", "r1"]], taken
+
+
+# -- heartbeats carry the workflows and queues an engine runs (schema version 10) ---------------
+
+
+def test_every_store_keeps_the_names_a_heartbeat_carries(store_url: str) -> None:
+    store = open_store(store_url)
+    try:
+        now = datetime.now(UTC)
+        store.heartbeat("web-1", "v1", now, workflows=["pay", "ship"], queues=["default"])
+        store.heartbeat("old-1", "v1", now)  # an engine of an older replaykit
+        beats = {b.executor_id: b for b in store.read_heartbeats(now)}  # type: ignore[attr-defined]
+        assert beats["web-1"].registered.workflows == ("pay", "ship")
+        assert beats["web-1"].registered.queues == ("default",)
+        assert beats["old-1"].registered is None
+        store.heartbeat("web-1", "v1", now, workflows=[f"w{n:05d}" for n in range(5000)])
+        [web] = [b for b in store.read_heartbeats(now) if b.executor_id == "web-1"]  # type: ignore[attr-defined]
+        kept = web.registered
+        assert len(kept.workflows) == 2000 and kept.more_workflows == 3000
+        assert kept.queues is None  # not said in that beat
+    finally:
+        store.close()
+
+
+def _old_heartbeat_survives(store: Any, now: datetime) -> None:
+    [old] = store.read_heartbeats(now - timedelta(seconds=1))
+    assert (old.executor_id, old.app_version, old.registered) == ("old-1", "v1", None)
+    store.heartbeat("old-1", "v1", now, workflows=["wf"], queues=["q"])
+    [new] = store.read_heartbeats(now - timedelta(seconds=1))
+    assert (new.registered.workflows, new.registered.queues) == (("wf",), ("q",))
+
+
+def test_a_sqlite_database_of_schema_version_9_gets_the_heartbeats_names(tmp_path: Path) -> None:
+    path = tmp_path / "v9.db"
+    now = datetime.now(UTC)
+    with sqlite3.connect(path) as db:
+        for migration in _MIGRATIONS[:9]:
+            for statement in migration:
+                db.execute(statement)
+        db.execute("PRAGMA user_version = 9")
+        micros = int(now.timestamp() * 1_000_000)
+        db.execute("INSERT INTO heartbeats VALUES ('old-1', 'v1', ?)", (micros,))
+    store = SqliteStore(path)
+    try:
+        assert store.schema_status() == (10, len(_MIGRATIONS))
+        _old_heartbeat_survives(store, now)
+    finally:
+        store.close()
+
+
+def test_a_postgres_schema_of_version_9_gets_the_heartbeats_names(
+    pg_url: str, pg_schema: str
+) -> None:
+    import psycopg
+
+    from replaykit.stores.postgres import MIGRATIONS, PostgresStore
+
+    now = datetime.now(UTC)
+    PostgresStore(pg_url, schema=pg_schema).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'ALTER TABLE "{pg_schema}".heartbeats DROP COLUMN registered')
+        conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 9')
+        conn.execute(f"INSERT INTO \"{pg_schema}\".heartbeats VALUES ('old-1', 'v1', %s)", (now,))
+    store = PostgresStore(pg_url, schema=pg_schema)
+    try:
+        assert store.schema_status() == (10, len(MIGRATIONS))
+        _old_heartbeat_survives(store, now)
+    finally:
+        store.close()

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from replaykit.errors import StoreUnavailable
 from replaykit.log import Status
+from replaykit.registry import registered
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
 from replaykit.stores._holds import ExecutorHold
@@ -122,6 +123,19 @@ class Claims:
         if self._queue_names is None:
             return registered_queues()
         return [queue_named(name) for name in self._queue_names]
+
+    def running(self) -> tuple[list[str], list[str]]:
+        """(the workflows registered, the queues listened to) now, for the heartbeat.
+
+        With `queues=None` that is every `Queue` declared so far, so a queue
+        declared after the engine started shows from the next beat on.
+        """
+        # Named queues as named, declared or not: this beat must never raise.
+        if self._queue_names is not None:
+            queues = sorted(self._queue_names)
+        else:
+            queues = sorted(queue.name for queue in registered_queues())
+        return sorted(registered()), queues
 
     def claim_now(self) -> int:
         """One claim round over the listened queues; returns how many runs it took."""
@@ -241,7 +255,10 @@ class Claims:
         now = self.clock.now()
         if not self._keep_hold():
             return
-        self.store.heartbeat(self.executor_id, self.app_version, now)
+        workflows, queues = self.running()
+        self.store.heartbeat(
+            self.executor_id, self.app_version, now, workflows=workflows, queues=queues
+        )
         if self._queue_names == []:
             # A producer: it runs what it starts and nothing else, not even the
             # runs of a dead engine.

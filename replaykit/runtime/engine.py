@@ -350,7 +350,14 @@ class Engine:
             self.wakeups.start()
             # Through a dropped connection, as every launch-time store call: a launch
             # must not fail because one answer was lost (the chaos suite's cutting proxy).
-            self.store.heartbeat(self.executor_id, self.app_version, self.clock.now())
+            workflows, queues = self.claims.running()
+            self.store.heartbeat(
+                self.executor_id,
+                self.app_version,
+                self.clock.now(),
+                workflows=workflows,
+                queues=queues,
+            )
             self.claims.start()
             self.schedules.start()
             if recover:

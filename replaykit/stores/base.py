@@ -51,7 +51,7 @@ Every method is one transaction. The runtime relies on these guarantees, and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -380,8 +380,22 @@ class Store(Protocol):
         """
         ...
 
-    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
-        """Record that `executor_id` is alive (upsert)."""
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
+        """Record that `executor_id` is alive (upsert), and what it runs.
+
+        `workflows`: the names it has registered; `queues`: the queues it claims
+        from, both as they are now (None: not said, as by an older engine; the
+        row then records neither). Kept bounded (replaykit/stores/_beats.py) and
+        read back, for diagnostics only, by the stores' `read_heartbeats`.
+        """
         ...
 
     def take_over(

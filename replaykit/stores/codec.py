@@ -20,7 +20,7 @@ back as it was given (`serde.escape_payload`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -321,8 +321,16 @@ class CodecStore:
                 log.error("claimed workflow id %r cannot be read: %s", row.workflow_id, exc)
         return rows
 
-    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
-        self.inner.heartbeat(executor_id, app_version, now)
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
+        self.inner.heartbeat(executor_id, app_version, now, workflows=workflows, queues=queues)
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime

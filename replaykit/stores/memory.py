@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +17,7 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status
+from replaykit.stores import _beats as beats
 from replaykit.stores._checks import (
     check_filter,
     check_log_limit,
@@ -97,6 +98,7 @@ class MemoryStore:
         self._order: dict[str, int] = {}
         self._subscribers = Subscribers()
         self._heartbeats: dict[str, tuple[str, datetime]] = {}
+        self._registered: dict[str, beats.Registered | None] = {}
         self._holds = LocalHolds()
         self._schedules: dict[str, ScheduleState] = {}
 
@@ -242,20 +244,34 @@ class MemoryStore:
                 claimed.append(attrs.evolve(taken, has_log=bool(self._logs.get(row.workflow_id))))
             return claimed
 
-    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
         check_names(executor_id=executor_id, app_version=app_version)
+        names = beats.registered(workflows, queues)
         with self._lock:
             self._heartbeats[executor_id] = (app_version, now)
+            self._registered[executor_id] = names
 
-    def read_heartbeats(self, since: datetime) -> list[tuple[str, str, datetime]]:
-        """(executor id, app version, last seen) of the engines heard from at `since` or later.
+    def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
+        """The last heartbeats of the engines heard from at `since` or later.
 
         Not part of the `Store` protocol: replaykit/_waiting.py asks for it where a
-        store has it, to say which engines run.
+        store has it, to say which engines run and what they run.
         """
         with self._lock:
-            beats = sorted(self._heartbeats.items())
-        return [(executor, version, seen) for executor, (version, seen) in beats if seen >= since]
+            found = sorted(self._heartbeats.items())
+            return [
+                beats.Heartbeat(executor, version, seen, self._registered.get(executor))
+                for executor, (version, seen) in found
+                if seen >= since
+            ]
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime

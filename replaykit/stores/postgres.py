@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from importlib import resources
@@ -41,6 +41,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
+from replaykit.stores import _beats as beats
 from replaykit.stores._checks import (
     check_filter,
     check_log_limit,
@@ -141,6 +142,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0007_deadlines.sql",
     "postgres_0008_generations.sql",
     "postgres_0009_first_inputs.sql",
+    "postgres_0010_registered.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -1593,33 +1595,31 @@ class PostgresStore:
         ).fetchone()
         return int(found[0]) if found else 0
 
-    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
         check_names(executor_id=executor_id, app_version=app_version)
+        names = beats.encode(beats.registered(workflows, queues))
         with self._connection() as conn:
             conn.execute(
-                self._q(
-                    "INSERT INTO {s}.heartbeats (executor_id, app_version, seen_at) "
-                    "VALUES (%s, %s, %s) ON CONFLICT (executor_id) DO UPDATE SET "
-                    "app_version = excluded.app_version, seen_at = excluded.seen_at"
-                ),
-                (executor_id, app_version, now),
+                self._q(beats.upsert_sql("{s}.heartbeats", "%s", "::json")),
+                (executor_id, app_version, now, names),
             )
 
-    def read_heartbeats(self, since: datetime) -> list[tuple[str, str, datetime]]:
-        """(executor id, app version, last seen) of the engines heard from at `since` or later.
+    def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
+        """The last heartbeats of the engines heard from at `since` or later.
 
         Not part of the `Store` protocol: replaykit/_waiting.py asks for it where a
-        store has it, to say which engines run (a read; nothing is locked).
+        store has it, to say which engines run and what (a read; nothing is locked).
         """
-        rows = self._all(
-            self._q(
-                "SELECT executor_id, app_version, seen_at FROM {s}.heartbeats "
-                "WHERE seen_at >= %s ORDER BY executor_id"
-            ),
-            (since,),
-            prepare=False,
-        )
-        return [(r[0], r[1], r[2]) for r in rows]
+        rows = self._all(self._q(beats.read_sql("{s}.heartbeats", "%s")), (since,), prepare=False)
+        return [beats.Heartbeat(r[0], r[1], r[2], beats.decode(r[3])) for r in rows]
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime

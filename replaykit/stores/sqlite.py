@@ -20,7 +20,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -30,6 +30,7 @@ import attrs
 from replaykit import serde
 from replaykit.errors import RecordConflict, StoreError, StoreUnavailable, WorkflowNotFound
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
+from replaykit.stores import _beats as beats
 from replaykit.stores._checks import (
     check_filter,
     check_log_limit,
@@ -282,6 +283,9 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "WHERE a.workflow_id = workflows.workflow_id || '#0' "
         "AND a.continued_as = workflows.workflow_id) WHERE generation > 0",
     ),
+    # 10: what each engine runs, with its heartbeat: the workflows it registered
+    # and the queues it drains (replaykit/stores/_beats.py); NULL from older engines.
+    ("ALTER TABLE heartbeats ADD COLUMN registered TEXT",),
 )
 
 _WORKFLOW_COLUMNS = WORKFLOW_COLUMNS
@@ -1033,31 +1037,32 @@ class SqliteStore:
 
         return self._write(take)
 
-    def heartbeat(self, executor_id: str, app_version: str, now: datetime) -> None:
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
         check_names(executor_id=executor_id, app_version=app_version)
-        params = (executor_id, app_version, _to_micros(now))
-        self._write(
-            lambda conn: conn.execute(
-                "INSERT INTO heartbeats (executor_id, app_version, seen_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (executor_id) DO UPDATE SET "
-                "app_version = excluded.app_version, seen_at = excluded.seen_at",
-                params,
-            )
-        )
+        names = beats.encode(beats.registered(workflows, queues))
+        params = (executor_id, app_version, _to_micros(now), names)
+        self._write(lambda conn: conn.execute(beats.upsert_sql("heartbeats", "?"), params))
 
-    def read_heartbeats(self, since: datetime) -> list[tuple[str, str, datetime]]:
-        """(executor id, app version, last seen) of the engines heard from at `since` or later.
+    def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
+        """The last heartbeats of the engines heard from at `since` or later.
 
         Not part of the `Store` protocol: replaykit/_waiting.py asks for it where a
-        store has it, to say which engines run (a read; nothing is locked).
+        store has it, to say which engines run and what (a read; nothing is locked).
         """
         with self._read() as conn:
-            rows = conn.execute(
-                "SELECT executor_id, app_version, seen_at FROM heartbeats WHERE seen_at >= ? "
-                "ORDER BY executor_id",
-                (_to_micros(since),),
-            ).fetchall()
-        return [(r[0], r[1], _from_micros(r[2]) or since) for r in rows]
+            rows = conn.execute(beats.read_sql("heartbeats", "?"), (_to_micros(since),)).fetchall()
+        return [
+            beats.Heartbeat(r[0], r[1], _from_micros(r[2]) or since, beats.decode(r[3]))
+            for r in rows
+        ]
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime

@@ -4004,3 +4004,8 @@ def check_store(
 from replaykit.testing._conformance_reads import READ_CHECKS  # noqa: E402
 
 STORE_CHECKS = (*STORE_CHECKS, *READ_CHECKS)
+
+# What a heartbeat carries (the workflows and queues an engine runs), likewise.
+from replaykit.testing._conformance_beats import BEAT_CHECKS  # noqa: E402
+
+STORE_CHECKS = (*STORE_CHECKS, *BEAT_CHECKS)
