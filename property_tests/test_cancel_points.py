@@ -27,9 +27,10 @@ then every step body has run exactly once and the result is the program's.
 The contrast: a crash at the `returned` point (the record is lost with its process)
 may run that body twice, and only that one, at most twice.
 
-One path is a known bug, kept out of the main property and checked on its own under
-`xfail(strict=True)`: a cancel while an *async* body runs cancels its task, so nothing
-is recorded and the resume runs the body again (see tests/test_cancel_window.py).
+One path found a bug, fixed since: a cancel while an ordinary *async* body ran
+cancelled its task, so nothing was recorded and the resume ran the body again. It is
+in the main property now, and a second property puts it in every program it draws
+(tests/test_cancel_window.py has the plain case).
 
 Bounded in CI (the `ci` profile), deeper by hand:
 `HYPOTHESIS_PROFILE=deep python -m pytest property_tests/test_cancel_points.py`.
@@ -449,14 +450,7 @@ class Driver:
 # -- strategies ---------------------------------------------------------------------------
 
 
-def async_cancel_while_running(plan: Plan) -> bool:
-    """The known bug's path: a cancel while an async body runs cancels its task."""
-    return plan.is_async and plan.point == "during" and plan.action == "cancel"
-
-
-def plans(
-    actions: tuple[str, ...] = ACTIONS, *, known_bug: bool = False
-) -> st.SearchStrategy[list[Plan]]:
+def plans(actions: tuple[str, ...] = ACTIONS) -> st.SearchStrategy[list[Plan]]:
     def one(point: str) -> st.SearchStrategy[Plan]:
         return st.builds(
             Plan,
@@ -465,7 +459,7 @@ def plans(
             sleep=st.booleans(),
             point=st.just(point),
             action=st.sampled_from(actions),
-        ).filter(lambda plan: known_bug or not async_cancel_while_running(plan))
+        )
 
     return st.lists(st.sampled_from(POINTS).flatmap(one), min_size=1, max_size=5)
 
@@ -533,27 +527,21 @@ def test_only_a_crash_runs_a_step_body_again(stores: Stores) -> None:
 
 
 @st.composite
-def plans_with_the_known_bug(draw: st.DrawFn) -> list[Plan]:
-    steps = draw(plans(known_bug=True))
+def plans_with_an_async_cancel(draw: st.DrawFn) -> list[Plan]:
+    """Programs with a cancel while an async body runs somewhere among their steps."""
+    steps = draw(plans())
     where = draw(st.integers(0, len(steps)))
     bug = Plan(True, draw(st.booleans()), draw(st.booleans()), "during", "cancel")
     return [*steps[:where], bug, *steps[where:]][:6]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (issue 30, heart): a cancel through the engine cancels an ordinary "
-    "async step's task mid-body, so nothing is recorded and the resume runs the body "
-    "again (tests/test_cancel_window.py::test_a_cancel_while_an_async_body_runs_lets_it_"
-    "finish_and_record); only a preemptible step may be cut short",
-)
 def test_a_cancel_while_an_async_body_runs_lets_it_finish(stores: Stores) -> None:
     @settings(
         max_examples=max(5, _examples(stores.kind) // 4),
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
-    @given(steps=plans_with_the_known_bug())
+    @given(steps=plans_with_an_async_cancel())
     def check(steps: list[Plan]) -> None:
         driver = _run(stores, steps)
         twice = {f"s{i}": n for i, n in driver.runs.items() if n != 1}

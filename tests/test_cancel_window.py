@@ -222,13 +222,6 @@ def cancelled_in_an_async_body(tag: str):
     return f"{first}+{second}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug (issue 30, heart): a cancel through the engine cancels an ordinary "
-    "async step's task mid-body (Scheduler._start_async_step registers step.cancel on the "
-    "run's scope), so nothing is recorded and the resume runs the body again; only a "
-    "preemptible step may be cut short",
-)
 def test_a_cancel_while_an_async_body_runs_lets_it_finish_and_record(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.1) as engine:
         CANCEL.append(engine.cancel)

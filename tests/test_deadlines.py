@@ -120,9 +120,27 @@ def blocks_until_released() -> str:
     return "released"
 
 
+async def naps_until_released() -> str:
+    STEP_STARTED.set()
+    try:
+        while not RELEASE.is_set():
+            await asyncio.sleep(0.01)
+    except asyncio.CancelledError:
+        STEP_STOPPED.set()
+        raise
+    STEP_FINISHED.set()
+    return "released"
+
+
 @workflow(name="deadlines.async_step")
 def async_step() -> Generator[Any, Any, str]:
-    value: str = yield Step("nap", naps_half_a_minute)
+    value: str = yield Step("nap", naps_until_released)
+    return value
+
+
+@workflow(name="deadlines.preemptible_async_step")
+def preemptible_async_step() -> Generator[Any, Any, str]:
+    value: str = yield Step("nap", naps_half_a_minute, preemptible=True)
     return value
 
 
@@ -334,9 +352,26 @@ def test_a_parent_catches_its_child_timing_out(store_url: str) -> None:
 # -- what is in flight at the deadline ---------------------------------------------------------
 
 
-def test_an_async_step_in_flight_is_interrupted() -> None:
+def test_an_async_step_in_flight_runs_to_its_end_and_its_record_lands() -> None:
     with Engine("memory://", poll_interval=0.05) as engine:
         handle = engine.start(async_step, timeout=0.5)
+        assert STEP_STARTED.wait(5)
+        began = time.monotonic()
+        with pytest.raises(WorkflowDeadlineExceeded):
+            handle.result(timeout=10)
+        assert time.monotonic() - began < 5  # the run did not wait for its step
+        assert not STEP_STOPPED.is_set(), "an ordinary step's task was cancelled"
+        RELEASE.set()
+        assert STEP_FINISHED.wait(5)
+        wait_until("its record to land", lambda: bool(engine.steps(handle.workflow_id)))
+        (step,) = engine.steps(handle.workflow_id)
+        assert step.name == "nap"
+        assert handle.status() is Status.CANCELLED
+
+
+def test_a_preemptible_async_step_in_flight_is_interrupted() -> None:
+    with Engine("memory://", poll_interval=0.05) as engine:
+        handle = engine.start(preemptible_async_step, timeout=0.5)
         assert STEP_STARTED.wait(5)
         began = time.monotonic()
         with pytest.raises(WorkflowDeadlineExceeded):

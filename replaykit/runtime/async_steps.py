@@ -100,7 +100,10 @@ class AsyncSteps:
         pending = effect.pending
         started = pending.started_at if pending and pending.started_at else self.clock.now()
         step = _AsyncStep(activation, effect, command, fn, started, loop)
-        if activation.scope is not None:
+        if activation.scope is not None and command.preemptible:
+            # Only a preemptible step is cut short by a cancel. An ordinary body runs to
+            # its end, as a sync one does, and its record lands in the cancelled run
+            # (commits.RecordWriter): cut short, it would run again on the resume.
             activation.scope.on_cancel(step.cancel)
         with self._lock:
             self._launches.append(step)
