@@ -198,11 +198,19 @@ class Handler:
         """What the command gives when its deadline passed first."""
         return Value(None)
 
+    def preemptible(self, command: Command) -> bool:
+        """Whether a cancel cuts it short while it runs (and the run is watched for one)."""
+        return False
+
 
 # -- kinds carried out by running something ------------------------------------------------
 
 
 class StepHandler(Handler):
+    def preemptible(self, command: Command) -> bool:
+        assert isinstance(command, Step)
+        return command.preemptible
+
     def carry_out(
         self,
         carrier: Carrier,
@@ -269,6 +277,11 @@ class TransactionHandler(Handler):
 
 
 class CompositeHandler(Handler):
+    def preemptible(self, command: Command) -> bool:
+        """A composite with a preemptible step among its leaves."""
+        assert isinstance(command, (Race, All))
+        return any(handler_for(child).preemptible(child) for child in command.children)
+
     def carry_out(
         self,
         carrier: Carrier,

@@ -44,7 +44,7 @@ from replaykit.interpreter import (
     Effect,
     Failed,
 )
-from replaykit.log import Outcome, Record, Status
+from replaykit.log import Outcome, Record
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
@@ -66,13 +66,14 @@ from replaykit.runtime.events import (
     TailRead,
     WrittenAhead,
 )
+from replaykit.runtime.handlers import handler_for
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.steps import is_async
-from replaykit.runtime.wakeups import PreemptWatch, Wakeups
+from replaykit.runtime.wakeups import PreemptWatch, Wakeups, stopped_runs
 from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
 from replaykit.runtime.work import Work
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["DEFAULT_MAX_GENERATIONS_IN_A_ROW", "Scheduler"]
 
@@ -91,19 +92,6 @@ BOOKS_DRAIN = 5.0
 
 #: Step records per store batch while serving an application's loop (`Scheduler._commit`).
 COMMIT_PART = 64
-
-#: Up to this many runs of preemptible steps, the watch reads each run; past it, one
-#: listing of this engine's PENDING runs answers for all of them.
-PREEMPT_READ_EACH = 8
-
-
-def _preemptible(command: Any) -> bool:
-    """A preemptible step, or a composite with one among its leaves."""
-    if isinstance(command, Step):
-        return command.preemptible
-    if isinstance(command, (Race, All)):
-        return any(_preemptible(child) for child in command.children)
-    return False
 
 
 class Scheduler:
@@ -188,7 +176,9 @@ class Scheduler:
         self._finishing: list[tuple[Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
         # Cancels a preemptible step's attempt when its run stops elsewhere.
-        self._preempt = PreemptWatch(interval=poll_interval, look=self._stopped_runs)
+        self._preempt = PreemptWatch(
+            interval=poll_interval, look=stopped_runs(store, executor_id, app_version)
+        )
         self._unlisten = wakeups.listen_kind("finished", self._preempt.stopped)
 
     # -- what others ask -----------------------------------------------------------------
@@ -620,7 +610,7 @@ class Scheduler:
                 self._end_with(activation, decision)
                 return
             command = decision.command
-            if _preemptible(command):
+            if handler_for(command).preemptible(command):
                 self._watch(activation)
             if not isinstance(command, Step):
                 if isinstance(command, (Race, All)):
@@ -1029,28 +1019,6 @@ class Scheduler:
         token, activation.watch = activation.watch, None
         if token is not None:
             self._preempt.remove(token)
-
-    def _stopped_runs(self, workflow_ids: list[str]) -> set[str]:
-        """Which of these runs may no longer run here (the watch's look at the store)."""
-        if len(workflow_ids) <= PREEMPT_READ_EACH:
-            stopped = set()
-            for workflow_id in workflow_ids:
-                row = self.store.get_workflow(workflow_id)
-                if not self._runs_here(row):
-                    stopped.add(workflow_id)
-            return stopped
-        rows = self.store.list_workflows(
-            WorkflowFilter(
-                status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
-            )
-        )
-        running = {row.workflow_id for row in rows}
-        return {workflow_id for workflow_id in workflow_ids if workflow_id not in running}
-
-    def _runs_here(self, row: WorkflowRow | None) -> bool:
-        return (
-            row is not None and row.status is Status.PENDING and row.executor_id == self.executor_id
-        )
 
     # -- continue-as-new ----------------------------------------------------------------------
 

@@ -19,8 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from replaykit.errors import StoreUnavailable
+from replaykit.log import Status
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.host import CancelScope, Suspend, Wake
+from replaykit.stores.base import Store, WorkflowFilter
 
 log = logging.getLogger("replaykit.engine")
 
@@ -35,6 +37,38 @@ SWEEP_EVERY = 10
 #: The longest a preemptible step runs on after its run was cancelled elsewhere,
 #: when no notification says so: the watch looks at least this often.
 PREEMPT_POLL_MAX = 1.0
+
+
+#: Up to this many runs of preemptible steps, the watch reads each run; past it, one
+#: listing of this engine's PENDING runs answers for all of them.
+PREEMPT_READ_EACH = 8
+
+
+def stopped_runs(
+    store: Store, executor_id: str, app_version: str
+) -> Callable[[list[str]], set[str]]:
+    """The preempt watch's look at the store: which of these runs may no longer run on
+    the engine `executor_id` (cancelled, parked, finished, deleted, taken over)."""
+
+    def look(workflow_ids: list[str]) -> set[str]:
+        if len(workflow_ids) <= PREEMPT_READ_EACH:
+            stopped = set()
+            for workflow_id in workflow_ids:
+                row = store.get_workflow(workflow_id)
+                if (
+                    row is None
+                    or row.status is not Status.PENDING
+                    or row.executor_id != executor_id
+                ):
+                    stopped.add(workflow_id)
+            return stopped
+        where = WorkflowFilter(
+            status=Status.PENDING, executor_id=executor_id, app_version=app_version
+        )
+        running = {row.workflow_id for row in store.list_workflows(where)}
+        return {workflow_id for workflow_id in workflow_ids if workflow_id not in running}
+
+    return look
 
 
 class PreemptWatch:
