@@ -64,8 +64,8 @@ def _activation(workflow_id: str) -> Activation:
     return Activation(workflow_id, row, False, scope=CancelScope())
 
 
-def _effect(name: str, value: int) -> Effect:
-    return Effect(0, Step(name, _body, value), "here.py:1", "digest")
+def _effect(name: str, value: int, *, preemptible: bool = False) -> Effect:
+    return Effect(0, Step(name, _body, value, preemptible=preemptible), "here.py:1", "digest")
 
 
 def _room(runner: _Runner) -> tuple[AsyncSteps, list[Event], WorkPool]:
@@ -105,12 +105,12 @@ def test_steps_started_in_a_round_go_to_the_loop_together_and_post_their_outcome
     pool.shutdown(wait=True)
 
 
-def test_a_step_cancelled_before_its_task_exists_never_runs(
+def test_a_preemptible_step_cancelled_before_its_task_exists_never_runs(
     loop: asyncio.AbstractEventLoop,
 ) -> None:
     room, inbox, pool = _room(_Runner(loop))
     activation = _activation("c1")
-    effect = _effect("held", 1)
+    effect = _effect("held", 1, preemptible=True)
     room.start(activation, effect, cast(Step[Any], effect.command), _body)
     assert activation.scope is not None
     activation.scope.cancel()
@@ -127,4 +127,22 @@ def test_a_gone_loop_cancels_the_step_unrecorded() -> None:
     room.start(_activation("g1"), effect, cast(Step[Any], effect.command), _body)
     (event,) = inbox
     assert isinstance(event, Carried) and isinstance(event.result, Cancelled)
+    pool.shutdown(wait=True)
+
+
+def test_an_ordinary_step_runs_to_its_end_through_a_cancel(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    # Cut short, its effect might half happen and the resume would run it again: an
+    # ordinary step's outcome comes back, for its record to land in the cancelled run.
+    room, inbox, pool = _room(_Runner(loop))
+    activation = _activation("c2")
+    effect = _effect("add", 7)
+    room.start(activation, effect, cast(Step[Any], effect.command), _body)
+    assert activation.scope is not None
+    activation.scope.cancel()
+    room.launch()
+    _wait_for(inbox, 1)
+    (event,) = inbox
+    assert isinstance(event, Stepped) and event.outcome == Value(7)
     pool.shutdown(wait=True)

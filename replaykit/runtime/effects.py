@@ -12,7 +12,7 @@ import concurrent.futures
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
@@ -22,7 +22,6 @@ from replaykit.commands import (
     Call,
     Command,
     Race,
-    Retry,
     Start,
     Step,
     earliest_deadline,
@@ -42,15 +41,10 @@ from replaykit.interpreter import Effect
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.runtime.handlers import Ready, handler_for
 from replaykit.runtime.host import CancelScope, Suspend, Wake
-from replaykit.runtime.steps import (
-    StepRunner,
-)
+from replaykit.runtime.steps import StepRunner
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
 __all__ = ["CompositeRun", "EffectRunner", "WaitProbe"]
-
-_NO_RETRY = Retry()
-T = TypeVar("T")
 
 
 @attrs.frozen

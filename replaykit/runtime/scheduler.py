@@ -46,6 +46,7 @@ from replaykit.interpreter import (
 )
 from replaykit.log import Outcome, Record
 from replaykit.runtime.async_steps import AsyncSteps
+from replaykit.runtime.bodies import is_async
 from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
@@ -69,7 +70,6 @@ from replaykit.runtime.events import (
 from replaykit.runtime.handlers import handler_for
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
 from replaykit.runtime.pool import WorkPool
-from replaykit.runtime.steps import is_async
 from replaykit.runtime.wakeups import PreemptWatch, Wakeups, stopped_runs
 from replaykit.runtime.warm import WarmCache, WarmRun, close_quietly, kept_row
 from replaykit.runtime.work import Work
