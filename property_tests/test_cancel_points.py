@@ -14,7 +14,8 @@ step one interruption point and one action are drawn:
   after the previous commit), `during` (the body's side effect is done, the body
   still runs), `returned` (the body returned; its record is on its way to the store,
   not yet committed), `committed` (the store has just committed it);
-- actions: `cancel` (then `resume` once the run is quiet), `close` (a patient
+- actions: `cancel` (then `resume` once the run is quiet), `cancel-resume` (both at
+  once, while what the cancel stopped may still be under way), `close` (a patient
   `Engine.close()` from another thread; a new engine on the same store recovers the
   run), `evict` (drop it from the warm cache and let its next suspension go cold, so
   that it is rebuilt by replay), or nothing.
@@ -62,7 +63,7 @@ from replaykit.stores import open_store
 from replaykit.stores.base import FinishWrite, RecordWrite, Store
 
 POINTS = ("before", "during", "returned", "committed")
-ACTIONS = ("nothing", "cancel", "close", "evict")
+ACTIONS = ("nothing", "cancel", "cancel-resume", "close", "evict")
 WAIT = 30.0  # seconds a run may take to settle before the example fails, saying where
 
 # The examples each store kind runs: the loaded profile's, scaled so that a `ci` run
@@ -329,6 +330,10 @@ class Driver:
             engine = self.engine
             if action == "cancel":
                 engine.cancel(self.workflow_id)
+            elif action == "cancel-resume":
+                # Resumed at once, while what the cancel stopped may still be under way.
+                engine.cancel(self.workflow_id)
+                engine.resume(self.workflow_id)
             elif action == "evict":
                 engine.scheduler.drop_warm(self.workflow_id)
                 self.evict_next = True
@@ -512,7 +517,7 @@ def test_only_a_crash_runs_a_step_body_again(stores: Stores) -> None:
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
-    @given(steps=plans(("nothing", "cancel", "close", "evict", "crash")))
+    @given(steps=plans((*ACTIONS, "crash")))
     def check(steps: list[Plan]) -> None:
         steps = [
             attrs.evolve(plan, point="returned") if plan.action == "crash" else plan
