@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from replaykit import Client, Engine, MemoryStore, Status, Step, workflow
+from replaykit import Client, Engine, MemoryStore, Recv, Status, Step, workflow
 from replaykit.errors import RunNotPending
 from replaykit.log import Record, Value
 from replaykit.runtime.commits import RecordWriter
@@ -228,3 +228,28 @@ def test_a_cancel_while_an_async_body_runs_lets_it_finish_and_record(store_url: 
         _cancel_then_resume(engine, cancelled_in_an_async_body, "cw-async", "done+plain")
         steps = [record.name for record in engine.store.load_log("cw-async")]
         assert steps == ["cancelling", "plain"]
+
+
+@workflow(name="cw-gate")
+def waits_at_a_gate(tag: str):
+    message = yield Recv("go")
+    return message
+
+
+def test_a_run_cancelled_while_it_waits_keeps_nothing_here(store_url: str) -> None:
+    # A cancel that lands as the run looks at its wait again used to leave it kept warm
+    # and suspended here though CANCELLED: memory and a timer held, and a sweep took it
+    # for tracked after a resume elsewhere.
+    with Engine(store_url, poll_interval=0.05) as engine:
+        for i in range(20):
+            workflow_id = f"cw-gate-{i}"
+            engine.start(waits_at_a_gate, workflow_id, workflow_id=workflow_id)
+            engine.send(workflow_id, "early?", topic="other")  # makes it look again
+            engine.cancel(workflow_id)
+        deadline = time.monotonic() + 10
+        while any(engine.scheduler.is_tracked(f"cw-gate-{i}") for i in range(20)):
+            assert time.monotonic() < deadline, "a cancelled run stayed tracked"
+            time.sleep(0.02)
+        assert not any(engine.scheduler.is_warm(f"cw-gate-{i}") for i in range(20))
+        engine.send("cw-gate-0", "go!", topic="go")
+        assert engine.resume("cw-gate-0").result(timeout=10) == "go!"

@@ -797,6 +797,15 @@ class Scheduler:
         row = activation.row
         assert interp is not None and row is not None
         workflow_id = activation.workflow_id
+        with self._cv:
+            cancelled = workflow_id in self._cancelled
+        if cancelled:
+            # Cancelled while it looked at its wait again: nothing of it stays here (kept
+            # warm and waiting, it held memory and a timer, and looked tracked to a sweep).
+            self._close_interp(activation)
+            activation.outcome = "cancelled"
+            self._end(activation)
+            return
         keep = not self._closed and self.warm.stays(workflow_id, effect, suspend)
         pending = suspend.pending if suspend.pending is not None else effect.pending
         waiting = attrs.evolve(effect, pending=pending)
