@@ -236,6 +236,11 @@ CASES: tuple[Case, ...] = (
                 "/s",
             ),
             Row("total, s", {"replaykit": "total_s", "dbos": "total_s", "floor": "total_s"}, "s"),
+            Row(
+                "batched ceiling: rows/s, 100 per statement and commit, one connection",
+                {"floor": "batched_ops_per_s"},
+                "/s",
+            ),
             *_CPU_ROWS,
         ),
         checks=(
@@ -245,6 +250,13 @@ CASES: tuple[Case, ...] = (
                 ("floor", "ops_per_s"),
                 ">=",
                 3.0,
+            ),
+            _ratio(
+                "replaykit steps/s / batched ceiling rows/s",
+                ("replaykit", "steps_per_s"),
+                ("floor", "batched_ops_per_s"),
+                ">=",
+                0.2,
             ),
             _ratio(
                 "replaykit steps/s / DBOS steps/s",
