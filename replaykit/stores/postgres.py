@@ -596,6 +596,27 @@ def _batch_insert(s: str) -> str:
     )
 
 
+# `create_workflow`'s statements, as templates: `_q` fills in the schema.
+_CREATE_WORKFLOW = (
+    "WITH ins AS (INSERT INTO {s}.workflows (" + _WORKFLOW_COLUMNS + ") VALUES ("
+    "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
+    "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
+    "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
+    "%(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s, "
+    "%(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s) "
+    "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
+    "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
+    "%(origin)s || 'enqueued:' || queue)) "
+    "FILTER (WHERE status = 'ENQUEUED' AND queue IS NOT NULL "
+    f"AND octet_length(queue) < {_NOTIFY_MAX_KEY}) FROM ins"
+)
+_INSERT_RECORD = (
+    "INSERT INTO {s}.records (workflow_id, " + _RECORD_COLUMNS + ") VALUES ("
+    "%(wid)s, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, %(call_site)s, "
+    "%(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s)"
+)
+
+
 def _batch_record_statement(s: str) -> str:
     """Many plain records (no side effects) of distinct runs in one statement.
 
@@ -990,7 +1011,8 @@ class PostgresStore:
         self._origin = uuid.uuid4().hex[:12] + ":"
         self._s = sql.Identifier(schema).as_string(None)
         self._executor_prefix = f"replaykit\x00{schema}\x00executor\x00".encode()
-        self._statements: dict[_RecordShape, str] = {}
+        self._create_statement = self._q(_CREATE_WORKFLOW)
+        self._statements: dict[object, str] = {}  # by _RecordShape, or its fields' tuple
         self._batch_statement = _batch_record_statement(self._s)
         self._finish_statement = _batch_finish_statement(self._s)
         self._finish_record_batch = _batch_finish_record_statement(self._s)
@@ -1239,19 +1261,7 @@ class PostgresStore:
             check_record(row.workflow_id, record)
         if fork_of is not None:
             check_names(fork_of)
-        insert = self._q(
-            "WITH ins AS (INSERT INTO {s}.workflows (" + _WORKFLOW_COLUMNS + ") VALUES ("
-            "%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s, "
-            "%(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s, "
-            "%(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s, "
-            "%(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s, "
-            "%(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s) "
-            "ON CONFLICT (workflow_id) DO NOTHING RETURNING queue, status) "
-            "SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
-            "%(origin)s || 'enqueued:' || queue)) "
-            "FILTER (WHERE status = 'ENQUEUED' AND queue IS NOT NULL "
-            f"AND octet_length(queue) < {_NOTIFY_MAX_KEY}) FROM ins"
-        )
+        insert = self._create_statement
         params = {
             "workflow_id": stored.workflow_id,
             "name": stored.name,
@@ -1281,11 +1291,7 @@ class PostgresStore:
             "origin": self._origin,
         }
         record_params = [_record_params(row.workflow_id, r) for r in records]
-        insert_record = self._q(
-            "INSERT INTO {s}.records (workflow_id, " + _RECORD_COLUMNS + ") VALUES ("
-            "%(wid)s, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, %(call_site)s, "
-            "%(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s)"
-        )
+        insert_record = self._q(_INSERT_RECORD) if records else ""
         deduplicated = row.queue is not None and row.dedup_id is not None
         for _ in range(5):
             got_events = False
@@ -1876,15 +1882,21 @@ class PostgresStore:
         consumed = None
         if consume is not None:
             consumed = [consume] if isinstance(consume, int) else list(consume)
-        shape = _RecordShape(
-            executor=executor_id is not None,
-            first=record.position == 0,
-            consume=bool(consumed),
-            send=send is not None,
-            send_key=send is not None and send.idempotency_key is not None,
-            event=event is not None,
-            stream=_is_stream(record),
+        # The shape as a plain tuple (`_RecordShape`'s fields in order): an attrs
+        # instance made and hashed for every record cost more than finding its statement.
+        shape = (
+            executor_id is not None,
+            record.position == 0,
+            bool(consumed),
+            send is not None,
+            send is not None and send.idempotency_key is not None,
+            event is not None,
+            _is_stream(record),
         )
+        statement = self._statements.get(shape)
+        if statement is None:
+            statement = self._statements[shape] = _record_statement(self._s, _RecordShape(*shape))
+        stream = shape[6]
         params = _record_params(workflow_id, record)
         params["wake_at"] = wake_at
         if executor_id is not None:
@@ -1892,7 +1904,7 @@ class PostgresStore:
         if consumed:
             params["consume"] = consumed
             params["consume_count"] = len(consumed)
-        if send is not None or event is not None or shape.stream:
+        if send is not None or event is not None or stream:
             params["channel"] = self._channel
             params["origin"] = self._origin
             params["now"] = _now()
@@ -1906,7 +1918,6 @@ class PostgresStore:
         if event is not None:
             params["event_key"] = event.key
             params["event_value"] = _json(event.value)
-        statement = self._statement(shape)
         # A retry is only needed when a concurrent writer changed the log
         # between this statement's snapshot and its row lock.
         alternative = None if send is None else send.if_duplicate
@@ -1927,7 +1938,7 @@ class PostgresStore:
                     notes.append(("message", send.workflow_id))
                 if events:
                     notes.append(("event", workflow_id))
-                if shape.stream:
+                if stream:
                     notes.append(("stream", workflow_id))
                 self._notify(notes)
                 if alternative is not None and not sent:
