@@ -139,3 +139,22 @@ def test_writes_arriving_during_a_lone_write_gather_into_one_batch() -> None:
     with pytest.raises(ValueError, match="item -1 refused"):
         group.submit(-1)
     assert group.submit(5) == 50
+
+
+def test_a_kept_connection_closed_under_the_store_makes_room_in_the_pool(
+    pg_url: str, pg_schema: str
+) -> None:
+    from replaykit.stores.postgres import PostgresStore
+
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=2, connect_timeout=2)
+    try:
+        store.create_workflow(WorkflowRow("w", "wf", Status.PENDING))
+        store.record("w", _rec(0))
+        store._held._conn.close()
+        store.record("w", _rec(1))  # on a fresh kept connection
+        # The closed one went back to the pool: the second connection is there to take.
+        conn = store._pool.getconn(timeout=1)
+        store._pool.putconn(conn)
+        assert store.load_log("w") == [_rec(0), _rec(1)]
+    finally:
+        store.close()

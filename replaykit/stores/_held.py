@@ -52,7 +52,10 @@ class HeldConnection:
         """The kept connection, taken from the pool if there is none (`PoolTimeout` if the
         pool has none free within its timeout, as a checkout would)."""
         conn = self._conn
-        if conn is None or conn.closed:
+        if conn is not None and conn.closed:
+            self.drop()  # closed under us: the pool counts it out, and makes room for another
+            conn = None
+        if conn is None:
             conn = self._pool.getconn(timeout=self._timeout)
             with self._lock:
                 self._conn = conn
