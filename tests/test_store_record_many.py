@@ -41,6 +41,13 @@ def _batch_sizes(store: Any) -> list[int]:
         write_batch(slots)
 
     store._group._write_batch = counting
+    write_one = store._group._write_one
+
+    def counting_one(item: Any) -> Any:
+        sizes.append(1)  # a write that found nobody writing goes alone, outside any batch
+        return write_one(item)
+
+    store._group._write_one = counting_one
     return sizes
 
 

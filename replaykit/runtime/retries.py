@@ -169,6 +169,15 @@ class RetryingStore:
         retried.__name__ = name
         return retried
 
+    # The record writes go through once (NOT_RETRIED) and are the hot path: plain
+    # methods, rather than `__getattr__`'s lookup at every step. Still looked up on
+    # the wrapped store at each call.
+    def record(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.record(*args, **kwargs)
+
+    def record_many(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.record_many(*args, **kwargs)
+
     def set_status(self, workflow_id: str, status: Status, **kwargs: Any) -> bool:
         """`Store.set_status`, retried; after a lost answer, "changed nothing" is checked.
 

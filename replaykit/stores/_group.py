@@ -80,11 +80,19 @@ class GroupCommit(Generic[_T]):
     """Leader/follower batching of writes into shared transactions."""
 
     def __init__(
-        self, write_batch: Callable[[Sequence[Slot[_T]]], None], *, max_batch: int = 256
+        self,
+        write_batch: Callable[[Sequence[Slot[_T]]], None],
+        *,
+        max_batch: int = 256,
+        write_one: Callable[[_T], Any] | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, not {max_batch}")
         self._write_batch = write_batch
+        # A write that finds nobody writing goes straight to `write_one` (its result,
+        # or its exception raised), with no slot, no batch and no hand-over: a lone
+        # run's steps pay for the group only when there is a group.
+        self._write_one = write_one
         self._max_batch = max_batch
         self._lock = threading.Lock()
         self._queue: deque[Slot[_T]] = deque()
@@ -92,14 +100,22 @@ class GroupCommit(Generic[_T]):
 
     def submit(self, item: _T) -> Any:
         """Write `item` (batched with whatever else is waiting); its outcome or `FALL_BACK`."""
-        slot = Slot(item)
         with self._lock:
             follow = self._leading
             if follow:
+                slot = Slot(item)
                 self._queue.append(slot)
             else:
                 self._leading = True
-        if follow:
+        if not follow:
+            if self._write_one is not None:
+                # Writes arriving meanwhile queue, and go together once this one is over.
+                try:
+                    return self._write_one(item)
+                finally:
+                    self._pass_the_lead()
+            slot = Slot(item)
+        else:
             self._follow(slot)
             if slot.settled:
                 return slot.outcome()

@@ -162,6 +162,8 @@ class CodecStore:
         if outcome is None:
             return outcome
         if self.codec is None:
+            if type(outcome) is Value and type(outcome.data) is not dict:
+                return outcome  # only a dict can look encoded or escaped: a step's common case
             if isinstance(outcome, Value):
                 data = serde.escape_payload(outcome.data)
                 return outcome if data is outcome.data else Value(data)
@@ -399,7 +401,9 @@ class CodecStore:
         answers = self.inner.record_many(encoded)
         decoded: list[Record | Exception] = []
         for write, sent, answer in zip(writes, encoded, answers, strict=True):
-            if isinstance(answer, Record):
+            if answer is sent.record:
+                decoded.append(write.record)  # written as sent: the caller's own object
+            elif isinstance(answer, Record):
                 try:
                     decoded.append(
                         self._answer(answer, sent.record, write.record, write.workflow_id)
@@ -419,6 +423,8 @@ class CodecStore:
 
     def _encode_write(self, write: RecordWrite) -> RecordWrite:
         record = self._encode_record(write.record)
+        if write.send is None and write.event is None:
+            return write if record is write.record else attrs.evolve(write, record=record)
         send = self._encode_send(write.send)
         event = self._encode_event(write.event)
         if record is write.record and send is write.send and event is write.event:

@@ -612,7 +612,7 @@ class SqliteStore:
         self._write_lock = threading.RLock()
         self._inside_body = threading.local()
         self._group: GroupCommit[Callable[[sqlite3.Connection], Any]] = GroupCommit(
-            self._write_batch
+            self._write_batch, write_one=self._write_alone
         )
         self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self._all_readers: list[sqlite3.Connection] = []
