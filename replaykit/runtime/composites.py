@@ -1,0 +1,586 @@
+"""Race and All: one attempt at a composite tree, decided and recorded at one position.
+
+A composite's children are identified by their path in the tree (argument indexes,
+outermost first), never by completion order. `CompositeRun` runs one attempt: step
+leaves on the step pool, waiting leaves looked at in the store, the tree decided by
+`Race`'s first and `All`'s every outcome (or first failure), and one record written at
+the outer composite's position. It sees the effect runner only as a `Composer`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import attrs
+
+from replaykit import serde
+from replaykit.commands import (
+    All,
+    Call,
+    Command,
+    Race,
+    Start,
+    Step,
+    facts_of,
+)
+from replaykit.errors import (
+    Cancelled,
+    PayloadTooLarge,
+)
+from replaykit.interpreter import Effect
+from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Value
+from replaykit.runtime.clock import Clock
+from replaykit.runtime.handlers import Ready
+from replaykit.runtime.host import CancelScope, Host, Suspend, Wake
+from replaykit.stores.base import EventWrite, OutgoingMessage, Store, WorkflowRow
+
+__all__ = ["Composer", "CompositeRun"]
+
+
+class Composer(Protocol):
+    """What a composite attempt needs from the effect runner that starts it."""
+
+    host: Host
+    store: Store
+    clock: Clock
+
+    def commit(
+        self,
+        row: WorkflowRow,
+        effect: Effect,
+        outcome: Outcome | None,
+        *,
+        started_at: datetime | None = None,
+        attempts: int = 1,
+        consume: int | Sequence[int] | None = None,
+        send: OutgoingMessage | None = None,
+        event: EventWrite | None = None,
+        wake_at: datetime | None = None,
+    ) -> Record: ...
+
+    def check_ready(
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Command,
+        deadline: datetime | None,
+        *,
+        target: str | None = None,
+    ) -> Ready | None: ...
+
+    def wakes_for(
+        self, row: WorkflowRow, position: int, command: Command, target: str | None = None
+    ) -> tuple[Wake, ...]: ...
+
+    def child_id(
+        self, row: WorkflowRow, position: int, command: Start | Call, path: Sequence[int] = ()
+    ) -> str: ...
+
+    def start_child(
+        self, row: WorkflowRow, position: int, command: Start | Call, child_id: str | None = None
+    ) -> Outcome: ...
+
+    def run_step(
+        self,
+        row: WorkflowRow,
+        position: int,
+        command: Step[Any],
+        scope: CancelScope | None = None,
+        fn: Callable[..., Any] | None = None,
+        *,
+        pending: Record | None = None,
+        child_path: tuple[int, ...] = (),
+    ) -> tuple[Outcome, int]: ...
+
+    def deadline(self, command: Command, started: datetime) -> datetime | None: ...
+
+    def instant_outcome(self, row: WorkflowRow, position: int, command: Command) -> Outcome: ...
+
+    def probe(
+        self,
+        row: WorkflowRow,
+        position: int,
+        commands: Sequence[Command],
+        targets: Sequence[str | None] = (),
+    ) -> Callable[[], bool] | None: ...
+
+
+@attrs.define(eq=False)
+class _Node:
+    """One command of a composite tree: the root `Race`/`All`, an inner one, or a leaf."""
+
+    path: tuple[int, ...]
+    command: Command
+    parent: _Node | None
+    children: list[_Node] = attrs.field(factory=list)
+    #: Leaves: the instant it times out, counted from the outer composite's start.
+    deadline: datetime | None = None
+    #: `Call` and `Start` leaves: the child run's id.
+    target: str | None = None
+    #: Composites: cancels the steps below it once it is decided.
+    scope: CancelScope | None = None
+
+    @property
+    def is_composite(self) -> bool:
+        return isinstance(self.command, (Race, All))
+
+    def leaves(self) -> list[_Node]:
+        if not self.is_composite:
+            return [self]
+        return [leaf for child in self.children for leaf in child.leaves()]
+
+
+class CompositeRun:
+    """One attempt at a `Race` or an `All`, composites nested in it included.
+
+    The whole tree is decided in this attempt and recorded once, at the outer
+    composite's position. Every deadline below counts from the outer record's
+    `started_at`, so a restart keeps them. Step leaves run concurrently on the
+    step pool while this thread watches the waiting leaves. A tree with no step
+    leaves suspends like a single wait (no thread held): its partial readiness
+    is dropped (nothing is consumed before the commit) and looked at again on
+    wake-up. A tree with step leaves holds its thread until it is decided.
+
+    An inner composite, once decided, stays decided for the attempt; the steps
+    below it that lost are cancelled then, and its waiting leaves are not looked
+    at again (a losing inner `Recv` takes no message). The record consumes the
+    messages of the subtrees whose outcomes it holds, nothing else; two `Recv`
+    leaves never take the same message. After the record committed, every
+    `Call` or `Start` leaf whose outcome the record does not hold (a loser, or a
+    `Call` still running when a fail-fast `All` failed) has its child run cancelled.
+    """
+
+    def __init__(
+        self,
+        runner: Composer,
+        row: WorkflowRow,
+        effect: Effect,
+        command: Race | All,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
+    ):
+        self.runner = runner
+        self.host = runner.host
+        self.row = row
+        self.effect = effect
+        self.command = command
+        # Losing children are cancelled through the scopes; so is everything
+        # when the run itself is cancelled.
+        self.scope = CancelScope(self.host.scope_of(row.workflow_id))
+        self.changed = threading.Event()
+        self.scope.on_cancel(self.changed.set)
+        self.root = self._build((), command, None, self.scope)
+        self.leaves = self.root.leaves()
+        self.outcomes: dict[tuple[int, ...], Outcome] = {}
+        step_paths = {leaf.path for leaf in self.leaves if isinstance(leaf.command, Step)}
+        for path, outcome in (steps_done or {}).items():
+            if path in step_paths:  # an attempt before this one ran it: not again
+                self.outcomes[path] = outcome
+        #: message id -> the leaf that took it (not consumed until the record commits).
+        self.taken: dict[int, tuple[int, ...]] = {}
+        #: composites decided so far: path -> (recorded value, whether it failed).
+        self.decided: dict[tuple[int, ...], tuple[Outcome, bool]] = {}
+        self.winners: dict[tuple[int, ...], int] = {}
+
+    def _build(
+        self,
+        path: tuple[int, ...],
+        command: Command,
+        parent: _Node | None,
+        scope: CancelScope | None = None,
+    ) -> _Node:
+        node = _Node(path, command, parent)
+        if isinstance(command, (Race, All)):
+            node.scope = scope or CancelScope(parent.scope if parent else None)
+            node.children = [
+                self._build((*path, index), child, node)
+                for index, child in enumerate(command.children)
+            ]
+        elif isinstance(command, (Start, Call)):
+            node.target = self._child_id(command, path)
+        return node
+
+    def _child_id(self, command: Start | Call, path: tuple[int, ...]) -> str:
+        runner, row, position = self.runner, self.row, self.effect.position
+        child_id = runner.child_id(row, position, command, path)
+        if command.workflow_id or self.effect.pending is None:
+            return child_id
+        # A composite recorded as started before child ids held the child's
+        # place in the tree used the composite's own `parent:position`; keep
+        # waiting on that child rather than starting a second one.
+        legacy = runner.child_id(row, position, command)
+        if runner.store.get_workflow(child_id) is None:
+            old = runner.store.get_workflow(legacy)
+            if old is not None and old.parent_id == row.workflow_id:
+                return legacy
+        return child_id
+
+    # -- the attempt -----------------------------------------------------------------------
+
+    def run(self) -> Record | Suspend:
+        runner, effect, row = self.runner, self.effect, self.row
+        now = runner.clock.now()
+        pending = effect.pending
+        started_at = pending.started_at if pending and pending.started_at else now
+        for leaf in self.leaves:
+            leaf.deadline = runner.deadline(leaf.command, started_at)
+        timed = [leaf.deadline for leaf in self.leaves if leaf.deadline is not None]
+
+        futures: dict[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]] = {}
+        resumed = pending is not None or bool(self.outcomes)
+        # Instant leaves and Starts first, in argument order: they are done at once,
+        # and a race one of them decides starts no step.
+        for leaf in self.leaves:
+            child = leaf.command
+            if isinstance(child, (Step, Call)) or not self._is_open(leaf):
+                continue
+            if isinstance(child, Start):
+                started = runner.start_child(row, effect.position, child, leaf.target)
+                self.outcomes[leaf.path] = started
+                self._decide(self.root)
+            elif facts_of(child).instant:
+                self.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
+                self._decide(self.root)
+        if resumed and any(
+            isinstance(leaf.command, (Step, Call)) and self._is_open(leaf) for leaf in self.leaves
+        ):
+            # A later attempt (a warm run's next look, a replay after a restart):
+            # decide what its finished steps and what has arrived or fallen due decide
+            # before running anything, so that a step that lost an inner race in an
+            # earlier attempt (to a sibling step, a message, a timer) runs no more.
+            self._look(futures)
+        for leaf in self.leaves:
+            child = leaf.command
+            if not isinstance(child, (Step, Call)) or not self._is_open(leaf):
+                continue  # done, or a sibling already decided the composite above it
+            if isinstance(child, Step):
+                future = self.host.step_pool.submit(self._run_child_step, leaf)
+                future.add_done_callback(lambda _f: self.changed.set())
+                futures[leaf.path] = future
+            else:
+                started = runner.start_child(row, effect.position, child, leaf.target)
+                if isinstance(started, Failure):
+                    self.outcomes[leaf.path] = started
+                    self._decide(self.root)
+
+        wakes = tuple(
+            dict.fromkeys(
+                wake
+                for leaf in self.leaves
+                for wake in runner.wakes_for(row, effect.position, leaf.command, leaf.target)
+            )
+        )
+        unsubscribe = self.host.listen(wakes, self.changed.set) if futures else None
+        try:
+            while True:
+                self.changed.clear()
+                closing = self._check_stop(futures, look_first=True)
+                # Asked before the look, so that the look takes in every step that
+                # is not running any more: only then may the composite suspend.
+                steps_were_running = self._steps_running(futures)
+                decided = self._look(futures)
+                if decided is None and closing:
+                    self._check_stop(futures)
+                if decided is not None:
+                    self.scope.cancel()
+                    for future in futures.values():
+                        if not future.done():
+                            future.cancel()
+                    too_large = self._over_the_limit(decided)
+                    record = runner.commit(
+                        row,
+                        effect,
+                        too_large or decided,
+                        started_at=started_at,
+                        # A record refused for its size consumes nothing it took.
+                        consume=None if too_large else (self._consumed() or None),
+                    )
+                    self._cancel_losing_children()
+                    return record
+                open_deadlines = [
+                    leaf.deadline
+                    for leaf in self.leaves
+                    if leaf.deadline is not None and self._is_open(leaf)
+                ]
+                if not futures or (
+                    not steps_were_running
+                    and self.host.keeps_warm(row.workflow_id, effect.position)
+                ):
+                    # Nothing is consumed before the commit, so partial readiness
+                    # can be dropped: the replay on wake-up looks again. Finished
+                    # step children go with the warm run, so that what is left to
+                    # wait for (a message, a timer) holds no thread; a run replayed
+                    # instead (evicted, or a host that keeps none) runs them again,
+                    # as any step whose record did not commit.
+                    if pending is None:
+                        pending = runner.commit(
+                            row,
+                            effect,
+                            None,
+                            started_at=started_at,
+                            wake_at=min(timed) if timed else None,
+                        )
+                        if pending.outcome is not None:
+                            return pending
+                    # Wake at the next deadline of a leaf that is not done yet. The
+                    # poller looks only at the waiting leaves that were not ready at
+                    # this look and are still needed: a leaf already ready (a message
+                    # there, a child finished) has not decided the tree, and looking at
+                    # it again would wake the run at every poll for nothing.
+                    waiting = [
+                        leaf
+                        for leaf in self.leaves
+                        if facts_of(leaf.command).waits
+                        and leaf.path not in self.outcomes
+                        and self._is_open(leaf)
+                    ]
+                    return Suspend(
+                        min(open_deadlines, default=None),
+                        wakes,
+                        runner.probe(
+                            row,
+                            effect.position,
+                            [leaf.command for leaf in waiting],
+                            [leaf.target for leaf in waiting],
+                        ),
+                        pending,
+                        self._finished_steps() or None,
+                    )
+                self._check_stop(futures)
+                self.host.wait_for_change(
+                    self.changed,
+                    min(open_deadlines, default=None),
+                    idle=not self._steps_running(futures),
+                )
+        finally:
+            self.scope.cancel()
+            if unsubscribe is not None:
+                unsubscribe()
+
+    def _steps_running(
+        self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
+    ) -> bool:
+        """Whether a step child that is still needed has not finished yet."""
+        return any(self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items())
+
+    def _finished_steps(self) -> dict[tuple[int, ...], Outcome]:
+        """The outcomes of the step children that finished (a later attempt keeps them)."""
+        return {
+            leaf.path: self.outcomes[leaf.path]
+            for leaf in self.leaves
+            if isinstance(leaf.command, Step) and leaf.path in self.outcomes
+        }
+
+    def _check_stop(
+        self,
+        futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]],
+        *,
+        look_first: bool = False,
+    ) -> bool:
+        """Raise `Cancelled` if the run was cancelled; when its host is closing, only
+        once no step child still runs. Shutdown lets running children finish, and if
+        they decide the composite (an `All` of steps), its record commits; what is
+        still undecided then records nothing and runs again after the restart.
+
+        With `look_first`, a closing host with no child running does not raise yet
+        but answers True: what the children just finished is looked at first."""
+        if not self.host.closed:
+            self.host.check_cancelled(self.row.workflow_id)
+            return False
+        if any(self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items()):
+            return False
+        if look_first:
+            return True
+        raise Cancelled(
+            f"workflow {self.row.name!r} (id {self.row.workflow_id!r}) at position "
+            f"{self.effect.position}: the engine is closing"
+        )
+
+    def _over_the_limit(self, decided: Outcome) -> Failure | None:
+        """The composite's one record holds all its children's outcomes: each was
+        within the payload limit, the sum may not be (three 1.5 MB steps)."""
+        if not isinstance(decided, Value):
+            return None
+        limit = self.host.max_payload_bytes
+        size = len(serde.dumps(decided.data).encode())
+        if size <= limit:
+            return None
+        kind = type(self.command).__name__
+        error = PayloadTooLarge(
+            f"the record of {kind} in workflow {self.row.name!r} (id {self.row.workflow_id!r}) "
+            f"at position {self.effect.position} is {size} bytes encoded, over the limit of "
+            f"{limit}: it holds every child's outcome. Have the children return references "
+            "to data stored elsewhere, or raise Engine(max_payload_bytes=...)"
+        )
+        return Failure(serde.encode_error(error))
+
+    def _leaf(self, path: tuple[int, ...]) -> _Node:
+        node = self.root
+        for index in path:
+            node = node.children[index]
+        return node
+
+    def _is_open(self, leaf: _Node) -> bool:
+        """Not done, and no composite above it decided (then it lost, or is not needed)."""
+        if leaf.path in self.outcomes:
+            return False
+        node = leaf.parent
+        while node is not None:
+            if node.path in self.decided:
+                return False
+            node = node.parent
+        return True
+
+    def _look(
+        self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
+    ) -> Outcome | None:
+        """Take in what finished and what arrived; the root's recorded value once decided."""
+        signal: BaseException | None = None
+        for path, future in futures.items():
+            if future.done() and not future.cancelled() and self._is_open(self._leaf(path)):
+                error = future.exception()
+                if error is None:
+                    self.outcomes[path] = future.result()[0]
+                elif signal is None:
+                    signal = error
+        decided = self._decide(self.root)
+        if decided is not None:
+            return decided[0]
+        if signal is not None:
+            # A child that is still needed stopped without an outcome (the run was
+            # cancelled, or the engine closes before it began): so does the attempt.
+            raise signal
+        # What arrived (a message, an event, a finished run) is looked at before
+        # any deadline: something that arrived at the instant a deadline falls
+        # wins the tie, whatever the children's order.
+        for timed_out in (False, True):
+            for leaf in self.leaves:
+                if leaf.path in futures or not facts_of(leaf.command).waits:
+                    continue
+                if not self._is_open(leaf):
+                    continue
+                deadline = leaf.deadline
+                if timed_out and (deadline is None or not self.runner.clock.passed(deadline)):
+                    continue  # looked at a moment ago, and not due
+                ready = self.runner.check_ready(
+                    self.row,
+                    self.effect.position,
+                    leaf.command,
+                    deadline if timed_out else None,
+                    target=leaf.target,
+                )
+                if ready is None:
+                    continue
+                if ready.consume is not None and ready.consume in self.taken:
+                    # Two Recv leaves never take one message: the store shows only
+                    # the oldest, so this one waits on, or times out when due.
+                    if not timed_out:
+                        continue
+                    ready = Ready(Value(None))
+                if ready.consume is not None:
+                    self.taken[ready.consume] = leaf.path
+                self.outcomes[leaf.path] = ready.outcome
+                decided = self._decide(self.root)
+                if decided is not None:
+                    return decided[0]
+        return None
+
+    def _decide(self, node: _Node) -> tuple[Outcome, bool] | None:
+        """(recorded value, failed) of a node once decided; decisions stick for the attempt."""
+        if not node.is_composite:
+            outcome = self.outcomes.get(node.path)
+            return None if outcome is None else (outcome, isinstance(outcome, Failure))
+        known = self.decided.get(node.path)
+        if known is not None:
+            return known
+        command = node.command
+        result: tuple[Outcome, bool] | None = None
+        if isinstance(command, Race):
+            for index, child in enumerate(node.children):
+                won = self._decide(child)
+                if won is not None:
+                    self.winners[node.path] = index
+                    result = (Value(RaceOutcome(index, won[0]).to_data()), won[1])
+                    break
+        else:
+            assert isinstance(command, All)
+            every = [self._decide(child) for child in node.children]
+            first_failure = None
+            if not command.return_exceptions:
+                first_failure = next(
+                    (i for i, got in enumerate(every) if got is not None and got[1]), None
+                )
+            if first_failure is not None or all(got is not None for got in every):
+                outcomes = tuple(Value(None) if got is None else got[0] for got in every)
+                value = AllOutcome(outcomes, first_failure).to_data()
+                result = (Value(value), first_failure is not None)
+        if result is not None:
+            self.decided[node.path] = result
+            if node is not self.root and node.scope is not None:
+                node.scope.cancel()  # its losing (or no longer needed) steps
+        return result
+
+    def _kept(self, node: _Node) -> list[_Node]:
+        """The leaves whose outcomes the decided node's record holds."""
+        if not node.is_composite:
+            return [node] if node.path in self.outcomes else []
+        if node.path not in self.decided:
+            return []
+        if isinstance(node.command, Race):
+            return self._kept(node.children[self.winners[node.path]])
+        return [leaf for child in node.children for leaf in self._kept(child)]
+
+    def _consumed(self) -> list[int]:
+        kept = {leaf.path for leaf in self._kept(self.root)}
+        return [message for message, path in self.taken.items() if path in kept]
+
+    def _cancel_losing_children(self) -> None:
+        """Cancel the runs of `Call` leaves the record does not hold, and of `Start`
+        leaves in a branch a race decided against; only runs this run started (a
+        child id naming a run started elsewhere attaches to it, and is left alone)."""
+        kept = {leaf.path for leaf in self._kept(self.root)}
+        # Every child leaf, not only those this attempt started: an earlier attempt
+        # (before the run suspended) may have started one that lost since.
+        for leaf in self.leaves:
+            if not isinstance(leaf.command, (Call, Start)) or not leaf.target:
+                continue
+            if isinstance(leaf.command, Start):
+                # Started at once and recorded: only a lost race takes it back.
+                if not self._lost(leaf):
+                    continue
+            elif leaf.path in kept:
+                continue
+            if self._started_here(leaf.target):
+                self.host.cancel_child(leaf.target)
+
+    def _lost(self, leaf: _Node) -> bool:
+        """Whether a decided `Race` above `leaf` was won by another branch."""
+        child, node = leaf, leaf.parent
+        while node is not None:
+            won = self.winners.get(node.path)
+            if won is not None and node.children[won] is not child:
+                return True
+            child, node = node, node.parent
+        return False
+
+    def _started_here(self, child_id: str) -> bool:
+        try:
+            child = self.runner.store.get_workflow(child_id)
+        except Exception as exc:  # the parent's record is committed; do not fail it now
+            self.host.logger.warning(
+                "could not read the losing child run %r to cancel it: %s", child_id, exc
+            )
+            return False
+        return child is not None and child.parent_id == self.row.workflow_id
+
+    def _run_child_step(self, leaf: _Node) -> tuple[Outcome, int]:
+        assert isinstance(leaf.command, Step)
+        scope = leaf.parent.scope if leaf.parent is not None else self.scope
+        # A control signal (cancelled, closing) leaves as the future's exception: a
+        # losing child's is never looked at, a needed one's ends the attempt.
+        return self.runner.run_step(
+            self.row, self.effect.position, leaf.command, scope, child_path=leaf.path
+        )
