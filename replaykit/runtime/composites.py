@@ -33,34 +33,17 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import Effect
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Value
-from replaykit.runtime.clock import Clock
-from replaykit.runtime.handlers import Ready
-from replaykit.runtime.host import CancelScope, Host, Suspend, Wake
-from replaykit.stores.base import EventWrite, OutgoingMessage, Store, WorkflowRow
+from replaykit.runtime.handlers import Carrier, Ready
+from replaykit.runtime.host import CancelScope, Suspend, Wake
+from replaykit.stores.base import WorkflowRow
 
 __all__ = ["Composer", "CompositeRun"]
 
 
-class Composer(Protocol):
-    """What a composite attempt needs from the effect runner that starts it."""
-
-    host: Host
-    store: Store
-    clock: Clock
-
-    def commit(
-        self,
-        row: WorkflowRow,
-        effect: Effect,
-        outcome: Outcome | None,
-        *,
-        started_at: datetime | None = None,
-        attempts: int = 1,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record: ...
+class Composer(Carrier, Protocol):
+    """What a composite attempt needs from the effect runner that starts it: what a
+    handler needs (`handlers.Carrier`), and the waits, steps and child starts of its
+    leaves."""
 
     def check_ready(
         self,
@@ -75,10 +58,6 @@ class Composer(Protocol):
     def wakes_for(
         self, row: WorkflowRow, position: int, command: Command, target: str | None = None
     ) -> tuple[Wake, ...]: ...
-
-    def child_id(
-        self, row: WorkflowRow, position: int, command: Start | Call, path: Sequence[int] = ()
-    ) -> str: ...
 
     def start_child(
         self, row: WorkflowRow, position: int, command: Start | Call, child_id: str | None = None
