@@ -1,0 +1,103 @@
+"""Named SQL statements, read once from a `.sql` file of `-- name:` blocks.
+
+Each SQL store keeps its statements in one file per dialect
+(`stores/postgres/statements.sql`, `stores/sqlite/statements.sql`), so a
+statement's two dialects sit under the same name and a reader finds the SQL
+apart from the Python that runs it. A block starts at a line
+`-- name: claim_batch` and runs to the next such line; the lines of comment
+right under the name say what the statement is for and are kept out of the text
+sent to the server. Statements built at run time from a filter (a listing's
+WHERE clause) stay builders in Python; everything fixed lives here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from importlib import resources
+
+__all__ = ["StatementError", "Statements", "parse_statements"]
+
+_NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>\S*)\s*$")
+_VALID_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class StatementError(ValueError):
+    """A statements file is malformed: a bad or repeated name, or an empty block."""
+
+
+def parse_statements(text: str, *, source: str) -> dict[str, str]:
+    """The statements in `text` by name, each stripped of its leading comments.
+
+    `source` names the file in errors. Text before the first `-- name:` line may
+    only be comments or blank (a header saying what the file is).
+    """
+    statements: dict[str, str] = {}
+    name: str | None = None
+    body: list[str] = []
+
+    def close(line_number: int) -> None:
+        if name is None:
+            return
+        sql = _strip_leading_comments(body)
+        if not sql:
+            raise StatementError(
+                f"{source}: statement {name!r} (ending before line {line_number}) has no SQL"
+            )
+        statements[name] = sql
+
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        match = _NAME_LINE.match(line.strip())
+        if match is not None:
+            close(number)
+            name = match["name"]
+            if not _VALID_NAME.match(name):
+                raise StatementError(
+                    f"{source}, line {number}: statement name {name!r} must be lowercase "
+                    "letters, digits and underscores, starting with a letter"
+                )
+            if name in statements:
+                raise StatementError(
+                    f"{source}, line {number}: statement {name!r} is defined twice"
+                )
+            body = []
+        elif name is None:
+            if line.strip() and not line.strip().startswith("--"):
+                raise StatementError(
+                    f"{source}, line {number}: SQL before the first '-- name:' line"
+                )
+        else:
+            body.append(line)
+    close(len(lines) + 1)
+    return statements
+
+
+def _strip_leading_comments(lines: list[str]) -> str:
+    start = 0
+    while start < len(lines) and (
+        not lines[start].strip() or lines[start].strip().startswith("--")
+    ):
+        start += 1
+    return "\n".join(lines[start:]).strip()
+
+
+class Statements(Mapping[str, str]):
+    """A dialect's statements by name; a missing name says which file lacks it."""
+
+    def __init__(self, package: str, filename: str) -> None:
+        self.source = f"{package.replace('.', '/')}/{filename}"
+        text = resources.files(package).joinpath(filename).read_text("utf-8")
+        self._by_name = parse_statements(text, source=self.source)
+
+    def __getitem__(self, name: str) -> str:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no statement {name!r} in {self.source}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)

@@ -1,0 +1,47 @@
+"""The `-- name:` statements format: parsed by name, malformed files refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from replaykit.stores._statements import StatementError, parse_statements
+
+
+def test_blocks_are_split_by_name_and_leading_comments_dropped() -> None:
+    text = """\
+-- The test dialect's statements.
+
+-- name: first
+-- What the first one does.
+SELECT 1;
+
+-- name: second_one
+UPDATE t
+SET x = 1
+WHERE y = %s;
+"""
+    assert parse_statements(text, source="t.sql") == {
+        "first": "SELECT 1;",
+        "second_one": "UPDATE t\nSET x = 1\nWHERE y = %s;",
+    }
+
+
+def test_a_name_defined_twice_is_refused_with_its_line() -> None:
+    text = "-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;\n"
+    with pytest.raises(StatementError, match=r"t.sql, line 3: statement 'a' is defined twice"):
+        parse_statements(text, source="t.sql")
+
+
+def test_an_empty_block_is_refused() -> None:
+    with pytest.raises(StatementError, match=r"'a' .* has no SQL"):
+        parse_statements("-- name: a\n-- only a comment\n-- name: b\nSELECT 1;\n", source="t")
+
+
+def test_sql_before_the_first_name_is_refused() -> None:
+    with pytest.raises(StatementError, match="line 1: SQL before the first"):
+        parse_statements("SELECT 1;\n-- name: a\nSELECT 2;\n", source="t")
+
+
+def test_a_bad_name_is_refused() -> None:
+    with pytest.raises(StatementError, match="must be lowercase"):
+        parse_statements("-- name: Bad-Name\nSELECT 1;\n", source="t")
