@@ -194,8 +194,10 @@ class Step(Command, Generic[R]):
     `preemptible=True`: while the body runs, the engine watches the run's status
     in the store, and a cancel from anywhere (another engine, another process,
     the CLI) stops it at once: an async body's task is cancelled, a sync body
-    is abandoned (its thread runs on; its outcome is dropped), and nothing is
-    recorded. Without it a cancel made elsewhere is seen when the body ends.
+    is abandoned (its thread runs on; its outcome is dropped). When the run was
+    cancelled, the step's record says so: a resume gets `StepPreempted` at the
+    step's `yield` and never runs the body again by itself. Without it a cancel made
+    elsewhere is seen when the body ends, and the step's record lands.
     """
 
     kind: ClassVar[str] = "step"

@@ -38,6 +38,7 @@ __all__ = [
     "ScheduleNotFound",
     "SerializationError",
     "StepFailed",
+    "StepPreempted",
     "StoreError",
     "StoreUnavailable",
     "StreamClosed",
@@ -143,6 +144,15 @@ class StepFailed(ReplayKitError):
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.message = message
+
+
+class StepPreempted(ReplayKitError):
+    """A preemptible step was stopped because its run was cancelled.
+
+    It is recorded as the step's outcome, so the body never runs again by itself:
+    a resumed run gets this exception at the step's `yield`, where it may run the
+    work again as a new step, clean up, or let the run fail.
+    """
 
 
 class WorkflowNotFound(ReplayKitError, LookupError):

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from replaykit import Engine, Status, Step, workflow
+from replaykit.errors import StepPreempted
+from replaykit.log import Failure
 
 STOPPED = threading.Event()
 STARTED = threading.Event()
@@ -66,6 +68,16 @@ def eventually(check: Callable[[], bool], what: str, within: float = 10.0) -> No
         time.sleep(0.01)
 
 
+def assert_preemption_recorded(engine: Engine, workflow_id: str, step: str) -> None:
+    """The cut-short step's record says so: a resume will not run its body again."""
+    eventually(lambda: len(engine.store.load_log(workflow_id)) == 1, "the preemption lands")
+    [record] = engine.store.load_log(workflow_id)
+    assert (record.position, record.name) == (0, step)
+    assert isinstance(record.outcome, Failure)
+    assert record.outcome.error.type_name == "replaykit.errors.StepPreempted"
+    assert "because its run was cancelled" in record.outcome.error.message
+
+
 def cancel_elsewhere(store_url: str, workflow_id: str) -> float:
     """Cancel through another engine (its own store object and executor id)."""
     with Engine(store_url, executor_id="operator", recover=False, queues=[]) as other:
@@ -84,7 +96,7 @@ def test_an_async_step_is_interrupted_by_a_cancel_made_elsewhere(store_url: str)
         assert time.monotonic() - cancelled_at < 3
         eventually(lambda: not engine.scheduler.is_tracked("nap-1"), "its activation ends")
         assert engine.handle("nap-1").status() is Status.CANCELLED
-        assert engine.store.load_log("nap-1") == []  # nothing recorded at position 0
+        assert_preemption_recorded(engine, "nap-1", "nap")
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
@@ -99,7 +111,7 @@ def test_a_sync_step_is_abandoned_by_a_cancel_made_elsewhere(store_url: str) -> 
         RELEASE.set()
         time.sleep(0.2)  # the body returns now: its outcome is dropped
         assert engine.handle("block-1").status() is Status.CANCELLED
-        assert engine.store.load_log("block-1") == []
+        assert_preemption_recorded(engine, "block-1", "block")
 
 
 def test_a_step_that_is_not_preemptible_runs_on_after_a_cancel_elsewhere(
@@ -118,3 +130,40 @@ def test_a_step_that_is_not_preemptible_runs_on_after_a_cancel_elsewhere(
         assert engine.handle("nap-2").status() is Status.CANCELLED
     finally:
         engine.close(timeout=0.5)  # not the body's thirty seconds
+
+
+RUNS = {"count": 0}
+
+
+async def counts_and_naps() -> str:
+    RUNS["count"] += 1
+    STARTED.set()
+    await asyncio.sleep(30)
+    return "slept"
+
+
+@workflow(name="preempt.caught")
+def catches_the_preemption() -> Generator[Any, Any, str]:
+    try:
+        value: str = yield Step("nap", counts_and_naps, preemptible=True)
+    except StepPreempted:
+        value = yield Step("instead", lambda: "ran a new step")
+    return value
+
+
+@pytest.mark.parametrize("store_url", ["memory", "sqlite", "postgres"], indirect=True)
+def test_a_resume_finds_the_preemption_at_the_steps_yield_and_never_reruns_the_body(
+    store_url: str,
+) -> None:
+    """A cancel made here (engine.cancel) cuts the step short; the record of that lands
+    in the cancelled run, and the resume goes on from it."""
+    RUNS["count"] = 0
+    with Engine(store_url) as engine:
+        engine.start(catches_the_preemption, workflow_id="caught-1")
+        assert STARTED.wait(10)
+        assert engine.cancel("caught-1")
+        assert_preemption_recorded(engine, "caught-1", "nap")
+        eventually(lambda: not engine.scheduler.is_tracked("caught-1"), "its activation ends")
+        assert engine.resume("caught-1").result(timeout=10) == "ran a new step"
+        assert RUNS["count"] == 1
+        assert engine.handle("caught-1").status() is Status.SUCCESS

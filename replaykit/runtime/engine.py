@@ -1079,7 +1079,8 @@ class Engine:
     def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
         """Mark a run CANCELLED (and its unfinished children, unless `children=False`).
 
-        A running step's attempt records nothing; waits stop. `reason` is kept as
+        A step under way finishes and its record lands in the cancelled run (a
+        preemptible one is stopped and records `StepPreempted`); waits stop. `reason` is kept as
         the run's status detail (`replaykit workflows show` prints it); a later
         `resume` brings back the children this cancel reached. False if the run
         had finished already.

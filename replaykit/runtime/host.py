@@ -59,6 +59,10 @@ class CancelScope:
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], object]] = []
         self.cancelled = False
+        #: Cancelled because the run itself stopped (cancelled, or finished by
+        #: another engine), not because this engine closes or a branch lost a race:
+        #: a preemptible step cut short then records that it was (`StepPreempted`).
+        self.run_stopped = False
         self._parent = parent
         if parent is not None:
             parent.on_cancel(self.cancel)
@@ -80,6 +84,11 @@ class CancelScope:
         """
         with self._lock, contextlib.suppress(ValueError):
             self._callbacks.remove(callback)
+
+    def stop_run(self) -> None:
+        """Cancel because the run stopped; the flag is set before anyone is woken."""
+        self.run_stopped = True
+        self.cancel()
 
     def cancel(self) -> None:
         with self._lock:

@@ -265,7 +265,7 @@ class Scheduler:
         self.wakeups.forget(workflow_id)
         self.drop_warm(workflow_id)
         if scope is not None:
-            scope.cancel()
+            scope.stop_run()
 
     def allow(self, workflow_id: str) -> None:
         """A run cancelled here was resumed: it may run again."""

@@ -33,6 +33,7 @@ from replaykit.errors import (
     ControlSignal,
     PayloadTooLarge,
     SerializationError,
+    StepPreempted,
 )
 from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import Failure, Outcome, Record, Value
@@ -274,6 +275,28 @@ class StepRunner:
         error.__cause__ = last_error
         return Failure(serde.encode_error(error)), made
 
+    def _preemption(
+        self, row: WorkflowRow, position: int, command: Step[Any], attempt: int
+    ) -> tuple[Outcome, int]:
+        """What a preemptible step records when a cancel of its run cut it short: the
+        body never runs again by itself; a resume finds `StepPreempted` at its yield."""
+        self.host.logger.info(
+            "step %r of workflow %r (id %r) at position %d was stopped on attempt %d: "
+            "its run was cancelled",
+            command.name,
+            row.name,
+            row.workflow_id,
+            position,
+            attempt,
+        )
+        error = StepPreempted(
+            f"step {command.name!r} of workflow {row.name!r} (id {row.workflow_id!r}) at "
+            f"position {position} was stopped on attempt {attempt} because its run was "
+            "cancelled; catch StepPreempted around the step to run the work again as a new "
+            "step after a resume"
+        )
+        return Failure(serde.encode_error(error, with_traceback=False)), attempt
+
     def run_step(
         self,
         row: WorkflowRow,
@@ -340,6 +363,11 @@ class StepRunner:
                         raise
                     if token is not None:
                         self.telemetry.end_step(token, None)
+            except Cancelled:
+                steps.close()
+                if isinstance(request, _Attempt) and _preempted(command, scope):
+                    return self._preemption(row, position, command, request.context.attempt)
+                raise
             except ControlSignal:
                 steps.close()
                 raise
@@ -380,6 +408,14 @@ class StepRunner:
                         reply = await body
                     else:
                         reply = await within_deadline(body, command.timeout, command.name)
+                except asyncio.CancelledError as exc:
+                    if traced is not None:
+                        self.telemetry.end_step(traced, exc)
+                    if not _preempted(command, scope):
+                        raise
+                    # Cut short on purpose: the task ends with the recorded preemption.
+                    steps.close()
+                    return self._preemption(row, position, command, request.context.attempt)
                 except BaseException as exc:
                     if traced is not None:
                         self.telemetry.end_step(traced, exc)
@@ -499,3 +535,9 @@ class StepRunner:
             wake_at=due,
         )
         return [*records[:-1], settled]
+
+
+def _preempted(command: Step[Any], scope: CancelScope | None) -> bool:
+    """A preemptible body was cut short because its run stopped (not because this
+    engine closes, nor because its branch lost a race)."""
+    return command.preemptible and scope is not None and scope.run_stopped

@@ -117,7 +117,7 @@ class PreemptWatch:
         with self._cv:
             scopes = [scope for wid, scope in self._watched.values() if wid == workflow_id]
         for scope in scopes:
-            scope.cancel()
+            scope.stop_run()
 
     def close(self) -> None:
         with self._cv:
