@@ -30,14 +30,7 @@ from typing import Any
 import attrs
 
 from replaykit.commands import All, Race, Step
-from replaykit.errors import (
-    Cancelled,
-    ControlSignal,
-    DamagedData,
-    NonDeterminismError,
-    RecordConflict,
-    StoreUnavailable,
-)
+from replaykit.errors import Cancelled, ControlSignal, NonDeterminismError, StoreUnavailable
 from replaykit.interpreter import (
     ContinuedAsNew,
     Decision,
@@ -66,6 +59,13 @@ from replaykit.runtime.events import (
     StepWrite,
     TailRead,
     WrittenAhead,
+)
+from replaykit.runtime.failures import (
+    Verdict,
+    broken_why,
+    halt_detail,
+    judge,
+    spinning_why,
 )
 from replaykit.runtime.handlers import handler_for
 from replaykit.runtime.host import CancelScope, LogMovedOn, Suspend
@@ -847,60 +847,44 @@ class Scheduler:
     def _failed(
         self, activation: Activation, error: BaseException, effect: Effect | None = None
     ) -> None:
-        """An effect ended the attempt: how the run goes on depends on why."""
+        """An effect ended the attempt: how the run goes on depends on why (`judge`)."""
         workflow_id = activation.workflow_id
         self._close_interp(activation)
-        if isinstance(error, NonDeterminismError):
-            self._submit(self.books.park, activation, str(error))
-            return
-        if isinstance(error, LogMovedOn):
-            # Another writer got to this run's log first: rebuild it from the store.
-            log.info("workflow id %r: %s; replaying it from the store", workflow_id, error)
-            with self._cv:
-                self._rerun.add(workflow_id)
-        elif isinstance(error, (RecordConflict, ControlSignal)):
-            # Cancelled, or another writer owns the run now: stop without recording.
-            log.info("workflow id %r stopped: %s", workflow_id, error)
-            if not self._closed:  # closing interrupts; otherwise the run was stopped
-                activation.outcome = "cancelled"
-        elif not isinstance(error, Exception):
-            # KeyboardInterrupt, SystemExit, a misused GeneratorExit: not the run's
-            # outcome, and not to be retried at every sweep either.
-            self._halt(activation, error, effect)
-            return
-        elif isinstance(error, StoreUnavailable):
-            log.warning("workflow id %r: store unavailable (%s); retrying soon", workflow_id, error)
-            self.wakeups.add_timer(
-                self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id
-            )
-        elif isinstance(error, DamagedData):
-            # The fault is in stored data: no attempt can get past it until an
-            # operator repairs or deletes the row. Park it once, saying which.
-            self._submit(self.books.park, activation, str(error))
-            return
-        elif isinstance(error, (ValueError, TypeError, ArithmeticError)) and (
-            activation.row is not None
-        ):
-            # Refused for what the run gave (a name the stores refuse, a payload over the
-            # limit or refused by the codec, a Sleep whose deadline overflows): the run
-            # fails, once, saying so; retrying at every sweep would fail the same way
-            # for ever, unseen.
-            self._submit(self.books.fail, activation, error, effect)
-            return
-        else:
-            self._broken(activation, error, effect)
-            return
+        match judge(error, knows_its_run=activation.row is not None):
+            case Verdict.PARK:
+                self._submit(self.books.park, activation, str(error))
+                return
+            case Verdict.REPLAY:
+                log.info("workflow id %r: %s; replaying it from the store", workflow_id, error)
+                with self._cv:
+                    self._rerun.add(workflow_id)
+            case Verdict.STOP:
+                log.info("workflow id %r stopped: %s", workflow_id, error)
+                if not self._closed:  # closing interrupts; otherwise the run was stopped
+                    activation.outcome = "cancelled"
+            case Verdict.HALT:
+                self._halt(activation, error, effect)
+                return
+            case Verdict.RETRY_SOON:
+                log.warning(
+                    "workflow id %r: store unavailable (%s); retrying soon", workflow_id, error
+                )
+                self.wakeups.add_timer(
+                    self.clock.now() + timedelta(seconds=self.poll_interval), workflow_id
+                )
+            case Verdict.FAIL:
+                self._submit(self.books.fail, activation, error, effect)
+                return
+            case Verdict.BROKEN:
+                self._broken(activation, error, effect)
+                return
         self._end(activation)
 
     def _broken(self, activation: Activation, error: BaseException, effect: Effect | None) -> None:
         """An error nobody expected (maybe the engine's fault): park the run once, with
         the error and its traceback named, for an operator to fix and resume."""
-        doing = "an activation" if effect is None else _describe(effect)
-        why = (
-            f"{doing} failed unexpectedly in engine {self.executor_id!r} "
-            f"({type(error).__name__}: {error}); this may be a bug in replaykit or a fault "
-            "of its environment. Fix the cause, then resume the run "
-            f"(replaykit workflows resume {activation.workflow_id})"
+        why = broken_why(
+            error, effect, executor_id=self.executor_id, workflow_id=activation.workflow_id
         )
         self._submit(self.books.park, activation, why, error)
 
@@ -911,17 +895,10 @@ class Scheduler:
         with self._cv:
             self._halted[workflow_id] = error
         row = activation.row
-        name = row.name if row is not None else "?"
-        doing = "an activation" if effect is None else _describe(effect)
-        said = f": {error}" if str(error) else ""
-        detail = (
-            f"stopped by engine {self.executor_id!r}: {doing} raised {type(error).__name__}"
-            f"{said}; nothing was recorded for it. It runs again on a resume "
-            f"(replaykit workflows resume {workflow_id}) or at an engine's next start"
-        )
+        detail = halt_detail(error, effect, executor_id=self.executor_id, workflow_id=workflow_id)
         log.error(
             "workflow %r (id %r) %s",
-            name,
+            row.name if row is not None else "?",
             workflow_id,
             detail,
             exc_info=(type(error), error, error.__traceback__),
@@ -1062,13 +1039,11 @@ class Scheduler:
             # write them for ever. The live generation is parked, saying so.
             with self._cv:
                 self._generations_in_a_row.pop(workflow_id, None)
-            why = (
-                f"continued as new {in_a_row} times in a row in engine {self.executor_id!r} "
-                f"without waiting (max_generations_in_a_row={self.max_generations_in_a_row}):"
-                " a loop of ContinueAsNew with no Sleep, Recv or other wait between "
-                "generations would write them for ever. Add a wait, or raise "
-                "Engine(max_generations_in_a_row=...) for a batch that needs more; then "
-                f"resume it (replaykit workflows resume {workflow_id})"
+            why = spinning_why(
+                in_a_row,
+                limit=self.max_generations_in_a_row,
+                executor_id=self.executor_id,
+                workflow_id=workflow_id,
             )
             self._submit(self.books.park, Activation(workflow_id, live, False), why)
             self._end(activation)
@@ -1085,10 +1060,3 @@ class Scheduler:
     def would_stay_warm(self, workflow_id: str, position: int) -> bool:
         """Whether a run suspending at `position` now would keep its generator."""
         return not self._closed and self.warm.would_stay(workflow_id, position)
-
-
-def _describe(effect: Effect) -> str:
-    command = effect.command
-    name = getattr(command, "name", None)
-    named = f" {name!r}" if isinstance(name, str) and name else ""
-    return f"{type(command).__name__.lower()}{named} at position {effect.position}"
