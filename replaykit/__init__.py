@@ -37,7 +37,6 @@ from replaykit.errors import (
     StepPreempted,
     StreamClosed,
     WorkflowDeadlineExceeded,
-    WorkflowFailed,
     WorkflowIdConflict,
     WorkflowNotFound,
 )
@@ -105,7 +104,6 @@ __all__ = [
     "Wait",
     "Workflow",
     "WorkflowDeadlineExceeded",
-    "WorkflowFailed",
     "WorkflowFilter",
     "WorkflowHandle",
     "WorkflowIdConflict",

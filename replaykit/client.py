@@ -609,7 +609,7 @@ class Client:
         self._row(workflow_id)
         return streams.read_blocking(
             self.store,
-            self._listen_all,
+            self.listen,
             workflow_id,
             key,
             start,
@@ -617,17 +617,6 @@ class Client:
             poll_interval=self.poll_interval,
             monotonic=time.monotonic,
         )
-
-    def _listen_all(
-        self, wakes: Iterable[tuple[str, str]], callback: Callable[[], None]
-    ) -> Callable[[], None]:
-        stops = [self.listen(wake, callback) for wake in wakes]
-
-        def stop() -> None:
-            for one in stops:
-                one()
-
-        return stop
 
     # -- operating runs ----------------------------------------------------------------------
 
@@ -736,29 +725,35 @@ class Client:
                 finished.wait(wait)
                 finished.clear()
 
-    def listen(self, wake: tuple[str, str], callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` (from any thread) when the store notifies `wake`, e.g.
-        ("finished", id); returns the function that stops it. The waits use it."""
+    def listen(
+        self, wakes: Iterable[tuple[str, str]], callback: Callable[[], None]
+    ) -> Callable[[], None]:
+        """Call `callback` (from any thread) when the store notifies any of `wakes`,
+        e.g. [("finished", id)]; returns the function that stops it. The waits use it,
+        and it takes what `Engine.listen` takes."""
         self._check_open()
+        wakes = tuple(wakes)
         with self._lock:
             if self._unsubscribe is None:
                 self._unsubscribe = self.store.subscribe(self._on_notify)
-            self._waiters.setdefault(wake, set()).add(callback)
+            for wake in wakes:
+                self._waiters.setdefault(wake, set()).add(callback)
 
         def stop() -> None:
             with self._lock:
-                callbacks = self._waiters.get(wake)
-                if callbacks is not None:
-                    callbacks.discard(callback)
-                    if not callbacks:
-                        del self._waiters[wake]
+                for wake in wakes:
+                    callbacks = self._waiters.get(wake)
+                    if callbacks is not None:
+                        callbacks.discard(callback)
+                        if not callbacks:
+                            del self._waiters[wake]
 
         return stop
 
     @contextlib.contextmanager
     def _notified(self, wake: tuple[str, str]) -> Iterator[threading.Event]:
         event = threading.Event()
-        stop = self.listen(wake, event.set)
+        stop = self.listen((wake,), event.set)
         try:
             yield event
         finally:
@@ -1073,7 +1068,7 @@ class AsyncClient:
         client = self.client
         return streams.read_async(
             client.store,
-            client._listen_all,
+            client.listen,
             self.off_loop,
             workflow_id,
             key,
@@ -1159,7 +1154,7 @@ class AsyncClient:
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
                 loop.call_soon_threadsafe(event.set)
 
-        stop = self.client.listen(wake, from_any_thread)
+        stop = self.client.listen((wake,), from_any_thread)
         try:
             yield event
         finally:

@@ -9,7 +9,6 @@ commands or other composites) and take one position for the whole tree.
 
 from __future__ import annotations
 
-import inspect
 import uuid
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from datetime import datetime, timedelta
@@ -262,12 +261,6 @@ class Step(Command, Generic[R]):
     @property
     def name(self) -> str:
         return self.step_name
-
-    @property
-    def is_async(self) -> bool:
-        return inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
-            getattr(self.fn, "__call__", None)  # noqa: B004 - async callable objects
-        )
 
     def describe_args(self) -> Any:
         return [list(self.args), dict(self.kwargs)]

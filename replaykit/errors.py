@@ -46,7 +46,6 @@ __all__ = [
     "TransactionUnsupported",
     "UnknownWorkflowError",
     "WorkflowDeadlineExceeded",
-    "WorkflowFailed",
     "WorkflowIdConflict",
     "WorkflowNotFound",
     "WorkflowTimeout",
@@ -208,10 +207,6 @@ class WorkflowIdConflict(ReplayKitError, ValueError):
 
 class DuplicateWorkflowError(ReplayKitError, ValueError):
     """Two different functions were registered under one workflow name."""
-
-
-class WorkflowFailed(ReplayKitError):
-    """`handle.result()` on a run that ended in ERROR; `__cause__` is its error."""
 
 
 class WorkflowTimeout(ReplayKitError, TimeoutError):

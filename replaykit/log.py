@@ -73,7 +73,7 @@ def outcome_to_json(outcome: Outcome | None) -> Any:
         return None
     if isinstance(outcome, Value):
         return {"value": outcome.data}
-    return {"error": serde.converter.unstructure(outcome.error)}
+    return {"error": serde.error_info_to_json(outcome.error)}
 
 
 def outcome_from_json(data: Any) -> Outcome | None:
@@ -81,7 +81,7 @@ def outcome_from_json(data: Any) -> Outcome | None:
         return None
     if "value" in data:
         return Value(data["value"])
-    return Failure(serde.converter.structure(data["error"], ErrorInfo))
+    return Failure(serde.error_info_from_json(data["error"]))
 
 
 @attrs.frozen

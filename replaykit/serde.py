@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 import cattrs
@@ -48,7 +48,6 @@ __all__ = [
     "PayloadCodec",
     "canonical_json",
     "check_codec",
-    "converter",
     "decode",
     "decode_error",
     "decode_error_info",
@@ -63,6 +62,8 @@ __all__ = [
     "encode_error_info",
     "encode_payload",
     "encoded_by",
+    "error_info_from_json",
+    "error_info_to_json",
     "escape_error_info",
     "escape_payload",
     "is_encoded",
@@ -70,12 +71,15 @@ __all__ = [
     "is_escaped",
     "is_escaped_error",
     "loads",
+    "register_type",
     "return_type_of",
     "unescape_error_info",
     "unescape_payload",
 ]
 
 DEFAULT_MAX_PAYLOAD_BYTES = 2 * 1024 * 1024
+
+T = TypeVar("T")
 
 
 def _sorted_list(items: Iterable[Any]) -> list[Any]:
@@ -131,7 +135,37 @@ def _parse(kind: type[Any], value: Any) -> Any:
     return kind.fromisoformat(value)
 
 
-converter = _make_converter()
+# One converter for every engine in the process: a value's JSON form must not depend
+# on which engine encodes it, or digests and replays would disagree. Private, so that
+# what may be added to it goes through `register_type`, which says the rules.
+_converter = _make_converter()
+
+
+def register_type(
+    cls: type[T], *, to_json: Callable[[T], Any], from_json: Callable[[Any], T]
+) -> None:
+    """Teach replaykit to store values of `cls` (a class it cannot encode itself).
+
+    `to_json` turns a value into JSON data (dicts, lists, strings, numbers, booleans,
+    None); `from_json` turns that data back into an equal value. Both must be pure and
+    deterministic — the same value always gives the same data — because digests and
+    replays compare what they give. Register before any engine encodes such a value,
+    in every process that runs the workflows (next to the class is a good place); a
+    registration holds for the whole process.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_type() takes a class, got {cls!r}")
+    _converter.register_unstructure_hook(cls, to_json)
+    _converter.register_structure_hook(cls, lambda data, _type: from_json(data))
+
+
+def error_info_to_json(info: ErrorInfo) -> Any:
+    """A recorded exception's description as JSON data (a record's failure outcome)."""
+    return _converter.unstructure(info)
+
+
+def error_info_from_json(data: Any) -> ErrorInfo:
+    return _converter.structure(data, ErrorInfo)
 
 
 # One encoder each, made once: `json.dumps` with options other than its defaults
@@ -190,7 +224,7 @@ def encode(value: Any, *, what: str = "value", max_bytes: int | None = None) -> 
     if kind is str and (max_bytes is None or len(value) * 4 <= max_bytes):
         return value
     try:
-        data = converter.unstructure(value)
+        data = _converter.unstructure(value)
     except Exception as exc:  # cattrs raises many kinds; all mean "cannot encode"
         raise SerializationError(
             f"cannot encode {what} of type {type(value).__qualname__}: {exc}"
@@ -206,7 +240,7 @@ def encode(value: Any, *, what: str = "value", max_bytes: int | None = None) -> 
         raise SerializationError(
             f"cannot encode {what}: {where} is a {type(obj).__module__}.{type(obj).__qualname__}, "
             "which has no JSON form. Return plain data, an attrs class, a dataclass, or "
-            "register a hook on replaykit.serde.converter"
+            "register it with replaykit.serde.register_type(cls, to_json=..., from_json=...)"
         )
     if max_bytes is not None:
         size = len(dumps(data).encode())
@@ -226,7 +260,7 @@ def decode(data: Any, type_hint: Any = None, *, what: str = "value") -> Any:
     if isinstance(type_hint, typing.TypeVar):
         return data
     try:
-        return converter.structure(data, type_hint)
+        return _converter.structure(data, type_hint)
     except Exception as exc:
         raise SerializationError(
             f"cannot decode {what} as {getattr(type_hint, '__qualname__', type_hint)!s}: {exc}"

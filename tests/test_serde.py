@@ -122,3 +122,30 @@ def test_nan_and_infinity_are_refused_early_on_every_store() -> None:
         serde.encode(float("nan"), what="the result of step 's'")
     with pytest.raises(SerializationError, match="inf"):
         serde.encode({"x": [float("inf")]})
+
+
+class _Money:
+    def __init__(self, cents: int) -> None:
+        self.cents = cents
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Money) and other.cents == self.cents
+
+    def __hash__(self) -> int:
+        return hash(self.cents)
+
+
+def test_a_class_of_ones_own_is_taught_with_register_type() -> None:
+    with pytest.raises(SerializationError, match=r"serde\.register_type\(cls"):
+        serde.encode(_Money(1), what="a price")
+    serde.register_type(
+        _Money, to_json=lambda m: f"{m.cents}c", from_json=lambda s: _Money(int(s[:-1]))
+    )
+    data = serde.encode(_Money(250), what="a price")
+    assert data == "250c"
+    assert serde.decode(data, _Money) == _Money(250)
+
+
+def test_register_type_takes_a_class() -> None:
+    with pytest.raises(TypeError, match="takes a class"):
+        serde.register_type("Money", to_json=str, from_json=str)  # type: ignore[arg-type]

@@ -1,9 +1,10 @@
-"""Carrying out one effect: what the runtime does for each kind of command.
+"""Carrying out one effect that is not a plain step: the `Carrier` the handlers use.
 
-`EffectRunner.carry_out()` either commits a completed record for the effect's
-position and returns it, or returns a `Suspend` saying what the workflow waits
-for (a deadline, a message, an event, another workflow). A suspended workflow's
-generator is dropped; it is rebuilt by replay when it wakes.
+`EffectRunner.carry_out()` asks the command's handler (runtime/handlers.py) to do
+its part, and either commits a completed record for the effect's position and
+returns it, or returns a `Suspend` saying what the workflow waits for (an instant,
+a message, an event, another workflow). The scheduler keeps a suspended run's
+generator warm when it can (runtime/warm.py), else it is rebuilt by replay.
 """
 
 from __future__ import annotations
