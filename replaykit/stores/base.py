@@ -16,7 +16,13 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - `record()` only writes while the run is PENDING (and, when `executor_id` is
   given, owned by that executor); otherwise it raises `RecordConflict` and
   writes nothing: a cancelled run or a run taken over by another engine cannot
-  be recorded into.
+  be recorded into. `RunNotPending` (a `RecordConflict`) says which status
+  refused it.
+- `record_late()` is the one way in after that: the completed record of a step
+  whose effect happened while its run was cancelled lands at the log's next
+  position, written by the executor that owned the run, once (a second landing
+  of the same record answers the stored one). Only CANCELLED runs take it, so
+  a resume goes on after the step instead of running its body again.
 - Side effects passed to `record()` (consuming a message, sending one, setting
   an event) commit in the same transaction as the record, or not at all.
 - `record_many()` applies many `record()` writes of distinct runs at once,
