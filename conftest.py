@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -98,3 +99,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
         schema = fresh_schema_name(request.node.name)
         yield f"{PG_URL}?schema={schema}"
         drop_schema(schema)
+
+
+def wait_for(
+    check: Callable[[], object], what: str = "the condition", timeout: float = 15.0
+) -> None:
+    """Poll `check` until it holds; fail after `timeout` seconds, naming `what`."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.01)

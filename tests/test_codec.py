@@ -17,8 +17,7 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from conftest import wait_for
 from replaykit import (
     AsyncEngine,
     Call,
@@ -132,14 +132,6 @@ def failing_wf(text: str) -> Generator[Any, Any, None]:
 def waiter_wf(text: str) -> Generator[Any, Any, list[Any]]:
     got = yield Recv("go")
     return [text, got]
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def waits_on(engine: Engine, workflow_id: str, topic: str) -> bool:

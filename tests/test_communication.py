@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import (
     All,
     AwaitedWorkflowCancelled,
@@ -50,14 +51,6 @@ def _reset() -> Iterator[None]:
 def engine(store_url: str) -> Iterator[Engine]:
     with Engine(store_url, poll_interval=0.2) as eng:
         yield eng
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.02)
 
 
 # -- messages ---------------------------------------------------------------------

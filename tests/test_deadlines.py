@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import (
     AsyncClient,
     AsyncEngine,
@@ -52,14 +53,6 @@ def _reset() -> Generator[None, None, None]:
         event.clear()
     yield
     RELEASE.set()  # let an abandoned sync body's thread end
-
-
-def wait_until(what: str, check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def detail(deadline: datetime, timeout: str | None) -> str:
@@ -259,7 +252,7 @@ def test_an_enqueued_timeout_counts_from_the_claim(store_url: str) -> None:
         assert (queued.status, queued.deadline, queued.timeout) == (Status.ENQUEUED, None, 60.0)
         clock.advance(3600)  # an hour in the queue does not count
         engine.claim_now()
-        wait_until("the claim", lambda: handle.status() is Status.PENDING)
+        wait_for(lambda: handle.status() is Status.PENDING, "the claim")
         claimed_at = handle.row().started_at
         assert claimed_at is not None
         assert handle.row().deadline == claimed_at + timedelta(seconds=60)
@@ -267,7 +260,7 @@ def test_an_enqueued_timeout_counts_from_the_claim(store_url: str) -> None:
         time.sleep(0.2)
         assert handle.status() is Status.PENDING
         clock.advance(2)
-        wait_until("the run to time out", lambda: handle.status() is Status.CANCELLED)
+        wait_for(lambda: handle.status() is Status.CANCELLED, "the run to time out")
         assert handle.row().error == detail(claimed_at + timedelta(seconds=60), "60s")
 
 
@@ -288,8 +281,8 @@ def test_an_enqueued_deadline_can_pass_while_the_run_waits_in_the_queue(store_ur
             (T0 + timedelta(minutes=5), None),
         ]
         clock.advance(timedelta(minutes=11))
-        wait_until("the queued runs to time out", lambda: handle.status() is Status.CANCELLED)
-        wait_until("the batch's run to time out", lambda: many[1].status() is Status.CANCELLED)
+        wait_for(lambda: handle.status() is Status.CANCELLED, "the queued runs to time out")
+        wait_for(lambda: many[1].status() is Status.CANCELLED, "the batch's run to time out")
         assert handle.row().error == detail(T0 + timedelta(minutes=10), None)
         assert many[0].status() is Status.ENQUEUED  # its timeout has not started
 
@@ -303,7 +296,7 @@ def test_a_run_claimed_past_its_deadline_is_cancelled_without_running(tmp_path: 
         )
     time.sleep(0.01)
     with Engine(url, app_version="v1", queues=["deadlines-late"], poll_interval=0.05) as worker:
-        wait_until("the claim", lambda: worker.handle(handle.workflow_id).status().is_terminal)
+        wait_for(lambda: worker.handle(handle.workflow_id).status().is_terminal, "the claim")
         row = worker.handle(handle.workflow_id).row()
         assert row.status is Status.CANCELLED
         assert row.error.startswith("timed out: its deadline ")
@@ -323,7 +316,7 @@ def test_children_inherit_the_remaining_deadline_and_go_with_their_parent(
             parent.result(timeout=10)
         # The cancel reaches the children just after the parent.
         called_child = engine.handle("deadlines-called-child")
-        wait_until("the cascade", lambda: called_child.status() is Status.CANCELLED)
+        wait_for(lambda: called_child.status() is Status.CANCELLED, "the cascade")
         started = engine.handle("deadlines-started-child").row()
         called = called_child.row()
         parent_row = parent.row()
@@ -363,7 +356,7 @@ def test_an_async_step_in_flight_runs_to_its_end_and_its_record_lands() -> None:
         assert not STEP_STOPPED.is_set(), "an ordinary step's task was cancelled"
         RELEASE.set()
         assert STEP_FINISHED.wait(5)
-        wait_until("its record to land", lambda: bool(engine.steps(handle.workflow_id)))
+        wait_for(lambda: bool(engine.steps(handle.workflow_id)), "its record to land")
         (step,) = engine.steps(handle.workflow_id)
         assert step.name == "nap"
         assert handle.status() is Status.CANCELLED
@@ -414,15 +407,15 @@ def test_a_restarted_engine_re_arms_deadlines_and_cancels_runs_found_past_them(
     with Engine(url, clock=clock, poll_interval=0.05) as first:
         armed = first.start(listener, timeout=3600).workflow_id
         late = first.start(listener, timeout=60).workflow_id
-        wait_until("both to wait", lambda: len(first.steps(armed)) == len(first.steps(late)) == 1)
+        wait_for(lambda: len(first.steps(armed)) == len(first.steps(late)) == 1, "both to wait")
     clock.advance(120)  # the engine is down when the minute passes
     with Engine(url, clock=clock, poll_interval=0.05) as second:
-        wait_until("the late run to be cancelled", lambda: second.handle(late).status().is_terminal)
+        wait_for(lambda: second.handle(late).status().is_terminal, "the late run to be cancelled")
         assert second.handle(late).row().error == detail(T0 + timedelta(seconds=60), "60s")
-        wait_until("the deadline armed", lambda: second.wakeups.watched_deadline(armed) is not None)
+        wait_for(lambda: second.wakeups.watched_deadline(armed) is not None, "the deadline armed")
         assert second.handle(armed).status() is Status.PENDING
         clock.advance(3600)
-        wait_until("the armed run to time out", lambda: second.handle(armed).status().is_terminal)
+        wait_for(lambda: second.handle(armed).status().is_terminal, "the armed run to time out")
         assert second.handle(armed).row().error == detail(T0 + timedelta(hours=1), "3600s")
 
 
@@ -431,7 +424,7 @@ def test_a_resume_drops_a_deadline_that_passed_or_sets_a_new_one(store_url: str)
     with Engine(store_url, clock=clock, poll_interval=0.05) as engine:
         handle = engine.start(listener, timeout=60)
         clock.advance(61)
-        wait_until("the timeout", lambda: handle.status() is Status.CANCELLED)
+        wait_for(lambda: handle.status() is Status.CANCELLED, "the timeout")
         engine.resume(handle.workflow_id)
         assert (handle.row().deadline, handle.row().timeout) == (None, None)
         time.sleep(0.2)
@@ -440,7 +433,7 @@ def test_a_resume_drops_a_deadline_that_passed_or_sets_a_new_one(store_url: str)
         engine.resume(handle.workflow_id, timeout=30)
         assert handle.row().deadline == clock.now() + timedelta(seconds=30)
         clock.advance(31)
-        wait_until("the new timeout", lambda: handle.status() is Status.CANCELLED)
+        wait_for(lambda: handle.status() is Status.CANCELLED, "the new timeout")
         assert handle.row().error.startswith("timed out: ")
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import Engine, Status, Step, workflow
 from replaykit.errors import StepPreempted
 from replaykit.log import Failure
@@ -61,16 +62,9 @@ def _reset() -> Generator[None, None, None]:
     RELEASE.set()  # let an abandoned body's thread end
 
 
-def eventually(check: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.01)
-
-
 def assert_preemption_recorded(engine: Engine, workflow_id: str, step: str) -> None:
     """The cut-short step's record says so: a resume will not run its body again."""
-    eventually(lambda: len(engine.store.load_log(workflow_id)) == 1, "the preemption lands")
+    wait_for(lambda: len(engine.store.load_log(workflow_id)) == 1, "the preemption lands")
     [record] = engine.store.load_log(workflow_id)
     assert (record.position, record.name) == (0, step)
     assert isinstance(record.outcome, Failure)
@@ -94,7 +88,7 @@ def test_an_async_step_is_interrupted_by_a_cancel_made_elsewhere(store_url: str)
         assert STOPPED.wait(5), "the step's task was not cancelled"
         # The watch looks at least once a second (min(poll_interval, 1 s)).
         assert time.monotonic() - cancelled_at < 3
-        eventually(lambda: not engine.scheduler.is_tracked("nap-1"), "its activation ends")
+        wait_for(lambda: not engine.scheduler.is_tracked("nap-1"), "its activation ends")
         assert engine.handle("nap-1").status() is Status.CANCELLED
         assert_preemption_recorded(engine, "nap-1", "nap")
 
@@ -105,7 +99,7 @@ def test_a_sync_step_is_abandoned_by_a_cancel_made_elsewhere(store_url: str) -> 
         engine.start(preemptible_sync, workflow_id="block-1")
         assert STARTED.wait(10)
         cancelled_at = cancel_elsewhere(store_url, "block-1")
-        eventually(lambda: not engine.scheduler.is_tracked("block-1"), "the run is let go", 5)
+        wait_for(lambda: not engine.scheduler.is_tracked("block-1"), "the run is let go", 5)
         assert time.monotonic() - cancelled_at < 3
         assert not RELEASE.is_set()  # its body still runs, abandoned
         RELEASE.set()
@@ -163,7 +157,7 @@ def test_a_resume_finds_the_preemption_at_the_steps_yield_and_never_reruns_the_b
         assert STARTED.wait(10)
         assert engine.cancel("caught-1")
         assert_preemption_recorded(engine, "caught-1", "nap")
-        eventually(lambda: not engine.scheduler.is_tracked("caught-1"), "its activation ends")
+        wait_for(lambda: not engine.scheduler.is_tracked("caught-1"), "its activation ends")
         assert engine.resume("caught-1").result(timeout=10) == "ran a new step"
         assert RUNS["count"] == 1
         assert engine.handle("caught-1").status() is Status.SUCCESS

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from datetime import UTC, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import (
     AwaitedWorkflowCancelled,
     Engine,
@@ -53,13 +54,6 @@ def hourly(order: str) -> Generator[Any, Any, str]:
     return value
 
 
-def eventually(check: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.01)
-
-
 def threads_in_a_step() -> list[str]:
     """Threads whose stack is inside a step's attempts or a back-off wait."""
     held = []
@@ -86,7 +80,7 @@ def test_a_back_off_holds_no_thread_and_a_cancel_ends_it_at_once(store_url: str)
     clock = VirtualClock(autojump=False)
     with Engine(store_url, clock=clock, poll_interval=0.05) as engine:
         handle = engine.start(hourly, "o-1", workflow_id="cancel-me")
-        eventually(lambda: backing_off(engine, "cancel-me"), "the run backs off")
+        wait_for(lambda: backing_off(engine, "cancel-me"), "the run backs off")
         assert ATTEMPTS == [1]
         assert threads_in_a_step() == []
         [record] = engine.store.load_log("cancel-me")
@@ -107,7 +101,7 @@ def test_close_ends_a_back_off_at_once(store_url: str) -> None:
     clock = VirtualClock(autojump=False)
     engine = Engine(store_url, clock=clock, poll_interval=0.05)
     engine.start(hourly, "o-1", workflow_id="closing")
-    eventually(lambda: backing_off(engine, "closing"), "the run backs off")
+    wait_for(lambda: backing_off(engine, "closing"), "the run backs off")
     started = time.monotonic()
     engine.close()
     assert time.monotonic() - started < 5  # an hour's back-off is not waited out
@@ -120,10 +114,10 @@ def test_a_restart_keeps_the_attempts_and_the_due_time(store_url: str) -> None:
     first = Engine(store_url, clock=clock, poll_interval=0.05)
     try:
         first.start(hourly, "o-1", workflow_id="restarted")
-        eventually(lambda: backing_off(first, "restarted"), "the first back-off")
+        wait_for(lambda: backing_off(first, "restarted"), "the first back-off")
         clock.advance(timedelta(hours=1))
-        eventually(lambda: ATTEMPTS == [1, 2], "the second attempt")
-        eventually(lambda: backing_off(first, "restarted"), "the second back-off")
+        wait_for(lambda: ATTEMPTS == [1, 2], "the second attempt")
+        wait_for(lambda: backing_off(first, "restarted"), "the second back-off")
         due = clock.now() + timedelta(hours=1)
         # The back-off is the step's pending record itself, written over the first one.
         [record] = first.store.load_log("restarted")
@@ -135,16 +129,16 @@ def test_a_restart_keeps_the_attempts_and_the_due_time(store_url: str) -> None:
         first.close()
 
     with Engine(store_url, clock=clock, poll_interval=0.05) as second:
-        eventually(lambda: backing_off(second, "restarted"), "the recovered run waits")
+        wait_for(lambda: backing_off(second, "restarted"), "the recovered run waits")
         time.sleep(0.2)
         assert ATTEMPTS == [1, 2]  # nothing repeated, nothing started early
         clock.advance(timedelta(minutes=59))
         time.sleep(0.3)
         assert ATTEMPTS == [1, 2]
         clock.advance(timedelta(minutes=1))
-        eventually(lambda: ATTEMPTS == [1, 2, 3], "the third attempt, when it is due")
+        wait_for(lambda: ATTEMPTS == [1, 2, 3], "the third attempt, when it is due")
         assert clock.now() == due
-        eventually(lambda: backing_off(second, "restarted"), "the third back-off")
+        wait_for(lambda: backing_off(second, "restarted"), "the third back-off")
         clock.advance(timedelta(hours=1))
         result = second.handle("restarted").result(timeout=10)
         assert result == "charged o-1 on attempt 4"
@@ -163,7 +157,7 @@ def test_a_run_backing_off_under_an_earlier_build_goes_on_from_its_inbox_entries
     first = Engine(store_url, clock=clock, poll_interval=0.05)
     try:
         first.start(hourly, "o-1", workflow_id="upgraded")
-        eventually(lambda: backing_off(first, "upgraded"), "the first back-off")
+        wait_for(lambda: backing_off(first, "upgraded"), "the first back-off")
         [record] = first.store.load_log("upgraded")
         started = record.started_at
         assert started is not None and record.attempts == 1
@@ -184,7 +178,7 @@ def test_a_run_backing_off_under_an_earlier_build_goes_on_from_its_inbox_entries
 
     clock.advance(timedelta(hours=2, minutes=30))
     with Engine(store_url, clock=clock, poll_interval=0.05) as second:
-        eventually(lambda: backing_off(second, "upgraded"), "the recovered run waits")
+        wait_for(lambda: backing_off(second, "upgraded"), "the recovered run waits")
         [record] = second.store.load_log("upgraded")
         # Read once: the entries' count now lives in the pending record.
         assert (record.attempts, record.wake_at) == (3, started + timedelta(hours=3))
@@ -286,7 +280,7 @@ def test_an_async_step_backs_off_without_a_task(store_url: str) -> None:
     clock = VirtualClock(autojump=False)
     with Engine(store_url, clock=clock, poll_interval=0.05) as engine:
         handle = engine.start(async_retry, workflow_id="async-retry")
-        eventually(lambda: backing_off(engine, "async-retry"), "the async step backs off")
+        wait_for(lambda: backing_off(engine, "async-retry"), "the async step backs off")
         loop = engine._runner.async_loop()
         tasks = asyncio_tasks(loop)
         assert tasks == 0
@@ -328,7 +322,7 @@ def test_a_kill_9_during_a_back_off_neither_resets_nor_repeats_attempts(
     )
     try:
         # Opened once the child's engine has made the schema and run attempt 1.
-        eventually(lambda: attempts_file.read_text() != "", "the first attempt", within=60)
+        wait_for(lambda: attempts_file.read_text() != "", "the first attempt", timeout=60)
         store = open_store(store_url)
         try:
 
@@ -337,7 +331,7 @@ def test_a_kill_9_during_a_back_off_neither_resets_nor_repeats_attempts(
                 log = store.load_log(retry_app.WORKFLOW_ID)
                 return bool(log) and log[0].outcome is None and log[0].attempts == 2
 
-            eventually(second_back_off, "the child's second back-off is recorded", within=30)
+            wait_for(second_back_off, "the child's second back-off is recorded", timeout=30)
             child.send_signal(signal.SIGKILL)
             child.wait(timeout=10)
             [record] = store.load_log(retry_app.WORKFLOW_ID)

@@ -6,13 +6,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 import replaykit
+from conftest import wait_for
 from replaykit import All, Engine, Race, Recv, Sleep, Status, Step, workflow
 from replaykit.log import Record, Value
 from replaykit.stores import open_store
@@ -94,7 +95,7 @@ def test_evicted_runs_are_rebuilt_by_replay(store_url: str) -> None:
         # All three wait at once (short sleeps could let each run finish before the
         # next suspends, on a loaded machine): one place, so two were evicted.
         handles = [engine.start(waiter, workflow_id=f"evict-{i}") for i in range(3)]
-        wait_until(lambda: CALLS.get("first") == 3)
+        wait_for(lambda: CALLS.get("first") == 3)
         assert engine.wait_idle(timeout=10)
         for i in range(3):
             engine.send(f"evict-{i}", i, topic="go")
@@ -111,19 +112,11 @@ def waiter() -> Generator[Any, Any, str]:
     return f"got {message}"
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
-
-
 def test_a_cancelled_warm_run_resumes_by_replay(store_url: str) -> None:
     engine, counter = engine_on(store_url)
     with engine:
         handle = engine.start(waiter, workflow_id="cancel-warm")
-        wait_until(lambda: engine.scheduler.is_warm("cancel-warm"))
+        wait_for(lambda: engine.scheduler.is_warm("cancel-warm"))
         engine.cancel("cancel-warm")
         assert not engine.scheduler.is_warm("cancel-warm")
         assert handle.status() is Status.CANCELLED
@@ -138,7 +131,7 @@ def test_a_warm_run_whose_log_moved_on_catches_up_from_the_store(store_url: str)
     engine, counter = engine_on(store_url)
     with engine:
         handle = engine.start(waiter, workflow_id="moved-on")
-        wait_until(lambda: engine.scheduler.is_warm("moved-on"))
+        wait_for(lambda: engine.scheduler.is_warm("moved-on"))
         # Another writer completes the Recv and the step after it behind this
         # engine's back (as a second process with the same executor id would).
         records = engine.steps("moved-on")
@@ -214,7 +207,7 @@ def test_async_steps_hold_no_thread_while_they_wait(store_url: str) -> None:
     engine, _counter = engine_on(store_url)
     with engine:
         handles = [engine.start(async_steps, i, workflow_id=f"async-{i}") for i in range(40)]
-        wait_until(lambda: GATE.get("waiting", 0) == 40)
+        wait_for(lambda: GATE.get("waiting", 0) == 40)
         run_threads = [t for t in threading.enumerate() if t.name.startswith("replaykit-run")]
         # Forty steps are under way on the event loop; none of them holds a pool thread.
         assert len(run_threads) < 10
@@ -296,8 +289,8 @@ def test_runs_waiting_long_for_a_deadline_alone_are_not_kept_warm(store_url: str
     with engine:
         engine.start(nap, WARM_HORIZON * 6, workflow_id="long-nap")
         engine.start(nap, 30.0, workflow_id="short-nap")
-        wait_until(lambda: engine.scheduler.is_warm("short-nap"))
-        wait_until(lambda: len(engine.steps("long-nap")) == 2)  # its Sleep is recorded
+        wait_for(lambda: engine.scheduler.is_warm("short-nap"))
+        wait_for(lambda: len(engine.steps("long-nap")) == 2)  # its Sleep is recorded
         engine.wait_idle(timeout=10)
         assert not engine.scheduler.is_warm("long-nap")
         assert engine.scheduler.is_warm("short-nap")
@@ -317,7 +310,7 @@ def test_a_warm_run_keeps_no_inputs_no_times_and_one_effect(store_url: str) -> N
     engine, counter = engine_on(store_url)
     with engine:
         engine.start(inbox, "x" * 5000, workflow_id="kept")
-        wait_until(lambda: engine.scheduler.is_warm("kept"))
+        wait_for(lambda: engine.scheduler.is_warm("kept"))
         warm = engine.scheduler.warm._runs["kept"]
         assert warm.row.inputs is None
         assert warm.row.created_at is warm.row.updated_at is warm.row.started_at is None
@@ -351,7 +344,7 @@ def test_a_composite_whose_steps_finished_waits_holding_no_thread(store_url: str
     engine, _counter = engine_on(store_url, max_workers=2)
     with engine:
         handles = [engine.start(step_then_wait, i, workflow_id=f"composite-{i}") for i in range(4)]
-        wait_until(lambda: all(engine.scheduler.is_warm(f"composite-{i}") for i in range(4)))
+        wait_for(lambda: all(engine.scheduler.is_warm(f"composite-{i}") for i in range(4)))
         assert engine.run(one_step, workflow_id="not-stalled", timeout=5) == 1
         for i in range(4):
             engine.send(f"composite-{i}", f"go {i}", topic="go")
@@ -371,7 +364,7 @@ def test_a_composite_replayed_after_eviction_runs_its_finished_steps_again(
     engine, counter = engine_on(store_url, max_cached_runs=1, max_workers=2)
     with engine:
         handles = [engine.start(step_then_wait, i, workflow_id=f"evicted-{i}") for i in range(3)]
-        wait_until(lambda: all(CALLS.get(f"step-{i}") == 1 for i in range(3)))
+        wait_for(lambda: all(CALLS.get(f"step-{i}") == 1 for i in range(3)))
         assert engine.wait_idle(timeout=10)
         for i in range(3):
             engine.send(f"evicted-{i}", i, topic="go")
@@ -412,7 +405,7 @@ def test_the_step_records_of_runs_side_by_side_share_a_commit(store_url: str) ->
     store.record_many = record_many  # type: ignore[method-assign]
     with Engine(store, poll_interval=0.1, max_workers=32) as engine:
         handles = [engine.start(gated_then_two, i, workflow_id=f"side-{i}") for i in range(20)]
-        wait_until(lambda: CALLS.get("gated-waiting") == 20)
+        wait_for(lambda: CALLS.get("gated-waiting") == 20)
         GO.set()
         assert [h.result(timeout=30) for h in handles] == [2 * i for i in range(20)]
         assert all(len(engine.steps(f"side-{i}")) == 2 for i in (0, 19))
@@ -427,13 +420,13 @@ def test_a_composite_waiting_after_its_steps_survives_a_restart(store_url: str) 
         pytest.skip("a memory store does not outlive its engine")
     with Engine(store_url, poll_interval=0.1) as first:
         first.start(step_then_wait, 7, workflow_id="restarted")
-        wait_until(lambda: first.scheduler.is_warm("restarted"))
+        wait_for(lambda: first.scheduler.is_warm("restarted"))
         # Suspended, it wrote the composite's pending record: its start stays fixed.
         (pending,) = first.steps("restarted")
         assert pending.outcome is None and pending.started_at is not None
     with Engine(store_url, poll_interval=0.1) as second:  # it recovers the run on opening
-        wait_until(lambda: CALLS.get("step-7") == 2)  # replayed: the step runs again
-        wait_until(lambda: second.scheduler.is_warm("restarted"))
+        wait_for(lambda: CALLS.get("step-7") == 2)  # replayed: the step runs again
+        wait_for(lambda: second.scheduler.is_warm("restarted"))
         second.send("restarted", "after", topic="go")
         assert second.handle("restarted").result(timeout=30) == [[0, "after"], 7]
         (record,) = second.steps("restarted")
@@ -467,7 +460,7 @@ def test_a_step_that_lost_an_inner_race_does_not_run_again(store_url: str, wf: A
     engine, _counter = engine_on(store_url)
     with engine:
         handle = engine.start(wf, workflow_id="loser")
-        wait_until(lambda: engine.scheduler.is_warm("loser"))
+        wait_for(lambda: engine.scheduler.is_warm("loser"))
         engine.send("loser", 1, topic="a")
         time.sleep(0.6)  # several poll intervals, and past the first call's end
         engine.send("loser", 2, topic="b")

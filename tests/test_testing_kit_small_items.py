@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import (
     AwaitedWorkflowCancelled,
     Call,
@@ -227,7 +228,7 @@ def test_cancel_with_a_reason_and_fork_lineage_on_an_engine_on_virtual_time() ->
     clock = VirtualClock(autojump=False)
     with Engine("memory://", clock=clock) as engine:
         handle = engine.start(slow_order, "o-5", workflow_id="order-5")
-        eventually(lambda: len(engine.steps("order-5")) == 2, "the run sleeps")
+        wait_for(lambda: len(engine.steps("order-5")) == 2, "the run sleeps")
         assert engine.cancel("order-5", reason="customer called")
         with pytest.raises(AwaitedWorkflowCancelled, match="was cancelled: customer called"):
             handle.result(timeout=5)
@@ -235,7 +236,7 @@ def test_cancel_with_a_reason_and_fork_lineage_on_an_engine_on_virtual_time() ->
         assert row is not None and row.error == "customer called"
 
         fork = engine.fork("order-5", 1, workflow_id="order-5-again")
-        eventually(lambda: len(engine.steps("order-5-again")) == 2, "the fork sleeps")
+        wait_for(lambda: len(engine.steps("order-5-again")) == 2, "the fork sleeps")
         clock.advance(timedelta(days=3))
         assert fork.result(timeout=10) == "shipped o-5"
         [listed] = engine.store.list_workflows(WorkflowFilter(forked_from="order-5"))
@@ -244,13 +245,6 @@ def test_cancel_with_a_reason_and_fork_lineage_on_an_engine_on_virtual_time() ->
             "order-5",
             1,
         )
-
-
-def eventually(check: Callable[[], bool], what: str, within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.01)
 
 
 @workflow(name="kit_small.packer")

@@ -8,15 +8,8 @@ import time
 
 import pytest
 
+from conftest import wait_for
 from replaykit.runtime.pool import WorkPool
-
-
-def wait_until(condition: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.005)
 
 
 def test_every_call_runs_with_its_arguments() -> None:
@@ -47,7 +40,7 @@ def test_threads_start_on_demand_up_to_the_limit_and_idle_ones_are_reused() -> N
 
     for _ in range(5):  # more calls than threads: two wait their turn
         pool.submit(blocked)
-    wait_until(lambda: len(names) == 3)
+    wait_for(lambda: len(names) == 3)
     assert names == {"t-pool_0", "t-pool_1", "t-pool_2"}
     release.set()
     pool.shutdown(wait=True)
@@ -64,7 +57,7 @@ def test_threads_start_on_demand_up_to_the_limit_and_idle_ones_are_reused() -> N
 
         serial.submit(note)
         assert done.wait(10)
-        wait_until(lambda: serial._idle == 1)  # the thread is back, waiting
+        wait_for(lambda: serial._idle == 1)  # the thread is back, waiting
     serial.shutdown(wait=True)
     assert set(used) == {"t-serial_0"}
 
@@ -133,7 +126,7 @@ def test_a_waiting_shutdown_with_a_timeout_drops_what_has_not_started_by_then() 
     assert pool.shutdown(wait=True, timeout=0.2) is False
     assert time.monotonic() - began < 5
     release.set()
-    wait_until(lambda: not any(t.name.startswith("t-out-of-time") for t in threading.enumerate()))
+    wait_for(lambda: not any(t.name.startswith("t-out-of-time") for t in threading.enumerate()))
     assert ran == []  # dropped, not run after the shutdown returned
 
 
@@ -183,7 +176,7 @@ def test_a_thread_that_cannot_start_leaves_the_work_to_those_running(
     assert "could not start another t-start thread" in caplog.text
     monkeypatch.setattr(threading.Thread, "start", real_start)
     release.set()
-    wait_until(lambda: ran == ["queued"])
+    wait_for(lambda: ran == ["queued"])
     pool.shutdown(wait=True)  # only started threads are waited for
 
 
