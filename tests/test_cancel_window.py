@@ -18,11 +18,7 @@ from typing import Any
 
 import pytest
 
-from replaykit import Client, Engine, MemoryStore, Recv, Status, Step, workflow
-from replaykit.errors import RunNotPending
-from replaykit.log import Record, Value
-from replaykit.runtime.commits import RecordWriter
-from replaykit.stores.base import WorkflowRow
+from replaykit import Client, Engine, Recv, Status, Step, workflow
 
 BODIES: list[str] = []
 CANCEL: list[Any] = []  # what cancels: engine.cancel or client.cancel
@@ -152,56 +148,7 @@ def pg_url_or_skip(request: pytest.FixtureRequest) -> Any:
     drop_schema(schema)
 
 
-# -- the record writer alone ----------------------------------------------------------------
-
-
-def _step(position: int, value: Any) -> Record:
-    return Record(position, "step", f"s{position}", Value(value))
-
-
-def test_the_writer_lands_a_refused_step_record_and_still_says_the_run_stopped() -> None:
-    store = MemoryStore()
-    row = WorkflowRow("w-1", "wf", Status.PENDING, executor_id="ex")
-    store.create_workflow(row)
-    writer = RecordWriter(store, executor_id="ex", stop=lambda: False)
-    writer.write(row, _step(0, "a"))
-    store.set_status("w-1", Status.CANCELLED)
-    with pytest.raises(RunNotPending):
-        writer.write(row, _step(1, "b"))
-    assert [r.outcome for r in store.load_log("w-1")] == [Value("a"), Value("b")]
-
-
-def test_the_writer_lands_nothing_for_a_write_with_side_effects() -> None:
-    # A consumed message or a send happens with its record or not at all: refused, it
-    # happens on the resume instead, once.
-    store = MemoryStore()
-    row = WorkflowRow("w-2", "wf", Status.PENDING, executor_id="ex")
-    store.create_workflow(row)
-    store.send_message("w-2", "t", "hello")
-    message = store.peek_message("w-2", "t")
-    assert message is not None
-    store.set_status("w-2", Status.CANCELLED)
-    writer = RecordWriter(store, executor_id="ex", stop=lambda: False)
-    with pytest.raises(RunNotPending):
-        writer.write(row, Record(0, "recv", "t", Value("hello")), consume=message.message_id)
-    assert store.load_log("w-2") == []
-    assert store.peek_message("w-2", "t") is not None
-
-
-def test_the_writer_lands_a_refused_finish_s_last_record() -> None:
-    store = MemoryStore()
-    row = WorkflowRow("w-3", "wf", Status.PENDING, executor_id="ex")
-    store.create_workflow(row)
-    store.set_status("w-3", Status.CANCELLED)
-    writer = RecordWriter(store, executor_id="ex", stop=lambda: False)
-    assert not store.finish_workflow(
-        "w-3", Status.SUCCESS, Value(1), executor_id="ex", record=_step(0, 1)
-    )
-    assert store.load_log("w-3") == []
-    writer.finish_refused(row, _step(0, 1))
-    assert store.load_log("w-3") == [_step(0, 1)]
-    row_after = store.get_workflow("w-3")
-    assert row_after is not None and row_after.status is Status.CANCELLED
+# (The record writer alone, on each store: tests/test_commits.py.)
 
 
 # -- a cancel while an async body runs -------------------------------------------------------
