@@ -1,11 +1,9 @@
 """`check_store`'s checks of the reads listings page with: `count_workflows`, a
 listing without payloads (`WorkflowFilter(payloads=False)`), and a range of a log
-(`load_log(since=, limit=)`). Kept apart from `conformance`, which adds them to
-`STORE_CHECKS`."""
+(`load_log(since=, limit=)`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,9 +11,9 @@ import attrs
 
 from replaykit.log import ErrorInfo, Failure, Record, Status, Value
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
-from replaykit.testing._checking import _CheckFailed
+from replaykit.testing.conformance._support import _CheckFailed
 
-__all__ = ["READ_CHECKS"]
+__all__ = ["check_count_workflows", "check_listing_without_payloads", "check_load_log_range"]
 
 _T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -118,10 +116,3 @@ def check_load_log_range(store: Store) -> None:
         except Exception as exc:
             raise _fail(f"load_log(limit={bad!r}): expected ValueError, got {exc!r}") from exc
         raise _fail(f"load_log(limit={bad!r}): expected ValueError, got an answer")
-
-
-READ_CHECKS: tuple[Callable[[Store], None], ...] = (
-    check_count_workflows,
-    check_listing_without_payloads,
-    check_load_log_range,
-)

@@ -1,15 +1,11 @@
-"""Conformance checks on `move_family`: a resume onto a version moves the whole family.
-
-Kept out of `conformance.py` (already long); it imports these and runs them with
-the others. They use its helpers, which are defined before it imports this module.
-"""
+"""`check_store`'s check of `move_family`: a resume onto a version moves the whole family."""
 
 from __future__ import annotations
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
 from replaykit.stores.base import Store
-from replaykit.testing._checking import _equal, _raises, _run
+from replaykit.testing.conformance._support import _equal, _raises, _run
 
 __all__ = ["check_move_family"]
 

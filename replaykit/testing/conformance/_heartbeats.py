@@ -1,19 +1,17 @@
-"""`check_store`'s check of what a heartbeat carries: the workflows an engine
+"""`check_store`'s checks of what a heartbeat carries: the workflows an engine
 registered and the queues it drains (`Store.heartbeat(..., workflows=, queues=)`),
-read back by `read_heartbeats` where a store has it. Kept apart from
-`conformance`, which adds it to `STORE_CHECKS`."""
+read back by `read_heartbeats` where a store has it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from replaykit.stores import _beats
 from replaykit.stores.base import Store
-from replaykit.testing._checking import _equal, _raises
+from replaykit.testing.conformance._support import _equal, _raises
 
-__all__ = ["BEAT_CHECKS"]
+__all__ = ["check_heartbeat_names_are_bounded", "check_heartbeat_records_what_the_engine_runs"]
 
 _T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -75,9 +73,3 @@ def check_heartbeat_names_are_bounded(store: Store) -> None:
         (tuple(long[:kept]), 200 - kept),
         (read["long"].queues, read["long"].more_queues),
     )
-
-
-BEAT_CHECKS: tuple[Callable[[Store], None], ...] = (
-    check_heartbeat_records_what_the_engine_runs,
-    check_heartbeat_names_are_bounded,
-)

@@ -1,0 +1,89 @@
+"""`check_store`'s checks of `list_workflows`: its filters, and its order with ties
+broken by id."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from replaykit.log import Status
+from replaykit.stores.base import Store, WorkflowFilter
+from replaykit.testing.conformance._support import _T0, _equal, _ids, _run
+
+__all__ = ["check_list_filters", "check_list_order_ties_broken_by_id"]
+
+
+def check_list_filters(store: Store) -> None:
+    specs = [
+        ("l-0", Status.PENDING, "alpha", "e1", "v1", None, None),
+        ("l-1", Status.SUCCESS, "alpha", "e1", "v2", "l-0", None),
+        ("l-2", Status.ENQUEUED, "beta", "e2", "v1", None, "q1"),
+        ("l-3", Status.ERROR, "beta", "e1", "v1", "l-0", "q1"),
+        ("l-4", Status.PENDING, "gamma", "e2", "v2", None, "q2"),
+        ("l-5", Status.CANCELLED, "alpha", "e2", "v1", None, None),
+    ]
+    # Created out of id order, so an implementation sorting by id alone fails.
+    for index in (3, 0, 5, 1, 4, 2):
+        wid, status, name, executor, version, parent, queue = specs[index]
+        store.create_workflow(
+            _run(
+                wid,
+                status=status,
+                name=name,
+                executor_id=executor,
+                app_version=version,
+                parent_id=parent,
+                queue=queue,
+                created_at=_T0 + timedelta(seconds=index),
+            )
+        )
+    cases: list[tuple[str, WorkflowFilter, list[str]]] = [
+        ("no filter", WorkflowFilter(), ["l-0", "l-1", "l-2", "l-3", "l-4", "l-5"]),
+        ("status", WorkflowFilter(status=Status.PENDING), ["l-0", "l-4"]),
+        ("statuses", WorkflowFilter(status=[Status.ERROR, Status.SUCCESS]), ["l-1", "l-3"]),
+        ("empty status list", WorkflowFilter(status=[]), []),
+        ("name", WorkflowFilter(name="alpha"), ["l-0", "l-1", "l-5"]),
+        ("executor", WorkflowFilter(executor_id="e2"), ["l-2", "l-4", "l-5"]),
+        ("version", WorkflowFilter(app_version="v2"), ["l-1", "l-4"]),
+        ("parent", WorkflowFilter(parent_id="l-0"), ["l-1", "l-3"]),
+        ("queue", WorkflowFilter(queue="q1"), ["l-2", "l-3"]),
+        ("since (inclusive)", WorkflowFilter(since=_T0 + timedelta(seconds=4)), ["l-4", "l-5"]),
+        ("until (exclusive)", WorkflowFilter(until=_T0 + timedelta(seconds=2)), ["l-0", "l-1"]),
+        (
+            "since and until",
+            WorkflowFilter(since=_T0 + timedelta(seconds=1), until=_T0 + timedelta(seconds=3)),
+            ["l-1", "l-2"],
+        ),
+        ("limit", WorkflowFilter(limit=2), ["l-0", "l-1"]),
+        ("limit 0", WorkflowFilter(limit=0), []),
+        ("offset", WorkflowFilter(offset=4), ["l-4", "l-5"]),
+        ("limit and offset", WorkflowFilter(limit=2, offset=3), ["l-3", "l-4"]),
+        ("offset past the end", WorkflowFilter(offset=10), []),
+        (
+            "combined",
+            WorkflowFilter(
+                status=[Status.PENDING, Status.CANCELLED], executor_id="e2", app_version="v1"
+            ),
+            ["l-5"],
+        ),
+        ("filter then page", WorkflowFilter(name="alpha", offset=1, limit=1), ["l-1"]),
+        ("no match", WorkflowFilter(name="zeta"), []),
+    ]
+    for label, where, expected in cases:
+        _equal(f"list_workflows by {label}", expected, _ids(store.list_workflows(where)))
+    rows = store.list_workflows(WorkflowFilter(name="beta"))
+    _equal(
+        "rows returned by list_workflows equal get_workflow's",
+        [store.get_workflow("l-2"), store.get_workflow("l-3")],
+        rows,
+    )
+
+
+def check_list_order_ties_broken_by_id(store: Store) -> None:
+    for wid in ("t-c", "t-a", "T-b", "t-b"):
+        store.create_workflow(_run(wid, created_at=_T0))
+    store.create_workflow(_run("t-0", created_at=_T0 - timedelta(microseconds=1)))
+    _equal(
+        "list_workflows order: created_at, then workflow_id (code point order)",
+        ["t-0", "T-b", "t-a", "t-b", "t-c"],
+        _ids(store.list_workflows(WorkflowFilter())),
+    )
