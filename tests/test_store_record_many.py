@@ -94,9 +94,11 @@ def test_sqlite_record_many_is_one_transaction(sqlite_store: SqliteStore) -> Non
 def _failing_write_record(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch, workflow_id: str, times: int
 ) -> list[str]:
-    """`_write_record` of `workflow_id` fails the database `times` times; the calls seen."""
+    """The records room's `write_record` of `workflow_id` fails the database `times` times;
+    the calls seen."""
     calls: list[str] = []
-    real = store._write_record
+    records = store._records
+    real = records.write_record
 
     def write_record(conn: sqlite3.Connection, wid: str, *args: Any) -> None:
         calls.append(wid)
@@ -104,7 +106,7 @@ def _failing_write_record(
             raise sqlite3.OperationalError("disk I/O error")
         real(conn, wid, *args)
 
-    monkeypatch.setattr(store, "_write_record", write_record)
+    monkeypatch.setattr(records, "write_record", write_record)
     return calls
 
 

@@ -1,0 +1,163 @@
+"""Who runs what: queue claims, heartbeats, executor holds, take-over and release.
+
+An engine holds its executor id while it runs (`stores/_holds.py`): a lock file
+beside the database, so engines of other processes see it, or a lock in this
+process for a database in memory or behind a URI. `take_over` moves only the
+runs of engines whose hold is free: a late heartbeat alone never moves a live
+engine's runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Collection
+from datetime import datetime, timedelta
+from typing import Any
+
+from replaykit.stores import _beats as beats
+from replaykit.stores._checks import check_names
+from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
+from replaykit.stores._rows import claimed
+from replaykit.stores._rules import claim_room
+from replaykit.stores.base import ClaimLimits, WorkflowRow
+from replaykit.stores.sqlite.connections import Connections
+from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.values import claimed_from, first, from_micros, to_micros
+from replaykit.stores.sqlite.values import now as utc_now
+from replaykit.stores.sqlite.writer import Notify, Writer
+
+__all__ = ["Claims"]
+
+_CLAIMABLE_EXISTS = SQL["claimable_exists"]
+_COUNT_RUNNING = SQL["count_running"]
+_COUNT_STARTED = SQL["count_started"]
+_CLAIM = SQL["claim"]
+_HEARTBEAT = SQL["heartbeat"]
+_READ_HEARTBEATS = SQL["read_heartbeats"]
+_STALE_EXECUTORS = SQL["stale_executors"]
+_TAKE_OVER = SQL["take_over"]
+_RELEASE = SQL["release"]
+
+
+class Claims:
+    """claim, heartbeat, take_over, hold_executor, executor_holder and release."""
+
+    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
+        self._connections = connections
+        self._writer = writer
+        self._notify = notify
+        path = connections.path
+        # A database in memory or behind a URI has no file to lock beside it:
+        # its executor holds exclude engines of this process only.
+        self._holds: LocalHolds | FileHolds = (
+            LocalHolds()
+            if connections.in_memory or path.startswith("file:")
+            else FileHolds(os.path.abspath(path))
+        )
+
+    def claim(
+        self,
+        queue: str,
+        *,
+        executor_id: str,
+        app_version: str,
+        limits: ClaimLimits,
+        now: datetime,
+    ) -> list[WorkflowRow]:
+        check_names(queue=queue, executor_id=executor_id, app_version=app_version)
+        at = to_micros(now)
+        if limits.limit <= 0:
+            return []
+        # Engines poll for claims; an empty queue should not take the write lock.
+        with self._connections.read() as conn:
+            if first(conn.execute(_CLAIMABLE_EXISTS, (queue, app_version, at))) is None:
+                return []
+
+        def take(conn: sqlite3.Connection) -> list[WorkflowRow]:
+            running = 0
+            if limits.concurrency is not None:
+                running = first(conn.execute(_COUNT_RUNNING, (queue,)))[0]
+
+            def started_since(since: datetime) -> int:
+                return int(first(conn.execute(_COUNT_STARTED, (queue, to_micros(since))))[0])
+
+            room = claim_room(limits, running=running, started_in_period=started_since, now=now)
+            if room <= 0:
+                return []
+            rows = conn.execute(_CLAIM, (executor_id, queue, app_version, at, room)).fetchall()
+            taken = claimed(claimed_from, rows)
+            taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
+            return taken
+
+        return self._writer.write(take)
+
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
+        check_names(executor_id=executor_id, app_version=app_version)
+        names = beats.encode(beats.registered(workflows, queues))
+        params = (executor_id, app_version, to_micros(now), names)
+        self._writer.write(lambda conn: conn.execute(_HEARTBEAT, params))
+
+    def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
+        with self._connections.read() as conn:
+            rows = conn.execute(_READ_HEARTBEATS, (to_micros(since),)).fetchall()
+        return [
+            beats.Heartbeat(r[0], r[1], from_micros(r[2]) or since, beats.decode(r[3]))
+            for r in rows
+        ]
+
+    def take_over(
+        self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
+    ) -> list[str]:
+        check_names(executor_id=executor_id, app_version=app_version)
+        at = to_micros(now)
+        cutoff = to_micros(now - timedelta(seconds=lease_seconds))
+
+        # Each dead id stays locked until the move commits, so that an engine
+        # starting under that id meanwhile waits, and then finds its runs gone.
+        probes: dict[str, Callable[[], None] | None] = {}
+
+        def move(conn: sqlite3.Connection) -> list[str]:
+            stale = [r[0] for r in conn.execute(_STALE_EXECUTORS, (executor_id, cutoff))]
+            for stale_id in stale:
+                if stale_id not in probes:
+                    probes[stale_id] = self._holds.probe(stale_id, app_version)
+            dead = [stale_id for stale_id in stale if probes[stale_id] is not None]
+            if not dead:
+                return []
+            rows = conn.execute(_TAKE_OVER, (executor_id, at, app_version, id_set(dead))).fetchall()
+            return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+        try:
+            return self._writer.write(move)
+        finally:
+            for unlock in probes.values():
+                if unlock is not None:
+                    unlock()
+
+    def hold_executor(self, executor_id: str, app_version: str) -> ExecutorHold | None:
+        check_names(executor_id=executor_id, app_version=app_version)
+        self._connections.check_open()
+        return self._holds.hold(executor_id, app_version)
+
+    def executor_holder(self, executor_id: str, app_version: str) -> str:
+        return self._holds.holder(executor_id, app_version)
+
+    def release(self, executor_id: str) -> list[str]:
+        check_names(executor_id=executor_id)
+        params = (to_micros(utc_now()), executor_id)
+
+        def put_back(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(_RELEASE, params).fetchall()
+
+        rows = sorted(self._writer.write(put_back), key=lambda r: (r[2], r[0]))
+        self._notify([("enqueued", q) for q in sorted({r[1] for r in rows})])
+        return [r[0] for r in rows]

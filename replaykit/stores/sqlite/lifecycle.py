@@ -1,0 +1,201 @@
+"""A run's row changed outside its log: status, family, deadline, generations, deletion."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from replaykit.errors import WorkflowNotFound
+from replaykit.log import Status
+from replaykit.stores._checks import check_names, storable_error
+from replaykit.stores._families import Member, moving
+from replaykit.stores._generations import (
+    ALREADY_CONTINUED,
+    archived_generation,
+    check_continue_args,
+    continue_refusal,
+    id_taken,
+    next_generation,
+)
+from replaykit.stores._rows import shown
+from replaykit.stores._rules import stays_pending
+from replaykit.stores.base import WorkflowRow
+from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.values import (
+    dump,
+    first,
+    to_micros,
+    workflow_from_row,
+    workflow_params,
+)
+from replaykit.stores.sqlite.values import now as utc_now
+from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
+
+__all__ = ["Lifecycle"]
+
+_GET_WORKFLOW = SQL["get_workflow"]
+_CREATE_WORKFLOW = SQL["create_workflow"]
+_ARCHIVE_LOG = SQL["archive_log"]
+_CONTINUE_WORKFLOW = SQL["continue_workflow"]
+_SET_STATUS = SQL["set_status"]
+_LOCK_FAMILY = SQL["lock_family"]
+_MOVE_FAMILY_MEMBER = SQL["move_family_member"]
+_SET_DEADLINE = SQL["set_deadline"]
+_BUMP_RECOVERY = SQL["bump_recovery"]
+# delete_workflow's statements, in the order they run: the run's row first (it
+# says whether there was a run), then what hangs off it.
+_DELETE_WORKFLOW = SQL["delete_workflow"]
+_DELETE_WHAT_IT_HELD = tuple(
+    SQL[name]
+    for name in (
+        "delete_workflow_records",
+        "delete_workflow_messages",
+        "delete_workflow_events",
+        "delete_workflow_send_keys",
+        "delete_archived_logs",
+        "delete_archived_generations",
+    )
+)
+
+
+class Lifecycle:
+    """continue_workflow, set_status, move_family, set_deadline, bump_recovery, delete_workflow."""
+
+    def __init__(self, writer: Writer, notify: Notify) -> None:
+        self._writer = writer
+        self._notify = notify
+
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        inputs_text = None if inputs is None else dump(inputs)
+        stamp = to_micros(now)
+
+        def move(conn: sqlite3.Connection) -> WorkflowRow:
+            found = first(conn.execute(_GET_WORKFLOW, (workflow_id,)))
+            row = None if found is None else workflow_from_row(found)
+            other = first(conn.execute(_GET_WORKFLOW, (archived_id,)))
+            archived = None if other is None else shown(workflow_from_row, other)
+            refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
+            assert row is not None
+            if refusal == ALREADY_CONTINUED:
+                raise Unchanged(row)
+            # The archived generation is a run's row of its own, under its own id.
+            if not conn.execute(
+                _CREATE_WORKFLOW, workflow_params(archived_generation(row, now))
+            ).rowcount:
+                raise id_taken(row, archived_id)
+            conn.execute(_ARCHIVE_LOG, (archived_id, workflow_id))
+            conn.execute(_CONTINUE_WORKFLOW, (inputs_text, stamp, workflow_id, generation))
+            return next_generation(row, inputs, now)
+
+        live = self._writer.write(move)
+        if live.generation == generation + 1:
+            # The archived generation finished, and the run's streams of it ended.
+            self._notify([("finished", archived_id), ("stream", workflow_id)])
+        return live
+
+    def set_status(
+        self,
+        workflow_id: str,
+        status: Status,
+        *,
+        only_from: Sequence[Status] | None = None,
+        error: str = "",
+        executor_id: str | None = None,
+        reset_recovery: bool = False,
+        app_version: str | None = None,
+    ) -> bool:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        status = Status(status)
+        allowed = None
+        if only_from is not None:
+            allowed = [Status(s).value for s in only_from]
+            if not allowed:
+                return False
+        params = (
+            status.value,
+            storable_error(error),
+            to_micros(utc_now()),
+            executor_id,
+            app_version,
+            reset_recovery,
+            workflow_id,
+            None if allowed is None else id_set(allowed),
+        )
+
+        changed = self._writer.write(lambda conn: bool(conn.execute(_SET_STATUS, params).rowcount))
+        if changed and status.is_terminal:
+            self._notify([("finished", workflow_id)])
+        elif changed and status is Status.PENDING and not stays_pending(only_from):
+            self._notify([("resumed", workflow_id)])
+        return changed
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        stamp = to_micros(utc_now())
+
+        def move(conn: sqlite3.Connection) -> list[Member]:
+            found = conn.execute(_LOCK_FAMILY, (workflow_id,)).fetchall()
+            if not any(r[0] == workflow_id for r in found):
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            moved = moving(workflow_id, family, app_version)
+            conn.executemany(
+                _MOVE_FAMILY_MEMBER,
+                [
+                    (app_version, stamp, m.status.value, executor_id, m.status.value, m.workflow_id)
+                    for m in moved
+                ],
+            )
+            return moved
+
+        moved = self._writer.write(move)
+        notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
+        queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue is not None)
+        self._notify(notes + [("enqueued", queue) for queue in dict.fromkeys(queues)])
+        return [m.workflow_id for m in moved]
+
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        check_names(workflow_id)
+        params = (to_micros(deadline), timeout, workflow_id)
+        return self._writer.write(lambda conn: bool(conn.execute(_SET_DEADLINE, params).rowcount))
+
+    def bump_recovery(self, workflow_id: str) -> int:
+        check_names(workflow_id)
+
+        def bump(conn: sqlite3.Connection) -> int:
+            found = first(conn.execute(_BUMP_RECOVERY, (workflow_id,)))
+            if found is None:
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            return int(found[0])
+
+        return self._writer.write(bump)
+
+    def delete_workflow(self, workflow_id: str) -> bool:
+        check_names(workflow_id)
+
+        def delete(conn: sqlite3.Connection) -> bool:
+            if not conn.execute(_DELETE_WORKFLOW, (workflow_id,)).rowcount:
+                return False
+            for statement in _DELETE_WHAT_IT_HELD:
+                conn.execute(statement, (workflow_id,))
+            return True
+
+        deleted = self._writer.write(delete)
+        if deleted:
+            self._notify([("deleted", workflow_id)])
+        return deleted

@@ -1,0 +1,135 @@
+"""Messages and events: delivering into a run's inbox (alone or with a record), reading them.
+
+A keyed send uses its idempotency key once per run: a second send with the key
+delivers nothing, and the same call sent again (a retry after a lost answer)
+is told its message was delivered.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from replaykit.errors import WorkflowNotFound
+from replaykit.stores._checks import check_names
+from replaykit.stores._rows import decoded_json, event_value, message_payload
+from replaykit.stores._rules import no_run_for_events
+from replaykit.stores.base import Message
+from replaykit.stores.sqlite.connections import Connections
+from replaykit.stores.sqlite.queries import SQL
+from replaykit.stores.sqlite.values import dump, first, from_micros, now, to_micros
+from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
+
+__all__ = ["Messages", "deliver"]
+
+_RUN_EXISTS = SQL["run_exists"]
+_USE_SEND_KEY = SQL["use_send_key"]
+_SEND_KEY_USED_BY_CALL = SQL["send_key_used_by_call"]
+_SEND_MESSAGE = SQL["send_message"]
+_PEEK_MESSAGE = SQL["peek_message"]
+_GET_EVENT = SQL["get_event"]
+_GET_EVENTS = SQL["get_events"]
+
+
+def _no_target_error(workflow_id: str) -> WorkflowNotFound:
+    return WorkflowNotFound(
+        f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, or check the id"
+    )
+
+
+def deliver(
+    conn: sqlite3.Connection,
+    workflow_id: str,
+    topic: str,
+    payload: Any,
+    idempotency_key: str | None,
+    call_id: str | None = None,
+    *,
+    trace_context: str | None = None,
+) -> bool:
+    """A message into the run's inbox, in the caller's transaction; False if its key was used.
+
+    The same call again raises `Unchanged(True)`: its earlier attempt delivered.
+    """
+    if first(conn.execute(_RUN_EXISTS, (workflow_id,))) is None:
+        raise _no_target_error(workflow_id)
+    if idempotency_key is not None:
+        fresh = conn.execute(_USE_SEND_KEY, (workflow_id, idempotency_key, call_id)).rowcount
+        if not fresh:
+            if call_id is None:
+                return False
+            # The same call again: its earlier attempt delivered the message.
+            raise Unchanged(
+                first(conn.execute(_SEND_KEY_USED_BY_CALL, (workflow_id, idempotency_key, call_id)))
+                is not None
+            )
+    conn.execute(
+        _SEND_MESSAGE, (workflow_id, topic, dump(payload), to_micros(now()), trace_context)
+    )
+    return True
+
+
+class Messages:
+    """send_message, peek_message, get_event and get_events."""
+
+    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
+        self._connections = connections
+        self._writer = writer
+        self._notify = notify
+
+    def send_message(
+        self,
+        workflow_id: str,
+        topic: str,
+        payload: Any,
+        *,
+        idempotency_key: str | None = None,
+        call_id: str | None = None,
+        trace_context: str | None = None,
+    ) -> bool:
+        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
+        delivered = self._writer.write(
+            lambda conn: deliver(
+                conn,
+                workflow_id,
+                topic,
+                payload,
+                idempotency_key,
+                call_id,
+                trace_context=trace_context,
+            )
+        )
+        if delivered:
+            self._notify([("message", workflow_id)])
+        return delivered
+
+    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+        check_names(workflow_id, topic=topic)
+        with self._connections.read() as conn:
+            found = first(conn.execute(_PEEK_MESSAGE, (workflow_id, topic)))
+        if found is None:
+            return None
+        payload = message_payload(decoded_json, found[1], workflow_id, found[0], topic)
+        return Message(found[0], workflow_id, topic, payload, from_micros(found[2]), found[3])
+
+    def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
+        check_names(workflow_id, event_key=key)
+        with self._connections.read() as conn:
+            found = first(conn.execute(_GET_EVENT, (workflow_id, key)))
+        if found is None:
+            return False, None
+        return True, event_value(decoded_json, found[0], workflow_id, key)
+
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        check_names(workflow_id)
+        # One statement: the run's row tells "no such run" (no rows) from "no
+        # events" (one row of NULLs), with no second read in between.
+        with self._connections.read() as conn:
+            rows = conn.execute(_GET_EVENTS, (workflow_id,)).fetchall()
+        if not rows:
+            raise no_run_for_events(workflow_id)
+        return {
+            key: event_value(decoded_json, value, workflow_id, key)
+            for key, value in rows
+            if key is not None
+        }

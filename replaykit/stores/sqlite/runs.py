@@ -1,0 +1,154 @@
+"""Creating runs: one (maybe a fork with its records) or many, deduplicated per queue."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from replaykit.errors import StoreError
+from replaykit.log import Record, Status
+from replaykit.stores._checks import check_names, check_record
+from replaykit.stores._generations import with_first_inputs
+from replaykit.stores._rows import shown
+from replaykit.stores._rules import (
+    batch_of,
+    check_batch_dedup,
+    duplicate_dedup,
+    first_of_each_id,
+    stamped_for_batch,
+    stamped_for_create,
+)
+from replaykit.stores.base import WorkflowRow
+from replaykit.stores.sqlite.connections import Connections
+from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.values import (
+    first,
+    load_inputs,
+    record_params,
+    workflow_from_row,
+    workflow_params,
+)
+from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
+
+__all__ = ["Runs"]
+
+_GET_WORKFLOW = SQL["get_workflow"]
+_DEDUP_HOLDER = SQL["dedup_holder"]
+_CREATE_WORKFLOW = SQL["create_workflow"]
+_CREATE_WORKFLOW_RECORD = SQL["create_workflow_record"]
+_FORK_COPY_EVENT_MARKS = SQL["fork_copy_event_marks"]
+_FORK_SET_EVENTS = SQL["fork_set_events"]
+_GET_FIRST_INPUTS = SQL["get_first_inputs"]
+
+
+class Runs:
+    """create_workflow and create_workflows."""
+
+    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
+        self._connections = connections
+        self._writer = writer
+        self._notify = notify
+
+    def create_workflow(
+        self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
+    ) -> tuple[WorkflowRow, bool]:
+        stored = stamped_for_create(row)
+        for record in records:
+            check_record(row.workflow_id, record)
+        if fork_of is not None:
+            check_names(fork_of)
+        params = workflow_params(stored)
+        records_params = [record_params(row.workflow_id, r) for r in records]
+        deduplicated = row.queue is not None and row.dedup_id is not None
+
+        # (the row, whether created, whether the fork got events)
+        def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
+            if deduplicated:
+                existing = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
+                if existing is not None:
+                    raise Unchanged((shown(workflow_from_row, existing), False, False))
+                holder = first(conn.execute(_DEDUP_HOLDER, (row.queue, row.dedup_id)))
+                if holder is not None:
+                    raise duplicate_dedup(stored, holder[0])
+            if conn.execute(_CREATE_WORKFLOW, params).rowcount == 0:
+                existing = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
+                raise Unchanged((shown(workflow_from_row, existing), False, False))
+            got_events = False
+            if records_params:
+                conn.executemany(_CREATE_WORKFLOW_RECORD, records_params)
+                if fork_of is not None:
+                    conn.execute(_FORK_COPY_EVENT_MARKS, (row.workflow_id, fork_of))
+                    got_events = conn.execute(_FORK_SET_EVENTS, (row.workflow_id,)).rowcount > 0
+            return stored, True, got_events
+
+        found, created, got_events = self._writer.write(insert)
+        if created and stored.status is Status.ENQUEUED and stored.queue is not None:
+            self._notify([("enqueued", stored.queue)])
+        if got_events:
+            self._notify([("event", row.workflow_id)])
+        return with_first_inputs([(found, created)], self._first_inputs)[0]
+
+    def _first_inputs(self, workflow_ids: list[str]) -> dict[str, Any]:
+        """The first inputs kept for these runs (those that continued as new)."""
+        with self._connections.read() as conn:
+            rows = conn.execute(_GET_FIRST_INPUTS, (id_set(workflow_ids),)).fetchall()
+        found: dict[str, Any] = {}
+        for workflow_id, text in rows:
+            try:
+                found[workflow_id] = load_inputs(text)
+            except Exception:
+                continue  # unreadable: the start is compared with the current inputs only
+        return found
+
+    def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
+        batch = stamped_for_batch(batch_of(rows))
+        if not batch:
+            return []
+        firsts = first_of_each_id(batch)
+
+        def insert(conn: sqlite3.Connection) -> dict[str, WorkflowRow]:
+            # Inside BEGIN IMMEDIATE nobody else writes: the ids found missing
+            # here are the ones the insert creates.
+            existing: dict[str, WorkflowRow] = {}
+            for row in firsts:
+                found = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
+                if found is not None:
+                    existing[row.workflow_id] = shown(workflow_from_row, found)
+
+            def live_holder(row: WorkflowRow) -> str | None:
+                holder = first(conn.execute(_DEDUP_HOLDER, (row.queue, row.dedup_id)))
+                return None if holder is None else str(holder[0])
+
+            check_batch_dedup(
+                firsts,
+                is_new=lambda workflow_id: workflow_id not in existing,
+                live_holder=live_holder,
+            )
+            new = [workflow_params(row) for row in firsts if row.workflow_id not in existing]
+            if not new:
+                raise Unchanged(existing)
+            inserted = conn.executemany(_CREATE_WORKFLOW, new).rowcount
+            if inserted != len(new):
+                raise StoreError(
+                    f"create_workflows inserted {inserted} of {len(new)} new runs inside one "
+                    "write transaction; the database changed under its write lock"
+                )
+            return existing
+
+        existing = self._writer.write(insert)
+        answers: list[tuple[WorkflowRow, bool]] = []
+        created: dict[str, WorkflowRow] = {}
+        queues: dict[str, None] = {}
+        for row in batch:
+            if row.workflow_id in existing:
+                answers.append((existing[row.workflow_id], False))
+            elif row.workflow_id in created:
+                answers.append((created[row.workflow_id], False))
+            else:
+                created[row.workflow_id] = row
+                answers.append((row, True))
+                if row.status is Status.ENQUEUED and row.queue is not None:
+                    queues[row.queue] = None
+        self._notify([("enqueued", queue) for queue in queues])
+        return with_first_inputs(answers, self._first_inputs)
