@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replaykit.stores._statements import StatementError, parse_statements
+from replaykit.stores._statements import StatementError, dialect_only, parse_statements
 
 
 def test_blocks_are_split_by_name_and_leading_comments_dropped() -> None:
@@ -45,3 +45,11 @@ def test_sql_before_the_first_name_is_refused() -> None:
 def test_a_bad_name_is_refused() -> None:
     with pytest.raises(StatementError, match="must be lowercase"):
         parse_statements("-- name: Bad-Name\nSELECT 1;\n", source="t")
+
+
+def test_a_statement_only_one_dialect_needs_says_why() -> None:
+    text = "-- name: a\n-- only: SQLite has no advisory locks\nSELECT pg_advisory_lock(1);\n"
+    assert dialect_only(text, source="t") == {"a": "SQLite has no advisory locks"}
+    assert parse_statements(text, source="t") == {"a": "SELECT pg_advisory_lock(1);"}
+    with pytest.raises(StatementError, match="without saying why"):
+        dialect_only("-- name: a\n-- only:\nSELECT 1;\n", source="t")

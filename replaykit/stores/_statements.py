@@ -8,6 +8,12 @@ apart from the Python that runs it. A block starts at a line
 right under the name say what the statement is for and are kept out of the text
 sent to the server. Statements built at run time from a filter (a listing's
 WHERE clause) stay builders in Python; everything fixed lives here.
+
+Both dialects answer the same questions under the same names
+(tests/test_statements.py holds them to it, and the memory store names its twin of
+each). A statement only one dialect needs — a PostgreSQL advisory lock, SQLite's
+switch to WAL — says so in a comment line `-- only: <why the other has none>`
+right under its name.
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ import re
 from collections.abc import Iterator, Mapping
 from importlib import resources
 
-__all__ = ["StatementError", "Statements", "parse_statements"]
+__all__ = ["StatementError", "Statements", "dialect_only", "parse_statements"]
 
 _NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>\S*)\s*$")
+_ONLY_LINE = re.compile(r"^--\s*only:\s*(?P<why>.*?)\s*$")
 _VALID_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -32,13 +39,33 @@ def parse_statements(text: str, *, source: str) -> dict[str, str]:
     `source` names the file in errors. Text before the first `-- name:` line may
     only be comments or blank (a header saying what the file is).
     """
+    return _parse(text, source=source)[0]
+
+
+def dialect_only(text: str, *, source: str) -> dict[str, str]:
+    """The statements of `text` that only this dialect needs, with the reason each gives."""
+    return _parse(text, source=source)[1]
+
+
+def _parse(text: str, *, source: str) -> tuple[dict[str, str], dict[str, str]]:
     statements: dict[str, str] = {}
+    only: dict[str, str] = {}
     name: str | None = None
     body: list[str] = []
 
     def close(line_number: int) -> None:
         if name is None:
             return
+        for line in body:
+            if line.strip() and not line.strip().startswith("--"):
+                break
+            said = _ONLY_LINE.match(line.strip())
+            if said is not None:
+                if not said["why"]:
+                    raise StatementError(
+                        f"{source}: statement {name!r} says '-- only:' without saying why"
+                    )
+                only[name] = said["why"]
         sql = _strip_leading_comments(body)
         if not sql:
             raise StatementError(
@@ -70,7 +97,7 @@ def parse_statements(text: str, *, source: str) -> dict[str, str]:
         else:
             body.append(line)
     close(len(lines) + 1)
-    return statements
+    return statements, only
 
 
 def _strip_leading_comments(lines: list[str]) -> str:
@@ -88,7 +115,7 @@ class Statements(Mapping[str, str]):
     def __init__(self, package: str, filename: str) -> None:
         self.source = f"{package.replace('.', '/')}/{filename}"
         text = resources.files(package).joinpath(filename).read_text("utf-8")
-        self._by_name = parse_statements(text, source=self.source)
+        self._by_name, self.only = _parse(text, source=self.source)
 
     def __getitem__(self, name: str) -> str:
         try:
