@@ -38,15 +38,13 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import os
 import re
 import sys
-import textwrap
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import attrs
 
@@ -79,7 +77,11 @@ from replaykit._text import (
     short_json,
     when_text,
 )
-from replaykit.errors import NonDeterminismError, ReplayKitError
+from replaykit.cli.echo import echo, echo_json
+from replaykit.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, CliError, Group, UsageError, one_line
+from replaykit.cli.fit import Fit
+from replaykit.cli.printer import Printer
+from replaykit.errors import NonDeterminismError
 from replaykit.log import (
     CLOSE_STREAM_KIND,
     WRITE_STREAM_KIND,
@@ -122,8 +124,6 @@ from replaykit.stores.codec import CodecStore
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main", "printable"]
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
 
 _TERMINAL = TERMINAL
 _STATUS_STYLE = {
@@ -137,63 +137,6 @@ _STATUS_STYLE = {
 }
 #: How many of a run's earlier generations `workflows show` lists (the newest ones).
 _SHOWN_GENERATIONS = 20
-
-
-# -- what reaches the terminal ----------------------------------------------------------------
-# Escaping itself is replaykit/_text.py's: the web UI shows the same data.
-
-
-def _echo(text: str, *, err: bool = False) -> None:
-    """click.echo for a line that holds stored data."""
-    click.echo(printable(text), err=err)
-
-
-class CliError(click.ClickException):
-    """One line on stderr and a non-zero exit; never a traceback."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(printable(redact(message)))
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    if isinstance(exc, (ReplayKitError, ValueError, LookupError)) and text:
-        return text  # our own messages already say what happened and what to do
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
-
-
-class _UsageError(CliError):
-    exit_code = EXIT_BAD_INPUT
-
-
-# click >= 8.2 signals "no subcommand given: show the help" with this UsageError.
-_NO_ARGS_IS_HELP: Any = getattr(click.exceptions, "NoArgsIsHelpError", ())
-
-
-class _Group(click.Group):
-    """Turns any exception a command lets through into one line and exit 1.
-
-    `REPLAYKIT_DEBUG=1` lets the traceback through, for reporting a bug.
-    """
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except click.UsageError as exc:
-            if isinstance(exc, _NO_ARGS_IS_HELP):
-                raise
-            # click prints usage, a hint and the error on three lines; one will do.
-            hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
-            raise _UsageError(exc.format_message() + hint) from exc
-        except (click.ClickException, click.exceptions.Exit, click.Abort, BrokenPipeError):
-            # A reader that closed the pipe (`| head -1`): click's main points
-            # stdout at nothing and exits 1, without a word.
-            raise
-        except Exception as exc:
-            if os.environ.get("REPLAYKIT_DEBUG"):
-                raise
-            raise CliError(_one_line(exc)) from exc
 
 
 # -- option types -------------------------------------------------------------------------
@@ -387,212 +330,6 @@ def _run_error(row: WorkflowRow) -> str:
     return row.error
 
 
-class _Fit(NamedTuple):
-    """How a table column gives way on a narrow terminal: it is cut, not folded."""
-
-    min_width: int  # it is not cut below this (unless nothing else fits)
-    weight: int = 1  # how much of the room left it gets, against the other cut columns
-    keep_end: bool = False  # cut its start, not its end (a call site's file:line)
-
-
-def _fit_widths(natural: Sequence[int], fit: Mapping[int, _Fit], room: int) -> dict[int, int]:
-    """The widths to cut columns to so that a table's row takes at most `room` cells.
-
-    Columns not in `fit` keep their natural width. The others get their minimum,
-    then share what is left by weight, none getting more than it needs (a short
-    column's unused share goes to the others). Only columns to cut are returned.
-    """
-    budget = room - sum(width for index, width in enumerate(natural) if index not in fit)
-    if sum(natural[index] for index in fit) <= budget:
-        return {}
-    widths = {index: min(natural[index], spec.min_width) for index, spec in fit.items()}
-    spare = budget - sum(widths.values())
-    waiting = {index for index in fit if natural[index] > widths[index]}
-    while waiting and spare > 0:
-        total = sum(fit[index].weight for index in waiting)
-        share = {index: spare * fit[index].weight // total for index in waiting}
-        settled = {index for index in waiting if natural[index] - widths[index] <= share[index]}
-        if not settled:
-            for index in waiting:
-                widths[index] += share[index]
-            # What flooring the shares left over goes to the heaviest columns.
-            left = spare - sum(share.values())
-            for index in sorted(waiting, key=lambda i: -fit[i].weight)[:left]:
-                widths[index] += 1
-            break
-        for index in settled:
-            spare -= natural[index] - widths[index]
-            widths[index] = natural[index]
-            waiting.discard(index)
-    return {index: width for index, width in widths.items() if width < natural[index]}
-
-
-def _cut(text: str, width: int, *, keep_end: bool = False) -> str:
-    """`text` in at most `width` terminal cells, an ellipsis where it was cut."""
-    from rich.cells import cell_len, set_cell_size
-
-    if cell_len(text) <= width:
-        return text
-    if width <= 1:
-        return "\u2026"[:width]
-    if keep_end:
-        return "\u2026" + set_cell_size(text[::-1], width - 1)[::-1].lstrip()
-    return set_cell_size(text, width - 1).rstrip() + "\u2026"
-
-
-# A cell or value shown on a terminal is cut to fit long before this, but a
-# megabyte of JSON is not worth encoding to be cut.
-_TERMINAL_CELL = 2000
-
-
-class _Printer:
-    """Rich tables and colour on a terminal, aligned plain text otherwise.
-
-    On a terminal every line fits its width: long cells and values are cut with
-    an ellipsis rather than folded over several lines, which makes a timeline
-    unreadable at 80 columns. `wide=True` shows everything, however long.
-    """
-
-    def __init__(self, *, wide: bool = False) -> None:
-        self.console: Any = None
-        self.wide = wide
-        try:
-            from rich.console import Console
-        except ImportError:  # rich is optional; plain text needs nothing
-            return
-        console = Console(highlight=False)
-        if console.is_terminal:
-            # Wide: lines as long as their content, for the terminal to wrap.
-            self.console = Console(highlight=False, width=10**6) if wide else console
-
-    @property
-    def fits(self) -> bool:
-        """Whether output is being fitted to a terminal's width."""
-        return self.console is not None and not self.wide
-
-    @property
-    def value_width(self) -> int | None:
-        """How long a value worth showing may be: the terminal cuts it to its column."""
-        if self.wide:
-            return None
-        return _TERMINAL_CELL if self.console is not None else 60
-
-    # Every cell and value is shown with `printable`, and handed to rich as a
-    # Text, never as markup: "[bold]" or ":smile:" in an id print as written.
-
-    def line(
-        self,
-        text: str = "",
-        style: str | None = None,
-        *,
-        newlines: bool = False,
-        code: bool = False,
-    ) -> None:
-        """A line of text; `code` (a traceback) is never folded: each line as it is.
-
-        Rich folds a long line at the terminal's width, which cuts a traceback's
-        `File "...", line N, in f` in two; unfolded, the terminal wraps it whole.
-        """
-        text = printable(text, newlines=newlines)
-        if self.console is not None:
-            from rich.text import Text
-
-            if code:
-                self.console.print(
-                    Text(text, style=style or ""), no_wrap=True, overflow="ignore", crop=False
-                )
-            else:
-                self.console.print(Text(text, style=style or ""))
-        else:
-            click.echo(text)
-
-    def fields(
-        self, pairs: Sequence[tuple[str, str, str | None]], *, full: Iterable[str] = ()
-    ) -> None:
-        """`label  value` lines; the third item is a rich style for the value.
-
-        On a terminal a value is cut to fit its line, except those of the `full`
-        labels (why a run waits): folded at words, under their value column.
-        """
-        width = max(len(label) for label, _, _ in pairs)
-        folded = set(full)
-        for label, raw_value, style in pairs:
-            value = printable(raw_value)
-            if self.console is not None:
-                from rich.text import Text
-
-                lines = [value]
-                if label in folded and self.fits:
-                    room = max(self.console.width - width - 2, 20)
-                    lines = textwrap.wrap(value, room, break_on_hyphens=False) or [value]
-                for index, part in enumerate(lines):
-                    text = Text()
-                    text.append(f"{(label if index == 0 else '').ljust(width)}  ", style="bold")
-                    text.append(part, style=style or "")
-                    self.console.print(text, no_wrap=True, overflow="ellipsis")
-            else:
-                click.echo(f"{label.ljust(width)}  {value}")
-
-    def table(
-        self,
-        headers: Sequence[str],
-        rows: Sequence[Sequence[str]],
-        styles: Sequence[dict[int, str]] | None = None,
-        fit: Mapping[int, _Fit] | None = None,
-    ) -> None:
-        """A table; on a terminal, the `fit` columns are cut so each row is one line."""
-        rows = [[printable(cell) for cell in row] for row in rows]
-        if self.console is not None:
-            from rich import box
-            from rich.cells import cell_len
-            from rich.table import Table
-            from rich.text import Text
-
-            fit = fit or {}
-            if self.fits:
-                natural = [
-                    max([cell_len(header)] + [cell_len(row[col]) for row in rows])
-                    for col, header in enumerate(headers)
-                ]
-                # With collapsed padding, each column boundary takes two cells.
-                room = self.console.width - 2 * (len(headers) - 1)
-                widths = _fit_widths(natural, fit, room)
-                rows = [
-                    [
-                        _cut(cell, widths[col], keep_end=fit[col].keep_end)
-                        if col in widths
-                        else cell
-                        for col, cell in enumerate(row)
-                    ]
-                    for row in rows
-                ]
-            table = Table(
-                box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True
-            )
-            for header in headers:
-                # Anything still too wide (a terminal too narrow for even the
-                # uncut columns) is cut by rich; never folded.
-                table.add_column(header, no_wrap=self.fits, overflow="ellipsis")
-            for index, row in enumerate(rows):
-                row_styles = styles[index] if styles else {}
-                table.add_row(
-                    *(Text(cell, style=row_styles.get(col, "")) for col, cell in enumerate(row))
-                )
-            self.console.print(table)
-            return
-        widths_plain = [len(h) for h in headers]
-        for row in rows:
-            widths_plain = [max(w, len(cell)) for w, cell in zip(widths_plain, row, strict=True)]
-        for cells in (headers, *rows):
-            click.echo(
-                "  ".join(c.ljust(w) for c, w in zip(cells, widths_plain, strict=True)).rstrip()
-            )
-
-
-def _echo_json(data: Any) -> None:
-    click.echo(json_text(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
-
-
 # -- the command tree -------------------------------------------------------------------------
 
 
@@ -633,7 +370,7 @@ def _ui_command() -> click.Command:
     return ui
 
 
-class _RootGroup(_Group):
+class _RootGroup(Group):
     """The top group: `ui` resolves to the web UI's own command when it is run."""
 
     def resolve_command(
@@ -664,7 +401,7 @@ def cli(ctx: click.Context, verbose: bool, codec_spec: str | None) -> None:
         try:
             ctx.meta[_CODEC] = load_codec(codec_spec)
         except BadCodecSpec as exc:
-            raise _UsageError(str(exc)) from exc
+            raise UsageError(str(exc)) from exc
     if verbose:
         logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     else:
@@ -678,7 +415,7 @@ class _WarningLine(logging.Handler):
     """The library's warnings (a start no engine may run) as `Warning: ...` on stderr."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        _echo(f"Warning: {' '.join(record.getMessage().split())}", err=True)
+        echo(f"Warning: {' '.join(record.getMessage().split())}", err=True)
 
 
 def _warnings_as_lines() -> Callable[[], None]:
@@ -689,7 +426,7 @@ def _warnings_as_lines() -> Callable[[], None]:
     return lambda: client_log.removeHandler(handler)
 
 
-@cli.group(cls=_Group)
+@cli.group(cls=Group)
 def workflows() -> None:
     """List, inspect, export, cancel, resume, fork and delete runs."""
 
@@ -799,20 +536,20 @@ def list_command(
     for a resume or fork onto V (docs/versioning.md).
     """
     if stranded_for is not None and not stranded:
-        raise _UsageError(
+        raise UsageError(
             "--app-version goes with --stranded (runs of versions other than V); "
             "to list the runs of version V, pass --version V"
         )
     if stranded:
         if not stranded_for:
-            raise _UsageError(
+            raise UsageError(
                 "--stranded needs --app-version V: stranded runs are those of versions other "
                 "than your engines', and this command, which imports no workflow code, cannot "
                 "compute the default one. Pass the version your engines are given "
                 "(Engine(app_version=...))"
             )
         if statuses or app_version is not None:
-            raise _UsageError(
+            raise UsageError(
                 "--stranded lists PENDING and ENQUEUED runs of versions other than "
                 "--app-version; it takes no --status or --version"
             )
@@ -848,18 +585,18 @@ def list_command(
             rows = store.list_workflows(attrs.evolve(where, limit=limit, offset=offset))
             more = -1 if len(rows) == limit else 0  # -1: there may be more; unknown how many
     if as_json:
-        _echo_json([_row_json(row) for row in rows])
+        echo_json([_row_json(row) for row in rows])
         return
     if not rows:
         if stranded_for:
-            _echo(
+            echo(
                 f"no stranded runs match: engines of version {stranded_for!r} pick up every "
                 "PENDING and ENQUEUED run that does"
             )
         else:
             click.echo("no workflow runs match")
         return
-    out = _Printer(wide=wide)
+    out = Printer(wide=wide)
     out.table(
         ["ID", "NAME", "STATUS", "CREATED", "VERSION", "EXECUTOR", "ERROR"],
         [
@@ -876,11 +613,11 @@ def list_command(
         ],
         [{2: _STATUS_STYLE[row.status]} for row in rows],
         fit={
-            0: _Fit(16, weight=4),
-            1: _Fit(6, weight=2),
-            4: _Fit(7),
-            5: _Fit(8),
-            6: _Fit(5, weight=3),
+            0: Fit(16, weight=4),
+            1: Fit(6, weight=2),
+            4: Fit(7),
+            5: Fit(8),
+            6: Fit(5, weight=3),
         },
     )
     first = "newest" if newest else "first"
@@ -896,7 +633,7 @@ def list_command(
             err=True,
         )
     if stranded_for:
-        _echo(
+        echo(
             f"(no engine of version {stranded_for!r} runs these: start an engine of their "
             "version to drain them, or move each onto yours with `replaykit workflows resume "
             f"ID --app-version {stranded_for}` (an ENQUEUED one also needs --executor E) or a "
@@ -921,12 +658,12 @@ def versions_command(url: str, as_json: bool) -> None:
     with _store(url) as store:
         loads, readable, partial = _waiting.version_loads(store)
     if as_json:
-        _echo_json([load.to_json() for load in loads])
+        echo_json([load.to_json() for load in loads])
         return
     if not loads:
         click.echo("no engine is running and no run is unfinished")
         return
-    _Printer().table(
+    Printer().table(
         ["VERSION", "ENGINES", "PENDING", "ENQUEUED", "PARKED", "WORKFLOWS", "QUEUES"],
         [
             [
@@ -942,10 +679,10 @@ def versions_command(url: str, as_json: bool) -> None:
         ],
         [{} if load.engines else {1: "yellow"} for load in loads],
         fit={
-            0: _Fit(12, weight=2),
-            1: _Fit(12, weight=3),
-            5: _Fit(12, weight=4),
-            6: _Fit(8, weight=2),
+            0: Fit(12, weight=2),
+            1: Fit(12, weight=3),
+            5: Fit(12, weight=4),
+            6: Fit(8, weight=2),
         },
     )
     if partial:
@@ -1030,7 +767,7 @@ def show_command(
         generations = _generations_of(store, workflow_id)
         waiting = _waiting.why_waiting(store, row)
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "workflow": {**_row_json(row, full=True), "waiting": waiting},
                 "steps": [record.to_json() for record in records],
@@ -1042,7 +779,7 @@ def show_command(
             }
         )
         return
-    out = _Printer(wide=wide)
+    out = Printer(wide=wide)
     width = out.value_width
     # On a terminal a composite's children share one cut cell: short values
     # let it show more of them.
@@ -1112,9 +849,9 @@ def show_command(
                 for r in records
             ],
             fit={
-                2: _Fit(8, weight=2),
-                5: _Fit(12, weight=5),
-                6: _Fit(10, weight=2, keep_end=True),
+                2: Fit(8, weight=2),
+                5: Fit(12, weight=5),
+                6: Fit(10, weight=2, keep_end=True),
             },
         )
     else:
@@ -1152,7 +889,7 @@ def _generations_of(store: Store, workflow_id: str) -> list[tuple[WorkflowRow, i
 
 
 def _print_generations(
-    out: _Printer, row: WorkflowRow, generations: Sequence[tuple[WorkflowRow, int]]
+    out: Printer, row: WorkflowRow, generations: Sequence[tuple[WorkflowRow, int]]
 ) -> None:
     out.line()
     earlier = row.generation
@@ -1173,7 +910,7 @@ def _print_generations(
     )
 
 
-def _print_tracebacks(out: _Printer, row: WorkflowRow, records: Sequence[Record]) -> None:
+def _print_tracebacks(out: Printer, row: WorkflowRow, records: Sequence[Record]) -> None:
     """The step bodies' own tracebacks, where the failures began, then the run's.
 
     A run's failure records where the workflow body re-raised a step's error;
@@ -1218,7 +955,7 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
         output.write_text(text + "\n", encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot write {str(output)!r}: {exc.strerror or exc}") from exc
-    _echo(f"wrote the log of {workflow_id!r} to {output}", err=True)
+    echo(f"wrote the log of {workflow_id!r} to {output}", err=True)
 
 
 @workflows.command("cancel")
@@ -1238,9 +975,9 @@ def cancel_command(workflow_id: str, url: str, children: bool, reason: str, as_j
         cancelled = cancel_run(store, workflow_id, children=children, reason=reason)
         after = _get_row(store, workflow_id)
     if as_json:
-        _echo_json({**_row_json(after), "cancelled": cancelled})
+        echo_json({**_row_json(after), "cancelled": cancelled})
         return
-    _echo(
+    echo(
         f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
         f"(a step under way finishes, but its outcome is not recorded). "
         f"`replaykit workflows resume {workflow_id}` continues it from its log"
@@ -1299,7 +1036,7 @@ def resume_command(
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
         after = _get_row(store, workflow_id)
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 **_row_json(after),
                 "resumed": resumed.ids,
@@ -1318,7 +1055,7 @@ def resume_command(
             f"{', '.join(resumed.moved)}."
         )
     started = "started now" if row.status is Status.ENQUEUED else "PENDING again"
-    _echo(
+    echo(
         f"resumed {workflow_id!r} ({row.name}): {started}, {done} recorded position(s) "
         f"to replay.{also} " + _pickup_note(target, app_version or row.app_version)
     )
@@ -1331,7 +1068,7 @@ def _json_argument(text: str, what: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise _UsageError(
+        raise UsageError(
             f"{what} is not JSON ({exc}); quote it for the shell, e.g. '{{\"ok\": true}}'"
         ) from None
 
@@ -1406,26 +1143,26 @@ def start_command(
     """
     args = [] if args_json is None else _json_argument(args_json, "ARGS_JSON")
     if not isinstance(args, list):
-        raise _UsageError(
+        raise UsageError(
             "ARGS_JSON must be a JSON array of the positional arguments, e.g. "
             "'[\"o-1\", 100]' (one object argument: '[{\"id\": 1}]'; keyword ones: --kwargs)"
         )
     kwargs = {} if kwargs_json is None else _json_argument(kwargs_json, "--kwargs")
     if not isinstance(kwargs, dict):
-        raise _UsageError("--kwargs must be a JSON object, e.g. '{\"amount\": 100}'")
+        raise UsageError("--kwargs must be a JSON object, e.g. '{\"amount\": 100}'")
     if not app_version:
-        raise _UsageError(
+        raise UsageError(
             "--app-version is required: engines run only runs stamped with their own version, "
             "and this command, which imports no workflow code, cannot compute the default "
             "one. Pass the version your engines are given (Engine(app_version=...))"
         )
     if queue is None and not executor:
-        raise _UsageError(
+        raise UsageError(
             "no engine would run it: pass --queue Q (any engine draining Q claims it) or "
             "--executor ID (the engine with that executor id runs it)"
         )
     if delay is not None and queue is None:
-        raise _UsageError("--delay holds a run back on its queue: it needs --queue")
+        raise UsageError("--delay holds a run back on its queue: it needs --queue")
     with _client(url, app_version=app_version, strict=strict) as client:
         if app_version == "latest":
             try:
@@ -1443,7 +1180,7 @@ def start_command(
             )
         row = handle.row()
     if as_json:
-        _echo_json({**_row_json(row), "created": not existed})
+        echo_json({**_row_json(row), "created": not existed})
         return
     verb = "exists already (same workflow and arguments):" if existed else "started:"
     if row.status is Status.ENQUEUED:
@@ -1454,7 +1191,7 @@ def start_command(
         )
     else:
         where = f"{row.status.value}. " + _pickup_note(row.executor_id, row.app_version)
-    _echo(f"{row.workflow_id} {verb} {name!r} {where}")
+    echo(f"{row.workflow_id} {verb} {name!r} {where}")
 
 
 @workflows.command("send")
@@ -1480,7 +1217,7 @@ def send_command(
         row = _get_row(client.store, workflow_id)
         delivered = client.send(workflow_id, message, topic, idempotency_key=key)
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "workflow_id": workflow_id,
                 "name": row.name,
@@ -1492,7 +1229,7 @@ def send_command(
         )
         return
     if not delivered:
-        _echo(
+        echo(
             f"not sent again: key {key!r} was used before for {workflow_id!r}, and that "
             "message was delivered then"
         )
@@ -1500,7 +1237,7 @@ def send_command(
     note = ""
     if row.status.is_terminal:
         note = f" (the run is {row.status.value}: nothing will read it)"
-    _echo(f"sent to {workflow_id!r} ({row.name}) on topic {topic!r}{note}")
+    echo(f"sent to {workflow_id!r} ({row.name}) on topic {topic!r}{note}")
 
 
 @workflows.command("get-event")
@@ -1533,7 +1270,7 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
         )
     encoded = serde.encoded_by(value)
     if encoded is not None:
-        _echo(
+        echo(
             f"note: the value is encoded by the payload codec {encoded!r}; pass "
             "replaykit --codec MODULE:ATTRIBUTE to decode it",
             err=True,
@@ -1577,7 +1314,7 @@ def stream_command(
     from replaykit.runtime.streams import recorded_values
 
     if timeout is not None and not follow:
-        raise _UsageError("--timeout bounds the wait of --follow: pass --follow too")
+        raise UsageError("--timeout bounds the wait of --follow: pass --follow too")
 
     def show(value: Any) -> None:
         click.echo(json_text(json.dumps(value, ensure_ascii=False, default=str)))
@@ -1592,7 +1329,7 @@ def stream_command(
                     show(value)
                     shown += 1
             except TimeoutError as exc:
-                raise CliError(_one_line(exc)) from None
+                raise CliError(one_line(exc)) from None
             if not shown:  # the run ended: a key it never wrote was a mistake
                 _check_stream_key(client.store, _get_row(client.store, workflow_id), key)
             return
@@ -1602,7 +1339,7 @@ def stream_command(
     for value in values:
         show(value)
     if not closed and not row.status.is_terminal:
-        _echo(
+        echo(
             f"stream {key!r} of {workflow_id!r} ({row.name}, {row.status.value}) is open: "
             "--follow prints the values still to come",
             err=True,
@@ -1665,10 +1402,10 @@ def fork_command(
         store.set_status(stored.workflow_id, Status.PENDING, only_from=(Status.PENDING,))
     if as_json:
         # workflow_id is the new run's; forked_from the source's.
-        _echo_json({**_row_json(stored), "kept_positions": kept})
+        echo_json({**_row_json(stored), "kept_positions": kept})
         return
     copied = f"keeping positions 0..{kept - 1}" if kept else "keeping no records"
-    _echo(
+    echo(
         f"forked {workflow_id!r} into {stored.workflow_id!r}, {copied}; it runs live from "
         f"position {kept}. " + _pickup_note(stored.executor_id, stored.app_version)
     )
@@ -1693,11 +1430,11 @@ def delete_command(workflow_id: str, url: str, children: bool, yes: bool, as_jso
             )
         deleted = delete_run(store, workflow_id, children=children)
     if as_json:
-        _echo_json(
+        echo_json(
             {"workflow_id": workflow_id, "name": row.name, "deleted": deleted, "children": children}
         )
         return
-    _echo(f"deleted {workflow_id!r}")
+    echo(f"deleted {workflow_id!r}")
 
 
 def _confirm(question: str, *, as_json: bool = False) -> None:
@@ -1706,7 +1443,7 @@ def _confirm(question: str, *, as_json: bool = False) -> None:
     With --json, a prompt would be mixed into the JSON: --yes is needed.
     """
     if as_json:
-        raise _UsageError("--json prints no prompt: pass --yes to go ahead without one")
+        raise UsageError("--json prints no prompt: pass --yes to go ahead without one")
     try:
         yes = click.confirm(printable(question))
     except click.Abort:
@@ -1749,7 +1486,7 @@ def gc_command(
     try:
         cutoff = datetime.now(UTC) - older_than
     except OverflowError:
-        raise _UsageError(f"--older-than {older_than.days}d reaches before the year 1") from None
+        raise UsageError(f"--older-than {older_than.days}d reaches before the year 1") from None
     with _store(url) as store:
         matching = store.list_workflows(
             WorkflowFilter(status=None if include_unfinished else _TERMINAL, until=cutoff)
@@ -1764,7 +1501,7 @@ def gc_command(
         report = {"cutoff": _iso(cutoff), "matching": len(matching), "kept": spared}
         if dry_run or not matching:
             if as_json:
-                _echo_json({**report, "deleted": 0, "dry_run": dry_run})
+                echo_json({**report, "deleted": 0, "dry_run": dry_run})
                 return
             click.echo(f"{len(matching)} {what} created before {when_text(cutoff)} UTC{kept}")
             return
@@ -1775,7 +1512,7 @@ def gc_command(
             )
         deleted = collect_garbage(store, cutoff, keep_running=not include_unfinished)
     if as_json:
-        _echo_json({**report, "deleted": deleted, "dry_run": False})
+        echo_json({**report, "deleted": deleted, "dry_run": False})
         return
     click.echo(f"deleted {deleted} {what} created before {when_text(cutoff)} UTC{kept}")
 
@@ -1832,7 +1569,7 @@ def _import_app(module: str, app_dir: Path) -> None:
     try:
         import_spec(module)
     except _BadInput as exc:
-        raise _UsageError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
 
 
 _app_option = click.option(
@@ -1850,7 +1587,7 @@ _app_dir_option = click.option(
 )
 
 
-@cli.group("queues", cls=_Group)
+@cli.group("queues", cls=Group)
 def queues_group() -> None:
     """What waits on each queue and what runs from it."""
 
@@ -1890,7 +1627,7 @@ def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json
         }
 
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "queues": [
                     {
@@ -1934,7 +1671,7 @@ def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json
                     f"{rate[0]}/{_period(rate[1])}" if rate else "-",
                 ]
         rows.append(cells)
-    _Printer().table(headers, rows, fit={0: _Fit(12)})
+    Printer().table(headers, rows, fit={0: Fit(12)})
     if partial:
         click.echo(
             f"(counted the first {_MAX_QUEUE_SCAN} live runs: the counts are lower bounds)",
@@ -1955,7 +1692,7 @@ def _schedule_errors() -> Iterator[None]:
     except ScheduleNotFound as exc:
         raise CliError(str(exc)) from exc
     except ValueError as exc:
-        raise _UsageError(" ".join(str(exc).split())) from exc
+        raise UsageError(" ".join(str(exc).split())) from exc
 
 
 def _schedule_state(store: Store, name: str) -> ScheduleState | None:
@@ -1999,7 +1736,7 @@ def _scheduler_pickup(what: str, state: ScheduleState | None) -> str:
     )
 
 
-@cli.group("schedules", cls=_Group)
+@cli.group("schedules", cls=Group)
 def schedules_group() -> None:
     """List, pause, resume, trigger, backfill and delete schedules, through the store.
 
@@ -2025,7 +1762,7 @@ def schedules_list_command(url: str, wide: bool, as_json: bool) -> None:
         # imported is not the application's code, whose engines define them.
         infos = list_schedules(store, registered=())
     if as_json:
-        _echo_json([_schedule_json(info) for info in infos])
+        echo_json([_schedule_json(info) for info in infos])
         return
     if not infos:
         click.echo(
@@ -2033,7 +1770,7 @@ def schedules_list_command(url: str, wide: bool, as_json: bool) -> None:
             "when it starts)"
         )
         return
-    _Printer(wide=wide).table(
+    Printer(wide=wide).table(
         ["NAME", "WORKFLOW", "CRON", "TZ", "QUEUE", "PAUSED", "NEXT (UTC)", "REQUESTS"],
         [
             [
@@ -2052,12 +1789,12 @@ def schedules_list_command(url: str, wide: bool, as_json: bool) -> None:
         # PAUSED and NEXT are never cut; at 80 columns the others share what is
         # left, none narrower than its header.
         fit={
-            0: _Fit(8, weight=3),
-            1: _Fit(8, weight=2),
-            2: _Fit(7),
-            3: _Fit(5),
-            4: _Fit(5),
-            7: _Fit(8, weight=3),
+            0: Fit(8, weight=3),
+            1: Fit(8, weight=2),
+            2: Fit(7),
+            3: Fit(5),
+            4: Fit(5),
+            7: Fit(8, weight=3),
         },
     )
 
@@ -2074,12 +1811,12 @@ def schedules_pause_command(name: str, url: str) -> None:
     with _store(url) as store, _schedule_errors():
         changed = pause_schedule(store, name, registered=())
     if changed:
-        _echo(
+        echo(
             f"paused schedule {name!r}: engines skip its ticks from their next look at the "
             f"store; runs already started go on. `replaykit schedules resume {name}` undoes it"
         )
     else:
-        _echo(f"schedule {name!r} was paused already; nothing changed")
+        echo(f"schedule {name!r} was paused already; nothing changed")
 
 
 @schedules_group.command("resume")
@@ -2095,7 +1832,7 @@ def schedules_resume_command(name: str, url: str) -> None:
         changed = resume_schedule(store, name, registered=())
         state = _schedule_state(store, name)
     if not changed:
-        _echo(f"schedule {name!r} was not paused; nothing changed")
+        echo(f"schedule {name!r} was not paused; nothing changed")
         return
     missed = (
         "engines start the ticks missed while it was paused (it has backfill=True)"
@@ -2103,7 +1840,7 @@ def schedules_resume_command(name: str, url: str) -> None:
         else "the ticks missed while it was paused are not started (`replaykit schedules "
         f"backfill {name} --from T --to T` starts them)"
     )
-    _echo(f"resumed schedule {name!r}: engines fire its ticks again from their next look; {missed}")
+    echo(f"resumed schedule {name!r}: engines fire its ticks again from their next look; {missed}")
 
 
 @schedules_group.command("trigger")
@@ -2121,7 +1858,7 @@ def schedules_trigger_command(name: str, url: str, as_json: bool) -> None:
         run_id = trigger_schedule(store, name, registered=())
     pending_since = None if before is None else before.trigger_at
     if as_json:
-        _echo_json({"schedule": name, "run_id": run_id, "joined": pending_since is not None})
+        echo_json({"schedule": name, "run_id": run_id, "joined": pending_since is not None})
         return
     if pending_since is not None:
         asked = (
@@ -2130,7 +1867,7 @@ def schedules_trigger_command(name: str, url: str, as_json: bool) -> None:
         )
     else:
         asked = f"asked for a run of schedule {name!r} now: {run_id}"
-    _echo(f"{asked}. {_scheduler_pickup('it', before)}.")
+    echo(f"{asked}. {_scheduler_pickup('it', before)}.")
 
 
 @schedules_group.command("backfill")
@@ -2165,7 +1902,7 @@ def schedules_backfill_command(
     starts the runs, paused or not.
     """
     if end <= start:
-        raise _UsageError(
+        raise UsageError(
             f"--to {end.isoformat()} is not after --from {start.isoformat()}: a backfill takes "
             "the ticks in [--from, --to); write the earlier time as --from"
         )
@@ -2188,13 +1925,13 @@ def schedules_backfill_command(
         with _schedule_errors():
             run_ids = backfill_schedule(store, name, start, end, registered=())
     if as_json:
-        _echo_json({"schedule": name, "start": _iso(start), "end": _iso(end), "run_ids": run_ids})
+        echo_json({"schedule": name, "start": _iso(start), "end": _iso(end), "run_ids": run_ids})
         return
     span = f"from {when_text(start)} to {when_text(end)} UTC"
     if not run_ids:
-        _echo(f"schedule {name!r} has no tick {span}; nothing to run")
+        echo(f"schedule {name!r} has no tick {span}; nothing to run")
         return
-    _echo(
+    echo(
         f"asked for the {len(run_ids)} tick(s) of schedule {name!r} {span} (the first "
         f"{run_ids[0]}, the last {run_ids[-1]}); ticks that already have a run keep it. "
         + _scheduler_pickup("the others", state)
@@ -2227,7 +1964,7 @@ def schedules_delete_command(name: str, url: str, yes: bool) -> None:
                 abort=True,
             )
         delete_schedule(store, name)
-    _echo(
+    echo(
         f"deleted schedule {name!r} from the store. Engines running now drop it at their next "
         "look; an engine whose code defines it registers it again, unpaused, when it starts: "
         "remove it from the code to stop it for good"
@@ -2268,7 +2005,7 @@ def import_spec(spec: str) -> tuple[Any, str]:
             "(or pass --app-dir), or set PYTHONPATH"
         ) from exc
     except Exception as exc:
-        raise _BadInput(f"importing {module_name!r} failed: {_one_line(exc)}") from exc
+        raise _BadInput(f"importing {module_name!r} failed: {one_line(exc)}") from exc
     return module, attr
 
 
@@ -2284,7 +2021,7 @@ def resolve_workflow(spec: str, module: Any, attr: str, log: Log) -> Workflow[..
         try:
             return lookup(log.workflow_name)
         except LookupError as exc:
-            raise _BadInput(_one_line(exc)) from exc
+            raise _BadInput(one_line(exc)) from exc
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -2309,11 +2046,11 @@ def _read_log(path: Path) -> Log:
     except FileNotFoundError:
         raise _BadInput("no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise _BadInput(f"cannot read it ({_one_line(exc)})") from exc
+        raise _BadInput(f"cannot read it ({one_line(exc)})") from exc
     try:
         return Log.from_json(text)
     except ValueError as exc:
-        raise _BadInput(_one_line(exc)) from exc
+        raise _BadInput(one_line(exc)) from exc
 
 
 @cli.command("replay")
@@ -2381,20 +2118,20 @@ def replay_command(
     call sites); 2 for bad input (a missing or malformed file, a bad MODULE:WORKFLOW).
     """
     if not (logs or run_ids or in_flight):
-        raise _UsageError("nothing to replay: give LOG files, --id ID or --in-flight")
+        raise UsageError("nothing to replay: give LOG files, --id ID or --in-flight")
     where = str(app_dir.resolve())
     if where not in sys.path:
         sys.path.insert(0, where)
     try:
         module, attr = import_spec(spec)
     except _BadInput as exc:
-        raise _UsageError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
     worst = 0
     for path in logs:
         try:
             log = _read_log(path)
         except _BadInput as exc:
-            _echo(f"Error: {path}: {redact(str(exc))}", err=True)
+            echo(f"Error: {path}: {redact(str(exc))}", err=True)
             worst = max(worst, EXIT_BAD_INPUT)
             continue
         worst = max(worst, _replay_one(str(path), spec, module, attr, log, strict, check_result))
@@ -2408,7 +2145,7 @@ def replay_command(
                     else sorted(_names_defined_in(module))
                 )
             except _BadInput as exc:
-                raise _UsageError(str(exc)) from exc
+                raise UsageError(str(exc)) from exc
         with _store(url) as store:
             ids = list(run_ids)
             if in_flight:
@@ -2418,7 +2155,7 @@ def replay_command(
                     )
                     ids.extend(row.workflow_id for row in rows)
                 if not ids:
-                    _echo(f"no runs of {', '.join(names) or spec} are in flight")
+                    echo(f"no runs of {', '.join(names) or spec} are in flight")
             # Workflow code must never take an encoded payload for a value: a run
             # encoded by a codec not passed fails, saying to pass --codec.
             readable = decoding(store, _codec())
@@ -2446,7 +2183,7 @@ def _replay_one(
     try:
         wf = resolve_workflow(spec, module, attr, log)
     except _BadInput as exc:
-        _echo(f"Error: {label}: {redact(str(exc))}", err=True)
+        echo(f"Error: {label}: {redact(str(exc))}", err=True)
         return EXIT_BAD_INPUT
     run = f"workflow {wf.workflow_name!r}" + (
         f" (id {log.workflow_id!r})" if log.workflow_id else ""
@@ -2454,22 +2191,20 @@ def _replay_one(
     try:
         result = replay(wf, log, strict=strict, check_result=check_result)
     except NonDeterminismError as drift:
-        _echo(f"{label}: DIVERGES at position {drift.position} of {run}")
-        _echo(f"  the code yielded  {drift.yielded}" + _at(drift.yielded_at))
-        _echo(f"  the log recorded  {drift.recorded}" + _at(drift.recorded_at))
-        _echo(f"  {_one_line(drift)}")
+        echo(f"{label}: DIVERGES at position {drift.position} of {run}")
+        echo(f"  the code yielded  {drift.yielded}" + _at(drift.yielded_at))
+        echo(f"  the log recorded  {drift.recorded}" + _at(drift.recorded_at))
+        echo(f"  {one_line(drift)}")
         return EXIT_FAILED
     except Exception as exc:  # the code cannot even start on this log's inputs
-        _echo(f"{label}: FAILS on {run}: {_one_line(exc)}")
+        echo(f"{label}: FAILS on {run}: {one_line(exc)}")
         return EXIT_FAILED
     mode = "strict" if strict else "kind and name only"
     if result.finished:
         ending = f"ends {result.status.value} as recorded"
     else:
         ending = f"the run waits at {result.next_command}"
-    _echo(
-        f"{label}: OK, {result.positions} recorded position(s) of {run} replay ({mode}); {ending}"
-    )
+    echo(f"{label}: OK, {result.positions} recorded position(s) of {run} replay ({mode}); {ending}")
     return 0
 
 
@@ -2484,7 +2219,7 @@ def _value_text(value: Any, width: int = 200) -> str:
     try:
         text = repr(value)
     except Exception as exc:  # a user's __repr__ may raise; the rest still prints
-        text = f"<repr failed: {_one_line(exc)}>"
+        text = f"<repr failed: {one_line(exc)}>"
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -2552,24 +2287,24 @@ def inspect_command(
     try:
         module, attr = import_spec(spec)
     except _BadInput as exc:
-        raise _UsageError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
     with _store(url) as store:
         _get_row(store, workflow_id)
         log = export_run(decoding(store, _codec()), workflow_id)
     try:
         wf = resolve_workflow(spec, module, attr, log)
     except _BadInput as exc:
-        raise _UsageError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
     if position >= len(log):
         held = f"positions 0 to {len(log) - 1}" if len(log) else "no position yet"
-        raise _UsageError(f"--at {position} is out of range: run {workflow_id!r} holds {held}")
+        raise UsageError(f"--at {position} is out of range: run {workflow_id!r} holds {held}")
     try:
         seen = inspect_run(wf, log, position, strict=strict)
     except NonDeterminismError as drift:
-        raise CliError(_one_line(drift)) from drift
+        raise CliError(one_line(drift)) from drift
     record = seen.record
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "workflow_id": seen.workflow_id,
                 "workflow": seen.workflow_name,
@@ -2593,7 +2328,7 @@ def inspect_command(
             }
         )
         return
-    out = _Printer()
+    out = Printer()
     out.fields(
         [
             ("workflow", f"{seen.workflow_id} ({seen.workflow_name})", "bold"),
@@ -2642,7 +2377,7 @@ def lint_command(paths: tuple[Path, ...], as_json: bool) -> None:
     try:
         files = python_files(paths)
     except FileNotFoundError as exc:
-        raise _UsageError(str(exc)) from exc
+        raise UsageError(str(exc)) from exc
     findings = []
     unreadable: list[tuple[str, str]] = []
     for path in files:
@@ -2652,9 +2387,9 @@ def lint_command(paths: tuple[Path, ...], as_json: bool) -> None:
             where = f"{path}:{exc.lineno or 1}:{exc.offset or 1}"
             unreadable.append((where, f"syntax error: {exc.msg}"))
         except (OSError, UnicodeDecodeError) as exc:
-            unreadable.append((str(path), f"cannot read it ({_one_line(exc)})"))
+            unreadable.append((str(path), f"cannot read it ({one_line(exc)})"))
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "files": len(files),
                 "findings": [finding.to_json() for finding in findings],
@@ -2663,13 +2398,13 @@ def lint_command(paths: tuple[Path, ...], as_json: bool) -> None:
         )
     else:
         for finding in findings:
-            _echo(finding.format())
+            echo(finding.format())
         for where, why in unreadable:
-            _echo(f"Error: {where}: {why}", err=True)
+            echo(f"Error: {where}: {why}", err=True)
         checked = f"{len(files) - len(unreadable)} file(s) checked"
         if unreadable:
             checked += f", {len(unreadable)} could not be read"
-        _echo(f"{len(findings)} finding(s), {checked}" if findings else f"no findings, {checked}")
+        echo(f"{len(findings)} finding(s), {checked}" if findings else f"no findings, {checked}")
     if unreadable:
         sys.exit(EXIT_BAD_INPUT)
     if findings:
@@ -2775,7 +2510,7 @@ def _status_text(store: Store, current: int | None, latest: int | None) -> str:
     return f"{kind}: schema version {current} is newer than this replaykit knows ({latest})"
 
 
-@cli.group(cls=_Group)
+@cli.group(cls=Group)
 def db() -> None:
     """The store's schema."""
 
@@ -2808,7 +2543,7 @@ def status_command(url: str, check: bool, as_json: bool) -> None:
         text = _status_text(store, current, latest)
     up_to_date = current is None or latest is None or current == latest
     if as_json:
-        _echo_json(
+        echo_json(
             {
                 "url": redact(url),
                 "store": type(store).__name__,
