@@ -35,16 +35,14 @@ sequences among them.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
@@ -58,11 +56,8 @@ except ImportError as _missing:  # pragma: no cover - depends on the installatio
 from replaykit import _waiting, serde
 from replaykit._operator import (
     BadCodecSpec,
-    StoreRefused,
     decoding,
     load_codec,
-    open_for_operator,
-    require_schema,
     schema_status,
 )
 from replaykit._text import (
@@ -80,7 +75,39 @@ from replaykit._text import (
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, CliError, Group, UsageError, one_line
 from replaykit.cli.fit import Fit
+from replaykit.cli.options import (
+    UNITS,
+    duration_option,
+    json_option,
+    url_option,
+    when_option,
+    wide_option,
+)
+from replaykit.cli.options import (
+    parse_duration as parse_duration,
+)
+from replaykit.cli.options import (
+    parse_when as parse_when,
+)
 from replaykit.cli.printer import Printer
+from replaykit.cli.rows import (
+    STATUS_STYLE,
+    fork_text,
+    iso,
+    pickup_note,
+    record_duration,
+    row_json,
+    run_error,
+)
+from replaykit.cli.specs import BadInput, import_spec, resolve_workflow
+from replaykit.cli.store import (
+    CODEC_KEY,
+    client_at,
+    get_row,
+    named_codec,
+    open_store,
+    store_at,
+)
 from replaykit.errors import NonDeterminismError
 from replaykit.log import (
     CLOSE_STREAM_KIND,
@@ -95,7 +122,7 @@ from replaykit.log import (
     Value,
     outcome_to_json,
 )
-from replaykit.registry import Workflow, lookup
+from replaykit.registry import Workflow
 from replaykit.runtime.admin import (
     TERMINAL,
     cancel_run,
@@ -118,216 +145,17 @@ from replaykit.runtime.schedules import (
     resume_schedule,
     trigger_schedule,
 )
-from replaykit.serde import PayloadCodec
 from replaykit.stores.base import ScheduleState, Store, WorkflowFilter, WorkflowRow
-from replaykit.stores.codec import CodecStore
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "cli", "main", "printable"]
 
+# What tests imported from the one-module cli.py by its old name.
+_open = open_store
+
 
 _TERMINAL = TERMINAL
-_STATUS_STYLE = {
-    Status.SUCCESS: "green",
-    Status.ERROR: "bold red",
-    Status.PARKED: "bold yellow",
-    Status.CANCELLED: "magenta",
-    Status.PENDING: "cyan",
-    Status.ENQUEUED: "blue",
-    Status.CONTINUED: "dim",
-}
 #: How many of a run's earlier generations `workflows show` lists (the newest ones).
 _SHOWN_GENERATIONS = 20
-
-
-# -- option types -------------------------------------------------------------------------
-
-_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
-_DURATION = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+$", re.IGNORECASE)
-_DURATION_FORMS = "90s, 15m, 1h30m, 2d or 1w (units w, d, h, m, s; largest first)"
-
-
-def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '1h30m', '2d12h', '1w', or a plain number of seconds."""
-    if _DURATION.match(text):
-        seconds = 0.0
-        seen: list[str] = []
-        for number, unit in _PART.findall(text):
-            unit = unit.lower()
-            # '30m1h' or '1m1m' is more likely a slip than a way to write 1h30m.
-            if seen and list(_UNITS).index(unit) <= list(_UNITS).index(seen[-1]):
-                raise ValueError(
-                    f"{text!r} is not a duration: write each unit once, largest first "
-                    "(1h30m, 2d12h)"
-                )
-            seen.append(unit)
-            seconds += float(number) * _UNITS[unit]
-    else:
-        try:
-            seconds = float(text)
-        except ValueError:
-            raise ValueError(f"{text!r} is not a duration; write e.g. {_DURATION_FORMS}") from None
-        if seconds < 0:
-            raise ValueError(f"{text!r}: a duration cannot be negative")
-    try:
-        return timedelta(seconds=seconds)
-    except (OverflowError, ValueError):  # inf, nan, or past timedelta's 999999999 days
-        raise ValueError(f"{text!r} is not a duration this command can use") from None
-
-
-def parse_when(text: str, now: datetime | None = None) -> datetime:
-    """An ISO 8601 instant (naive means UTC) or a duration ago ('2h' = two hours ago)."""
-    if _DURATION.match(text):
-        try:
-            return (now or datetime.now(UTC)) - parse_duration(text)
-        except OverflowError:
-            raise ValueError(f"{text!r} ago is before the year 1") from None
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(
-            f"{text!r} is neither an ISO 8601 time (2024-06-01T12:00) nor a duration "
-            "ago (15m, 1h30m, 7d)"
-        ) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-
-
-def _when_option(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        return parse_when(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-
-
-def _duration_option(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> timedelta | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
-
-
-_url_option = click.option(
-    "--url",
-    envvar="REPLAYKIT_URL",
-    default=DEFAULT_URL,
-    show_default=True,
-    show_envvar=True,
-    help="The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://.",
-)
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead.")
-_wide_option = click.option(
-    "--wide",
-    is_flag=True,
-    help="Show every cell and value in full (on a terminal, long ones are cut to fit it).",
-)
-
-
-# -- opening the store ----------------------------------------------------------------------
-
-
-def _open(url: str, *, create: bool) -> Store:
-    """The store `url` names, opened as replaykit/_operator.py opens it for an operator."""
-    try:
-        return open_for_operator(url, create=create)
-    except StoreRefused as exc:
-        raise CliError(str(exc)) from exc
-
-
-def _require_schema(store: Store, url: str) -> None:
-    try:
-        require_schema(store, url)
-    except StoreRefused as exc:
-        raise CliError(str(exc)) from exc
-
-
-# Where the root command keeps the codec `--codec` named, for every subcommand's store.
-_CODEC = "replaykit.codec"
-
-
-def _codec() -> PayloadCodec | None:
-    """The payload codec `replaykit --codec` named; None without one."""
-    ctx = click.get_current_context(silent=True)
-    found = None if ctx is None else ctx.find_root().meta.get(_CODEC)
-    return cast(PayloadCodec | None, found)
-
-
-@contextmanager
-def _store(url: str, *, create: bool = False, check_schema: bool = True) -> Iterator[Store]:
-    """The store, decoding payloads with `--codec`; without it, showing them encoded."""
-    store = _open(url, create=create)
-    try:
-        if check_schema:
-            _require_schema(store, url)
-        codec = _codec()
-        yield store if codec is None else CodecStore(store, codec)
-    finally:
-        store.close()
-
-
-def _get_row(store: Store, workflow_id: str) -> WorkflowRow:
-    row = store.get_workflow(workflow_id)
-    if row is None:
-        raise CliError(
-            f"no workflow run with id {workflow_id!r} (`replaykit workflows list` shows the runs)"
-        )
-    return row
-
-
-# -- rendering -------------------------------------------------------------------------------
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _record_duration(record: Record) -> str:
-    if record.started_at is None or record.completed_at is None:
-        return "-"
-    return format_duration(max((record.completed_at - record.started_at).total_seconds(), 0.0))
-
-
-def _row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "workflow_id": row.workflow_id,
-        "name": row.name,
-        "status": row.status.value,
-        "app_version": row.app_version,
-        "executor_id": row.executor_id,
-        "parent_id": row.parent_id,
-        "forked_from": row.forked_from,
-        "fork_position": row.fork_position,
-        "generation": row.generation,
-        "continued_as": row.continued_as,
-        "queue": row.queue,
-        "created_at": _iso(row.created_at),
-        "updated_at": _iso(row.updated_at),
-        "recovery_attempts": row.recovery_attempts,
-        "wake_at": _iso(row.wake_at),
-        "deadline": _iso(row.deadline),
-        "timeout": row.timeout,
-        "error": row.error,
-    }
-    if full:
-        data["inputs"] = row.inputs
-        data["result"] = outcome_to_json(row.result)
-    return data
-
-
-def _fork_text(row: WorkflowRow) -> str:
-    return f"forked from {row.forked_from} at position {row.fork_position}"
-
-
-def _run_error(row: WorkflowRow) -> str:
-    """What went wrong with a run, in one line; '' when nothing did."""
-    if isinstance(row.result, Failure):
-        return f"{row.result.error.type_name}: {row.result.error.message}"
-    return row.error
 
 
 # -- the command tree -------------------------------------------------------------------------
@@ -399,7 +227,7 @@ def cli(ctx: click.Context, verbose: bool, codec_spec: str | None) -> None:
     """Inspect and operate replaykit workflow runs."""
     if codec_spec:
         try:
-            ctx.meta[_CODEC] = load_codec(codec_spec)
+            ctx.meta[CODEC_KEY] = load_codec(codec_spec)
         except BadCodecSpec as exc:
             raise UsageError(str(exc)) from exc
     if verbose:
@@ -468,7 +296,7 @@ def _newest_first(
 
 
 @workflows.command("list")
-@_url_option
+@url_option
 @click.option(
     "--status",
     "statuses",
@@ -483,13 +311,13 @@ def _newest_first(
 @click.option("--queue", help="Only runs of this queue.")
 @click.option(
     "--since",
-    callback=_when_option,
+    callback=when_option,
     metavar="TIME",
     help="Created at or after: ISO time, or a duration ago (2h, 1h30m, 7d).",
 )
 @click.option(
     "--until",
-    callback=_when_option,
+    callback=when_option,
     metavar="TIME",
     help="Created before: ISO time, or a duration ago (2h, 1h30m, 7d).",
 )
@@ -508,8 +336,8 @@ def _newest_first(
 @click.option("--newest", is_flag=True, help="Newest first (--offset skips the newest).")
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--offset", type=click.IntRange(min=0), default=0, show_default=True)
-@_wide_option
-@_json_option
+@wide_option
+@json_option
 def list_command(
     url: str,
     statuses: tuple[str, ...],
@@ -563,7 +391,7 @@ def list_command(
         since=since,
         until=until,
     )
-    with _store(url) as store:
+    with store_at(url) as store:
         if stranded_for:
             # stranded_runs sorts what it finds (a bounded scan) oldest first: the
             # total is known, so pages are cut here, in either order. --executor
@@ -585,7 +413,7 @@ def list_command(
             rows = store.list_workflows(attrs.evolve(where, limit=limit, offset=offset))
             more = -1 if len(rows) == limit else 0  # -1: there may be more; unknown how many
     if as_json:
-        echo_json([_row_json(row) for row in rows])
+        echo_json([row_json(row) for row in rows])
         return
     if not rows:
         if stranded_for:
@@ -607,11 +435,11 @@ def list_command(
                 when_text(row.created_at),
                 row.app_version,
                 row.executor_id,
-                short(_run_error(row), None if wide else 50 if out.console is None else 500),
+                short(run_error(row), None if wide else 50 if out.console is None else 500),
             ]
             for row in rows
         ],
-        [{2: _STATUS_STYLE[row.status]} for row in rows],
+        [{2: STATUS_STYLE[row.status]} for row in rows],
         fit={
             0: Fit(16, weight=4),
             1: Fit(6, weight=2),
@@ -643,8 +471,8 @@ def list_command(
 
 
 @workflows.command("versions")
-@_url_option
-@_json_option
+@url_option
+@json_option
 def versions_command(url: str, as_json: bool) -> None:
     """The app versions engines run now, and the unfinished runs stamped with each.
 
@@ -655,7 +483,7 @@ def versions_command(url: str, as_json: bool) -> None:
     with no engine running lists none: start one of it, or move its runs
     (`workflows list --stranded`, docs/versioning.md).
     """
-    with _store(url) as store:
+    with store_at(url) as store:
         loads, readable, partial = _waiting.version_loads(store)
     if as_json:
         echo_json([load.to_json() for load in loads])
@@ -746,21 +574,21 @@ def _started_cells(records: Sequence[Record], row: WorkflowRow, compact: bool) -
 
 @workflows.command("show")
 @click.argument("workflow_id")
-@_url_option
+@url_option
 @click.option(
     "--traceback",
     "show_traceback",
     is_flag=True,
     help="Print the tracebacks recorded with the run's failure and its steps' failures.",
 )
-@_wide_option
-@_json_option
+@wide_option
+@json_option
 def show_command(
     workflow_id: str, url: str, show_traceback: bool, wide: bool, as_json: bool
 ) -> None:
     """A run and its log as a timeline; a failed or parked run shows why."""
-    with _store(url) as store:
-        row = _get_row(store, workflow_id)
+    with store_at(url) as store:
+        row = get_row(store, workflow_id)
         records = store.load_log(workflow_id)
         children = store.list_workflows(WorkflowFilter(parent_id=workflow_id))
         forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id))
@@ -769,12 +597,12 @@ def show_command(
     if as_json:
         echo_json(
             {
-                "workflow": {**_row_json(row, full=True), "waiting": waiting},
+                "workflow": {**row_json(row, full=True), "waiting": waiting},
                 "steps": [record.to_json() for record in records],
-                "children": [_row_json(child) for child in children],
-                "forks": [_row_json(fork) for fork in forks],
+                "children": [row_json(child) for child in children],
+                "forks": [row_json(fork) for fork in forks],
                 "generations": [
-                    {**_row_json(generation), "steps": steps} for generation, steps in generations
+                    {**row_json(generation), "steps": steps} for generation, steps in generations
                 ],
             }
         )
@@ -787,7 +615,7 @@ def show_command(
     pairs: list[tuple[str, str, str | None]] = [
         ("workflow", row.workflow_id, "bold"),
         ("name", row.name, None),
-        ("status", row.status.value, _STATUS_STYLE[row.status]),
+        ("status", row.status.value, STATUS_STYLE[row.status]),
         ("version", row.app_version or "-", None),
         ("executor", row.executor_id, None),
         ("created", when_text(row.created_at) + " UTC", None),
@@ -796,7 +624,7 @@ def show_command(
     if row.parent_id:
         pairs.append(("parent", row.parent_id, None))
     if row.forked_from is not None:
-        pairs.append(("origin", _fork_text(row), None))
+        pairs.append(("origin", fork_text(row), None))
     if row.continued_as is not None:
         pairs.append(
             ("generation", f"{row.generation} of {row.continued_as} (continued as new)", "dim")
@@ -819,7 +647,7 @@ def show_command(
         value = outcome_to_json(row.result).get("value")
         pairs.append(("result", short_json(value, None if width is None else width + 40), None))
     if row.status is Status.ERROR:
-        pairs.append(("error", _run_error(row), "red"))
+        pairs.append(("error", run_error(row), "red"))
     elif row.status is Status.PARKED:
         pairs.append(("parked", row.error or "(no reason recorded)", "yellow"))
     elif row.status is Status.CANCELLED and row.error:
@@ -838,7 +666,7 @@ def show_command(
                     r.kind,
                     r.name,
                     started,
-                    _record_duration(r),
+                    record_duration(r),
                     outcome_summary(r, width, child_width=child_width),
                     r.call_site or "-",
                 ]
@@ -936,7 +764,7 @@ def _print_tracebacks(out: Printer, row: WorkflowRow, records: Sequence[Record])
 
 @workflows.command("export")
 @click.argument("workflow_id")
-@_url_option
+@url_option
 @click.option(
     "-o",
     "--output",
@@ -945,8 +773,8 @@ def _print_tracebacks(out: Printer, row: WorkflowRow, records: Sequence[Record])
 )
 def export_command(workflow_id: str, url: str, output: Path | None) -> None:
     """The run's log as JSON, for `replaykit replay` and `replaykit.testing.replay`."""
-    with _store(url) as store:
-        _get_row(store, workflow_id)
+    with store_at(url) as store:
+        get_row(store, workflow_id)
         text = export_run(store, workflow_id).to_json()
     if output is None:
         click.echo(json_text(text))
@@ -960,22 +788,22 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
 
 @workflows.command("cancel")
 @click.argument("workflow_id")
-@_url_option
+@url_option
 @click.option(
     "--children/--no-children", default=True, show_default=True, help="Cancel its children too."
 )
 @click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
-@_json_option
+@json_option
 def cancel_command(workflow_id: str, url: str, children: bool, reason: str, as_json: bool) -> None:
     """Mark a run CANCELLED; the engine running it stops at its next record."""
-    with _store(url) as store:
-        row = _get_row(store, workflow_id)
+    with store_at(url) as store:
+        row = get_row(store, workflow_id)
         if row.status.is_terminal:
             raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
         cancelled = cancel_run(store, workflow_id, children=children, reason=reason)
-        after = _get_row(store, workflow_id)
+        after = get_row(store, workflow_id)
     if as_json:
-        echo_json({**_row_json(after), "cancelled": cancelled})
+        echo_json({**row_json(after), "cancelled": cancelled})
         return
     echo(
         f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
@@ -985,22 +813,15 @@ def cancel_command(workflow_id: str, url: str, children: bool, reason: str, as_j
     )
 
 
-def _pickup_note(executor_id: str, app_version: str) -> str:
-    return (
-        f"The engine with executor id {executor_id!r} and app version {app_version!r} runs it "
-        "(at once if it is running, else when it starts); this command runs no workflow code."
-    )
-
-
 @workflows.command("resume")
 @click.argument("workflow_id")
-@_url_option
+@url_option
 @click.option(
     "--executor",
     help="Hand the run to this executor id (default: its own; an ENQUEUED run needs one).",
 )
 @click.option("--app-version", help="Restamp the run for this app version (default: its own).")
-@_json_option
+@json_option
 def resume_command(
     workflow_id: str, url: str, executor: str | None, app_version: str | None, as_json: bool
 ) -> None:
@@ -1013,8 +834,8 @@ def resume_command(
     and the ids moved are printed: after a code edit, a child left on the old
     version would never run, and its parent would wait for it for ever.
     """
-    with _store(url) as store:
-        row = _get_row(store, workflow_id)
+    with store_at(url) as store:
+        row = get_row(store, workflow_id)
         if row.status is Status.CONTINUED:
             raise CliError(
                 f"workflow {workflow_id!r} is an earlier generation of run {row.continued_as!r}, "
@@ -1034,11 +855,11 @@ def resume_command(
             )
         resumed = resume_family(store, workflow_id, executor_id=executor, app_version=app_version)
         done = sum(1 for r in store.load_log(workflow_id) if r.outcome is not None)
-        after = _get_row(store, workflow_id)
+        after = get_row(store, workflow_id)
     if as_json:
         echo_json(
             {
-                **_row_json(after),
+                **row_json(after),
                 "resumed": resumed.ids,
                 "cascaded": list(resumed.cascaded),
                 "moved": list(resumed.moved),
@@ -1057,7 +878,7 @@ def resume_command(
     started = "started now" if row.status is Status.ENQUEUED else "PENDING again"
     echo(
         f"resumed {workflow_id!r} ({row.name}): {started}, {done} recorded position(s) "
-        f"to replay.{also} " + _pickup_note(target, app_version or row.app_version)
+        f"to replay.{also} " + pickup_note(target, app_version or row.app_version)
     )
 
 
@@ -1073,33 +894,16 @@ def _json_argument(text: str, what: str) -> Any:
         ) from None
 
 
-@contextmanager
-def _client(url: str, **options: Any) -> Iterator[Any]:
-    """A `Client` on the store the command opens (no schema created, a short timeout)."""
-    from replaykit.client import Client
-
-    with _store(url) as store:
-        # Without --codec, what the client reads is shown as stored (encoded),
-        # and what it writes is plain, which engines with a codec read as well.
-        if not isinstance(store, CodecStore):
-            store = CodecStore(store, None, pass_encoded=True)
-        client = Client(store, **options)
-        try:
-            yield client
-        finally:
-            client.close()
-
-
 @workflows.command("start")
 @click.argument("name")
 @click.argument("args_json", metavar="[ARGS_JSON]", required=False)
-@_url_option
+@url_option
 @click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
 @click.option("--id", "workflow_id", help="The run's id (default: a new UUID); idempotent.")
 @click.option("--queue", help="Put the run on this queue, for any engine draining it.")
 @click.option(
     "--delay",
-    callback=_duration_option,
+    callback=duration_option,
     metavar="DURATION",
     help="With --queue: not claimed before this long (90s, 1h30m, 2d).",
 )
@@ -1116,7 +920,7 @@ def _client(url: str, **options: Any) -> Iterator[Any]:
     is_flag=True,
     help="Refuse the start when no running engine may run it (else: a warning).",
 )
-@_json_option
+@json_option
 def start_command(
     name: str,
     args_json: str | None,
@@ -1163,7 +967,7 @@ def start_command(
         )
     if delay is not None and queue is None:
         raise UsageError("--delay holds a run back on its queue: it needs --queue")
-    with _client(url, app_version=app_version, strict=strict) as client:
+    with client_at(url, app_version=app_version, strict=strict) as client:
         if app_version == "latest":
             try:
                 client.app_version = _waiting.latest_version(client.store)
@@ -1180,7 +984,7 @@ def start_command(
             )
         row = handle.row()
     if as_json:
-        echo_json({**_row_json(row), "created": not existed})
+        echo_json({**row_json(row), "created": not existed})
         return
     verb = "exists already (same workflow and arguments):" if existed else "started:"
     if row.status is Status.ENQUEUED:
@@ -1190,20 +994,20 @@ def start_command(
             + (f" from {when_text(row.wake_at)} UTC" if row.wake_at is not None else "")
         )
     else:
-        where = f"{row.status.value}. " + _pickup_note(row.executor_id, row.app_version)
+        where = f"{row.status.value}. " + pickup_note(row.executor_id, row.app_version)
     echo(f"{row.workflow_id} {verb} {name!r} {where}")
 
 
 @workflows.command("send")
 @click.argument("workflow_id", metavar="ID")
 @click.argument("message_json", metavar="MESSAGE_JSON")
-@_url_option
+@url_option
 @click.option("--topic", required=True, help="The topic the run's Recv(topic) waits on.")
 @click.option(
     "--key",
     help="An idempotency key: a second send with it delivers nothing (safe to retry).",
 )
-@_json_option
+@json_option
 def send_command(
     workflow_id: str, message_json: str, url: str, topic: str, key: str | None, as_json: bool
 ) -> None:
@@ -1213,8 +1017,8 @@ def send_command(
     one message; with it, only the first call that uses the key does.
     """
     message = _json_argument(message_json, "MESSAGE_JSON")
-    with _client(url) as client:
-        row = _get_row(client.store, workflow_id)
+    with client_at(url) as client:
+        row = get_row(client.store, workflow_id)
         delivered = client.send(workflow_id, message, topic, idempotency_key=key)
     if as_json:
         echo_json(
@@ -1243,10 +1047,10 @@ def send_command(
 @workflows.command("get-event")
 @click.argument("workflow_id", metavar="ID")
 @click.argument("key")
-@_url_option
+@url_option
 @click.option(
     "--timeout",
-    callback=_duration_option,
+    callback=duration_option,
     metavar="DURATION",
     help="Wait this long for the event to be set (30s, 5m); default: answer at once.",
 )
@@ -1256,8 +1060,8 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
     Exit 1 if the run has set no such event (after waiting --timeout for it).
     """
     seconds = None if timeout is None else timeout.total_seconds()
-    with _client(url) as client:
-        row = _get_row(client.store, workflow_id)
+    with client_at(url) as client:
+        row = get_row(client.store, workflow_id)
         if seconds:
             client.get_event(workflow_id, key, timeout=seconds)
         # The store says whether the event is set at all: a value of None is one.
@@ -1281,7 +1085,7 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
 @workflows.command("stream")
 @click.argument("workflow_id", metavar="ID")
 @click.argument("key")
-@_url_option
+@url_option
 @click.option(
     "--follow",
     "-f",
@@ -1297,7 +1101,7 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
 )
 @click.option(
     "--timeout",
-    callback=_duration_option,
+    callback=duration_option,
     metavar="DURATION",
     help="With --follow: exit 1 when no new value comes for this long (30s, 5m).",
 )
@@ -1319,8 +1123,8 @@ def stream_command(
     def show(value: Any) -> None:
         click.echo(json_text(json.dumps(value, ensure_ascii=False, default=str)))
 
-    with _client(url) as client:
-        row = _get_row(client.store, workflow_id)
+    with client_at(url) as client:
+        row = get_row(client.store, workflow_id)
         if follow:
             seconds = None if timeout is None else timeout.total_seconds()
             shown = 0
@@ -1331,7 +1135,7 @@ def stream_command(
             except TimeoutError as exc:
                 raise CliError(one_line(exc)) from None
             if not shown:  # the run ended: a key it never wrote was a mistake
-                _check_stream_key(client.store, _get_row(client.store, workflow_id), key)
+                _check_stream_key(client.store, get_row(client.store, workflow_id), key)
             return
         values, closed, row = recorded_values(client.store, workflow_id, key, start)
         if not values and not closed:
@@ -1369,11 +1173,11 @@ def _check_stream_key(store: Store, row: WorkflowRow, key: str, *, follow: bool 
     required=True,
     help="First position to run again; the records before it are kept.",
 )
-@_url_option
+@url_option
 @click.option("--id", "new_id", help="The new run's id (default: ID-fork-<random>).")
 @click.option("--executor", help="Executor id to run the fork (default: the source's).")
 @click.option("--app-version", help="App version to stamp the fork with (default: the source's).")
-@_json_option
+@json_option
 def fork_command(
     workflow_id: str,
     from_position: int,
@@ -1388,8 +1192,8 @@ def fork_command(
     The way to re-run a fixed version of a failed run without repeating its
     completed steps.
     """
-    with _store(url) as store:
-        _get_row(store, workflow_id)
+    with store_at(url) as store:
+        get_row(store, workflow_id)
         stored, kept = fork_run(
             store,
             workflow_id,
@@ -1402,25 +1206,25 @@ def fork_command(
         store.set_status(stored.workflow_id, Status.PENDING, only_from=(Status.PENDING,))
     if as_json:
         # workflow_id is the new run's; forked_from the source's.
-        echo_json({**_row_json(stored), "kept_positions": kept})
+        echo_json({**row_json(stored), "kept_positions": kept})
         return
     copied = f"keeping positions 0..{kept - 1}" if kept else "keeping no records"
     echo(
         f"forked {workflow_id!r} into {stored.workflow_id!r}, {copied}; it runs live from "
-        f"position {kept}. " + _pickup_note(stored.executor_id, stored.app_version)
+        f"position {kept}. " + pickup_note(stored.executor_id, stored.app_version)
     )
 
 
 @workflows.command("delete")
 @click.argument("workflow_id")
-@_url_option
+@url_option
 @click.option("--children", is_flag=True, help="Delete its child runs too.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-@_json_option
+@json_option
 def delete_command(workflow_id: str, url: str, children: bool, yes: bool, as_json: bool) -> None:
     """Delete a run with its log, inbox and events (cancelling it first if it runs)."""
-    with _store(url) as store:
-        row = _get_row(store, workflow_id)
+    with store_at(url) as store:
+        row = get_row(store, workflow_id)
         if not yes:
             _confirm(
                 f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
@@ -1458,10 +1262,10 @@ def _confirm(question: str, *, as_json: bool = False) -> None:
 
 
 @workflows.command("gc")
-@_url_option
+@url_option
 @click.option(
     "--older-than",
-    callback=_duration_option,
+    callback=duration_option,
     metavar="DURATION",
     required=True,
     help="Delete runs created longer ago than this (30d, 12h, ...).",
@@ -1473,7 +1277,7 @@ def _confirm(question: str, *, as_json: bool = False) -> None:
 )
 @click.option("--dry-run", is_flag=True, help="Only count what would be deleted.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-@_json_option
+@json_option
 def gc_command(
     url: str,
     older_than: timedelta,
@@ -1487,7 +1291,7 @@ def gc_command(
         cutoff = datetime.now(UTC) - older_than
     except OverflowError:
         raise UsageError(f"--older-than {older_than.days}d reaches before the year 1") from None
-    with _store(url) as store:
+    with store_at(url) as store:
         matching = store.list_workflows(
             WorkflowFilter(status=None if include_unfinished else _TERMINAL, until=cutoff)
         )
@@ -1498,7 +1302,7 @@ def gc_command(
         matching = [row for row in matching if live_parent(store, row) is None]
         spared = before - len(matching)
         kept = f" ({spared} kept: their parents are unfinished)" if spared else ""
-        report = {"cutoff": _iso(cutoff), "matching": len(matching), "kept": spared}
+        report = {"cutoff": iso(cutoff), "matching": len(matching), "kept": spared}
         if dry_run or not matching:
             if as_json:
                 echo_json({**report, "deleted": 0, "dry_run": dry_run})
@@ -1555,7 +1359,7 @@ def _queue_counts(store: Store, now: datetime) -> tuple[dict[str, _QueueCounts],
 
 def _period(seconds: float) -> str:
     """A rate limit's period in the largest unit that divides it: 60 -> '1m', 90 -> '90s'."""
-    for unit, size in _UNITS.items():
+    for unit, size in UNITS.items():
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
@@ -1568,7 +1372,7 @@ def _import_app(module: str, app_dir: Path) -> None:
         sys.path.insert(0, where)
     try:
         import_spec(module)
-    except _BadInput as exc:
+    except BadInput as exc:
         raise UsageError(str(exc)) from exc
 
 
@@ -1593,10 +1397,10 @@ def queues_group() -> None:
 
 
 @queues_group.command("list")
-@_url_option
+@url_option
 @_app_option
 @_app_dir_option
-@_json_option
+@json_option
 def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json: bool) -> None:
     """Each queue's depth (ENQUEUED runs), delayed runs, running (PENDING) runs and limits.
 
@@ -1611,7 +1415,7 @@ def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json
     if app_module is not None:
         _import_app(app_module, app_dir)
         registered = {queue.name: queue for queue in registered_queues()}
-    with _store(url) as store:
+    with store_at(url) as store:
         counts, partial = _queue_counts(store, datetime.now(UTC))
     names = sorted(set(counts) | set(registered))
 
@@ -1719,12 +1523,12 @@ def _schedule_json(info: ScheduleInfo) -> dict[str, Any]:
         "queue": info.queue,
         "backfill": info.backfill,
         "paused": info.paused,
-        "next_tick": _iso(info.next_tick),
-        "trigger_requested_at": _iso(info.trigger_requested_at),
+        "next_tick": iso(info.next_tick),
+        "trigger_requested_at": iso(info.trigger_requested_at),
         "backfill_requested": (
-            None if backfill is None else {"start": _iso(backfill[0]), "end": _iso(backfill[1])}
+            None if backfill is None else {"start": iso(backfill[0]), "end": iso(backfill[1])}
         ),
-        "updated_at": _iso(info.updated_at),
+        "updated_at": iso(info.updated_at),
     }
 
 
@@ -1747,9 +1551,9 @@ def schedules_group() -> None:
 
 
 @schedules_group.command("list")
-@_url_option
-@_wide_option
-@_json_option
+@url_option
+@wide_option
+@json_option
 def schedules_list_command(url: str, wide: bool, as_json: bool) -> None:
     """Each schedule the store knows: its workflow, cron, zone, queue, state and next tick.
 
@@ -1757,7 +1561,7 @@ def schedules_list_command(url: str, wide: bool, as_json: bool) -> None:
     it. REQUESTS are the triggers and backfills asked for that no engine has
     carried out yet. NEXT is the next tick after now (UTC), paused or not.
     """
-    with _store(url) as store:
+    with store_at(url) as store:
         # registered=(): the store's schedules only. Whatever this process has
         # imported is not the application's code, whose engines define them.
         infos = list_schedules(store, registered=())
@@ -1801,14 +1605,14 @@ def schedules_list_command(url: str, wide: bool, as_json: bool) -> None:
 
 @schedules_group.command("pause")
 @click.argument("name")
-@_url_option
+@url_option
 def schedules_pause_command(name: str, url: str) -> None:
     """Pause schedule NAME for every engine on the store, until it is resumed.
 
     Engines skip its ticks from their next look at the store; runs already
     started go on. Durable across restarts and deploys.
     """
-    with _store(url) as store, _schedule_errors():
+    with store_at(url) as store, _schedule_errors():
         changed = pause_schedule(store, name, registered=())
     if changed:
         echo(
@@ -1821,14 +1625,14 @@ def schedules_pause_command(name: str, url: str) -> None:
 
 @schedules_group.command("resume")
 @click.argument("name")
-@_url_option
+@url_option
 def schedules_resume_command(name: str, url: str) -> None:
     """Resume paused schedule NAME.
 
     The ticks missed while it was paused are not started, unless the schedule
     has backfill=True: then engines start them, as after downtime.
     """
-    with _store(url) as store, _schedule_errors():
+    with store_at(url) as store, _schedule_errors():
         changed = resume_schedule(store, name, registered=())
         state = _schedule_state(store, name)
     if not changed:
@@ -1845,15 +1649,15 @@ def schedules_resume_command(name: str, url: str) -> None:
 
 @schedules_group.command("trigger")
 @click.argument("name")
-@_url_option
-@_json_option
+@url_option
+@json_option
 def schedules_trigger_command(name: str, url: str, as_json: bool) -> None:
     """Ask for one run of schedule NAME now, outside its cron.
 
     The run's id is schedule:NAME:manual:<UTC instant>, and its tick that
     instant. A trigger asked for while another is pending joins it: one run.
     """
-    with _store(url) as store, _schedule_errors():
+    with store_at(url) as store, _schedule_errors():
         before = _schedule_state(store, name)
         run_id = trigger_schedule(store, name, registered=())
     pending_since = None if before is None else before.trigger_at
@@ -1875,7 +1679,7 @@ def schedules_trigger_command(name: str, url: str, as_json: bool) -> None:
 @click.option(
     "--from",
     "start",
-    callback=_when_option,
+    callback=when_option,
     metavar="TIME",
     required=True,
     help="The first instant of the range: ISO 8601 (2030-01-01T00:00, or with an offset, "
@@ -1884,13 +1688,13 @@ def schedules_trigger_command(name: str, url: str, as_json: bool) -> None:
 @click.option(
     "--to",
     "end",
-    callback=_when_option,
+    callback=when_option,
     metavar="TIME",
     required=True,
     help="The end of the range, not included; written as --from is.",
 )
-@_url_option
-@_json_option
+@url_option
+@json_option
 def schedules_backfill_command(
     name: str, start: datetime, end: datetime, url: str, as_json: bool
 ) -> None:
@@ -1906,7 +1710,7 @@ def schedules_backfill_command(
             f"--to {end.isoformat()} is not after --from {start.isoformat()}: a backfill takes "
             "the ticks in [--from, --to); write the earlier time as --from"
         )
-    with _store(url) as store:
+    with store_at(url) as store:
         state = _schedule_state(store, name)
         # The library refuses this too, but as a ValueError, which would exit 2:
         # it is the store's state that stands in the way, not what was written.
@@ -1925,7 +1729,7 @@ def schedules_backfill_command(
         with _schedule_errors():
             run_ids = backfill_schedule(store, name, start, end, registered=())
     if as_json:
-        echo_json({"schedule": name, "start": _iso(start), "end": _iso(end), "run_ids": run_ids})
+        echo_json({"schedule": name, "start": iso(start), "end": iso(end), "run_ids": run_ids})
         return
     span = f"from {when_text(start)} to {when_text(end)} UTC"
     if not run_ids:
@@ -1941,7 +1745,7 @@ def schedules_backfill_command(
 
 @schedules_group.command("delete")
 @click.argument("name")
-@_url_option
+@url_option
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def schedules_delete_command(name: str, url: str, yes: bool) -> None:
     """Remove schedule NAME's state from the store: its paused flag and pending requests.
@@ -1951,7 +1755,7 @@ def schedules_delete_command(name: str, url: str, yes: bool) -> None:
     again, unpaused. To stop it for good, remove it from the code, and pause it
     until that deploy is out.
     """
-    with _store(url) as store, _schedule_errors():
+    with store_at(url) as store, _schedule_errors():
         states = store.schedule_states()
         if name not in states:
             raise ScheduleNotFound(name, states)
@@ -1974,83 +1778,17 @@ def schedules_delete_command(name: str, url: str, yes: bool) -> None:
 # -- replay --------------------------------------------------------------------------------
 
 
-class _BadInput(Exception):
-    """A replay input the user must fix (file, spec); exit 2, not a divergence."""
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """(module, attribute) from `module:attr`; the attribute is '' for a bare module."""
-    module_name, sep, attr = spec.partition(":")
-    if (
-        not module_name
-        or (sep and not attr)
-        or not all(p.isidentifier() for p in module_name.split("."))
-        or not all(p.isidentifier() for p in attr.split(".") if attr)
-    ):
-        raise _BadInput(
-            f"{spec!r} is not a workflow spec; write module:workflow, e.g. myapp.flows:checkout "
-            "(or just the module, to use the workflow each log names)"
-        )
-    return module_name, attr
-
-
-def import_spec(spec: str) -> tuple[Any, str]:
-    """Import the module `spec` names; (the module, the attribute path or '')."""
-    module_name, attr = parse_spec(spec)
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise _BadInput(
-            f"cannot import {module_name!r}: {exc}; run from your project's directory "
-            "(or pass --app-dir), or set PYTHONPATH"
-        ) from exc
-    except Exception as exc:
-        raise _BadInput(f"importing {module_name!r} failed: {one_line(exc)}") from exc
-    return module, attr
-
-
-def resolve_workflow(spec: str, module: Any, attr: str, log: Log) -> Workflow[..., Any]:
-    """The @workflow `module.attr`, or with no attribute the one the log names.
-
-    The user names the module on the command line; stored data never chooses what
-    is imported (a log's workflow name is only looked up among registered ones).
-    """
-    if not attr:
-        if not log.workflow_name:
-            raise _BadInput(f"{spec!r} names no workflow, and the log names none either")
-        try:
-            return lookup(log.workflow_name)
-        except LookupError as exc:
-            raise _BadInput(one_line(exc)) from exc
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise _BadInput(f"module {module.__name__!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if not isinstance(target, Workflow):
-        raise _BadInput(
-            f"{spec} is a {type(target).__name__}, not a workflow; decorate the generator "
-            "function with @replaykit.workflow"
-        )
-    if log.workflow_name and log.workflow_name != target.workflow_name:
-        raise _BadInput(
-            f"the log is of workflow {log.workflow_name!r}, but {spec} is workflow "
-            f"{target.workflow_name!r}"
-        )
-    return target
-
-
 def _read_log(path: Path) -> Log:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise _BadInput("no such file") from None
+        raise BadInput("no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise _BadInput(f"cannot read it ({one_line(exc)})") from exc
+        raise BadInput(f"cannot read it ({one_line(exc)})") from exc
     try:
         return Log.from_json(text)
     except ValueError as exc:
-        raise _BadInput(one_line(exc)) from exc
+        raise BadInput(one_line(exc)) from exc
 
 
 @cli.command("replay")
@@ -2124,13 +1862,13 @@ def replay_command(
         sys.path.insert(0, where)
     try:
         module, attr = import_spec(spec)
-    except _BadInput as exc:
+    except BadInput as exc:
         raise UsageError(str(exc)) from exc
     worst = 0
     for path in logs:
         try:
             log = _read_log(path)
-        except _BadInput as exc:
+        except BadInput as exc:
             echo(f"Error: {path}: {redact(str(exc))}", err=True)
             worst = max(worst, EXIT_BAD_INPUT)
             continue
@@ -2144,9 +1882,9 @@ def replay_command(
                     if attr
                     else sorted(_names_defined_in(module))
                 )
-            except _BadInput as exc:
+            except BadInput as exc:
                 raise UsageError(str(exc)) from exc
-        with _store(url) as store:
+        with store_at(url) as store:
             ids = list(run_ids)
             if in_flight:
                 for name in names:
@@ -2158,7 +1896,7 @@ def replay_command(
                     echo(f"no runs of {', '.join(names) or spec} are in flight")
             # Workflow code must never take an encoded payload for a value: a run
             # encoded by a codec not passed fails, saying to pass --codec.
-            readable = decoding(store, _codec())
+            readable = decoding(store, named_codec())
             for workflow_id in ids:
                 log = export_run(readable, workflow_id)
                 label = f"run {workflow_id}"
@@ -2182,7 +1920,7 @@ def _replay_one(
 
     try:
         wf = resolve_workflow(spec, module, attr, log)
-    except _BadInput as exc:
+    except BadInput as exc:
         echo(f"Error: {label}: {redact(str(exc))}", err=True)
         return EXIT_BAD_INPUT
     run = f"workflow {wf.workflow_name!r}" + (
@@ -2243,7 +1981,7 @@ def _value_json(value: Any) -> dict[str, Any]:
 @click.option(
     "--at", "position", type=click.IntRange(min=0), required=True, help="The position to stop at."
 )
-@_url_option
+@url_option
 @click.option(
     "--strict/--no-strict",
     default=False,
@@ -2257,7 +1995,7 @@ def _value_json(value: Any) -> dict[str, Any]:
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory put first on sys.path before importing MODULE.",
 )
-@_json_option
+@json_option
 def inspect_command(
     spec: str,
     workflow_id: str,
@@ -2286,14 +2024,14 @@ def inspect_command(
         sys.path.insert(0, where)
     try:
         module, attr = import_spec(spec)
-    except _BadInput as exc:
+    except BadInput as exc:
         raise UsageError(str(exc)) from exc
-    with _store(url) as store:
-        _get_row(store, workflow_id)
-        log = export_run(decoding(store, _codec()), workflow_id)
+    with store_at(url) as store:
+        get_row(store, workflow_id)
+        log = export_run(decoding(store, named_codec()), workflow_id)
     try:
         wf = resolve_workflow(spec, module, attr, log)
-    except _BadInput as exc:
+    except BadInput as exc:
         raise UsageError(str(exc)) from exc
     if position >= len(log):
         held = f"positions 0 to {len(log) - 1}" if len(log) else "no position yet"
@@ -2358,7 +2096,7 @@ def inspect_command(
 
 @cli.command("lint")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@_json_option
+@json_option
 def lint_command(paths: tuple[Path, ...], as_json: bool) -> None:
     """Check the workflow bodies in PATHS (files, directories) for what breaks replay.
 
@@ -2416,7 +2154,7 @@ def lint_command(paths: tuple[Path, ...], as_json: bool) -> None:
 
 @cli.command("worker")
 @click.argument("module")
-@_url_option
+@url_option
 @click.option(
     "-q",
     "--queue",
@@ -2516,10 +2254,10 @@ def db() -> None:
 
 
 @db.command("migrate")
-@_url_option
+@url_option
 def migrate_command(url: str) -> None:
     """Create or upgrade the schema (idempotent; safe to run on every deploy)."""
-    with _store(url, create=True, check_schema=False) as store:
+    with store_at(url, create=True, check_schema=False) as store:
         before, _ = schema_status(store)
         migrate: Callable[[], Any] | None = getattr(store, "migrate", None)
         if migrate is not None:
@@ -2533,12 +2271,12 @@ def migrate_command(url: str) -> None:
 
 
 @db.command("status")
-@_url_option
+@url_option
 @click.option("--check", is_flag=True, help="Exit 1 unless the schema is up to date.")
-@_json_option
+@json_option
 def status_command(url: str, check: bool, as_json: bool) -> None:
     """The schema version of the store and the newest one this replaykit knows."""
-    with _store(url, check_schema=False) as store:
+    with store_at(url, check_schema=False) as store:
         current, latest = schema_status(store)
         text = _status_text(store, current, latest)
     up_to_date = current is None or latest is None or current == latest
