@@ -12,10 +12,7 @@ from replaykit._operator import schema_status
 from replaykit._text import redact
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import EXIT_FAILED, Group
-from replaykit.cli.options import (
-    json_option,
-    url_option,
-)
+from replaykit.cli.options import json_option, url_option
 from replaykit.cli.store import store_at
 from replaykit.stores.base import Store
 

@@ -13,10 +13,7 @@ from replaykit._operator import decoding
 from replaykit._text import outcome_summary
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import CliError, UsageError, one_line
-from replaykit.cli.options import (
-    json_option,
-    url_option,
-)
+from replaykit.cli.options import json_option, url_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.specs import BadInput, import_spec, resolve_workflow
 from replaykit.cli.store import get_row, named_codec, store_at

@@ -9,9 +9,7 @@ import click
 
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, UsageError, one_line
-from replaykit.cli.options import (
-    json_option,
-)
+from replaykit.cli.options import json_option
 
 __all__ = ["lint_command"]
 

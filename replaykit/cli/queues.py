@@ -13,11 +13,7 @@ import click
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import Group, UsageError
 from replaykit.cli.fit import Fit
-from replaykit.cli.options import (
-    UNITS,
-    json_option,
-    url_option,
-)
+from replaykit.cli.options import UNITS, json_option, url_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.specs import BadInput, import_spec
 from replaykit.cli.store import store_at

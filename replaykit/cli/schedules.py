@@ -16,12 +16,7 @@ from replaykit._text import printable, when_text
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, Group, UsageError
 from replaykit.cli.fit import Fit
-from replaykit.cli.options import (
-    json_option,
-    url_option,
-    when_option,
-    wide_option,
-)
+from replaykit.cli.options import json_option, url_option, when_option, wide_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.rows import iso
 from replaykit.cli.store import store_at

@@ -9,9 +9,7 @@ from typing import Any
 import click
 
 from replaykit.cli.errors import CliError
-from replaykit.cli.options import (
-    url_option,
-)
+from replaykit.cli.options import url_option
 
 __all__ = ["worker_command"]
 
