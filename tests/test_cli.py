@@ -26,7 +26,9 @@ from click.testing import CliRunner, Result
 
 import replaykit
 from replaykit import Engine, Log, Recv, Status, Step, workflow
-from replaykit.cli import cli, format_duration, parse_duration, parse_when
+from replaykit._text import format_duration
+from replaykit.cli import cli
+from replaykit.cli.options import parse_duration, parse_when
 from replaykit.runtime import queues as queues_module
 from replaykit.stores import open_store
 

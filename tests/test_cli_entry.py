@@ -77,6 +77,25 @@ def test_the_fallbacks_list_is_the_commands_list() -> None:
     assert [name for name, _ in entry.COMMANDS] == sorted(cli.commands)
 
 
+def test_what_the_one_module_cli_exported_still_imports_from_the_package() -> None:
+    # replaykit/cli.py became a package of rooms; callers imported these from it.
+    from replaykit import cli as package
+    from replaykit._text import format_duration, printable
+    from replaykit.cli import errors, options, root, store
+
+    assert (package.cli, package.main) == (root.cli, root.main)
+    assert (package.EXIT_FAILED, package.EXIT_BAD_INPUT) == (
+        errors.EXIT_FAILED,
+        errors.EXIT_BAD_INPUT,
+    )
+    assert (package.parse_duration, package.parse_when) == (
+        options.parse_duration,
+        options.parse_when,
+    )
+    assert (package.format_duration, package.printable) == (format_duration, printable)
+    assert package._open is store.open_store
+
+
 def test_help_works_without_the_ui_extra_and_ui_says_what_to_install() -> None:
     for blocked in ("starlette", "uvicorn", "jinja2"):
         done = run(blocked, "--help")

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from replaykit.cli import _open, cli
+from replaykit.cli import cli
+from replaykit.cli.store import open_store as command_open
 from replaykit.stores import SqliteStore, StoreURL, open_store, parse_store_url
 
 
@@ -64,7 +65,7 @@ def test_the_parser_says_what_a_url_names_without_opening_it(tmp_path: Path) -> 
 def test_the_command_opens_sqlite_with_the_urls_options(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ops.db'}?busy_timeout_ms=1234"
     open_store(url).close()
-    store = _open(url, create=False)
+    store = command_open(url, create=False)
     try:
         assert isinstance(store, SqliteStore)
         assert store._busy_timeout_ms == 1234
@@ -75,7 +76,7 @@ def test_the_command_opens_sqlite_with_the_urls_options(tmp_path: Path) -> None:
 
 def test_the_command_opens_postgres_without_migrating(pg_url: str, pg_schema: str) -> None:
     url = f"{pg_url}?schema={pg_schema}&connect_timeout=7"
-    store = _open(url, create=False)
+    store = command_open(url, create=False)
     try:
         assert store._connect_timeout == 7.0  # type: ignore[attr-defined]
         assert store.schema_status()[0] == 0  # type: ignore[attr-defined]  # nothing created

@@ -23,7 +23,8 @@ from rich.cells import cell_len
 
 import replaykit
 from replaykit import All, Engine, Race, Sleep, Step, workflow
-from replaykit.cli import cli, parse_duration, parse_when
+from replaykit.cli import cli
+from replaykit.cli.options import parse_duration, parse_when
 from replaykit.log import ErrorInfo, Failure, RaceOutcome, Record, Status, Value
 from replaykit.runtime import queues as queues_module
 from replaykit.stores import open_store

@@ -1,6 +1,6 @@
 """`replaykit ui`: the click command that starts the local web UI.
 
-`replaykit ui` runs it (replaykit/cli.py imports it only then, so listing the
+`replaykit ui` runs it (replaykit/cli/ui.py imports it only then, so listing the
 commands needs none of the UI's packages); `python -m replaykit.ui` runs it on
 its own. Nothing in the UI imports replaykit.cli: what both share is in
 replaykit/_text.py and replaykit/_operator.py.

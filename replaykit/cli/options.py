@@ -1,0 +1,118 @@
+"""The options many commands share (--url, --json, --wide) and the duration and time types."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+import click
+
+from replaykit.runtime.engine import DEFAULT_URL
+
+__all__ = [
+    "UNITS",
+    "duration_option",
+    "json_option",
+    "parse_duration",
+    "parse_when",
+    "url_option",
+    "when_option",
+    "wide_option",
+]
+
+
+UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])", re.IGNORECASE)
+
+
+_DURATION = re.compile(r"^\s*(?:\d+(?:\.\d+)?\s*[smhdw]\s*)+$", re.IGNORECASE)
+
+
+_DURATION_FORMS = "90s, 15m, 1h30m, 2d or 1w (units w, d, h, m, s; largest first)"
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '15m', '1h30m', '2d12h', '1w', or a plain number of seconds."""
+    if _DURATION.match(text):
+        seconds = 0.0
+        seen: list[str] = []
+        for number, unit in _PART.findall(text):
+            unit = unit.lower()
+            # '30m1h' or '1m1m' is more likely a slip than a way to write 1h30m.
+            if seen and list(UNITS).index(unit) <= list(UNITS).index(seen[-1]):
+                raise ValueError(
+                    f"{text!r} is not a duration: write each unit once, largest first "
+                    "(1h30m, 2d12h)"
+                )
+            seen.append(unit)
+            seconds += float(number) * UNITS[unit]
+    else:
+        try:
+            seconds = float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a duration; write e.g. {_DURATION_FORMS}") from None
+        if seconds < 0:
+            raise ValueError(f"{text!r}: a duration cannot be negative")
+    try:
+        return timedelta(seconds=seconds)
+    except (OverflowError, ValueError):  # inf, nan, or past timedelta's 999999999 days
+        raise ValueError(f"{text!r} is not a duration this command can use") from None
+
+
+def parse_when(text: str, now: datetime | None = None) -> datetime:
+    """An ISO 8601 instant (naive means UTC) or a duration ago ('2h' = two hours ago)."""
+    if _DURATION.match(text):
+        try:
+            return (now or datetime.now(UTC)) - parse_duration(text)
+        except OverflowError:
+            raise ValueError(f"{text!r} ago is before the year 1") from None
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"{text!r} is neither an ISO 8601 time (2024-06-01T12:00) nor a duration "
+            "ago (15m, 1h30m, 7d)"
+        ) from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def when_option(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        return parse_when(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def duration_option(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> timedelta | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+url_option = click.option(
+    "--url",
+    envvar="REPLAYKIT_URL",
+    default=DEFAULT_URL,
+    show_default=True,
+    show_envvar=True,
+    help="The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://.",
+)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead.")
+
+
+wide_option = click.option(
+    "--wide",
+    is_flag=True,
+    help="Show every cell and value in full (on a terminal, long ones are cut to fit it).",
+)

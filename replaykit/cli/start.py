@@ -1,0 +1,179 @@
+"""Starting runs and sending them messages, through the Client: `workflows start|send`."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import click
+
+from replaykit import _waiting
+from replaykit._text import when_text
+from replaykit.cli.echo import echo, echo_json
+from replaykit.cli.errors import CliError, UsageError
+from replaykit.cli.options import duration_option, json_option, url_option
+from replaykit.cli.rows import pickup_note, row_json
+from replaykit.cli.store import client_at, get_row
+from replaykit.log import Status
+
+__all__ = ["send_command", "start_command"]
+
+
+def _json_argument(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise UsageError(
+            f"{what} is not JSON ({exc}); quote it for the shell, e.g. '{{\"ok\": true}}'"
+        ) from None
+
+
+@click.command("start")
+@click.argument("name")
+@click.argument("args_json", metavar="[ARGS_JSON]", required=False)
+@url_option
+@click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
+@click.option("--id", "workflow_id", help="The run's id (default: a new UUID); idempotent.")
+@click.option("--queue", help="Put the run on this queue, for any engine draining it.")
+@click.option(
+    "--delay",
+    callback=duration_option,
+    metavar="DURATION",
+    help="With --queue: not claimed before this long (90s, 1h30m, 2d).",
+)
+@click.option(
+    "--executor", help="Without --queue: the executor id of the engine to run it (it is told)."
+)
+@click.option(
+    "--app-version",
+    help="The version to stamp the run with: your engines' Engine(app_version=...); "
+    "'latest': the version the running engines run (`workflows versions` lists them).",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Refuse the start when no running engine may run it (else: a warning).",
+)
+@json_option
+def start_command(
+    name: str,
+    args_json: str | None,
+    url: str,
+    kwargs_json: str | None,
+    workflow_id: str | None,
+    queue: str | None,
+    delay: timedelta | None,
+    executor: str | None,
+    app_version: str | None,
+    strict: bool,
+    as_json: bool,
+) -> None:
+    """Start a run of the workflow registered as NAME, for your engines to run.
+
+    ARGS_JSON is a JSON array of its positional arguments ('["o-1", 100]').
+    Imports none of your code: the run is written to the store, ENQUEUED on
+    --queue (the usual way: any engine draining that queue claims it) or
+    PENDING for the engine --executor names. Engines run only runs of their
+    own app version, which this command cannot compute: --app-version says it
+    (`latest`: the one the running engines run). A start that no running engine
+    may run warns; --strict refuses it. The same --id with the same workflow and
+    arguments is the same run; anything else under a used id is refused.
+    """
+    args = [] if args_json is None else _json_argument(args_json, "ARGS_JSON")
+    if not isinstance(args, list):
+        raise UsageError(
+            "ARGS_JSON must be a JSON array of the positional arguments, e.g. "
+            "'[\"o-1\", 100]' (one object argument: '[{\"id\": 1}]'; keyword ones: --kwargs)"
+        )
+    kwargs = {} if kwargs_json is None else _json_argument(kwargs_json, "--kwargs")
+    if not isinstance(kwargs, dict):
+        raise UsageError("--kwargs must be a JSON object, e.g. '{\"amount\": 100}'")
+    if not app_version:
+        raise UsageError(
+            "--app-version is required: engines run only runs stamped with their own version, "
+            "and this command, which imports no workflow code, cannot compute the default "
+            "one. Pass the version your engines are given (Engine(app_version=...))"
+        )
+    if queue is None and not executor:
+        raise UsageError(
+            "no engine would run it: pass --queue Q (any engine draining Q claims it) or "
+            "--executor ID (the engine with that executor id runs it)"
+        )
+    if delay is not None and queue is None:
+        raise UsageError("--delay holds a run back on its queue: it needs --queue")
+    with client_at(url, app_version=app_version, strict=strict) as client:
+        if app_version == "latest":
+            try:
+                client.app_version = _waiting.latest_version(client.store)
+            except _waiting.NoLatestVersion as exc:
+                raise CliError(str(exc)) from None
+        existed = workflow_id is not None and client.store.get_workflow(workflow_id) is not None
+        if queue is not None:
+            handle = client.enqueue(
+                queue, name, *args, workflow_id=workflow_id, delay=delay, **kwargs
+            )
+        else:
+            handle = client.start(
+                name, *args, workflow_id=workflow_id, executor_id=executor, **kwargs
+            )
+        row = handle.row()
+    if as_json:
+        echo_json({**row_json(row), "created": not existed})
+        return
+    verb = "exists already (same workflow and arguments):" if existed else "started:"
+    if row.status is Status.ENQUEUED:
+        where = (
+            f"ENQUEUED on queue {row.queue!r}, for an engine of version {row.app_version!r} "
+            "draining it to claim"
+            + (f" from {when_text(row.wake_at)} UTC" if row.wake_at is not None else "")
+        )
+    else:
+        where = f"{row.status.value}. " + pickup_note(row.executor_id, row.app_version)
+    echo(f"{row.workflow_id} {verb} {name!r} {where}")
+
+
+@click.command("send")
+@click.argument("workflow_id", metavar="ID")
+@click.argument("message_json", metavar="MESSAGE_JSON")
+@url_option
+@click.option("--topic", required=True, help="The topic the run's Recv(topic) waits on.")
+@click.option(
+    "--key",
+    help="An idempotency key: a second send with it delivers nothing (safe to retry).",
+)
+@json_option
+def send_command(
+    workflow_id: str, message_json: str, url: str, topic: str, key: str | None, as_json: bool
+) -> None:
+    """Put MESSAGE_JSON in run ID's inbox under --topic (approve a step from a shell).
+
+    The run's `Recv(topic)` takes it, once. Without --key every call delivers
+    one message; with it, only the first call that uses the key does.
+    """
+    message = _json_argument(message_json, "MESSAGE_JSON")
+    with client_at(url) as client:
+        row = get_row(client.store, workflow_id)
+        delivered = client.send(workflow_id, message, topic, idempotency_key=key)
+    if as_json:
+        echo_json(
+            {
+                "workflow_id": workflow_id,
+                "name": row.name,
+                "status": row.status.value,
+                "topic": topic,
+                "key": key,
+                "delivered": delivered,
+            }
+        )
+        return
+    if not delivered:
+        echo(
+            f"not sent again: key {key!r} was used before for {workflow_id!r}, and that "
+            "message was delivered then"
+        )
+        return
+    note = ""
+    if row.status.is_terminal:
+        note = f" (the run is {row.status.value}: nothing will read it)"
+    echo(f"sent to {workflow_id!r} ({row.name}) on topic {topic!r}{note}")
