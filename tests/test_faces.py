@@ -197,13 +197,6 @@ ALLOWED: dict[tuple[str, str], dict[str, Any]] = {
             "timeout": "a client has no running steps to let finish",
         },
     },
-    ("E/C", "listen"): {
-        "renamed": {"wakes": "wake"},
-        "annotations": {
-            "wakes": "Engine.listen is the Host protocol's (many wakes at once); a client's "
-            "takes one wake, e.g. ('finished', id)"
-        },
-    },
     ("WH/CH", "result"): {"return": "a client's result is plain JSON values, untyped"},
 }
 
