@@ -61,7 +61,7 @@ class Schedules:
         check_names(schedule_name=name)
         with self._db.connection() as conn, conn.transaction():
             # Locked first: a concurrent request waits here and then sees this one's.
-            found = conn.execute(self._sql["lock_schedule_trigger"], (name,)).fetchone()
+            found = conn.execute(self._sql["schedule_trigger"], (name,)).fetchone()
             if found is None:
                 return None
             if found[0] is not None:
@@ -74,7 +74,7 @@ class Schedules:
     ) -> tuple[datetime, datetime] | None:
         check_names(schedule_name=name)
         with self._db.connection() as conn, conn.transaction():
-            found = conn.execute(self._sql["lock_schedule_backfill"], (name,)).fetchone()
+            found = conn.execute(self._sql["schedule_backfill"], (name,)).fetchone()
             if found is None:
                 return None
             if found[0] is not None and found[1] is not None:

@@ -25,6 +25,9 @@
 -- the batch statements do, so no two of them wait for each other crosswise. Locked
 -- rows that changed meanwhile are checked again and dropped if they no longer match.
 --
+-- Names are the SQLite store's for the same question; a statement SQLite has no
+-- twin of says why in an `-- only:` line.
+--
 -- Built in Python instead (postgres/shapes.py): the one-record write and the
 -- finish-with-record write, whose optional parts (owner check, previous position,
 -- messages consumed, a send, an event, a stream's note) are left out of the text
@@ -34,10 +37,12 @@
 
 -- name: configure_session
 -- Every pooled session runs in UTC, so timestamps read back alike.
+-- only: SQLite configures its connections with PRAGMAs (sqlite/connections.py)
 SET TIME ZONE 'UTC';
 
 -- name: schema_version_table_exists
 -- Whether the schema has its version table yet; the parameter is its qualified name.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
 SELECT to_regclass(%s) IS NOT NULL;
 
 -- name: schema_version
@@ -47,66 +52,80 @@ FROM {s}.schema_version;
 
 -- name: limit_migration_lock_wait
 -- How long a migration waits for any lock, for the rest of its transaction.
+-- only: SQLite's migrations wait on its busy timeout, not a lock timeout
 SELECT set_config('lock_timeout', %s, true);
 
 -- name: lock_transaction
 -- Take turns on an advisory key until the transaction ends: migrations, a queue's
 -- claims under limits, one (queue, dedup_id).
+-- only: SQLite's single writer already takes turns for the whole database
 SELECT pg_advisory_xact_lock(%s);
 
 -- name: create_schema
 -- The schema itself, before its first migration.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
 CREATE SCHEMA IF NOT EXISTS {s};
 
 -- name: create_schema_version
 -- The table recording which migrations ran.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
 CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer PRIMARY KEY, applied_at
         timestamptz NOT NULL DEFAULT now());
 
 -- name: mark_migrated
 -- Record that migration %s ran.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
 INSERT INTO {s}.schema_version (version)
 VALUES (%s);
 
 
 -- name: listen
 -- Listen on the schema's channel ({channel} is filled in as an identifier).
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
 LISTEN {channel};
 
 -- name: notify
 -- One note on the channel: (channel, '<origin><kind>:<key>').
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
 SELECT pg_notify(%s, %s);
 
 -- name: notify_continued
 -- continue_workflow's notes: the archived generation finished, the run's streams
 -- ended.
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
 SELECT pg_notify(%(c)s, %(f)s), pg_notify(%(c)s, %(s)s);
 
 -- name: notify_deleted
 -- delete_workflow's note, so other engines forget what they keep of the run.
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
 SELECT pg_notify(%s, %s || 'deleted:' || %s);
 
 
 -- name: ping
 -- Whether a held session is still alive.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
 SELECT 1;
 
 -- name: keepalive_session
 -- Keepalives on a holding session, so a vanished engine's id comes free in about 25 s.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
 SELECT set_config('tcp_keepalives_idle', '10', false), set_config('tcp_keepalives_interval',
         '5', false), set_config('tcp_keepalives_count', '3', false);
 
 -- name: hold_executor
 -- Take an executor id's session lock, if no other session holds it.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
 SELECT pg_try_advisory_lock(%s);
 
 -- name: unhold_executor
 -- Give an executor id's session lock back before the session closes.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
 SELECT pg_advisory_unlock(%s);
 
 -- name: executor_holder
 -- Who holds an executor id's lock: the session's name, address and start (the key
 -- split into the two oids pg_locks shows).
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
 SELECT a.application_name, host(a.client_addr), a.backend_start
 FROM pg_locks l
 JOIN pg_stat_activity a ON a.pid = l.pid
@@ -271,6 +290,7 @@ SELECT (SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'event:
 -- are left alone (ON CONFLICT DO NOTHING) and the caller reads them afterwards. The
 -- rows are inserted in id order, so two batches naming the same ids never wait for
 -- each other crosswise. Each queue that got a new ENQUEUED run is notified once.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
 WITH input AS (SELECT (e->>0) COLLATE "C" AS workflow_id, e->>1 AS name, e->>2 AS status,
         (e->>3)::json AS inputs, (e->>4)::json AS result, e->>5 AS executor_id, e->>6 AS
         app_version, (e->>7)::timestamptz AS created_at, (e->>8)::timestamptz AS updated_at,
@@ -303,6 +323,7 @@ FROM ins, notified;
 
 -- name: get_workflows
 -- The runs with the ids given, one primary-key probe each (by id only).
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
 SELECT w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app_version,
     w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
     w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
@@ -318,6 +339,7 @@ CROSS JOIN LATERAL (SELECT *
 -- Take turns on the advisory keys of a batch's (queue, dedup_id)s, in key order. JIT
 -- off for the rest of the transaction: the check is index probes that JIT cannot speed
 -- up, and a large batch's estimate would pass jit_above_cost and pay for compiling it.
+-- only: SQLite's single writer already takes turns for the whole database
 SELECT set_config('jit', 'off', true), count(pg_advisory_xact_lock(k))
 FROM unnest(%s::bigint[]) AS k;
 
@@ -328,6 +350,7 @@ FROM unnest(%s::bigint[]) AS k;
 -- (...)` lets the planner hash the whole table instead, and with the ORDER BY next to
 -- the search it walked the created_at index for the first live run of each dedup_id
 -- rather than look the id up.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
 SELECT i.wid, me.found IS NOT NULL, h.workflow_id
 FROM (SELECT wid COLLATE "C" AS wid, queue, dedup
     FROM unnest(%(wid)s::text[], %(queue)s::text[], %(dedup)s::text[]) AS u(wid, queue,
@@ -375,6 +398,7 @@ WHERE workflow_id = %s;
 
 -- name: lock_workflow
 -- One run by id, its row locked for the transaction.
+-- only: a row lock; SQLite's writer holds the whole database
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
@@ -430,6 +454,7 @@ ORDER BY e.key;
 -- overwritten. Returns the ids of the runs whose record was written; the caller sends
 -- every other one down the one-record path, which explains refusals. Runs are locked
 -- in id order so two batches never wait for each other crosswise.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
 WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS kind, e->>3
         AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, (e->>6)::timestamptz AS
         started_at, (e->>7)::timestamptz AS completed_at, (e->>8)::timestamptz AS rwake,
@@ -484,6 +509,7 @@ WHERE workflow_id = %s AND position = %s;
 -- run (NULLs if missing), its log's length, the record at the position (ten columns,
 -- NULLs if none), the messages to consume still there, and whether the send's target
 -- exists.
+-- only: one read; SQLite asks run_owner, get_record and log_length
 SELECT w.name, w.status, w.executor_id, (SELECT count(*)
     FROM {s}.records
     WHERE workflow_id = %(wid)s), r.position, r.kind, r.name, r.outcome, r.digest,
@@ -501,6 +527,7 @@ LEFT JOIN {s}.records r ON r.workflow_id = %(wid)s AND r.position = %(pos)s;
 -- name: lock_run_at_position
 -- Lock a run for a Transaction or a late record: (name, status, executor_id), its
 -- log's length, and the record at the position (ten columns, NULLs if none).
+-- only: a row lock; SQLite reads run_owner, get_record, log_length under its writer
 SELECT w.name, w.status, w.executor_id, (SELECT count(*)
     FROM {s}.records
     WHERE workflow_id = %(wid)s), r.position, r.kind, r.name, r.outcome, r.digest,
@@ -545,6 +572,7 @@ SELECT (SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'finish
 -- Finish many runs (each PENDING, owned by its executor if named); returns those
 -- finished. The runs are locked in id order first, as the record statement does, so
 -- two batches never wait for each other crosswise.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
 WITH input AS (SELECT wid COLLATE "C" AS wid, status, result, error, executor
     FROM unnest(%(wid)b::text[], %(status)b::text[], %(result)b::text[], %(error)b::text[],
             %(executor)b::text[]) AS i(wid, status, result, error, executor)),
@@ -576,6 +604,7 @@ FROM u;
 -- together or not at all. Returns (and notifies) the runs finished; the caller sends
 -- every other one down the one-finish path, which finishes a run whose position holds
 -- an equal record already, answers False for a run not PENDING, or raises.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
 WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS kind, e->>3
         AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, (e->>6)::timestamptz AS
         started_at, (e->>7)::timestamptz AS completed_at, (e->>8)::timestamptz AS rwake,
@@ -625,6 +654,7 @@ FROM u;
 
 -- name: archive_generation
 -- continue_workflow: the run's current generation kept under its archived id.
+-- only: SQLite inserts the archived generation with create_workflow
 INSERT INTO {s}.workflows (workflow_id, name, status, inputs, executor_id, app_version,
         created_at, updated_at, parent_id, started_at, trace_context, generation,
         continued_as)
@@ -726,6 +756,7 @@ SELECT (SELECT count(*)
 -- A message with an idempotency key, sent once per key; returns (runs found, messages
 -- sent, whether an earlier attempt of this same call used the key). The statement's
 -- snapshot does not see its own insert of the key.
+-- only: one statement; SQLite runs use_send_key, send_message, send_key_used_by_call
 WITH target AS (SELECT workflow_id
     FROM {s}.workflows
     WHERE workflow_id = %(wid)s
@@ -813,7 +844,7 @@ SELECT 1
 FROM {s}.schedules
 WHERE name = %s;
 
--- name: lock_schedule_trigger
+-- name: schedule_trigger
 -- A schedule's requested trigger, its row locked: a concurrent request waits, then
 -- sees this one's.
 SELECT trigger_at
@@ -827,7 +858,7 @@ UPDATE {s}.schedules
 SET trigger_at = %s, updated_at = %s
 WHERE name = %s;
 
--- name: lock_schedule_backfill
+-- name: schedule_backfill
 -- A schedule's requested backfill, its row locked.
 SELECT backfill_start, backfill_end
 FROM {s}.schedules
