@@ -86,9 +86,9 @@ def main() -> None:
                 for n in range(len(warm)):
                     call(n)
         now = datetime.now(UTC)
-        with store._connection() as conn:
+        with store._db.connection() as conn:
             conn.execute(
-                store._q(
+                store._db.q(
                     "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
                     "app_version, created_at, updated_at) SELECT 'old-' || n, 'wf', 'SUCCESS', "
                     "'e1', 'v1', %(now)s, %(now)s FROM generate_series(1, %(grown)s) AS n"
@@ -96,12 +96,12 @@ def main() -> None:
                 {"now": now, "grown": args.grown},
             )
         floor.execute(
-            store._q(
+            store._db.q(
                 "CREATE TABLE {s}.floor (workflow_id text, position integer, outcome text, "
                 "PRIMARY KEY (workflow_id, position))"
             )
         )
-        floor_insert = store._q("INSERT INTO {s}.floor VALUES (%s, %s, %s)")
+        floor_insert = store._db.q("INSERT INTO {s}.floor VALUES (%s, %s, %s)")
 
         samples: dict[str, list[tuple[float, float, float | None]]] = {k: [] for k in _KINDS}
         for rep in range(args.repeat):

@@ -78,7 +78,7 @@ def test_the_command_opens_postgres_without_migrating(pg_url: str, pg_schema: st
     url = f"{pg_url}?schema={pg_schema}&connect_timeout=7"
     store = command_open(url, create=False)
     try:
-        assert store._connect_timeout == 7.0  # type: ignore[attr-defined]
+        assert store._db.connect_timeout == 7.0  # type: ignore[attr-defined]
         assert store.schema_status()[0] == 0  # type: ignore[attr-defined]  # nothing created
     finally:
         store.close()

@@ -61,7 +61,7 @@ def test_a_server_gone_after_the_pool_opened_fails_the_open_saying_why(pg_schema
         proxy.random_cut = 1.0
         began = time.monotonic()
         with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL at") as caught:
-            store._migrate_at_open()
+            store._migrations.migrate_at_open()
         assert "is the server running" in str(caught.value)
         # One retry after the dropped connection, then the pool's own wait: not four.
         assert time.monotonic() - began < 8

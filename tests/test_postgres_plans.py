@@ -101,10 +101,10 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
         _use_every_run_keyed_statement(store, round_)
 
     now = datetime.now(UTC)
-    with store._connection() as conn:
+    with store._db.connection() as conn:
         # Thousands of runs of the same executor, most finished, some still PENDING.
         conn.execute(
-            store._q(
+            store._db.q(
                 "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
                 "app_version, created_at, updated_at) "
                 "SELECT 'grown-' || n, 'wf', CASE WHEN n %% 10 = 0 THEN 'PENDING' "
@@ -116,7 +116,7 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
         prepared = conn.execute(
             "SELECT name, statement, cardinality(parameter_types), generic_plans "
             "FROM pg_prepared_statements WHERE statement LIKE %s",
-            (f"%{store._s}.workflows%",),
+            (f"%{store._db.s}.workflows%",),
         ).fetchall()
         # Explain the plan each statement cached, not one made from today's statistics.
         conn.execute("SET plan_cache_mode = force_generic_plan")
@@ -180,11 +180,11 @@ def test_queue_and_sweep_statements_are_planned_for_the_table_as_it_is(
         )
         store.list_workflows(WorkflowFilter(queue="q", limit=10))
 
-    with store._connection() as conn:
+    with store._db.connection() as conn:
         prepared = conn.execute(
             "SELECT name, statement, cardinality(parameter_types), generic_plans "
             "FROM pg_prepared_statements WHERE statement LIKE %s",
-            (f"%{store._s}.workflows%",),
+            (f"%{store._db.s}.workflows%",),
         ).fetchall()
         planned_each_time = (
             "SELECT count(*) FROM",  # a queue's PENDING runs, its recent starts

@@ -68,14 +68,14 @@ def _count_statements(
 ) -> list[str]:
     """Statements the store sends from now on, in order ("BEGIN"/"COMMIT" for transactions)."""
     seen: list[str] = []
-    real = store._connection
+    real = store._db.connection
 
     @contextlib.contextmanager
     def counted() -> Iterator[Any]:
         with real() as conn:
             yield _Counting(conn, seen, after)
 
-    monkeypatch.setattr(store, "_connection", counted)
+    monkeypatch.setattr(store._db, "connection", counted)
     return seen
 
 
@@ -255,9 +255,9 @@ def test_postgres_batch_statements_keep_primary_key_plans(pg_url: str, pg_schema
             store.create_workflows([_queued(f"p{round_}-{n}") for n in range(3)])
             # Ids in the way: the read of existing runs runs too.
             store.create_workflows([_queued(f"p{round_}-0"), _queued(f"p{round_}-x")])
-        with store._connection() as conn:
+        with store._db.connection() as conn:
             conn.execute(
-                store._q(
+                store._db.q(
                     "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
                     "app_version, created_at, updated_at, queue) "
                     "SELECT 'grown-' || n, 'wf', 'ENQUEUED', '', 'v1', %(now)s, %(now)s, 'q' "
@@ -268,7 +268,7 @@ def test_postgres_batch_statements_keep_primary_key_plans(pg_url: str, pg_schema
             prepared = conn.execute(
                 "SELECT name, statement, cardinality(parameter_types), generic_plans "
                 "FROM pg_prepared_statements WHERE statement LIKE %s",
-                (f"%{store._s}.workflows%",),
+                (f"%{store._db.s}.workflows%",),
             ).fetchall()
             batch = ("jsonb_array_elements", "unnest(")
             prepared = [p for p in prepared if any(marker in p[1] for marker in batch)]
@@ -301,9 +301,9 @@ def test_postgres_batch_dedup_check_probes_by_id_and_dedup_id(pg_url: str, pg_sc
 
     store = PostgresStore(pg_url, schema=pg_schema, pool_max=1)
     try:
-        with store._connection() as conn:
+        with store._db.connection() as conn:
             conn.execute(
-                store._q(
+                store._db.q(
                     "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
                     "app_version, created_at, updated_at, queue, dedup_id) "
                     "SELECT 'grown-' || n, 'wf', CASE WHEN n %% 3 = 0 THEN 'ENQUEUED' "
@@ -312,12 +312,12 @@ def test_postgres_batch_dedup_check_probes_by_id_and_dedup_id(pg_url: str, pg_sc
                 ),
                 {"now": datetime.now(UTC)},
             )
-            conn.execute(store._q("ANALYZE {s}.workflows"))
+            conn.execute(store._db.q("ANALYZE {s}.workflows"))
             batch = 500
             plan = "\n".join(
                 line[0]
                 for line in conn.execute(
-                    "EXPLAIN " + store._dedup_holders,
+                    "EXPLAIN " + store._db.sql["dedup_holders"],
                     {
                         "wid": [f"new-{n}" for n in range(batch)],
                         "queue": ["q"] * batch,

@@ -205,10 +205,10 @@ def test_postgres_exhausted_pool_fails_a_batch_once_not_once_per_writer(
             Slot(_PlainRecord(f"w{n}", Record(0, "step", "s", Value(n)), "e1", None))
             for n in range(3)
         ] + [Slot(_Finish("w3", Status.SUCCESS, Value(1), "", "e1"))]
-        before = store._pool.get_stats().get("requests_errors", 0)
-        with store._connection():  # the only connection, held for the whole batch
+        before = store._db.pool.get_stats().get("requests_errors", 0)
+        with store._db.connection():  # the only connection, held for the whole batch
             store._write_batch(slots)
-        waited = store._pool.get_stats().get("requests_errors", 0) - before
+        waited = store._db.pool.get_stats().get("requests_errors", 0) - before
         for slot in slots:
             with pytest.raises(StoreUnavailable, match="no connection"):
                 slot.outcome()
@@ -241,7 +241,7 @@ def test_postgres_batch_keeps_committed_records_when_its_finishes_get_no_connect
             for n in (0, 1)
         ]
         finishes = [Slot(_Finish(f"w{n}", Status.SUCCESS, Value(n), "", "e1")) for n in (2, 3)]
-        real_connection = store._connection
+        real_connection = store._db.connection
         calls = []
 
         def dry_after_one() -> Any:
@@ -250,7 +250,7 @@ def test_postgres_batch_keeps_committed_records_when_its_finishes_get_no_connect
                 raise _PoolExhausted("no connection to PostgreSQL within 0.1s (test)")
             return real_connection()
 
-        monkeypatch.setattr(store, "_connection", dry_after_one)
+        monkeypatch.setattr(store._db, "connection", dry_after_one)
         store._write_batch([*records, *finishes])
         monkeypatch.undo()
         assert [slot.outcome().position for slot in records] == [0, 0]

@@ -152,7 +152,7 @@ def test_postgres_a_failed_batch_writes_nothing_and_its_finishes_go_alone(pg_sto
     store = pg_store
     for wid in ("x", "y"):
         store.create_workflow(_run(wid))
-    store._finish_record_batch = "SELECT no_such_function()"
+    store._db.sql["finish_with_record_batch"] = "SELECT no_such_function()"
     slots = [Slot(_Finish(w, Status.SUCCESS, Value(w), "", None, _rec(0, w))) for w in ("x", "y")]
     store._write_batch(slots)
     assert [slot.outcome() for slot in slots] == [FALL_BACK, FALL_BACK]
@@ -179,7 +179,9 @@ def test_postgres_finish_with_record_waits_for_a_concurrent_takeover(
     store.record("t", _rec(0))
     answers: list[Any] = []
     with psycopg.connect(pg_url) as conn:
-        conn.execute(f"UPDATE {store._s}.workflows SET executor_id = 'new' WHERE workflow_id = 't'")
+        conn.execute(
+            f"UPDATE {store._db.s}.workflows SET executor_id = 'new' WHERE workflow_id = 't'"
+        )
         finisher = threading.Thread(
             target=lambda: answers.append(
                 store.finish_workflow(

@@ -38,13 +38,13 @@ def _rec(position: int) -> Record:
 
 def _count_checkouts(store: Any) -> list[int]:
     taken = [0]
-    getconn = store._pool.getconn
+    getconn = store._db.pool.getconn
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         taken[0] += 1
         return getconn(*args, **kwargs)
 
-    store._pool.getconn = counting
+    store._db.pool.getconn = counting
     return taken
 
 
@@ -67,18 +67,18 @@ def test_a_dropped_kept_connection_is_replaced_and_the_write_retried(
     row = WorkflowRow("w", "wf", Status.PENDING, executor_id="e")
     store.create_workflow(row)
     store.record("w", _rec(0), executor_id="e")
-    kept = store._held._conn
+    kept = store._db.held._conn
     assert kept is not None and not kept.closed
     with psycopg.connect(pg_url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (kept.info.backend_pid,))
     # The store call itself hears the outage, as with any pooled connection...
     with pytest.raises(StoreUnavailable):
         store.record("w", _rec(1), executor_id="e")
-    assert store._held._conn is None  # ...and gives the broken connection back
+    assert store._db.held._conn is None  # ...and gives the broken connection back
     # ...and the writer's retry policy lands the record on a fresh one.
     writer = RecordWriter(store, executor_id="e", stop=lambda: False)
     assert writer.write(row, _rec(1)) == _rec(1)
-    assert store._held._conn is not None and store._held._conn is not kept
+    assert store._db.held._conn is not None and store._db.held._conn is not kept
     assert store.load_log("w") == [_rec(0), _rec(1)]
 
 
@@ -90,8 +90,8 @@ def test_a_pool_of_one_keeps_no_connection_back(pg_url: str, pg_schema: str) -> 
         store.create_workflow(WorkflowRow("w", "wf", Status.PENDING))
         store.record("w", _rec(0))
         # Every other caller needs that one connection: it is back in the pool.
-        conn = store._pool.getconn(timeout=1)
-        store._pool.putconn(conn)
+        conn = store._db.pool.getconn(timeout=1)
+        store._db.pool.putconn(conn)
         assert store.load_log("w") == [_rec(0)]
     finally:
         store.close()
@@ -150,11 +150,11 @@ def test_a_kept_connection_closed_under_the_store_makes_room_in_the_pool(
     try:
         store.create_workflow(WorkflowRow("w", "wf", Status.PENDING))
         store.record("w", _rec(0))
-        store._held._conn.close()
+        store._db.held._conn.close()
         store.record("w", _rec(1))  # on a fresh kept connection
         # The closed one went back to the pool: the second connection is there to take.
-        conn = store._pool.getconn(timeout=1)
-        store._pool.putconn(conn)
+        conn = store._db.pool.getconn(timeout=1)
+        store._db.pool.putconn(conn)
         assert store.load_log("w") == [_rec(0), _rec(1)]
     finally:
         store.close()

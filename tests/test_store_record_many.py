@@ -166,7 +166,7 @@ def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
 def _count_statements(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Statements the store sends from now on, in order."""
     seen: list[str] = []
-    real = store._connection
+    real = store._db.connection
 
     class Counting:
         def __init__(self, conn: Any) -> None:
@@ -184,7 +184,7 @@ def _count_statements(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         with real() as conn:
             yield Counting(conn)
 
-    monkeypatch.setattr(store, "_connection", counted)
+    monkeypatch.setattr(store._db, "connection", counted)
     return seen
 
 
@@ -196,7 +196,7 @@ def test_postgres_plain_records_are_one_statement(
     seen = _count_statements(pg_store, monkeypatch)
     writes = [RecordWrite(wid, _step(0, wid), executor_id="me") for wid in ids]
     assert pg_store.record_many(writes) == [w.record for w in writes]
-    assert len(seen) == 1 and seen[0] == pg_store._batch_statement  # autocommit: one commit
+    assert len(seen) == 1 and seen[0] == pg_store._db.sql["record_batch"]  # autocommit: one commit
     assert [pg_store.load_log(w) for w in ids] == [[w.record] for w in writes]
 
 
@@ -226,7 +226,7 @@ def test_postgres_record_many_falls_back_for_refusals_and_side_effects(
     # each for the records with side effects, and for what the batch did not
     # write a statement and, since it wrote nothing, its explanation.
     record_statements = [q for q in seen if q.startswith("WITH run AS")]
-    assert seen[0] == pg_store._batch_statement
+    assert seen[0] == pg_store._db.sql["record_batch"]
     assert len(record_statements) == 5 and len(seen) == 1 + 5 + 3, seen
     assert pg_store.peek_message("recv", "t") is None
     assert pg_store.get_event("event", "k") == (True, 3)
@@ -238,7 +238,7 @@ def test_postgres_record_many_stops_at_an_unavailable_store(
 ) -> None:
     _runs(pg_store, ["p", "a", "b", "c"])
     tried: list[str] = []
-    real = pg_store._record_one
+    real = pg_store._single.record_one
 
     def record_one(workflow_id: str, *args: Any) -> Record:
         tried.append(workflow_id)
@@ -247,7 +247,7 @@ def test_postgres_record_many_stops_at_an_unavailable_store(
         record: Record = real(workflow_id, *args)
         return record
 
-    monkeypatch.setattr(pg_store, "_record_one", record_one)
+    monkeypatch.setattr(pg_store._single, "record_one", record_one)
     event = EventWrite("k", 1)
     answers = pg_store.record_many(
         [

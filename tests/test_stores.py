@@ -393,7 +393,7 @@ def test_postgres_record_transaction_commits_both_or_neither(pg_schema: str, pg_
         pg_store.record_transaction("w", 1, carried_on)
 
     assert pg_store.load_log("w") == [step(0, "created")]
-    with pg_store._connection() as conn:
+    with pg_store._db.connection() as conn:
         assert conn.execute(f"SELECT id FROM {table}").fetchall() == [("o-1",)]
 
     def second(conn: psycopg.Connection[Any]) -> Record:
@@ -401,7 +401,7 @@ def test_postgres_record_transaction_commits_both_or_neither(pg_schema: str, pg_
         return step(1, "updated")
 
     assert pg_store.record_transaction("w", 1, second) == step(1, "updated")
-    with pg_store._connection() as conn:
+    with pg_store._db.connection() as conn:
         assert conn.execute(f"SELECT total FROM {table}").fetchall() == [(11,)]
 
 
@@ -452,7 +452,7 @@ def test_postgres_listener_reconnects(pg_url: str, pg_schema: str, pg_store: Any
 
     callback, heard = _collector()
     pg_store.subscribe(callback)
-    listener = pg_store._listener
+    listener = pg_store._notes.listener
     assert listener is not None and listener.connections == 1
     with psycopg.connect(pg_url, autocommit=True) as admin:
         killed = admin.execute(
@@ -579,7 +579,7 @@ def test_open_store_postgres_schema_parameter(pg_url: str, pg_schema: str, schem
         assert isinstance(store, PostgresStore) and store.schema == pg_schema
         store.create_workflow(WorkflowRow("w", "wf", Status.PENDING))
         assert [r.workflow_id for r in store.list_workflows(WorkflowFilter())] == ["w"]
-        with store._connection() as conn:
+        with store._db.connection() as conn:
             assert conn.execute("SHOW application_name").fetchone() == ("rk_open_store",)
     finally:
         store.close()
@@ -616,7 +616,7 @@ def test_sqlite_datetimes_come_back_as_utc(tmp_path: Path) -> None:
 
 
 def test_postgres_datetimes_come_back_as_utc(pg_store: Any) -> None:
-    with pg_store._connection() as conn:
+    with pg_store._db.connection() as conn:
         # Whatever the session's zone, rows come back in UTC.
         conn.execute("SET TIME ZONE 'Asia/Kolkata'")
         conn.execute("RESET TIME ZONE")
@@ -707,12 +707,12 @@ def test_postgres_consuming_record_and_delete_take_locks_in_one_order(
             outcome.append(exc)
 
     with psycopg.connect(pg_url) as deleter:  # one transaction, as delete_workflow's
-        deleter.execute(store._q("DELETE FROM {s}.workflows WHERE workflow_id = 'k'"))
+        deleter.execute(store._db.q("DELETE FROM {s}.workflows WHERE workflow_id = 'k'"))
         consumer = threading.Thread(target=consume)
         consumer.start()
         consumer.join(0.5)  # the record now waits for the run's row
         deleter.execute("SET LOCAL lock_timeout = '5s'")
-        deleter.execute(store._q("DELETE FROM {s}.messages WHERE workflow_id = 'k'"))
+        deleter.execute(store._db.q("DELETE FROM {s}.messages WHERE workflow_id = 'k'"))
         deleter.commit()
     consumer.join(10)
     assert len(outcome) == 1
@@ -752,7 +752,7 @@ def test_postgres_take_over_locks_runs_in_id_order_as_batches_do(
         except Exception as exc:
             taken.append(exc)
 
-    lock = store._q("SELECT 1 FROM {s}.workflows WHERE workflow_id = %s FOR NO KEY UPDATE")
+    lock = store._db.q("SELECT 1 FROM {s}.workflows WHERE workflow_id = %s FOR NO KEY UPDATE")
     with psycopg.connect(pg_url) as batch:  # as a batch statement: r1, then r2
         batch.execute("SET lock_timeout = '5s'")
         batch.execute(lock, ("r1",))

@@ -1,0 +1,144 @@
+"""Which engine runs what: claims from queues, heartbeats, take-overs and releases."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime, timedelta
+from typing import Any
+
+import psycopg
+
+from replaykit.stores import _beats as beats
+from replaykit.stores._checks import check_names
+from replaykit.stores._rows import claimed
+from replaykit.stores._rules import claim_room
+from replaykit.stores.base import ClaimLimits, WorkflowRow
+from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
+from replaykit.stores.postgres.holds import executor_prefix
+from replaykit.stores.postgres.rows import claimed_from, utc_now
+
+__all__ = ["Claims"]
+
+
+class Claims:
+    """Claiming runs from queues, and moving the runs of engines gone silent."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._sql = db.sql
+        self._prefix = executor_prefix(db.schema)
+
+    def claim(
+        self,
+        queue: str,
+        *,
+        executor_id: str,
+        app_version: str,
+        limits: ClaimLimits,
+        now: datetime,
+    ) -> list[WorkflowRow]:
+        check_names(queue=queue, executor_id=executor_id, app_version=app_version)
+        if limits.limit <= 0:
+            return []
+        params: dict[str, Any] = {
+            "queue": queue,
+            "version": app_version,
+            "now": now,
+            "executor": executor_id,
+        }
+        take = self._sql["claim"]
+        with self._db.connection() as conn:
+            if limits.concurrency is None and limits.rate_limit is None:
+                # SKIP LOCKED alone keeps two claimers off the same run; on an
+                # empty queue this is one indexed read that writes nothing.
+                params["room"] = limits.limit
+                rows = conn.execute(take, params).fetchall()
+            elif (
+                conn.execute(
+                    self._sql["claimable_exists"], params, prepare=PLAN_EACH_TIME
+                ).fetchone()
+                is None
+            ):
+                # Engines poll for claims: an empty queue should not take the lock.
+                return []
+            else:
+                with conn.transaction():
+                    # The limits count every claimer's runs, so claimers of this
+                    # queue take turns; each statement after the lock sees what
+                    # the previous holder committed.
+                    conn.execute(self._sql["lock_transaction"], (self._db.key(f"claim {queue}"),))
+                    room = claim_room(
+                        limits,
+                        running=self._count_running(conn, queue, limits),
+                        started_in_period=lambda since: self._count_started(conn, queue, since),
+                        now=now,
+                    )
+                    if room <= 0:
+                        return []
+                    params["room"] = room
+                    rows = conn.execute(take, params).fetchall()
+        taken = claimed(claimed_from, rows)
+        taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
+        return taken
+
+    def _count_running(self, conn: psycopg.Connection[Any], queue: str, limits: ClaimLimits) -> int:
+        if limits.concurrency is None:
+            return 0
+        found = conn.execute(
+            self._sql["count_running"], (queue,), prepare=PLAN_EACH_TIME
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    def _count_started(self, conn: psycopg.Connection[Any], queue: str, since: datetime) -> int:
+        found = conn.execute(
+            self._sql["count_started"], (queue, since), prepare=PLAN_EACH_TIME
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+    def heartbeat(
+        self,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+        *,
+        workflows: Collection[str] | None = None,
+        queues: Collection[str] | None = None,
+    ) -> None:
+        check_names(executor_id=executor_id, app_version=app_version)
+        names = beats.encode(beats.registered(workflows, queues))
+        with self._db.connection() as conn:
+            conn.execute(self._sql["heartbeat"], (executor_id, app_version, now, names))
+
+    def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
+        rows = self._db.all(self._sql["read_heartbeats"], (since,), prepare=False)
+        return [beats.Heartbeat(r[0], r[1], r[2], beats.decode(r[3])) for r in rows]
+
+    def take_over(
+        self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
+    ) -> list[str]:
+        check_names(executor_id=executor_id, app_version=app_version)
+        rows = self._db.all(
+            self._sql["take_over"],
+            {
+                "executor": executor_id,
+                "now": now,
+                "version": app_version,
+                "cutoff": now - timedelta(seconds=lease_seconds),
+                "key_prefix": self._prefix,
+                "key_separator": b"\x00",
+            },
+            prepare=PLAN_EACH_TIME,
+        )
+        return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+    def release(self, executor_id: str) -> list[str]:
+        check_names(executor_id=executor_id)
+        db = self._db
+        rows = db.all(
+            self._sql["release"],
+            {"now": utc_now(), "executor": executor_id, "channel": db.channel, "origin": db.origin},
+            prepare=PLAN_EACH_TIME,
+        )
+        rows.sort(key=lambda r: (r[2], r[0]))
+        db.tell([("enqueued", q) for q in sorted({r[1] for r in rows})])
+        return [r[0] for r in rows]

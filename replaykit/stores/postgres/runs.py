@@ -1,0 +1,218 @@
+"""Changing runs as a whole: their status, their family's version, their deadline, their
+next generation, and deleting them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from replaykit.errors import WorkflowNotFound
+from replaykit.log import Status
+from replaykit.stores._checks import check_names, storable_error
+from replaykit.stores._families import Member, moving
+from replaykit.stores._generations import (
+    ALREADY_CONTINUED,
+    archived_generation,
+    check_continue_args,
+    continue_refusal,
+    id_taken,
+    next_generation,
+)
+from replaykit.stores._rows import shown
+from replaykit.stores._rules import stays_pending
+from replaykit.stores.base import WorkflowRow
+from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
+from replaykit.stores.postgres.rows import json_param, utc_now, workflow_from_row
+
+__all__ = ["Runs"]
+
+
+class Runs:
+    """continue_workflow, set_status, move_family, set_deadline, bump_recovery, delete."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._sql = db.sql
+
+    def continue_workflow(
+        self,
+        workflow_id: str,
+        inputs: Any,
+        *,
+        generation: int,
+        executor_id: str | None,
+        now: datetime,
+    ) -> WorkflowRow:
+        db, statements = self._db, self._sql
+        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        with db.connection() as conn, conn.transaction():
+            # The live row's lock first, as record() and finish_workflow() take it: a
+            # writer that wants to record into this generation waits, then finds its
+            # status or generation moved on.
+            found = conn.execute(statements["lock_workflow"], (workflow_id,)).fetchone()
+            row = None if found is None else workflow_from_row(found)
+            other = conn.execute(statements["get_workflow"], (archived_id,)).fetchone()
+            archived = None if other is None else shown(workflow_from_row, other)
+            refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
+            assert row is not None
+            if refusal == ALREADY_CONTINUED:
+                return row
+            old = archived_generation(row, now)
+            inserted = conn.execute(
+                statements["archive_generation"],
+                {
+                    "aid": archived_id,
+                    "name": old.name,
+                    "status": old.status.value,
+                    "inputs": None if old.inputs is None else json_param(old.inputs),
+                    "executor": old.executor_id,
+                    "version": old.app_version,
+                    "created": old.created_at,
+                    "now": now,
+                    "parent": old.parent_id,
+                    "started": old.started_at,
+                    "trace": old.trace_context,
+                    "generation": old.generation,
+                    "wid": workflow_id,
+                },
+            ).rowcount
+            if not inserted:
+                raise id_taken(row, archived_id)
+            conn.execute(statements["archive_log"], (archived_id, workflow_id))
+            conn.execute(
+                statements["continue_workflow"],
+                {
+                    "inputs": None if inputs is None else json_param(inputs),
+                    "now": now,
+                    "wid": workflow_id,
+                },
+            )
+            # Names are far shorter than a notification may be (MAX_NAME_BYTES).
+            # The archived generation finished, and the run's streams of it ended.
+            conn.execute(
+                statements["notify_continued"],
+                {
+                    "c": db.channel,
+                    "f": f"{db.origin}finished:{archived_id}",
+                    "s": f"{db.origin}stream:{workflow_id}",
+                },
+            )
+        db.tell([("finished", archived_id), ("stream", workflow_id)])
+        return next_generation(row, inputs, now)
+
+    def set_status(
+        self,
+        workflow_id: str,
+        status: Status,
+        *,
+        only_from: Sequence[Status] | None = None,
+        error: str = "",
+        executor_id: str | None = None,
+        reset_recovery: bool = False,
+        app_version: str | None = None,
+    ) -> bool:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        status = Status(status)
+        resumed = status is Status.PENDING and not stays_pending(only_from)
+        # A finish tells waiters; a resume tells the owning engine, wherever it
+        # runs, to pick the run up now.
+        note = "finished" if status.is_terminal else "resumed" if resumed else None
+        found = self._db.one(
+            self._sql["set_status"],
+            {
+                "status": status.value,
+                "error": storable_error(error),
+                "now": utc_now(),
+                "executor": executor_id,
+                "version": app_version,
+                "reset": reset_recovery,
+                "wid": workflow_id,
+                "only_from": None if only_from is None else [Status(s).value for s in only_from],
+                "note": note,
+                "channel": self._db.channel,
+                "origin": self._db.origin,
+            },
+        )
+        changed = bool(found and found[0])
+        if changed and note is not None:
+            self._db.tell([(note, workflow_id)])
+        return changed
+
+    def move_family(
+        self, workflow_id: str, *, app_version: str, executor_id: str | None = None
+    ) -> list[str]:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        db = self._db
+        now = utc_now()
+        with db.connection() as conn, conn.transaction():
+            found = conn.execute(self._sql["lock_family"], (workflow_id,)).fetchall()
+            if not any(r[0] == workflow_id for r in found):
+                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            moved = moving(workflow_id, family, app_version)
+            notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
+            queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue)
+            notes += [("enqueued", queue) for queue in dict.fromkeys(queues) if queue]
+            with conn.cursor() as cur:
+                cur.executemany(
+                    self._sql["move_family_member"],
+                    [
+                        {
+                            "version": app_version,
+                            "now": now,
+                            "status": m.status.value,
+                            "executor": executor_id,
+                            "wid": m.workflow_id,
+                        }
+                        for m in moved
+                    ],
+                )
+            # Told to every process on commit, as the transaction's own notifications.
+            for kind, key in notes:
+                if len(key.encode()) < NOTIFY_MAX_KEY:
+                    conn.execute(self._sql["notify"], (db.channel, f"{db.origin}{kind}:{key}"))
+        db.tell(notes)
+        return [m.workflow_id for m in moved]
+
+    def set_deadline(
+        self, workflow_id: str, deadline: datetime | None, timeout: float | None
+    ) -> bool:
+        check_names(workflow_id)
+        found = self._db.one(self._sql["set_deadline"], (deadline, timeout, workflow_id))
+        return found is not None
+
+    def bump_recovery(self, workflow_id: str) -> int:
+        check_names(workflow_id)
+        found = self._db.one(self._sql["bump_recovery"], (workflow_id,))
+        if found is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return int(found[0])
+
+    def delete_workflow(self, workflow_id: str) -> bool:
+        check_names(workflow_id)
+        db, statements = self._db, self._sql
+        with db.connection() as conn, conn.transaction():
+            # Deleting the run's row first takes its lock, so a writer that
+            # wants to add to it waits, then finds it gone; each later
+            # statement takes a fresh snapshot that includes what finished
+            # before the lock was granted.
+            if not conn.execute(statements["delete_workflow"], (workflow_id,)).rowcount:
+                return False
+            for part in (
+                "delete_workflow_records",
+                "delete_workflow_messages",
+                "delete_workflow_events",
+                "delete_workflow_send_keys",
+            ):
+                conn.execute(statements[part], (workflow_id,))
+            # Its archived generations, and their logs (they have no inbox or events).
+            conn.execute(statements["delete_archived_generations"], (workflow_id,))
+            if len(workflow_id.encode()) < NOTIFY_MAX_KEY:
+                # Other engines forget what they keep of the run (a finished row a
+                # handle would answer from); sent at commit, as every note is.
+                conn.execute(statements["notify_deleted"], (db.channel, db.origin, workflow_id))
+        db.tell([("deleted", workflow_id)])
+        return True

@@ -1,0 +1,104 @@
+"""Schedules' shared state: definitions, pauses, and requests to trigger or backfill."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from replaykit.stores._checks import check_names, check_schedule_specs
+from replaykit.stores.base import ScheduleSpec, ScheduleState
+from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.rows import utc
+
+__all__ = ["Schedules"]
+
+
+class Schedules:
+    """The Store protocol's schedule states."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._sql = db.sql
+
+    def schedule_states(self) -> dict[str, ScheduleState]:
+        rows = self._db.all(self._sql["schedule_states"], prepare=False)
+        return {
+            r[0]: ScheduleState(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                r[5],
+                r[6],
+                r[7].replace(tzinfo=UTC),
+                utc(r[8]),
+                utc(r[9]),
+                utc(r[10]),
+            )
+            for r in rows
+        }
+
+    def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
+        check_schedule_specs(specs)
+        if not specs:
+            return
+        with self._db.connection() as conn, conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                self._sql["register_schedule"],
+                [(s.name, s.workflow_name, s.cron, s.tz, s.queue, s.backfill, now) for s in specs],
+            )
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        check_names(schedule_name=name)
+        with self._db.connection() as conn:
+            if conn.execute(self._sql["set_schedule_paused"], (paused, now, name, paused)).rowcount:
+                return True
+            found = conn.execute(self._sql["schedule_exists"], (name,)).fetchone()
+            return found is not None
+
+    def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
+        check_names(schedule_name=name)
+        with self._db.connection() as conn, conn.transaction():
+            # Locked first: a concurrent request waits here and then sees this one's.
+            found = conn.execute(self._sql["schedule_trigger"], (name,)).fetchone()
+            if found is None:
+                return None
+            if found[0] is not None:
+                return utc(found[0])
+            conn.execute(self._sql["request_schedule_trigger"], (at, at, name))
+            return at
+
+    def request_schedule_backfill(
+        self, name: str, start: datetime, end: datetime, now: datetime
+    ) -> tuple[datetime, datetime] | None:
+        check_names(schedule_name=name)
+        with self._db.connection() as conn, conn.transaction():
+            found = conn.execute(self._sql["schedule_backfill"], (name,)).fetchone()
+            if found is None:
+                return None
+            if found[0] is not None and found[1] is not None:
+                return found[0].replace(tzinfo=UTC), found[1].replace(tzinfo=UTC)
+            conn.execute(self._sql["request_schedule_backfill"], (start, end, now, name))
+            return start, end
+
+    def clear_schedule_request(
+        self,
+        name: str,
+        *,
+        trigger_at: datetime | None = None,
+        backfill: tuple[datetime, datetime] | None = None,
+    ) -> None:
+        check_names(schedule_name=name)
+        if trigger_at is None and backfill is None:
+            return
+        with self._db.connection() as conn, conn.transaction():
+            if trigger_at is not None:
+                conn.execute(self._sql["clear_schedule_trigger"], (name, trigger_at))
+            if backfill is not None:
+                conn.execute(self._sql["clear_schedule_backfill"], (name, *backfill))
+
+    def delete_schedule_state(self, name: str) -> bool:
+        check_names(schedule_name=name)
+        with self._db.connection() as conn:
+            return conn.execute(self._sql["delete_schedule_state"], (name,)).rowcount > 0

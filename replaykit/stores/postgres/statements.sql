@@ -1,0 +1,889 @@
+-- The PostgreSQL store's statements, by name (read by replaykit.stores._statements).
+--
+-- {s} is the store's schema, filled in once per store as a quoted identifier.
+-- Placeholders are psycopg's: %s, %(name)s, and %(name)b for a parameter sent in
+-- binary. 7900 is the longest key a notification carries (NOTIFY_MAX_KEY in
+-- postgres/notes.py): pg_notify refuses payloads of 8000 bytes or more, and such a
+-- note is skipped (waiters poll anyway) rather than failing the write.
+--
+-- By id only: a statement about one run names it by primary key and nothing else
+-- in its scan of workflows; conditions on status or owner are checked on the row it
+-- locked. psycopg prepares a statement on its sixth execution and PostgreSQL keeps a
+-- generic plan made from the statistics of that moment: on an empty schema,
+-- `workflow_id = $1 AND status = 'PENDING'` once got a plan through the status
+-- index, which then read every PENDING run per checkpoint as the table grew
+-- (tests/test_postgres_plans.py). Locking the row first also leaves the check to the
+-- row's latest version, which the lock waited for.
+--
+-- Planned each time: statements that search runs by queue, status or executor, and
+-- run at most a few times per claim round or sweep, are executed unprepared
+-- (PLAN_EACH_TIME in postgres/database.py): planned with their actual values and the
+-- table's current size each time, no plan made while the schema was small outlives
+-- it. Statements about one run stay prepared; they are safe by "by id only".
+--
+-- In id order: statements that change many runs lock them in id order first, as
+-- the batch statements do, so no two of them wait for each other crosswise. Locked
+-- rows that changed meanwhile are checked again and dropped if they no longer match.
+--
+-- Names are the SQLite store's for the same question; a statement SQLite has no
+-- twin of says why in an `-- only:` line.
+--
+-- Built in Python instead (postgres/shapes.py): the one-record write and the
+-- finish-with-record write, whose optional parts (owner check, previous position,
+-- messages consumed, a send, an event, a stream's note) are left out of the text
+-- rather than switched off with `param IS NULL OR ...`, so each of their variants
+-- keeps a plan of its own; and a listing's filter (stores/_sql.py).
+
+
+-- name: configure_session
+-- Every pooled session runs in UTC, so timestamps read back alike.
+-- only: SQLite configures its connections with PRAGMAs (sqlite/connections.py)
+SET TIME ZONE 'UTC';
+
+-- name: schema_version_table_exists
+-- Whether the schema has its version table yet; the parameter is its qualified name.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
+SELECT to_regclass(%s) IS NOT NULL;
+
+-- name: schema_version
+-- The last migration the schema ran (NULL when none).
+SELECT max(version)
+FROM {s}.schema_version;
+
+-- name: limit_migration_lock_wait
+-- How long a migration waits for any lock, for the rest of its transaction.
+-- only: SQLite's migrations wait on its busy timeout, not a lock timeout
+SELECT set_config('lock_timeout', %s, true);
+
+-- name: lock_transaction
+-- Take turns on an advisory key until the transaction ends: migrations, a queue's
+-- claims under limits, one (queue, dedup_id).
+-- only: SQLite's single writer already takes turns for the whole database
+SELECT pg_advisory_xact_lock(%s);
+
+-- name: create_schema
+-- The schema itself, before its first migration.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
+CREATE SCHEMA IF NOT EXISTS {s};
+
+-- name: create_schema_version
+-- The table recording which migrations ran.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
+CREATE TABLE IF NOT EXISTS {s}.schema_version (version integer PRIMARY KEY, applied_at
+        timestamptz NOT NULL DEFAULT now());
+
+-- name: mark_migrated
+-- Record that migration %s ran.
+-- only: SQLite's database is its schema, made and versioned by migrations.sql
+INSERT INTO {s}.schema_version (version)
+VALUES (%s);
+
+
+-- name: listen
+-- Listen on the schema's channel ({channel} is filled in as an identifier).
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
+LISTEN {channel};
+
+-- name: notify
+-- One note on the channel: (channel, '<origin><kind>:<key>').
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
+SELECT pg_notify(%s, %s);
+
+-- name: notify_continued
+-- continue_workflow's notes: the archived generation finished, the run's streams
+-- ended.
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
+SELECT pg_notify(%(c)s, %(f)s), pg_notify(%(c)s, %(s)s);
+
+-- name: notify_deleted
+-- delete_workflow's note, so other engines forget what they keep of the run.
+-- only: LISTEN/NOTIFY; SQLite's notes stay in its process
+SELECT pg_notify(%s, %s || 'deleted:' || %s);
+
+
+-- name: ping
+-- Whether a held session is still alive.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
+SELECT 1;
+
+-- name: keepalive_session
+-- Keepalives on a holding session, so a vanished engine's id comes free in about 25 s.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
+SELECT set_config('tcp_keepalives_idle', '10', false), set_config('tcp_keepalives_interval',
+        '5', false), set_config('tcp_keepalives_count', '3', false);
+
+-- name: hold_executor
+-- Take an executor id's session lock, if no other session holds it.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
+SELECT pg_try_advisory_lock(%s);
+
+-- name: unhold_executor
+-- Give an executor id's session lock back before the session closes.
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
+SELECT pg_advisory_unlock(%s);
+
+-- name: executor_holder
+-- Who holds an executor id's lock: the session's name, address and start (the key
+-- split into the two oids pg_locks shows).
+-- only: session advisory locks; SQLite holds an executor id by a lock file (stores/_holds.py)
+SELECT a.application_name, host(a.client_addr), a.backend_start
+FROM pg_locks l
+JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+AND l.database = (SELECT oid
+    FROM pg_database
+    WHERE datname = current_database()) AND l.classid = %s::bigint::oid
+AND l.objid = %s::bigint::oid;
+
+
+-- name: claimable_exists
+-- Whether a queue has a run ready for this version now (before taking a limited
+-- claim's lock).
+SELECT 1
+FROM {s}.workflows
+WHERE queue = %(queue)s AND status = 'ENQUEUED' AND app_version = %(version)s
+AND (wake_at IS NULL OR wake_at <= %(now)s)
+LIMIT 1;
+
+-- name: claim
+-- Take up to %(room)s ready runs of a queue for an executor, in priority order; SKIP
+-- LOCKED keeps two claimers off one run. A queued run's timeout starts at its claim;
+-- an earlier deadline of its own holds. Returns each run and whether it has a log.
+UPDATE {s}.workflows w
+SET status = 'PENDING', executor_id = %(executor)s, started_at = %(now)s, wake_at = NULL,
+    updated_at = %(now)s, deadline = CASE WHEN w.timeout_seconds IS NULL THEN w.deadline
+    ELSE LEAST(w.deadline, %(now)s + w.timeout_seconds * interval '1 second') END
+FROM (SELECT workflow_id
+    FROM {s}.workflows
+    WHERE queue = %(queue)s AND status = 'ENQUEUED' AND app_version = %(version)s
+    AND (wake_at IS NULL OR wake_at <= %(now)s)
+    ORDER BY priority, created_at, workflow_id
+    LIMIT %(room)s
+    FOR UPDATE SKIP LOCKED) AS ready
+WHERE w.workflow_id = ready.workflow_id
+RETURNING w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app_version,
+    w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
+    w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
+    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as, EXISTS
+    (SELECT 1
+    FROM {s}.records r
+    WHERE r.workflow_id = w.workflow_id);
+
+-- name: count_running
+-- A queue's PENDING runs, for its concurrency limit.
+SELECT count(*)
+FROM {s}.workflows
+WHERE queue = %s AND status = 'PENDING';
+
+-- name: count_started
+-- A queue's runs started after a time, for its rate limit.
+SELECT count(*)
+FROM {s}.workflows
+WHERE queue = %s AND started_at > %s;
+
+-- name: heartbeat
+-- An engine's heartbeat: when it was last seen, and what it runs.
+INSERT INTO {s}.heartbeats (executor_id, app_version, seen_at, registered)
+VALUES (%s, %s, %s, %s::json)
+ON CONFLICT (executor_id) DO UPDATE SET app_version = excluded.app_version, seen_at =
+    excluded.seen_at, registered = excluded.registered;
+
+-- name: read_heartbeats
+-- The engines heard from since a time, in executor id order.
+SELECT executor_id, app_version, seen_at, registered
+FROM {s}.heartbeats
+WHERE seen_at >= %s
+ORDER BY executor_id;
+
+-- name: take_over
+-- Move the PENDING runs of engines silent since %(cutoff)s to %(executor)s, in id
+-- order. Each dead engine's executor key (computed by the server as PostgresStore
+-- computes it) is tried for the transaction: a live engine holds it for its session,
+-- so its runs are never moved, however late its heartbeat.
+UPDATE {s}.workflows w
+SET executor_id = %(executor)s, updated_at = %(now)s
+FROM (SELECT workflow_id
+    FROM {s}.workflows
+    WHERE status = 'PENDING' AND app_version = %(version)s AND executor_id IN (SELECT
+            executor_id
+        FROM {s}.heartbeats
+        WHERE CASE WHEN executor_id <> %(executor)s AND seen_at < %(cutoff)s THEN
+            pg_try_advisory_xact_lock(('x' || encode(substr(sha256(%(key_prefix)s::bytea ||
+                                convert_to(executor_id, 'UTF8') || %(key_separator)s::bytea
+                                || convert_to(%(version)s, 'UTF8')), 1, 8),
+                        'hex'))::bit(64)::bigint) ELSE false END)
+    ORDER BY workflow_id
+    FOR NO KEY UPDATE) AS dead
+WHERE w.workflow_id = dead.workflow_id
+RETURNING w.workflow_id, w.created_at;
+
+-- name: release
+-- Put an executor's queued PENDING runs back on their queues, in id order; each queue
+-- is notified once.
+WITH r AS (UPDATE {s}.workflows w
+    SET status = 'ENQUEUED', executor_id = '', updated_at = %(now)s
+    FROM (SELECT workflow_id
+        FROM {s}.workflows
+        WHERE status = 'PENDING' AND executor_id = %(executor)s AND queue IS NOT NULL
+        ORDER BY workflow_id
+        FOR NO KEY UPDATE) AS mine
+    WHERE w.workflow_id = mine.workflow_id
+    RETURNING w.workflow_id, w.queue, w.created_at),
+n AS (SELECT count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue))
+    FROM (SELECT DISTINCT queue
+        FROM r) q
+    WHERE octet_length(queue) < 7900)
+SELECT r.workflow_id, r.queue, r.created_at
+FROM r, n;
+
+
+-- name: create_workflow
+-- Insert one run unless its id exists; returns 1 if it did (and notifies its queue
+-- when the run is ENQUEUED).
+WITH ins AS (INSERT INTO {s}.workflows (workflow_id, name, status, inputs, result,
+            executor_id, app_version, created_at, updated_at, parent_id, queue, priority,
+            dedup_id, recovery_attempts, wake_at, error, started_at, trace_context,
+            forked_from, fork_position, deadline, timeout_seconds, generation, continued_as)
+    VALUES (%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s,
+            %(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s,
+            %(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s,
+            %(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s,
+            %(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s)
+    ON CONFLICT (workflow_id) DO NOTHING
+    RETURNING queue, status)
+SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue))
+    FILTER (WHERE status = 'ENQUEUED' AND queue IS NOT NULL AND octet_length(queue) < 7900)
+FROM ins;
+
+-- name: create_workflow_record
+-- One of the records a new run (a fork) starts with.
+INSERT INTO {s}.records (workflow_id, position, kind, name, outcome, digest, call_site,
+        started_at, completed_at, wake_at, attempts)
+VALUES (%(wid)s, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, %(call_site)s,
+        %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s);
+
+-- name: fork_copy_event_marks
+-- A fork's copied records take what their originals set as events.
+UPDATE {s}.records f
+SET event_key = src.event_key, event_value = src.event_value
+FROM {s}.records src
+WHERE f.workflow_id = %(fork)s AND src.workflow_id = %(source)s
+AND src.position = f.position AND src.kind = f.kind AND src.digest = f.digest
+AND src.event_key IS NOT NULL;
+
+-- name: fork_set_events
+-- A fork's events: for each key, what its last record setting the key set (each
+-- notified); returns how many.
+WITH ev AS (INSERT INTO {s}.events (workflow_id, key, value)
+    SELECT DISTINCT ON (event_key) workflow_id, event_key, event_value
+    FROM {s}.records
+    WHERE workflow_id = %(wid)s AND event_key IS NOT NULL
+    ORDER BY event_key, position DESC
+    ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value
+    RETURNING workflow_id)
+SELECT (SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'event:' ||
+                workflow_id)) FILTER (WHERE octet_length(workflow_id) < 7900)
+    FROM ev);
+
+-- name: create_workflows
+-- Insert many runs in one statement; returns the ids it created. Ids already present
+-- are left alone (ON CONFLICT DO NOTHING) and the caller reads them afterwards. The
+-- rows are inserted in id order, so two batches naming the same ids never wait for
+-- each other crosswise. Each queue that got a new ENQUEUED run is notified once.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+WITH input AS (SELECT (e->>0) COLLATE "C" AS workflow_id, e->>1 AS name, e->>2 AS status,
+        (e->>3)::json AS inputs, (e->>4)::json AS result, e->>5 AS executor_id, e->>6 AS
+        app_version, (e->>7)::timestamptz AS created_at, (e->>8)::timestamptz AS updated_at,
+        (e->>9) COLLATE "C" AS parent_id, e->>10 AS queue, (e->>11)::int AS priority, e->>12
+        AS dedup_id, (e->>13)::int AS recovery_attempts, (e->>14)::timestamptz AS wake_at,
+        e->>15 AS error, (e->>16)::timestamptz AS started_at, e->>17 AS trace_context,
+        (e->>18) COLLATE "C" AS forked_from, (e->>19)::int AS fork_position,
+        (e->>20)::timestamptz AS deadline, (e->>21)::float8 AS timeout_seconds,
+        (e->>22)::int AS generation, (e->>23) COLLATE "C" AS continued_as
+    FROM jsonb_array_elements(%(rows)s::jsonb) AS e),
+ins AS (INSERT INTO {s}.workflows (workflow_id, name, status, inputs, result, executor_id,
+            app_version, created_at, updated_at, parent_id, queue, priority, dedup_id,
+            recovery_attempts, wake_at, error, started_at, trace_context, forked_from,
+            fork_position, deadline, timeout_seconds, generation, continued_as)
+    SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
+        updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
+        started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
+        generation, continued_as
+    FROM input
+    ORDER BY workflow_id
+    ON CONFLICT (workflow_id) DO NOTHING
+    RETURNING workflow_id, queue, status),
+notified AS (SELECT count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue))
+    FROM (SELECT DISTINCT queue
+        FROM ins
+        WHERE status = 'ENQUEUED' AND queue IS NOT NULL) q
+    WHERE octet_length(queue) < 7900)
+SELECT ins.workflow_id
+FROM ins, notified;
+
+-- name: get_workflows
+-- The runs with the ids given, one primary-key probe each (by id only).
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+SELECT w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app_version,
+    w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
+    w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
+    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as
+FROM (SELECT wid COLLATE "C" AS wid
+    FROM unnest(%(wid)b::text[]) AS u(wid)) i
+CROSS JOIN LATERAL (SELECT *
+    FROM {s}.workflows w
+    WHERE w.workflow_id = i.wid
+    OFFSET 0) w;
+
+-- name: lock_dedup_ids
+-- Take turns on the advisory keys of a batch's (queue, dedup_id)s, in key order. JIT
+-- off for the rest of the transaction: the check is index probes that JIT cannot speed
+-- up, and a large batch's estimate would pass jit_above_cost and pay for compiling it.
+-- only: SQLite's single writer already takes turns for the whole database
+SELECT set_config('jit', 'off', true), count(pg_advisory_xact_lock(k))
+FROM unnest(%s::bigint[]) AS k;
+
+-- name: dedup_holders
+-- For each (id, queue, dedup_id) given: whether the id exists, and the live holder.
+-- Searches runs by queue and dedup_id, once per batch: planned each time
+-- (planned each time). Each search is a lateral probe fenced with OFFSET 0: `EXISTS
+-- (...)` lets the planner hash the whole table instead, and with the ORDER BY next to
+-- the search it walked the created_at index for the first live run of each dedup_id
+-- rather than look the id up.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+SELECT i.wid, me.found IS NOT NULL, h.workflow_id
+FROM (SELECT wid COLLATE "C" AS wid, queue, dedup
+    FROM unnest(%(wid)s::text[], %(queue)s::text[], %(dedup)s::text[]) AS u(wid, queue,
+            dedup)) i
+LEFT JOIN LATERAL (SELECT 1 AS found
+    FROM {s}.workflows me
+    WHERE me.workflow_id = i.wid
+    OFFSET 0) me ON true
+LEFT JOIN LATERAL (SELECT d.workflow_id
+    FROM (SELECT workflow_id, status, created_at
+        FROM {s}.workflows w
+        WHERE w.queue = i.queue AND w.dedup_id = i.dedup
+        OFFSET 0) d
+    WHERE d.status IN ('ENQUEUED', 'PENDING')
+    ORDER BY d.created_at, d.workflow_id
+    LIMIT 1) h ON true;
+
+-- name: dedup_holder
+-- The live run of a queue holding a dedup_id, unless the id being created exists
+-- already (then create_workflow answers with it).
+SELECT w.workflow_id
+FROM {s}.workflows w
+WHERE w.queue = %(queue)s AND w.dedup_id = %(dedup)s AND w.status IN ('ENQUEUED', 'PENDING')
+AND NOT EXISTS (SELECT 1
+    FROM {s}.workflows me
+    WHERE me.workflow_id = %(wid)s)
+ORDER BY w.created_at, w.workflow_id
+LIMIT 1;
+
+-- name: get_first_inputs
+-- The first inputs kept for runs that continued as new.
+SELECT workflow_id, first_inputs
+FROM {s}.workflows
+WHERE workflow_id = ANY(%s) AND first_inputs IS NOT NULL;
+
+
+-- name: get_workflow
+-- One run by id.
+SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
+    updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
+    started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
+    generation, continued_as
+FROM {s}.workflows
+WHERE workflow_id = %s;
+
+-- name: lock_workflow
+-- One run by id, its row locked for the transaction.
+-- only: a row lock; SQLite's writer holds the whole database
+SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
+    updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
+    started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
+    generation, continued_as
+FROM {s}.workflows
+WHERE workflow_id = %s
+FOR UPDATE;
+
+-- name: load_log
+-- A run's records from a position on.
+SELECT position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at,
+    attempts
+FROM {s}.records
+WHERE workflow_id = %s AND position >= %s
+ORDER BY position;
+
+-- name: load_log_limited
+-- A run's records from a position on, at most a number of them.
+SELECT position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at,
+    attempts
+FROM {s}.records
+WHERE workflow_id = %s AND position >= %s
+ORDER BY position
+LIMIT %s;
+
+-- name: peek_message
+-- The oldest message of a run's topic.
+SELECT message_id, payload, created_at, trace_context
+FROM {s}.messages
+WHERE workflow_id = %s AND topic = %s
+ORDER BY message_id
+LIMIT 1;
+
+-- name: get_event
+-- One event of a run.
+SELECT value
+FROM {s}.events
+WHERE workflow_id = %s AND key = %s;
+
+-- name: get_events
+-- A run's events; no rows if the run is missing, one row of NULLs if it has none.
+SELECT e.key, e.value
+FROM {s}.workflows w
+LEFT JOIN {s}.events e ON e.workflow_id = w.workflow_id
+WHERE w.workflow_id = %s
+ORDER BY e.key;
+
+
+-- name: record_batch
+-- Many plain records (no side effects) of distinct runs in one statement. The same
+-- gate as the one-record write per row: the run PENDING (and owned by the executor
+-- named, if any), the previous position present, a completed position never
+-- overwritten. Returns the ids of the runs whose record was written; the caller sends
+-- every other one down the one-record path, which explains refusals. Runs are locked
+-- in id order so two batches never wait for each other crosswise.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS kind, e->>3
+        AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, (e->>6)::timestamptz AS
+        started_at, (e->>7)::timestamptz AS completed_at, (e->>8)::timestamptz AS rwake,
+        (e->>9)::int AS attempts, e->>10 AS executor, (e->>11)::timestamptz AS wake_at
+    FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n)
+    JOIN unnest(%(outcome)b::text[]) WITH ORDINALITY AS o(outcome, n) USING (n)),
+run AS (SELECT w.workflow_id
+    FROM (SELECT wid, executor
+        FROM input
+        ORDER BY wid) i
+    CROSS JOIN LATERAL (SELECT w.workflow_id, w.status, w.executor_id
+        FROM {s}.workflows w
+        WHERE w.workflow_id = i.wid
+        OFFSET 0
+        FOR NO KEY UPDATE) w
+    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)),
+ins AS (INSERT INTO {s}.records AS r (workflow_id, position, kind, name, outcome, digest,
+            call_site, started_at, completed_at, wake_at, attempts)
+    SELECT i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site,
+        i.started_at, i.completed_at, i.rwake, i.attempts
+    FROM input i
+    JOIN run ON run.workflow_id = i.wid
+    LEFT JOIN LATERAL (SELECT 1 AS found
+        FROM {s}.records p
+        WHERE p.workflow_id = i.wid AND p.position = i.pos - 1
+        LIMIT 1) prev ON true
+    WHERE i.pos = 0 OR prev.found IS NOT NULL
+    ON CONFLICT (workflow_id, position) DO UPDATE SET kind = excluded.kind, name =
+        excluded.name, outcome = excluded.outcome, digest = excluded.digest, call_site =
+        excluded.call_site, started_at = excluded.started_at, completed_at =
+        excluded.completed_at, wake_at = excluded.wake_at, attempts = excluded.attempts
+    WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (excluded.kind = r.kind
+            AND excluded.name = r.name AND excluded.attempts > r.attempts))
+    RETURNING r.workflow_id),
+wake AS (UPDATE {s}.workflows w
+    SET wake_at = i.wake_at
+    FROM ins
+    JOIN input i ON i.wid = ins.workflow_id
+    WHERE w.workflow_id = ins.workflow_id AND w.wake_at IS DISTINCT FROM i.wake_at)
+SELECT workflow_id
+FROM ins;
+
+-- name: record_duplicate_send
+-- A record whose keyed send found its key used takes the call's if_duplicate outcome
+-- instead (in the record's transaction).
+UPDATE {s}.records
+SET outcome = %s
+WHERE workflow_id = %s AND position = %s;
+
+-- name: explain_record
+-- What stands in the way of a record, read afresh: (name, status, executor_id) of the
+-- run (NULLs if missing), its log's length, the record at the position (ten columns,
+-- NULLs if none), the messages to consume still there, and whether the send's target
+-- exists.
+-- only: one read; SQLite asks run_owner, get_record and log_length
+SELECT w.name, w.status, w.executor_id, (SELECT count(*)
+    FROM {s}.records
+    WHERE workflow_id = %(wid)s), r.position, r.kind, r.name, r.outcome, r.digest,
+    r.call_site, r.started_at, r.completed_at, r.wake_at, r.attempts, ARRAY(SELECT
+        message_id
+    FROM {s}.messages
+    WHERE message_id = ANY(%(consume)s::bigint[]) AND workflow_id = %(wid)s), EXISTS (SELECT
+        1
+    FROM {s}.workflows
+    WHERE workflow_id = %(send_to)s::text)
+FROM (SELECT 1) AS one
+LEFT JOIN {s}.workflows w ON w.workflow_id = %(wid)s
+LEFT JOIN {s}.records r ON r.workflow_id = %(wid)s AND r.position = %(pos)s;
+
+-- name: lock_run_at_position
+-- Lock a run for a Transaction or a late record: (name, status, executor_id), its
+-- log's length, and the record at the position (ten columns, NULLs if none).
+-- only: a row lock; SQLite reads run_owner, get_record, log_length under its writer
+SELECT w.name, w.status, w.executor_id, (SELECT count(*)
+    FROM {s}.records
+    WHERE workflow_id = %(wid)s), r.position, r.kind, r.name, r.outcome, r.digest,
+    r.call_site, r.started_at, r.completed_at, r.wake_at, r.attempts
+FROM {s}.workflows w
+LEFT JOIN {s}.records r ON r.workflow_id = w.workflow_id AND r.position = %(pos)s
+WHERE w.workflow_id = %(wid)s
+FOR NO KEY UPDATE OF w;
+
+-- name: record_late
+-- A late record: written at its position unless a completed record is there.
+INSERT INTO {s}.records AS r (workflow_id, position, kind, name, outcome, digest, call_site,
+        started_at, completed_at, wake_at, attempts)
+VALUES (%(wid)s, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, %(call_site)s,
+        %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s)
+ON CONFLICT (workflow_id, position) DO UPDATE SET kind = excluded.kind, name =
+    excluded.name, outcome = excluded.outcome, digest = excluded.digest, call_site =
+    excluded.call_site, started_at = excluded.started_at, completed_at =
+    excluded.completed_at, wake_at = excluded.wake_at, attempts = excluded.attempts
+WHERE r.outcome IS NULL;
+
+
+-- name: finish_workflow
+-- Finish one PENDING run (owned by %(executor)s if not NULL), found by primary key;
+-- returns how many it finished (each notified).
+WITH run AS (SELECT workflow_id, status, executor_id
+    FROM {s}.workflows
+    WHERE workflow_id = %(wid)s
+    FOR NO KEY UPDATE),
+u AS (UPDATE {s}.workflows w
+    SET status = %(status)s, result = %(result)s, error = %(error)s, updated_at = %(now)s,
+        wake_at = NULL
+    FROM run
+    WHERE w.workflow_id = %(wid)s AND run.status = 'PENDING' AND (%(executor)s::text IS NULL
+            OR run.executor_id = %(executor)s)
+    RETURNING w.workflow_id)
+SELECT (SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'finished:' ||
+                workflow_id)) FILTER (WHERE octet_length(workflow_id) < 7900)
+    FROM u);
+
+-- name: finish_batch
+-- Finish many runs (each PENDING, owned by its executor if named); returns those
+-- finished. The runs are locked in id order first, as the record statement does, so
+-- two batches never wait for each other crosswise.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+WITH input AS (SELECT wid COLLATE "C" AS wid, status, result, error, executor
+    FROM unnest(%(wid)b::text[], %(status)b::text[], %(result)b::text[], %(error)b::text[],
+            %(executor)b::text[]) AS i(wid, status, result, error, executor)),
+run AS (SELECT w.workflow_id
+    FROM (SELECT wid, executor
+        FROM input
+        ORDER BY wid) i
+    CROSS JOIN LATERAL (SELECT w.workflow_id, w.status, w.executor_id
+        FROM {s}.workflows w
+        WHERE w.workflow_id = i.wid
+        OFFSET 0
+        FOR NO KEY UPDATE) w
+    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)),
+u AS (UPDATE {s}.workflows w
+    SET status = i.status, result = i.result::json, error = i.error, updated_at = %(now)s,
+        wake_at = NULL
+    FROM run
+    JOIN input i ON i.wid = run.workflow_id
+    WHERE w.workflow_id = run.workflow_id
+    RETURNING w.workflow_id)
+SELECT workflow_id, CASE WHEN octet_length(workflow_id) < 7900 THEN pg_notify(%(channel)s,
+        %(origin)s || 'finished:' || workflow_id) END
+FROM u;
+
+-- name: finish_with_record_batch
+-- Finish many runs, each with its last record, in one statement (one commit). Each
+-- row: the record statement's gate and insert, as in record_batch, and
+-- the run finished only if its record was written, so a run's record and finish commit
+-- together or not at all. Returns (and notifies) the runs finished; the caller sends
+-- every other one down the one-finish path, which finishes a run whose position holds
+-- an equal record already, answers False for a run not PENDING, or raises.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS kind, e->>3
+        AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, (e->>6)::timestamptz AS
+        started_at, (e->>7)::timestamptz AS completed_at, (e->>8)::timestamptz AS rwake,
+        (e->>9)::int AS attempts, e->>10 AS executor, (e->>11)::timestamptz AS wake_at,
+        e->>12 AS status, e->>13 AS error, o.result
+    FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n)
+    JOIN unnest(%(outcome)b::text[], %(result)b::text[]) WITH ORDINALITY AS o(outcome,
+            result, n) USING (n)),
+run AS (SELECT w.workflow_id
+    FROM (SELECT wid, executor
+        FROM input
+        ORDER BY wid) i
+    CROSS JOIN LATERAL (SELECT w.workflow_id, w.status, w.executor_id
+        FROM {s}.workflows w
+        WHERE w.workflow_id = i.wid
+        OFFSET 0
+        FOR NO KEY UPDATE) w
+    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)),
+ins AS (INSERT INTO {s}.records AS r (workflow_id, position, kind, name, outcome, digest,
+            call_site, started_at, completed_at, wake_at, attempts)
+    SELECT i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site,
+        i.started_at, i.completed_at, i.rwake, i.attempts
+    FROM input i
+    JOIN run ON run.workflow_id = i.wid
+    LEFT JOIN LATERAL (SELECT 1 AS found
+        FROM {s}.records p
+        WHERE p.workflow_id = i.wid AND p.position = i.pos - 1
+        LIMIT 1) prev ON true
+    WHERE i.pos = 0 OR prev.found IS NOT NULL
+    ON CONFLICT (workflow_id, position) DO UPDATE SET kind = excluded.kind, name =
+        excluded.name, outcome = excluded.outcome, digest = excluded.digest, call_site =
+        excluded.call_site, started_at = excluded.started_at, completed_at =
+        excluded.completed_at, wake_at = excluded.wake_at, attempts = excluded.attempts
+    WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (excluded.kind = r.kind
+            AND excluded.name = r.name AND excluded.attempts > r.attempts))
+    RETURNING r.workflow_id),
+u AS (UPDATE {s}.workflows w
+    SET status = i.status, result = i.result::json, error = i.error, updated_at = %(now)s,
+        wake_at = NULL
+    FROM ins
+    JOIN input i ON i.wid = ins.workflow_id
+    WHERE w.workflow_id = ins.workflow_id
+    RETURNING w.workflow_id)
+SELECT workflow_id, CASE WHEN octet_length(workflow_id) < 7900 THEN pg_notify(%(channel)s,
+        %(origin)s || 'finished:' || workflow_id) END
+FROM u;
+
+-- name: archive_generation
+-- continue_workflow: the run's current generation kept under its archived id.
+-- only: SQLite inserts the archived generation with create_workflow
+INSERT INTO {s}.workflows (workflow_id, name, status, inputs, executor_id, app_version,
+        created_at, updated_at, parent_id, started_at, trace_context, generation,
+        continued_as)
+VALUES (%(aid)s, %(name)s, %(status)s, %(inputs)s, %(executor)s, %(version)s, %(created)s,
+        %(now)s, %(parent)s, %(started)s, %(trace)s, %(generation)s, %(wid)s)
+ON CONFLICT (workflow_id) DO NOTHING;
+
+-- name: archive_log
+-- continue_workflow: the run's log moved to its archived generation.
+UPDATE {s}.records
+SET workflow_id = %s
+WHERE workflow_id = %s;
+
+-- name: continue_workflow
+-- continue_workflow: the live row starts its next generation. Named columns only: what
+-- other features add to the row is kept.
+UPDATE {s}.workflows
+SET inputs = %(inputs)s, generation = generation + 1, wake_at = NULL, recovery_attempts = 0,
+    error = '', started_at = %(now)s, updated_at = %(now)s, first_inputs = CASE WHEN
+    generation = 0 THEN inputs ELSE first_inputs END
+WHERE workflow_id = %(wid)s;
+
+-- name: set_status
+-- Set a run's status (from one of %(only_from)s, if not NULL), found by primary key;
+-- returns how many it changed, notifying each with %(note)s if not NULL.
+WITH run AS (SELECT workflow_id, status, executor_id
+    FROM {s}.workflows
+    WHERE workflow_id = %(wid)s
+    FOR NO KEY UPDATE),
+u AS (UPDATE {s}.workflows w
+    SET status = %(status)s, error = %(error)s, updated_at = %(now)s, executor_id =
+        coalesce(%(executor)s::text, w.executor_id), app_version =
+        coalesce(%(version)s::text, w.app_version), recovery_attempts = CASE WHEN
+        %(reset)s::boolean THEN 0 ELSE w.recovery_attempts END
+    FROM run
+    WHERE w.workflow_id = %(wid)s AND (%(only_from)s::text[] IS NULL OR run.status =
+            ANY(%(only_from)s::text[]))
+    RETURNING w.workflow_id)
+SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || %(note)s::text || ':' ||
+            workflow_id)) FILTER (WHERE %(note)s::text IS NOT NULL AND
+        octet_length(workflow_id) < 7900)
+FROM u;
+
+-- name: lock_family
+-- A run's family (it, its children, theirs...) as Member columns, rows locked.
+WITH RECURSIVE family(workflow_id) AS (SELECT workflow_id
+    FROM {s}.workflows
+    WHERE workflow_id = %s
+    UNION
+    SELECT w.workflow_id
+    FROM {s}.workflows AS w
+    JOIN family AS f ON w.parent_id = f.workflow_id)
+SELECT w.workflow_id, w.parent_id, w.status, w.app_version, w.queue
+FROM {s}.workflows AS w
+JOIN family AS f ON w.workflow_id = f.workflow_id
+FOR UPDATE OF w;
+
+-- name: move_family_member
+-- One member of a moved family: its new version, and its new owner if PENDING.
+UPDATE {s}.workflows
+SET app_version = %(version)s, updated_at = %(now)s, recovery_attempts = CASE WHEN
+    %(status)s = 'PENDING' THEN 0 ELSE recovery_attempts END, executor_id = CASE WHEN
+    %(executor)s::text IS NOT NULL AND %(status)s != 'ENQUEUED' THEN %(executor)s::text ELSE
+    executor_id END
+WHERE workflow_id = %(wid)s;
+
+-- name: set_deadline
+-- A run's deadline and timeout; returns the id if the run exists.
+UPDATE {s}.workflows
+SET deadline = %s, timeout_seconds = %s
+WHERE workflow_id = %s
+RETURNING workflow_id;
+
+-- name: bump_recovery
+-- Count one more recovery of a run; returns the new count.
+UPDATE {s}.workflows
+SET recovery_attempts = recovery_attempts + 1
+WHERE workflow_id = %s
+RETURNING recovery_attempts;
+
+
+-- name: send_message
+-- A message to a run (locked KEY SHARE so it is not deleted meanwhile); returns (runs
+-- found, messages sent, false).
+WITH target AS (SELECT workflow_id
+    FROM {s}.workflows
+    WHERE workflow_id = %(wid)s
+    FOR KEY SHARE),
+sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at, trace_context)
+    SELECT target.workflow_id, %(topic)s, %(payload)s, %(now)s, %(trace)s
+    FROM target
+    RETURNING workflow_id)
+SELECT (SELECT count(*)
+    FROM target), (SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s ||
+                'message:' || workflow_id)) FILTER (WHERE octet_length(workflow_id) < 7900)
+    FROM sent), false;
+
+-- name: send_message_keyed
+-- A message with an idempotency key, sent once per key; returns (runs found, messages
+-- sent, whether an earlier attempt of this same call used the key). The statement's
+-- snapshot does not see its own insert of the key.
+-- only: one statement; SQLite runs use_send_key, send_message, send_key_used_by_call
+WITH target AS (SELECT workflow_id
+    FROM {s}.workflows
+    WHERE workflow_id = %(wid)s
+    FOR KEY SHARE),
+used_key AS (INSERT INTO {s}.send_keys (workflow_id, key, call_id)
+    SELECT workflow_id, %(key)s, %(call)s
+    FROM target
+    ON CONFLICT DO NOTHING
+    RETURNING workflow_id),
+sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at, trace_context)
+    SELECT target.workflow_id, %(topic)s, %(payload)s, %(now)s, %(trace)s
+    FROM target, used_key
+    RETURNING workflow_id)
+SELECT (SELECT count(*)
+    FROM target), (SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s ||
+                'message:' || workflow_id)) FILTER (WHERE octet_length(workflow_id) < 7900)
+    FROM sent), EXISTS (SELECT 1
+    FROM {s}.send_keys
+    WHERE workflow_id = %(wid)s AND key = %(key)s AND call_id = %(call)s);
+
+
+-- name: delete_workflow
+-- The run's row first, which takes its lock: a writer that wants to add to it waits,
+-- then finds it gone.
+DELETE FROM {s}.workflows
+WHERE workflow_id = %s;
+
+-- name: delete_workflow_records
+-- A deleted run's log.
+DELETE FROM {s}.records
+WHERE workflow_id = %s;
+
+-- name: delete_workflow_messages
+-- A deleted run's inbox.
+DELETE FROM {s}.messages
+WHERE workflow_id = %s;
+
+-- name: delete_workflow_events
+-- A deleted run's events.
+DELETE FROM {s}.events
+WHERE workflow_id = %s;
+
+-- name: delete_workflow_send_keys
+-- A deleted run's used idempotency keys.
+DELETE FROM {s}.send_keys
+WHERE workflow_id = %s;
+
+-- name: delete_archived_generations
+-- A deleted run's archived generations, and their logs.
+WITH gone AS (DELETE
+    FROM {s}.workflows
+    WHERE continued_as = %s
+    RETURNING workflow_id) DELETE FROM {s}.records r USING gone
+WHERE r.workflow_id = gone.workflow_id;
+
+
+-- name: schedule_states
+-- Every schedule's state, by name.
+SELECT name, workflow_name, cron, tz, queue, backfill, paused, updated_at, trigger_at,
+    backfill_start, backfill_end
+FROM {s}.schedules
+ORDER BY name;
+
+-- name: register_schedule
+-- A schedule's definition, written only if it changed: every engine registers its
+-- schedules at each start, and most starts change nothing.
+INSERT INTO {s}.schedules (name, workflow_name, cron, tz, queue, backfill, updated_at)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (name) DO UPDATE SET workflow_name = excluded.workflow_name, cron =
+    excluded.cron, tz = excluded.tz, queue = excluded.queue, backfill = excluded.backfill,
+    updated_at = excluded.updated_at
+WHERE (schedules.workflow_name, schedules.cron, schedules.tz, schedules.queue,
+        schedules.backfill) IS DISTINCT FROM (excluded.workflow_name, excluded.cron,
+        excluded.tz, excluded.queue, excluded.backfill);
+
+-- name: set_schedule_paused
+-- Pause or resume a schedule; changes a row only if it was not so already.
+UPDATE {s}.schedules
+SET paused = %s, updated_at = %s
+WHERE name = %s AND paused <> %s;
+
+-- name: schedule_exists
+-- Whether a schedule is known.
+SELECT 1
+FROM {s}.schedules
+WHERE name = %s;
+
+-- name: schedule_trigger
+-- A schedule's requested trigger, its row locked: a concurrent request waits, then
+-- sees this one's.
+SELECT trigger_at
+FROM {s}.schedules
+WHERE name = %s
+FOR UPDATE;
+
+-- name: request_schedule_trigger
+-- Ask for a schedule to fire at a time.
+UPDATE {s}.schedules
+SET trigger_at = %s, updated_at = %s
+WHERE name = %s;
+
+-- name: schedule_backfill
+-- A schedule's requested backfill, its row locked.
+SELECT backfill_start, backfill_end
+FROM {s}.schedules
+WHERE name = %s
+FOR UPDATE;
+
+-- name: request_schedule_backfill
+-- Ask for a schedule's backfill over a range.
+UPDATE {s}.schedules
+SET backfill_start = %s, backfill_end = %s, updated_at = %s
+WHERE name = %s;
+
+-- name: clear_schedule_trigger
+-- Forget a trigger request, if it is still the one handled.
+UPDATE {s}.schedules
+SET trigger_at = NULL
+WHERE name = %s AND trigger_at = %s;
+
+-- name: clear_schedule_backfill
+-- Forget a backfill request, if it is still the one handled.
+UPDATE {s}.schedules
+SET backfill_start = NULL, backfill_end = NULL
+WHERE name = %s AND backfill_start = %s AND backfill_end = %s;
+
+-- name: delete_schedule_state
+-- Forget a schedule.
+DELETE FROM {s}.schedules
+WHERE name = %s;
