@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -71,10 +71,71 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 
-__all__ = ["MemoryStore"]
+__all__ = ["NO_TWIN", "STATEMENT_TWINS", "MemoryStore"]
 
 
 log = logging.getLogger("replaykit.stores")
+
+
+#: The memory store's twin of each statement the two SQL stores share
+#: (`stores/postgres/statements.sql`, `stores/sqlite/statements.sql`): the method that
+#: answers the same question here. tests/test_statements.py holds the three to one
+#: set of questions, so a statement added to the SQL stores is answered here too.
+STATEMENT_TWINS: Mapping[str, str] = {
+    "archive_log": "continue_workflow",
+    "bump_recovery": "bump_recovery",
+    "claim": "claim",
+    "claimable_exists": "claim",
+    "clear_schedule_backfill": "clear_schedule_request",
+    "clear_schedule_trigger": "clear_schedule_request",
+    "continue_workflow": "continue_workflow",
+    "count_running": "claim",
+    "count_started": "claim",
+    "create_workflow": "create_workflow",
+    "create_workflow_record": "create_workflow",
+    "dedup_holder": "create_workflow",
+    "delete_archived_generations": "delete_workflow",
+    "delete_schedule_state": "delete_schedule_state",
+    "delete_workflow": "delete_workflow",
+    "delete_workflow_events": "delete_workflow",
+    "delete_workflow_messages": "delete_workflow",
+    "delete_workflow_records": "delete_workflow",
+    "delete_workflow_send_keys": "delete_workflow",
+    "finish_workflow": "finish_workflow",
+    "fork_copy_event_marks": "create_workflow",
+    "fork_set_events": "create_workflow",
+    "get_event": "get_event",
+    "get_events": "get_events",
+    "get_first_inputs": "create_workflows",
+    "get_workflow": "get_workflow",
+    "heartbeat": "heartbeat",
+    "load_log": "load_log",
+    "load_log_limited": "load_log",
+    "lock_family": "move_family",
+    "move_family_member": "move_family",
+    "peek_message": "peek_message",
+    "read_heartbeats": "read_heartbeats",
+    "record_duplicate_send": "record",
+    "record_late": "record_late",
+    "register_schedule": "register_schedules",
+    "release": "release",
+    "request_schedule_backfill": "request_schedule_backfill",
+    "request_schedule_trigger": "request_schedule_trigger",
+    "schedule_backfill": "request_schedule_backfill",
+    "schedule_exists": "set_schedule_paused",
+    "schedule_states": "schedule_states",
+    "schedule_trigger": "request_schedule_trigger",
+    "send_message": "send_message",
+    "set_deadline": "set_deadline",
+    "set_schedule_paused": "set_schedule_paused",
+    "set_status": "set_status",
+    "take_over": "take_over",
+}
+
+#: Shared statements that have no twin in memory, and why.
+NO_TWIN: Mapping[str, str] = {
+    "schema_version": "a memory store has no schema: nothing is migrated",
+}
 
 
 class MemoryStore:

@@ -19,10 +19,12 @@
 
 
 -- name: journal_mode
+-- only: the journal mode (WAL) is SQLite's; PostgreSQL has none to read
 -- The database's journal mode (`wal` for a file database).
 PRAGMA journal_mode;
 
 -- name: switch_to_wal
+-- only: the journal mode (WAL) is SQLite's; PostgreSQL has none to set
 -- Put the database in WAL mode, so readers never wait for the writer; answers the mode.
 PRAGMA journal_mode = WAL;
 
@@ -89,6 +91,7 @@ WHERE seen_at >= ?
 ORDER BY executor_id;
 
 -- name: stale_executors
+-- only: PostgreSQL finds the stale executors inside take_over's statement
 -- The other engines silent since a time: (this executor, cutoff). take_over asks the
 -- file locks (sqlite/claims.py) which of them are dead before moving their runs.
 SELECT executor_id
@@ -213,6 +216,7 @@ ORDER BY e.key;
 
 
 -- name: append_record
+-- only: PostgreSQL writes a record with its side effects in one statement built from its parts (stores/postgres/shapes.py)
 -- The common case of a record, in one statement. Inserts a new position only right
 -- after the last one, completes a pending one (or writes a retried step's next
 -- back-off over it: same kind and name, more attempts; _rules.replaces_stored), and
@@ -238,6 +242,7 @@ WHERE records.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (excluded.kin
         AND excluded.name = records.name AND excluded.attempts > records.attempts));
 
 -- name: append_last_record
+-- only: PostgreSQL writes a finish's last record within the finish statement built from its parts (stores/postgres/shapes.py)
 -- A finish's last record: append_record's gates but the deadline, which the finish
 -- clears.
 INSERT INTO records (workflow_id, position, kind, name, outcome, digest, call_site,
@@ -257,12 +262,14 @@ WHERE records.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (excluded.kin
         AND excluded.name = records.name AND excluded.attempts > records.attempts));
 
 -- name: run_owner
+-- only: PostgreSQL says why a write was refused in one statement (explain_record)
 -- What a record's refusal is judged on: the run's name, status and executor.
 SELECT name, status, executor_id
 FROM workflows
 WHERE workflow_id = ?;
 
 -- name: get_record
+-- only: PostgreSQL says why a write was refused in one statement (explain_record)
 -- The record at a position of a run's log.
 SELECT position, kind, name, outcome, digest, call_site, started_at, completed_at, wake_at,
     attempts
@@ -270,12 +277,14 @@ FROM records
 WHERE workflow_id = ? AND position = ?;
 
 -- name: log_length
+-- only: PostgreSQL says why a write was refused in one statement (explain_record)
 -- How many records a run's log holds (a gap's error says where it ends).
 SELECT count(*)
 FROM records
 WHERE workflow_id = ?;
 
 -- name: set_wake_at
+-- only: PostgreSQL sets the run's wake time within the record statement built from its parts (stores/postgres/shapes.py)
 -- Move a run's deadline to the one a record is written with (when only it stood in
 -- append_record's way).
 UPDATE workflows
@@ -283,6 +292,7 @@ SET wake_at = ?
 WHERE workflow_id = ?;
 
 -- name: consume_messages
+-- only: PostgreSQL consumes messages within the record statement built from its parts (stores/postgres/shapes.py)
 -- Take messages (a JSON array of ids) out of a run's inbox: (run, ids); returns the
 -- ids taken.
 DELETE FROM messages
@@ -298,12 +308,14 @@ SET outcome = ?
 WHERE workflow_id = ? AND position = ?;
 
 -- name: set_event
+-- only: PostgreSQL sets an event within the record statement built from its parts (stores/postgres/shapes.py)
 -- A run's event, set to its latest value.
 INSERT INTO events (workflow_id, key, value)
 VALUES (?, ?, ?)
 ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value;
 
 -- name: mark_record_event
+-- only: PostgreSQL marks a record's event within the record statement built from its parts (stores/postgres/shapes.py)
 -- The record that set an event keeps the key and value it set, for a fork to copy.
 UPDATE records
 SET event_key = ?, event_value = ?
@@ -394,12 +406,14 @@ RETURNING recovery_attempts;
 
 
 -- name: run_exists
+-- only: PostgreSQL sends a keyed message in one statement (send_message_keyed)
 -- Whether a run (a message's target) exists.
 SELECT 1
 FROM workflows
 WHERE workflow_id = ?;
 
 -- name: use_send_key
+-- only: PostgreSQL sends a keyed message in one statement (send_message_keyed)
 -- Use an idempotency key for a run's messages, remembering the call that used it;
 -- rowcount 0 if it was used already.
 INSERT INTO send_keys (workflow_id, key, call_id)
@@ -407,6 +421,7 @@ VALUES (?, ?, ?)
 ON CONFLICT DO NOTHING;
 
 -- name: send_key_used_by_call
+-- only: PostgreSQL sends a keyed message in one statement (send_message_keyed)
 -- Whether a used key was used by this same call (its earlier attempt delivered).
 SELECT 1
 FROM send_keys
@@ -444,6 +459,7 @@ DELETE FROM send_keys
 WHERE workflow_id = ?;
 
 -- name: delete_archived_logs
+-- only: PostgreSQL deletes archived generations' logs within delete_archived_generations
 -- A deleted run's archived generations' logs (they have no inbox or events); before
 -- delete_archived_generations, which forgets which they are.
 DELETE FROM records
