@@ -31,9 +31,7 @@ __all__ = [
     "Registered",
     "decode",
     "encode",
-    "read_sql",
     "registered",
-    "upsert_sql",
 ]
 
 #: The most names one list of a heartbeat keeps.
@@ -106,24 +104,6 @@ def encode(names: Registered | None) -> str | None:
             "more_queues": names.more_queues,
         },
         separators=(",", ":"),
-    )
-
-
-def upsert_sql(table: str, mark: str, json_cast: str = "") -> str:
-    """The heartbeat's upsert for both SQL stores: `mark` is their placeholder."""
-    return (
-        f"INSERT INTO {table} (executor_id, app_version, seen_at, registered) "
-        f"VALUES ({mark}, {mark}, {mark}, {mark}{json_cast}) ON CONFLICT (executor_id) DO UPDATE "
-        "SET app_version = excluded.app_version, seen_at = excluded.seen_at, "
-        "registered = excluded.registered"
-    )
-
-
-def read_sql(table: str, mark: str) -> str:
-    """`read_heartbeats`' query for both SQL stores, in executor id order."""
-    return (
-        f"SELECT executor_id, app_version, seen_at, registered FROM {table} "
-        f"WHERE seen_at >= {mark} ORDER BY executor_id"
     )
 
 

@@ -4,7 +4,7 @@ a version, in which order, and what each gets.
 A family is a run and its descendants: the runs whose `parent_id` is it, theirs, and
 so on. Children started by earlier generations of a run that continued as new name its
 live id, so they belong to it too. The memory store walks its rows; the SQL stores read
-the family with `family_query` inside the transaction that moves it.
+the family with their `lock_family` statement inside the transaction that moves it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import attrs
 
 from replaykit.log import Status
 
-__all__ = ["MOVABLE", "Member", "family_query", "moving"]
+__all__ = ["MOVABLE", "Member", "moving"]
 
 #: The statuses of the runs a move restamps: those not finished. A finished run (and an
 #: archived generation, CONTINUED) never runs again, so its version does not matter.
@@ -64,20 +64,3 @@ def moving(root: str, members: Iterable[Member], app_version: str) -> list[Membe
 
 def _by_id(member: Member) -> str:
     return member.workflow_id
-
-
-def family_query(table: str, mark: str) -> str:
-    """The SQL reading a run's family as `Member` columns, the run's id bound once.
-
-    `table` is the workflows table (schema-qualified where need be), `mark` the
-    dialect's placeholder. The recursion follows `parent_id` (indexed), and UNION
-    drops a row met twice, so it ends whatever the data.
-    """
-    return (
-        "WITH RECURSIVE family(workflow_id) AS ("
-        f"SELECT workflow_id FROM {table} WHERE workflow_id = {mark} "
-        f"UNION SELECT w.workflow_id FROM {table} AS w "
-        "JOIN family AS f ON w.parent_id = f.workflow_id) "
-        "SELECT w.workflow_id, w.parent_id, w.status, w.app_version, w.queue "
-        f"FROM {table} AS w JOIN family AS f ON w.workflow_id = f.workflow_id"
-    )

@@ -22,7 +22,6 @@ from replaykit.stores.base import WorkflowRow, archive_id
 
 __all__ = [
     "ALREADY_CONTINUED",
-    "FIRST_INPUTS_ON_CONTINUE",
     "archived_generation",
     "check_continue_args",
     "continue_refusal",
@@ -33,10 +32,6 @@ __all__ = [
 
 #: The SQL stores' assignment of `first_inputs` in the UPDATE that continues a run
 #: (evaluated on the row before the update): the inputs of generation 0, kept.
-FIRST_INPUTS_ON_CONTINUE = (
-    "first_inputs = CASE WHEN generation = 0 THEN inputs ELSE first_inputs END"
-)
-
 #: `continue_refusal`'s answer for a retry of a continue that committed.
 ALREADY_CONTINUED = "already continued"
 

@@ -25,7 +25,6 @@ __all__ = [
     "Dialect",
     "counting",
     "listing",
-    "log_range",
 ]
 
 WORKFLOW_COLUMNS = (
@@ -79,16 +78,6 @@ def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, 
     """The `count_workflows` query for `where` (its limit and offset do not count)."""
     matching, params = _matching(where, dialect)
     return f"SELECT COUNT(*) FROM {table}{matching}", params
-
-
-def log_range(table: str, dialect: Dialect, limit: int | None) -> str:
-    """The `load_log` query: positions from `since` on, `limit` of them at most."""
-    mark = dialect.placeholder
-    text = (
-        f"SELECT {RECORD_COLUMNS} FROM {table} WHERE workflow_id = {mark} "
-        f"AND position >= {mark} ORDER BY position"
-    )
-    return text if limit is None else f"{text} LIMIT {mark}"
 
 
 def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
