@@ -15,27 +15,22 @@ import logging
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
 
-import attrs
-
 from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit._waiting import still_running, why_waiting
-from replaykit.commands import as_seconds, earliest_deadline, run_deadline
+from replaykit.commands import run_deadline
 from replaykit.errors import (
     DamagedData,
     DuplicateDedupId,
     ExecutorIdInUse,
-    PayloadTooLarge,
     StoreUnavailable,
     UnknownWorkflowError,
     WorkflowDeadlineExceeded,
-    WorkflowIdConflict,
     WorkflowNotFound,
 )
 from replaykit.log import Log, Record, Status
@@ -59,6 +54,7 @@ from replaykit.runtime.schedules import (
     ScheduleLoop,
     registered_schedules,
 )
+from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
@@ -72,8 +68,6 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 R = TypeVar("R")
 
 DEFAULT_URL = admin.DEFAULT_URL
-#: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
-StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
 
 #: Threads for the short store work of activations (see `Scheduler.__init__`). Each
@@ -329,6 +323,17 @@ class Engine:
                 courtesy=self.courtesy,
                 max_generations_in_a_row=max_generations_in_a_row,
             )
+            self.starts = Starts(
+                self.store,
+                self.clock,
+                self.telemetry,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                max_payload_bytes=max_payload_bytes,
+                dispatch=self.scheduler.dispatch,
+                watch_deadline=self.wakeups.watch_deadline,
+                step_aside=self.courtesy,
+            )
             self.schedules = ScheduleLoop(
                 self.store,
                 self.clock,
@@ -502,7 +507,7 @@ class Engine:
         With a `queue` the run is ENQUEUED and waits for a claim instead.
         `timeout` (seconds, checked) and `deadline` (aware) bound the run.
         """
-        row = self._new_row(
+        return self.starts.create_run(
             wf,
             args,
             kwargs,
@@ -512,29 +517,9 @@ class Engine:
             priority=priority,
             dedup_id=dedup_id,
             delay=delay,
-            now=self.clock.now(),
             timeout=timeout,
             deadline=deadline,
         )
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
-        self._dispatch_created(row, stored, created)
-        return stored, created
-
-    def _dispatch_created(self, row: WorkflowRow, stored: WorkflowRow, created: bool) -> None:
-        if created:
-            self.telemetry.run_started(row.name)
-        # A lost acknowledgement: the first attempt committed, the retry found the
-        # run. It is still ours to dispatch; the instant (to the microsecond, from
-        # our clock) says the stored row is the one this call wrote.
-        ours = created or stored.created_at == row.created_at
-        if ours and row.queue is None:
-            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=created)
-        elif ours and stored.deadline is not None:
-            # Queued with an absolute deadline: it may pass before any worker claims
-            # the run, and this engine, which enqueued it, cancels it then.
-            self.wakeups.watch_deadline(stored.workflow_id, stored.deadline)
 
     def start_batch(
         self,
@@ -553,130 +538,7 @@ class Engine:
         thread's current one. `deadlines`, one `(timeout seconds, deadline)` per start
         (checked already, as `commands.run_deadline` checks them), bound the runs."""
         self._check_open()
-        if deadlines is not None and len(deadlines) != len(starts):
-            raise ValueError(
-                f"start_batch got {len(deadlines)} deadlines for {len(starts)} starts; pass "
-                "one (timeout, deadline) per start ((None, None) for none), or none at all"
-            )
-        if trace_contexts is not None and len(trace_contexts) != len(starts):
-            raise ValueError(
-                f"start_batch got {len(trace_contexts)} trace contexts for {len(starts)} "
-                "starts; pass one per start (None for none), or none at all"
-            )
-        now = self.clock.now()
-        answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
-        rows: list[tuple[int, WorkflowRow]] = []
-        step_aside = self.courtesy
-        for index, (wf, args, kwargs, workflow_id) in enumerate(starts):
-            step_aside()
-            try:
-                row = self._new_row(
-                    wf,
-                    args,
-                    kwargs,
-                    workflow_id=workflow_id,
-                    parent_id=None,
-                    queue=None,
-                    priority=0,
-                    dedup_id=None,
-                    delay=None,
-                    now=now + timedelta(microseconds=index),
-                    timeout=None if deadlines is None else deadlines[index][0],
-                    deadline=None if deadlines is None else deadlines[index][1],
-                )
-                if trace_contexts is not None:
-                    row = attrs.evolve(row, trace_context=trace_contexts[index])
-            except Exception as exc:  # this start's own mistake: it fails alone
-                answers[index] = exc
-            else:
-                rows.append((index, row))
-        if rows:
-            try:
-                stored = self.store.create_workflows([row for _, row in rows])
-            except StoreUnavailable:
-                raise
-            except Exception:
-                # A row the store refuses (an id too long, say) fails the batch: each
-                # start goes alone, so that the refusal reaches its own caller only.
-                for index, row in rows:
-                    try:
-                        answers[index] = self._create_one(row)
-                    except Exception as exc:
-                        answers[index] = exc
-            else:
-                for (index, row), (kept, created) in zip(rows, stored, strict=True):
-                    step_aside()
-                    try:
-                        if not created:
-                            admin.check_start(kept, row)
-                    except WorkflowIdConflict as exc:
-                        answers[index] = exc
-                        continue
-                    self._dispatch_created(row, kept, created)
-                    answers[index] = kept
-        done = [answer for answer in answers if answer is not None]
-        assert len(done) == len(starts)
-        return done
-
-    def _create_one(self, row: WorkflowRow) -> WorkflowRow:
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
-        self._dispatch_created(row, stored, created)
-        return stored
-
-    def _new_row(
-        self,
-        wf: Workflow[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        *,
-        workflow_id: str | None,
-        parent_id: str | None,
-        queue: str | None,
-        priority: int,
-        dedup_id: str | None,
-        delay: timedelta | float | None,
-        now: datetime,
-        timeout: float | None = None,
-        deadline: datetime | None = None,
-    ) -> WorkflowRow:
-        if not isinstance(wf, Workflow):
-            raise TypeError(
-                f"expected a function decorated with @workflow, got {wf!r}; decorate it with "
-                "@replaykit.workflow so the engine can find it again after a restart"
-            )
-        inputs = wf.encode_inputs(args, kwargs)
-        size = len(serde.dumps(inputs).encode())
-        if size > self.max_payload_bytes:
-            raise PayloadTooLarge(
-                f"the arguments of workflow {wf.workflow_name!r} are {size} bytes encoded, over "
-                f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
-                "Engine(max_payload_bytes=...)"
-            )
-        delay_seconds = as_seconds(delay, "enqueue delay")
-        if timeout is not None and queue is None:
-            # A run that starts now: its clock starts now (a queued one's at its claim).
-            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
-        return WorkflowRow(
-            workflow_id=workflow_id or str(uuid.uuid4()),
-            name=wf.workflow_name,
-            status=Status.ENQUEUED if queue is not None else Status.PENDING,
-            inputs=inputs,
-            executor_id="" if queue is not None else self.executor_id,
-            app_version=self.app_version,
-            created_at=now,
-            parent_id=parent_id,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
-            # The caller's span (a child: its parent's activation span), so that the
-            # run's spans join that trace wherever and whenever it runs.
-            trace_context=self.telemetry.context_for_new_run(parent_id),
-            deadline=deadline,
-            timeout=timeout,
-        )
+        return self.starts.start_batch(starts, trace_contexts=trace_contexts, deadlines=deadlines)
 
     def start(
         self,
@@ -792,132 +654,17 @@ class Engine:
         enqueued by then (the error says so).
         """
         self._check_open()
-        name = queue.name if isinstance(queue, Queue) else queue
-        if if_exists not in ("raise", "return"):
-            raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
-        now = self.clock.now()
-        rows: list[WorkflowRow] = []
-        for index, item in enumerate(items):
-            if isinstance(item, QueueItem):
-                args, kwargs = item.args, dict(item.kwargs)
-                item_id, item_dedup = item.workflow_id, item.dedup_id
-                item_priority = priority if item.priority is None else item.priority
-                item_delay = delay if item.delay is None else item.delay
-                item_timeout = timeout if item.timeout is None else item.timeout
-                item_deadline = deadline if item.deadline is None else item.deadline
-            elif isinstance(item, (tuple, list)):
-                args, kwargs = tuple(item), {}
-                item_id = item_dedup = None
-                item_priority, item_delay = priority, delay
-                item_timeout, item_deadline = timeout, deadline
-            else:
-                raise TypeError(
-                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...): item {index} is "
-                    f"{item!r}; each item is a tuple of the workflow's positional arguments "
-                    "(a one-argument workflow takes (value,)), or QueueItem(*args, **kwargs, "
-                    "workflow_id=..., priority=..., dedup_id=..., delay=...)"
-                )
-            item_seconds, item_deadline = run_deadline(
-                item_timeout,
-                item_deadline,
-                what=f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}",
-            )
-            rows.append(
-                self._new_row(
-                    wf,
-                    args,
-                    kwargs,
-                    workflow_id=item_id,
-                    parent_id=None,
-                    queue=name,
-                    priority=item_priority,
-                    dedup_id=item_dedup,
-                    delay=item_delay,
-                    # Apart by a microsecond: equal priorities are claimed in item order.
-                    now=now + timedelta(microseconds=index),
-                    timeout=item_seconds,
-                    deadline=item_deadline,
-                )
-            )
-        if not rows:
-            return []
-        if if_exists == "return":
-            return self._enqueue_many_or_found(name, wf, rows)
-        answers = self.store.create_workflows(rows)
-        return self._enqueued(name, wf, rows, answers)
-
-    def _enqueue_many_or_found(
-        self, queue: str, wf: Workflow[..., R], rows: list[WorkflowRow]
-    ) -> list[WorkflowHandle[R]]:
-        """`enqueue_many(..., if_exists="return")`: the items whose dedup id is held
-        answer with the holder's handle, the others are enqueued together."""
-        found: dict[int, str] = {}  # item index -> the run holding its dedup id
-        left = list(range(len(rows)))
-        while True:
-            try:
-                answers = self.store.create_workflows([rows[i] for i in left])
-                break
-            except DuplicateDedupId as exc:
-                holder = exc.existing_id
-                key = self._dedup_key_of(holder, [rows[i] for i in left])
-                # Each round takes at least one item out, so the loop ends.
-                taken = [
-                    i
-                    for i in left
-                    if rows[i].workflow_id != holder and (rows[i].queue, rows[i].dedup_id) == key
-                ]
-                if not taken:
-                    raise
-                for i in taken:
-                    found[i] = holder
-                left = [i for i in left if i not in found]
-                if not left:
-                    return [
-                        WorkflowHandle(self, found[i], wf.result_type) for i in range(len(rows))
-                    ]
-        handles = dict(
-            zip(left, self._enqueued(queue, wf, [rows[i] for i in left], answers), strict=True)
+        ids = self.starts.enqueue_many(
+            queue,
+            wf,
+            items,
+            priority=priority,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
+            if_exists=if_exists,
         )
-        return [
-            handles[i] if i in handles else WorkflowHandle(self, found[i], wf.result_type)
-            for i in range(len(rows))
-        ]
-
-    def _dedup_key_of(
-        self, holder: str, rows: Sequence[WorkflowRow]
-    ) -> tuple[str | None, str | None]:
-        """(queue, dedup id) that `holder` holds: an item of the batch, or a stored run."""
-        for row in rows:
-            if row.workflow_id == holder:
-                return row.queue, row.dedup_id
-        stored = self.store.get_workflow(holder)
-        return (None, None) if stored is None else (stored.queue, stored.dedup_id)
-
-    def _enqueued(
-        self,
-        name: str,
-        wf: Workflow[..., R],
-        rows: Sequence[WorkflowRow],
-        answers: Sequence[tuple[WorkflowRow, bool]],
-    ) -> list[WorkflowHandle[R]]:
-        for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
-            if created:
-                self.telemetry.run_started(row.name)
-                if stored.deadline is not None:
-                    self.wakeups.watch_deadline(stored.workflow_id, stored.deadline)
-                continue
-            try:
-                admin.check_start(stored, row)
-            except WorkflowIdConflict as exc:
-                others = len(rows) - 1
-                raise WorkflowIdConflict(
-                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}: {exc}; "
-                    f"the batch's other {others} item(s) are enqueued (or were there already)",
-                    workflow_id=exc.workflow_id,
-                    existing_name=exc.existing_name,
-                    new_name=exc.new_name,
-                ) from None
-        return [WorkflowHandle(self, stored.workflow_id, wf.result_type) for stored, _ in answers]
+        return [WorkflowHandle(self, workflow_id, wf.result_type) for workflow_id in ids]
 
     def run(
         self,
