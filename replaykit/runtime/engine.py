@@ -25,12 +25,10 @@ from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import (
-    DamagedData,
     DuplicateDedupId,
     ExecutorIdInUse,
     StoreUnavailable,
     UnknownWorkflowError,
-    WorkflowDeadlineExceeded,
     WorkflowNotFound,
 )
 from replaykit.log import Log, Record, Status
@@ -42,6 +40,7 @@ from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
+from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.pool import WorkPool
@@ -250,7 +249,15 @@ class Engine:
                 dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
                 busy=lambda: self.scheduler.busy,
                 sweep=self._sweep,
-                expire=self._expire_at_deadline,
+                expire=lambda workflow_id: self.deadlines.expire_at(workflow_id),
+            )
+            self.deadlines = Deadlines(
+                self.store,
+                self.clock,
+                self.telemetry,
+                poll_interval=poll_interval,
+                watch_deadline=self.wakeups.watch_deadline,
+                stop_locally=lambda workflow_id: self.scheduler.cancel_locally(workflow_id),
             )
             self.claims = Claims(
                 self.store,
@@ -305,7 +312,7 @@ class Engine:
                     app_version=self.app_version,
                     strict=strict,
                     closed=lambda: self.scheduler.closed,
-                    watch_deadline=self._watch_deadline,
+                    watch_deadline=self.deadlines.watch,
                 ),
                 warm=WarmCache(
                     self.clock, capacity=max_cached_runs, jump_for=self.wakeups.jump_for
@@ -995,59 +1002,6 @@ class Engine:
             self.app_version,
             self.app_version,
         )
-
-    # -- deadlines ----------------------------------------------------------------------------
-
-    def _watch_deadline(self, row: WorkflowRow) -> bool:
-        """Arm the deadline of a run about to run here; True if it passed (then it is
-        cancelled now: a run found late by a recovery, claim, takeover or resume)."""
-        if row.deadline is None:
-            return False
-        if not self.clock.passed(row.deadline):
-            self.wakeups.watch_deadline(row.workflow_id, row.deadline)
-            return False
-        self._expire(row)
-        return True
-
-    def _expire_at_deadline(self, workflow_id: str) -> None:
-        """A watched deadline passed (on the wake-ups' deadline thread): cancel the run."""
-        try:
-            row = self.store.get_workflow(workflow_id)
-        except DamagedData as exc:
-            log.warning("workflow id %r: its deadline passed, but %s", workflow_id, exc)
-            return
-        except StoreUnavailable as exc:
-            log.warning(
-                "workflow id %r: its deadline passed; the store is unavailable (%s), trying "
-                "again soon",
-                workflow_id,
-                exc,
-            )
-            self.wakeups.watch_deadline(
-                workflow_id, self.clock.now() + timedelta(seconds=self.poll_interval)
-            )
-            return
-        if row is None or row.status.is_terminal or row.deadline is None:
-            return
-        if not self.clock.passed(row.deadline):  # given a later one meanwhile (a resume)
-            self.wakeups.watch_deadline(workflow_id, row.deadline)
-            return
-        self._expire(row)
-
-    def _expire(self, row: WorkflowRow) -> None:
-        """Cancel a run past its deadline through the path `cancel` takes (children too)."""
-        cancelled = admin.cancel_timed_out(self.store, row, on_cancel=self._stop_locally)
-        if cancelled is None:
-            return
-        log.info(
-            "workflow %r (id %r) %s; cancelled it",
-            cancelled.name,
-            cancelled.workflow_id,
-            WorkflowDeadlineExceeded.detail(
-                cancelled.deadline or row.deadline or self.clock.now(), cancelled.timeout
-            ),
-        )
-        self.telemetry.run_finished(cancelled.name, Status.CANCELLED.value)
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """Park a run, saying why on it and once in the log (with `cause`'s traceback)."""
