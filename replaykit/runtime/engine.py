@@ -26,8 +26,6 @@ from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import (
     DuplicateDedupId,
-    ExecutorIdInUse,
-    StoreUnavailable,
     UnknownWorkflowError,
     WorkflowNotFound,
 )
@@ -45,6 +43,7 @@ from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, queue_named
+from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
 from replaykit.runtime.schedules import (
@@ -58,7 +57,6 @@ from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
@@ -216,7 +214,7 @@ class Engine:
         self.records = RecordWriter(self.store, executor_id=executor_id, stop=lambda: self._closed)
         self.app_version = app_version or app_version_of(registered().values())
         try:
-            self._hold = self._hold_executor_id(executor_wait)
+            self._hold = hold_executor_id(self.store, executor_id, self.app_version, executor_wait)
         except BaseException:
             self.store.close()
             raise
@@ -248,7 +246,7 @@ class Engine:
                 poll_interval=poll_interval,
                 dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
                 busy=lambda: self.scheduler.busy,
-                sweep=self._sweep,
+                sweep=lambda: self.recovery.sweep(),
                 expire=lambda workflow_id: self.deadlines.expire_at(workflow_id),
             )
             self.deadlines = Deadlines(
@@ -330,6 +328,14 @@ class Engine:
                 courtesy=self.courtesy,
                 max_generations_in_a_row=max_generations_in_a_row,
             )
+            self.recovery = Recovery(
+                self.store,
+                self.scheduler,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                max_recovery_attempts=max_recovery_attempts,
+                park=self.park,
+            )
             self.starts = Starts(
                 self.store,
                 self.clock,
@@ -374,45 +380,13 @@ class Engine:
             self.schedules.start()
             if recover:
                 self.recover()
-            self._warn_stranded()
+            self.recovery.warn_stranded()
         except BaseException:
             # A failed launch leaves nothing behind: no thread of it raises later.
             self.close(wait=False)
             raise
 
     # -- lifecycle -------------------------------------------------------------------
-
-    def _hold_executor_id(self, wait: float) -> ExecutorHold:
-        """Hold this engine's executor id, waiting up to `wait` seconds for its holder to stop.
-
-        One live engine per executor id and application version: it owns the
-        id's runs of that version and recovers them at launch, so a second one
-        would run them at the same time.
-        """
-        deadline = time.monotonic() + wait
-        told = False
-        while True:
-            # Through a dropped connection, as every launch-time store call.
-            hold = self.store.hold_executor(self.executor_id, self.app_version)
-            if hold is not None:
-                if told:
-                    log.info("engine holds executor id %r now", self.executor_id)
-                return hold
-            holder = self.store.executor_holder(self.executor_id, self.app_version)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ExecutorIdInUse(self.executor_id, self.app_version, holder, wait)
-            if not told:
-                told = True
-                log.warning(
-                    "executor id %r (application version %r) is held by another live engine "
-                    "(%s); waiting up to %gs for it to stop (Engine(executor_wait=...))",
-                    self.executor_id,
-                    self.app_version,
-                    holder or "no details",
-                    wait,
-                )
-            time.sleep(min(0.2, left))
 
     def __enter__(self) -> Engine:
         return self
@@ -936,72 +910,7 @@ class Engine:
 
     def recover(self) -> list[str]:
         """Re-dispatch this executor's unfinished runs of this version; park crash-loopers."""
-        where = WorkflowFilter(
-            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
-        )
-        rows = self.store.list_workflows(where)
-        recovered: list[str] = []
-        for row in rows:
-            try:
-                attempts = self.store.bump_recovery(row.workflow_id)
-            except StoreUnavailable as exc:
-                # Not retried (a lost answer would count one recovery twice): this
-                # recovery goes uncounted, and the run is recovered all the same.
-                log.warning("could not count the recovery of %r: %s", row.workflow_id, exc)
-                attempts = 0
-            if attempts > self.max_recovery_attempts:
-                self.park(
-                    row.workflow_id,
-                    f"recovered {attempts - 1} times without finishing "
-                    f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "
-                    "resume it",
-                )
-                continue
-            recovered.append(row.workflow_id)
-            # A recovery runs again what an interrupt stopped here (as a new engine would).
-            self.scheduler.release(row.workflow_id)
-            self.scheduler.drop_warm(row.workflow_id)
-            self.scheduler.dispatch(row.workflow_id)
-        return recovered
-
-    def _warn_stranded(self) -> None:
-        """Say once, at launch, that runs of this executor id wait under other versions.
-
-        Recovery picks only this version's runs, so those wait without a word
-        for an engine of their version: the usual cause is a default version (a
-        digest of the workflows' source) that changed with an edit.
-        """
-        where = WorkflowFilter(
-            status=Status.PENDING, executor_id=self.executor_id, limit=admin.STRANDED_SCAN
-        )
-        try:
-            rows = self.store.list_workflows(where)
-        except Exception as exc:  # a diagnostic: it must not fail the launch
-            log.debug("could not look for stranded runs: %s", exc)
-            return
-        counts: dict[str, int] = {}
-        for row in rows:
-            if row.app_version != self.app_version:
-                counts[row.app_version] = counts.get(row.app_version, 0) + 1
-        if not counts:
-            return
-        total = sum(counts.values())
-        versions = ", ".join(f"{v!r} ({n})" for v, n in sorted(counts.items()))
-        log.warning(
-            "%s%d PENDING run(s) of executor id %r wait under other application version(s): "
-            "%s; this engine runs version %r and recovers only its own. If they are this "
-            "same code under a version that changed with an edit, give every engine one "
-            "fixed version (Engine(app_version='...'), e.g. the release name) and resume "
-            "them onto it (engine.resume(id) or replaykit workflows resume ID --app-version "
-            "%s); if they are an older release's, run an engine of that version to finish "
-            "them. engine.list_workflows(stranded=True) lists them (docs/versioning.md)",
-            "at least " if len(rows) >= admin.STRANDED_SCAN else "",
-            total,
-            self.executor_id,
-            versions,
-            self.app_version,
-            self.app_version,
-        )
+        return self.recovery.recover()
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """Park a run, saying why on it and once in the log (with `cause`'s traceback)."""
@@ -1251,25 +1160,6 @@ class Engine:
         self.wakeups.notify((kind, key))
         if kind == "message":
             self.scheduler.message_arrived(key)
-
-    def _sweep(self) -> None:
-        """Dispatch PENDING runs of ours that nothing here tracks (resumed elsewhere)."""
-        try:
-            rows = self.store.list_workflows(
-                WorkflowFilter(
-                    status=Status.PENDING,
-                    executor_id=self.executor_id,
-                    app_version=self.app_version,
-                )
-            )
-        except StoreUnavailable:
-            return
-        for row in rows:
-            if not self.scheduler.is_tracked(row.workflow_id):
-                # PENDING in the store, so resumed if this engine cancelled it (a resume
-                # from another process on SQLite, which sends no notification across).
-                self.scheduler.allow(row.workflow_id)
-                self.scheduler.dispatch(row.workflow_id)
 
     # -- for the testing kit ------------------------------------------------------------------
 
