@@ -22,7 +22,6 @@ from typing import Any, Generic, TypeVar, cast
 
 from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
-from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import (
     DuplicateDedupId,
@@ -53,6 +52,7 @@ from replaykit.runtime.schedules import (
     registered_schedules,
 )
 from replaykit.runtime.starts import StartRequest, Starts
+from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
@@ -120,17 +120,6 @@ class WorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
-
-
-def _handed_over(interrupt: BaseException) -> BaseException:
-    """A fresh instance of the interrupt a step raised, for a waiting thread: the
-    original (its traceback with it) is its cause. Each waiter gets its own."""
-    try:
-        fresh = type(interrupt)(*interrupt.args)
-    except Exception:
-        return interrupt
-    fresh.__cause__ = interrupt
-    return fresh
 
 
 class Engine:
@@ -205,7 +194,7 @@ class Engine:
         # Whether every delete, from wherever, reaches this engine as a note: then a
         # run it finished lately is known to exist without a read. A store that
         # does not say (a user's own) is asked.
-        self._hears_every_delete = getattr(opened, "notes_reach_every_sharer", False) is True
+        hears_every_delete = getattr(opened, "notes_reach_every_sharer", False) is True
         self.store: Store = cast(
             Store, RetryingStore(with_codec(opened, codec), stop=lambda: self._closed)
         )
@@ -327,6 +316,14 @@ class Engine:
                 poll_interval=poll_interval,
                 courtesy=self.courtesy,
                 max_generations_in_a_row=max_generations_in_a_row,
+            )
+            self.waits = Waits(
+                self.store,
+                self.clock,
+                self.wakeups,
+                self.scheduler,
+                poll_interval=poll_interval,
+                hears_every_delete=hears_every_delete,
             )
             self.recovery = Recovery(
                 self.store,
@@ -756,23 +753,7 @@ class Engine:
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
-        timeout = checked_wait(timeout, "get_event(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            found, value = self.store.get_event(workflow_id, key)
-            if found:
-                return value
-            if deadline is None or time.monotonic() >= deadline:
-                return None
-            event = threading.Event()
-            unsubscribe = self.listen([("event", workflow_id)], event.set)
-            try:
-                found, value = self.store.get_event(workflow_id, key)
-                if found:
-                    return value
-                event.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
-            finally:
-                unsubscribe()
+        return self.waits.wait_event(workflow_id, key, timeout)
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
@@ -922,58 +903,7 @@ class Engine:
     # -- waiting for results ---------------------------------------------------------------
 
     def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
-        timeout = checked_wait(timeout, "result(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        finished = threading.Event()
-        unsubscribe = self.listen([("finished", workflow_id)], finished.set)
-        scheduler = self.scheduler
-
-        def read() -> WorkflowRow:
-            row = self.store.get_workflow(workflow_id)
-            if row is None:
-                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-            return row
-
-        try:
-            looked = False
-            while True:
-                interrupt = scheduler.interruption(workflow_id)
-                if interrupt is not None:
-                    # A step body raised it (KeyboardInterrupt, SystemExit): it belongs
-                    # to whoever waits on the run, as if the step had run here.
-                    raise _handed_over(interrupt)
-                row = self.kept_finished(workflow_id)
-                if row is None and (
-                    looked
-                    or not scheduler.is_tracked(workflow_id)
-                    # Finished here, maybe before this waiter listened, though its
-                    # row is not answered from (SQLite): the store has it.
-                    or scheduler.peek_finished(workflow_id) is not None
-                ):
-                    # A run this engine runs says when it finishes (the listener above),
-                    # so its first look costs no store read: in `run()` that read was
-                    # one statement in twelve.
-                    row = read()
-                if row is not None and row.status.is_terminal:
-                    return row
-                wait = self.poll_interval
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        row = row or read()
-                        if row.status.is_terminal:
-                            return row
-                        raise still_running(row, timeout, why_waiting(self.store, row))
-                    wait = min(wait, left)
-                # After a wake-up the cache is asked first, then the store: a run
-                # cancelled or deleted elsewhere (the CLI, another process) is never
-                # in the cache, and a round that runs out without a word may have
-                # missed a notification.
-                finished.wait(wait)
-                finished.clear()
-                looked = True
-        finally:
-            unsubscribe()
+        return self.waits.wait_finished(workflow_id, timeout)
 
     def kept_finished(self, workflow_id: str) -> WorkflowRow | None:
         """The row of a run this engine finished lately, if it may answer from it.
@@ -983,9 +913,7 @@ class Engine:
         process, a run deleted from another process would still be answered for, so
         there the store is asked. Lock-free, for callers on an event loop too.
         """
-        if not self._hears_every_delete:
-            return None
-        return self.scheduler.peek_finished(workflow_id)
+        return self.waits.kept_finished(workflow_id)
 
     def outcome_value(self, row: WorkflowRow, result_type: Any = None) -> Any:
         """A finished run's result decoded as `result_type`, or its failure raised."""
@@ -1037,25 +965,7 @@ class Engine:
         `idle=True` says nothing runs on behalf of this wait but the clock: an
         autojumping clock may then jump to the deadline, as it does for timers.
         """
-        if not (idle and self.clock.autojump):
-            timeout = self.poll_interval
-            if deadline is not None:
-                timeout = min(timeout, (deadline - self.clock.now()).total_seconds())
-            changed.wait(max(timeout, 0.0))
-            return
-        # The deadline is in place before this wait counts as idle, and stays until it
-        # counts as busy again: the clock never jumps past it meanwhile.
-        token = None if deadline is None else self.wakeups.add_idle_deadline(deadline)
-        try:
-            with self.scheduler.counted_idle():
-                stop = time.monotonic() + self.poll_interval
-                while not changed.is_set() and time.monotonic() < stop:
-                    if deadline is not None and self.clock.passed(deadline):
-                        return
-                    changed.wait(0.005)
-        finally:
-            if token is not None:
-                self.wakeups.remove_idle_deadline(token)
+        self.waits.wait_for_change(changed, deadline, idle=idle)
 
     # -- queues and schedules --------------------------------------------------------------------
 
@@ -1168,12 +1078,4 @@ class Engine:
 
         Returns False if `timeout` passed first.
         """
-        timeout = checked_wait(timeout, "wait_idle(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self.scheduler.busy == 0 and self.wakeups.settled():
-                return True
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            self.wakeups.wait(0.05 if left is None else min(left, 0.05))
+        return self.waits.wait_idle(timeout)
