@@ -40,6 +40,7 @@ from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
+from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
@@ -317,6 +318,7 @@ class Engine:
                 courtesy=self.courtesy,
                 max_generations_in_a_row=max_generations_in_a_row,
             )
+            self.notes = Notes(self.scheduler, self.wakeups, claim=self.claims.wake)
             self.waits = Waits(
                 self.store,
                 self.clock,
@@ -360,7 +362,7 @@ class Engine:
         if self.telemetry.metering:
             self.telemetry.watch_queues(self._queue_depths)
         try:
-            self._unsubscribe = self.store.subscribe(self._on_notify)
+            self._unsubscribe = self.store.subscribe(self.notes.heard)
             self.scheduler.start()
             self.wakeups.start()
             # Through a dropped connection, as every launch-time store call: a launch
@@ -838,12 +840,9 @@ class Engine:
             deadline=deadline,
         )
         for run_id in resumed:
-            self.scheduler.allow(run_id)
-            self.scheduler.release(run_id)
-            self.scheduler.drop_warm(run_id)
             # A child put back on its queue is for a worker to claim: the
             # activation finds it not PENDING here and leaves it.
-            self.scheduler.dispatch(run_id)
+            self.notes.take_back(run_id)
         return WorkflowHandle(self, workflow_id)
 
     def fork(
@@ -1036,40 +1035,6 @@ class Engine:
             )
         except Exception:
             log.exception("schedule %r could not start its run for %s", entry.name, tick)
-
-    # -- notifications -------------------------------------------------------------------------
-
-    def _on_notify(self, kind: str, key: str) -> None:
-        if kind == "enqueued":
-            self.claims.wake()
-            return
-        if kind == "resumed":
-            # Resumed by an operator (maybe from the CLI, in another process):
-            # an activation checks the owner and version and runs it if ours. One
-            # this engine cancelled (at its deadline, say) may run again: the store,
-            # which gates every record on the status, says it is PENDING now.
-            self.scheduler.allow(key)
-            self.scheduler.release(key)
-            self.scheduler.drop_warm(key)
-            self.scheduler.dispatch(key)
-            return
-        if kind == "deleted":
-            # Deleted, maybe from another process: a handle or a waiter must not be
-            # answered from what this engine kept of it.
-            self.scheduler.forget_finished(key)
-            self.scheduler.drop_warm(key)
-        if kind == "relisten":
-            # Notes may have been lost, a delete's among them: nothing polls for one.
-            self.scheduler.forget_finished()
-            return
-        if kind == "finished":
-            # Finished or cancelled elsewhere: nothing of it is worth keeping warm,
-            # and its deadline no longer matters.
-            self.scheduler.drop_warm(key)
-            self.wakeups.forget_deadline(key)
-        self.wakeups.notify((kind, key))
-        if kind == "message":
-            self.scheduler.message_arrived(key)
 
     # -- for the testing kit ------------------------------------------------------------------
 
