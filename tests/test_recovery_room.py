@@ -34,18 +34,18 @@ class FakeRuns:
         self.asked.append(("dispatch", workflow_id))
 
 
-def _room(runs: FakeRuns) -> tuple[MemoryStore, Recovery, list[tuple[str, str]]]:
+def _room(runs: FakeRuns) -> tuple[MemoryStore, Recovery, list[None]]:
     store = MemoryStore()
-    parked: list[tuple[str, str]] = []
+    poked: list[None] = []
     recovery = Recovery(
         store,
         runs,
         executor_id="ex",
         app_version="v1",
         max_recovery_attempts=1,
-        park=lambda workflow_id, why: parked.append((workflow_id, why)),
+        poke=lambda: poked.append(None),
     )
-    return store, recovery, parked
+    return store, recovery, poked
 
 
 def _pending(store: MemoryStore, workflow_id: str, version: str = "v1") -> None:
@@ -63,21 +63,23 @@ def _pending(store: MemoryStore, workflow_id: str, version: str = "v1") -> None:
 
 def test_recovery_dispatches_this_versions_runs_and_parks_crash_loopers() -> None:
     runs = FakeRuns()
-    store, recovery, parked = _room(runs)
+    store, recovery, poked = _room(runs)
     _pending(store, "mine")
     _pending(store, "other", version="v0")
     assert recovery.recover() == ["mine"]
     assert runs.asked == [("release", "mine"), ("drop_warm", "mine"), ("dispatch", "mine")]
-    assert parked == []
+    assert poked == []
     # Recovered once already without finishing: past max_recovery_attempts=1.
     assert recovery.recover() == []
-    assert [workflow_id for workflow_id, _ in parked] == ["mine"]
-    assert "max_recovery_attempts=1" in parked[0][1]
+    parked = store.get_workflow("mine")
+    assert parked is not None and parked.status is Status.PARKED
+    assert "max_recovery_attempts=1" in (parked.error or "")
+    assert poked == [None]  # the wake-ups look again: one run fewer can be busy
 
 
 def test_a_sweep_dispatches_only_runs_nothing_here_tracks() -> None:
     runs = FakeRuns(tracked={"running"})
-    store, recovery, _parked = _room(runs)
+    store, recovery, _poked = _room(runs)
     _pending(store, "running")
     _pending(store, "resumed-elsewhere")
     recovery.sweep()
@@ -85,7 +87,7 @@ def test_a_sweep_dispatches_only_runs_nothing_here_tracks() -> None:
 
 
 def test_runs_under_other_versions_are_named_once(caplog: pytest.LogCaptureFixture) -> None:
-    store, recovery, _parked = _room(FakeRuns())
+    store, recovery, _poked = _room(FakeRuns())
     recovery.warn_stranded()
     assert not caplog.records
     _pending(store, "old-1", version="v0")

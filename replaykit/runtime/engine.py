@@ -333,7 +333,7 @@ class Engine:
                 executor_id=executor_id,
                 app_version=self.app_version,
                 max_recovery_attempts=max_recovery_attempts,
-                park=self.park,
+                poke=self.wakeups.poke,
             )
             self.starts = Starts(
                 self.store,
@@ -351,7 +351,7 @@ class Engine:
                 self.clock,
                 registered_schedules() if schedules else (),
                 poll_interval=poll_interval,
-                fire=self._fire,
+                fire=self.starts.fire,
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
@@ -894,10 +894,7 @@ class Engine:
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """Park a run, saying why on it and once in the log (with `cause`'s traceback)."""
-        self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
-        exc_info = None if cause is None else (type(cause), cause, cause.__traceback__)
-        log.error("workflow id %r parked: %s", workflow_id, why, exc_info=exc_info)
-        self.wakeups.poke()
+        self.recovery.park(workflow_id, why, cause)
 
     # -- waiting for results ---------------------------------------------------------------
 
@@ -1027,14 +1024,6 @@ class Engine:
             )
             depths.append((queue.name, len(waiting)))
         return depths
-
-    def _fire(self, entry: Schedule, tick: datetime) -> None:
-        try:
-            self.create_run(
-                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
-            )
-        except Exception:
-            log.exception("schedule %r could not start its run for %s", entry.name, tick)
 
     # -- for the testing kit ------------------------------------------------------------------
 

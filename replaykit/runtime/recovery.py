@@ -1,5 +1,6 @@
 """Who runs an executor id's unfinished runs: the one live engine that holds the id,
-which recovers them at launch, parks the ones that crash again and again, says
+which recovers them at launch, parks the ones that crash again and again (and those
+the books give up on), says
 once which wait under other versions, and sweeps up the ones resumed elsewhere.
 """
 
@@ -79,14 +80,22 @@ class Recovery:
         executor_id: str,
         app_version: str,
         max_recovery_attempts: int,
-        park: Callable[[str, str], None],
+        poke: Callable[[], None],
     ) -> None:
         self.store = store
         self.runs = runs
         self.executor_id = executor_id
         self.app_version = app_version
         self.max_recovery_attempts = max_recovery_attempts
-        self._park = park
+        # Tells the wake-ups that a run stopped being busy (a parked one never runs).
+        self._poke = poke
+
+    def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
+        """`Engine.park`: park a run, saying why on it and once in the log."""
+        self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
+        exc_info = None if cause is None else (type(cause), cause, cause.__traceback__)
+        log.error("workflow id %r parked: %s", workflow_id, why, exc_info=exc_info)
+        self._poke()
 
     def recover(self) -> list[str]:
         """`Engine.recover`: re-dispatch the unfinished runs; park crash-loopers."""
@@ -104,7 +113,7 @@ class Recovery:
                 log.warning("could not count the recovery of %r: %s", row.workflow_id, exc)
                 attempts = 0
             if attempts > self.max_recovery_attempts:
-                self._park(
+                self.park(
                     row.workflow_id,
                     f"recovered {attempts - 1} times without finishing "
                     f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "

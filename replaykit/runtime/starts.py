@@ -9,6 +9,7 @@ nothing of the engine around it: a test builds it with a memory store and lists.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
@@ -30,9 +31,12 @@ from replaykit.registry import Workflow
 from replaykit.runtime import admin
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.queues import Queue, QueueItem
+from replaykit.runtime.schedules import Schedule
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["Dispatch", "StartRequest", "Starts"]
+
+log = logging.getLogger("replaykit.engine")
 
 #: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
 StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
@@ -186,6 +190,15 @@ class Starts:
             deadline=deadline,
             timeout=timeout,
         )
+
+    def fire(self, entry: Schedule, tick: datetime) -> None:
+        """A schedule's tick: start its run (its id says which tick), or say why not."""
+        try:
+            self.create_run(
+                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
+            )
+        except Exception:
+            log.exception("schedule %r could not start its run for %s", entry.name, tick)
 
     # -- many runs that start now ------------------------------------------------------------
 
