@@ -40,11 +40,12 @@ from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import streams
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.engine import Engine, StartRequest
+from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy, Wake
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
 from replaykit.runtime.schedules import Schedule, ScheduleInfo
+from replaykit.runtime.starts import StartRequest
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow

@@ -15,27 +15,17 @@ import logging
 import signal
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar, cast
 
-import attrs
-
 from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
-from replaykit._waiting import still_running, why_waiting
-from replaykit.commands import as_seconds, earliest_deadline, run_deadline
+from replaykit.commands import run_deadline
 from replaykit.errors import (
-    DamagedData,
     DuplicateDedupId,
-    ExecutorIdInUse,
-    PayloadTooLarge,
-    StoreUnavailable,
     UnknownWorkflowError,
-    WorkflowDeadlineExceeded,
-    WorkflowIdConflict,
     WorkflowNotFound,
 )
 from replaykit.log import Log, Record, Status
@@ -47,10 +37,13 @@ from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
+from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
+from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, queue_named
+from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
 from replaykit.runtime.schedules import (
@@ -59,11 +52,12 @@ from replaykit.runtime.schedules import (
     ScheduleLoop,
     registered_schedules,
 )
+from replaykit.runtime.starts import StartRequest, Starts
+from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
@@ -72,8 +66,6 @@ __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
 R = TypeVar("R")
 
 DEFAULT_URL = admin.DEFAULT_URL
-#: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
-StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
 log = logging.getLogger("replaykit.engine")
 
 #: Threads for the short store work of activations (see `Scheduler.__init__`). Each
@@ -129,17 +121,6 @@ class WorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
-
-
-def _handed_over(interrupt: BaseException) -> BaseException:
-    """A fresh instance of the interrupt a step raised, for a waiting thread: the
-    original (its traceback with it) is its cause. Each waiter gets its own."""
-    try:
-        fresh = type(interrupt)(*interrupt.args)
-    except Exception:
-        return interrupt
-    fresh.__cause__ = interrupt
-    return fresh
 
 
 class Engine:
@@ -214,7 +195,7 @@ class Engine:
         # Whether every delete, from wherever, reaches this engine as a note: then a
         # run it finished lately is known to exist without a read. A store that
         # does not say (a user's own) is asked.
-        self._hears_every_delete = getattr(opened, "notes_reach_every_sharer", False) is True
+        hears_every_delete = getattr(opened, "notes_reach_every_sharer", False) is True
         self.store: Store = cast(
             Store, RetryingStore(with_codec(opened, codec), stop=lambda: self._closed)
         )
@@ -223,7 +204,7 @@ class Engine:
         self.records = RecordWriter(self.store, executor_id=executor_id, stop=lambda: self._closed)
         self.app_version = app_version or app_version_of(registered().values())
         try:
-            self._hold = self._hold_executor_id(executor_wait)
+            self._hold = hold_executor_id(self.store, executor_id, self.app_version, executor_wait)
         except BaseException:
             self.store.close()
             raise
@@ -255,8 +236,16 @@ class Engine:
                 poll_interval=poll_interval,
                 dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
                 busy=lambda: self.scheduler.busy,
-                sweep=self._sweep,
-                expire=self._expire_at_deadline,
+                sweep=lambda: self.recovery.sweep(),
+                expire=lambda workflow_id: self.deadlines.expire_at(workflow_id),
+            )
+            self.deadlines = Deadlines(
+                self.store,
+                self.clock,
+                self.telemetry,
+                poll_interval=poll_interval,
+                watch_deadline=self.wakeups.watch_deadline,
+                stop_locally=lambda workflow_id: self.scheduler.cancel_locally(workflow_id),
             )
             self.claims = Claims(
                 self.store,
@@ -311,7 +300,7 @@ class Engine:
                     app_version=self.app_version,
                     strict=strict,
                     closed=lambda: self.scheduler.closed,
-                    watch_deadline=self._watch_deadline,
+                    watch_deadline=self.deadlines.watch,
                 ),
                 warm=WarmCache(
                     self.clock, capacity=max_cached_runs, jump_for=self.wakeups.jump_for
@@ -329,12 +318,40 @@ class Engine:
                 courtesy=self.courtesy,
                 max_generations_in_a_row=max_generations_in_a_row,
             )
+            self.notes = Notes(self.scheduler, self.wakeups, claim=self.claims.wake)
+            self.waits = Waits(
+                self.store,
+                self.clock,
+                self.wakeups,
+                self.scheduler,
+                poll_interval=poll_interval,
+                hears_every_delete=hears_every_delete,
+            )
+            self.recovery = Recovery(
+                self.store,
+                self.scheduler,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                max_recovery_attempts=max_recovery_attempts,
+                poke=self.wakeups.poke,
+            )
+            self.starts = Starts(
+                self.store,
+                self.clock,
+                self.telemetry,
+                executor_id=executor_id,
+                app_version=self.app_version,
+                max_payload_bytes=max_payload_bytes,
+                dispatch=self.scheduler.dispatch,
+                watch_deadline=self.wakeups.watch_deadline,
+                step_aside=self.courtesy,
+            )
             self.schedules = ScheduleLoop(
                 self.store,
                 self.clock,
                 registered_schedules() if schedules else (),
                 poll_interval=poll_interval,
-                fire=self._fire,
+                fire=self.starts.fire,
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
@@ -345,7 +362,7 @@ class Engine:
         if self.telemetry.metering:
             self.telemetry.watch_queues(self._queue_depths)
         try:
-            self._unsubscribe = self.store.subscribe(self._on_notify)
+            self._unsubscribe = self.store.subscribe(self.notes.heard)
             self.scheduler.start()
             self.wakeups.start()
             # Through a dropped connection, as every launch-time store call: a launch
@@ -362,45 +379,13 @@ class Engine:
             self.schedules.start()
             if recover:
                 self.recover()
-            self._warn_stranded()
+            self.recovery.warn_stranded()
         except BaseException:
             # A failed launch leaves nothing behind: no thread of it raises later.
             self.close(wait=False)
             raise
 
     # -- lifecycle -------------------------------------------------------------------
-
-    def _hold_executor_id(self, wait: float) -> ExecutorHold:
-        """Hold this engine's executor id, waiting up to `wait` seconds for its holder to stop.
-
-        One live engine per executor id and application version: it owns the
-        id's runs of that version and recovers them at launch, so a second one
-        would run them at the same time.
-        """
-        deadline = time.monotonic() + wait
-        told = False
-        while True:
-            # Through a dropped connection, as every launch-time store call.
-            hold = self.store.hold_executor(self.executor_id, self.app_version)
-            if hold is not None:
-                if told:
-                    log.info("engine holds executor id %r now", self.executor_id)
-                return hold
-            holder = self.store.executor_holder(self.executor_id, self.app_version)
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ExecutorIdInUse(self.executor_id, self.app_version, holder, wait)
-            if not told:
-                told = True
-                log.warning(
-                    "executor id %r (application version %r) is held by another live engine "
-                    "(%s); waiting up to %gs for it to stop (Engine(executor_wait=...))",
-                    self.executor_id,
-                    self.app_version,
-                    holder or "no details",
-                    wait,
-                )
-            time.sleep(min(0.2, left))
 
     def __enter__(self) -> Engine:
         return self
@@ -502,7 +487,7 @@ class Engine:
         With a `queue` the run is ENQUEUED and waits for a claim instead.
         `timeout` (seconds, checked) and `deadline` (aware) bound the run.
         """
-        row = self._new_row(
+        return self.starts.create_run(
             wf,
             args,
             kwargs,
@@ -512,29 +497,9 @@ class Engine:
             priority=priority,
             dedup_id=dedup_id,
             delay=delay,
-            now=self.clock.now(),
             timeout=timeout,
             deadline=deadline,
         )
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
-        self._dispatch_created(row, stored, created)
-        return stored, created
-
-    def _dispatch_created(self, row: WorkflowRow, stored: WorkflowRow, created: bool) -> None:
-        if created:
-            self.telemetry.run_started(row.name)
-        # A lost acknowledgement: the first attempt committed, the retry found the
-        # run. It is still ours to dispatch; the instant (to the microsecond, from
-        # our clock) says the stored row is the one this call wrote.
-        ours = created or stored.created_at == row.created_at
-        if ours and row.queue is None:
-            self.scheduler.dispatch(stored.workflow_id, row=stored, fresh=created)
-        elif ours and stored.deadline is not None:
-            # Queued with an absolute deadline: it may pass before any worker claims
-            # the run, and this engine, which enqueued it, cancels it then.
-            self.wakeups.watch_deadline(stored.workflow_id, stored.deadline)
 
     def start_batch(
         self,
@@ -553,130 +518,7 @@ class Engine:
         thread's current one. `deadlines`, one `(timeout seconds, deadline)` per start
         (checked already, as `commands.run_deadline` checks them), bound the runs."""
         self._check_open()
-        if deadlines is not None and len(deadlines) != len(starts):
-            raise ValueError(
-                f"start_batch got {len(deadlines)} deadlines for {len(starts)} starts; pass "
-                "one (timeout, deadline) per start ((None, None) for none), or none at all"
-            )
-        if trace_contexts is not None and len(trace_contexts) != len(starts):
-            raise ValueError(
-                f"start_batch got {len(trace_contexts)} trace contexts for {len(starts)} "
-                "starts; pass one per start (None for none), or none at all"
-            )
-        now = self.clock.now()
-        answers: list[WorkflowRow | Exception | None] = [None] * len(starts)
-        rows: list[tuple[int, WorkflowRow]] = []
-        step_aside = self.courtesy
-        for index, (wf, args, kwargs, workflow_id) in enumerate(starts):
-            step_aside()
-            try:
-                row = self._new_row(
-                    wf,
-                    args,
-                    kwargs,
-                    workflow_id=workflow_id,
-                    parent_id=None,
-                    queue=None,
-                    priority=0,
-                    dedup_id=None,
-                    delay=None,
-                    now=now + timedelta(microseconds=index),
-                    timeout=None if deadlines is None else deadlines[index][0],
-                    deadline=None if deadlines is None else deadlines[index][1],
-                )
-                if trace_contexts is not None:
-                    row = attrs.evolve(row, trace_context=trace_contexts[index])
-            except Exception as exc:  # this start's own mistake: it fails alone
-                answers[index] = exc
-            else:
-                rows.append((index, row))
-        if rows:
-            try:
-                stored = self.store.create_workflows([row for _, row in rows])
-            except StoreUnavailable:
-                raise
-            except Exception:
-                # A row the store refuses (an id too long, say) fails the batch: each
-                # start goes alone, so that the refusal reaches its own caller only.
-                for index, row in rows:
-                    try:
-                        answers[index] = self._create_one(row)
-                    except Exception as exc:
-                        answers[index] = exc
-            else:
-                for (index, row), (kept, created) in zip(rows, stored, strict=True):
-                    step_aside()
-                    try:
-                        if not created:
-                            admin.check_start(kept, row)
-                    except WorkflowIdConflict as exc:
-                        answers[index] = exc
-                        continue
-                    self._dispatch_created(row, kept, created)
-                    answers[index] = kept
-        done = [answer for answer in answers if answer is not None]
-        assert len(done) == len(starts)
-        return done
-
-    def _create_one(self, row: WorkflowRow) -> WorkflowRow:
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
-        self._dispatch_created(row, stored, created)
-        return stored
-
-    def _new_row(
-        self,
-        wf: Workflow[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        *,
-        workflow_id: str | None,
-        parent_id: str | None,
-        queue: str | None,
-        priority: int,
-        dedup_id: str | None,
-        delay: timedelta | float | None,
-        now: datetime,
-        timeout: float | None = None,
-        deadline: datetime | None = None,
-    ) -> WorkflowRow:
-        if not isinstance(wf, Workflow):
-            raise TypeError(
-                f"expected a function decorated with @workflow, got {wf!r}; decorate it with "
-                "@replaykit.workflow so the engine can find it again after a restart"
-            )
-        inputs = wf.encode_inputs(args, kwargs)
-        size = len(serde.dumps(inputs).encode())
-        if size > self.max_payload_bytes:
-            raise PayloadTooLarge(
-                f"the arguments of workflow {wf.workflow_name!r} are {size} bytes encoded, over "
-                f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
-                "Engine(max_payload_bytes=...)"
-            )
-        delay_seconds = as_seconds(delay, "enqueue delay")
-        if timeout is not None and queue is None:
-            # A run that starts now: its clock starts now (a queued one's at its claim).
-            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
-        return WorkflowRow(
-            workflow_id=workflow_id or str(uuid.uuid4()),
-            name=wf.workflow_name,
-            status=Status.ENQUEUED if queue is not None else Status.PENDING,
-            inputs=inputs,
-            executor_id="" if queue is not None else self.executor_id,
-            app_version=self.app_version,
-            created_at=now,
-            parent_id=parent_id,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
-            # The caller's span (a child: its parent's activation span), so that the
-            # run's spans join that trace wherever and whenever it runs.
-            trace_context=self.telemetry.context_for_new_run(parent_id),
-            deadline=deadline,
-            timeout=timeout,
-        )
+        return self.starts.start_batch(starts, trace_contexts=trace_contexts, deadlines=deadlines)
 
     def start(
         self,
@@ -792,132 +634,17 @@ class Engine:
         enqueued by then (the error says so).
         """
         self._check_open()
-        name = queue.name if isinstance(queue, Queue) else queue
-        if if_exists not in ("raise", "return"):
-            raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
-        now = self.clock.now()
-        rows: list[WorkflowRow] = []
-        for index, item in enumerate(items):
-            if isinstance(item, QueueItem):
-                args, kwargs = item.args, dict(item.kwargs)
-                item_id, item_dedup = item.workflow_id, item.dedup_id
-                item_priority = priority if item.priority is None else item.priority
-                item_delay = delay if item.delay is None else item.delay
-                item_timeout = timeout if item.timeout is None else item.timeout
-                item_deadline = deadline if item.deadline is None else item.deadline
-            elif isinstance(item, (tuple, list)):
-                args, kwargs = tuple(item), {}
-                item_id = item_dedup = None
-                item_priority, item_delay = priority, delay
-                item_timeout, item_deadline = timeout, deadline
-            else:
-                raise TypeError(
-                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...): item {index} is "
-                    f"{item!r}; each item is a tuple of the workflow's positional arguments "
-                    "(a one-argument workflow takes (value,)), or QueueItem(*args, **kwargs, "
-                    "workflow_id=..., priority=..., dedup_id=..., delay=...)"
-                )
-            item_seconds, item_deadline = run_deadline(
-                item_timeout,
-                item_deadline,
-                what=f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}",
-            )
-            rows.append(
-                self._new_row(
-                    wf,
-                    args,
-                    kwargs,
-                    workflow_id=item_id,
-                    parent_id=None,
-                    queue=name,
-                    priority=item_priority,
-                    dedup_id=item_dedup,
-                    delay=item_delay,
-                    # Apart by a microsecond: equal priorities are claimed in item order.
-                    now=now + timedelta(microseconds=index),
-                    timeout=item_seconds,
-                    deadline=item_deadline,
-                )
-            )
-        if not rows:
-            return []
-        if if_exists == "return":
-            return self._enqueue_many_or_found(name, wf, rows)
-        answers = self.store.create_workflows(rows)
-        return self._enqueued(name, wf, rows, answers)
-
-    def _enqueue_many_or_found(
-        self, queue: str, wf: Workflow[..., R], rows: list[WorkflowRow]
-    ) -> list[WorkflowHandle[R]]:
-        """`enqueue_many(..., if_exists="return")`: the items whose dedup id is held
-        answer with the holder's handle, the others are enqueued together."""
-        found: dict[int, str] = {}  # item index -> the run holding its dedup id
-        left = list(range(len(rows)))
-        while True:
-            try:
-                answers = self.store.create_workflows([rows[i] for i in left])
-                break
-            except DuplicateDedupId as exc:
-                holder = exc.existing_id
-                key = self._dedup_key_of(holder, [rows[i] for i in left])
-                # Each round takes at least one item out, so the loop ends.
-                taken = [
-                    i
-                    for i in left
-                    if rows[i].workflow_id != holder and (rows[i].queue, rows[i].dedup_id) == key
-                ]
-                if not taken:
-                    raise
-                for i in taken:
-                    found[i] = holder
-                left = [i for i in left if i not in found]
-                if not left:
-                    return [
-                        WorkflowHandle(self, found[i], wf.result_type) for i in range(len(rows))
-                    ]
-        handles = dict(
-            zip(left, self._enqueued(queue, wf, [rows[i] for i in left], answers), strict=True)
+        ids = self.starts.enqueue_many(
+            queue,
+            wf,
+            items,
+            priority=priority,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
+            if_exists=if_exists,
         )
-        return [
-            handles[i] if i in handles else WorkflowHandle(self, found[i], wf.result_type)
-            for i in range(len(rows))
-        ]
-
-    def _dedup_key_of(
-        self, holder: str, rows: Sequence[WorkflowRow]
-    ) -> tuple[str | None, str | None]:
-        """(queue, dedup id) that `holder` holds: an item of the batch, or a stored run."""
-        for row in rows:
-            if row.workflow_id == holder:
-                return row.queue, row.dedup_id
-        stored = self.store.get_workflow(holder)
-        return (None, None) if stored is None else (stored.queue, stored.dedup_id)
-
-    def _enqueued(
-        self,
-        name: str,
-        wf: Workflow[..., R],
-        rows: Sequence[WorkflowRow],
-        answers: Sequence[tuple[WorkflowRow, bool]],
-    ) -> list[WorkflowHandle[R]]:
-        for index, (row, (stored, created)) in enumerate(zip(rows, answers, strict=True)):
-            if created:
-                self.telemetry.run_started(row.name)
-                if stored.deadline is not None:
-                    self.wakeups.watch_deadline(stored.workflow_id, stored.deadline)
-                continue
-            try:
-                admin.check_start(stored, row)
-            except WorkflowIdConflict as exc:
-                others = len(rows) - 1
-                raise WorkflowIdConflict(
-                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}: {exc}; "
-                    f"the batch's other {others} item(s) are enqueued (or were there already)",
-                    workflow_id=exc.workflow_id,
-                    existing_name=exc.existing_name,
-                    new_name=exc.new_name,
-                ) from None
-        return [WorkflowHandle(self, stored.workflow_id, wf.result_type) for stored, _ in answers]
+        return [WorkflowHandle(self, workflow_id, wf.result_type) for workflow_id in ids]
 
     def run(
         self,
@@ -1028,23 +755,7 @@ class Engine:
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
-        timeout = checked_wait(timeout, "get_event(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            found, value = self.store.get_event(workflow_id, key)
-            if found:
-                return value
-            if deadline is None or time.monotonic() >= deadline:
-                return None
-            event = threading.Event()
-            unsubscribe = self.listen([("event", workflow_id)], event.set)
-            try:
-                found, value = self.store.get_event(workflow_id, key)
-                if found:
-                    return value
-                event.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
-            finally:
-                unsubscribe()
+        return self.waits.wait_event(workflow_id, key, timeout)
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
@@ -1129,12 +840,9 @@ class Engine:
             deadline=deadline,
         )
         for run_id in resumed:
-            self.scheduler.allow(run_id)
-            self.scheduler.release(run_id)
-            self.scheduler.drop_warm(run_id)
             # A child put back on its queue is for a worker to claim: the
             # activation finds it not PENDING here and leaves it.
-            self.scheduler.dispatch(run_id)
+            self.notes.take_back(run_id)
         return WorkflowHandle(self, workflow_id)
 
     def fork(
@@ -1182,188 +890,16 @@ class Engine:
 
     def recover(self) -> list[str]:
         """Re-dispatch this executor's unfinished runs of this version; park crash-loopers."""
-        where = WorkflowFilter(
-            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
-        )
-        rows = self.store.list_workflows(where)
-        recovered: list[str] = []
-        for row in rows:
-            try:
-                attempts = self.store.bump_recovery(row.workflow_id)
-            except StoreUnavailable as exc:
-                # Not retried (a lost answer would count one recovery twice): this
-                # recovery goes uncounted, and the run is recovered all the same.
-                log.warning("could not count the recovery of %r: %s", row.workflow_id, exc)
-                attempts = 0
-            if attempts > self.max_recovery_attempts:
-                self.park(
-                    row.workflow_id,
-                    f"recovered {attempts - 1} times without finishing "
-                    f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "
-                    "resume it",
-                )
-                continue
-            recovered.append(row.workflow_id)
-            # A recovery runs again what an interrupt stopped here (as a new engine would).
-            self.scheduler.release(row.workflow_id)
-            self.scheduler.drop_warm(row.workflow_id)
-            self.scheduler.dispatch(row.workflow_id)
-        return recovered
-
-    def _warn_stranded(self) -> None:
-        """Say once, at launch, that runs of this executor id wait under other versions.
-
-        Recovery picks only this version's runs, so those wait without a word
-        for an engine of their version: the usual cause is a default version (a
-        digest of the workflows' source) that changed with an edit.
-        """
-        where = WorkflowFilter(
-            status=Status.PENDING, executor_id=self.executor_id, limit=admin.STRANDED_SCAN
-        )
-        try:
-            rows = self.store.list_workflows(where)
-        except Exception as exc:  # a diagnostic: it must not fail the launch
-            log.debug("could not look for stranded runs: %s", exc)
-            return
-        counts: dict[str, int] = {}
-        for row in rows:
-            if row.app_version != self.app_version:
-                counts[row.app_version] = counts.get(row.app_version, 0) + 1
-        if not counts:
-            return
-        total = sum(counts.values())
-        versions = ", ".join(f"{v!r} ({n})" for v, n in sorted(counts.items()))
-        log.warning(
-            "%s%d PENDING run(s) of executor id %r wait under other application version(s): "
-            "%s; this engine runs version %r and recovers only its own. If they are this "
-            "same code under a version that changed with an edit, give every engine one "
-            "fixed version (Engine(app_version='...'), e.g. the release name) and resume "
-            "them onto it (engine.resume(id) or replaykit workflows resume ID --app-version "
-            "%s); if they are an older release's, run an engine of that version to finish "
-            "them. engine.list_workflows(stranded=True) lists them (docs/versioning.md)",
-            "at least " if len(rows) >= admin.STRANDED_SCAN else "",
-            total,
-            self.executor_id,
-            versions,
-            self.app_version,
-            self.app_version,
-        )
-
-    # -- deadlines ----------------------------------------------------------------------------
-
-    def _watch_deadline(self, row: WorkflowRow) -> bool:
-        """Arm the deadline of a run about to run here; True if it passed (then it is
-        cancelled now: a run found late by a recovery, claim, takeover or resume)."""
-        if row.deadline is None:
-            return False
-        if not self.clock.passed(row.deadline):
-            self.wakeups.watch_deadline(row.workflow_id, row.deadline)
-            return False
-        self._expire(row)
-        return True
-
-    def _expire_at_deadline(self, workflow_id: str) -> None:
-        """A watched deadline passed (on the wake-ups' deadline thread): cancel the run."""
-        try:
-            row = self.store.get_workflow(workflow_id)
-        except DamagedData as exc:
-            log.warning("workflow id %r: its deadline passed, but %s", workflow_id, exc)
-            return
-        except StoreUnavailable as exc:
-            log.warning(
-                "workflow id %r: its deadline passed; the store is unavailable (%s), trying "
-                "again soon",
-                workflow_id,
-                exc,
-            )
-            self.wakeups.watch_deadline(
-                workflow_id, self.clock.now() + timedelta(seconds=self.poll_interval)
-            )
-            return
-        if row is None or row.status.is_terminal or row.deadline is None:
-            return
-        if not self.clock.passed(row.deadline):  # given a later one meanwhile (a resume)
-            self.wakeups.watch_deadline(workflow_id, row.deadline)
-            return
-        self._expire(row)
-
-    def _expire(self, row: WorkflowRow) -> None:
-        """Cancel a run past its deadline through the path `cancel` takes (children too)."""
-        cancelled = admin.cancel_timed_out(self.store, row, on_cancel=self._stop_locally)
-        if cancelled is None:
-            return
-        log.info(
-            "workflow %r (id %r) %s; cancelled it",
-            cancelled.name,
-            cancelled.workflow_id,
-            WorkflowDeadlineExceeded.detail(
-                cancelled.deadline or row.deadline or self.clock.now(), cancelled.timeout
-            ),
-        )
-        self.telemetry.run_finished(cancelled.name, Status.CANCELLED.value)
+        return self.recovery.recover()
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """Park a run, saying why on it and once in the log (with `cause`'s traceback)."""
-        self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
-        exc_info = None if cause is None else (type(cause), cause, cause.__traceback__)
-        log.error("workflow id %r parked: %s", workflow_id, why, exc_info=exc_info)
-        self.wakeups.poke()
+        self.recovery.park(workflow_id, why, cause)
 
     # -- waiting for results ---------------------------------------------------------------
 
     def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
-        timeout = checked_wait(timeout, "result(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        finished = threading.Event()
-        unsubscribe = self.listen([("finished", workflow_id)], finished.set)
-        scheduler = self.scheduler
-
-        def read() -> WorkflowRow:
-            row = self.store.get_workflow(workflow_id)
-            if row is None:
-                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-            return row
-
-        try:
-            looked = False
-            while True:
-                interrupt = scheduler.interruption(workflow_id)
-                if interrupt is not None:
-                    # A step body raised it (KeyboardInterrupt, SystemExit): it belongs
-                    # to whoever waits on the run, as if the step had run here.
-                    raise _handed_over(interrupt)
-                row = self.kept_finished(workflow_id)
-                if row is None and (
-                    looked
-                    or not scheduler.is_tracked(workflow_id)
-                    # Finished here, maybe before this waiter listened, though its
-                    # row is not answered from (SQLite): the store has it.
-                    or scheduler.peek_finished(workflow_id) is not None
-                ):
-                    # A run this engine runs says when it finishes (the listener above),
-                    # so its first look costs no store read: in `run()` that read was
-                    # one statement in twelve.
-                    row = read()
-                if row is not None and row.status.is_terminal:
-                    return row
-                wait = self.poll_interval
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        row = row or read()
-                        if row.status.is_terminal:
-                            return row
-                        raise still_running(row, timeout, why_waiting(self.store, row))
-                    wait = min(wait, left)
-                # After a wake-up the cache is asked first, then the store: a run
-                # cancelled or deleted elsewhere (the CLI, another process) is never
-                # in the cache, and a round that runs out without a word may have
-                # missed a notification.
-                finished.wait(wait)
-                finished.clear()
-                looked = True
-        finally:
-            unsubscribe()
+        return self.waits.wait_finished(workflow_id, timeout)
 
     def kept_finished(self, workflow_id: str) -> WorkflowRow | None:
         """The row of a run this engine finished lately, if it may answer from it.
@@ -1373,9 +909,7 @@ class Engine:
         process, a run deleted from another process would still be answered for, so
         there the store is asked. Lock-free, for callers on an event loop too.
         """
-        if not self._hears_every_delete:
-            return None
-        return self.scheduler.peek_finished(workflow_id)
+        return self.waits.kept_finished(workflow_id)
 
     def outcome_value(self, row: WorkflowRow, result_type: Any = None) -> Any:
         """A finished run's result decoded as `result_type`, or its failure raised."""
@@ -1427,25 +961,7 @@ class Engine:
         `idle=True` says nothing runs on behalf of this wait but the clock: an
         autojumping clock may then jump to the deadline, as it does for timers.
         """
-        if not (idle and self.clock.autojump):
-            timeout = self.poll_interval
-            if deadline is not None:
-                timeout = min(timeout, (deadline - self.clock.now()).total_seconds())
-            changed.wait(max(timeout, 0.0))
-            return
-        # The deadline is in place before this wait counts as idle, and stays until it
-        # counts as busy again: the clock never jumps past it meanwhile.
-        token = None if deadline is None else self.wakeups.add_idle_deadline(deadline)
-        try:
-            with self.scheduler.counted_idle():
-                stop = time.monotonic() + self.poll_interval
-                while not changed.is_set() and time.monotonic() < stop:
-                    if deadline is not None and self.clock.passed(deadline):
-                        return
-                    changed.wait(0.005)
-        finally:
-            if token is not None:
-                self.wakeups.remove_idle_deadline(token)
+        self.waits.wait_for_change(changed, deadline, idle=idle)
 
     # -- queues and schedules --------------------------------------------------------------------
 
@@ -1509,67 +1025,6 @@ class Engine:
             depths.append((queue.name, len(waiting)))
         return depths
 
-    def _fire(self, entry: Schedule, tick: datetime) -> None:
-        try:
-            self.create_run(
-                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
-            )
-        except Exception:
-            log.exception("schedule %r could not start its run for %s", entry.name, tick)
-
-    # -- notifications -------------------------------------------------------------------------
-
-    def _on_notify(self, kind: str, key: str) -> None:
-        if kind == "enqueued":
-            self.claims.wake()
-            return
-        if kind == "resumed":
-            # Resumed by an operator (maybe from the CLI, in another process):
-            # an activation checks the owner and version and runs it if ours. One
-            # this engine cancelled (at its deadline, say) may run again: the store,
-            # which gates every record on the status, says it is PENDING now.
-            self.scheduler.allow(key)
-            self.scheduler.release(key)
-            self.scheduler.drop_warm(key)
-            self.scheduler.dispatch(key)
-            return
-        if kind == "deleted":
-            # Deleted, maybe from another process: a handle or a waiter must not be
-            # answered from what this engine kept of it.
-            self.scheduler.forget_finished(key)
-            self.scheduler.drop_warm(key)
-        if kind == "relisten":
-            # Notes may have been lost, a delete's among them: nothing polls for one.
-            self.scheduler.forget_finished()
-            return
-        if kind == "finished":
-            # Finished or cancelled elsewhere: nothing of it is worth keeping warm,
-            # and its deadline no longer matters.
-            self.scheduler.drop_warm(key)
-            self.wakeups.forget_deadline(key)
-        self.wakeups.notify((kind, key))
-        if kind == "message":
-            self.scheduler.message_arrived(key)
-
-    def _sweep(self) -> None:
-        """Dispatch PENDING runs of ours that nothing here tracks (resumed elsewhere)."""
-        try:
-            rows = self.store.list_workflows(
-                WorkflowFilter(
-                    status=Status.PENDING,
-                    executor_id=self.executor_id,
-                    app_version=self.app_version,
-                )
-            )
-        except StoreUnavailable:
-            return
-        for row in rows:
-            if not self.scheduler.is_tracked(row.workflow_id):
-                # PENDING in the store, so resumed if this engine cancelled it (a resume
-                # from another process on SQLite, which sends no notification across).
-                self.scheduler.allow(row.workflow_id)
-                self.scheduler.dispatch(row.workflow_id)
-
     # -- for the testing kit ------------------------------------------------------------------
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -1577,12 +1032,4 @@ class Engine:
 
         Returns False if `timeout` passed first.
         """
-        timeout = checked_wait(timeout, "wait_idle(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self.scheduler.busy == 0 and self.wakeups.settled():
-                return True
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                return False
-            self.wakeups.wait(0.05 if left is None else min(left, 0.05))
+        return self.waits.wait_idle(timeout)

@@ -1,0 +1,97 @@
+"""Run deadlines: armed when a run is about to run here, and the run cancelled when
+its deadline passes (`Engine.start(timeout=..., deadline=...)`).
+
+The wake-ups keep the timers (`Wakeups.watch_deadline`) and call `expire_at` on
+their deadline thread; `Deadlines` decides what a passed deadline means for the run
+as the store has it now, and cancels it through the path `Engine.cancel` takes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from replaykit.errors import DamagedData, StoreUnavailable, WorkflowDeadlineExceeded
+from replaykit.log import Status
+from replaykit.otel import Telemetry
+from replaykit.runtime import admin
+from replaykit.runtime.clock import Clock
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = ["Deadlines"]
+
+log = logging.getLogger("replaykit.engine")
+
+
+class Deadlines:
+    """Arms run deadlines with `watch_deadline` and cancels the runs past them; a run
+    running here is stopped with `stop_locally` (the scheduler's local cancel)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        telemetry: Telemetry,
+        *,
+        poll_interval: float,
+        watch_deadline: Callable[[str, datetime], None],
+        stop_locally: Callable[[str], None],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.telemetry = telemetry
+        self.poll_interval = poll_interval
+        self._watch_deadline = watch_deadline
+        self._stop_locally = stop_locally
+
+    def watch(self, row: WorkflowRow) -> bool:
+        """Arm the deadline of a run about to run here; True if it passed (then it is
+        cancelled now: a run found late by a recovery, claim, takeover or resume)."""
+        if row.deadline is None:
+            return False
+        if not self.clock.passed(row.deadline):
+            self._watch_deadline(row.workflow_id, row.deadline)
+            return False
+        self.expire(row)
+        return True
+
+    def expire_at(self, workflow_id: str) -> None:
+        """A watched deadline passed (on the wake-ups' deadline thread): cancel the run."""
+        try:
+            row = self.store.get_workflow(workflow_id)
+        except DamagedData as exc:
+            log.warning("workflow id %r: its deadline passed, but %s", workflow_id, exc)
+            return
+        except StoreUnavailable as exc:
+            log.warning(
+                "workflow id %r: its deadline passed; the store is unavailable (%s), trying "
+                "again soon",
+                workflow_id,
+                exc,
+            )
+            self._watch_deadline(
+                workflow_id, self.clock.now() + timedelta(seconds=self.poll_interval)
+            )
+            return
+        if row is None or row.status.is_terminal or row.deadline is None:
+            return
+        if not self.clock.passed(row.deadline):  # given a later one meanwhile (a resume)
+            self._watch_deadline(workflow_id, row.deadline)
+            return
+        self.expire(row)
+
+    def expire(self, row: WorkflowRow) -> None:
+        """Cancel a run past its deadline through the path `cancel` takes (children too)."""
+        cancelled = admin.cancel_timed_out(self.store, row, on_cancel=self._stop_locally)
+        if cancelled is None:
+            return
+        log.info(
+            "workflow %r (id %r) %s; cancelled it",
+            cancelled.name,
+            cancelled.workflow_id,
+            WorkflowDeadlineExceeded.detail(
+                cancelled.deadline or row.deadline or self.clock.now(), cancelled.timeout
+            ),
+        )
+        self.telemetry.run_finished(cancelled.name, Status.CANCELLED.value)

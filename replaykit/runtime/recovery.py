@@ -1,0 +1,186 @@
+"""Who runs an executor id's unfinished runs: the one live engine that holds the id,
+which recovers them at launch, parks the ones that crash again and again (and those
+the books give up on), says
+once which wait under other versions, and sweeps up the ones resumed elsewhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from replaykit.errors import ExecutorIdInUse, StoreUnavailable
+from replaykit.log import Status
+from replaykit.runtime import admin
+from replaykit.stores._holds import ExecutorHold
+from replaykit.stores.base import Store, WorkflowFilter
+
+__all__ = ["LocalRuns", "Recovery", "hold_executor_id"]
+
+log = logging.getLogger("replaykit.engine")
+
+
+def hold_executor_id(store: Store, executor_id: str, app_version: str, wait: float) -> ExecutorHold:
+    """Hold an executor id, waiting up to `wait` seconds for its holder to stop.
+
+    One live engine per executor id and application version: it owns the
+    id's runs of that version and recovers them at launch, so a second one
+    would run them at the same time.
+    """
+    deadline = time.monotonic() + wait
+    told = False
+    while True:
+        # Through a dropped connection, as every launch-time store call.
+        hold = store.hold_executor(executor_id, app_version)
+        if hold is not None:
+            if told:
+                log.info("engine holds executor id %r now", executor_id)
+            return hold
+        holder = store.executor_holder(executor_id, app_version)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ExecutorIdInUse(executor_id, app_version, holder, wait)
+        if not told:
+            told = True
+            log.warning(
+                "executor id %r (application version %r) is held by another live engine "
+                "(%s); waiting up to %gs for it to stop (Engine(executor_wait=...))",
+                executor_id,
+                app_version,
+                holder or "no details",
+                wait,
+            )
+        time.sleep(min(0.2, left))
+
+
+class LocalRuns(Protocol):
+    """What recovery asks of the scheduler about the runs it tracks here."""
+
+    def is_tracked(self, workflow_id: str) -> bool: ...
+
+    def allow(self, workflow_id: str) -> None: ...
+
+    def release(self, workflow_id: str) -> None: ...
+
+    def drop_warm(self, workflow_id: str) -> None: ...
+
+    def dispatch(self, workflow_id: str) -> None: ...
+
+
+class Recovery:
+    """The PENDING runs of this executor id and version that nothing here runs yet."""
+
+    def __init__(
+        self,
+        store: Store,
+        runs: LocalRuns,
+        *,
+        executor_id: str,
+        app_version: str,
+        max_recovery_attempts: int,
+        poke: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self.runs = runs
+        self.executor_id = executor_id
+        self.app_version = app_version
+        self.max_recovery_attempts = max_recovery_attempts
+        # Tells the wake-ups that a run stopped being busy (a parked one never runs).
+        self._poke = poke
+
+    def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
+        """`Engine.park`: park a run, saying why on it and once in the log."""
+        self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
+        exc_info = None if cause is None else (type(cause), cause, cause.__traceback__)
+        log.error("workflow id %r parked: %s", workflow_id, why, exc_info=exc_info)
+        self._poke()
+
+    def recover(self) -> list[str]:
+        """`Engine.recover`: re-dispatch the unfinished runs; park crash-loopers."""
+        where = WorkflowFilter(
+            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
+        )
+        rows = self.store.list_workflows(where)
+        recovered: list[str] = []
+        for row in rows:
+            try:
+                attempts = self.store.bump_recovery(row.workflow_id)
+            except StoreUnavailable as exc:
+                # Not retried (a lost answer would count one recovery twice): this
+                # recovery goes uncounted, and the run is recovered all the same.
+                log.warning("could not count the recovery of %r: %s", row.workflow_id, exc)
+                attempts = 0
+            if attempts > self.max_recovery_attempts:
+                self.park(
+                    row.workflow_id,
+                    f"recovered {attempts - 1} times without finishing "
+                    f"(max_recovery_attempts={self.max_recovery_attempts}); fix the cause and "
+                    "resume it",
+                )
+                continue
+            recovered.append(row.workflow_id)
+            # A recovery runs again what an interrupt stopped here (as a new engine would).
+            self.runs.release(row.workflow_id)
+            self.runs.drop_warm(row.workflow_id)
+            self.runs.dispatch(row.workflow_id)
+        return recovered
+
+    def sweep(self) -> None:
+        """Dispatch PENDING runs of ours that nothing here tracks (resumed elsewhere)."""
+        try:
+            rows = self.store.list_workflows(
+                WorkflowFilter(
+                    status=Status.PENDING,
+                    executor_id=self.executor_id,
+                    app_version=self.app_version,
+                )
+            )
+        except StoreUnavailable:
+            return
+        for row in rows:
+            if not self.runs.is_tracked(row.workflow_id):
+                # PENDING in the store, so resumed if this engine cancelled it (a resume
+                # from another process on SQLite, which sends no notification across).
+                self.runs.allow(row.workflow_id)
+                self.runs.dispatch(row.workflow_id)
+
+    def warn_stranded(self) -> None:
+        """Say once, at launch, that runs of this executor id wait under other versions.
+
+        Recovery picks only this version's runs, so those wait without a word
+        for an engine of their version: the usual cause is a default version (a
+        digest of the workflows' source) that changed with an edit.
+        """
+        where = WorkflowFilter(
+            status=Status.PENDING, executor_id=self.executor_id, limit=admin.STRANDED_SCAN
+        )
+        try:
+            rows = self.store.list_workflows(where)
+        except Exception as exc:  # a diagnostic: it must not fail the launch
+            log.debug("could not look for stranded runs: %s", exc)
+            return
+        counts: dict[str, int] = {}
+        for row in rows:
+            if row.app_version != self.app_version:
+                counts[row.app_version] = counts.get(row.app_version, 0) + 1
+        if not counts:
+            return
+        total = sum(counts.values())
+        versions = ", ".join(f"{v!r} ({n})" for v, n in sorted(counts.items()))
+        log.warning(
+            "%s%d PENDING run(s) of executor id %r wait under other application version(s): "
+            "%s; this engine runs version %r and recovers only its own. If they are this "
+            "same code under a version that changed with an edit, give every engine one "
+            "fixed version (Engine(app_version='...'), e.g. the release name) and resume "
+            "them onto it (engine.resume(id) or replaykit workflows resume ID --app-version "
+            "%s); if they are an older release's, run an engine of that version to finish "
+            "them. engine.list_workflows(stranded=True) lists them (docs/versioning.md)",
+            "at least " if len(rows) >= admin.STRANDED_SCAN else "",
+            total,
+            self.executor_id,
+            versions,
+            self.app_version,
+            self.app_version,
+        )
