@@ -1,0 +1,432 @@
+"""`AsyncClient`: `Client` for asyncio code; its store I/O runs on threads of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+
+from replaykit import _waiting, serde
+from replaykit._limits import checked_wait
+from replaykit.client._blocking import Client, ResumedHandle
+from replaykit.log import Record, Status
+from replaykit.runtime import admin, streams
+from replaykit.runtime.schedules import ScheduleInfo
+from replaykit.serde import PayloadCodec
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = ["AsyncClient", "AsyncClientHandle", "AsyncResumedHandle"]
+
+T = TypeVar("T")
+log = logging.getLogger("replaykit.client")
+
+# Threads for an AsyncClient's store I/O: a client waits on the store, it computes little.
+DEFAULT_IO_WORKERS = 4
+
+
+class AsyncClientHandle:
+    """A run seen from a coroutine through an `AsyncClient`."""
+
+    def __init__(self, client: AsyncClient, workflow_id: str) -> None:
+        self._client = client
+        self.workflow_id = workflow_id
+
+    def __repr__(self) -> str:
+        return f"<AsyncClientHandle {self.workflow_id!r}>"
+
+    async def row(self) -> WorkflowRow:
+        """The run as stored now."""
+        return await self._client.off_loop(self._client.client._row, self.workflow_id)
+
+    async def status(self) -> Status:
+        """The run's status now."""
+        return (await self.row()).status
+
+    async def result(self, timeout: float | None = None) -> Any:
+        """Wait, holding no thread, for the run to finish; its result, or its failure raised.
+
+        Cancelling the awaiting task cancels the wait, not the run.
+        """
+        return admin.run_outcome(await self._client._wait_finished(self.workflow_id, timeout))
+
+
+class AsyncResumedHandle(AsyncClientHandle):
+    """What `AsyncClient.resume` returns: `ResumedHandle`'s twin."""
+
+    def __init__(self, client: AsyncClient, workflow_id: str, resumed: ResumedHandle) -> None:
+        super().__init__(client, workflow_id)
+        #: Every run the resume changed (see `ResumedHandle.resumed`).
+        self.resumed: tuple[str, ...] = resumed.resumed
+        #: The unfinished runs of its family moved onto `app_version` with it.
+        self.moved: tuple[str, ...] = resumed.moved
+
+
+class AsyncClient:
+    """`Client` for asyncio code: `async with AsyncClient(url) as client:`.
+
+    The same methods as coroutines (`handle` is a plain call); store I/O runs
+    on a few threads of its own (`io_workers`), never on the loop. Takes the
+    same options as `Client` (tests/test_faces.py keeps the two in step). It
+    opens on entering the `async with` (or `await client.open()`).
+    """
+
+    def __init__(
+        self,
+        target: str | Store | None = None,
+        *,
+        app_version: str | None = None,
+        executor_id: str | None = None,
+        poll_interval: float = 0.5,
+        max_payload_bytes: int = serde.DEFAULT_MAX_PAYLOAD_BYTES,
+        codec: PayloadCodec | None = None,
+        strict: bool = False,
+        io_workers: int = DEFAULT_IO_WORKERS,
+    ) -> None:
+        if io_workers < 1:
+            raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
+        self._target = target
+        self._options: dict[str, Any] = {
+            "app_version": app_version,
+            "executor_id": executor_id,
+            "poll_interval": poll_interval,
+            "max_payload_bytes": max_payload_bytes,
+            "codec": codec,
+            "strict": strict,
+        }
+        self._io_workers = io_workers
+        self._client: Client | None = None
+        self._io: ThreadPoolExecutor | None = None
+
+    async def open(self) -> AsyncClient:
+        """Open the store off the loop (a PostgreSQL pool connects)."""
+        if self._client is not None:
+            return self
+        loop = asyncio.get_running_loop()
+        io = ThreadPoolExecutor(self._io_workers, thread_name_prefix="replaykit-client")
+        try:
+            client = await loop.run_in_executor(
+                io, functools.partial(Client, self._target, **self._options)
+            )
+        except BaseException:
+            io.shutdown(wait=False, cancel_futures=True)
+            raise
+        self._io, self._client = io, client
+        return self
+
+    async def __aenter__(self) -> AsyncClient:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Release the store, off the loop (idempotent)."""
+        client, io = self._client, self._io
+        if client is None or io is None or client.closed:
+            return
+        await asyncio.get_running_loop().run_in_executor(io, client.close)
+        io.shutdown(wait=False)
+
+    @property
+    def client(self) -> Client:
+        """The sync `Client` underneath, for code on other threads."""
+        if self._client is None:
+            raise RuntimeError(
+                "this AsyncClient is not open: use `async with AsyncClient(...) as client:` "
+                "or `await client.open()` first"
+            )
+        return self._client
+
+    @property
+    def closed(self) -> bool:
+        """Whether it was closed."""
+        return self._client is not None and self._client.closed
+
+    async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call on the client's I/O threads and await its answer."""
+        client = self.client
+        if client.closed or self._io is None:
+            raise RuntimeError("this AsyncClient is closed; create a new one")
+        loop = asyncio.get_running_loop()
+        # In the caller's context: its current span is what a start or a send joins.
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await loop.run_in_executor(self._io, call)
+
+    async def start(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        queue: str | None = None,
+        app_version: str | None = None,
+        executor_id: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
+        **kwargs: Any,
+    ) -> AsyncClientHandle:
+        """`Client.start` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.start,
+            name,
+            *args,
+            workflow_id=workflow_id,
+            queue=queue,
+            app_version=app_version,
+            executor_id=executor_id,
+            timeout=timeout,
+            deadline=deadline,
+            **kwargs,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
+    async def enqueue(
+        self,
+        queue: str,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        if_exists: str = "raise",
+        app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
+        **kwargs: Any,
+    ) -> AsyncClientHandle:
+        """`Client.enqueue` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.enqueue,
+            queue,
+            name,
+            *args,
+            workflow_id=workflow_id,
+            priority=priority,
+            dedup_id=dedup_id,
+            delay=delay,
+            if_exists=if_exists,
+            app_version=app_version,
+            timeout=timeout,
+            deadline=deadline,
+            **kwargs,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
+    def handle(self, workflow_id: str) -> AsyncClientHandle:
+        """A handle by id, made without a store read: `status()` and `result()` raise
+        `WorkflowNotFound` if no such run exists."""
+        self.client  # noqa: B018 - raises when not open
+        return AsyncClientHandle(self, workflow_id)
+
+    async def list_workflows(
+        self,
+        *,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        forked_from: str | None = None,
+        continued_as: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        stranded: bool = False,
+    ) -> list[WorkflowRow]:
+        """`Client.list_workflows` as a coroutine."""
+        return await self.off_loop(
+            self.client.list_workflows,
+            status=status,
+            name=name,
+            version=version,
+            executor_id=executor_id,
+            parent_id=parent_id,
+            queue=queue,
+            forked_from=forked_from,
+            continued_as=continued_as,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+            stranded=stranded,
+        )
+
+    async def steps(self, workflow_id: str) -> list[Record]:
+        """The run's log, position by position."""
+        return await self.off_loop(self.client.steps, workflow_id)
+
+    async def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        topic: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """`Client.send` as a coroutine."""
+        return await self.off_loop(
+            self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
+        )
+
+    async def schedules_list(self) -> list[ScheduleInfo]:
+        """`Client.schedules_list` as a coroutine."""
+        return await self.off_loop(self.client.schedules_list)
+
+    async def pause_schedule(self, name: str) -> bool:
+        """`Client.pause_schedule` as a coroutine."""
+        return await self.off_loop(self.client.pause_schedule, name)
+
+    async def resume_schedule(self, name: str) -> bool:
+        """`Client.resume_schedule` as a coroutine."""
+        return await self.off_loop(self.client.resume_schedule, name)
+
+    async def delete_schedule(self, name: str) -> bool:
+        """`Client.delete_schedule` as a coroutine."""
+        return await self.off_loop(self.client.delete_schedule, name)
+
+    async def trigger_schedule(self, name: str) -> str:
+        """`Client.trigger_schedule` as a coroutine."""
+        return await self.off_loop(self.client.trigger_schedule, name)
+
+    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
+        """`Client.backfill_schedule` as a coroutine."""
+        return await self.off_loop(self.client.backfill_schedule, name, start, end)
+
+    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
+        """The latest value of a run's event `key`, waiting up to `timeout` (holding no
+        thread) for it; else None."""
+        timeout = checked_wait(timeout, "get_event(timeout=...)")
+        client = self.client
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        with self._notified(("event", workflow_id)) as changed:
+            while True:
+                found, value = await self.off_loop(lambda: client.store.get_event(workflow_id, key))
+                if found:
+                    return value
+                if deadline is None or loop.time() >= deadline:
+                    return None
+                await _wait_event(changed, min(client.poll_interval, deadline - loop.time()))
+
+    async def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """`Client.get_events` as a coroutine."""
+        return await self.off_loop(self.client.get_events, workflow_id)
+
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> AsyncIterator[Any]:
+        """`Client.read_stream` as an async iterator (`async for value in ...`), holding no
+        thread while it waits; an unknown id raises `WorkflowNotFound` at the first
+        iteration (this call makes no store read)."""
+        streams.check_read_arguments(key, start, timeout)
+        client = self.client
+        return streams.read_async(
+            client.store,
+            client.listen,
+            self.off_loop,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=client.poll_interval,
+        )
+
+    async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """`Client.cancel` as a coroutine."""
+        return await self.off_loop(
+            self.client.cancel, workflow_id, children=children, reason=reason
+        )
+
+    async def resume(
+        self,
+        workflow_id: str,
+        *,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        deadline: datetime | None = None,
+    ) -> AsyncResumedHandle:
+        """`Client.resume` as a coroutine; the handle's `resumed` and `moved` say what
+        it changed, as `ResumedHandle`'s do."""
+        done = await self.off_loop(
+            self.client.resume,
+            workflow_id,
+            executor_id=executor_id,
+            app_version=app_version,
+            timeout=timeout,
+            deadline=deadline,
+        )
+        return AsyncResumedHandle(self, workflow_id, done)
+
+    async def fork(
+        self,
+        source_id: str,
+        from_position: int,
+        /,
+        *,
+        workflow_id: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> AsyncClientHandle:
+        """`Client.fork` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.fork,
+            source_id,
+            from_position,
+            workflow_id=workflow_id,
+            executor_id=executor_id,
+            app_version=app_version,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
+    async def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
+        timeout = checked_wait(timeout, "result(timeout=...)")
+        client = self.client
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        with self._notified(("finished", workflow_id)) as finished:
+            while True:
+                row = await self.off_loop(client._row, workflow_id)
+                if row.status.is_terminal:
+                    return row
+                wait = client.poll_interval
+                if deadline is not None:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        why = await self.off_loop(_waiting.why_waiting, client.store, row)
+                        raise _waiting.still_running(row, timeout, why)
+                    wait = min(wait, left)
+                await _wait_event(finished, wait)
+
+    @contextlib.contextmanager
+    def _notified(self, wake: tuple[str, str]) -> Iterator[asyncio.Event]:
+        """On the loop: an asyncio event set whenever the store notifies `wake`."""
+        loop = asyncio.get_running_loop()
+        event = asyncio.Event()
+
+        def from_any_thread() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(event.set)
+
+        stop = self.client.listen((wake,), from_any_thread)
+        try:
+            yield event
+        finally:
+            stop()
+
+
+async def _wait_event(event: asyncio.Event, timeout: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(max(timeout, 0.0)):
+            await event.wait()
+    event.clear()
