@@ -13,7 +13,7 @@ which every layer reads).
 | --- | --- | --- | --- | --- |
 | `Step` | its attempts (`steps.py`), its record | — | — | — (see below) |
 | `Transaction` | its body in the store's transaction | — | — | — |
-| `Race`, `All` | a composite run (`effects.py`) | its children's | its tree decides | per child |
+| `Race`, `All` | a composite run (`composites.py`) | its children's | its tree decides | per child |
 | `Send` | delivered with its record (keyed: once) | — | — | — |
 | `SetEvent` | the value set with its record | — | — | — |
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
