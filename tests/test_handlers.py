@@ -1,4 +1,4 @@
-"""The runtime handlers, one per command kind (runtime/handlers.py), asked alone."""
+"""The runtime handlers, one per command kind (runtime/handlers/), asked alone."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_an_unknown_kind_is_refused_naming_where_its_handler_goes() -> None:
         def describe(self) -> str:
             return "Teleport()"
 
-    with pytest.raises(TypeError, match=r"runtime/handlers\.py"):
+    with pytest.raises(TypeError, match=r"runtime/handlers/__init__\.py"):
         handler_for(Teleport())
 
 

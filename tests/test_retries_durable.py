@@ -27,7 +27,8 @@ from replaykit import (
     testing,
     workflow,
 )
-from replaykit.runtime.steps import RETRY_TOPIC, jitter_draw
+from replaykit.runtime.attempts import jitter_draw
+from replaykit.runtime.backoffs import RETRY_TOPIC
 from replaykit.stores import open_store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,11 +27,11 @@ from replaykit.commands import Step
 from replaykit.errors import Cancelled
 from replaykit.interpreter import Effect
 from replaykit.log import Outcome
+from replaykit.runtime.attempts import Backoff
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.events import Activation, BackedOff, Carried, Event, Stepped
 from replaykit.runtime.pool import WorkPool
-from replaykit.runtime.steps import Backoff
 
 __all__ = ["LAUNCH_CHUNK", "AsyncSteps"]
 

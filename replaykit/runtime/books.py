@@ -4,20 +4,18 @@ When a run's generator returns, raises, or continues as new, or when the schedul
 decides a run cannot go on (non-determinism, a fault, an interrupt), the books write
 that to the store — on a bookkeeping thread, never the scheduler's — and answer with
 the event the scheduler acts on (`Ended`, `Carried`, `Continued`). They also keep the
-rows of runs finished here lately, so `handle.result()` on this engine needs no read.
+rows of runs finished here lately (`FinishedRuns`, finished.py, under its own lock), so
+`handle.result()` on this engine needs no read. What an end comes to apart from the
+store (the next generation's arguments, the error column, the words) is endings.py.
 
-The room owns that cache and its lock; it is built by the engine and handed to the
-scheduler, and answers only with events (returned, or posted with `post_many` for a
-batch of finishes).
+The room is built by the engine and handed to the scheduler, and answers only with
+events (returned, or posted with `post_many` for a batch of finishes).
 """
 
 from __future__ import annotations
 
-import collections
 import logging
-import threading
 from collections.abc import Callable
-from typing import Any
 
 import attrs
 
@@ -33,19 +31,17 @@ from replaykit.errors import (
 from replaykit.interpreter import Completed, ContinuedAsNew, Decision, Effect, Failed
 from replaykit.log import Failure, Outcome, Record, Status, Value
 from replaykit.otel import Telemetry
-from replaykit.registry import lookup
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import LogMovedOn, RecordWriter
+from replaykit.runtime.endings import continued_inputs, error_text, finished_outcome, say_failed
 from replaykit.runtime.events import Activation, Carried, Continued, Ended, Event
+from replaykit.runtime.finished import FinishedRuns
 from replaykit.runtime.host import Wake
 from replaykit.stores.base import FinishWrite, Store, WorkflowRow
 
-__all__ = ["FINISHED_CACHE", "Books"]
+__all__ = ["Books"]
 
 log = logging.getLogger("replaykit.engine")
-
-# Runs this engine finished, kept so handle.result() needs no read.
-FINISHED_CACHE = 4096
 
 
 class Books:
@@ -79,32 +75,20 @@ class Books:
         self._queue_run_done = queue_run_done
         self._tell = tell
         self._post_many = post_many
-        self._lock = threading.Lock()
-        self._finished: collections.OrderedDict[str, WorkflowRow] = collections.OrderedDict()
-        # Counts `forget_finished` calls: a finish that saw it change while its commit
-        # was in flight keeps no row (the delete it heard of may be of that run).
-        self._forgotten = 0
+        self.finished = FinishedRuns()
 
     # -- runs finished here ----------------------------------------------------------------
 
     def finished_row(self, workflow_id: str) -> WorkflowRow | None:
-        with self._lock:
-            return self._finished.get(workflow_id)
+        return self.finished.get(workflow_id)
 
     def peek_finished(self, workflow_id: str) -> WorkflowRow | None:
-        """`finished_row` without the lock, for a caller on an event loop that looks
-        again if it misses: a contended lock would stall its loop behind the GIL."""
-        return self._finished.get(workflow_id)
+        """Lock-free, for a caller on an event loop (see `FinishedRuns.peek`)."""
+        return self.finished.peek(workflow_id)
 
     def forget_finished(self, workflow_id: str | None = None) -> None:
-        """Forget the finished row kept of `workflow_id` (of every run if None): the
-        store may no longer hold it (deleted)."""
-        with self._lock:
-            self._forgotten += 1
-            if workflow_id is None:
-                self._finished.clear()
-            else:
-                self._finished.pop(workflow_id, None)
+        """The store may no longer hold the run (deleted): see `FinishedRuns.forget`."""
+        self.finished.forget(workflow_id)
 
     # -- how runs end -----------------------------------------------------------------------
 
@@ -118,11 +102,11 @@ class Books:
                 self.reset_recovery(row.workflow_id)
             status, result = self._run_result(row, decision)
             finished = self.end(row, status, result, last)
-            activation.outcome = _finished_outcome(status, finished)
+            activation.outcome = finished_outcome(status, finished)
         except BaseException as exc:
             return Carried(activation, None, exc)
         if finished:
-            _say_failed(activation, row, result)
+            say_failed(activation, row, result)
         return Ended(activation)
 
     def finish_many(self, batch: list[tuple[Activation, Decision, Record | None]]) -> None:
@@ -155,10 +139,10 @@ class Books:
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
                 continue
-            finishing.append((activation, decision, row, status, result, _error_text(result), last))
+            finishing.append((activation, decision, row, status, result, error_text(result), last))
         if not finishing:
             return
-        forgotten = self._forgotten
+        forgotten = self.finished.mark()
         answers: list[bool | BaseException]
         try:
             answers = list(
@@ -202,9 +186,9 @@ class Books:
                     events.append(Carried(activation, None, answer))
                 else:
                     self._finished_here(row, status, result, error, answer, forgotten, last)
-                    activation.outcome = _finished_outcome(status, answer)
+                    activation.outcome = finished_outcome(status, answer)
                     if answer:
-                        _say_failed(activation, row, result)
+                        say_failed(activation, row, result)
                     events.append(Ended(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
@@ -228,8 +212,8 @@ class Books:
         self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
     ) -> bool:
         """Finish the run in the store; whether it was still PENDING here to finish."""
-        error = _error_text(result)
-        forgotten = self._forgotten
+        error = error_text(result)
+        forgotten = self.finished.mark()
         try:
             finished = self.store.finish_workflow(
                 row.workflow_id,
@@ -265,13 +249,9 @@ class Books:
             self.records.finish_refused(row, last)
         if finished:
             # handle.result() on this engine then needs no read of its own.
-            with self._lock:
-                if self._forgotten == forgotten:
-                    self._finished[row.workflow_id] = attrs.evolve(
-                        row, status=status, result=result, error=error
-                    )
-                    while len(self._finished) > FINISHED_CACHE:
-                        self._finished.popitem(last=False)
+            self.finished.keep(
+                attrs.evolve(row, status=status, result=result, error=error), forgotten
+            )
             # The store's notification may have come before the cache held the row:
             # tell the result waiters again, so they find it here, not in the store.
             self._tell(("finished", row.workflow_id))
@@ -295,7 +275,7 @@ class Books:
                 self.records.write(row, last)
                 activation.progressed = True
             try:
-                inputs = self._continued_inputs(row, decision)
+                inputs = continued_inputs(row, decision, self.max_payload_bytes)
             except (TypeError, ValueError) as exc:  # not encodable, too large, bad arguments
                 return self.fail(activation, exc, None)
             live = self.store.continue_workflow(
@@ -311,25 +291,6 @@ class Books:
         # finished-runs metric, and the queue keeps the run as in progress.
         activation.outcome = "continued"
         return Continued(activation, live)
-
-    def _continued_inputs(self, row: WorkflowRow, decision: ContinuedAsNew) -> Any:
-        """The next generation's arguments in their stored form, checked as a start's are."""
-        where = f"workflow {row.name!r} (id {row.workflow_id!r}): ContinueAsNew"
-        wf = lookup(row.name)
-        try:
-            inputs = wf.encode_inputs(decision.args, decision.kwargs)
-        except SerializationError as exc:
-            raise SerializationError(f"{where}: {exc}") from exc
-        except TypeError as exc:
-            raise TypeError(f"{where}: {exc}") from exc
-        size = len(serde.dumps(inputs).encode())
-        if size > self.max_payload_bytes:
-            raise PayloadTooLarge(
-                f"{where}: the arguments are {size} bytes encoded, over the limit of "
-                f"{self.max_payload_bytes}; pass a reference instead, or raise "
-                "max_payload_bytes=..."
-            )
-        return inputs
 
     def fail(self, activation: Activation, error: Exception, effect: Effect | None) -> Event:
         """End the run in ERROR with a permanent error, naming where it happened."""
@@ -414,33 +375,3 @@ class Books:
         self.store.set_status(
             row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
         )
-
-
-def _say_failed(activation: Activation, row: WorkflowRow, result: Outcome) -> None:
-    """One line in the engine's log (a worker's terminal) for a run that ended in ERROR:
-    its workflow, id, the position it reached and the error."""
-    if not isinstance(result, Failure):
-        return
-    interp = activation.interp
-    at = "" if interp is None else f" at position {interp.position}"
-    log.warning(
-        "workflow %r (id %r) ended in ERROR%s: %s: %s",
-        row.name,
-        row.workflow_id,
-        at,
-        result.error.type_name,
-        result.error.message,
-    )
-
-
-def _error_text(result: Outcome) -> str:
-    """A finished run's error column: its failure's message, cut short."""
-    return result.error.message[:500] if isinstance(result, Failure) else ""
-
-
-def _finished_outcome(status: Status, finished: bool) -> str:
-    """How the activation ended, for its span. Not finished: the run was no longer
-    PENDING here (cancelled meanwhile)."""
-    if not finished:
-        return "cancelled"
-    return "ok" if status is Status.SUCCESS else "error"

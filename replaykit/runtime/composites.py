@@ -1,10 +1,10 @@
 """Race and All: one attempt at a composite tree, decided and recorded at one position.
 
-A composite's children are identified by their path in the tree (argument indexes,
-outermost first), never by completion order. `CompositeRun` runs one attempt: step
-leaves on the step pool, waiting leaves looked at in the store, the tree decided by
-`Race`'s first and `All`'s every outcome (or first failure), and one record written at
-the outer composite's position. It sees the effect runner only as a `Composer`.
+`CompositeRun` runs one attempt: step leaves on the step pool, waiting leaves looked at
+in the store, what they give told to the tree (`CompositeTree`, composite_tree.py, which
+decides it by `Race`'s first and `All`'s every outcome or first failure), and one record
+written at the outer composite's position. It sees the effect runner only as a
+`Composer`.
 """
 
 from __future__ import annotations
@@ -15,29 +15,19 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-import attrs
-
-from replaykit import serde
-from replaykit.commands import (
-    All,
-    Call,
-    Command,
-    Race,
-    Start,
-    Step,
-    facts_of,
-)
-from replaykit.errors import (
-    Cancelled,
-    PayloadTooLarge,
-)
+from replaykit.commands import All, Call, Command, Race, Start, Step, facts_of
+from replaykit.errors import Cancelled
 from replaykit.interpreter import Effect
-from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Value
+from replaykit.log import Failure, Outcome, Record, Value
+from replaykit.runtime.composite_tree import CompositeTree, Node, over_the_limit
 from replaykit.runtime.handlers import Carrier, Ready
 from replaykit.runtime.host import CancelScope, Suspend, Wake
 from replaykit.stores.base import WorkflowRow
 
 __all__ = ["Composer", "CompositeRun"]
+
+#: The step leaves running on the step pool, by their path in the tree.
+_Futures = Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
 
 
 class Composer(Carrier, Protocol):
@@ -88,31 +78,6 @@ class Composer(Carrier, Protocol):
     ) -> Callable[[], bool] | None: ...
 
 
-@attrs.define(eq=False)
-class _Node:
-    """One command of a composite tree: the root `Race`/`All`, an inner one, or a leaf."""
-
-    path: tuple[int, ...]
-    command: Command
-    parent: _Node | None
-    children: list[_Node] = attrs.field(factory=list)
-    #: Leaves: the instant it times out, counted from the outer composite's start.
-    deadline: datetime | None = None
-    #: `Call` and `Start` leaves: the child run's id.
-    target: str | None = None
-    #: Composites: cancels the steps below it once it is decided.
-    scope: CancelScope | None = None
-
-    @property
-    def is_composite(self) -> bool:
-        return isinstance(self.command, (Race, All))
-
-    def leaves(self) -> list[_Node]:
-        if not self.is_composite:
-            return [self]
-        return [leaf for child in self.children for leaf in child.leaves()]
-
-
 class CompositeRun:
     """One attempt at a `Race` or an `All`, composites nested in it included.
 
@@ -151,36 +116,7 @@ class CompositeRun:
         self.scope = CancelScope(self.host.scope_of(row.workflow_id))
         self.changed = threading.Event()
         self.scope.on_cancel(self.changed.set)
-        self.root = self._build((), command, None, self.scope)
-        self.leaves = self.root.leaves()
-        self.outcomes: dict[tuple[int, ...], Outcome] = {}
-        step_paths = {leaf.path for leaf in self.leaves if isinstance(leaf.command, Step)}
-        for path, outcome in (steps_done or {}).items():
-            if path in step_paths:  # an attempt before this one ran it: not again
-                self.outcomes[path] = outcome
-        #: message id -> the leaf that took it (not consumed until the record commits).
-        self.taken: dict[int, tuple[int, ...]] = {}
-        #: composites decided so far: path -> (recorded value, whether it failed).
-        self.decided: dict[tuple[int, ...], tuple[Outcome, bool]] = {}
-        self.winners: dict[tuple[int, ...], int] = {}
-
-    def _build(
-        self,
-        path: tuple[int, ...],
-        command: Command,
-        parent: _Node | None,
-        scope: CancelScope | None = None,
-    ) -> _Node:
-        node = _Node(path, command, parent)
-        if isinstance(command, (Race, All)):
-            node.scope = scope or CancelScope(parent.scope if parent else None)
-            node.children = [
-                self._build((*path, index), child, node)
-                for index, child in enumerate(command.children)
-            ]
-        elif isinstance(command, (Start, Call)):
-            node.target = self._child_id(command, path)
-        return node
+        self.tree = CompositeTree(command, self.scope, self._child_id, steps_done)
 
     def _child_id(self, command: Start | Call, path: tuple[int, ...]) -> str:
         runner, row, position = self.runner, self.row, self.effect.position
@@ -204,36 +140,37 @@ class CompositeRun:
         now = runner.clock.now()
         pending = effect.pending
         started_at = pending.started_at if pending and pending.started_at else now
-        for leaf in self.leaves:
+        for leaf in self.tree.leaves:
             leaf.deadline = runner.deadline(leaf.command, started_at)
-        timed = [leaf.deadline for leaf in self.leaves if leaf.deadline is not None]
+        timed = [leaf.deadline for leaf in self.tree.leaves if leaf.deadline is not None]
 
         futures: dict[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]] = {}
-        resumed = pending is not None or bool(self.outcomes)
+        resumed = pending is not None or bool(self.tree.outcomes)
         # Instant leaves and Starts first, in argument order: they are done at once,
         # and a race one of them decides starts no step.
-        for leaf in self.leaves:
+        for leaf in self.tree.leaves:
             child = leaf.command
-            if isinstance(child, (Step, Call)) or not self._is_open(leaf):
+            if isinstance(child, (Step, Call)) or not self.tree.is_open(leaf):
                 continue
             if isinstance(child, Start):
                 started = runner.start_child(row, effect.position, child, leaf.target)
-                self.outcomes[leaf.path] = started
-                self._decide(self.root)
+                self.tree.outcomes[leaf.path] = started
+                self.tree.decide()
             elif facts_of(child).instant:
-                self.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
-                self._decide(self.root)
+                self.tree.outcomes[leaf.path] = runner.instant_outcome(row, effect.position, child)
+                self.tree.decide()
         if resumed and any(
-            isinstance(leaf.command, (Step, Call)) and self._is_open(leaf) for leaf in self.leaves
+            isinstance(leaf.command, (Step, Call)) and self.tree.is_open(leaf)
+            for leaf in self.tree.leaves
         ):
             # A later attempt (a warm run's next look, a replay after a restart):
             # decide what its finished steps and what has arrived or fallen due decide
             # before running anything, so that a step that lost an inner race in an
             # earlier attempt (to a sibling step, a message, a timer) runs no more.
             self._look(futures)
-        for leaf in self.leaves:
+        for leaf in self.tree.leaves:
             child = leaf.command
-            if not isinstance(child, (Step, Call)) or not self._is_open(leaf):
+            if not isinstance(child, (Step, Call)) or not self.tree.is_open(leaf):
                 continue  # done, or a sibling already decided the composite above it
             if isinstance(child, Step):
                 future = self.host.step_pool.submit(self._run_child_step, leaf)
@@ -242,13 +179,13 @@ class CompositeRun:
             else:
                 started = runner.start_child(row, effect.position, child, leaf.target)
                 if isinstance(started, Failure):
-                    self.outcomes[leaf.path] = started
-                    self._decide(self.root)
+                    self.tree.outcomes[leaf.path] = started
+                    self.tree.decide()
 
         wakes = tuple(
             dict.fromkeys(
                 wake
-                for leaf in self.leaves
+                for leaf in self.tree.leaves
                 for wake in runner.wakes_for(row, effect.position, leaf.command, leaf.target)
             )
         )
@@ -268,21 +205,26 @@ class CompositeRun:
                     for future in futures.values():
                         if not future.done():
                             future.cancel()
-                    too_large = self._over_the_limit(decided)
+                    too_large = over_the_limit(
+                        decided,
+                        self.host.max_payload_bytes,
+                        f"the record of {type(self.command).__name__} in workflow "
+                        f"{row.name!r} (id {row.workflow_id!r}) at position {effect.position}",
+                    )
                     record = runner.commit(
                         row,
                         effect,
                         too_large or decided,
                         started_at=started_at,
                         # A record refused for its size consumes nothing it took.
-                        consume=None if too_large else (self._consumed() or None),
+                        consume=None if too_large else (self.tree.consumed() or None),
                     )
                     self._cancel_losing_children()
                     return record
                 open_deadlines = [
                     leaf.deadline
-                    for leaf in self.leaves
-                    if leaf.deadline is not None and self._is_open(leaf)
+                    for leaf in self.tree.leaves
+                    if leaf.deadline is not None and self.tree.is_open(leaf)
                 ]
                 if not futures or (
                     not steps_were_running
@@ -311,10 +253,10 @@ class CompositeRun:
                     # it again would wake the run at every poll for nothing.
                     waiting = [
                         leaf
-                        for leaf in self.leaves
+                        for leaf in self.tree.leaves
                         if facts_of(leaf.command).waits
-                        and leaf.path not in self.outcomes
-                        and self._is_open(leaf)
+                        and leaf.path not in self.tree.outcomes
+                        and self.tree.is_open(leaf)
                     ]
                     return Suspend(
                         min(open_deadlines, default=None),
@@ -326,7 +268,7 @@ class CompositeRun:
                             [leaf.target for leaf in waiting],
                         ),
                         pending,
-                        self._finished_steps() or None,
+                        self.tree.finished_steps() or None,
                     )
                 self._check_stop(futures)
                 self.host.wait_for_change(
@@ -339,23 +281,15 @@ class CompositeRun:
             if unsubscribe is not None:
                 unsubscribe()
 
-    def _steps_running(
-        self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
-    ) -> bool:
+    def _steps_running(self, futures: _Futures) -> bool:
         """Whether a step child that is still needed has not finished yet."""
-        return any(self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items())
-
-    def _finished_steps(self) -> dict[tuple[int, ...], Outcome]:
-        """The outcomes of the step children that finished (a later attempt keeps them)."""
-        return {
-            leaf.path: self.outcomes[leaf.path]
-            for leaf in self.leaves
-            if isinstance(leaf.command, Step) and leaf.path in self.outcomes
-        }
+        return any(
+            self.tree.is_open(self.tree.leaf(path)) and not f.done() for path, f in futures.items()
+        )
 
     def _check_stop(
         self,
-        futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]],
+        futures: _Futures,
         *,
         look_first: bool = False,
     ) -> bool:
@@ -369,7 +303,7 @@ class CompositeRun:
         if not self.host.closed:
             self.host.check_cancelled(self.row.workflow_id)
             return False
-        if any(self._is_open(self._leaf(path)) and not f.done() for path, f in futures.items()):
+        if self._steps_running(futures):
             return False
         if look_first:
             return True
@@ -378,54 +312,17 @@ class CompositeRun:
             f"{self.effect.position}: the engine is closing"
         )
 
-    def _over_the_limit(self, decided: Outcome) -> Failure | None:
-        """The composite's one record holds all its children's outcomes: each was
-        within the payload limit, the sum may not be (three 1.5 MB steps)."""
-        if not isinstance(decided, Value):
-            return None
-        limit = self.host.max_payload_bytes
-        size = len(serde.dumps(decided.data).encode())
-        if size <= limit:
-            return None
-        kind = type(self.command).__name__
-        error = PayloadTooLarge(
-            f"the record of {kind} in workflow {self.row.name!r} (id {self.row.workflow_id!r}) "
-            f"at position {self.effect.position} is {size} bytes encoded, over the limit of "
-            f"{limit}: it holds every child's outcome. Have the children return references "
-            "to data stored elsewhere, or raise Engine(max_payload_bytes=...)"
-        )
-        return Failure(serde.encode_error(error))
-
-    def _leaf(self, path: tuple[int, ...]) -> _Node:
-        node = self.root
-        for index in path:
-            node = node.children[index]
-        return node
-
-    def _is_open(self, leaf: _Node) -> bool:
-        """Not done, and no composite above it decided (then it lost, or is not needed)."""
-        if leaf.path in self.outcomes:
-            return False
-        node = leaf.parent
-        while node is not None:
-            if node.path in self.decided:
-                return False
-            node = node.parent
-        return True
-
-    def _look(
-        self, futures: Mapping[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]]
-    ) -> Outcome | None:
+    def _look(self, futures: _Futures) -> Outcome | None:
         """Take in what finished and what arrived; the root's recorded value once decided."""
         signal: BaseException | None = None
         for path, future in futures.items():
-            if future.done() and not future.cancelled() and self._is_open(self._leaf(path)):
+            if future.done() and not future.cancelled() and self.tree.is_open(self.tree.leaf(path)):
                 error = future.exception()
                 if error is None:
-                    self.outcomes[path] = future.result()[0]
+                    self.tree.outcomes[path] = future.result()[0]
                 elif signal is None:
                     signal = error
-        decided = self._decide(self.root)
+        decided = self.tree.decide()
         if decided is not None:
             return decided[0]
         if signal is not None:
@@ -436,10 +333,10 @@ class CompositeRun:
         # any deadline: something that arrived at the instant a deadline falls
         # wins the tie, whatever the children's order.
         for timed_out in (False, True):
-            for leaf in self.leaves:
+            for leaf in self.tree.leaves:
                 if leaf.path in futures or not facts_of(leaf.command).waits:
                     continue
-                if not self._is_open(leaf):
+                if not self.tree.is_open(leaf):
                     continue
                 deadline = leaf.deadline
                 if timed_out and (deadline is None or not self.runner.clock.passed(deadline)):
@@ -453,97 +350,27 @@ class CompositeRun:
                 )
                 if ready is None:
                     continue
-                if ready.consume is not None and ready.consume in self.taken:
+                if ready.consume is not None and ready.consume in self.tree.taken:
                     # Two Recv leaves never take one message: the store shows only
                     # the oldest, so this one waits on, or times out when due.
                     if not timed_out:
                         continue
                     ready = Ready(Value(None))
                 if ready.consume is not None:
-                    self.taken[ready.consume] = leaf.path
-                self.outcomes[leaf.path] = ready.outcome
-                decided = self._decide(self.root)
+                    self.tree.taken[ready.consume] = leaf.path
+                self.tree.outcomes[leaf.path] = ready.outcome
+                decided = self.tree.decide()
                 if decided is not None:
                     return decided[0]
         return None
 
-    def _decide(self, node: _Node) -> tuple[Outcome, bool] | None:
-        """(recorded value, failed) of a node once decided; decisions stick for the attempt."""
-        if not node.is_composite:
-            outcome = self.outcomes.get(node.path)
-            return None if outcome is None else (outcome, isinstance(outcome, Failure))
-        known = self.decided.get(node.path)
-        if known is not None:
-            return known
-        command = node.command
-        result: tuple[Outcome, bool] | None = None
-        if isinstance(command, Race):
-            for index, child in enumerate(node.children):
-                won = self._decide(child)
-                if won is not None:
-                    self.winners[node.path] = index
-                    result = (Value(RaceOutcome(index, won[0]).to_data()), won[1])
-                    break
-        else:
-            assert isinstance(command, All)
-            every = [self._decide(child) for child in node.children]
-            first_failure = None
-            if not command.return_exceptions:
-                first_failure = next(
-                    (i for i, got in enumerate(every) if got is not None and got[1]), None
-                )
-            if first_failure is not None or all(got is not None for got in every):
-                outcomes = tuple(Value(None) if got is None else got[0] for got in every)
-                value = AllOutcome(outcomes, first_failure).to_data()
-                result = (Value(value), first_failure is not None)
-        if result is not None:
-            self.decided[node.path] = result
-            if node is not self.root and node.scope is not None:
-                node.scope.cancel()  # its losing (or no longer needed) steps
-        return result
-
-    def _kept(self, node: _Node) -> list[_Node]:
-        """The leaves whose outcomes the decided node's record holds."""
-        if not node.is_composite:
-            return [node] if node.path in self.outcomes else []
-        if node.path not in self.decided:
-            return []
-        if isinstance(node.command, Race):
-            return self._kept(node.children[self.winners[node.path]])
-        return [leaf for child in node.children for leaf in self._kept(child)]
-
-    def _consumed(self) -> list[int]:
-        kept = {leaf.path for leaf in self._kept(self.root)}
-        return [message for message, path in self.taken.items() if path in kept]
-
     def _cancel_losing_children(self) -> None:
-        """Cancel the runs of `Call` leaves the record does not hold, and of `Start`
-        leaves in a branch a race decided against; only runs this run started (a
-        child id naming a run started elsewhere attaches to it, and is left alone)."""
-        kept = {leaf.path for leaf in self._kept(self.root)}
-        # Every child leaf, not only those this attempt started: an earlier attempt
-        # (before the run suspended) may have started one that lost since.
-        for leaf in self.leaves:
-            if not isinstance(leaf.command, (Call, Start)) or not leaf.target:
-                continue
-            if isinstance(leaf.command, Start):
-                # Started at once and recorded: only a lost race takes it back.
-                if not self._lost(leaf):
-                    continue
-            elif leaf.path in kept:
-                continue
-            if self._started_here(leaf.target):
-                self.host.cancel_child(leaf.target)
-
-    def _lost(self, leaf: _Node) -> bool:
-        """Whether a decided `Race` above `leaf` was won by another branch."""
-        child, node = leaf, leaf.parent
-        while node is not None:
-            won = self.winners.get(node.path)
-            if won is not None and node.children[won] is not child:
-                return True
-            child, node = node, node.parent
-        return False
+        """Cancel the child runs the record gave up (`CompositeTree.losing_children`);
+        only runs this run started (a child id naming a run started elsewhere attaches
+        to it, and is left alone)."""
+        for target in self.tree.losing_children():
+            if self._started_here(target):
+                self.host.cancel_child(target)
 
     def _started_here(self, child_id: str) -> bool:
         try:
@@ -555,7 +382,7 @@ class CompositeRun:
             return False
         return child is not None and child.parent_id == self.row.workflow_id
 
-    def _run_child_step(self, leaf: _Node) -> tuple[Outcome, int]:
+    def _run_child_step(self, leaf: Node) -> tuple[Outcome, int]:
         assert isinstance(leaf.command, Step)
         scope = leaf.parent.scope if leaf.parent is not None else self.scope
         # A control signal (cancelled, closing) leaves as the future's exception: a

@@ -1,6 +1,6 @@
 """Carrying out one effect that is not a plain step: the `Carrier` the handlers use.
 
-`EffectRunner.carry_out()` asks the command's handler (runtime/handlers.py) to do
+`EffectRunner.carry_out()` asks the command's handler (runtime/handlers/) to do
 its part, and either commits a completed record for the effect's position and
 returns it, or returns a `Suspend` saying what the workflow waits for (an instant,
 a message, an event, another workflow). The scheduler keeps a suspended run's

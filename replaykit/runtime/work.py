@@ -18,6 +18,8 @@ from replaykit.errors import InvalidCommandError, NonDeterminismError, UnknownWo
 from replaykit.interpreter import Decision, Effect, Interpreter
 from replaykit.log import Failure, Outcome, Record, Status
 from replaykit.registry import lookup
+from replaykit.runtime.attempts import Backoff
+from replaykit.runtime.backoffs import record_backoff, settle_backoff
 from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
@@ -33,7 +35,6 @@ from replaykit.runtime.events import (
     TailRead,
     WrittenAhead,
 )
-from replaykit.runtime.steps import Backoff
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["Work"]
@@ -106,7 +107,7 @@ class Work:
         fresh = activation.fresh
         records = [] if fresh else self.store.load_log(workflow_id)
         if records and records[-1].outcome is None:
-            records = self.runner.settle_backoff(workflow_id, records)
+            records = settle_backoff(self.runner.host, workflow_id, records)
         try:
             return Interpreter(
                 gen,
@@ -145,7 +146,7 @@ class Work:
         """A step waits for its next attempt: record that, and suspend the run until then
         (a durable timer, like a Sleep's: no thread waits, and a restart keeps it)."""
         try:
-            result: Any = self.runner.record_backoff(activation.row_or_raise(), effect, backoff)
+            result: Any = record_backoff(self.runner, activation.row_or_raise(), effect, backoff)
         except BaseException as exc:
             result = exc
         return Carried(activation, effect, result)

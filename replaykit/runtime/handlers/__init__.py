@@ -1,0 +1,118 @@
+"""One runtime handler per command kind: everything the runtime does for that kind.
+
+Rule 1 of this package: what a command kind does at run time lives in its handler, and
+nowhere else. A handler says how the kind is carried out and recorded, what a waiting
+kind waits on (the notification that wakes it, and the run it is about), when it is
+ready (what the store holds now), and what its timeout yields. The effect runner, the
+composites and the wake-ups ask `handler_for(command)`; none of them switches on the
+command's class. Adding a command kind touches its handler, the table below
+(`HANDLERS`), and the facts table in `commands.py` (`facts_of`: what the kind may do,
+which every layer reads).
+
+| kind | carried out | waits on | ready when | timeout gives |
+| --- | --- | --- | --- | --- |
+| `Step` | its attempts (`steps.py`), its record | — | — | — (see below) |
+| `Transaction` | its body in the store's transaction | — | — | — |
+| `Race`, `All` | a composite run (`composites.py`) | its children's | its tree decides | per child |
+| `Send` | delivered with its record (keyed: once) | — | — | — |
+| `SetEvent` | the value set with its record | — | — | — |
+| `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
+| `Sleep` | waits | its deadline | the deadline passed | `None` |
+| `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
+| `GetEvent` | waits | the other run's event | the event is set | `None` |
+| `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
+| `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
+| `Now`, `Random`, `Uuid`, `Patch`, `Start` | at once | — | — | — |
+
+(A step's own `timeout=` fails the attempt, as its retry policy then decides.)
+
+The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
+are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
+SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call) and
+`instants.py` (Now, Random, Uuid, Patch, Start).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replaykit.commands import (
+    All,
+    Call,
+    CloseStream,
+    Command,
+    GetEvent,
+    Now,
+    Patch,
+    Race,
+    Random,
+    Recv,
+    Send,
+    SetEvent,
+    Sleep,
+    Start,
+    Step,
+    Transaction,
+    Uuid,
+    Wait,
+    WriteStream,
+)
+from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
+from replaykit.runtime.handlers.instants import (
+    NowHandler,
+    PatchHandler,
+    RandomHandler,
+    StartHandler,
+    UuidHandler,
+)
+from replaykit.runtime.handlers.running import CompositeHandler, StepHandler, TransactionHandler
+from replaykit.runtime.handlers.waiting import (
+    CallHandler,
+    GetEventHandler,
+    RecvHandler,
+    SleepHandler,
+    WaitHandler,
+)
+from replaykit.runtime.handlers.writing import SendHandler, SetEventHandler, StreamHandler
+
+__all__ = ["HANDLERS", "Carrier", "Handler", "Ready", "handler_for", "topic_of"]
+
+
+def handler_for(command: Command) -> Handler:
+    """The runtime handler of `command`'s kind."""
+    try:
+        return HANDLERS[type(command)]
+    except KeyError:
+        for kind, handler in HANDLERS.items():  # a subclass of a known kind
+            if isinstance(command, kind):
+                return handler
+        raise TypeError(
+            f"{command.describe()}: replaykit's runtime has no handler for "
+            f"{type(command).__name__}; a new command kind needs one in runtime/handlers/ "
+            "and its row in HANDLERS (runtime/handlers/__init__.py)"
+        ) from None
+
+
+_COMPOSITE = CompositeHandler(handler_for)
+_STREAM = StreamHandler()
+#: The handler of each command kind. A kind missing here fails `handler_for` loudly.
+HANDLERS: dict[type[Any], Handler] = {
+    Step: StepHandler(),
+    Transaction: TransactionHandler(),
+    Race: _COMPOSITE,
+    All: _COMPOSITE,
+    Send: SendHandler(),
+    SetEvent: SetEventHandler(),
+    WriteStream: _STREAM,
+    CloseStream: _STREAM,
+    Sleep: SleepHandler(),
+    Recv: RecvHandler(),
+    GetEvent: GetEventHandler(),
+    Wait: WaitHandler(),
+    Call: CallHandler(),
+    Now: NowHandler(),
+    Random: RandomHandler(),
+    Uuid: UuidHandler(),
+    Patch: PatchHandler(),
+    Start: StartHandler(),
+}
