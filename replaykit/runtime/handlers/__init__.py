@@ -13,11 +13,11 @@ which every layer reads).
 | --- | --- | --- | --- | --- |
 | `Step` | its attempts (`steps.py`), its record | — | — | — (see below) |
 | `Transaction` | its body in the store's transaction | — | — | — |
-| `Race`, `All` | a composite run (`composites.py`) | its children's | its tree decides | per child |
+| `Race`, `All` | a composite (`composites.py`) | its children's | its tree decides | per child |
 | `Send` | delivered with its record (keyed: once) | — | — | — |
 | `SetEvent` | the value set with its record | — | — | — |
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
-| `Sleep` | waits | its deadline | the deadline passed | `None` |
+| `Sleep` | waits | its wake instant | the instant passed | `None` |
 | `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
