@@ -842,7 +842,7 @@ class CommandFacts:
     #: The notification that may complete it ("message", "event", "finished"), if any.
     wakes_on: str | None = None
     #: The attribute holding its deadline in seconds from its start, if it can time out.
-    deadline_field: str | None = None
+    timeout_field: str | None = None
     #: Completes at once, without waiting and without running user code.
     instant: bool = False
     #: Waits for something outside the run (a time, a message, an event, a workflow).
@@ -853,10 +853,10 @@ class CommandFacts:
     #: Ends the run's current log: nothing after it runs, and it takes no position.
     terminal: bool = False
 
-    def deadline_seconds(self, command: Command) -> float | None:
-        if self.deadline_field is None:
+    def timeout_seconds(self, command: Command) -> float | None:
+        if self.timeout_field is None:
             return None
-        seconds: float | None = getattr(command, self.deadline_field)
+        seconds: float | None = getattr(command, self.timeout_field)
         return seconds
 
 
@@ -868,7 +868,7 @@ _FACTS: dict[type[Command], CommandFacts] = {
         in_composite=False,
         why_not_child="its body runs inside the transaction that commits its own record; " + _ALONE,
     ),
-    Sleep: CommandFacts(deadline_field="seconds", waits=True),
+    Sleep: CommandFacts(timeout_field="seconds", waits=True),
     Now: CommandFacts(instant=True),
     Random: CommandFacts(instant=True),
     Uuid: CommandFacts(instant=True),
@@ -877,16 +877,16 @@ _FACTS: dict[type[Command], CommandFacts] = {
         why_not_child="its message is delivered in the same commit as its own record, which a "
         "losing child could never undo; " + _ALONE,
     ),
-    Recv: CommandFacts(wakes_on="message", deadline_field="timeout", waits=True),
+    Recv: CommandFacts(wakes_on="message", timeout_field="timeout", waits=True),
     SetEvent: CommandFacts(
         in_composite=False,
         why_not_child="its value is published in the same commit as its own record, which a "
         "losing child could never undo; " + _ALONE,
     ),
-    GetEvent: CommandFacts(wakes_on="event", deadline_field="timeout", waits=True),
+    GetEvent: CommandFacts(wakes_on="event", timeout_field="timeout", waits=True),
     Start: CommandFacts(instant=True),
     Call: CommandFacts(wakes_on="finished", waits=True),
-    Wait: CommandFacts(wakes_on="finished", deadline_field="timeout", waits=True),
+    Wait: CommandFacts(wakes_on="finished", timeout_field="timeout", waits=True),
     Patch: CommandFacts(
         instant=True,
         in_composite=False,

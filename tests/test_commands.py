@@ -162,7 +162,7 @@ def test_every_command_has_a_row_in_the_command_table() -> None:
             facts = commands.facts_of(object.__new__(value))
             # A waiting command either has a notification, a deadline or both.
             if facts.waits and value not in (commands.Race, commands.All):
-                assert facts.wakes_on or facts.deadline_field, name
+                assert facts.wakes_on or facts.timeout_field, name
             assert facts.in_composite or facts.why_not_child, name
 
 

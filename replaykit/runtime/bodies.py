@@ -5,7 +5,7 @@ for sync ones, and how a timeout or a preemption walks away from them.
 none (an `AsyncEngine` gives the application's, which is never stopped here). A sync
 body runs on the calling thread, unless it has a timeout or is preemptible: then on a
 thread of the step pool, which the caller can walk away from (Python cannot stop a
-thread). An async body's timeout is judged here, not by the body (`within_deadline`).
+thread). An async body's timeout is judged here, not by the body (`within_timeout`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from replaykit.errors import Cancelled
 from replaykit.interpreter import StepContext, step_context_var
 from replaykit.runtime.host import CancelScope
 
-__all__ = ["CANCEL_GRACE_SECONDS", "Bodies", "is_async", "within_deadline"]
+__all__ = ["CANCEL_GRACE_SECONDS", "Bodies", "is_async", "within_timeout"]
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ def is_async(fn: Callable[..., Any]) -> bool:
 CANCEL_GRACE_SECONDS = 1.0
 
 
-async def within_deadline(body: Awaitable[T], timeout: float, name: str) -> T:
+async def within_timeout(body: Awaitable[T], timeout: float, name: str) -> T:
     """Await `body` for at most `timeout` seconds; past that, the attempt timed out.
 
     replaykit judges the timeout, not the body: a body that swallows its
@@ -168,7 +168,7 @@ class Bodies:
 
             def body() -> Coroutine[Any, Any, Any]:
                 coro = _in_step_context(context, fn, args, kwargs)
-                return within_deadline(coro, timeout, name) if timeout is not None else coro
+                return within_timeout(coro, timeout, name) if timeout is not None else coro
 
             future = _submit_to_loop(body, self.async_loop())
             if scope is not None:

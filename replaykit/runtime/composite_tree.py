@@ -31,8 +31,8 @@ class Node:
     command: Command
     parent: Node | None
     children: list[Node] = attrs.field(factory=list)
-    #: Leaves: the instant it times out, counted from the outer composite's start.
-    deadline: datetime | None = None
+    #: Leaves: the instant it times out (its expiry), counted from the outer composite's start.
+    expiry: datetime | None = None
     #: `Call` and `Start` leaves: the child run's id.
     target: str | None = None
     #: Composites: cancels the steps below it once it is decided.

@@ -40,7 +40,7 @@ class Composer(Carrier, Protocol):
         row: WorkflowRow,
         position: int,
         command: Command,
-        deadline: datetime | None,
+        expiry: datetime | None,
         *,
         target: str | None = None,
     ) -> Ready | None: ...
@@ -65,7 +65,7 @@ class Composer(Carrier, Protocol):
         child_path: tuple[int, ...] = (),
     ) -> tuple[Outcome, int]: ...
 
-    def deadline(self, command: Command, started: datetime) -> datetime | None: ...
+    def expiry(self, command: Command, started: datetime) -> datetime | None: ...
 
     def instant_outcome(self, row: WorkflowRow, position: int, command: Command) -> Outcome: ...
 
@@ -82,7 +82,7 @@ class CompositeRun:
     """One attempt at a `Race` or an `All`, composites nested in it included.
 
     The whole tree is decided in this attempt and recorded once, at the outer
-    composite's position. Every deadline below counts from the outer record's
+    composite's position. Every expiry below counts from the outer record's
     `started_at`, so a restart keeps them. Step leaves run concurrently on the
     step pool while this thread watches the waiting leaves. A tree with no step
     leaves suspends like a single wait (no thread held): its partial readiness
@@ -141,8 +141,8 @@ class CompositeRun:
         pending = effect.pending
         started_at = pending.started_at if pending and pending.started_at else now
         for leaf in self.tree.leaves:
-            leaf.deadline = runner.deadline(leaf.command, started_at)
-        timed = [leaf.deadline for leaf in self.tree.leaves if leaf.deadline is not None]
+            leaf.expiry = runner.expiry(leaf.command, started_at)
+        timed = [leaf.expiry for leaf in self.tree.leaves if leaf.expiry is not None]
 
         futures: dict[tuple[int, ...], concurrent.futures.Future[tuple[Outcome, int]]] = {}
         resumed = pending is not None or bool(self.tree.outcomes)
@@ -221,10 +221,10 @@ class CompositeRun:
                     )
                     self._cancel_losing_children()
                     return record
-                open_deadlines = [
-                    leaf.deadline
+                open_expiries = [
+                    leaf.expiry
                     for leaf in self.tree.leaves
-                    if leaf.deadline is not None and self.tree.is_open(leaf)
+                    if leaf.expiry is not None and self.tree.is_open(leaf)
                 ]
                 if not futures or (
                     not steps_were_running
@@ -246,7 +246,7 @@ class CompositeRun:
                         )
                         if pending.outcome is not None:
                             return pending
-                    # Wake at the next deadline of a leaf that is not done yet. The
+                    # Wake at the next expiry of a leaf that is not done yet. The
                     # poller looks only at the waiting leaves that were not ready at
                     # this look and are still needed: a leaf already ready (a message
                     # there, a child finished) has not decided the tree, and looking at
@@ -259,7 +259,7 @@ class CompositeRun:
                         and self.tree.is_open(leaf)
                     ]
                     return Suspend(
-                        min(open_deadlines, default=None),
+                        min(open_expiries, default=None),
                         wakes,
                         runner.probe(
                             row,
@@ -273,7 +273,7 @@ class CompositeRun:
                 self._check_stop(futures)
                 self.host.wait_for_change(
                     self.changed,
-                    min(open_deadlines, default=None),
+                    min(open_expiries, default=None),
                     idle=not self._steps_running(futures),
                 )
         finally:
@@ -330,7 +330,7 @@ class CompositeRun:
             # cancelled, or the engine closes before it began): so does the attempt.
             raise signal
         # What arrived (a message, an event, a finished run) is looked at before
-        # any deadline: something that arrived at the instant a deadline falls
+        # any expiry: something that arrived at the instant an expiry falls
         # wins the tie, whatever the children's order.
         for timed_out in (False, True):
             for leaf in self.tree.leaves:
@@ -338,14 +338,14 @@ class CompositeRun:
                     continue
                 if not self.tree.is_open(leaf):
                     continue
-                deadline = leaf.deadline
-                if timed_out and (deadline is None or not self.runner.clock.passed(deadline)):
+                expiry = leaf.expiry
+                if timed_out and (expiry is None or not self.runner.clock.passed(expiry)):
                     continue  # looked at a moment ago, and not due
                 ready = self.runner.check_ready(
                     self.row,
                     self.effect.position,
                     leaf.command,
-                    deadline if timed_out else None,
+                    expiry if timed_out else None,
                     target=leaf.target,
                 )
                 if ready is None:

@@ -190,8 +190,8 @@ class EffectRunner(StepRunner):
 
     # -- waiting commands -----------------------------------------------------------------
 
-    def deadline(self, command: Command, started: datetime) -> datetime | None:
-        seconds = facts_of(command).deadline_seconds(command)
+    def expiry(self, command: Command, started: datetime) -> datetime | None:
+        seconds = facts_of(command).timeout_seconds(command)
         return None if seconds is None else started + timedelta(seconds=seconds)
 
     def wakes_for(
@@ -204,7 +204,7 @@ class EffectRunner(StepRunner):
         row: WorkflowRow,
         position: int,
         command: Command,
-        deadline: datetime | None,
+        expiry: datetime | None,
         *,
         target: str | None = None,
     ) -> Ready | None:
@@ -214,7 +214,7 @@ class EffectRunner(StepRunner):
         id at `position` (a `Call` inside a composite)."""
         handler = handler_for(command)
         ready = handler.ready(self, row, position, command, target)
-        if ready is None and deadline is not None and self.clock.passed(deadline):
+        if ready is None and expiry is not None and self.clock.passed(expiry):
             return Ready(handler.timed_out(row, position, command))
         return ready
 
@@ -255,13 +255,13 @@ class EffectRunner(StepRunner):
 
     def wait_for(self, row: WorkflowRow, effect: Effect) -> Record | Suspend:
         """A waiting command: complete it if it is ready, else record its start (its
-        deadline fixed) and say what it waits for."""
+        expiry fixed) and say what it waits for."""
         command = effect.command
         now = self.clock.now()
         pending = effect.pending
         started_at = pending.started_at if pending and pending.started_at else now
-        deadline = pending.wake_at if pending else self.deadline(command, started_at)
-        ready = self.check_ready(row, effect.position, command, deadline)
+        expiry = pending.wake_at if pending else self.expiry(command, started_at)
+        ready = self.check_ready(row, effect.position, command, expiry)
         if ready is not None:
             taken = self.commit(
                 row, effect, ready.outcome, started_at=started_at, consume=ready.consume
@@ -271,25 +271,25 @@ class EffectRunner(StepRunner):
             return taken
         if (
             pending is None
-            and deadline is not None
+            and expiry is not None
             and facts_of(command).wakes_on is None
-            and self.host.jump_to(row.workflow_id, effect.position, deadline)
+            and self.host.jump_to(row.workflow_id, effect.position, expiry)
         ):
             # Only time to wait for, and an autojumping clock alone with this warm run
             # has jumped over it: the wait is over before it began, so its start need
             # not be recorded apart (one commit, not two, for a Sleep on virtual time).
-            ready = self.check_ready(row, effect.position, command, deadline)
+            ready = self.check_ready(row, effect.position, command, expiry)
             if ready is not None:
                 return self.commit(row, effect, ready.outcome, started_at=started_at)
         if pending is None:
-            # Record the start before suspending: the deadline survives a crash
+            # Record the start before suspending: the expiry survives a crash
             # or a deploy, and the next replay knows the code up to this yield
             # already ran (context().is_replaying stays true through it).
-            pending = self.commit(row, effect, None, started_at=started_at, wake_at=deadline)
+            pending = self.commit(row, effect, None, started_at=started_at, wake_at=expiry)
             if pending.outcome is not None:
                 return pending
         return Suspend(
-            deadline,
+            expiry,
             self.wakes_for(row, effect.position, command),
             self.probe(row, effect.position, (command,)),
             pending,

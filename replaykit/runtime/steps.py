@@ -35,7 +35,7 @@ from replaykit.runtime.attempts import (
     preemption,
     reply_to,
 )
-from replaykit.runtime.bodies import Bodies, within_deadline
+from replaykit.runtime.bodies import Bodies, within_timeout
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host
 from replaykit.stores.base import WorkflowRow
@@ -208,7 +208,7 @@ class StepRunner:
                     if command.timeout is None:
                         reply = await body
                     else:
-                        reply = await within_deadline(body, command.timeout, command.name)
+                        reply = await within_timeout(body, command.timeout, command.name)
                 except asyncio.CancelledError as exc:
                     if traced is not None:
                         self.telemetry.end_step(traced, exc)

@@ -166,7 +166,7 @@ class Waits:
             return
         # The deadline is in place before this wait counts as idle, and stays until it
         # counts as busy again: the clock never jumps past it meanwhile.
-        token = None if deadline is None else self.wakeups.add_idle_deadline(deadline)
+        token = None if deadline is None else self.wakeups.add_idle_expiry(deadline)
         try:
             with self.runs.counted_idle():
                 stop = time.monotonic() + self.poll_interval
@@ -176,7 +176,7 @@ class Waits:
                     changed.wait(0.005)
         finally:
             if token is not None:
-                self.wakeups.remove_idle_deadline(token)
+                self.wakeups.remove_idle_expiry(token)
 
     def wait_idle(self, timeout: float | None) -> bool:
         """`Engine.wait_idle`: True once nothing runs and no timer is due soon."""

@@ -180,7 +180,7 @@ class Wakeups:
         # An entry whose suspension was forgotten is stale and skipped.
         self._timers: list[tuple[datetime, int, str, Suspend | None]] = []
         # Deadlines that composites wait for while counted idle (virtual clocks).
-        self._idle_deadlines: list[tuple[datetime, int]] = []
+        self._idle_expiries: list[tuple[datetime, int]] = []
         self._timer_seq = itertools.count()
         self._suspended: dict[str, Suspend] = {}
         # Who waits on each wake: one run's id, or a set of them when several do (most
@@ -447,8 +447,8 @@ class Wakeups:
         candidates = [self._timers[0][0]] if self._timers else []
         if self._deadlines:
             candidates.append(self._deadlines[0][0])
-        if self._idle_deadlines:
-            candidates.append(self._idle_deadlines[0][0])
+        if self._idle_expiries:
+            candidates.append(self._idle_expiries[0][0])
         return min(candidates) if candidates else None
 
     def _idle(self) -> bool:
@@ -503,18 +503,18 @@ class Wakeups:
                 self._waking += len(due)
             self._hand_over(due)
 
-    def add_idle_deadline(self, deadline: datetime) -> tuple[datetime, int]:
+    def add_idle_expiry(self, deadline: datetime) -> tuple[datetime, int]:
         """A composite waits for `deadline` while counted idle: the clock may jump to it."""
         token = (deadline, next(self._timer_seq))
         with self._cv:
-            heapq.heappush(self._idle_deadlines, token)
+            heapq.heappush(self._idle_expiries, token)
             self._cv.notify_all()
         return token
 
-    def remove_idle_deadline(self, token: tuple[datetime, int]) -> None:
+    def remove_idle_expiry(self, token: tuple[datetime, int]) -> None:
         with self._cv:
-            self._idle_deadlines.remove(token)
-            heapq.heapify(self._idle_deadlines)
+            self._idle_expiries.remove(token)
+            heapq.heapify(self._idle_expiries)
 
     def jump_for(self, deadline: datetime) -> bool:
         """Move an autojumping clock to `deadline` for the one activation that runs, if

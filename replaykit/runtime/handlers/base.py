@@ -145,7 +145,7 @@ class Handler:
         return None
 
     def timed_out(self, row: WorkflowRow, position: int, command: Command) -> Outcome:
-        """What the command gives when its deadline passed first."""
+        """What the command gives when its timeout expired first."""
         return Value(None)
 
     def preemptible(self, command: Command) -> bool:

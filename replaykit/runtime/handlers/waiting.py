@@ -18,7 +18,7 @@ __all__ = ["CallHandler", "GetEventHandler", "RecvHandler", "SleepHandler", "Wai
 
 
 class SleepHandler(Handler):
-    """Waits for its deadline alone (`facts_of(Sleep).wakes_on` is None)."""
+    """Waits for its wake instant alone (`facts_of(Sleep).wakes_on` is None)."""
 
 
 class RecvHandler(Handler):
