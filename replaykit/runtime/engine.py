@@ -51,6 +51,7 @@ from replaykit.runtime.schedules import (
     ScheduleInfo,
     ScheduleLoop,
     registered_schedules,
+    tick_starter,
 )
 from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.waits import Waits
@@ -351,7 +352,7 @@ class Engine:
                 self.clock,
                 registered_schedules() if schedules else (),
                 poll_interval=poll_interval,
-                fire=self.starts.fire,
+                fire=tick_starter(self.starts.create_run),
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.

@@ -10,7 +10,7 @@ many engines on however many machines claim at once.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,7 +18,7 @@ import attrs
 
 from replaykit.commands import as_seconds
 
-__all__ = ["Queue", "QueueItem", "queue_named", "registered_queues"]
+__all__ = ["FilledItem", "Queue", "QueueItem", "fill_item", "queue_named", "registered_queues"]
 
 _queues: dict[str, Queue] = {}
 _lock = threading.Lock()
@@ -114,3 +114,50 @@ class QueueItem:
         self.__attrs_init__(
             args, dict(kwargs), workflow_id, priority, dedup_id, delay, timeout, deadline
         )
+
+
+@attrs.frozen
+class FilledItem:
+    """An item of `enqueue_many` with the batch's options filled in where it gives none."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    workflow_id: str | None
+    dedup_id: str | None
+    priority: int
+    delay: timedelta | float | None
+    timeout: timedelta | float | None
+    deadline: datetime | None
+
+
+def fill_item(
+    item: Sequence[Any] | QueueItem,
+    index: int,
+    *,
+    what: str,
+    priority: int,
+    delay: timedelta | float | None,
+    timeout: timedelta | float | None,
+    deadline: datetime | None,
+) -> FilledItem:
+    """What item `index` of an `enqueue_many` asks for: a `QueueItem`'s own options, else
+    the batch's; a tuple or list is the workflow's positional arguments. `what` names
+    the call in the error for an item that is neither."""
+    if isinstance(item, QueueItem):
+        return FilledItem(
+            item.args,
+            dict(item.kwargs),
+            item.workflow_id,
+            item.dedup_id,
+            priority if item.priority is None else item.priority,
+            delay if item.delay is None else item.delay,
+            timeout if item.timeout is None else item.timeout,
+            deadline if item.deadline is None else item.deadline,
+        )
+    if isinstance(item, (tuple, list)):
+        return FilledItem(tuple(item), {}, None, None, priority, delay, timeout, deadline)
+    raise TypeError(
+        f"{what}: item {index} is {item!r}; each item is a tuple of the workflow's "
+        "positional arguments (a one-argument workflow takes (value,)), or "
+        "QueueItem(*args, **kwargs, workflow_id=..., priority=..., dedup_id=..., delay=...)"
+    )

@@ -967,3 +967,18 @@ class ScheduleLoop:
         prefix = f"schedule:{entry.name}:"
         rows = self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name))
         return {row.workflow_id for row in rows if row.workflow_id.startswith(prefix)}
+
+
+def tick_starter(create_run: Callable[..., object]) -> Callable[[Schedule, datetime], None]:
+    """What fires a schedule's tick: start its run through `create_run` (the run's id
+    says which tick, so two engines start it once), or log why not."""
+
+    def fire(entry: Schedule, tick: datetime) -> None:
+        try:
+            create_run(
+                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
+            )
+        except Exception:
+            log.exception("schedule %r could not start its run for %s", entry.name, tick)
+
+    return fire

@@ -30,8 +30,7 @@ from replaykit.otel import Telemetry
 from replaykit.registry import Workflow
 from replaykit.runtime import admin
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.queues import Queue, QueueItem
-from replaykit.runtime.schedules import Schedule
+from replaykit.runtime.queues import Queue, QueueItem, fill_item
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["Dispatch", "StartRequest", "Starts"]
@@ -191,15 +190,6 @@ class Starts:
             timeout=timeout,
         )
 
-    def fire(self, entry: Schedule, tick: datetime) -> None:
-        """A schedule's tick: start its run (its id says which tick), or say why not."""
-        try:
-            self.create_run(
-                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
-            )
-        except Exception:
-            log.exception("schedule %r could not start its run for %s", entry.name, tick)
-
     # -- many runs that start now ------------------------------------------------------------
 
     def start_batch(
@@ -297,45 +287,34 @@ class Starts:
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
         now = self.clock.now()
         rows: list[WorkflowRow] = []
+        what = f"enqueue_many({name!r}, {wf.workflow_name!r}, ...)"
         for index, item in enumerate(items):
-            if isinstance(item, QueueItem):
-                args, kwargs = item.args, dict(item.kwargs)
-                item_id, item_dedup = item.workflow_id, item.dedup_id
-                item_priority = priority if item.priority is None else item.priority
-                item_delay = delay if item.delay is None else item.delay
-                item_timeout = timeout if item.timeout is None else item.timeout
-                item_deadline = deadline if item.deadline is None else item.deadline
-            elif isinstance(item, (tuple, list)):
-                args, kwargs = tuple(item), {}
-                item_id = item_dedup = None
-                item_priority, item_delay = priority, delay
-                item_timeout, item_deadline = timeout, deadline
-            else:
-                raise TypeError(
-                    f"enqueue_many({name!r}, {wf.workflow_name!r}, ...): item {index} is "
-                    f"{item!r}; each item is a tuple of the workflow's positional arguments "
-                    "(a one-argument workflow takes (value,)), or QueueItem(*args, **kwargs, "
-                    "workflow_id=..., priority=..., dedup_id=..., delay=...)"
-                )
-            item_seconds, item_deadline = run_deadline(
-                item_timeout,
-                item_deadline,
-                what=f"enqueue_many({name!r}, {wf.workflow_name!r}, ...), item {index}",
+            filled = fill_item(
+                item,
+                index,
+                what=what,
+                priority=priority,
+                delay=delay,
+                timeout=timeout,
+                deadline=deadline,
+            )
+            seconds, item_deadline = run_deadline(
+                filled.timeout, filled.deadline, what=f"{what}, item {index}"
             )
             rows.append(
                 self.new_row(
                     wf,
-                    args,
-                    kwargs,
-                    workflow_id=item_id,
+                    filled.args,
+                    filled.kwargs,
+                    workflow_id=filled.workflow_id,
                     parent_id=None,
                     queue=name,
-                    priority=item_priority,
-                    dedup_id=item_dedup,
-                    delay=item_delay,
+                    priority=filled.priority,
+                    dedup_id=filled.dedup_id,
+                    delay=filled.delay,
                     # Apart by a microsecond: equal priorities are claimed in item order.
                     now=now + timedelta(microseconds=index),
-                    timeout=item_seconds,
+                    timeout=seconds,
                     deadline=item_deadline,
                 )
             )
