@@ -5,7 +5,7 @@ the test store, so that no production store imports the test one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -17,6 +17,7 @@ from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "LIVE_STATUSES",
+    "batch_answers",
     "batch_of",
     "check_batch_dedup",
     "check_recordable",
@@ -79,6 +80,31 @@ def first_of_each_id(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
             seen.add(row.workflow_id)
             firsts.append(row)
     return firsts
+
+
+def batch_answers(
+    rows: Sequence[WorkflowRow], existing: Mapping[str, WorkflowRow]
+) -> tuple[list[tuple[WorkflowRow, bool]], list[str]]:
+    """What `create_workflows` answers for each row of the batch, in input order, and the
+    queues its new runs were enqueued on (each once, in order), to notify.
+
+    `existing` holds the runs that stood in the way of the batch's ids; every other
+    id is created by its first row, and a later row with that id finds that run.
+    """
+    answers: list[tuple[WorkflowRow, bool]] = []
+    created: dict[str, WorkflowRow] = {}
+    queues: dict[str, None] = {}
+    for row in rows:
+        if row.workflow_id in existing:
+            answers.append((existing[row.workflow_id], False))
+        elif row.workflow_id in created:
+            answers.append((created[row.workflow_id], False))
+        else:
+            created[row.workflow_id] = row
+            answers.append((row, True))
+            if row.status is Status.ENQUEUED and row.queue is not None:
+                queues[row.queue] = None
+    return answers, list(queues)
 
 
 def check_batch_dedup(

@@ -41,6 +41,7 @@ from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
 from replaykit.stores._rules import (
     LIVE_STATUSES,
+    batch_answers,
     batch_of,
     check_batch_dedup,
     check_recordable,
@@ -222,8 +223,6 @@ class MemoryStore:
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))
-        answers: list[tuple[WorkflowRow, bool]] = []
-        queues: dict[str, None] = {}
         with self._lock:
             firsts = first_of_each_id(batch)
             live: dict[tuple[str, str], str] = {}
@@ -239,17 +238,17 @@ class MemoryStore:
                 is_new=lambda workflow_id: workflow_id not in self._rows,
                 live_holder=lambda row: live.get((row.queue or "", row.dedup_id or "")),
             )
-            for row in batch:
-                existing = self._rows.get(row.workflow_id)
-                if existing is not None:
-                    answers.append((existing, False))
-                    continue
-                self._rows[row.workflow_id] = row
-                self._logs[row.workflow_id] = []
-                self._order[row.workflow_id] = len(self._order)
-                answers.append((row, True))
-                if row.status is Status.ENQUEUED and row.queue is not None:
-                    queues[row.queue] = None
+            existing = {
+                r.workflow_id: self._rows[r.workflow_id]
+                for r in firsts
+                if r.workflow_id in self._rows
+            }
+            answers, queues = batch_answers(batch, existing)
+            for row, created in answers:
+                if created:
+                    self._rows[row.workflow_id] = row
+                    self._logs[row.workflow_id] = []
+                    self._order[row.workflow_id] = len(self._order)
         for queue in queues:
             self._notify("enqueued", queue)
         return answers

@@ -12,6 +12,7 @@ from replaykit.stores._checks import check_names, check_record
 from replaykit.stores._generations import with_first_inputs
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import (
+    batch_answers,
     batch_of,
     check_batch_dedup,
     duplicate_dedup,
@@ -136,19 +137,6 @@ class Runs:
                 )
             return existing
 
-        existing = self._writer.write(insert)
-        answers: list[tuple[WorkflowRow, bool]] = []
-        created: dict[str, WorkflowRow] = {}
-        queues: dict[str, None] = {}
-        for row in batch:
-            if row.workflow_id in existing:
-                answers.append((existing[row.workflow_id], False))
-            elif row.workflow_id in created:
-                answers.append((created[row.workflow_id], False))
-            else:
-                created[row.workflow_id] = row
-                answers.append((row, True))
-                if row.status is Status.ENQUEUED and row.queue is not None:
-                    queues[row.queue] = None
+        answers, queues = batch_answers(batch, self._writer.write(insert))
         self._notify([("enqueued", queue) for queue in queues])
         return with_first_inputs(answers, self._first_inputs)
