@@ -26,14 +26,30 @@ __all__ = [
     "duplicate_dedup",
     "duplicate_dedup_in_batch",
     "first_of_each_id",
+    "gap_error",
     "listed_without_payloads",
     "matches_filter",
     "no_run_for_events",
+    "no_run_to_send_to",
     "replaces_stored",
     "stamped_for_batch",
     "stamped_for_create",
     "utc_now",
 ]
+
+
+def no_run_to_send_to(workflow_id: str) -> WorkflowNotFound:
+    return WorkflowNotFound(
+        f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, or check the id"
+    )
+
+
+def gap_error(name: str, workflow_id: str, position: int, length: int) -> RecordConflict:
+    """A record for a position past the log's end."""
+    return RecordConflict(
+        f"workflow {name!r} (id {workflow_id!r}): cannot record position {position}; "
+        f"the log ends at {length}"
+    )
 
 
 def no_run_for_events(workflow_id: str) -> WorkflowNotFound:

@@ -49,9 +49,11 @@ from replaykit.stores._rules import (
     claimed_deadline,
     duplicate_dedup,
     first_of_each_id,
+    gap_error,
     listed_without_payloads,
     matches_filter,
     no_run_for_events,
+    no_run_to_send_to,
     replaces_stored,
     stamped_for_batch,
     stamped_for_create,
@@ -482,10 +484,7 @@ class MemoryStore:
             if not replaces_stored(stored, record):
                 return stored
         elif position != len(log):
-            raise RecordConflict(
-                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                f"{position}; the log ends at {len(log)}"
-            )
+            raise gap_error(row.name, workflow_id, position, len(log))
         if consume is not None:
             ids = [consume] if isinstance(consume, int) else list(consume)
             inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
@@ -498,10 +497,7 @@ class MemoryStore:
             if send is not None and send.workflow_id not in self._rows:
                 # Checked before anything changes: a failed send must not
                 # leave the consumed message gone.
-                raise WorkflowNotFound(
-                    f"cannot send to workflow id {send.workflow_id!r}: no such run. "
-                    "Start it first, or check the id"
-                )
+                raise no_run_to_send_to(send.workflow_id)
             for message_id in ids:
                 self._take_message(workflow_id, message_id)
         delivered = send is not None and self._deliver(
@@ -590,10 +586,7 @@ class MemoryStore:
                 log = self._logs[workflow_id]
                 position = last.position
                 if position > len(log):
-                    raise RecordConflict(
-                        f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                        f"{position}; the log ends at {len(log)}"
-                    )
+                    raise gap_error(row.name, workflow_id, position, len(log))
                 if position == len(log):
                     log.append(last)
                 elif log[position].outcome is None:
@@ -769,10 +762,7 @@ class MemoryStore:
         trace_context: str | None = None,
     ) -> bool:
         if workflow_id not in self._rows:
-            raise WorkflowNotFound(
-                f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, "
-                "or check the id"
-            )
+            raise no_run_to_send_to(workflow_id)
         if idempotency_key is not None:
             key = (workflow_id, idempotency_key)
             if key in self._used_keys:
