@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 from replaykit import _waiting, serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import as_seconds, earliest_deadline, run_deadline
-from replaykit.errors import DuplicateDedupId, UnknownWorkflowError, WorkflowNotFound
+from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, schedules, streams
@@ -673,10 +673,7 @@ class Client:
 
     def _row(self, workflow_id: str) -> WorkflowRow:
         self._check_open()
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return row
+        return admin.get_run(self.store, workflow_id)
 
     def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
         timeout = checked_wait(timeout, "result(timeout=...)")

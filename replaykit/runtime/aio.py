@@ -38,7 +38,7 @@ from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
-from replaykit.runtime import streams
+from replaykit.runtime import admin, streams
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy, Wake
@@ -702,10 +702,7 @@ class AsyncEngine:
             looked = not told
 
     async def _read_row(self, workflow_id: str) -> WorkflowRow:
-        row = await self.off_loop(self.engine.store.get_workflow, workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return row
+        return await self.off_loop(admin.get_run, self.engine.store, workflow_id)
 
     def _heard_finished(self, workflow_id: str) -> None:
         """From any thread: a run finished; wake its waiters on the loop, if any.

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
-from replaykit.errors import WorkflowNotFound
+from replaykit.runtime.admin import get_run
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores.base import Store, WorkflowRow
@@ -75,10 +75,7 @@ class Waits:
         self._hears_every_delete = hears_every_delete
 
     def _read(self, workflow_id: str) -> WorkflowRow:
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return row
+        return get_run(self.store, workflow_id)
 
     def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
         """`Engine.wait_finished`: the run's row once it is terminal."""
