@@ -9,14 +9,13 @@ import contextlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
-from replaykit.commands import as_seconds, earliest_deadline, run_deadline
+from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
@@ -332,27 +331,21 @@ class Client:
                 + (f"; pass {hint!r}" if isinstance(hint, str) else "")
             )
         inputs = admin.encode_inputs(name, args, kwargs, max_bytes=self.max_payload_bytes)
-        now = datetime.now(UTC)
-        delay_seconds = as_seconds(delay, "enqueue delay")
-        if timeout is not None and queue is None:
-            # It starts now; a queued run's timeout starts at its claim.
-            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
-        return WorkflowRow(
-            workflow_id=workflow_id or str(uuid.uuid4()),
-            name=name,
-            status=Status.ENQUEUED if queue is not None else Status.PENDING,
-            inputs=inputs,
-            executor_id="" if queue is not None else executor_id,
+        return admin.new_run_row(
+            name,
+            inputs,
+            workflow_id=workflow_id,
+            executor_id=executor_id,
             app_version=version,
-            created_at=now,
+            now=datetime.now(UTC),
             queue=queue,
             priority=priority,
             dedup_id=dedup_id,
-            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
-            deadline=deadline,
-            timeout=timeout,
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:
