@@ -22,6 +22,7 @@ from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, schedules, streams
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
+from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 from replaykit.stores.codec import with_codec
@@ -545,16 +546,7 @@ class Client:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
         timeout = checked_wait(timeout, "get_event(timeout=...)")
         self._check_open()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._notified(("event", workflow_id)) as changed:
-            while True:
-                found, value = self.store.get_event(workflow_id, key)
-                if found:
-                    return value
-                if deadline is None or time.monotonic() >= deadline:
-                    return None
-                changed.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
-                changed.clear()
+        return wait_event(self.store, self.listen, workflow_id, key, timeout, self.poll_interval)
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
