@@ -19,7 +19,7 @@ from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.runtime.admin import get_run
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.streams import Listen
+from replaykit.runtime.loop_waits import Listen
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores.base import Store, WorkflowRow
 
