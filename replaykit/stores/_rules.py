@@ -12,7 +12,7 @@ import attrs
 
 from replaykit.errors import DuplicateDedupId, RecordConflict, RunNotPending, WorkflowNotFound
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_row, storable_error
+from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "batch_of",
     "check_batch_dedup",
     "check_recordable",
+    "checked_create",
     "claim_room",
     "claimed_deadline",
     "duplicate_dedup",
@@ -212,6 +213,17 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
         # such as a fork's, does not bring the other run's along).
         first_inputs=row.first_inputs if row.generation > 0 else None,
     )
+
+
+def checked_create(row: WorkflowRow, records: Sequence[Record], fork_of: str | None) -> WorkflowRow:
+    """`create_workflow`'s refusals before anything is read or written (the row's names,
+    a fork's records and source id); the row as it is stored (`stamped_for_create`)."""
+    stored = stamped_for_create(row)
+    for record in records:
+        check_record(row.workflow_id, record)
+    if fork_of is not None:
+        check_names(fork_of)
+    return stored
 
 
 def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:

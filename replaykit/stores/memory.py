@@ -22,7 +22,6 @@ from replaykit.stores._checks import (
     check_filter,
     check_log_limit,
     check_names,
-    check_record,
     check_schedule_specs,
     check_write,
     storable_error,
@@ -45,6 +44,7 @@ from replaykit.stores._rules import (
     batch_of,
     check_batch_dedup,
     check_recordable,
+    checked_create,
     claim_room,
     claimed_deadline,
     duplicate_dedup,
@@ -56,7 +56,6 @@ from replaykit.stores._rules import (
     no_run_to_send_to,
     replaces_stored,
     stamped_for_batch,
-    stamped_for_create,
     stays_pending,
     utc_now,
 )
@@ -175,11 +174,7 @@ class MemoryStore:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
-        stored = stamped_for_create(row)
-        for record in records:
-            check_record(row.workflow_id, record)
-        if fork_of is not None:
-            check_names(fork_of)
+        stored = checked_create(row, records, fork_of)
         set_any = False
         with self._lock:
             existing = self._rows.get(row.workflow_id)

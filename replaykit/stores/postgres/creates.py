@@ -10,17 +10,16 @@ import psycopg
 from replaykit import serde
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status, outcome_to_json
-from replaykit.stores._checks import check_names, check_record
 from replaykit.stores._generations import with_first_inputs
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import (
     batch_answers,
     batch_of,
     check_batch_dedup,
+    checked_create,
     duplicate_dedup,
     first_of_each_id,
     stamped_for_batch,
-    stamped_for_create,
 )
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
@@ -50,11 +49,7 @@ class Creates:
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         db = self._db
-        stored = stamped_for_create(row)
-        for record in records:
-            check_record(row.workflow_id, record)
-        if fork_of is not None:
-            check_names(fork_of)
+        stored = checked_create(row, records, fork_of)
         insert = self._sql["create_workflow"]
         params = {
             "workflow_id": stored.workflow_id,

@@ -8,17 +8,16 @@ from typing import Any
 
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_names, check_record
 from replaykit.stores._generations import with_first_inputs
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import (
     batch_answers,
     batch_of,
     check_batch_dedup,
+    checked_create,
     duplicate_dedup,
     first_of_each_id,
     stamped_for_batch,
-    stamped_for_create,
 )
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
@@ -54,11 +53,7 @@ class Runs:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
-        stored = stamped_for_create(row)
-        for record in records:
-            check_record(row.workflow_id, record)
-        if fork_of is not None:
-            check_names(fork_of)
+        stored = checked_create(row, records, fork_of)
         params = workflow_params(stored)
         records_params = [record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
