@@ -13,7 +13,7 @@ from replaykit._operator import decoding
 from replaykit._text import outcome_summary
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import CliError, UsageError, one_line
-from replaykit.cli.options import json_option, url_option
+from replaykit.cli.options import app_dir_option, json_option, url_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.specs import BadInput, import_spec, resolve_workflow
 from replaykit.cli.store import get_row, named_codec, store_at
@@ -59,13 +59,7 @@ def _value_json(value: Any) -> dict[str, Any]:
     show_default=True,
     help="Also compare each replayed command's arguments with the log's.",
 )
-@click.option(
-    "--app-dir",
-    default=".",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory put first on sys.path before importing MODULE.",
-)
+@app_dir_option("MODULE")
 @json_option
 def inspect_command(
     spec: str,

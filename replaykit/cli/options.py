@@ -1,9 +1,13 @@
-"""The options many commands share (--url, --json, --wide) and the duration and time types."""
+"""The options many commands share (--url, --json, --wide, --app-dir) and the duration and
+time types."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -11,6 +15,7 @@ from replaykit.runtime.engine import DEFAULT_URL
 
 __all__ = [
     "UNITS",
+    "app_dir_option",
     "duration_option",
     "json_option",
     "parse_duration",
@@ -20,6 +25,9 @@ __all__ = [
     "wide_option",
 ]
 
+
+_T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., object])
 
 UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -78,24 +86,26 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def when_option(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+def _parsed(
+    parse: Callable[[str], _T], ctx: click.Context, param: click.Parameter, value: str | None
+) -> _T | None:
+    """An option's text parsed, its ValueError said as click's bad parameter."""
     if value is None:
         return None
     try:
-        return parse_when(value)
+        return parse(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def when_option(ctx: click.Context, param: click.Parameter, value: str | None) -> datetime | None:
+    return _parsed(parse_when, ctx, param, value)
 
 
 def duration_option(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> timedelta | None:
-    if value is None:
-        return None
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), ctx, param) from None
+    return _parsed(parse_duration, ctx, param, value)
 
 
 url_option = click.option(
@@ -106,6 +116,17 @@ url_option = click.option(
     show_envvar=True,
     help="The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://.",
 )
+
+
+def app_dir_option(imported: str) -> Callable[[_F], _F]:
+    """--app-dir, the directory put first on sys.path before `imported` is imported."""
+    return click.option(
+        "--app-dir",
+        default=".",
+        show_default=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help=f"Directory put first on sys.path before importing {imported}.",
+    )
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead.")

@@ -13,7 +13,7 @@ import click
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import Group, UsageError
 from replaykit.cli.fit import Fit
-from replaykit.cli.options import UNITS, json_option, url_option
+from replaykit.cli.options import UNITS, app_dir_option, json_option, url_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.specs import BadInput, import_spec
 from replaykit.cli.store import store_at
@@ -84,15 +84,6 @@ _app_option = click.option(
 )
 
 
-_app_dir_option = click.option(
-    "--app-dir",
-    default=".",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory put first on sys.path before importing --app.",
-)
-
-
 @click.group("queues", cls=Group)
 def queues_group() -> None:
     """What waits on each queue and what runs from it."""
@@ -101,7 +92,7 @@ def queues_group() -> None:
 @queues_group.command("list")
 @url_option
 @_app_option
-@_app_dir_option
+@app_dir_option("--app")
 @json_option
 def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json: bool) -> None:
     """Each queue's depth (ENQUEUED runs), delayed runs, running (PENDING) runs and limits.

@@ -12,6 +12,7 @@ from replaykit._operator import decoding
 from replaykit._text import redact
 from replaykit.cli.echo import echo
 from replaykit.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, UsageError, one_line
+from replaykit.cli.options import app_dir_option
 from replaykit.cli.specs import BadInput, import_spec, resolve_workflow
 from replaykit.cli.store import named_codec, store_at
 from replaykit.errors import NonDeterminismError
@@ -72,13 +73,7 @@ def _read_log(path: Path) -> Log:
     show_default=True,
     help="For a finished run, also require the recorded result (or error).",
 )
-@click.option(
-    "--app-dir",
-    default=".",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory put first on sys.path before importing MODULE.",
-)
+@app_dir_option("MODULE")
 def replay_command(
     spec: str,
     logs: tuple[Path, ...],

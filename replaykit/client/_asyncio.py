@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -16,7 +15,7 @@ from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
 from replaykit.log import Record, Status
-from replaykit.runtime import admin, streams
+from replaykit.runtime import admin, loop_waits, streams
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
@@ -305,18 +304,16 @@ class AsyncClient:
     async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` (holding no
         thread) for it; else None."""
-        timeout = checked_wait(timeout, "get_event(timeout=...)")
         client = self.client
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        with self._notified(("event", workflow_id)) as changed:
-            while True:
-                found, value = await self.off_loop(lambda: client.store.get_event(workflow_id, key))
-                if found:
-                    return value
-                if deadline is None or loop.time() >= deadline:
-                    return None
-                await _wait_event(changed, min(client.poll_interval, deadline - loop.time()))
+        return await loop_waits.get_event(
+            client.store,
+            client.listen,
+            self.off_loop,
+            workflow_id,
+            key,
+            timeout,
+            client.poll_interval,
+        )
 
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Client.get_events` as a coroutine."""
@@ -394,7 +391,7 @@ class AsyncClient:
         client = self.client
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        with self._notified(("finished", workflow_id)) as finished:
+        with loop_waits.notified(client.listen, [("finished", workflow_id)]) as finished:
             while True:
                 row = await self.off_loop(client._row, workflow_id)
                 if row.status.is_terminal:
@@ -406,27 +403,4 @@ class AsyncClient:
                         why = await self.off_loop(_waiting.why_waiting, client.store, row)
                         raise _waiting.still_running(row, timeout, why)
                     wait = min(wait, left)
-                await _wait_event(finished, wait)
-
-    @contextlib.contextmanager
-    def _notified(self, wake: tuple[str, str]) -> Iterator[asyncio.Event]:
-        """On the loop: an asyncio event set whenever the store notifies `wake`."""
-        loop = asyncio.get_running_loop()
-        event = asyncio.Event()
-
-        def from_any_thread() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-                loop.call_soon_threadsafe(event.set)
-
-        stop = self.client.listen((wake,), from_any_thread)
-        try:
-            yield event
-        finally:
-            stop()
-
-
-async def _wait_event(event: asyncio.Event, timeout: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(max(timeout, 0.0)):
-            await event.wait()
-    event.clear()
+                await loop_waits.wait_round(finished, wait)

@@ -9,20 +9,20 @@ import contextlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
-from replaykit.commands import as_seconds, earliest_deadline, run_deadline
-from replaykit.errors import DuplicateDedupId, UnknownWorkflowError, WorkflowNotFound
+from replaykit.commands import run_deadline
+from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, schedules, streams
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
+from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 from replaykit.stores.codec import with_codec
@@ -332,27 +332,21 @@ class Client:
                 + (f"; pass {hint!r}" if isinstance(hint, str) else "")
             )
         inputs = admin.encode_inputs(name, args, kwargs, max_bytes=self.max_payload_bytes)
-        now = datetime.now(UTC)
-        delay_seconds = as_seconds(delay, "enqueue delay")
-        if timeout is not None and queue is None:
-            # It starts now; a queued run's timeout starts at its claim.
-            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
-        return WorkflowRow(
-            workflow_id=workflow_id or str(uuid.uuid4()),
-            name=name,
-            status=Status.ENQUEUED if queue is not None else Status.PENDING,
-            inputs=inputs,
-            executor_id="" if queue is not None else executor_id,
+        return admin.new_run_row(
+            name,
+            inputs,
+            workflow_id=workflow_id,
+            executor_id=executor_id,
             app_version=version,
-            created_at=now,
+            now=datetime.now(UTC),
             queue=queue,
             priority=priority,
             dedup_id=dedup_id,
-            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
-            deadline=deadline,
-            timeout=timeout,
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:
@@ -552,16 +546,7 @@ class Client:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
         timeout = checked_wait(timeout, "get_event(timeout=...)")
         self._check_open()
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._notified(("event", workflow_id)) as changed:
-            while True:
-                found, value = self.store.get_event(workflow_id, key)
-                if found:
-                    return value
-                if deadline is None or time.monotonic() >= deadline:
-                    return None
-                changed.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
-                changed.clear()
+        return wait_event(self.store, self.listen, workflow_id, key, timeout, self.poll_interval)
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
@@ -673,10 +658,7 @@ class Client:
 
     def _row(self, workflow_id: str) -> WorkflowRow:
         self._check_open()
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return row
+        return admin.get_run(self.store, workflow_id)
 
     def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
         timeout = checked_wait(timeout, "result(timeout=...)")

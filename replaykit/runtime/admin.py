@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from replaykit import serde
+from replaykit.commands import as_seconds, earliest_deadline
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     PayloadTooLarge,
@@ -53,6 +54,7 @@ __all__ = [
     "fork_run",
     "get_run",
     "live_parent",
+    "new_run_row",
     "open_store_for",
     "resume_family",
     "resume_run",
@@ -117,6 +119,48 @@ def encode_inputs(name: str, args: Sequence[Any], kwargs: dict[str, Any], *, max
     }
     check_input_size(name, inputs, max_bytes=max_bytes)
     return inputs
+
+
+def new_run_row(
+    name: str,
+    inputs: Any,
+    *,
+    workflow_id: str | None,
+    executor_id: str,
+    app_version: str,
+    now: datetime,
+    queue: str | None,
+    priority: int,
+    dedup_id: str | None,
+    delay: timedelta | float | None,
+    timeout: float | None,
+    deadline: datetime | None,
+    trace_context: str | None,
+    parent_id: str | None = None,
+) -> WorkflowRow:
+    """The row of a new run created `now`, as the Engine and the Client start it: ENQUEUED
+    on `queue` (for any executor), else PENDING for `executor_id`."""
+    delay_seconds = as_seconds(delay, "enqueue delay")
+    if timeout is not None and queue is None:
+        # A run that starts now: its clock starts now (a queued one's at its claim).
+        deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
+    return WorkflowRow(
+        workflow_id=workflow_id or str(uuid.uuid4()),
+        name=name,
+        status=Status.ENQUEUED if queue is not None else Status.PENDING,
+        inputs=inputs,
+        executor_id="" if queue is not None else executor_id,
+        app_version=app_version,
+        created_at=now,
+        parent_id=parent_id,
+        queue=queue,
+        priority=priority,
+        dedup_id=dedup_id,
+        wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+        trace_context=trace_context,
+        deadline=deadline,
+        timeout=timeout,
+    )
 
 
 def check_input_size(name: str, inputs: Any, *, max_bytes: int) -> None:

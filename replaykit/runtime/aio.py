@@ -38,10 +38,10 @@ from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
-from replaykit.runtime import streams
+from replaykit.runtime import admin, loop_waits, streams
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
-from replaykit.runtime.host import Entropy, Wake
+from replaykit.runtime.host import Entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
 from replaykit.runtime.schedules import Schedule, ScheduleInfo
@@ -494,18 +494,16 @@ class AsyncEngine:
 
         Waits on the engine's notifications (and its poll interval), holding no thread.
         """
-        timeout = checked_wait(timeout, "get_event(timeout=...)")
         engine = self.engine
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        async with self._notified([("event", workflow_id)]) as changed:
-            while True:
-                found, value = await self.off_loop(lambda: engine.store.get_event(workflow_id, key))
-                if found:
-                    return value
-                if deadline is None or loop.time() >= deadline:
-                    return None
-                await _wait_event(changed, min(engine.poll_interval, deadline - loop.time()))
+        return await loop_waits.get_event(
+            engine.store,
+            engine.listen,
+            self.off_loop,
+            workflow_id,
+            key,
+            timeout,
+            engine.poll_interval,
+        )
 
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
@@ -702,10 +700,7 @@ class AsyncEngine:
             looked = not told
 
     async def _read_row(self, workflow_id: str) -> WorkflowRow:
-        row = await self.off_loop(self.engine.store.get_workflow, workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return row
+        return await self.off_loop(admin.get_run, self.engine.store, workflow_id)
 
     def _heard_finished(self, workflow_id: str) -> None:
         """From any thread: a run finished; wake its waiters on the loop, if any.
@@ -738,45 +733,6 @@ class AsyncEngine:
                 return
             self._waking = True
         asyncio.get_running_loop().call_soon(self._wake_finish_waiters)
-
-    def _notified(self, wakes: Iterable[Wake]) -> _Notified:
-        return _Notified(self.engine, asyncio.get_running_loop(), list(wakes))
-
-
-class _Notified:
-    """An asyncio event set (on its loop) whenever the engine notifies one of `wakes`."""
-
-    def __init__(self, engine: Engine, loop: asyncio.AbstractEventLoop, wakes: list[Wake]) -> None:
-        self._engine = engine
-        self._loop = loop
-        self._wakes = wakes
-        self._event = asyncio.Event()
-        self._unsubscribe: Callable[[], None] | None = None
-
-    def _from_any_thread(self) -> None:
-        # A closed loop raises RuntimeError: nobody waits any more.
-        with contextlib.suppress(RuntimeError):
-            self._loop.call_soon_threadsafe(self._event.set)
-
-    async def __aenter__(self) -> asyncio.Event:
-        self._unsubscribe = self._engine.listen(self._wakes, self._from_any_thread)
-        return self._event
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-
-
-async def _wait_event(event: asyncio.Event, timeout: float) -> bool:
-    """Wait for `event` or `timeout` seconds, then clear it for the next round;
-    whether it was set."""
-    # asyncio.timeout, not wait_for: no task of its own per round.
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(max(timeout, 0.0)):
-            await event.wait()
-    told = event.is_set()
-    event.clear()
-    return told
 
 
 def _settle(future: asyncio.Future[bool], told: bool) -> None:

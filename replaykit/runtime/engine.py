@@ -99,10 +99,7 @@ class WorkflowHandle(Generic[R]):
         return f"<WorkflowHandle {self.workflow_id!r}>"
 
     def row(self) -> WorkflowRow:
-        row = self._engine.store.get_workflow(self.workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {self.workflow_id!r}")
-        return row
+        return admin.get_run(self._engine.store, self.workflow_id)
 
     def status(self) -> Status:
         return self.row().status

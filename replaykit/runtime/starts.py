@@ -10,7 +10,6 @@ nothing of the engine around it: a test builds it with a memory store and lists.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -18,14 +17,13 @@ from typing import Any, Protocol
 import attrs
 
 from replaykit import serde
-from replaykit.commands import as_seconds, earliest_deadline, run_deadline
+from replaykit.commands import run_deadline
 from replaykit.errors import (
     DuplicateDedupId,
     PayloadTooLarge,
     StoreUnavailable,
     WorkflowIdConflict,
 )
-from replaykit.log import Status
 from replaykit.otel import Telemetry
 from replaykit.registry import Workflow
 from replaykit.runtime import admin
@@ -166,28 +164,23 @@ class Starts:
                 f"the limit of {self.max_payload_bytes}; pass a reference instead, or raise "
                 "Engine(max_payload_bytes=...)"
             )
-        delay_seconds = as_seconds(delay, "enqueue delay")
-        if timeout is not None and queue is None:
-            # A run that starts now: its clock starts now (a queued one's at its claim).
-            deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
-        return WorkflowRow(
-            workflow_id=workflow_id or str(uuid.uuid4()),
-            name=wf.workflow_name,
-            status=Status.ENQUEUED if queue is not None else Status.PENDING,
-            inputs=inputs,
-            executor_id="" if queue is not None else self.executor_id,
+        return admin.new_run_row(
+            wf.workflow_name,
+            inputs,
+            workflow_id=workflow_id,
+            executor_id=self.executor_id,
             app_version=self.app_version,
-            created_at=now,
-            parent_id=parent_id,
+            now=now,
             queue=queue,
             priority=priority,
             dedup_id=dedup_id,
-            wake_at=now + timedelta(seconds=delay_seconds) if delay_seconds else None,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
             # The caller's span (a child: its parent's activation span), so that the
             # run's spans join that trace wherever and whenever it runs.
             trace_context=self.telemetry.context_for_new_run(parent_id),
-            deadline=deadline,
-            timeout=timeout,
+            parent_id=parent_id,
         )
 
     # -- many runs that start now ------------------------------------------------------------

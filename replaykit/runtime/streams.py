@@ -17,16 +17,16 @@ store calls run off the loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
 import attrs
 
 from replaykit.errors import StreamTimeout, WorkflowNotFound
 from replaykit.log import Record, StreamCursor
+from replaykit.runtime.loop_waits import Listen, OffLoop, notified, wait_round
 from replaykit.stores.base import Store, WorkflowRow, archive_id
 
 __all__ = [
@@ -41,9 +41,6 @@ __all__ = [
     "recorded_values",
     "stream_wakes",
 ]
-
-#: `listen(wakes, callback) -> stop`: calls `callback` from any thread on a notification.
-Listen = Callable[[Iterable[tuple[str, str]], Callable[[], None]], Callable[[], None]]
 
 
 @attrs.frozen
@@ -226,7 +223,7 @@ def read_blocking(
 async def read_async(
     store: Store,
     listen: Listen,
-    off_loop: Callable[[Callable[[], Any]], Awaitable[Any]],
+    off_loop: OffLoop,
     workflow_id: str,
     key: str,
     start: int = 0,
@@ -237,14 +234,7 @@ async def read_async(
     """Drive `reading` on the running loop: store calls through `off_loop`, waits on an
     asyncio event that notifications set from any thread; no thread is held."""
     loop = asyncio.get_running_loop()
-    changed = asyncio.Event()
-
-    def from_any_thread() -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
-            loop.call_soon_threadsafe(changed.set)
-
-    stop = listen(stream_wakes(workflow_id), from_any_thread)
-    try:
+    with notified(listen, stream_wakes(workflow_id)) as changed:
         core = reading(
             workflow_id,
             key,
@@ -268,12 +258,7 @@ async def read_async(
             elif isinstance(request, ReadRun):
                 answer = await off_loop(functools.partial(store.get_workflow, workflow_id))
             else:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(max(request.seconds, 0.0)):
-                        await changed.wait()
-                changed.clear()
-    finally:
-        stop()
+                await wait_round(changed, request.seconds)
 
 
 def recorded_values(

@@ -4,7 +4,7 @@ for an event's value, for a change a composite waits on, or for the engine to se
 `Waits` holds the calling thread, never the runtime's own: it listens through the
 wake-ups, asks the scheduler lock-free what it knows of runs it tracks, and reads
 the store for the rest. `AsyncEngine` waits on its loop instead (runtime/aio.py)
-and shares only `kept_finished`.
+and shares only `kept_finished`; the Client's `get_event` shares `wait_event`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,47 @@ from typing import Any, Protocol
 
 from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
-from replaykit.errors import WorkflowNotFound
+from replaykit.runtime.admin import get_run
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.loop_waits import Listen
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores.base import Store, WorkflowRow
 
-__all__ = ["TrackedRuns", "Waits"]
+__all__ = ["TrackedRuns", "Waits", "wait_event"]
+
+
+def wait_event(
+    store: Store,
+    listen: Listen,
+    workflow_id: str,
+    key: str,
+    timeout: float | None,
+    poll_interval: float,
+) -> Any:
+    """The latest value of a run's event `key`, waiting up to `timeout` seconds for it
+    (None: not at all); else None. The Engine's and the Client's `get_event`."""
+    timeout = checked_wait(timeout, "get_event(timeout=...)")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    found, value = store.get_event(workflow_id, key)
+    if found:
+        return value
+    if deadline is None or time.monotonic() >= deadline:
+        return None
+    changed = threading.Event()
+    unsubscribe = listen([("event", workflow_id)], changed.set)
+    try:
+        while True:
+            # Read after subscribing: a value set before the listening began is found.
+            found, value = store.get_event(workflow_id, key)
+            if found:
+                return value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            changed.wait(min(poll_interval, left))
+            changed.clear()
+    finally:
+        unsubscribe()
 
 
 class TrackedRuns(Protocol):
@@ -75,10 +110,7 @@ class Waits:
         self._hears_every_delete = hears_every_delete
 
     def _read(self, workflow_id: str) -> WorkflowRow:
-        row = self.store.get_workflow(workflow_id)
-        if row is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return row
+        return get_run(self.store, workflow_id)
 
     def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
         """`Engine.wait_finished`: the run's row once it is terminal."""
@@ -136,23 +168,9 @@ class Waits:
 
     def wait_event(self, workflow_id: str, key: str, timeout: float | None) -> Any:
         """`Engine.get_event`: the latest value of a run's event `key`, else None."""
-        timeout = checked_wait(timeout, "get_event(timeout=...)")
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            found, value = self.store.get_event(workflow_id, key)
-            if found:
-                return value
-            if deadline is None or time.monotonic() >= deadline:
-                return None
-            event = threading.Event()
-            unsubscribe = self.wakeups.listen([("event", workflow_id)], event.set)
-            try:
-                found, value = self.store.get_event(workflow_id, key)
-                if found:
-                    return value
-                event.wait(min(self.poll_interval, max(deadline - time.monotonic(), 0)))
-            finally:
-                unsubscribe()
+        return wait_event(
+            self.store, self.wakeups.listen, workflow_id, key, timeout, self.poll_interval
+        )
 
     def wait_for_change(
         self, changed: threading.Event, deadline: datetime | None, *, idle: bool

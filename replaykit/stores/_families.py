@@ -9,13 +9,15 @@ the family with their `lock_family` statement inside the transaction that moves 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
+from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
 
-__all__ = ["MOVABLE", "Member", "moving"]
+__all__ = ["MOVABLE", "Member", "family_from_rows", "moving"]
 
 #: The statuses of the runs a move restamps: those not finished. A finished run (and an
 #: archived generation, CONTINUED) never runs again, so its version does not matter.
@@ -31,6 +33,14 @@ class Member:
     status: Status
     app_version: str
     queue: str | None
+
+
+def family_from_rows(workflow_id: str, rows: Sequence[Sequence[Any]]) -> list[Member]:
+    """The family a SQL store's `lock_family` read: (id, parent id, status, version,
+    queue) a row; `WorkflowNotFound` if the run itself is not among them."""
+    if not any(r[0] == workflow_id for r in rows):
+        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+    return [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in rows]
 
 
 def moving(root: str, members: Iterable[Member], app_version: str) -> list[Member]:

@@ -5,34 +5,52 @@ the test store, so that no production store imports the test one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
 
 from replaykit.errors import DuplicateDedupId, RecordConflict, RunNotPending, WorkflowNotFound
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_row, storable_error
+from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "LIVE_STATUSES",
+    "batch_answers",
     "batch_of",
     "check_batch_dedup",
     "check_recordable",
+    "checked_create",
     "claim_room",
     "claimed_deadline",
     "duplicate_dedup",
     "duplicate_dedup_in_batch",
     "first_of_each_id",
+    "gap_error",
     "listed_without_payloads",
     "matches_filter",
     "no_run_for_events",
+    "no_run_to_send_to",
     "replaces_stored",
     "stamped_for_batch",
     "stamped_for_create",
     "utc_now",
 ]
+
+
+def no_run_to_send_to(workflow_id: str) -> WorkflowNotFound:
+    return WorkflowNotFound(
+        f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, or check the id"
+    )
+
+
+def gap_error(name: str, workflow_id: str, position: int, length: int) -> RecordConflict:
+    """A record for a position past the log's end."""
+    return RecordConflict(
+        f"workflow {name!r} (id {workflow_id!r}): cannot record position {position}; "
+        f"the log ends at {length}"
+    )
 
 
 def no_run_for_events(workflow_id: str) -> WorkflowNotFound:
@@ -79,6 +97,31 @@ def first_of_each_id(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
             seen.add(row.workflow_id)
             firsts.append(row)
     return firsts
+
+
+def batch_answers(
+    rows: Sequence[WorkflowRow], existing: Mapping[str, WorkflowRow]
+) -> tuple[list[tuple[WorkflowRow, bool]], list[str]]:
+    """What `create_workflows` answers for each row of the batch, in input order, and the
+    queues its new runs were enqueued on (each once, in order), to notify.
+
+    `existing` holds the runs that stood in the way of the batch's ids; every other
+    id is created by its first row, and a later row with that id finds that run.
+    """
+    answers: list[tuple[WorkflowRow, bool]] = []
+    created: dict[str, WorkflowRow] = {}
+    queues: dict[str, None] = {}
+    for row in rows:
+        if row.workflow_id in existing:
+            answers.append((existing[row.workflow_id], False))
+        elif row.workflow_id in created:
+            answers.append((created[row.workflow_id], False))
+        else:
+            created[row.workflow_id] = row
+            answers.append((row, True))
+            if row.status is Status.ENQUEUED and row.queue is not None:
+                queues[row.queue] = None
+    return answers, list(queues)
 
 
 def check_batch_dedup(
@@ -170,6 +213,17 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
         # such as a fork's, does not bring the other run's along).
         first_inputs=row.first_inputs if row.generation > 0 else None,
     )
+
+
+def checked_create(row: WorkflowRow, records: Sequence[Record], fork_of: str | None) -> WorkflowRow:
+    """`create_workflow`'s refusals before anything is read or written (the row's names,
+    a fork's records and source id); the row as it is stored (`stamped_for_create`)."""
+    stored = stamped_for_create(row)
+    for record in records:
+        check_record(row.workflow_id, record)
+    if fork_of is not None:
+        check_names(fork_of)
+    return stored
 
 
 def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:

@@ -22,7 +22,6 @@ from replaykit.stores._checks import (
     check_filter,
     check_log_limit,
     check_names,
-    check_record,
     check_schedule_specs,
     check_write,
     storable_error,
@@ -41,19 +40,22 @@ from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
 from replaykit.stores._rules import (
     LIVE_STATUSES,
+    batch_answers,
     batch_of,
     check_batch_dedup,
     check_recordable,
+    checked_create,
     claim_room,
     claimed_deadline,
     duplicate_dedup,
     first_of_each_id,
+    gap_error,
     listed_without_payloads,
     matches_filter,
     no_run_for_events,
+    no_run_to_send_to,
     replaces_stored,
     stamped_for_batch,
-    stamped_for_create,
     stays_pending,
     utc_now,
 )
@@ -172,11 +174,7 @@ class MemoryStore:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
-        stored = stamped_for_create(row)
-        for record in records:
-            check_record(row.workflow_id, record)
-        if fork_of is not None:
-            check_names(fork_of)
+        stored = checked_create(row, records, fork_of)
         set_any = False
         with self._lock:
             existing = self._rows.get(row.workflow_id)
@@ -222,8 +220,6 @@ class MemoryStore:
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))
-        answers: list[tuple[WorkflowRow, bool]] = []
-        queues: dict[str, None] = {}
         with self._lock:
             firsts = first_of_each_id(batch)
             live: dict[tuple[str, str], str] = {}
@@ -239,17 +235,17 @@ class MemoryStore:
                 is_new=lambda workflow_id: workflow_id not in self._rows,
                 live_holder=lambda row: live.get((row.queue or "", row.dedup_id or "")),
             )
-            for row in batch:
-                existing = self._rows.get(row.workflow_id)
-                if existing is not None:
-                    answers.append((existing, False))
-                    continue
-                self._rows[row.workflow_id] = row
-                self._logs[row.workflow_id] = []
-                self._order[row.workflow_id] = len(self._order)
-                answers.append((row, True))
-                if row.status is Status.ENQUEUED and row.queue is not None:
-                    queues[row.queue] = None
+            existing = {
+                r.workflow_id: self._rows[r.workflow_id]
+                for r in firsts
+                if r.workflow_id in self._rows
+            }
+            answers, queues = batch_answers(batch, existing)
+            for row, created in answers:
+                if created:
+                    self._rows[row.workflow_id] = row
+                    self._logs[row.workflow_id] = []
+                    self._order[row.workflow_id] = len(self._order)
         for queue in queues:
             self._notify("enqueued", queue)
         return answers
@@ -483,10 +479,7 @@ class MemoryStore:
             if not replaces_stored(stored, record):
                 return stored
         elif position != len(log):
-            raise RecordConflict(
-                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                f"{position}; the log ends at {len(log)}"
-            )
+            raise gap_error(row.name, workflow_id, position, len(log))
         if consume is not None:
             ids = [consume] if isinstance(consume, int) else list(consume)
             inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
@@ -499,10 +492,7 @@ class MemoryStore:
             if send is not None and send.workflow_id not in self._rows:
                 # Checked before anything changes: a failed send must not
                 # leave the consumed message gone.
-                raise WorkflowNotFound(
-                    f"cannot send to workflow id {send.workflow_id!r}: no such run. "
-                    "Start it first, or check the id"
-                )
+                raise no_run_to_send_to(send.workflow_id)
             for message_id in ids:
                 self._take_message(workflow_id, message_id)
         delivered = send is not None and self._deliver(
@@ -591,10 +581,7 @@ class MemoryStore:
                 log = self._logs[workflow_id]
                 position = last.position
                 if position > len(log):
-                    raise RecordConflict(
-                        f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                        f"{position}; the log ends at {len(log)}"
-                    )
+                    raise gap_error(row.name, workflow_id, position, len(log))
                 if position == len(log):
                     log.append(last)
                 elif log[position].outcome is None:
@@ -770,10 +757,7 @@ class MemoryStore:
         trace_context: str | None = None,
     ) -> bool:
         if workflow_id not in self._rows:
-            raise WorkflowNotFound(
-                f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, "
-                "or check the id"
-            )
+            raise no_run_to_send_to(workflow_id)
         if idempotency_key is not None:
             key = (workflow_id, idempotency_key)
             if key in self._used_keys:

@@ -59,12 +59,8 @@ class GetEventHandler(Handler):
         return Ready(Value(value)) if found else None
 
 
-class WaitHandler(Handler):
-    def target(
-        self, carrier: Carrier, row: WorkflowRow, position: int, command: Command
-    ) -> str | None:
-        assert isinstance(command, Wait)
-        return command.workflow_id
+class _AwaitsRun(Handler):
+    """Ready with the outcome of the run it is about (`target`) once that run finished."""
 
     def ready(
         self,
@@ -74,9 +70,18 @@ class WaitHandler(Handler):
         command: Command,
         target: str | None = None,
     ) -> Ready | None:
-        assert isinstance(command, Wait)
-        finished = carrier.finished_outcome(row, position, command.workflow_id)
+        awaited = target or self.target(carrier, row, position, command)
+        assert awaited is not None
+        finished = carrier.finished_outcome(row, position, awaited)
         return None if finished is None else Ready(finished)
+
+
+class WaitHandler(_AwaitsRun):
+    def target(
+        self, carrier: Carrier, row: WorkflowRow, position: int, command: Command
+    ) -> str | None:
+        assert isinstance(command, Wait)
+        return command.workflow_id
 
     def timed_out(self, row: WorkflowRow, position: int, command: Command) -> Outcome:
         assert isinstance(command, Wait)
@@ -88,7 +93,7 @@ class WaitHandler(Handler):
         return Failure(serde.encode_error(error, with_traceback=False))
 
 
-class CallHandler(Handler):
+class CallHandler(_AwaitsRun):
     """Starts its child once (a failed start is the outcome), then waits for it."""
 
     def carry_out(
@@ -111,16 +116,3 @@ class CallHandler(Handler):
     ) -> str | None:
         assert isinstance(command, Call)
         return carrier.child_id(row, position, command)
-
-    def ready(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        position: int,
-        command: Command,
-        target: str | None = None,
-    ) -> Ready | None:
-        child = target or self.target(carrier, row, position, command)
-        assert child is not None
-        finished = carrier.finished_outcome(row, position, child)
-        return None if finished is None else Ready(finished)

@@ -10,16 +10,16 @@ import psycopg
 from replaykit import serde
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status, outcome_to_json
-from replaykit.stores._checks import check_names, check_record
 from replaykit.stores._generations import with_first_inputs
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import (
+    batch_answers,
     batch_of,
     check_batch_dedup,
+    checked_create,
     duplicate_dedup,
     first_of_each_id,
     stamped_for_batch,
-    stamped_for_create,
 )
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
@@ -49,11 +49,7 @@ class Creates:
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         db = self._db
-        stored = stamped_for_create(row)
-        for record in records:
-            check_record(row.workflow_id, record)
-        if fork_of is not None:
-            check_names(fork_of)
+        stored = checked_create(row, records, fork_of)
         insert = self._sql["create_workflow"]
         params = {
             "workflow_id": stored.workflow_id,
@@ -136,7 +132,6 @@ class Creates:
             return []
         firsts = first_of_each_id(batch)
         deduplicated = any(r.queue is not None and r.dedup_id is not None for r in firsts)
-        created: set[str] = set()
         existing: dict[str, WorkflowRow] = {}
         todo = firsts
         for _ in range(5):
@@ -155,7 +150,6 @@ class Creates:
                 else:
                     # One statement, one commit; the read only if some ids existed.
                     inserted, found = self._insert_many(conn, todo)
-            created |= inserted
             existing.update(found)
             # A run in the way deleted before it was read: create that row again.
             todo = [r for r in todo if r.workflow_id not in inserted and r.workflow_id not in found]
@@ -166,20 +160,8 @@ class Creates:
                 f"create_workflows of {len(firsts)} runs kept racing with deletes "
                 f"(e.g. workflow id {todo[0].workflow_id!r})"
             )
-        answers: list[tuple[WorkflowRow, bool]] = []
-        answered: dict[str, WorkflowRow] = {}
-        queues: dict[str, None] = {}
-        for row in batch:
-            if row.workflow_id in answered:
-                answers.append((answered[row.workflow_id], False))
-            elif row.workflow_id in created:
-                answered[row.workflow_id] = row
-                answers.append((row, True))
-                if row.status is Status.ENQUEUED and row.queue is not None:
-                    queues[row.queue] = None
-            else:
-                answered[row.workflow_id] = existing[row.workflow_id]
-                answers.append((existing[row.workflow_id], False))
+        # Every id of the batch is now inserted or found in the way, never both.
+        answers, queues = batch_answers(batch, existing)
         self._db.tell([("enqueued", queue) for queue in queues])
         return with_first_inputs(answers, self._first_inputs)
 

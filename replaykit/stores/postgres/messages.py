@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from replaykit.errors import WorkflowNotFound
 from replaykit.stores._checks import check_names
-from replaykit.stores._rules import no_run_for_events
+from replaykit.stores._rules import no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import Message
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import json_param, utc, utc_now
@@ -49,10 +48,7 @@ class Messages:
             },
         )
         if not found or not found[0]:
-            raise WorkflowNotFound(
-                f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, "
-                "or check the id"
-            )
+            raise no_run_to_send_to(workflow_id)
         if found[1]:
             db.tell([("message", workflow_id)])
         return bool(found[1]) or bool(found[2])

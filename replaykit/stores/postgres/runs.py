@@ -11,7 +11,7 @@ from typing import Any
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
 from replaykit.stores._checks import check_names, storable_error
-from replaykit.stores._families import Member, moving
+from replaykit.stores._families import family_from_rows, moving
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
@@ -149,9 +149,7 @@ class Runs:
         now = utc_now()
         with db.connection() as conn, conn.transaction():
             found = conn.execute(self._sql["lock_family"], (workflow_id,)).fetchall()
-            if not any(r[0] == workflow_id for r in found):
-                raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-            family = [Member(r[0], r[1], Status(r[2]), r[3], r[4]) for r in found]
+            family = family_from_rows(workflow_id, found)
             moved = moving(workflow_id, family, app_version)
             notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
             queues = (m.queue for m in moved if m.status is Status.ENQUEUED and m.queue)

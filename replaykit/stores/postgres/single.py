@@ -15,10 +15,15 @@ from typing import Any
 import attrs
 import psycopg
 
-from replaykit.errors import RecordConflict, StoreError, WorkflowNotFound
+from replaykit.errors import RecordConflict, StoreError
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores._finish import same_record, unlike_error
-from replaykit.stores._rules import check_recordable, replaces_stored
+from replaykit.stores._rules import (
+    check_recordable,
+    gap_error,
+    no_run_to_send_to,
+    replaces_stored,
+)
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import (
@@ -207,10 +212,7 @@ class Single:
             if not replaces_stored(stored, record):
                 return stored
         elif record.position > length:
-            raise RecordConflict(
-                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                f"{record.position}; the log ends at {length}"
-            )
+            raise gap_error(row.name, workflow_id, record.position, length)
         if consume:
             present = set(found[14])
             # A repeated id cannot be taken twice either.
@@ -220,10 +222,7 @@ class Single:
                     f"workflow id {workflow_id!r}: message(s) {gone} already consumed"
                 )
         if send is not None and not found[15]:
-            raise WorkflowNotFound(
-                f"cannot send to workflow id {send.workflow_id!r}: no such run. Start it "
-                "first, or check the id"
-            )
+            raise no_run_to_send_to(send.workflow_id)
         return None
 
     def _state(
@@ -330,8 +329,5 @@ class Single:
             if stored.outcome is not None:
                 raise unlike_error(name, finish.workflow_id, stored, record)
         elif record.position > length:
-            raise RecordConflict(
-                f"workflow {name!r} (id {finish.workflow_id!r}): cannot record position "
-                f"{record.position}; the log ends at {length}"
-            )
+            raise gap_error(name, finish.workflow_id, record.position, length)
         return None

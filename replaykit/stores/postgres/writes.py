@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from replaykit.errors import RecordConflict, StoreError
+from replaykit.errors import StoreError
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores._checks import (
     check_names,
@@ -32,7 +32,7 @@ from replaykit.stores._many import (
     write_one_by_one,
     writes_of,
 )
-from replaykit.stores._rules import check_recordable
+from replaykit.stores._rules import check_recordable, gap_error
 from replaykit.stores.base import (
     EventWrite,
     FinishWrite,
@@ -267,10 +267,7 @@ class Writes:
             stored = record_from_row(found[4:14], workflow_id)
             return stored if stored.outcome is not None else None
         if position > found[3]:
-            raise RecordConflict(
-                f"workflow {row.name!r} (id {workflow_id!r}): cannot record position "
-                f"{position}; the log ends at {found[3]}"
-            )
+            raise gap_error(row.name, workflow_id, position, found[3])
         return None
 
     def record_late(

@@ -10,10 +10,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from replaykit.errors import WorkflowNotFound
 from replaykit.stores._checks import check_names
 from replaykit.stores._rows import decoded_json, event_value, message_payload
-from replaykit.stores._rules import no_run_for_events
+from replaykit.stores._rules import no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import Message
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
@@ -31,12 +30,6 @@ _GET_EVENT = SQL["get_event"]
 _GET_EVENTS = SQL["get_events"]
 
 
-def _no_target_error(workflow_id: str) -> WorkflowNotFound:
-    return WorkflowNotFound(
-        f"cannot send to workflow id {workflow_id!r}: no such run. Start it first, or check the id"
-    )
-
-
 def deliver(
     conn: sqlite3.Connection,
     workflow_id: str,
@@ -52,7 +45,7 @@ def deliver(
     The same call again raises `Unchanged(True)`: its earlier attempt delivered.
     """
     if first(conn.execute(_RUN_EXISTS, (workflow_id,))) is None:
-        raise _no_target_error(workflow_id)
+        raise no_run_to_send_to(workflow_id)
     if idempotency_key is not None:
         fresh = conn.execute(_USE_SEND_KEY, (workflow_id, idempotency_key, call_id)).rowcount
         if not fresh:

@@ -9,26 +9,19 @@ from __future__ import annotations
 
 import sqlite3
 
-from replaykit.errors import RecordConflict, StoreError
+from replaykit.errors import StoreError
 from replaykit.log import Record, Status
 from replaykit.stores._finish import same_record, unlike_error
-from replaykit.stores._rules import check_recordable, replaces_stored
+from replaykit.stores._rules import check_recordable, gap_error, replaces_stored
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.values import first, record_from_row
 
-__all__ = ["gap_error", "get_record", "last_record_stands", "log_length", "refusal", "run_owner"]
+__all__ = ["get_record", "last_record_stands", "log_length", "refusal", "run_owner"]
 
 _RUN_OWNER = SQL["run_owner"]
 _GET_RECORD = SQL["get_record"]
 _LOG_LENGTH = SQL["log_length"]
-
-
-def gap_error(name: str, workflow_id: str, position: int, length: int) -> RecordConflict:
-    return RecordConflict(
-        f"workflow {name!r} (id {workflow_id!r}): cannot record position {position}; "
-        f"the log ends at {length}"
-    )
 
 
 def run_owner(conn: sqlite3.Connection, workflow_id: str) -> WorkflowRow | None:

@@ -8,16 +8,16 @@ from typing import Any
 
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_names, check_record
 from replaykit.stores._generations import with_first_inputs
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import (
+    batch_answers,
     batch_of,
     check_batch_dedup,
+    checked_create,
     duplicate_dedup,
     first_of_each_id,
     stamped_for_batch,
-    stamped_for_create,
 )
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
@@ -53,11 +53,7 @@ class Runs:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
-        stored = stamped_for_create(row)
-        for record in records:
-            check_record(row.workflow_id, record)
-        if fork_of is not None:
-            check_names(fork_of)
+        stored = checked_create(row, records, fork_of)
         params = workflow_params(stored)
         records_params = [record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
@@ -136,19 +132,6 @@ class Runs:
                 )
             return existing
 
-        existing = self._writer.write(insert)
-        answers: list[tuple[WorkflowRow, bool]] = []
-        created: dict[str, WorkflowRow] = {}
-        queues: dict[str, None] = {}
-        for row in batch:
-            if row.workflow_id in existing:
-                answers.append((existing[row.workflow_id], False))
-            elif row.workflow_id in created:
-                answers.append((created[row.workflow_id], False))
-            else:
-                created[row.workflow_id] = row
-                answers.append((row, True))
-                if row.status is Status.ENQUEUED and row.queue is not None:
-                    queues[row.queue] = None
+        answers, queues = batch_answers(batch, self._writer.write(insert))
         self._notify([("enqueued", queue) for queue in queues])
         return with_first_inputs(answers, self._first_inputs)

@@ -11,7 +11,7 @@ import attrs
 
 from replaykit.log import ErrorInfo, Failure, Record, Status, Value
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
-from replaykit.testing.conformance._support import _CheckFailed
+from replaykit.testing.conformance._support import _CheckFailed, _equal
 
 __all__ = ["check_count_workflows", "check_listing_without_payloads", "check_load_log_range"]
 
@@ -21,11 +21,6 @@ _T0 = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 def _fail(message: str) -> AssertionError:
     # The checks' own failure type, so that check_store reports it as it reports the rest.
     return _CheckFailed(message)
-
-
-def _equal(what: str, expected: Any, got: Any) -> None:
-    if expected != got:
-        raise _fail(f"{what}: expected {expected!r}, got {got!r}")
 
 
 def _runs(store: Store) -> None:
