@@ -7,10 +7,13 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from click.testing import Result
 
 PG_URL = os.environ.get("REPLAYKIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -110,3 +113,18 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.01)
+
+
+def rk(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+    """Run the `replaykit` command in this process (click's runner): its result."""
+    from click.testing import CliRunner
+
+    from replaykit.cli import cli
+
+    return CliRunner().invoke(cli, list(args), input=input, env=env)
+
+
+def ok(result: Result) -> str:
+    """What a command that must succeed printed; its output and error when it did not."""
+    assert result.exit_code == 0, (result.output, result.exception)
+    return result.stdout

@@ -15,19 +15,18 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import uuid
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
 import replaykit
+from conftest import ok, rk, wait_for
 from replaykit import Engine, Log, Recv, Status, Step, workflow
 from replaykit._text import format_duration
-from replaykit.cli import cli
 from replaykit.cli.options import parse_duration, parse_when
 from replaykit.runtime import queues as queues_module
 from replaykit.stores import open_store
@@ -91,14 +90,6 @@ def app_engine(url: str, **options: Any) -> Engine:
     return Engine(url, poll_interval=0.05, **options)
 
 
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.fixture
 def runs(url: str) -> str:
     """ok-run SUCCESS, bad-run ERROR (at position 2), wait-run PENDING in a timed Recv."""
@@ -113,15 +104,6 @@ def runs(url: str) -> str:
         )
     CALLS.clear()
     return url
-
-
-def rk(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input, env=env)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
 
 
 def one_line_error(result: Result, code: int = 1) -> str:

@@ -9,17 +9,16 @@ queue "cli-approvals") runs what the command starts.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
+from conftest import ok, rk
 from replaykit import Engine, Queue, Recv, SetEvent, Status, workflow
-from replaykit.cli import cli
 from replaykit.stores import open_store
 from replaykit.stores.base import WorkflowRow
 
@@ -51,15 +50,6 @@ def app_engine(url: str, **options: Any) -> Engine:
     )
 
 
-def rk(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
-
-
 def error(result: Result, code: int) -> str:
     assert result.exit_code == code, (result.output, result.exception)
     lines = result.stderr.strip().splitlines()
@@ -75,14 +65,6 @@ def row_of(url: str, workflow_id: str) -> WorkflowRow:
         store.close()
     assert row is not None
     return row
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_a_run_started_sent_to_and_read_from_the_shell(url: str) -> None:

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from replaykit.cli import cli
+from conftest import rk
 from replaykit.log import ErrorInfo, Failure, Record, Status
 from replaykit.stores import open_store
 from replaykit.stores.base import WorkflowRow
@@ -58,10 +58,6 @@ def url(tmp_path: Path) -> str:
     finally:
         store.close()
     return url
-
-
-def rk(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env)
 
 
 def assert_clean(result: Result, code: int = 0) -> str:

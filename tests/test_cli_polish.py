@@ -13,17 +13,16 @@ import os
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
+from conftest import ok, rk, wait_for
 from replaykit import Engine, Recv, Step, WriteStream, workflow
-from replaykit.cli import cli
 from replaykit.log import Status
 from replaykit.stores import open_store
 from replaykit.stores.base import WorkflowRow
@@ -75,28 +74,11 @@ def app_engine(url: str, **options: Any) -> Engine:
     return Engine(url, executor_id="app", app_version="v1", poll_interval=0.05, **options)
 
 
-def rk(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), input=input, env=env)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
-
-
 def error(result: Result, code: int = 1) -> str:
     assert result.exit_code == code, (result.output, result.exception)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     return lines[0]
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
+from conftest import ok, rk, wait_for
 from replaykit import Engine, Now, Queue, Status, VirtualClock, workflow
-from replaykit.cli import cli
 from replaykit.runtime import schedules as schedules_module
 from replaykit.runtime.schedules import schedule
 from replaykit.stores import open_store
@@ -67,28 +67,11 @@ def app_engine(url: str) -> Engine:
     return Engine(url, executor_id="app", clock=clock, poll_interval=0.05)
 
 
-def rk(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
-
-
 def error(result: Result, code: int) -> str:
     assert result.exit_code == code, (result.output, result.exception)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     return lines[0]
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def with_store(url: str, read: Callable[[Store], Any]) -> Any:

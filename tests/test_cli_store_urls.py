@@ -11,15 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from replaykit.cli import cli
+from conftest import rk
 from replaykit.cli.store import open_store as command_open
 from replaykit.stores import SqliteStore, StoreURL, open_store, parse_store_url
-
-
-def rk(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
 
 
 def error_line(result: Result) -> str:

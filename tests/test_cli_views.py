@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from rich.cells import cell_len
 
 import replaykit
+from conftest import ok, rk
 from replaykit import All, Engine, Race, Sleep, Step, workflow
-from replaykit.cli import cli
 from replaykit.cli.options import parse_duration, parse_when
 from replaykit.log import ErrorInfo, Failure, RaceOutcome, Record, Status, Value
 from replaykit.runtime import queues as queues_module
@@ -68,15 +67,6 @@ def shown(tmp_path_factory: pytest.TempPathFactory) -> str:
     with engine, pytest.raises(LookupError):
         engine.run(views_wf, "o-1", workflow_id="views-1", timeout=30)
     return url
-
-
-def rk(*args: str, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(cli, list(args), env=env)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

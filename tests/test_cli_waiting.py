@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from conftest import ok, rk, wait_for
 from replaykit import Engine, Queue, Recv, Step, workflow
 from replaykit._waiting import LiveEngine, live_engines, why_waiting
 from replaykit.cli import cli
@@ -65,28 +65,11 @@ def engine(url: str, executor_id: str, app_version: str, **options: Any) -> Engi
     )
 
 
-def rk(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, (result.output, result.exception)
-    return result.stdout
-
-
 def error(result: Result, code: int = 1) -> str:
     assert result.exit_code == code, (result.output, result.exception)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     return lines[0]
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -26,7 +26,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from conftest import wait_for
+from conftest import rk, wait_for
 from replaykit import (
     AsyncEngine,
     Call,
@@ -46,7 +46,6 @@ from replaykit import (
     serde,
     workflow,
 )
-from replaykit.cli import cli
 from replaykit.errors import DamagedData, TransactionUnsupported
 from replaykit.log import Failure, Record, Value
 from replaykit.serde import ErrorInfo
@@ -415,10 +414,6 @@ def fernet_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 CODEC_SPEC = "examples.encrypted:codec_from_env"
-
-
-def rk(*args: str) -> Any:
-    return CliRunner().invoke(cli, list(args))
 
 
 def test_the_cli_shows_payloads_encoded_without_the_codec(fernet_db: str) -> None:
