@@ -196,3 +196,12 @@ def test_worker_example_drains_through_replaykit_worker(tmp_path: Path) -> None:
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=60)
     assert worker.returncode == 0, output
+
+
+def test_preempted(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "preempted.py")], tmp_path)
+    assert "nightly-1: CANCELLED; position 0 'reindex' recorded StepPreempted" in out
+    assert (
+        "nightly-1 resumed: products marked stale for tomorrow; the reindex body ran 1 time(s)"
+        in out
+    )
