@@ -179,7 +179,7 @@ class Wakeups:
         # (when, tie-breaker, workflow id, the suspension it belongs to or None).
         # An entry whose suspension was forgotten is stale and skipped.
         self._timers: list[tuple[datetime, int, str, Suspend | None]] = []
-        # Deadlines that composites wait for while counted idle (virtual clocks).
+        # Expiries that composites wait for while counted idle (virtual clocks).
         self._idle_expiries: list[tuple[datetime, int]] = []
         self._timer_seq = itertools.count()
         self._suspended: dict[str, Suspend] = {}
@@ -503,9 +503,9 @@ class Wakeups:
                 self._waking += len(due)
             self._hand_over(due)
 
-    def add_idle_expiry(self, deadline: datetime) -> tuple[datetime, int]:
-        """A composite waits for `deadline` while counted idle: the clock may jump to it."""
-        token = (deadline, next(self._timer_seq))
+    def add_idle_expiry(self, expiry: datetime) -> tuple[datetime, int]:
+        """A composite waits for `expiry` while counted idle: the clock may jump to it."""
+        token = (expiry, next(self._timer_seq))
         with self._cv:
             heapq.heappush(self._idle_expiries, token)
             self._cv.notify_all()
