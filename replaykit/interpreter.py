@@ -343,7 +343,7 @@ def _display_path(filename: str) -> str:
 
 
 # `yield from Step(...)` passes through the command's own iterator: the call
-# site is the workflow's line, not the line inside commands.py.
+# site is the workflow's line, not the line inside the commands package.
 _TRANSPARENT = frozenset({Step.__iter__.__code__})
 
 

@@ -181,7 +181,7 @@ def test_mypy_finds_the_installed_package_from_outside_the_project(tmp_path: Pat
         timeout=300,
     )
     assert "import-not-found" not in done.stdout and "missing library stubs" not in done.stdout
-    assert 'Revealed type is "replaykit.commands.Step[str]"' in done.stdout, done.stdout
+    assert 'Revealed type is "replaykit.commands.steps.Step[str]"' in done.stdout, done.stdout
 
 
 COMMANDS_SNIPPET = """

@@ -6,7 +6,7 @@ kind waits on (the notification that wakes it, and the run it is about), when it
 ready (what the store holds now), and what its timeout yields. The effect runner, the
 composites and the wake-ups ask `handler_for(command)`; none of them switches on the
 command's class. Adding a command kind touches its handler, the table below
-(`HANDLERS`), and the facts table in `commands.py` (`facts_of`: what the kind may do,
+(`HANDLERS`), and the facts its class states in `commands/` (`facts_of`: what the kind may do,
 which every layer reads).
 
 | kind | carried out | waits on | ready when | timeout gives |
