@@ -10,7 +10,13 @@ class states its `CommandFacts`; `facts_of` reads them.
 
 from __future__ import annotations
 
-from replaykit._durations import Retry, as_seconds, earliest_deadline, run_deadline
+from replaykit._durations import (
+    Retry,
+    as_seconds,
+    earliest_deadline,
+    requested_delay,
+    run_deadline,
+)
 from replaykit.commands.base import Command, CommandFacts, Yields, callable_name, facts_of
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
@@ -50,5 +56,6 @@ __all__ = [
     "callable_name",
     "earliest_deadline",
     "facts_of",
+    "requested_delay",
     "run_deadline",
 ]
