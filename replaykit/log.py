@@ -30,9 +30,17 @@ __all__ = [
     "Status",
     "StreamCursor",
     "Value",
+    "archive_id",
     "outcome_from_json",
     "outcome_to_json",
 ]
+
+
+def archive_id(workflow_id: str, generation: int) -> str:
+    """The id of a run's generation `generation`: the row its log is archived under
+    once it continues as new (`Store.continue_workflow`), and the generation's
+    `context().run_id` while it runs."""
+    return f"{workflow_id}#{generation}"
 
 
 class Status(enum.StrEnum):
