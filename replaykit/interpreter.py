@@ -42,6 +42,8 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
+    Received,
+    Recv,
     Step,
     Transaction,
     Uuid,
@@ -57,6 +59,7 @@ from replaykit.log import (
     Record,
     Value,
     archive_id,
+    received_from_data,
 )
 
 __all__ = [
@@ -308,6 +311,8 @@ def _decode_child(command: Command, outcome: Outcome) -> tuple[bool, Any]:
 def _decode_value(command: Command, data: Any) -> Any:
     if isinstance(command, WriteStream):
         return None  # the recorded value is for the stream's readers, not the writer
+    if isinstance(command, Recv) and command.topics is not None and data is not None:
+        return Received(*received_from_data(data))  # None: its timeout passed first
     if isinstance(command, Race):
         race = RaceOutcome.from_data(data)
         ok, value = _decode_child(command.children[race.index], race.outcome)

@@ -33,6 +33,8 @@ __all__ = [
     "archive_id",
     "outcome_from_json",
     "outcome_to_json",
+    "received_data",
+    "received_from_data",
 ]
 
 
@@ -90,6 +92,22 @@ def outcome_from_json(data: Any) -> Outcome | None:
     if "value" in data:
         return Value(data["value"])
     return Failure(serde.error_info_from_json(data["error"]))
+
+
+def received_data(topic: str, payload: Any) -> dict[str, Any]:
+    """What the record of a `Recv` of several topics holds: the topic the message came
+    on, and the message (decoded by `received_from_data` into a `Received`)."""
+    return {"topic": topic, "value": payload}
+
+
+def received_from_data(data: Any) -> tuple[str, Any]:
+    """(topic, message) from a `Recv` of several topics' recorded data."""
+    if not isinstance(data, dict) or not isinstance(data.get("topic"), str) or "value" not in data:
+        raise ValueError(
+            f"a Recv of several topics recorded {data!r}, not a topic and a value: the log "
+            "was written by other code at this position"
+        )
+    return data["topic"], data["value"]
 
 
 @attrs.frozen

@@ -21,7 +21,7 @@ from replaykit.commands.base import Command, CommandFacts, Yields, callable_name
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
 from replaykit.commands.instants import Now, Random, Sleep, Uuid
-from replaykit.commands.messages import GetEvent, Recv, Send, SetEvent
+from replaykit.commands.messages import GetEvent, Received, Recv, Send, SetEvent
 from replaykit.commands.steps import Step, Transaction
 from replaykit.commands.streams import CloseStream, WriteStream
 from replaykit.commands.versions import DeprecatePatch, Patch
@@ -40,6 +40,7 @@ __all__ = [
     "Patch",
     "Race",
     "Random",
+    "Received",
     "Recv",
     "Retry",
     "Send",

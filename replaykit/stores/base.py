@@ -759,8 +759,15 @@ class Store(Protocol):
         """
         ...
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        """The oldest unconsumed message on `topic`, without consuming it."""
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        """The oldest unconsumed message on `topic`, without consuming it.
+
+        Given a tuple of topics, the oldest unconsumed message on any of them
+        (the lowest `message_id`; its `topic` says which): what `Recv(("a", "b"))`
+        takes. Consuming it (`record(consume=...)`) is the same as for one topic:
+        once, with the record. An empty tuple is refused (`ValueError`), and
+        every topic is checked as one topic is.
+        """
         ...
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:

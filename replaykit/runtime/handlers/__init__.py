@@ -18,7 +18,7 @@ which every layer reads).
 | `SetEvent` | the value set with its record | — | — | — |
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
-| `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
+| `Recv` | waits; consumes with its record | a message to the run | one on its topic (any of its topics) | `None` |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
