@@ -4,6 +4,7 @@ from replaykit.client import AsyncClient, AsyncClientHandle, Client, ClientHandl
 from replaykit.commands import (
     All,
     Call,
+    CancelRun,
     CloseStream,
     ContinueAsNew,
     DeprecatePatch,
@@ -63,6 +64,7 @@ __all__ = [
     "AwaitedWorkflowCancelled",
     "BoundWorkflow",
     "Call",
+    "CancelRun",
     "Cancelled",
     "Client",
     "ClientHandle",

@@ -22,6 +22,7 @@ from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
 from replaykit.commands.instants import Now, Random, Sleep, Uuid
 from replaykit.commands.messages import GetEvent, Received, Recv, Send, SetEvent
+from replaykit.commands.runs import CancelRun
 from replaykit.commands.steps import Step, Transaction
 from replaykit.commands.streams import CloseStream, WriteStream
 from replaykit.commands.versions import DeprecatePatch, Patch
@@ -29,6 +30,7 @@ from replaykit.commands.versions import DeprecatePatch, Patch
 __all__ = [
     "All",
     "Call",
+    "CancelRun",
     "CloseStream",
     "Command",
     "CommandFacts",
