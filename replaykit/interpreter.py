@@ -42,6 +42,8 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
+    Received,
+    Recv,
     Step,
     Transaction,
     Uuid,
@@ -56,9 +58,12 @@ from replaykit.log import (
     RaceOutcome,
     Record,
     Value,
+    archive_id,
+    received_from_data,
 )
 
 __all__ = [
+    "SUGGEST_CONTINUE_AS_NEW_AT",
     "Completed",
     "ContinuedAsNew",
     "Decision",
@@ -80,9 +85,31 @@ __all__ = [
 WorkflowGenerator = Generator[Command, Any, Any]
 
 
+#: The log length (positions recorded in this generation) from which
+#: `context().continue_as_new_suggested` is True. Every cold rebuild of a run
+#: (an eviction from the warm cache, a restart, a takeover) reads its whole log and
+#: replays every position through the generator, so its cost grows with the log:
+#: at 10,000 step records, about 0.1 s on SQLite and 0.16 s on PostgreSQL and a
+#: read of 1.5 MB; ten times the log costs ten times that (docs/concepts.md, "Run
+#: information"). Counted in positions, never in bytes or time, so that a replay
+#: answers as the live run did.
+SUGGEST_CONTINUE_AS_NEW_AT = 10_000
+
+
 @attrs.define
 class WorkflowContext:
-    """What a workflow body may ask about itself through `replaykit.context()`."""
+    """What a workflow body may ask about itself through `replaykit.context()`.
+
+    `run_id` names this generation of the run: `"<workflow_id>#<generation>"`, the
+    id its log is archived under once it continues as new. `generation` counts the
+    run's `ContinueAsNew`s (0 for the first). `attempt` is the run's recovery count
+    as stored: how many times it was recovered after its engine stopped while it
+    executed, since it last waited (0 for a run never interrupted); it is not
+    recorded, so it may differ on a replay: log it, never choose a command by it.
+    `continue_as_new_suggested` is True once this generation's log holds
+    `SUGGEST_CONTINUE_AS_NEW_AT` positions; it depends on the position alone, so a
+    replay answers as the live run did.
+    """
 
     workflow_id: str
     name: str
@@ -90,6 +117,17 @@ class WorkflowContext:
     position: int = 0
     #: The id of the run that started this one (`Start`/`Call`), or None.
     parent_id: str | None = None
+    generation: int = 0
+    attempt: int = 0
+    run_id: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.run_id:
+            self.run_id = archive_id(self.workflow_id, self.generation)
+
+    @property
+    def continue_as_new_suggested(self) -> bool:
+        return self.position >= SUGGEST_CONTINUE_AS_NEW_AT
 
 
 _current: contextvars.ContextVar[WorkflowContext | None] = contextvars.ContextVar(
@@ -273,6 +311,8 @@ def _decode_child(command: Command, outcome: Outcome) -> tuple[bool, Any]:
 def _decode_value(command: Command, data: Any) -> Any:
     if isinstance(command, WriteStream):
         return None  # the recorded value is for the stream's readers, not the writer
+    if isinstance(command, Recv) and command.topics is not None and data is not None:
+        return Received(*received_from_data(data))  # None: its timeout passed first
     if isinstance(command, Race):
         race = RaceOutcome.from_data(data)
         ok, value = _decode_child(command.children[race.index], race.outcome)
@@ -441,6 +481,8 @@ class Interpreter:
         trace: list[tuple[int, str, str]] | None = None,
         keep_records: bool = True,
         parent_id: str | None = None,
+        generation: int = 0,
+        attempt: int = 0,
     ) -> None:
         if not inspect.isgenerator(gen):
             raise InvalidCommandError(
@@ -464,7 +506,13 @@ class Interpreter:
         # rebuilt from its log hold the same; None until the first decline.
         self._declined: dict[str, int] | None = None
         self._ctx = WorkflowContext(
-            workflow_id, workflow_name, bool(self._records), 0, parent_id=parent_id
+            workflow_id,
+            workflow_name,
+            bool(self._records),
+            0,
+            parent_id=parent_id,
+            generation=generation,
+            attempt=attempt,
         )
         self.workflow_name = workflow_name
         self.workflow_id = workflow_id

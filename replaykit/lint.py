@@ -272,6 +272,7 @@ _COMMANDS = frozenset(
     {
         "All",
         "Call",
+        "CancelRun",
         "CloseStream",
         "ContinueAsNew",
         "DeprecatePatch",

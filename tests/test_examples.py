@@ -205,3 +205,17 @@ def test_preempted(tmp_path: Path) -> None:
         "nightly-1 resumed: products marked stale for tomorrow; the reindex body ran 1 time(s)"
         in out
     )
+
+
+def test_purchase(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "purchase.py")], tmp_path)
+    for order in ("order-1", "order-2", "order-3"):
+        assert f"{order}: reserve attempt 1 rate limited; the service asked for 0.3s" in out
+        assert f"{order}: reserve attempt 2 reserved the stock" in out
+    assert (
+        "order-1: took acme's offer at 90 (ch-order-1-90); 2 negotiations cancelled; "
+        "run order-1#0, generation 0, attempt 0"
+    ) in out
+    assert "order-2: cancelled by the customer; 2 negotiations cancelled" in out
+    assert "order-3: failed: card declined for order-3 after 1 attempt(s)" in out
+    assert "negotiations of order-1: acme CANCELLED, globex CANCELLED" in out

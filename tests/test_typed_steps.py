@@ -208,6 +208,8 @@ def body(order: str) -> Generator[Any, Any, None]:
     reveal_type((yield from Start(child, 3)))
     reveal_type((yield from Recv("t")))
     reveal_type((yield from Recv("t", timeout=5)))
+    reveal_type((yield from Recv(("a", "b"))))
+    reveal_type((yield from Recv(("a", "b"), timeout=5)))
     reveal_type((yield from GetEvent("w", "k")))
     reveal_type((yield from GetEvent("w", "k", timeout=5)))
     won = yield from Race(Call(child, 1), Sleep(5))
@@ -245,6 +247,8 @@ def test_mypy_types_yield_from_every_command_and_a_wrong_step_is_one_error(
         "str",
         "Any",
         "Any | None",
+        "tuple[str, Any, fallback=replaykit.commands.messages.Received]",
+        "tuple[str, Any, fallback=replaykit.commands.messages.Received] | None",
         "Any",
         "Any | None",
         "tuple[Literal[0], str] | tuple[Literal[1], None]",

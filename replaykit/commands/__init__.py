@@ -10,12 +10,19 @@ class states its `CommandFacts`; `facts_of` reads them.
 
 from __future__ import annotations
 
-from replaykit._durations import Retry, as_seconds, earliest_deadline, run_deadline
+from replaykit._durations import (
+    Retry,
+    as_seconds,
+    earliest_deadline,
+    requested_delay,
+    run_deadline,
+)
 from replaykit.commands.base import Command, CommandFacts, Yields, callable_name, facts_of
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
 from replaykit.commands.instants import Now, Random, Sleep, Uuid
-from replaykit.commands.messages import GetEvent, Recv, Send, SetEvent
+from replaykit.commands.messages import GetEvent, Received, Recv, Send, SetEvent
+from replaykit.commands.runs import CancelRun
 from replaykit.commands.steps import Step, Transaction
 from replaykit.commands.streams import CloseStream, WriteStream
 from replaykit.commands.versions import DeprecatePatch, Patch
@@ -23,6 +30,7 @@ from replaykit.commands.versions import DeprecatePatch, Patch
 __all__ = [
     "All",
     "Call",
+    "CancelRun",
     "CloseStream",
     "Command",
     "CommandFacts",
@@ -34,6 +42,7 @@ __all__ = [
     "Patch",
     "Race",
     "Random",
+    "Received",
     "Recv",
     "Retry",
     "Send",
@@ -50,5 +59,6 @@ __all__ = [
     "callable_name",
     "earliest_deadline",
     "facts_of",
+    "requested_delay",
     "run_deadline",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from replaykit import serde
-from replaykit.commands import Retry, Step
+from replaykit.commands import Retry, Step, requested_delay
 from replaykit.errors import (
     Cancelled,
     ControlSignal,
@@ -150,8 +150,8 @@ def attempts(
             made = attempt
             if not retry.should_retry(exc, made):
                 return Failure(serde.encode_error(exc)), made
-            draw = jitter_draw(row.workflow_id, position, made + 1) if retry.jitter else 0.0
-            due = host.clock.now() + timedelta(seconds=retry.delay_before(made + 1, draw))
+            delay = _next_delay(host, row, position, command, exc, made)
+            due = host.clock.now() + timedelta(seconds=delay)
             if deadline is not None and due > deadline:
                 return gave_up(row, position, command, made, deadline, due, exc)
             last_error = exc
@@ -176,6 +176,29 @@ def attempts(
         except (SerializationError, PayloadTooLarge) as exc:
             return Failure(serde.encode_error(exc)), attempt
         return Value(data), attempt
+
+
+def _next_delay(
+    host: Host, row: WorkflowRow, position: int, command: Step[Any], error: Exception, made: int
+) -> float:
+    """Seconds before attempt `made + 1`: what the error asks (`RetryAfter`, a
+    `retry_after`), else the policy's back-off with its jitter."""
+    try:
+        asked = requested_delay(error)
+    except ValueError as exc:
+        asked = None
+        host.logger.warning(
+            "step %r of workflow %r (id %r): %s; waiting the Retry policy's back-off instead",
+            command.name,
+            row.name,
+            row.workflow_id,
+            exc,
+        )
+    if asked is not None:
+        return asked
+    retry = command.retry or _NO_RETRY
+    draw = jitter_draw(row.workflow_id, position, made + 1) if retry.jitter else 0.0
+    return retry.delay_before(made + 1, draw)
 
 
 def gave_up(

@@ -65,7 +65,7 @@ import attrs
 
 from replaykit._limits import checked_count
 from replaykit.errors import DamagedData
-from replaykit.log import Outcome, Record, Status
+from replaykit.log import Outcome, Record, Status, archive_id
 from replaykit.stores._holds import ExecutorHold
 
 __all__ = [
@@ -88,11 +88,6 @@ __all__ = [
 # PostgreSQL indexes at most 2,704 bytes per index row, and `(queue, dedup_id)`,
 # `(workflow_id, key)` and `(workflow_id, topic, ...)` hold two names each.
 MAX_NAME_BYTES = 1000
-
-
-def archive_id(workflow_id: str, generation: int) -> str:
-    """The id an archived generation of a run gets (`continue_workflow`)."""
-    return f"{workflow_id}#{generation}"
 
 
 @attrs.frozen
@@ -764,8 +759,15 @@ class Store(Protocol):
         """
         ...
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        """The oldest unconsumed message on `topic`, without consuming it."""
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        """The oldest unconsumed message on `topic`, without consuming it.
+
+        Given a tuple of topics, the oldest unconsumed message on any of them
+        (the lowest `message_id`; its `topic` says which): what `Recv(("a", "b"))`
+        takes. Consuming it (`record(consume=...)`) is the same as for one topic:
+        once, with the record. An empty tuple is refused (`ValueError`), and
+        every topic is checked as one topic is.
+        """
         ...
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:

@@ -654,13 +654,13 @@ class CodecStore:
             trace_context=trace_context,
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         message = self.inner.peek_message(workflow_id, topic)
         if message is None or not (
             serde.is_encoded(message.payload) or serde.is_escaped(message.payload)
         ):
             return message
-        what = f"message {message.message_id} on topic {topic!r}"
+        what = f"message {message.message_id} on topic {message.topic!r}"
         return attrs.evolve(message, payload=self._decode(message.payload, what, workflow_id))
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:

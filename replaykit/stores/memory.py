@@ -24,6 +24,7 @@ from replaykit.stores._checks import (
     check_names,
     check_schedule_specs,
     check_write,
+    checked_topics,
     storable_error,
 )
 from replaykit.stores._families import Member, moving
@@ -116,6 +117,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "lock_family": "move_family",
     "move_family_member": "move_family",
     "peek_message": "peek_message",
+    "peek_message_any": "peek_message",
     "read_heartbeats": "read_heartbeats",
     "record_duplicate_send": "record",
     "record_late": "record_late",
@@ -786,11 +788,12 @@ class MemoryStore:
             f"workflow id {workflow_id!r}: message {message_id} was already consumed"
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        check_names(workflow_id, topic=topic)
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        topics = checked_topics(workflow_id, topic)
         with self._lock:
+            # The inbox is in send order: the first on any of the topics is the oldest.
             for message in self._inbox.get(workflow_id, ()):
-                if message.topic == topic:
+                if message.topic in topics:
                     return message
             return None
 

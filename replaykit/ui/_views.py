@@ -307,6 +307,10 @@ composite_parts = composite_children
 
 def _recv_topics(kind: str, name: str) -> list[str]:
     if kind == "recv":
+        if name.startswith("(") and name.endswith(")"):
+            # A Recv of several topics (`Recv.name`); a topic holding "," makes this a
+            # guess, and the page only looks at more topics for it.
+            return [name, *name[1:-1].split(",")]
         return [name]
     if kind in ("race", "all"):
         found: list[str] = []

@@ -18,18 +18,19 @@ which every layer reads).
 | `SetEvent` | the value set with its record | — | — | — |
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
-| `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
+| `Recv` | waits; consumes with its record | a message to the run | one on its topic(s) | `None` |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
 | `Now`, `Random`, `Uuid`, `Patch`, `Start` | at once | — | — | — |
+| `CancelRun` | the other run cancelled (engine.cancel), whether it changed recorded | — | — | — |
 
 (A step's own `timeout=` fails the attempt, as its retry policy then decides.)
 
 The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
 are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
 SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call) and
-`instants.py` (Now, Random, Uuid, Patch, Start).
+`instants.py` (Now, Random, Uuid, Patch, Start, CancelRun).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import Any
 from replaykit.commands import (
     All,
     Call,
+    CancelRun,
     CloseStream,
     Command,
     GetEvent,
@@ -59,6 +61,7 @@ from replaykit.commands import (
 )
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
 from replaykit.runtime.handlers.instants import (
+    CancelRunHandler,
     NowHandler,
     PatchHandler,
     RandomHandler,
@@ -115,4 +118,5 @@ HANDLERS: dict[type[Any], Handler] = {
     Uuid: UuidHandler(),
     Patch: PatchHandler(),
     Start: StartHandler(),
+    CancelRun: CancelRunHandler(),
 }

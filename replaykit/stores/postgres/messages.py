@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from replaykit.stores._checks import check_names
+from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rules import no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import Message
 from replaykit.stores.postgres.database import Database
@@ -53,12 +53,16 @@ class Messages:
             db.tell([("message", workflow_id)])
         return bool(found[1]) or bool(found[2])
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        check_names(workflow_id, topic=topic)
-        found = self._db.one(self._sql["peek_message"], (workflow_id, topic))
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        topics = checked_topics(workflow_id, topic)
+        if isinstance(topic, str):
+            found = self._db.one(self._sql["peek_message"], (workflow_id, topic))
+        else:
+            found = self._db.one(self._sql["peek_message_any"], (workflow_id, list(topics)))
         if found is None:
             return None
-        return Message(found[0], workflow_id, topic, found[1], utc(found[2]), found[3])
+        on = topic if isinstance(topic, str) else str(found[4])
+        return Message(found[0], workflow_id, on, found[1], utc(found[2]), found[3])
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)

@@ -432,6 +432,15 @@ WHERE workflow_id = %s AND topic = %s
 ORDER BY message_id
 LIMIT 1;
 
+-- name: peek_message_any
+-- The oldest message of a run on any of several topics (`Recv(("a", "b"))`): (run,
+-- topics as a text array). Message ids grow with every send, so the lowest is the oldest.
+SELECT message_id, payload, created_at, trace_context, topic
+FROM {s}.messages
+WHERE workflow_id = %s AND topic = ANY(%s::text[])
+ORDER BY message_id
+LIMIT 1;
+
 -- name: get_event
 -- One event of a run.
 SELECT value

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from replaykit.stores._checks import check_names
+from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rows import decoded_json, event_value, message_payload
 from replaykit.stores._rules import no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import Message
@@ -26,6 +26,7 @@ _USE_SEND_KEY = SQL["use_send_key"]
 _SEND_KEY_USED_BY_CALL = SQL["send_key_used_by_call"]
 _SEND_MESSAGE = SQL["send_message"]
 _PEEK_MESSAGE = SQL["peek_message"]
+_PEEK_MESSAGE_ANY = SQL["peek_message_any"]
 _GET_EVENT = SQL["get_event"]
 _GET_EVENTS = SQL["get_events"]
 
@@ -96,14 +97,18 @@ class Messages:
             self._notify([("message", workflow_id)])
         return delivered
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        check_names(workflow_id, topic=topic)
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        topics = checked_topics(workflow_id, topic)
         with self._connections.read() as conn:
-            found = first(conn.execute(_PEEK_MESSAGE, (workflow_id, topic)))
+            if isinstance(topic, str):
+                found = first(conn.execute(_PEEK_MESSAGE, (workflow_id, topic)))
+            else:
+                found = first(conn.execute(_PEEK_MESSAGE_ANY, (workflow_id, dump(list(topics)))))
         if found is None:
             return None
-        payload = message_payload(decoded_json, found[1], workflow_id, found[0], topic)
-        return Message(found[0], workflow_id, topic, payload, from_micros(found[2]), found[3])
+        on = topic if isinstance(topic, str) else str(found[4])
+        payload = message_payload(decoded_json, found[1], workflow_id, found[0], on)
+        return Message(found[0], workflow_id, on, payload, from_micros(found[2]), found[3])
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)

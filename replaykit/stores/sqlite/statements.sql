@@ -199,6 +199,16 @@ WHERE workflow_id = ? AND topic = ?
 ORDER BY message_id
 LIMIT 1;
 
+-- name: peek_message_any
+-- The oldest message of a run on any of several topics (`Recv(("a", "b"))`): (run,
+-- topics as a JSON array). Message ids grow with every send, so the lowest is the oldest.
+SELECT message_id, payload, created_at, trace_context, topic
+FROM messages
+WHERE workflow_id = ? AND topic IN (SELECT value
+    FROM json_each(?))
+ORDER BY message_id
+LIMIT 1;
+
 -- name: get_event
 -- One event of a run.
 SELECT value

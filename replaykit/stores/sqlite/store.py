@@ -356,7 +356,7 @@ class SqliteStore:
             trace_context=trace_context,
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         return self._messages.peek_message(workflow_id, topic)
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
