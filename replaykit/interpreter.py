@@ -42,8 +42,10 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
+    ReceiveUpdate,
     Step,
     Transaction,
+    UpdateRequest,
     Uuid,
     WriteStream,
 )
@@ -252,6 +254,8 @@ def result_type(command: Command) -> Any:
         return float
     if isinstance(command, Call):
         return getattr(command.workflow, "result_type", None)
+    if isinstance(command, ReceiveUpdate):
+        return UpdateRequest | None  # None: its timeout passed first
     return None
 
 

@@ -18,6 +18,7 @@ from replaykit.commands.instants import Now, Random, Sleep, Uuid
 from replaykit.commands.messages import GetEvent, Recv, Send, SetEvent
 from replaykit.commands.steps import Step, Transaction
 from replaykit.commands.streams import CloseStream, WriteStream
+from replaykit.commands.updates import ReceiveUpdate, Reply, UpdateRequest, replying
 from replaykit.commands.versions import DeprecatePatch, Patch
 
 __all__ = [
@@ -34,7 +35,9 @@ __all__ = [
     "Patch",
     "Race",
     "Random",
+    "ReceiveUpdate",
     "Recv",
+    "Reply",
     "Retry",
     "Send",
     "SetEvent",
@@ -42,6 +45,7 @@ __all__ = [
     "Start",
     "Step",
     "Transaction",
+    "UpdateRequest",
     "Uuid",
     "Wait",
     "WriteStream",
@@ -50,5 +54,6 @@ __all__ = [
     "callable_name",
     "earliest_deadline",
     "facts_of",
+    "replying",
     "run_deadline",
 ]

@@ -9,6 +9,7 @@ import attrs
 
 from replaykit._durations import as_seconds
 from replaykit.commands.base import ALONE, CommandFacts, T_co, Yields
+from replaykit.commands.updates import check_not_reserved
 
 
 def _send_key(value: str | None) -> str | None:
@@ -17,6 +18,11 @@ def _send_key(value: str | None) -> str | None:
             f"Send(idempotency_key={value!r}): the key must be a non-empty str "
             "(such as 'invoice-7'), or None for one delivery per position"
         )
+    return value
+
+
+def _topic(value: str | None) -> str | None:
+    check_not_reserved(value, "Send(topic=...): the topic")
     return value
 
 
@@ -38,7 +44,7 @@ class Send(Yields[bool | None]):
     )
     workflow_id: str
     message: Any
-    topic: str | None = None
+    topic: str | None = attrs.field(default=None, converter=_topic)
     idempotency_key: str | None = attrs.field(default=None, converter=_send_key)
 
     @property
@@ -80,6 +86,8 @@ class Recv(Yields[T_co]):
         self: Recv[Any | None], topic: str | None, timeout: timedelta | float | None
     ) -> None: ...
     def __init__(self, topic: str | None = None, timeout: timedelta | float | None = None) -> None:
+        # A request is taken with ReceiveUpdate, which answers to its validator too.
+        check_not_reserved(topic, "Recv: the topic")
         self.__attrs_init__(topic, as_seconds(timeout, "Recv timeout"))
 
     @property
@@ -100,8 +108,13 @@ class SetEvent(Yields[None]):
         why_not_child="its value is published in the same commit as its own record, which a "
         "losing child could never undo; " + ALONE,
     )
-    key: str
+    key: str = attrs.field()
     value: Any
+
+    @key.validator
+    def _not_reserved(self, _: Any, key: str) -> None:
+        # A reply is set by Reply, once per request; a SetEvent could forge one.
+        check_not_reserved(key, "SetEvent: the key")
 
     @property
     def name(self) -> str:

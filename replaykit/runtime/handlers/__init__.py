@@ -19,6 +19,8 @@ which every layer reads).
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
 | `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
+| `ReceiveUpdate` | waits; consumes with its record | a message to the run | a request | `None` |
+| `Reply` | the answer set as an event with its record (once per request) | — | — | — |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
@@ -46,7 +48,9 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
+    ReceiveUpdate,
     Recv,
+    Reply,
     Send,
     SetEvent,
     Sleep,
@@ -66,6 +70,7 @@ from replaykit.runtime.handlers.instants import (
     UuidHandler,
 )
 from replaykit.runtime.handlers.running import CompositeHandler, StepHandler, TransactionHandler
+from replaykit.runtime.handlers.updates import ReceiveUpdateHandler, ReplyHandler
 from replaykit.runtime.handlers.waiting import (
     CallHandler,
     GetEventHandler,
@@ -107,6 +112,8 @@ HANDLERS: dict[type[Any], Handler] = {
     CloseStream: _STREAM,
     Sleep: SleepHandler(),
     Recv: RecvHandler(),
+    ReceiveUpdate: ReceiveUpdateHandler(),
+    Reply: ReplyHandler(),
     GetEvent: GetEventHandler(),
     Wait: WaitHandler(),
     Call: CallHandler(),
