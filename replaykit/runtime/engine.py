@@ -359,6 +359,13 @@ class Engine:
                 watch_deadline=self.wakeups.watch_deadline,
                 step_aside=self.courtesy,
             )
+            self.updater = updates.Updater(
+                self.store,
+                self.wakeups.listen,
+                poll_interval=poll_interval,
+                max_payload_bytes=max_payload_bytes,
+                trace_context=self._trace_context,
+            )
             self.schedules = ScheduleLoop(
                 self.store,
                 self.clock,
@@ -791,10 +798,10 @@ class Engine:
         with); again with the same `update_id`, the same reply. Refused, nothing sent:
         `UnknownUpdate`, the validator's error. `UpdateRunFinished`, `UpdateTimeout`."""
         self._check_open()
-        call = self._updater.call(
+        call = self.updater.call(
             workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
         )
-        return self._updater.update(call)
+        return self.updater.update(call)
 
     def update_with_start(
         self,
@@ -812,23 +819,18 @@ class Engine:
         be this start (else `WorkflowIdConflict`) and unfinished."""
         self._check_open()
         wf, start_args, start_kwargs = unbind(wf, (), {})
-        call = self._updater.call(
+        call = self.updater.call(
             workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
         )
-        updates.validated(call, wf)
-        refuse = updates.refuse_finished(call)
-        return self._updater.update(
-            call,
-            lambda message, call_id: self.starts.create_and_send(
-                wf,
-                start_args,
-                start_kwargs,
-                workflow_id=workflow_id,
-                message=message,
-                call_id=call_id,
-                accept=refuse,
-            ),
+        start = functools.partial(
+            self.starts.create_and_send,
+            wf,
+            start_args,
+            start_kwargs,
+            workflow_id=workflow_id,
+            accept=updates.refuse_finished(call),
         )
+        return self.updater.update(call, start, wf)
 
     def send_with_start(
         self,
@@ -851,22 +853,15 @@ class Engine:
             topic,
             idempotency_key=idempotency_key,
             max_bytes=self.max_payload_bytes,
-            trace_context=self._updater.trace_context(),
+            trace_context=self.updater.trace_context(),
         )
         self.starts.create_and_send(
             wf, args, kwargs, workflow_id=workflow_id, message=outgoing, call_id=call_id
         )
         return WorkflowHandle(self, workflow_id, wf.result_type)
 
-    @functools.cached_property
-    def _updater(self) -> updates.Updater:
-        return updates.Updater(
-            self.store,
-            self.listen,
-            poll_interval=self.poll_interval,
-            max_payload_bytes=self.max_payload_bytes,
-            trace_context=lambda: current_trace_context() if self.telemetry.tracing else None,
-        )
+    def _trace_context(self) -> str | None:
+        return current_trace_context() if self.telemetry.tracing else None
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

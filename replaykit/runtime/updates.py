@@ -32,7 +32,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -233,7 +233,7 @@ def _finished(call: UpdateCall, row: WorkflowRow, *, sent: bool) -> UpdateRunFin
 def updating(
     call: UpdateCall,
     *,
-    check: Callable[[WorkflowRow], bool],
+    check: Callable[[WorkflowRow | None], bool],
     poll_interval: float,
     monotonic: Callable[[], float],
     with_start: bool = False,
@@ -243,8 +243,8 @@ def updating(
 
     `check(row)` checks the update against the run's workflow (raising `UnknownUpdate`
     or the validator's error) and says whether it did. With `with_start`, the run is
-    started (or found) and the request delivered in one store call; the start's own
-    workflow was checked by the face already.
+    started (or found) and the request delivered in one store call, and `check(None)`
+    checks it against the workflow to start.
     """
     deadline = None if call.timeout is None else monotonic() + call.timeout
     call_id = uuid.uuid4().hex
@@ -303,11 +303,19 @@ def updating(
         yield Pause(wait)
 
 
+class StartAndSend(Protocol):
+    """How a face starts the run and delivers the request together (`StartAndDeliver`)."""
+
+    def __call__(
+        self, *, message: OutgoingMessage, call_id: str
+    ) -> tuple[WorkflowRow, bool, bool]: ...
+
+
 def perform(
     store: Store,
     call: UpdateCall,
     request: Request,
-    start_and_send: Callable[[OutgoingMessage, str], tuple[WorkflowRow, bool, bool]] | None,
+    start_and_send: StartAndSend | None,
 ) -> Any:
     """Carry out one of the core's store requests (not `Pause`)."""
     if isinstance(request, ReadReply):
@@ -326,7 +334,7 @@ def perform(
         )
     if isinstance(request, StartAndDeliver):
         assert start_and_send is not None, "a core with a start is driven with start_and_send"
-        return start_and_send(request.message, request.call_id)
+        return start_and_send(message=request.message, call_id=request.call_id)
     raise AssertionError(f"not a store request: {request!r}")
 
 
@@ -389,19 +397,21 @@ async def drive_async(
                 error = exc
 
 
-#: How a face starts the run and delivers the request together (`StartAndDeliver`).
-StartAndSend = Callable[[OutgoingMessage, str], tuple[WorkflowRow, bool, bool]]
-
-
 def _core(
     call: UpdateCall,
     poll_interval: float,
     monotonic: Callable[[], float],
     start_and_send: StartAndSend | None,
+    start_workflow: Workflow[..., Any] | None,
 ) -> Generator[Request, Any, Any]:
+    def check(row: WorkflowRow | None) -> bool:
+        if row is None:  # a start: the workflow it starts
+            return validated(call, start_workflow)
+        return validated(call, registered_workflow(row.name))
+
     return updating(
         call,
-        check=lambda row: validated(call, registered_workflow(row.name)),
+        check=check,
         poll_interval=poll_interval,
         monotonic=monotonic,
         with_start=start_and_send is not None,
@@ -415,9 +425,12 @@ def send_update(
     *,
     poll_interval: float,
     start_and_send: StartAndSend | None = None,
+    start_workflow: Workflow[..., Any] | None = None,
 ) -> Any:
-    """The blocking faces' update (`Engine`, `Client`): the reply, or its error raised."""
-    core = _core(call, poll_interval, time.monotonic, start_and_send)
+    """The blocking faces' update (`Engine`, `Client`): the reply, or its error raised.
+    With `start_and_send`, an update-with-start of `start_workflow` (None: a client
+    without its code, whose request the engine validates)."""
+    core = _core(call, poll_interval, time.monotonic, start_and_send, start_workflow)
     return drive_blocking(
         core,
         lambda request: perform(store, call, request, start_and_send),
@@ -434,9 +447,12 @@ async def send_update_async(
     *,
     poll_interval: float,
     start_and_send: StartAndSend | None = None,
+    start_workflow: Workflow[..., Any] | None = None,
 ) -> Any:
     """The asyncio faces' update (`AsyncEngine`, `AsyncClient`), holding no thread."""
-    core = _core(call, poll_interval, asyncio.get_running_loop().time, start_and_send)
+    core = _core(
+        call, poll_interval, asyncio.get_running_loop().time, start_and_send, start_workflow
+    )
     return await drive_async(
         core,
         lambda request: perform(store, call, request, start_and_send),
@@ -503,18 +519,28 @@ class Updater:
             trace_context=self.trace_context(),
         )
 
-    def update(self, call: UpdateCall, start_and_send: StartAndSend | None = None) -> Any:
-        """Send it and wait for the reply on the calling thread."""
+    def update(
+        self,
+        call: UpdateCall,
+        start_and_send: StartAndSend | None = None,
+        start_workflow: Workflow[..., Any] | None = None,
+    ) -> Any:
+        """Send it and wait for the reply on the calling thread (`send_update`)."""
         return send_update(
             self.store,
             self.listen,
             call,
             poll_interval=self.poll_interval,
             start_and_send=start_and_send,
+            start_workflow=start_workflow,
         )
 
     async def update_async(
-        self, call: UpdateCall, off_loop: OffLoop, start_and_send: StartAndSend | None = None
+        self,
+        call: UpdateCall,
+        off_loop: OffLoop,
+        start_and_send: StartAndSend | None = None,
+        start_workflow: Workflow[..., Any] | None = None,
     ) -> Any:
         """Send it and wait for the reply on the running loop, holding no thread."""
         return await send_update_async(
@@ -524,4 +550,5 @@ class Updater:
             call,
             poll_interval=self.poll_interval,
             start_and_send=start_and_send,
+            start_workflow=start_workflow,
         )
