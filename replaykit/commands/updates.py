@@ -148,6 +148,12 @@ def reply_outcome(data: Any) -> tuple[bool, Any]:
         return False, serde.decode_error(serde.error_info_from_json(data["error"]))
     if isinstance(data, dict) and "value" in data:
         return True, data["value"]
+    codec = serde.encoded_by(data)
+    if codec is not None:
+        raise DamagedData(
+            f"an update's reply is encoded by the payload codec {codec!r}; read it with that "
+            "codec (Client(codec=...), replaykit --codec MODULE:ATTRIBUTE)"
+        )
     raise DamagedData(f"an update's reply is not one replaykit wrote: {str(data)[:120]!r}")
 
 
