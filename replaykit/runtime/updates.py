@@ -224,9 +224,9 @@ def _finished(call: UpdateCall, row: WorkflowRow, *, sent: bool) -> UpdateRunFin
             f"(replaykit workflows show {call.workflow_id})"
         )
     return UpdateRunFinished(
-        f"workflow {row.name!r} (id {call.workflow_id!r}) is {row.status.value}: a finished run "
-        f"takes no request, so {call.describe()} was not sent. Start a new run, or resume "
-        "this one first"
+        f"workflow {row.name!r} (id {call.workflow_id!r}) is {row.status.value} and holds no "
+        f"reply to {call.describe()}: a finished run takes no request (one sent earlier under "
+        "this id, it ended without answering). Start a new run, or resume this one first"
     )
 
 
@@ -253,8 +253,11 @@ def updating(
         found, data = yield ReadReply()
         if found:
             return _answer(call, data, None)
+        checked = check(None)
         try:
-            row, _created, _delivered = yield StartAndDeliver(call.message(validated=True), call_id)
+            row, _created, _delivered = yield StartAndDeliver(
+                call.message(validated=checked), call_id
+            )
         except UpdateRunFinished:
             found, data = yield ReadReply()  # answered and finished since the first look
             if found:

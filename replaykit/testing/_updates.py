@@ -51,7 +51,8 @@ class Update:
     `at` is when it arrives (a `timedelta` or seconds after the start, or an aware
     `datetime`); `to` a workflow id (default: the workflow under test); `update_id`
     its id (default `update-<n>`, n its index in `updates=`). Its reply is in
-    `RunResult.replies[update_id]`.
+    `RunResult.replies[update_id]`. One due after the run ended is not delivered
+    (the kit stops with the run): its reply says `answered=False`.
     """
 
     name: str
