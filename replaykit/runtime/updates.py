@@ -276,20 +276,11 @@ def updating(
         if row.status.is_terminal:
             raise _finished(call, row, sent=False)
         yield Deliver(call.message(validated=checked), call_id)
+    # Just delivered: the run has not answered yet, and the driver listened before the
+    # first read, so the wait comes first; a notification that came meanwhile ends it
+    # at once. The run is read only after a wait that did not bring the reply.
+    assert row is not None
     while True:
-        found, data = yield ReadReply()
-        if found:
-            return _answer(call, data, row)
-        row = yield ReadRun()
-        if row is None:
-            raise WorkflowNotFound(
-                f"workflow id {call.workflow_id!r} was deleted before it answered {call.describe()}"
-            )
-        if row.status.is_terminal:
-            found, data = yield ReadReply()  # replied, then finished, between the reads
-            if found:
-                return _answer(call, data, row)
-            raise _finished(call, row, sent=True)
         wait = poll_interval
         if deadline is not None:
             left = deadline - monotonic()
@@ -304,6 +295,19 @@ def updating(
                 )
             wait = min(wait, left)
         yield Pause(wait)
+        found, data = yield ReadReply()
+        if found:
+            return _answer(call, data, row)
+        row = yield ReadRun()
+        if row is None:
+            raise WorkflowNotFound(
+                f"workflow id {call.workflow_id!r} was deleted before it answered {call.describe()}"
+            )
+        if row.status.is_terminal:
+            found, data = yield ReadReply()  # replied, then finished, between the reads
+            if found:
+                return _answer(call, data, row)
+            raise _finished(call, row, sent=True)
 
 
 class StartAndSend(Protocol):
