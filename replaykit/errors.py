@@ -50,7 +50,12 @@ __all__ = [
     "StreamClosed",
     "StreamTimeout",
     "TransactionUnsupported",
+    "UnknownUpdate",
     "UnknownWorkflowError",
+    "UpdateAlreadyAnswered",
+    "UpdateError",
+    "UpdateRunFinished",
+    "UpdateTimeout",
     "WorkflowDeadlineExceeded",
     "WorkflowIdConflict",
     "WorkflowNotFound",
@@ -448,6 +453,32 @@ class RetryAfter(Exception):
     def __str__(self) -> str:
         said = self.message
         return said if said else f"retry after {self.delay:g}s"
+
+
+class UpdateError(ReplayKitError):
+    """Base of the errors of the update machinery itself (not the errors a workflow
+    replies with, which reach the caller as themselves)."""
+
+
+class UnknownUpdate(UpdateError, LookupError):
+    """The workflow declares no update of that name (`@workflow(updates=...)` or a
+    `@wf.validator(name)`): no request is sent, or a `ReceiveUpdate` of it fails."""
+
+
+class UpdateTimeout(UpdateError, TimeoutError):
+    """An update was not answered within the caller's timeout.
+
+    The request stays accepted: the run may still answer it, and a call with the
+    same update id then gets that answer.
+    """
+
+
+class UpdateRunFinished(UpdateError):
+    """The run an update was sent to had finished, or finished without answering it."""
+
+
+class UpdateAlreadyAnswered(UpdateError, ValueError):
+    """A `Reply` to a request that has its answer already (raised in the workflow)."""
 
 
 class ControlSignal(BaseException):

@@ -43,9 +43,11 @@ from replaykit.commands import (
     Race,
     Random,
     Received,
+    ReceiveUpdate,
     Recv,
     Step,
     Transaction,
+    UpdateRequest,
     Uuid,
     WriteStream,
 )
@@ -290,6 +292,8 @@ def result_type(command: Command) -> Any:
         return float
     if isinstance(command, Call):
         return getattr(command.workflow, "result_type", None)
+    if isinstance(command, ReceiveUpdate):
+        return UpdateRequest | None  # None: its timeout passed first
     return None
 
 

@@ -219,3 +219,35 @@ def test_purchase(tmp_path: Path) -> None:
     assert "order-2: cancelled by the customer; 2 negotiations cancelled" in out
     assert "order-3: failed: card declined for order-3 after 1 attempt(s)" in out
     assert "negotiations of order-1: acme CANCELLED, globex CANCELLED" in out
+
+
+def test_cart_answers_its_callers(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "cart.py")], tmp_path)
+    assert "add apple: {'items': {'apple': 1}, 'total': 40}" in out
+    assert out.count("{'items': {'apple': 1, 'pear': 2}, 'total': 150}") == 3
+    assert "refused: add 'fig': a quantity of 0 is not one to add" in out
+    assert "checkout failed: ada's card declines 630 cents" in out
+    assert "cart-ada: receipt-ada-150" in out
+    assert "log: 6 replies recorded; the refused add left none" in out
+
+
+def test_cart_in_the_testing_kit() -> None:
+    from examples.cart import cart
+    from replaykit.testing import Update, run
+
+    result = run(
+        cart,
+        "kit",
+        updates=[
+            Update("add", "fig", qty=5),
+            Update("checkout", at=10, update_id="too-much"),
+            Update("add", "kiwi", at=20),
+            Update("remove", "fig", at=30),
+            Update("checkout", at=40, update_id="empty"),
+        ],
+        real_steps=True,
+    )
+    assert "declines 600 cents" in str(result.replies["too-much"].error)
+    assert isinstance(result.replies["update-2"].error, KeyError)  # its validator
+    assert str(result.replies["empty"].error) == "the cart is empty"
+    assert result.result == "abandoned with 0 item(s)"  # nothing more came: idle

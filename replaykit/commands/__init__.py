@@ -25,6 +25,7 @@ from replaykit.commands.messages import GetEvent, Received, Recv, Send, SetEvent
 from replaykit.commands.runs import CancelRun
 from replaykit.commands.steps import Step, Transaction
 from replaykit.commands.streams import CloseStream, WriteStream
+from replaykit.commands.updates import ReceiveUpdate, Reply, UpdateRequest, replying
 from replaykit.commands.versions import DeprecatePatch, Patch
 
 __all__ = [
@@ -42,8 +43,10 @@ __all__ = [
     "Patch",
     "Race",
     "Random",
+    "ReceiveUpdate",
     "Received",
     "Recv",
+    "Reply",
     "Retry",
     "Send",
     "SetEvent",
@@ -51,6 +54,7 @@ __all__ = [
     "Start",
     "Step",
     "Transaction",
+    "UpdateRequest",
     "Uuid",
     "Wait",
     "WriteStream",
@@ -59,6 +63,7 @@ __all__ = [
     "callable_name",
     "earliest_deadline",
     "facts_of",
+    "replying",
     "requested_delay",
     "run_deadline",
 ]

@@ -10,6 +10,7 @@ import attrs
 
 from replaykit._durations import as_seconds
 from replaykit.commands.base import ALONE, CommandFacts, T_co, Yields
+from replaykit.commands.updates import check_not_reserved
 
 
 def _send_key(value: str | None) -> str | None:
@@ -18,6 +19,11 @@ def _send_key(value: str | None) -> str | None:
             f"Send(idempotency_key={value!r}): the key must be a non-empty str "
             "(such as 'invoice-7'), or None for one delivery per position"
         )
+    return value
+
+
+def _topic(value: str | None) -> str | None:
+    check_not_reserved(value, "Send(topic=...): the topic")
     return value
 
 
@@ -39,7 +45,7 @@ class Send(Yields[bool | None]):
     )
     workflow_id: str
     message: Any
-    topic: str | None = None
+    topic: str | None = attrs.field(default=None, converter=_topic)
     idempotency_key: str | None = attrs.field(default=None, converter=_send_key)
 
     @property
@@ -146,7 +152,11 @@ class Recv(Yields[T_co]):
         topic: str | tuple[str, ...] | list[str] | None = None,
         timeout: timedelta | float | None = None,
     ) -> None:
-        self.__attrs_init__(_recv_topic(topic), as_seconds(timeout, "Recv timeout"))
+        checked = _recv_topic(topic)
+        # A request is taken with ReceiveUpdate, which answers to its validator too.
+        for one in checked if isinstance(checked, tuple) else (checked,):
+            check_not_reserved(one, "Recv: the topic")
+        self.__attrs_init__(checked, as_seconds(timeout, "Recv timeout"))
 
     @property
     def topics(self) -> tuple[str, ...] | None:
@@ -177,8 +187,13 @@ class SetEvent(Yields[None]):
         why_not_child="its value is published in the same commit as its own record, which a "
         "losing child could never undo; " + ALONE,
     )
-    key: str
+    key: str = attrs.field()
     value: Any
+
+    @key.validator
+    def _not_reserved(self, _: Any, key: str) -> None:
+        # A reply is set by Reply, once per request; a SetEvent could forge one.
+        check_not_reserved(key, "SetEvent: the key")
 
     @property
     def name(self) -> str:

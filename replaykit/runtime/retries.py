@@ -98,6 +98,10 @@ RETRIED_CALLS: dict[str, str] = {
     "heartbeat": "an upsert of the same row",
     "set_deadline": "writes the same two values again",
     "send_message": "idempotent by key; the engine keys every send and names its call",
+    "create_and_send": "idempotent by id and by the message's key, its call named: a retry "
+    "finds the run and is told its message was delivered",
+    "answer_message": "a retry after a lost answer finds the message gone and answers False; "
+    "the caller then looks at the inbox again, where the next request waits",
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
     "finish_workflow": "a retry of a finish that committed finds the run finished and "
     "answers False, changing nothing; the scheduler takes False as 'finished already'",

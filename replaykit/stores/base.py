@@ -759,6 +759,43 @@ class Store(Protocol):
         """
         ...
 
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        """Create `row` unless its id exists, and deliver `message` to that run, in one
+        transaction (send-with-start, update-with-start).
+
+        When the id exists, the run is not modified and `accept(existing)` is called
+        inside the transaction, before anything is written, with the run as
+        `create_workflow` would answer it (its `first_inputs` filled in): if it
+        raises, nothing is written and the exception propagates (a start under the
+        id that is not this one, a run that may take no message). The message is
+        then delivered as `send_message` would deliver it (its idempotency key, this
+        `call_id`, its trace context): a key used before delivers nothing, and the
+        same call again is told it delivered. `message.workflow_id` must be the
+        row's id and the row must have no `dedup_id` (`ValueError`, nothing
+        written). Returns (the run's row, whether created, whether delivered).
+        After the commit, notifies as `create_workflow` and `send_message` do.
+        """
+        ...
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        """Take message `message_id` out of the run's inbox and set `event`, in one
+        transaction and with no record: a request refused before it reached the
+        workflow (an update's validator, run in the engine), answered where its
+        caller looks for the answer.
+
+        False, and nothing written, when the run's inbox does not hold the message
+        (consumed or answered already, by this engine or another). Notifies
+        ("event", workflow_id) after the commit.
+        """
+        ...
+
     def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         """The oldest unconsumed message on `topic`, without consuming it.
 

@@ -654,6 +654,28 @@ class CodecStore:
             trace_context=trace_context,
         )
 
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        # The run in the way is compared decoded, as a start compares it.
+        checked = None if accept is None else (lambda found: accept(self._listed(found)))
+        sent = self._encode_send(message)
+        assert sent is not None
+        stored, created, delivered = self.inner.create_and_send(
+            self._encode_row(row), sent, call_id=call_id, accept=checked
+        )
+        return self._listed(stored), created, delivered
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        encoded = self._encode_event(event)
+        assert encoded is not None
+        return self.inner.answer_message(workflow_id, message_id, encoded)
+
     def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         message = self.inner.peek_message(workflow_id, topic)
         if message is None or not (

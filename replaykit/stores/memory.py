@@ -46,6 +46,7 @@ from replaykit.stores._rules import (
     check_batch_dedup,
     check_recordable,
     checked_create,
+    checked_create_and_send,
     claim_room,
     claimed_deadline,
     duplicate_dedup,
@@ -776,6 +777,48 @@ class MemoryStore:
         )
         self._next_message_id += 1
         self._inbox.setdefault(workflow_id, []).append(message)
+        return True
+
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        stored = checked_create_and_send(row, message)
+        with self._lock:
+            existing = self._rows.get(row.workflow_id)
+            if existing is not None and accept is not None:
+                accept(existing)  # nothing written yet: a refusal leaves no trace
+            if existing is None:
+                self._rows[row.workflow_id] = stored
+                self._logs[row.workflow_id] = []
+                self._order[row.workflow_id] = len(self._order)
+            delivered = self._deliver(
+                row.workflow_id,
+                message.topic,
+                message.payload,
+                message.idempotency_key,
+                call_id,
+                message.trace_context,
+            )
+        if existing is None and stored.status is Status.ENQUEUED and stored.queue is not None:
+            self._notify("enqueued", stored.queue)
+        if delivered:
+            self._notify("message", row.workflow_id)
+        return (stored, True, delivered) if existing is None else (existing, False, delivered)
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        check_names(workflow_id, event_key=event.key)
+        with self._lock:
+            try:
+                self._take_message(workflow_id, message_id)
+            except RecordConflict:
+                return False
+            self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
+        self._notify("event", workflow_id)
         return True
 
     def _take_message(self, workflow_id: str, message_id: int) -> None:

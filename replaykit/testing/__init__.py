@@ -7,6 +7,7 @@ demand, so hypothesis is only needed by tests that use them).
 from replaykit.testing._fakes import StepCall, sequence
 from replaykit.testing._real_steps import UnfakedSteps
 from replaykit.testing._session import Commit, Message, TooManyGenerations
+from replaykit.testing._updates import Update, UpdateReply
 from replaykit.testing.conformance import check_store
 from replaykit.testing.determinism import DeterminismReport, check_determinism, format_log
 from replaykit.testing.harness import RunResult, run
@@ -22,6 +23,8 @@ __all__ = [
     "StepCall",
     "TooManyGenerations",
     "UnfakedSteps",
+    "Update",
+    "UpdateReply",
     "check_determinism",
     "check_store",
     "format_log",

@@ -40,6 +40,7 @@ from replaykit.stores.memory import MemoryStore
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
 from replaykit.testing._real_steps import RealSteps, RealStepsRule
 from replaykit.testing._sandbox import sandboxed
+from replaykit.testing._updates import Update, request_of, update_id_of
 
 #: `run(warm=...)`: replay at every wake-up (False), keep runs warm (True), or ask
 #: `(workflow_id, position) -> bool` at each suspension whether the run stays warm.
@@ -532,7 +533,7 @@ class Session:
         *,
         workflow_id: str,
         fakes: Mapping[str, Callable[..., Any]],
-        messages: Sequence[Message],
+        messages: Sequence[Message | Update],
         start: datetime,
         strict: bool,
         seed: int,
@@ -576,7 +577,9 @@ class Session:
         self.journal: list[Write | Exec] = []
         self.calls: dict[str, list[StepCall]] = {}
         self.crashes: list[tuple[int, Commit]] = []  # (journal index, commit)
-        self.undelivered: list[tuple[Message, str]] = []
+        self.undelivered: list[tuple[Message | Update, str]] = []
+        #: Updates refused at delivery (their validator, a finished run), by update id.
+        self.refused_updates: dict[str, BaseException] = {}
         self.delivery_errors: list[BaseException] = []
         self._lock = threading.Lock()
         self._commits_seen = 0
@@ -584,7 +587,10 @@ class Session:
         self._engine_no = 0
         self._engine: Engine | None = None
         self._encoded = [
-            serde.encode(m.payload, what=f"the payload of {m!r}") for m in self.messages
+            serde.encode(m.payload, what=f"the payload of {m!r}")
+            if isinstance(m, Message)
+            else None
+            for m in self.messages
         ]
 
     # -- setting up -------------------------------------------------------------
@@ -639,9 +645,19 @@ class Session:
         # Messages whose time has come arrive before the workflow runs.
         self.clock.deliver_due()
 
+    def sent_updates(self) -> list[tuple[str, Update, str]]:
+        """(update id, update, target run) of every scripted update."""
+        return [
+            (update_id_of(item, index), item, item.to or self.workflow_id)
+            for index, item in enumerate(u for u in self.messages if isinstance(u, Update))
+        ]
+
     def _deliver(self, index: int, at: datetime) -> None:
         message = self.messages[index]
         target = message.to or self.workflow_id
+        if isinstance(message, Update):
+            self._deliver_update(index, message, target, at)
+            return
         try:
             self.store.send_message(target, message.topic or "", self._encoded[index])
         except WorkflowNotFound as exc:
@@ -655,6 +671,33 @@ class Session:
             "send_message",
             (target, message.topic or "", self._encoded[index]),
             {},
+            target,
+            at,
+            None,
+            kit_message=index,
+        )
+
+    def _deliver_update(self, index: int, update: Update, target: str, at: datetime) -> None:
+        nth = sum(1 for m in self.messages[:index] if isinstance(m, Update))
+        update_id = update_id_of(update, nth)
+        try:
+            request = request_of(self.store, update, update_id, target)
+            if isinstance(request, BaseException):
+                self.refused_updates[update_id] = request  # refused: no trace in the run
+                return
+            kwargs = {"idempotency_key": request.idempotency_key}
+            self.store.send_message(target, request.topic, request.payload, **kwargs)
+        except WorkflowNotFound as exc:
+            self.undelivered.append((update, str(exc)))
+            return
+        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
+            self.delivery_errors.append(exc)
+            return
+        self.journal_write(
+            0,
+            "send_message",
+            (target, request.topic, request.payload),
+            kwargs,
             target,
             at,
             None,

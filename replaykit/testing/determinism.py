@@ -42,7 +42,8 @@ from replaykit.serde import PayloadCodec
 from replaykit.testing._fakes import as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
-from replaykit.testing.harness import RunResult, result_of, start_session
+from replaykit.testing._updates import Update
+from replaykit.testing.harness import RunResult, result_of, scripted_deliveries, start_session
 
 __all__ = ["DeterminismReport", "check_determinism", "format_log"]
 
@@ -270,6 +271,7 @@ def check_determinism(
     *args: Any,
     steps: Mapping[str, Any] | None = None,
     messages: Iterable[Message] = (),
+    updates: Iterable[Update] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -305,9 +307,13 @@ def check_determinism(
             f"check_determinism() expected a function decorated with @workflow, got {wf!r}"
         )
     messages = list(messages)
+    updates = list(updates)
+    # What every simulated process's session delivers: the messages, then the updates.
+    scripted = scripted_deliveries(messages, updates)
     settings: dict[str, Any] = {
         "steps": steps,
         "messages": messages,
+        "updates": updates,
         "clock": clock,
         "strict": strict,
         "workflow_id": workflow_id,
@@ -340,7 +346,7 @@ def check_determinism(
             variant = Session(
                 workflow_id=reference.workflow_id,
                 fakes=fakes,
-                messages=messages,
+                messages=scripted,
                 start=reference.start,
                 strict=strict,
                 seed=seed,

@@ -19,6 +19,8 @@ which every layer reads).
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
 | `Recv` | waits; consumes with its record | a message to the run | one on its topic(s) | `None` |
+| `ReceiveUpdate` | waits; consumes with its record | a message to the run | a request | `None` |
+| `Reply` | the answer set as an event with its record (once per request) | — | — | — |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
@@ -48,7 +50,9 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
+    ReceiveUpdate,
     Recv,
+    Reply,
     Send,
     SetEvent,
     Sleep,
@@ -69,6 +73,7 @@ from replaykit.runtime.handlers.instants import (
     UuidHandler,
 )
 from replaykit.runtime.handlers.running import CompositeHandler, StepHandler, TransactionHandler
+from replaykit.runtime.handlers.updates import ReceiveUpdateHandler, ReplyHandler
 from replaykit.runtime.handlers.waiting import (
     CallHandler,
     GetEventHandler,
@@ -110,6 +115,8 @@ HANDLERS: dict[type[Any], Handler] = {
     CloseStream: _STREAM,
     Sleep: SleepHandler(),
     Recv: RecvHandler(),
+    ReceiveUpdate: ReceiveUpdateHandler(),
+    Reply: ReplyHandler(),
     GetEvent: GetEventHandler(),
     Wait: WaitHandler(),
     Call: CallHandler(),

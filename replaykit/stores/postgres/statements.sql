@@ -761,6 +761,23 @@ SELECT (SELECT count(*)
                 'message:' || workflow_id)) FILTER (WHERE octet_length(workflow_id) < 7900)
     FROM sent), false;
 
+-- name: answer_message
+-- only: one statement; SQLite runs consume_messages and set_event in one transaction
+-- A request refused before it reached the workflow: the message taken out of the run's
+-- inbox and the answer set as the run's event, with no record; returns 1 if the message
+-- was still there (and notifies the event), else 0 and nothing written.
+WITH gone AS (DELETE FROM {s}.messages
+    WHERE workflow_id = %(wid)s AND message_id = %(mid)s
+    RETURNING workflow_id),
+ev AS (INSERT INTO {s}.events (workflow_id, key, value)
+    SELECT workflow_id, %(key)s, %(value)s
+    FROM gone
+    ON CONFLICT (workflow_id, key) DO UPDATE SET value = EXCLUDED.value
+    RETURNING workflow_id)
+SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'event:' || workflow_id))
+    FILTER (WHERE octet_length(workflow_id) < 7900)
+FROM ev;
+
 -- name: send_message_keyed
 -- A message with an idempotency key, sent once per key; returns (runs found, messages
 -- sent, whether an earlier attempt of this same call used the key). The statement's

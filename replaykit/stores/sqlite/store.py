@@ -356,6 +356,19 @@ class SqliteStore:
             trace_context=trace_context,
         )
 
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        return self._messages.create_and_send(row, message, call_id=call_id, accept=accept)
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        return self._messages.answer_message(workflow_id, message_id, event)
+
     def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         return self._messages.peek_message(workflow_id, topic)
 

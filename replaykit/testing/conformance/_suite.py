@@ -129,6 +129,11 @@ from replaykit.testing.conformance._values import (
     check_outcomes_round_trip,
     check_unicode_and_large_payloads,
 )
+from replaykit.testing.conformance._with_messages import (
+    check_answer_message,
+    check_create_and_send,
+    check_create_and_send_refused_leaves_nothing,
+)
 
 __all__ = ["STORE_CHECKS", "StoreCheck", "check_store"]
 
@@ -169,6 +174,9 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_fifo_per_topic,
     check_oldest_across_topics,
     check_message_fields,
+    check_create_and_send,
+    check_create_and_send_refused_leaves_nothing,
+    check_answer_message,
     check_event_latest_wins,
     check_record_many_commits_each,
     check_record_many_refusals,
