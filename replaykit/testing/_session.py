@@ -309,6 +309,7 @@ _READS = frozenset(
         "peek_message",
         "get_event",
         "get_events",
+        "get_step_heartbeats",
         "subscribe",
         "hold_executor",
         "executor_holder",
@@ -327,6 +328,7 @@ _WHEN_DEAD: Mapping[str, Any] = {
     "peek_message": None,
     "get_event": (False, None),
     "get_events": {},
+    "get_step_heartbeats": [],
     "release": [],
     "heartbeat": None,
     "take_over": [],
@@ -467,6 +469,15 @@ class JournalStore:
             return False
         changed: bool = self._call("set_status", args, kwargs)
         return changed
+
+    def record_step_heartbeat(self, *args: Any, **kwargs: Any) -> bool:
+        # Progress a step body reports, at whatever moment its thread gets there: not
+        # journaled (the journal is the runs' timeline and commits, where a beat
+        # would make a step's call look later than it was), and never a crash point.
+        if self.dead:
+            return False
+        written: bool = self._inner.record_step_heartbeat(*args, **kwargs)
+        return written
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self._inner.subscribe(callback)
