@@ -4,6 +4,7 @@ step (`record_step_heartbeat`), read back for the run's current generation
 
 from __future__ import annotations
 
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -114,14 +115,15 @@ def check_step_heartbeats_are_refused_as_records_are(store: Store) -> None:
         [_beat(0, details="before")],
         store.get_step_heartbeats("hb-2"),
     )
-    for what, bad in {
+    bad_beats = {
         "a negative position": _beat(-1, name="s"),
         "attempt 0": _beat(0, 0),
         "a negative child index": _beat(0, child_path=(-1,)),
         "a naive time": StepHeartbeat(0, "s0", 1, _T0.replace(tzinfo=None)),
         "a NUL in the step's name": _beat(0, name="a\x00b"),
-    }.items():
-        _raises(what, ValueError, lambda bad=bad: store.record_step_heartbeat("hb-2", bad))
+    }
+    for what, bad in bad_beats.items():
+        _raises(what, ValueError, functools.partial(store.record_step_heartbeat, "hb-2", bad))
 
 
 def check_step_heartbeats_of_a_generation(store: Store) -> None:
