@@ -29,6 +29,7 @@ from replaykit.errors import (
     Cancelled,
     CodecError,
     ExecutorIdInUse,
+    HeartbeatTimeout,
     NonDeterminismError,
     ReplayKitError,
     ScheduleNotFound,
@@ -50,6 +51,7 @@ from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import schedule
 from replaykit.serde import PayloadCodec
 from replaykit.stores import MemoryStore, WorkflowFilter
+from replaykit.stores.base import StepHeartbeat
 
 __all__ = [
     "All",
@@ -70,6 +72,7 @@ __all__ = [
     "Engine",
     "ExecutorIdInUse",
     "GetEvent",
+    "HeartbeatTimeout",
     "Log",
     "MemoryStore",
     "NonDeterminismError",
@@ -95,6 +98,7 @@ __all__ = [
     "Step",
     "StepContext",
     "StepFailed",
+    "StepHeartbeat",
     "StepPreempted",
     "StreamClosed",
     "SystemClock",

@@ -48,7 +48,7 @@ from replaykit.runtime.schedules import Schedule, ScheduleInfo
 from replaykit.runtime.starts import StartRequest
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
 
@@ -508,6 +508,10 @@ class AsyncEngine:
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
         return await self.off_loop(self.engine.get_events, workflow_id)
+
+    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """`Engine.get_heartbeats` as a coroutine: each step's latest heartbeat."""
+        return await self.off_loop(self.engine.get_heartbeats, workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -167,6 +167,13 @@ class Write:
             or self._ends_a_run()
         )
 
+    @property
+    def is_heartbeat(self) -> bool:
+        """A step body's heartbeat: journaled so that a store rebuilt from the journal
+        holds it, but written whenever the body's thread got there, during a step's
+        call; no commit of the run's, and no sign of which calls were in flight."""
+        return self.method == "record_step_heartbeat"
+
     def _ends_a_run(self) -> bool:
         """A cancel (at a run's deadline, say) ends the run's timeline where it happens."""
         if self.method != "set_status":
@@ -329,6 +336,8 @@ _WHEN_DEAD: Mapping[str, Any] = {
     "get_event": (False, None),
     "get_events": {},
     "get_step_heartbeats": [],
+    # A body of the dead process may still beat: its thread is lost work, told nothing.
+    "record_step_heartbeat": False,
     "release": [],
     "heartbeat": None,
     "take_over": [],
@@ -469,15 +478,6 @@ class JournalStore:
             return False
         changed: bool = self._call("set_status", args, kwargs)
         return changed
-
-    def record_step_heartbeat(self, *args: Any, **kwargs: Any) -> bool:
-        # Progress a step body reports, at whatever moment its thread gets there: not
-        # journaled (the journal is the runs' timeline and commits, where a beat
-        # would make a step's call look later than it was), and never a crash point.
-        if self.dead:
-            return False
-        written: bool = self._inner.record_step_heartbeat(*args, **kwargs)
-        return written
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self._inner.subscribe(callback)

@@ -16,7 +16,7 @@ from replaykit.registry import Workflow
 from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.base import StepHeartbeat, WorkflowFilter
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import (
@@ -157,6 +157,9 @@ class RunResult(Generic[R]):
     #: new (`ContinueAsNew`); `log` is the last generation's. Each log's `args` are
     #: the arguments that generation was called with.
     generations: tuple[Log, ...] = ()
+    #: The latest heartbeat of each step of the run's last generation that beat
+    #: (`step_context().heartbeat(details)`), by position, as `get_heartbeats` reads them.
+    heartbeats: tuple[StepHeartbeat, ...] = ()
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -290,6 +293,7 @@ def result_of(
         stored_log=session.stored_log_of(session.workflow_id),
         events=session.store.get_events(session.workflow_id),
         generations=_generations(session),
+        heartbeats=tuple(session.store.get_step_heartbeats(session.workflow_id)),
         workflow=wf,
     )
 
