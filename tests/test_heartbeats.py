@@ -564,3 +564,24 @@ def _run_page(url: str, workflow_id: str) -> str:
             return client.get("/run", params={"id": workflow_id}).text
     finally:
         store.close()
+
+
+def test_a_recovered_run_reads_the_details_for_the_step_it_was_at_only() -> None:
+    """The step under way when the process died (and a composite's siblings at its
+    position) may go on from its details; the run's later steps do not cost a read."""
+    from replaykit.runtime.beats import StepBeats
+    from replaykit.runtime.clock import SystemClock
+    from replaykit.stores.base import WorkflowRow
+
+    room = StepBeats(MemoryStore(), SystemClock(), executor_id="e", max_payload_bytes=1000)
+    step = Step("s", print)
+    fresh = WorkflowRow("r", "wf", Status.PENDING)
+    recovered = WorkflowRow("r", "wf", Status.PENDING, recovery_attempts=1)
+    again = WorkflowRow("r", "wf", Status.PENDING, recovery_attempts=2)
+
+    def reads(row: WorkflowRow, position: int, attempt: int = 1) -> bool:
+        return room.begin(row, step, position, attempt, (), None, None).needs_earlier
+
+    assert not reads(fresh, 3)
+    assert [reads(recovered, 3), reads(recovered, 3), reads(recovered, 4)] == [True, True, False]
+    assert [reads(again, 5), reads(again, 6), reads(again, 6, attempt=2)] == [True, False, True]

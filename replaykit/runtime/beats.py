@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from replaykit import serde
@@ -61,6 +61,9 @@ WRITE_INTERVAL = 1.0
 VIRTUAL_LOOK = 0.01
 # A waiter on the wall clock wakes this much after an expiry, so that it has passed.
 _PAST = 0.001
+_NEVER = datetime.min.replace(tzinfo=UTC)
+# How many recovered runs `StepBeats` remembers the first step of.
+_RECOVERED_KEPT = 10_000
 
 
 class AttemptBeats:
@@ -108,7 +111,8 @@ class AttemptBeats:
         scope: CancelScope | None,
     ) -> None:
         self._room = room
-        self._write_lock = threading.Lock()
+        # Made by the first beat: most attempts never beat, and this is their hot path.
+        self._write_lock: threading.Lock | None = None
         self.workflow_id = row.workflow_id
         self.workflow_name = row.name
         self.generation = row.generation
@@ -119,11 +123,13 @@ class AttemptBeats:
         self.scope = scope
         self.timeout = command.heartbeat_timeout
         #: Whether the details of an earlier attempt are worth a read of the store: a
-        #: retry, a step with a heartbeat timeout, a run recovered after a crash.
-        self.needs_earlier = attempt > 1 or self.timeout is not None or row.recovery_attempts > 0
+        #: retry, or a step with a heartbeat timeout (`StepBeats.begin` adds the step a
+        #: recovered run was at when it crashed).
+        self.needs_earlier = attempt > 1 or self.timeout is not None
         self.earlier: Any = None
         self.started = False
-        self.last_at: datetime = room.clock.now()
+        # The last beat, or the body's start (`body_started`, for a heartbeat timeout).
+        self.last_at: datetime = _NEVER
         self.details: Any = None
         self.seq = 0  # beats so far
         self.written = 0  # the beats the store has seen (the last write's seq)
@@ -140,7 +146,7 @@ class AttemptBeats:
         room = self._room
         self._stop_if_told()
         now = room.clock.now()
-        if self.timeout is not None and self._past(now):
+        if self.timeout is not None and self.started and self._past(now):
             # Too late: the attempt timed out meanwhile; its waiter abandons it.
             self.abandoned = True
             self._stop_if_told()
@@ -154,6 +160,8 @@ class AttemptBeats:
             )
         )
         with room.lock:
+            if self._write_lock is None:
+                self._write_lock = threading.Lock()
             self.details = data
             self.last_at = now
             self.seq += 1
@@ -282,6 +290,11 @@ class StepBeats:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._warned = False
+        # Recovered runs: the (generation, recovery count) seen, and their first step's
+        # position (`_first_since_recovery`).
+        self._recovered: collections.OrderedDict[str, tuple[tuple[int, int], int]] = (
+            collections.OrderedDict()
+        )
 
     def begin(
         self,
@@ -299,7 +312,24 @@ class StepBeats:
         if previous is not None:
             beats.earlier = previous.details if previous.seq else previous.earlier
             beats.needs_earlier = False
+        elif row.recovery_attempts and self._first_since_recovery(row, position):
+            beats.needs_earlier = True
         return beats
+
+    def _first_since_recovery(self, row: WorkflowRow, position: int) -> bool:
+        """Whether `position` is where a recovered run's activation carries out its first
+        step: the one under way when its last process died (a composite's children share
+        it). Its later steps are new, and reading the store for each would cost a
+        recovered run one query a step until its first wait."""
+        mark = (row.generation, row.recovery_attempts)
+        with self.lock:
+            seen = self._recovered.get(row.workflow_id)
+            if seen is None or seen[0] != mark:
+                self._recovered[row.workflow_id] = (mark, position)
+                while len(self._recovered) > _RECOVERED_KEPT:
+                    self._recovered.popitem(last=False)
+                return True
+            return seen[1] == position
 
     # -- before and after the body --------------------------------------------------------
 
@@ -317,13 +347,11 @@ class StepBeats:
 
     def end(self, beats: AttemptBeats) -> None:
         """The attempt is over: write what it beat and the store has not seen (blocking)."""
-        beats.body_ended()
         if beats.seq > beats.written:
             self.write(beats)
 
     async def end_async(self, beats: AttemptBeats) -> None:
         """`end`, for an async body: the write runs on the room's thread."""
-        beats.body_ended()
         if beats.seq > beats.written:
             await self._off_loop(lambda: self.write(beats))
 
@@ -361,7 +389,10 @@ class StepBeats:
 
     def write(self, beats: AttemptBeats) -> None:
         """Write the attempt's latest beat if the store has not seen it."""
-        with beats._write_lock:
+        lock = beats._write_lock
+        if lock is None:
+            return  # it never beat
+        with lock:
             with self.lock:
                 seq, details, at = beats.seq, beats.details, beats.last_at
                 if seq <= beats.written:
