@@ -25,6 +25,7 @@ from replaykit import (
     Engine,
     HeartbeatTimeout,
     MemoryStore,
+    Race,
     Retry,
     SerializationError,
     Status,
@@ -328,6 +329,27 @@ def test_a_composite_child_times_out_alone_and_is_retried(store_url: str) -> Non
         }
 
 
+def beats_too_long() -> str:
+    ctx = step_context()
+    while not GO.is_set():
+        ctx.heartbeat("alive")
+        time.sleep(0.02)
+    return "late"
+
+
+@workflow(name="beats.both-timeouts")
+def both_timeouts() -> Generator[Any, Any, str]:
+    value: str = yield Step("long", beats_too_long, timeout=0.4, heartbeat_timeout=0.2)
+    return value
+
+
+def test_a_step_timeout_still_bounds_a_body_that_keeps_beating() -> None:
+    with Engine("memory://") as engine, released():
+        with pytest.raises(TimeoutError, match=r"step 'long' timed out after 0.4s") as info:
+            engine.start(both_timeouts, workflow_id="both-1").result(timeout=10)
+        assert not isinstance(info.value, HeartbeatTimeout)
+
+
 def unencodable() -> None:
     step_context().heartbeat({"handle": object()})
 
@@ -358,10 +380,20 @@ def beats_until_stopped() -> str:
     return "never stopped"
 
 
+async def beats_until_stopped_async() -> str:
+    ctx = step_context()
+    while not GO.is_set():
+        BEATEN["count"] += 1
+        ctx.heartbeat(BEATEN["count"])
+        await asyncio.sleep(0.01)
+    return "never stopped"
+
+
 @workflow(name="beats.until-cancelled")
-def until_cancelled() -> Generator[Any, Any, str]:
+def until_cancelled(use_async: bool = False) -> Generator[Any, Any, str]:
+    body = beats_until_stopped_async if use_async else beats_until_stopped
     try:
-        value: str = yield Step("forever", beats_until_stopped)
+        value: str = yield Step("forever", body)
     except StepPreempted:
         value = yield Step("instead", lambda: "caught the preemption")
     return value
@@ -372,15 +404,24 @@ def assert_stopped(engine: Engine, workflow_id: str) -> None:
     [record] = engine.steps(workflow_id)
     assert isinstance(record.outcome, Failure)
     assert record.outcome.error.type_name == "replaykit.errors.StepPreempted"
+    assert_no_more_beats()
+
+
+def assert_no_more_beats() -> None:
+    """The body stopped at a beat: the count moves no more (past the beat that raised)."""
+    time.sleep(0.1)
     count = BEATEN["count"]
     time.sleep(0.2)
     assert BEATEN["count"] == count, "the body went on beating"
 
 
-def test_a_cancel_here_reaches_a_sync_step_at_its_next_heartbeat(store_url: str) -> None:
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_cancel_here_reaches_a_step_at_its_next_heartbeat(
+    store_url: str, use_async: bool
+) -> None:
     BEATEN["count"] = 0
     with Engine(store_url) as engine, released():
-        engine.start(until_cancelled, workflow_id="stop-1")
+        engine.start(until_cancelled, use_async, workflow_id="stop-1")
         wait_for(lambda: BEATEN["count"] > 3, "the body beats")
         assert engine.cancel("stop-1")
         assert_stopped(engine, "stop-1")
@@ -388,6 +429,24 @@ def test_a_cancel_here_reaches_a_sync_step_at_its_next_heartbeat(store_url: str)
         assert engine.handle("stop-1").status() is Status.CANCELLED
         # A resume finds the stop recorded at the step's yield: the body never reruns.
         assert engine.resume("stop-1").result(timeout=10) == "caught the preemption"
+
+
+def quick_after_beats_start() -> str:
+    wait_for(lambda: BEATEN["count"] > 3, "the other branch beats")
+    return "fast"
+
+
+@workflow(name="beats.race")
+def race() -> Generator[Any, Any, Any]:
+    won = yield Race(Step("slow", beats_until_stopped), Step("fast", quick_after_beats_start))
+    return won
+
+
+def test_a_losing_branch_stops_at_its_next_heartbeat() -> None:
+    BEATEN["count"] = 0
+    with Engine("memory://") as engine, released():
+        assert engine.start(race, workflow_id="race-1").result(timeout=10) == [1, "fast"]
+        assert_no_more_beats()
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
