@@ -35,6 +35,7 @@ from replaykit.errors import (
     Cancelled,
     CodecError,
     ExecutorIdInUse,
+    HeartbeatTimeout,
     NonDeterminismError,
     NonRetryable,
     ReplayKitError,
@@ -63,6 +64,7 @@ from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.schedules import schedule
 from replaykit.serde import PayloadCodec
 from replaykit.stores import MemoryStore, WorkflowFilter
+from replaykit.stores.base import StepHeartbeat
 
 __all__ = [
     "All",
@@ -84,6 +86,7 @@ __all__ = [
     "Engine",
     "ExecutorIdInUse",
     "GetEvent",
+    "HeartbeatTimeout",
     "Log",
     "MemoryStore",
     "NonDeterminismError",
@@ -114,6 +117,7 @@ __all__ = [
     "Step",
     "StepContext",
     "StepFailed",
+    "StepHeartbeat",
     "StepPreempted",
     "StreamClosed",
     "SystemClock",

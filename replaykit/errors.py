@@ -31,6 +31,7 @@ __all__ = [
     "DuplicateDedupId",
     "DuplicateWorkflowError",
     "ExecutorIdInUse",
+    "HeartbeatTimeout",
     "InvalidCommandError",
     "NonDeterminismError",
     "NonDeterministicCall",
@@ -163,6 +164,42 @@ class StepPreempted(ReplayKitError):
     a resumed run gets this exception at the step's `yield`, where it may run the
     work again as a new step, clean up, or let the run fail.
     """
+
+
+class HeartbeatTimeout(ReplayKitError, TimeoutError):
+    """A step attempt's heartbeats stopped for longer than its `heartbeat_timeout`.
+
+    The attempt failed with it: a sync body was abandoned (its thread runs on,
+    its outcome is dropped, and its next `heartbeat()` raises to stop it), an
+    async body's task cancelled. It is retried as the step's `Retry` says, and
+    the retry reads the last details it beat in `step_context().heartbeat_details`.
+    The message names the workflow, its id, the step, its position and attempt,
+    and when it last beat; so do the attributes (left at their defaults on an
+    error rebuilt from a recorded failure).
+    """
+
+    workflow_name: str = ""
+    workflow_id: str = ""
+    step_name: str = ""
+    position: int = -1
+    attempt: int = 0
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        workflow_name: str = "",
+        workflow_id: str = "",
+        step_name: str = "",
+        position: int = -1,
+        attempt: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.workflow_name = workflow_name
+        self.workflow_id = workflow_id
+        self.step_name = step_name
+        self.position = position
+        self.attempt = attempt
 
 
 class WorkflowNotFound(ReplayKitError, LookupError):

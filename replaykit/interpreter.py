@@ -27,7 +27,7 @@ import os
 import uuid
 from collections.abc import Generator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -71,11 +71,13 @@ __all__ = [
     "Decision",
     "Effect",
     "Failed",
+    "Heartbeats",
     "Interpreter",
     "ReplaySafeFilter",
     "StepContext",
     "WorkflowContext",
     "WorkflowGenerator",
+    "attempt_beats",
     "command_digest",
     "context",
     "decode_outcome",
@@ -148,6 +150,18 @@ def context() -> WorkflowContext:
     return ctx
 
 
+class Heartbeats(Protocol):
+    """Where a step attempt's heartbeats go: the runtime's record of that attempt
+    (`runtime/beats.py`), which keeps them durable and judges its heartbeat timeout."""
+
+    def beat(self, details: Any) -> None: ...
+
+    @property
+    def earlier(self) -> Any:
+        """The details the step's earlier attempt last beat (None if none)."""
+        ...
+
+
 @attrs.frozen
 class StepContext:
     """What a step body may ask about the attempt it runs in, through `step_context()`.
@@ -161,6 +175,9 @@ class StepContext:
     argument index at each level (`(1,)` for the second child, `(0, 2)` inside a
     nested composite); `()` for a step yielded on its own. The key includes it, so
     the steps of one composite, which share its position, get keys of their own.
+
+    `heartbeat(details)` reports progress (below); `heartbeat_details` is what
+    the step's attempt before this one last reported, to go on from there.
     """
 
     workflow_id: str
@@ -169,6 +186,9 @@ class StepContext:
     position: int
     attempt: int
     child_path: tuple[int, ...] = ()
+    #: The runtime's record of this attempt's heartbeats; None for a context built
+    #: by hand (a unit test calling a step function), which cannot beat.
+    _beats: Heartbeats | None = attrs.field(default=None, eq=False, repr=False, alias="beats")
 
     @property
     def idempotency_key(self) -> str:
@@ -176,6 +196,43 @@ class StepContext:
         if self.child_path:
             key += "/" + ".".join(str(index) for index in self.child_path)
         return key
+
+    def heartbeat(self, details: Any = None) -> None:
+        """Say the attempt is alive, and how far it got: `details` (JSON-encodable, as a
+        step's result) is kept durably as the step's latest heartbeat.
+
+        Shown by `replaykit workflows show`, the UI and `Client.get_heartbeats`; read
+        back by the next attempt as `heartbeat_details`. Cheap enough for a loop:
+        writes are throttled (the first beat of an attempt at once, then at most one
+        a second, and the last one when the attempt ends). A step with
+        `heartbeat_timeout=` fails when its beats stop for longer. When the run was
+        cancelled, or the attempt abandoned, this raises the runtime's stop signal
+        (`replaykit.errors.Cancelled`, not an `Exception`), so the body stops there;
+        let it propagate (a `finally` runs). `details` that cannot be encoded raise
+        `SerializationError` (or `PayloadTooLarge`) here, in the body.
+        """
+        if self._beats is None:
+            raise RuntimeError(
+                f"step {self.step_name!r} of workflow id {self.workflow_id!r}: this "
+                "StepContext was built by hand, so no engine records its heartbeats; "
+                "heartbeat() works in a step run by an Engine or replaykit.testing"
+            )
+        self._beats.beat(details)
+
+    @property
+    def heartbeat_details(self) -> Any:
+        """The details this step last beat before this attempt (as JSON data: a dict
+        comes back a dict), or None: what a retry, or the same attempt run again
+        after a crash or a takeover, goes on from. The first attempt of a step
+        with no `heartbeat_timeout` in a run never recovered reads None without
+        asking the store."""
+        return None if self._beats is None else self._beats.earlier
+
+
+def attempt_beats(context: StepContext) -> Heartbeats | None:
+    """The runtime's record of the attempt's heartbeats behind `context` (None for a
+    context built by hand), for the testing kit, which moves time inside a body."""
+    return context._beats
 
 
 #: Set by the runtime around each attempt of a step body (on the thread or in the

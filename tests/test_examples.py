@@ -5,6 +5,7 @@ fastapi_app.py: tests/test_fastapi_example.py, under a real uvicorn server)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -196,6 +197,19 @@ def test_worker_example_drains_through_replaykit_worker(tmp_path: Path) -> None:
         worker.send_signal(signal.SIGTERM)
         output, _ = worker.communicate(timeout=60)
     assert worker.returncode == 0, output
+
+
+def test_heartbeats(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "heartbeats.py")], tmp_path)
+    assert re.search(r"import-big: running, \d+ of 4000 rows by its last heartbeat", out), out
+    # The stalled first attempt was abandoned; the retry went on from its last beat.
+    assert "big.csv: attempt 2 goes on from row 2000" in out
+    assert "big.csv: 4000 rows imported" in out
+    assert "import-big: 2 attempts; its last heartbeat said 4000 rows, on attempt 2" in out
+    assert re.search(
+        r"import-other: CANCELLED; the body stopped at a heartbeat \(StepPreempted\), \d+ rows",
+        out,
+    ), out
 
 
 def test_preempted(tmp_path: Path) -> None:

@@ -65,6 +65,7 @@ SURFACE: dict[str, tuple[str, str]] = {
     "fork": (ALL, ""),
     "get_event": (ALL, ""),
     "get_events": (ALL, ""),
+    "get_heartbeats": (ALL, ""),
     "handle": (ALL, ""),
     "list_workflows": (ALL, ""),
     "pause_schedule": (ALL, ""),

@@ -18,7 +18,7 @@ from replaykit.log import Record, Status
 from replaykit.runtime import admin, loop_waits, streams, updates
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "AsyncResumedHandle"]
 
@@ -411,6 +411,10 @@ class AsyncClient:
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Client.get_events` as a coroutine."""
         return await self.off_loop(self.client.get_events, workflow_id)
+
+    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """`Client.get_heartbeats` as a coroutine."""
+        return await self.off_loop(self.client.get_heartbeats, workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -25,7 +25,7 @@ from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["Client", "ClientHandle", "ResumedHandle"]
@@ -716,6 +716,12 @@ class Client:
         run has that id."""
         self._check_open()
         return self.store.get_events(workflow_id)
+
+    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of a run that beat (its details as JSON data,
+        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
+        self._check_open()
+        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -48,7 +48,7 @@ from replaykit.runtime.schedules import Schedule, ScheduleInfo
 from replaykit.runtime.starts import StartRequest
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
 
@@ -591,6 +591,10 @@ class AsyncEngine:
         )
         result_type = wf.workflow.result_type if isinstance(wf, BoundWorkflow) else wf.result_type
         return AsyncWorkflowHandle(self, handle.workflow_id, result_type)
+
+    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """`Engine.get_heartbeats` as a coroutine: each step's latest heartbeat."""
+        return await self.off_loop(self.engine.get_heartbeats, workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

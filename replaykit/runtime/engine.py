@@ -60,7 +60,7 @@ from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -862,6 +862,11 @@ class Engine:
 
     def _trace_context(self) -> str | None:
         return current_trace_context() if self.telemetry.tracing else None
+
+    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of a run that beat (its details as JSON data,
+        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
+        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -88,6 +88,7 @@ RETRIED_CALLS: dict[str, str] = {
     "peek_message": "a read",
     "get_event": "a read",
     "get_events": "a read",
+    "get_step_heartbeats": "a read",
     "executor_holder": "a read",
     "schedule_states": "a read",
     # Writes whose second run finds the first one's effect and adds nothing.
@@ -96,6 +97,7 @@ RETRIED_CALLS: dict[str, str] = {
     "the first attempt's",
     "create_workflows": "idempotent by id, all or nothing",
     "heartbeat": "an upsert of the same row",
+    "record_step_heartbeat": "writes the same beat over its step's row again",
     "set_deadline": "writes the same two values again",
     "send_message": "idempotent by key; the engine keys every send and names its call",
     "create_and_send": "idempotent by id and by the message's key, its call named: a retry "

@@ -39,6 +39,10 @@ Every method is one transaction. The runtime relies on these guarantees, and
   `create_workflows()` creates many runs the same way in one transaction, all
   or nothing.
 - `send_message()` with an idempotency key already used delivers nothing more.
+- `record_step_heartbeat()` keeps one row per step of a run, the latest beat:
+  a beat of an earlier generation or attempt than the stored one changes
+  nothing (an abandoned attempt's late beat), and it is gated like `record()`
+  (the run PENDING, owned by the executor named).
 - Names are refused alike by every store, before anything is read or written:
   a workflow id, a run's name, executor id, app version, parent id, queue or
   dedup id, a record's name or kind, a topic, an event key or an idempotency
@@ -79,6 +83,7 @@ __all__ = [
     "RecordWrite",
     "ScheduleSpec",
     "ScheduleState",
+    "StepHeartbeat",
     "Store",
     "WorkflowFilter",
     "WorkflowRow",
@@ -300,6 +305,29 @@ class ScheduleState:
         return ScheduleSpec(
             self.name, self.workflow_name, self.cron, self.tz, self.queue, self.backfill
         )
+
+
+@attrs.frozen
+class StepHeartbeat:
+    """A step attempt's latest heartbeat: what its body last passed to
+    `step_context().heartbeat(details)`, and when.
+
+    A run keeps one per step: `position` and, for a step inside a `Race` or an
+    `All`, `child_path` (the argument index at each level, as
+    `StepContext.child_path`; `()` for a step yielded on its own). `name` is the
+    step's, `attempt` the attempt that beat (1 for the first), `generation` the
+    run's generation it ran in (continue-as-new). `details` is the JSON data the
+    body gave, as stored (None when it gave none); `at` the engine's time of the
+    beat.
+    """
+
+    position: int
+    name: str
+    attempt: int
+    at: datetime
+    details: Any = None
+    child_path: tuple[int, ...] = ()
+    generation: int = 0
 
 
 @runtime_checkable
@@ -807,6 +835,31 @@ class Store(Protocol):
         """
         ...
 
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        """Keep `beat` as the latest heartbeat of its step (`position`, `child_path`).
+
+        One row per step of a run, written over by each beat. Gated as `record()`
+        is: the run must be PENDING (else `RunNotPending`, naming the status found:
+        the runtime stops the attempt) and, with `executor_id`, owned by it (else
+        `RecordConflict`); `WorkflowNotFound` when no run has the id. Then nothing
+        is written, and False answered, for a beat of another generation than the
+        run's, or one of an earlier generation or attempt than the stored beat's
+        (an abandoned attempt's late beat after its successor began). True once
+        written; the same beat again writes the same row. No notification.
+        """
+        ...
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of the run's current generation, in one query.
+
+        Ordered by position, then child path; `[]` for a run whose steps never
+        beat. `WorkflowNotFound` when no run has the id; `DamagedData` naming the
+        run and the step when stored details do not decode.
+        """
+        ...
+
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         """(True, value) for the latest value set under `key`, else (False, None)."""
         ...
@@ -841,7 +894,7 @@ class Store(Protocol):
         ...
 
     def delete_workflow(self, workflow_id: str) -> bool:
-        """Remove a run, its log, inbox and events; False if it did not exist.
+        """Remove a run, its log, inbox, events and step heartbeats; False if it did not exist.
 
         Its archived generations (`continued_as` the id) and their logs go too,
         in the same transaction.

@@ -43,6 +43,7 @@ from replaykit.stores.base import (
     RecordWrite,
     ScheduleSpec,
     ScheduleState,
+    StepHeartbeat,
     Store,
     WorkflowFilter,
     WorkflowRow,
@@ -694,6 +695,27 @@ class CodecStore:
             key: self._decode(value, f"event {key!r}", workflow_id)
             for key, value in self.inner.get_events(workflow_id).items()
         }
+
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        details = beat.details if beat.details is None else self._encode(beat.details)
+        return self.inner.record_step_heartbeat(
+            workflow_id, attrs.evolve(beat, details=details), executor_id=executor_id
+        )
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        return [
+            attrs.evolve(
+                beat,
+                details=self._decode(
+                    beat.details,
+                    f"the heartbeat details of step {beat.name!r} at position {beat.position}",
+                    workflow_id,
+                ),
+            )
+            for beat in self.inner.get_step_heartbeats(workflow_id)
+        ]
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self.inner.subscribe(callback)

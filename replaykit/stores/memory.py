@@ -61,6 +61,7 @@ from replaykit.stores._rules import (
     stays_pending,
     utc_now,
 )
+from replaykit.stores._step_beats import check_beat, keeps, no_run_for_heartbeats
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -71,6 +72,7 @@ from replaykit.stores.base import (
     RecordWrite,
     ScheduleSpec,
     ScheduleState,
+    StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -105,12 +107,14 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "delete_workflow_messages": "delete_workflow",
     "delete_workflow_records": "delete_workflow",
     "delete_workflow_send_keys": "delete_workflow",
+    "delete_workflow_step_heartbeats": "delete_workflow",
     "finish_workflow": "finish_workflow",
     "fork_copy_event_marks": "create_workflow",
     "fork_set_events": "create_workflow",
     "get_event": "get_event",
     "get_events": "get_events",
     "get_first_inputs": "create_workflows",
+    "get_step_heartbeats": "get_step_heartbeats",
     "get_workflow": "get_workflow",
     "heartbeat": "heartbeat",
     "load_log": "load_log",
@@ -122,6 +126,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "read_heartbeats": "read_heartbeats",
     "record_duplicate_send": "record",
     "record_late": "record_late",
+    "record_step_heartbeat": "record_step_heartbeat",
     "register_schedule": "register_schedules",
     "release": "release",
     "request_schedule_backfill": "request_schedule_backfill",
@@ -156,6 +161,8 @@ class MemoryStore:
         self._logs: dict[str, list[Record]] = {}
         self._inbox: dict[str, list[Message]] = {}
         self._events: dict[tuple[str, str], Any] = {}
+        # (run, position, child path) -> the step's latest heartbeat.
+        self._step_beats: dict[tuple[str, int, tuple[int, ...]], StepHeartbeat] = {}
         # What each run's records set: position -> (key, value), for forks.
         self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
         # (run, key) -> the call that used the key, if it named one.
@@ -855,6 +862,37 @@ class MemoryStore:
             found = {k: v for (w, k), v in self._events.items() if w == workflow_id}
             return copy.deepcopy(dict(sorted(found.items())))
 
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        check_beat(workflow_id, beat, executor_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            check_recordable(row, workflow_id, executor_id)
+            assert row is not None
+            key = (workflow_id, beat.position, beat.child_path)
+            stored = self._step_beats.get(key)
+            if row.generation != beat.generation or (
+                stored is not None and not keeps(stored.generation, stored.attempt, beat)
+            ):
+                return False
+            self._step_beats[key] = attrs.evolve(beat, details=copy.deepcopy(beat.details))
+            return True
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        check_names(workflow_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                raise no_run_for_heartbeats(workflow_id)
+            found = [
+                beat
+                for (run, _, _), beat in self._step_beats.items()
+                if run == workflow_id and beat.generation == row.generation
+            ]
+            found.sort(key=lambda beat: (beat.position, beat.child_path))
+            return [attrs.evolve(beat, details=copy.deepcopy(beat.details)) for beat in found]
+
     def delete_workflow(self, workflow_id: str) -> bool:
         check_names(workflow_id)
         with self._lock:
@@ -873,6 +911,8 @@ class MemoryStore:
             self._used_keys = {k: c for k, c in self._used_keys.items() if k[0] != workflow_id}
             for key in [k for k in self._events if k[0] == workflow_id]:
                 del self._events[key]
+            for beat_key in [k for k in self._step_beats if k[0] == workflow_id]:
+                del self._step_beats[beat_key]
         self._notify("deleted", workflow_id)
         return True
 

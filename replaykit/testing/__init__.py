@@ -4,6 +4,7 @@ Hypothesis strategies live in `replaykit.testing.strategies` (imported on
 demand, so hypothesis is only needed by tests that use them).
 """
 
+from replaykit.testing._elapse import elapse
 from replaykit.testing._fakes import StepCall, sequence
 from replaykit.testing._real_steps import UnfakedSteps
 from replaykit.testing._session import Commit, Message, TooManyGenerations
@@ -27,6 +28,7 @@ __all__ = [
     "UpdateReply",
     "check_determinism",
     "check_store",
+    "elapse",
     "format_log",
     "replay",
     "run",

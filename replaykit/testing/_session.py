@@ -168,6 +168,13 @@ class Write:
             or self._ends_a_run()
         )
 
+    @property
+    def is_heartbeat(self) -> bool:
+        """A step body's heartbeat: journaled so that a store rebuilt from the journal
+        holds it, but written whenever the body's thread got there, during a step's
+        call; no commit of the run's, and no sign of which calls were in flight."""
+        return self.method == "record_step_heartbeat"
+
     def _ends_a_run(self) -> bool:
         """A cancel (at a run's deadline, say) ends the run's timeline where it happens."""
         if self.method != "set_status":
@@ -310,6 +317,7 @@ _READS = frozenset(
         "peek_message",
         "get_event",
         "get_events",
+        "get_step_heartbeats",
         "subscribe",
         "hold_executor",
         "executor_holder",
@@ -328,6 +336,9 @@ _WHEN_DEAD: Mapping[str, Any] = {
     "peek_message": None,
     "get_event": (False, None),
     "get_events": {},
+    "get_step_heartbeats": [],
+    # A body of the dead process may still beat: its thread is lost work, told nothing.
+    "record_step_heartbeat": False,
     "release": [],
     "heartbeat": None,
     "take_over": [],

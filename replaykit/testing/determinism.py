@@ -135,7 +135,7 @@ class _Point:
 
 def _points(reference: Session) -> list[_Point]:
     journal = reference.journal
-    writes = [e for e in journal if isinstance(e, Write)]
+    writes = [e for e in journal if isinstance(e, Write) and not e.is_heartbeat]
     execs = [e for e in journal if isinstance(e, Exec)]
     points = []
     for write in writes:

@@ -16,7 +16,7 @@ from replaykit.registry import Workflow
 from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.base import StepHeartbeat, WorkflowFilter
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import (
@@ -185,6 +185,9 @@ class RunResult(Generic[R]):
     #: What became of each `Update` of `updates=`, by update id: the run's reply (value
     #: or error), the refusal (its validator's error, a finished run), or no answer.
     replies: Mapping[str, UpdateReply] = attrs.field(factory=dict)
+    #: The latest heartbeat of each step of the run's last generation that beat
+    #: (`step_context().heartbeat(details)`), by position, as `get_heartbeats` reads them.
+    heartbeats: tuple[StepHeartbeat, ...] = ()
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -319,6 +322,7 @@ def result_of(
         events=session.store.get_events(session.workflow_id),
         generations=_generations(session),
         replies=replies_of(session.store, session.sent_updates(), session.refused_updates),
+        heartbeats=tuple(session.store.get_step_heartbeats(session.workflow_id)),
         workflow=wf,
     )
 

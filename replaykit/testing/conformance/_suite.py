@@ -121,6 +121,11 @@ from replaykit.testing.conformance._records import (
     check_record_transaction,
 )
 from replaykit.testing.conformance._schedules import check_schedule_requests, check_schedule_states
+from replaykit.testing.conformance._step_heartbeats import (
+    check_step_heartbeats_are_refused_as_records_are,
+    check_step_heartbeats_keep_the_latest_per_step,
+    check_step_heartbeats_of_a_generation,
+)
 from replaykit.testing.conformance._support import _CheckFailed
 from replaykit.testing.conformance._values import (
     check_datetimes_round_trip,
@@ -233,6 +238,9 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_load_log_range,
     check_heartbeat_records_what_the_engine_runs,
     check_heartbeat_names_are_bounded,
+    check_step_heartbeats_keep_the_latest_per_step,
+    check_step_heartbeats_are_refused_as_records_are,
+    check_step_heartbeats_of_a_generation,
 )
 
 
