@@ -22,7 +22,6 @@ from replaykit.stores._checks import (
     check_filter,
     check_log_limit,
     check_names,
-    check_schedule_specs,
     check_write,
     checked_topics,
     storable_error,
@@ -39,6 +38,7 @@ from replaykit.stores._generations import (
 from replaykit.stores._holds import ExecutorHold, LocalHolds
 from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
+from replaykit.stores._memory_schedules import MemorySchedules
 from replaykit.stores._rules import (
     LIVE_STATUSES,
     batch_answers,
@@ -70,7 +70,6 @@ from replaykit.stores.base import (
     Message,
     OutgoingMessage,
     RecordWrite,
-    ScheduleSpec,
     ScheduleState,
     StepHeartbeat,
     WorkflowFilter,
@@ -148,7 +147,7 @@ NO_TWIN: Mapping[str, str] = {
 }
 
 
-class MemoryStore:
+class MemoryStore(MemorySchedules):
     """Keeps everything in process memory; safe to share between threads."""
 
     #: Every engine sharing it hears every note (there is one process), so an engine
@@ -915,98 +914,6 @@ class MemoryStore:
                 del self._step_beats[beat_key]
         self._notify("deleted", workflow_id)
         return True
-
-    # -- schedule states -------------------------------------------------------
-
-    def schedule_states(self) -> dict[str, ScheduleState]:
-        with self._lock:
-            return dict(self._schedules)
-
-    def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
-        check_schedule_specs(specs)
-        with self._lock:
-            for spec in specs:
-                old = self._schedules.get(spec.name)
-                if old is None:
-                    self._schedules[spec.name] = ScheduleState(
-                        spec.name,
-                        spec.workflow_name,
-                        spec.cron,
-                        spec.tz,
-                        spec.queue,
-                        spec.backfill,
-                        paused=False,
-                        updated_at=now,
-                    )
-                elif old.spec != spec:
-                    self._schedules[spec.name] = attrs.evolve(
-                        old,
-                        workflow_name=spec.workflow_name,
-                        cron=spec.cron,
-                        tz=spec.tz,
-                        queue=spec.queue,
-                        backfill=spec.backfill,
-                        updated_at=now,
-                    )
-
-    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
-        check_names(schedule_name=name)
-        with self._lock:
-            old = self._schedules.get(name)
-            if old is None:
-                return False
-            if old.paused != paused:
-                self._schedules[name] = attrs.evolve(old, paused=paused, updated_at=now)
-            return True
-
-    def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
-        check_names(schedule_name=name)
-        with self._lock:
-            old = self._schedules.get(name)
-            if old is None:
-                return None
-            if old.trigger_at is not None:
-                return old.trigger_at
-            self._schedules[name] = attrs.evolve(old, trigger_at=at, updated_at=at)
-            return at
-
-    def request_schedule_backfill(
-        self, name: str, start: datetime, end: datetime, now: datetime
-    ) -> tuple[datetime, datetime] | None:
-        check_names(schedule_name=name)
-        with self._lock:
-            old = self._schedules.get(name)
-            if old is None:
-                return None
-            if old.backfill_start is not None and old.backfill_end is not None:
-                return old.backfill_start, old.backfill_end
-            self._schedules[name] = attrs.evolve(
-                old, backfill_start=start, backfill_end=end, updated_at=now
-            )
-            return start, end
-
-    def clear_schedule_request(
-        self,
-        name: str,
-        *,
-        trigger_at: datetime | None = None,
-        backfill: tuple[datetime, datetime] | None = None,
-    ) -> None:
-        check_names(schedule_name=name)
-        with self._lock:
-            state = self._schedules.get(name)
-            if state is None:
-                return
-            if trigger_at is not None and state.trigger_at == trigger_at:
-                state = attrs.evolve(state, trigger_at=None)
-            if backfill is not None and (state.backfill_start, state.backfill_end) == backfill:
-                state = attrs.evolve(state, backfill_start=None, backfill_end=None)
-            self._schedules[name] = state
-
-    def delete_schedule_state(self, name: str) -> bool:
-        check_names(schedule_name=name)
-        with self._lock:
-            return self._schedules.pop(name, None) is not None
 
     def close(self) -> None:
         pass
