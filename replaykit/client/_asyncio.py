@@ -277,6 +277,14 @@ class AsyncClient:
             self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
         )
 
+    async def complete(self, token: str, value: Any = None) -> None:
+        """`Client.complete` as a coroutine."""
+        await self.off_loop(self.client.complete, token, value)
+
+    async def fail(self, token: str, error: str | BaseException) -> None:
+        """`Client.fail` as a coroutine."""
+        await self.off_loop(self.client.fail, token, error)
+
     async def schedules_list(self) -> list[ScheduleInfo]:
         """`Client.schedules_list` as a coroutine."""
         return await self.off_loop(self.client.schedules_list)

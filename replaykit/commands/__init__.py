@@ -11,6 +11,7 @@ class states its `CommandFacts`; `facts_of` reads them.
 from __future__ import annotations
 
 from replaykit._durations import Retry, as_seconds, earliest_deadline, run_deadline
+from replaykit.commands.awakeables import Await, Awakeable, AwakeableToken
 from replaykit.commands.base import Command, CommandFacts, Yields, callable_name, facts_of
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
@@ -22,6 +23,9 @@ from replaykit.commands.versions import DeprecatePatch, Patch
 
 __all__ = [
     "All",
+    "Await",
+    "Awakeable",
+    "AwakeableToken",
     "Call",
     "CloseStream",
     "Command",

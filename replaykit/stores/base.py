@@ -38,7 +38,10 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - `create_workflow()` is idempotent by id: it returns the existing run.
   `create_workflows()` creates many runs the same way in one transaction, all
   or nothing.
-- `send_message()` with an idempotency key already used delivers nothing more.
+- `send_message()` with an idempotency key already used delivers nothing more. A key
+  stays used for the run's whole life (after its message was consumed, and across
+  `continue_workflow()`); only `delete_workflow()` forgets it. External completion's
+  once-only rests on this.
 - Names are refused alike by every store, before anything is read or written:
   a workflow id, a run's name, executor id, app version, parent id, queue or
   dedup id, a record's name or kind, a topic, an event key or an idempotency

@@ -39,6 +39,7 @@ from replaykit.log import (
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
+from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
@@ -270,6 +271,7 @@ def check_determinism(
     *args: Any,
     steps: Mapping[str, Any] | None = None,
     messages: Iterable[Message] = (),
+    completions: Iterable[Completion] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -305,9 +307,11 @@ def check_determinism(
             f"check_determinism() expected a function decorated with @workflow, got {wf!r}"
         )
     messages = list(messages)
+    completions = list(completions)
     settings: dict[str, Any] = {
         "steps": steps,
         "messages": messages,
+        "completions": completions,
         "clock": clock,
         "strict": strict,
         "workflow_id": workflow_id,
@@ -341,6 +345,7 @@ def check_determinism(
                 workflow_id=reference.workflow_id,
                 fakes=fakes,
                 messages=messages,
+                completions=completions,
                 start=reference.start,
                 strict=strict,
                 seed=seed,

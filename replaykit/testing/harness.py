@@ -17,6 +17,7 @@ from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import WorkflowFilter
+from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import (
@@ -87,6 +88,7 @@ def start_session(
     max_generations: int = DEFAULT_MAX_GENERATIONS,
     real_steps: RealSteps = False,
     caller: str = "run",
+    completions: Iterable[Completion] = (),
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     run_timeout, run_deadline_at = run_deadline(
@@ -99,10 +101,18 @@ def start_session(
                 f"messages= takes replaykit.testing.Message(topic, payload, at=...) items, "
                 f"got {message!r}"
             )
+    completions = list(completions)
+    for completion in completions:
+        if not isinstance(completion, Completion):
+            raise TypeError(
+                "completions= takes replaykit.testing.Completion(awakeable, value, after=...) "
+                f"items, got {completion!r}"
+            )
     session = Session(
         workflow_id=workflow_id or default_workflow_id(wf),
         fakes={name: as_fake(name, spec) for name, spec in (steps or {}).items()},
         messages=messages,
+        completions=completions,
         start=_start_time(clock),
         strict=strict,
         seed=seed,
@@ -145,8 +155,9 @@ class RunResult(Generic[R]):
     calls: Mapping[str, list[StepCall]]
     #: The simulated crashes (`run(crash_at=...)`), in order.
     crashes: tuple[Commit, ...] = ()
-    #: Messages whose target workflow did not exist when they were due, with why.
-    undelivered: tuple[tuple[Message, str], ...] = ()
+    #: Messages whose target workflow did not exist when they were due, and completions
+    #: refused when they were due (`CompletionRefused`: the run ended, say), with why.
+    undelivered: tuple[tuple[Message | Completion, str], ...] = ()
     #: The run's log as the store holds it: with `run(codec=...)`, its args, outcomes
     #: and result encoded (`{"replaykit.codec": name, "data": ...}`); else `log`.
     stored_log: Log | None = None
@@ -306,6 +317,7 @@ def run(
     *args: Any,
     steps: Steps | None = None,
     messages: Iterable[Message] = (),
+    completions: Iterable[Completion] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -334,6 +346,11 @@ def run(
     - `messages=[Message(topic, payload, at=...)]` delivers messages at virtual
       times; time jumps straight to the next timer or message whenever the
       workflow waits, so a 30-day `Sleep` takes no wall time.
+    - `completions=[Completion(awakeable, value, after=...)]` completes (or, with
+      `error=`, fails) the token the run's `Awakeable(awakeable)` hands out, `after`
+      that long from the moment it is handed out, as `engine.complete(token, value)`
+      does; each takes the next token of its name. One refused when it is due (the
+      run ended first) is listed in `result.undelivered` with the reason.
     - `Random()` and `Uuid()` are drawn from `seed`, so runs are reproducible.
     - `crash_at=n` (or several) simulates a process crash before the n-th store
       commit (from 0, counted over the whole run): the step body in flight has
@@ -374,6 +391,7 @@ def run(
         kwargs,
         steps=steps,
         messages=messages,
+        completions=completions,
         clock=clock,
         strict=strict,
         workflow_id=workflow_id,

@@ -20,16 +20,18 @@ which every layer reads).
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
 | `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
+| `Await` | waits; takes its completion, as `Recv` | a message to the run | completed | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
-| `Now`, `Random`, `Uuid`, `Patch`, `Start` | at once | — | — | — |
+| `Now`, `Random`, `Uuid`, `Patch`, `Start`, `Awakeable` | at once | — | — | — |
 
 (A step's own `timeout=` fails the attempt, as its retry policy then decides.)
 
 The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
 are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
-SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call) and
-`instants.py` (Now, Random, Uuid, Patch, Start).
+SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call),
+`instants.py` (Now, Random, Uuid, Patch, Start) and `awakeables.py` (Awakeable, Await:
+external completion).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from typing import Any
 
 from replaykit.commands import (
     All,
+    Await,
+    Awakeable,
     Call,
     CloseStream,
     Command,
@@ -57,6 +61,7 @@ from replaykit.commands import (
     Wait,
     WriteStream,
 )
+from replaykit.runtime.handlers.awakeables import AwaitHandler, AwakeableHandler
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
 from replaykit.runtime.handlers.instants import (
     NowHandler,
@@ -115,4 +120,6 @@ HANDLERS: dict[type[Any], Handler] = {
     Uuid: UuidHandler(),
     Patch: PatchHandler(),
     Start: StartHandler(),
+    Awakeable: AwakeableHandler(),
+    Await: AwaitHandler(),
 }

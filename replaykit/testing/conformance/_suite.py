@@ -72,6 +72,7 @@ from replaykit.testing.conformance._messages import (
     check_fifo_per_topic,
     check_keyed_send_with_record,
     check_message_fields,
+    check_send_key_outlives_its_message,
     check_send_message_idempotency,
     check_send_message_names_its_call,
     check_send_with_record,
@@ -135,6 +136,7 @@ StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_send_message_names_its_call,
+    check_send_key_outlives_its_message,
     check_executor_holds,
     check_get_events,
     check_create_returns_stored_row,
