@@ -296,7 +296,7 @@ def test_a_fork_cannot_await_its_sources_token(engine: Engine) -> None:
 
 def test_the_client_completes_and_fails(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.1) as engine:
-        first = engine.start(approval, "o-11", workflow_id="aw-client-1")
+        first = engine.start(early, workflow_id="aw-client-1")  # alive until "go"
         second = engine.start(approval, "o-12", workflow_id="aw-client-2")
         tokens = [_token(engine, "aw-client-1"), _token(engine, "aw-client-2")]
         with _client(engine, store_url) as client:
@@ -306,35 +306,40 @@ def test_the_client_completes_and_fails(store_url: str) -> None:
             client.fail(tokens[1], "no")
             with pytest.raises(UnknownToken):
                 client.fail("0.0." + "f" * 32 + "@aw-nobody", "no")
-        assert first.result(timeout=30)["decision"] == "from a client"
+        engine.send("aw-client-1", None, topic="go")
+        assert first.result(timeout=30) == "from a client"
         assert second.result(timeout=30) == "failed: no"
 
 
 def test_the_async_faces_complete_and_fail(store_url: str) -> None:
-    async def main() -> list[Any]:
+    async def main() -> Any:
         async with AsyncEngine(store_url, poll_interval=0.1) as engine:
             first = await engine.start(approval, "o-13", workflow_id="aw-async-1")
-            second = await engine.start(approval, "o-14", workflow_id="aw-async-2")
+            # This one waits at Recv("go") before its Await: alive while it is refused.
+            second = await engine.start(early, workflow_id="aw-async-2")
             one = await engine.get_event("aw-async-1", "token", timeout=30)
             two = await engine.get_event("aw-async-2", "token", timeout=30)
             await engine.complete(one, "async engine")
-            with pytest.raises(AlreadyCompleted):
+            assert (await first.result(timeout=30))["decision"] == "async engine"
+            with pytest.raises(RunEnded):
                 await engine.complete(one, "again")
             async with AsyncClient(_client_target(engine.engine, store_url)) as client:
                 await client.fail(two, Declined("async client"))
-                with pytest.raises(RunEnded):
-                    await client.complete(one, "after the end")
-            return [await first.result(timeout=30), await second.result(timeout=30)]
+                with pytest.raises(AlreadyCompleted):
+                    await client.complete(two, "after the failure")
+                with pytest.raises(UnknownToken):
+                    await client.complete("nope", None)
+            await engine.send("aw-async-2", None, topic="go")
+            with pytest.raises(Declined, match="async client"):
+                await second.result(timeout=30)
 
-    first, second = asyncio.run(main())
-    assert first["decision"] == "async engine"
-    assert second == "declined: async client"
+    asyncio.run(main())
 
 
 def test_the_cli_completes_and_fails(tmp_path: Any) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     with Engine(url, poll_interval=0.1) as engine:
-        first = engine.start(approval, "o-15", workflow_id="aw-cli-1")
+        first = engine.start(early, workflow_id="aw-cli-1")  # alive until "go"
         second = engine.start(approval, "o-16", workflow_id="aw-cli-2")
         one, two = _token(engine, "aw-cli-1"), _token(engine, "aw-cli-2")
         said = ok(rk("workflows", "complete", one, '{"ok": true}', "--url", url))
@@ -347,7 +352,8 @@ def test_the_cli_completes_and_fails(tmp_path: Any) -> None:
         assert unknown.exit_code == 1 and "'nope' is not an awakeable token" in unknown.output
         said = ok(rk("workflows", "fail", two, "declined by shell", "--url", url, "--json"))
         assert '"failed": true' in said and '"workflow_id": "aw-cli-2"' in said
-        assert first.result(timeout=30)["decision"] == {"ok": True}
+        engine.send("aw-cli-1", None, topic="go")
+        assert first.result(timeout=30) == {"ok": True}
         assert second.result(timeout=30) == "failed: declined by shell"
 
 

@@ -26,6 +26,7 @@ from typing import Any, cast
 import attrs
 
 from replaykit import serde
+from replaykit.commands import Awakeable
 from replaykit.errors import (
     CompletionRefused,
     ControlSignal,
@@ -405,10 +406,10 @@ class JournalStore:
         commit = Commit(
             workflow_id, record.position, record.kind, record.name, record.outcome is not None
         )
-        at = self._session.clock.now()
         stored: Record = self._call("record", (workflow_id, record), kwargs, commit)
-        if stored is record:
-            self._session.recorded(workflow_id, record, at)
+        if stored is record and record.kind == Awakeable.kind:
+            # Its time is its journal entry's: the clock does not move during a commit.
+            self._session.recorded(workflow_id, record, self._session.clock.now())
         return stored
 
     def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | BaseException]:
