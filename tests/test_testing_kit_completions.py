@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from replaykit import (
+    All,
     Await,
     Awakeable,
     AwakeableFailed,
@@ -198,3 +199,20 @@ def test_completion_refuses_bad_arguments() -> None:
         Completion("a", error=42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="completions= takes"):
         run(caught, completions=["approval"])  # type: ignore[list-item]
+
+
+@workflow(name="kit_completions.both")
+def both():
+    first = yield Awakeable("first")
+    second = yield Awakeable("second")
+    return (yield All(Await(first), Await(second)))
+
+
+def test_all_waits_for_every_completion() -> None:
+    result = run(
+        both,
+        completions=[Completion("second", "b", after=30), Completion("first", "a", after=90)],
+    )
+    assert result.unwrap() == ["a", "b"]
+    assert result.elapsed == timedelta(seconds=90)
+    assert result.commands[-1][0] == "all"

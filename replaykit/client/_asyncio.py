@@ -281,7 +281,7 @@ class AsyncClient:
         """`Client.complete` as a coroutine."""
         await self.off_loop(self.client.complete, token, value)
 
-    async def fail(self, token: str, error: str | BaseException) -> None:
+    async def fail(self, token: str, error: str | Exception) -> None:
         """`Client.fail` as a coroutine."""
         await self.off_loop(self.client.fail, token, error)
 

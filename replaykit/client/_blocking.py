@@ -523,7 +523,7 @@ class Client:
             trace_context=current_trace_context(),
         )
 
-    def fail(self, token: str, error: str | BaseException) -> None:
+    def fail(self, token: str, error: str | Exception) -> None:
         """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
         self._check_open()
         awakeables.fail(

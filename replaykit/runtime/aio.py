@@ -493,7 +493,7 @@ class AsyncEngine:
         """`Engine.complete` as a coroutine: deliver `value` to the run's `Await(token)`, once."""
         await self.off_loop(self.engine.complete, token, value)
 
-    async def fail(self, token: str, error: str | BaseException) -> None:
+    async def fail(self, token: str, error: str | Exception) -> None:
         """`Engine.fail` as a coroutine: make the run's `Await(token)` raise `error`, once."""
         await self.off_loop(self.engine.fail, token, error)
 

@@ -1,10 +1,10 @@
 """External completion from outside a run: `complete(token, value)`, `fail(token, error)`.
 
-A completion is a message in the run's inbox, on the token's own topic, sent with the
-token as its idempotency key: the store's send keys make it once-only (a second
-completion finds the key used and delivers nothing), the run's `Await(token)` consumes
-it in the same transaction that records it (as `Recv` does), and the "message"
-notification wakes the waiting run. So external completion needs no table and no
+A completion is a message in the run's inbox, on the token's own topic, sent with that
+topic (the token without its run) as its idempotency key: the store's send keys make it
+once-only (a second completion finds the key used and delivers nothing), the run's
+`Await(token)` consumes it in the same transaction that records it (as `Recv` does),
+and the "message" notification wakes the waiting run. So external completion needs no table and no
 migration of its own (docs/design.md says why).
 
 Before it sends, a completion checks the token against the store, so that a typo, a
@@ -49,6 +49,12 @@ __all__ = [
 ]
 
 
+def _shown(token: object) -> str:
+    """The token for a message: whole, unless it is far longer than any token is."""
+    text = repr(token)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
 @attrs.frozen
 class Target:
     """Where a checked token's completion goes: the run's inbox, on the token's topic."""
@@ -66,11 +72,11 @@ class Target:
 
 def value_payload(token: str, value: Any, *, max_bytes: int) -> Any:
     """The message `complete(token, value)` sends: the value, encoded."""
-    what = f"the completion of awakeable token {token!r}"
+    what = f"the completion of awakeable token {_shown(token)}"
     return outcome_to_json(Value(serde.encode(value, what=what, max_bytes=max_bytes)))
 
 
-def failure_payload(token: str, error: str | BaseException, *, max_bytes: int) -> Any:
+def failure_payload(token: str, error: str | Exception, *, max_bytes: int) -> Any:
     """The message `fail(token, error)` sends: the error `Await(token)` raises, recorded."""
     if isinstance(error, str):
         info = serde.encode_error(AwakeableFailed(error), with_traceback=False)
@@ -78,10 +84,10 @@ def failure_payload(token: str, error: str | BaseException, *, max_bytes: int) -
         info = serde.encode_error(error)
     else:
         raise TypeError(
-            f"fail({token!r}, {error!r}): the error must be a message (str) or an Exception "
-            "instance, which the run's Await(token) then raises"
+            f"fail({_shown(token)}, {error!r}): the error must be a message (str) or an "
+            "Exception instance, which the run's Await(token) then raises"
         )
-    what = f"the failure of awakeable token {token!r}"
+    what = f"the failure of awakeable token {_shown(token)}"
     return serde.encode(outcome_to_json(Failure(info)), what=what, max_bytes=max_bytes)
 
 
@@ -94,15 +100,15 @@ def target_of(store: Store, token: str) -> Target:
     parts = AwakeableToken.parse(token)
     if parts is None:
         raise UnknownToken(
-            f"{token!r} is not an awakeable token (a token looks like "
+            f"{_shown(token)} is not an awakeable token (a token looks like "
             f"{AwakeableToken.shape()}, as `yield Awakeable(name)` gave it); check that the "
             "whole token was passed, unchanged"
         )
     row = store.get_workflow(parts.workflow_id)
     if row is None:
         raise UnknownToken(
-            f"token {token!r}: no workflow run has the id {parts.workflow_id!r} it names "
-            "(never started, or deleted since)"
+            f"token {_shown(token)}: no workflow run has the id {parts.workflow_id!r} it "
+            "names (never started, or deleted since)"
         )
     _check_handed_out(store, token, parts, row.generation)
     if row.status.is_terminal:
@@ -110,8 +116,8 @@ def target_of(store: Store, token: str) -> Target:
             "; resume the run first and it waits again" if row.status is Status.CANCELLED else ""
         )
         raise RunEnded(
-            f"token {token!r}: workflow {row.name!r} (id {row.workflow_id!r}) that handed it "
-            f"out is {row.status.value}, so nothing waits for its completion{resume}"
+            f"token {_shown(token)}: workflow {row.name!r} (id {row.workflow_id!r}) that "
+            f"handed it out is {row.status.value}, so nothing waits for its completion{resume}"
         )
     return Target(token, parts.workflow_id, parts.topic)
 
@@ -119,7 +125,7 @@ def target_of(store: Store, token: str) -> Target:
 def _check_handed_out(store: Store, token: str, parts: AwakeableToken, generation: int) -> None:
     if parts.generation > generation:
         raise UnknownToken(
-            f"token {token!r} names generation {parts.generation} of run "
+            f"token {_shown(token)} names generation {parts.generation} of run "
             f"{parts.workflow_id!r}, which is at generation {generation}: it was not handed "
             "out by this run (a token from another store, or a forged one?)"
         )
@@ -134,15 +140,15 @@ def _check_handed_out(store: Store, token: str, parts: AwakeableToken, generatio
         codec = serde.encoded_by(record.outcome.data)
         if codec is not None:
             raise CodecError(
-                f"token {token!r}: the record that handed it out is encoded by codec "
+                f"token {_shown(token)}: the record that handed it out is encoded by codec "
                 f"{codec!r}, so the token cannot be checked without it; give the codec "
                 "(Client(codec=...), replaykit --codec ...)"
             )
     if record is None or record.kind != Awakeable.kind or record.outcome != Value(token):
         where = "" if parts.generation == generation else f" (generation {parts.generation})"
         raise UnknownToken(
-            f"token {token!r}: run {parts.workflow_id!r}{where} handed out no such token at "
-            f"position {parts.position} (its log holds "
+            f"token {_shown(token)}: run {parts.workflow_id!r}{where} handed out no such "
+            f"token at position {parts.position} (its log holds "
             f"{record.describe() if record is not None else 'nothing there'}); check that "
             "the whole token was passed, unchanged"
         )
@@ -172,7 +178,7 @@ def deliver(
     )
     if not delivered:
         raise AlreadyCompleted(
-            f"token {target.token!r} was completed before (each awakeable takes one "
+            f"token {_shown(target.token)} was completed before (each awakeable takes one "
             "completion, or one failure); nothing was sent. A caller retrying after a lost "
             "answer gets this too: the first completion was delivered"
         )
@@ -190,7 +196,7 @@ def complete(
 def fail(
     store: Store,
     token: str,
-    error: str | BaseException,
+    error: str | Exception,
     *,
     max_bytes: int,
     trace_context: str | None = None,

@@ -761,7 +761,7 @@ class Engine:
             self.store, token, value, max_bytes=self.max_payload_bytes, trace_context=self._trace()
         )
 
-    def fail(self, token: str, error: str | BaseException) -> None:
+    def fail(self, token: str, error: str | Exception) -> None:
         """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
         awakeables.fail(
             self.store, token, error, max_bytes=self.max_payload_bytes, trace_context=self._trace()
