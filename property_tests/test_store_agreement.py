@@ -32,6 +32,7 @@ from replaykit.stores.base import (
     EventWrite,
     Message,
     OutgoingMessage,
+    StepHeartbeat,
     Store,
     WorkflowFilter,
     WorkflowRow,
@@ -433,6 +434,37 @@ class StoreAgreement(RuleBasedStateMachine):
     @rule(workflow_id=st.sampled_from([*IDS, "nope"]), key=st.sampled_from(KEYS))
     def get_event(self, workflow_id: str, key: str) -> None:
         self.agree("get_event", lambda s, _: s.get_event(workflow_id, key))
+
+    # -- step heartbeats ---------------------------------------------------------------
+
+    @rule(
+        workflow_id=run_ids,
+        position=st.integers(0, 2),
+        child_path=st.sampled_from([(), (), (0,), (1,), (1, 0)]),
+        attempt=st.integers(1, 3),
+        details=json_values,
+        at=instants,
+        executor=executors,
+    )
+    def beat_step(
+        self,
+        workflow_id: str,
+        position: int,
+        child_path: tuple[int, ...],
+        attempt: int,
+        details: Any,
+        at: datetime,
+        executor: str | None,
+    ) -> None:
+        beat = StepHeartbeat(position, f"s{position}", attempt, at, details, child_path)
+        self.agree(
+            "record_step_heartbeat",
+            lambda s, _: s.record_step_heartbeat(workflow_id, beat, executor_id=executor),
+        )
+
+    @rule(workflow_id=st.sampled_from([*IDS, "nope"]))
+    def step_heartbeats(self, workflow_id: str) -> None:
+        self.agree("get_step_heartbeats", lambda s, _: s.get_step_heartbeats(workflow_id))
 
     # -- status ------------------------------------------------------------------------
 

@@ -12,7 +12,16 @@ from datetime import datetime, timedelta
 
 import attrs
 
-__all__ = ["Retry", "as_seconds", "earliest_deadline", "run_deadline"]
+from replaykit.errors import MAX_RETRY_AFTER, RetryAfter
+
+__all__ = [
+    "Retry",
+    "as_seconds",
+    "earliest_deadline",
+    "marked_non_retryable",
+    "requested_delay",
+    "run_deadline",
+]
 
 
 def as_seconds(value: timedelta | float | int | None, what: str) -> float | None:
@@ -80,13 +89,82 @@ def _interval_seconds(value: timedelta | float) -> float:
 
 
 def _exception_classes(
-    value: type[BaseException] | Sequence[type[BaseException]] | None,
+    value: type[BaseException] | Sequence[type[BaseException]] | None, what: str
 ) -> tuple[type[BaseException], ...] | None:
     if value is None:
         return None
-    if isinstance(value, type):
-        return (value,)
-    return tuple(value)
+    given = (value,) if isinstance(value, type) else value
+    if isinstance(given, (str, bytes)) or not isinstance(given, (Sequence, frozenset, set)):
+        hint = (
+            " (an exception instance: pass its class)" if isinstance(value, BaseException) else ""
+        )
+        raise TypeError(
+            f"Retry({what}={value!r}){hint}: pass an exception class or a tuple of them, such "
+            f"as {what}=(ConnectionError, TimeoutError)"
+        )
+    classes = tuple(given)
+    for index, cls in enumerate(classes):
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            shown = f"{what}[{index}]" if not isinstance(value, type) else what
+            hint = " (an instance: pass its class)" if isinstance(cls, BaseException) else ""
+            raise TypeError(
+                f"Retry({what}=...): {shown} is {cls!r}, not an exception class{hint}; pass "
+                f"exception classes, such as {what}=(ConnectionError, TimeoutError)"
+            )
+    return classes
+
+
+def _retry_on(
+    value: type[BaseException] | Sequence[type[BaseException]] | None,
+) -> tuple[type[BaseException], ...] | None:
+    return _exception_classes(value, "retry_on")
+
+
+def _non_retryable(
+    value: type[BaseException] | Sequence[type[BaseException]] | None,
+) -> tuple[type[BaseException], ...]:
+    return _exception_classes(value, "non_retryable") or ()
+
+
+def marked_non_retryable(error: BaseException) -> bool:
+    """Whether the exception says it must not be retried: its `non_retryable` is `True`
+    (the `NonRetryable` mixin sets it on the class; an instance may set its own)."""
+    try:
+        return getattr(error, "non_retryable", False) is True
+    except Exception:  # a property or __getattr__ of the user's that raises: not marked
+        return False
+
+
+def requested_delay(error: BaseException) -> float | None:
+    """The seconds `error` asks to wait before the next attempt, or None if it asks none.
+
+    `RetryAfter(delay)` asks through its `retry_after`; so may any exception, with a
+    `retry_after` attribute that is a timedelta or a number of seconds. Raises
+    `ValueError` naming the exception when that attribute is something else (a
+    negative number, a string): the caller says so and falls back on the policy's
+    back-off, as a step's failure must still be retried or recorded.
+    """
+    try:
+        value = getattr(error, "retry_after", None)
+    except Exception:
+        return None
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise ValueError(
+            f"{type(error).__name__}.retry_after is {value!r}: a delay before the next "
+            "attempt must be a timedelta or a number of seconds"
+        )
+    if math.isnan(seconds) or not 0 <= seconds <= MAX_RETRY_AFTER:
+        raise ValueError(
+            f"{type(error).__name__}.retry_after is {value!r}: a delay before the next "
+            "attempt must be from zero seconds to a hundred years"
+        )
+    return seconds
 
 
 def _jitter(value: float) -> float:
@@ -111,9 +189,13 @@ class Retry:
     The wait before attempt n+1 is `interval * backoff**(n-1)`, capped at
     `max_interval`; `jitter` (a fraction from 0 to 1) shortens each wait by up
     to that share of it, so that runs failing together do not retry together.
-    `retry_on` limits retries to those exception classes. `timeout` bounds all
-    attempts together, counted from the first one's start: no attempt starts
-    after it.
+    `retry_on` limits retries to those exception classes; `non_retryable`
+    names classes never retried, even when `retry_on` includes them (and an
+    exception whose `non_retryable` is True, as `replaykit.NonRetryable` sets
+    it, never is either). An exception may ask for the wait before the next
+    attempt (`replaykit.RetryAfter`, or a `retry_after` attribute): that wait
+    replaces the computed one. `timeout` bounds all attempts together, counted
+    from the first one's start: no attempt starts after it.
 
     The waits are durable timers: between attempts the run holds no thread,
     and the attempts made and the instant the next is due are recorded.
@@ -124,10 +206,13 @@ class Retry:
     backoff: float = 2.0
     max_interval: float = attrs.field(default=3600.0, converter=_interval_seconds)
     retry_on: tuple[type[BaseException], ...] | None = attrs.field(
-        default=None, converter=_exception_classes
+        default=None, converter=_retry_on
     )
     jitter: float = attrs.field(default=0.0, converter=_jitter)
     timeout: float | None = attrs.field(default=None, converter=_overall_timeout)
+    non_retryable: tuple[type[BaseException], ...] = attrs.field(
+        default=(), converter=_non_retryable
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -146,8 +231,19 @@ class Retry:
         return raw * (1.0 - self.jitter * min(max(draw, 0.0), 1.0))
 
     def should_retry(self, error: BaseException, attempts_made: int) -> bool:
+        """Whether a step whose attempt `attempts_made` raised `error` gets another.
+
+        In this order: never past `max_attempts`; never an exception that
+        `non_retryable` names or that marks itself (`NonRetryable`); always a
+        `RetryAfter`, a request to retry; else what `retry_on` says (every
+        `Exception` when it is None).
+        """
         if attempts_made >= self.max_attempts:
             return False
+        if isinstance(error, self.non_retryable) or marked_non_retryable(error):
+            return False
+        if isinstance(error, RetryAfter):
+            return True
         if self.retry_on is None:
             return isinstance(error, Exception)
         return isinstance(error, self.retry_on)

@@ -3,7 +3,9 @@
 Two families live here. `ReplayKitError` subclasses are ordinary exceptions that
 tell a user what went wrong and what to do. `ControlSignal` subclasses derive
 from `BaseException` on purpose: cancellation and shutdown must end a workflow
-attempt even when the workflow body says `except Exception:`.
+attempt even when the workflow body says `except Exception:`. Beside them, two
+things a step body raises to steer its own retries: the `NonRetryable` mixin and
+`RetryAfter` (read by `Retry`, in `_durations.py`).
 
 Some of these describe the live state of the process that raises them, and
 `LIVE_ONLY` lists them: a recorded one is never rebuilt from stored data.
@@ -12,12 +14,14 @@ Some of these describe the live state of the process that raises them, and
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import ClassVar
 
 __all__ = [
     "LIVE_ONLY",
+    "MAX_RETRY_AFTER",
     "AlreadyCompleted",
     "AwaitedWorkflowCancelled",
     "AwaitedWorkflowFailed",
@@ -30,12 +34,15 @@ __all__ = [
     "DuplicateDedupId",
     "DuplicateWorkflowError",
     "ExecutorIdInUse",
+    "HeartbeatTimeout",
     "InvalidCommandError",
     "NonDeterminismError",
     "NonDeterministicCall",
+    "NonRetryable",
     "PayloadTooLarge",
     "RecordConflict",
     "ReplayKitError",
+    "RetryAfter",
     "RunContinued",
     "RunEnded",
     "RunNotPending",
@@ -49,7 +56,12 @@ __all__ = [
     "StreamTimeout",
     "TransactionUnsupported",
     "UnknownToken",
+    "UnknownUpdate",
     "UnknownWorkflowError",
+    "UpdateAlreadyAnswered",
+    "UpdateError",
+    "UpdateRunFinished",
+    "UpdateTimeout",
     "WorkflowDeadlineExceeded",
     "WorkflowIdConflict",
     "WorkflowNotFound",
@@ -157,6 +169,42 @@ class StepPreempted(ReplayKitError):
     a resumed run gets this exception at the step's `yield`, where it may run the
     work again as a new step, clean up, or let the run fail.
     """
+
+
+class HeartbeatTimeout(ReplayKitError, TimeoutError):
+    """A step attempt's heartbeats stopped for longer than its `heartbeat_timeout`.
+
+    The attempt failed with it: a sync body was abandoned (its thread runs on,
+    its outcome is dropped, and its next `heartbeat()` raises to stop it), an
+    async body's task cancelled. It is retried as the step's `Retry` says, and
+    the retry reads the last details it beat in `step_context().heartbeat_details`.
+    The message names the workflow, its id, the step, its position and attempt,
+    and when it last beat; so do the attributes (left at their defaults on an
+    error rebuilt from a recorded failure).
+    """
+
+    workflow_name: str = ""
+    workflow_id: str = ""
+    step_name: str = ""
+    position: int = -1
+    attempt: int = 0
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        workflow_name: str = "",
+        workflow_id: str = "",
+        step_name: str = "",
+        position: int = -1,
+        attempt: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.workflow_name = workflow_name
+        self.workflow_id = workflow_id
+        self.step_name = step_name
+        self.position = position
+        self.attempt = attempt
 
 
 class WorkflowNotFound(ReplayKitError, LookupError):
@@ -408,6 +456,107 @@ class RunEnded(CompletionRefused):
 class AwakeableFailed(ReplayKitError):
     """What `Await(token)` raises in the workflow when the token was failed with a message
     (`fail(token, "card declined")`); failed with an exception, it raises that one."""
+
+
+class NonRetryable:
+    """Mixin: an exception class that no `Retry` policy retries.
+
+    `class CardDeclined(NonRetryable, Exception): ...` fails its step at the first
+    raise, whatever `Retry(max_attempts=..., retry_on=...)` says: retrying a declined
+    card cannot help. What the mixin sets is the class attribute `non_retryable =
+    True`, and that attribute is the rule: any exception whose `non_retryable` is
+    `True` (set on its class, or on one instance: `error.non_retryable = True`) is not
+    retried, and a subclass may set it back to `False`. Only `True` itself counts,
+    not any truthy value, so an unrelated attribute of that name cannot stop retries
+    by accident.
+    """
+
+    __slots__ = ()
+    non_retryable: ClassVar[bool] = True
+
+
+#: The longest delay a step may ask for before its next attempt (a hundred years):
+#: past it, the due instant would overflow a datetime, and no service means it.
+MAX_RETRY_AFTER = 100 * 365 * 86400.0
+
+
+def _retry_after_seconds(delay: object) -> float:
+    if isinstance(delay, timedelta):
+        seconds = delay.total_seconds()
+    elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
+        seconds = float(delay)
+    else:
+        raise TypeError(
+            f"RetryAfter(delay={delay!r}): the delay must be a timedelta or a number of "
+            "seconds (such as the 120 of an HTTP 429's 'Retry-After: 120' header)"
+        )
+    if math.isnan(seconds) or not 0 <= seconds <= MAX_RETRY_AFTER:
+        raise ValueError(
+            f"RetryAfter(delay={delay!r}): the delay must be from zero seconds to a hundred years"
+        )
+    return seconds
+
+
+class RetryAfter(Exception):
+    """Raised by a step body: retry this step after `delay`, not after its back-off.
+
+    `raise RetryAfter(int(response.headers["Retry-After"]), "rate limited")` from
+    a call answered HTTP 429. `delay` is a timedelta or seconds (kept as seconds,
+    a float); it replaces the policy's computed wait for the next attempt (no
+    jitter, not capped by `max_interval`: the server said when), and is recorded
+    like any back-off, so a restart keeps it. It is a request to retry, so it is
+    retried even when `retry_on` does not name it; `max_attempts`, `Retry(timeout=)`
+    and `non_retryable` still bound it. Any other exception may ask for a delay the
+    same way, through a `retry_after` attribute (seconds or a timedelta) — there
+    `retry_on` decides whether it is retried at all.
+    """
+
+    def __init__(self, delay: timedelta | float, message: str = "") -> None:
+        seconds = _retry_after_seconds(delay)
+        if not isinstance(message, str):
+            raise TypeError(f"RetryAfter(message={message!r}): the message must be a str")
+        # (seconds, message) as the args, so that a recorded one is rebuilt as it was.
+        super().__init__(seconds, message)
+        self.delay = seconds
+
+    @property
+    def retry_after(self) -> float:
+        """The seconds to wait before the next attempt (what `Retry` reads)."""
+        return self.delay
+
+    @property
+    def message(self) -> str:
+        return str(self.args[1]) if len(self.args) > 1 else ""
+
+    def __str__(self) -> str:
+        said = self.message
+        return said if said else f"retry after {self.delay:g}s"
+
+
+class UpdateError(ReplayKitError):
+    """Base of the errors of the update machinery itself (not the errors a workflow
+    replies with, which reach the caller as themselves)."""
+
+
+class UnknownUpdate(UpdateError, LookupError):
+    """The workflow declares no update of that name (`@workflow(updates=...)` or a
+    `@wf.validator(name)`): no request is sent, or a `ReceiveUpdate` of it fails."""
+
+
+class UpdateTimeout(UpdateError, TimeoutError):
+    """An update was not answered within the caller's timeout.
+
+    The request stays accepted: the run may still answer it, and a call with the
+    same update id then gets that answer.
+    """
+
+
+class UpdateRunFinished(UpdateError):
+    """The run an update was sent to had finished, or finished without answering it."""
+
+
+class UpdateAlreadyAnswered(UpdateError, ValueError):
+    """A `Reply` to a request that has its answer already (raised in the workflow)."""
 
 
 class ControlSignal(BaseException):

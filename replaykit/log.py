@@ -30,9 +30,19 @@ __all__ = [
     "Status",
     "StreamCursor",
     "Value",
+    "archive_id",
     "outcome_from_json",
     "outcome_to_json",
+    "received_data",
+    "received_from_data",
 ]
+
+
+def archive_id(workflow_id: str, generation: int) -> str:
+    """The id of a run's generation `generation`: the row its log is archived under
+    once it continues as new (`Store.continue_workflow`), and the generation's
+    `context().run_id` while it runs."""
+    return f"{workflow_id}#{generation}"
 
 
 class Status(enum.StrEnum):
@@ -82,6 +92,22 @@ def outcome_from_json(data: Any) -> Outcome | None:
     if "value" in data:
         return Value(data["value"])
     return Failure(serde.error_info_from_json(data["error"]))
+
+
+def received_data(topic: str, payload: Any) -> dict[str, Any]:
+    """What the record of a `Recv` of several topics holds: the topic the message came
+    on, and the message (decoded by `received_from_data` into a `Received`)."""
+    return {"topic": topic, "value": payload}
+
+
+def received_from_data(data: Any) -> tuple[str, Any]:
+    """(topic, message) from a `Recv` of several topics' recorded data."""
+    if not isinstance(data, dict) or not isinstance(data.get("topic"), str) or "value" not in data:
+        raise ValueError(
+            f"a Recv of several topics recorded {data!r}, not a topic and a value: the log "
+            "was written by other code at this position"
+        )
+    return data["topic"], data["value"]
 
 
 @attrs.frozen

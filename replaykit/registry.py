@@ -17,7 +17,13 @@ from collections.abc import Callable, Generator
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from replaykit import serde
-from replaykit.errors import DuplicateWorkflowError, SerializationError, UnknownWorkflowError
+from replaykit.commands.updates import check_update_name
+from replaykit.errors import (
+    DuplicateWorkflowError,
+    SerializationError,
+    UnknownUpdate,
+    UnknownWorkflowError,
+)
 
 __all__ = [
     "BoundWorkflow",
@@ -31,6 +37,7 @@ __all__ = [
 
 P = ParamSpec("P")
 R = TypeVar("R")
+V = TypeVar("V", bound=Callable[..., Any])
 
 _registry: dict[str, Workflow[..., Any]] = {}
 _lock = threading.Lock()
@@ -40,7 +47,12 @@ class Workflow(Generic[P, R]):
     """A registered workflow function. Calling it returns its generator, so one
     workflow can run another inline with `yield from other(...)`."""
 
-    def __init__(self, fn: Callable[P, Generator[Any, Any, R]], name: str) -> None:
+    def __init__(
+        self,
+        fn: Callable[P, Generator[Any, Any, R]],
+        name: str,
+        updates: collections.abc.Iterable[str] = (),
+    ) -> None:
         if not inspect.isgeneratorfunction(fn):
             hint = (
                 " (async def workflows are not supported: make it a plain def that yields "
@@ -53,6 +65,15 @@ class Workflow(Generic[P, R]):
         self.workflow_name = name
         functools.update_wrapper(self, fn)
         self._signature = inspect.signature(fn)
+        if isinstance(updates, str):
+            raise TypeError(
+                f"@workflow(updates=...) takes a list of update names, got the str {updates!r}; "
+                f"write updates=[{updates!r}]"
+            )
+        # The update names the workflow declares, each with its validator (or None).
+        self._updates: dict[str, Callable[..., Any] | None] = {
+            check_update_name(update): None for update in updates
+        }
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Generator[Any, Any, R]:
         return self.fn(*args, **kwargs)
@@ -73,6 +94,85 @@ class Workflow(Generic[P, R]):
         except TypeError as exc:
             raise TypeError(f"workflow {self.workflow_name!r}: bad arguments: {exc}") from None
         return BoundWorkflow(self, args, dict(kwargs))
+
+    # -- updates ----------------------------------------------------------------------
+
+    @property
+    def update_names(self) -> frozenset[str]:
+        """The update names the workflow declares (`updates=`, and each validator's)."""
+        return frozenset(self._updates)
+
+    def validator(self, name: str) -> Callable[[V], V]:
+        """Register a validator for update `name` (and declare the name):
+
+            @checkout.validator("add")
+            def check_add(amount: int) -> None:
+                if amount <= 0:
+                    raise ValueError("add a positive amount")
+
+        It is called with the request's arguments (decoded by its own annotations)
+        before the request is accepted; any exception it raises refuses the request:
+        nothing reaches the run's inbox or log, and the caller gets that exception.
+        It runs where the workflow's code is registered: in the caller's process when
+        that has imported the workflow, else in the engine before the request is
+        delivered to the workflow. Keep it quick and free of I/O.
+        """
+        check_update_name(name)
+
+        def register(fn: V) -> V:
+            if not callable(fn):
+                raise TypeError(f"{self!r}.validator({name!r}) decorates a function, got {fn!r}")
+            if self._updates.get(name) is not None and self._updates[name] is not fn:
+                raise ValueError(
+                    f"workflow {self.workflow_name!r} has a validator for update {name!r} "
+                    f"already ({self._updates[name]!r}); one validator per update name"
+                )
+            self._updates[name] = fn
+            return fn
+
+        return register
+
+    def unknown_update(self, name: str, *, workflow_id: str | None = None) -> UnknownUpdate | None:
+        """The error for an update name the workflow does not declare, else None."""
+        if name in self._updates:
+            return None
+        declared = ", ".join(repr(n) for n in sorted(self._updates)) or "none"
+        run = "" if workflow_id is None else f" (id {workflow_id!r})"
+        return UnknownUpdate(
+            f"workflow {self.workflow_name!r}{run} has no update {name!r} (it declares: "
+            f"{declared}). Declare it with @workflow(updates=[{name!r}]) or "
+            f"@{self.fn.__name__}.validator({name!r}), and take it with "
+            f"ReceiveUpdate({name!r}); or check the name"
+        )
+
+    def check_update(
+        self, name: str, args: Any, kwargs: Any, *, workflow_id: str | None = None
+    ) -> None:
+        """Raise `UnknownUpdate` for a name the workflow does not declare, or whatever its
+        validator raises for these arguments (their encoded data, decoded here by the
+        validator's annotations, as the request would carry them)."""
+        unknown = self.unknown_update(name, workflow_id=workflow_id)
+        if unknown is not None:
+            raise unknown
+        check = self._updates[name]
+        if check is None:
+            return
+        hints = _hints_of(check)
+        try:
+            bound = inspect.signature(check).bind(*(args or ()), **(kwargs or {}))
+        except TypeError as exc:
+            raise TypeError(
+                f"update {name!r} of workflow {self.workflow_name!r}: its validator "
+                f"{check.__qualname__} does not take these arguments: {exc}"
+            ) from None
+        except ValueError:  # no signature to read (a builtin): call it as given
+            check(*(args or ()), **(kwargs or {}))
+            return
+        for key, data in list(bound.arguments.items()):
+            bound.arguments[key] = serde.decode(
+                data, hints.get(key), what=f"argument {key!r} of update {name!r}"
+            )
+        check(*bound.args, **bound.kwargs)
 
     @functools.cached_property
     def _hints(self) -> dict[str, Any]:
@@ -170,19 +270,37 @@ def workflow(fn: Callable[P, Generator[Any, Any, R]], /) -> Workflow[P, R]: ...
 
 @overload
 def workflow(
-    *, name: str | None = None, replace: bool = False
+    *,
+    name: str | None = None,
+    replace: bool = False,
+    updates: collections.abc.Iterable[str] = (),
 ) -> Callable[[Callable[P, Generator[Any, Any, R]]], Workflow[P, R]]: ...
 
 
-def workflow(fn: Any = None, /, *, name: str | None = None, replace: bool = False) -> Any:
+def workflow(
+    fn: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    replace: bool = False,
+    updates: collections.abc.Iterable[str] = (),
+) -> Any:
     """Register a generator function as a workflow, under `name` or its qualified name.
 
     A second, different function under a registered name is refused unless
-    `replace=True` (tests that swap a workflow's code, hot reloads).
+    `replace=True` (tests that swap a workflow's code, hot reloads). `updates`
+    declares the update names the workflow answers (`ReceiveUpdate`); a
+    `@wf.validator(name)` declares its name too.
     """
+    if isinstance(updates, str):
+        raise TypeError(
+            f"@workflow(updates=...) takes a list of update names, got the str {updates!r}; "
+            f"write updates=[{updates!r}]"
+        )
+    declared = list(updates)
 
     def register(target: Callable[P, Generator[Any, Any, R]]) -> Workflow[P, R]:
-        wf: Workflow[P, R] = Workflow(target, name or target.__qualname__)
+        wf: Workflow[P, R] = Workflow(target, name or target.__qualname__, declared)
         with _lock:
             existing = _registry.get(wf.workflow_name)
             if not replace and existing is not None and _origin(existing.fn) != _origin(target):
@@ -197,6 +315,13 @@ def workflow(fn: Any = None, /, *, name: str | None = None, replace: bool = Fals
     if fn is not None:
         return register(fn)
     return register
+
+
+def _hints_of(fn: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn)
+    except Exception:
+        return {}
 
 
 def _origin(fn: Callable[..., Any]) -> str:

@@ -168,3 +168,14 @@ def test_runtime_bench_cache_variants_follow_the_engine_signature() -> None:
     evicted, warm = cache_variants(BigCache, 2200)
     assert evicted[1] == {"max_cached_runs": 0} and warm[1] == {}
     assert cache_variants(SmallCache, 2200)[1][1] == {"max_cached_runs": 2200}
+
+
+def test_updates_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.bench_updates import main, percentile
+
+    assert percentile([5.0, 1.0, 3.0, 2.0], 50) == 2.0
+    assert percentile([5.0, 1.0, 3.0, 2.0], 99) == 5.0
+    main(["--rounds", "3", "--warmup", "1", "--stores", "sqlite"])
+    out = capsys.readouterr().out
+    assert "sqlite: 3 round trips of each kind, run warm" in out
+    assert "update / send + get_event: p50" in out

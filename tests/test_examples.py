@@ -5,6 +5,7 @@ fastapi_app.py: tests/test_fastapi_example.py, under a real uvicorn server)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -198,6 +199,19 @@ def test_worker_example_drains_through_replaykit_worker(tmp_path: Path) -> None:
     assert worker.returncode == 0, output
 
 
+def test_heartbeats(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "heartbeats.py")], tmp_path)
+    assert re.search(r"import-big: running, \d+ of 4000 rows by its last heartbeat", out), out
+    # The stalled first attempt was abandoned; the retry went on from its last beat.
+    assert "big.csv: attempt 2 goes on from row 2000" in out
+    assert "big.csv: 4000 rows imported" in out
+    assert "import-big: 2 attempts; its last heartbeat said 4000 rows, on attempt 2" in out
+    assert re.search(
+        r"import-other: CANCELLED; the body stopped at a heartbeat \(StepPreempted\), \d+ rows",
+        out,
+    ), out
+
+
 def test_preempted(tmp_path: Path) -> None:
     out = run_example([str(ROOT / "examples" / "preempted.py")], tmp_path)
     assert "nightly-1: CANCELLED; position 0 'reindex' recorded StepPreempted" in out
@@ -222,3 +236,49 @@ def test_webhook_approval(tmp_path: Path, late: bool) -> None:
     assert "a click after the end: HTTP 410" in out
     assert "a forged token:        HTTP 404" in out
     assert list(tmp_path.iterdir()) == []  # the store lived in a temporary folder
+
+
+def test_purchase(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "purchase.py")], tmp_path)
+    for order in ("order-1", "order-2", "order-3"):
+        assert f"{order}: reserve attempt 1 rate limited; the service asked for 0.3s" in out
+        assert f"{order}: reserve attempt 2 reserved the stock" in out
+    assert (
+        "order-1: took acme's offer at 90 (ch-order-1-90); 2 negotiations cancelled; "
+        "run order-1#0, generation 0, attempt 0"
+    ) in out
+    assert "order-2: cancelled by the customer; 2 negotiations cancelled" in out
+    assert "order-3: failed: card declined for order-3 after 1 attempt(s)" in out
+    assert "negotiations of order-1: acme CANCELLED, globex CANCELLED" in out
+
+
+def test_cart_answers_its_callers(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "cart.py")], tmp_path)
+    assert "add apple: {'items': {'apple': 1}, 'total': 40}" in out
+    assert out.count("{'items': {'apple': 1, 'pear': 2}, 'total': 150}") == 3
+    assert "refused: add 'fig': a quantity of 0 is not one to add" in out
+    assert "checkout failed: ada's card declines 630 cents" in out
+    assert "cart-ada: receipt-ada-150" in out
+    assert "log: 6 replies recorded; the refused add left none" in out
+
+
+def test_cart_in_the_testing_kit() -> None:
+    from examples.cart import cart
+    from replaykit.testing import Update, run
+
+    result = run(
+        cart,
+        "kit",
+        updates=[
+            Update("add", "fig", qty=5),
+            Update("checkout", at=10, update_id="too-much"),
+            Update("add", "kiwi", at=20),
+            Update("remove", "fig", at=30),
+            Update("checkout", at=40, update_id="empty"),
+        ],
+        real_steps=True,
+    )
+    assert "declines 600 cents" in str(result.replies["too-much"].error)
+    assert isinstance(result.replies["update-2"].error, KeyError)  # its validator
+    assert str(result.replies["empty"].error) == "the cart is empty"
+    assert result.result == "abandoned with 0 item(s)"  # nothing more came: idle

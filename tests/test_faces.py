@@ -67,6 +67,7 @@ SURFACE: dict[str, tuple[str, str]] = {
     "fork": (ALL, ""),
     "get_event": (ALL, ""),
     "get_events": (ALL, ""),
+    "get_heartbeats": (ALL, ""),
     "handle": (ALL, ""),
     "list_workflows": (ALL, ""),
     "pause_schedule": (ALL, ""),
@@ -78,6 +79,9 @@ SURFACE: dict[str, tuple[str, str]] = {
     "start": (ALL, ""),
     "steps": (ALL, ""),
     "trigger_schedule": (ALL, ""),
+    "update": (ALL, ""),
+    "update_with_start": (ALL, ""),
+    "send_with_start": (ALL, ""),
     # -- what only an engine does: it runs workflows, a client runs nothing ---------------
     "run": (
         ENGINES,
@@ -193,6 +197,27 @@ ALLOWED: dict[tuple[str, str], dict[str, Any]] = {
         "return": "a ClientHandle: results come back as plain JSON values, untyped",
     },
     ("E/C", "handle"): {"return": "a ClientHandle: results come back untyped"},
+    ("E/C", "update_with_start"): {
+        "renamed": {"wf": "workflow"},
+        "extra": {
+            "start_args": "a client names the workflow; its start's arguments come apart",
+            "start_kwargs": "a client names the workflow; its start's arguments come apart",
+            "queue": "a client's start goes to a queue or to an engine by executor id",
+            "executor_id": "the engine a queue-less client start goes to",
+            "app_version": "a client cannot compute the version (no workflow code)",
+        },
+    },
+    ("E/C", "send_with_start"): {
+        "renamed": {"wf": "workflow"},
+        "extra": {
+            "start_args": "a client names the workflow; its start's arguments come apart",
+            "start_kwargs": "a client names the workflow; its start's arguments come apart",
+            "queue": "a client's start goes to a queue or to an engine by executor id",
+            "executor_id": "the engine a queue-less client start goes to",
+            "app_version": "a client cannot compute the version (no workflow code)",
+        },
+        "return": "a ClientHandle: results come back as plain JSON values, untyped",
+    },
     ("E/C", "close"): {
         "absent": {
             "wait": "a client has no running steps to let finish",

@@ -186,3 +186,49 @@ def test_an_await_of_another_runs_token_fails_and_a_strange_message_is_damage() 
     store.send_message("parent", parts.topic, "not a completion")
     with pytest.raises(DamagedData, match="is not a completion"):
         handler_for(Await(str(parts))).ready(carrier, ROW, 3, Await(str(parts)))
+
+
+def _asks(n: int) -> Any:
+    yield Sleep(n)
+
+
+def test_a_receive_update_validates_what_its_caller_did_not_and_answers_a_refusal() -> None:
+    from replaykit import ReceiveUpdate
+    from replaykit.commands.updates import (
+        reply_key,
+        reply_outcome,
+        request_payload,
+        request_topic,
+    )
+
+    asking = workflow(name="handlers-asks", updates=["ask"])(_asks)
+
+    @asking.validator("ask")
+    def positive(n: int) -> None:
+        if n <= 0:
+            raise ValueError(f"{n} is not positive")
+
+    row = WorkflowRow("asker", "handlers-asks", Status.PENDING)
+    carrier = _carrier()
+    store = cast(_Carrier, carrier).store
+    store.create_workflow(row)
+    command = ReceiveUpdate("ask")
+    handler = handler_for(command)
+    assert handler.wakes(carrier, row, 0, command) == (("message", "asker"),)
+    assert handler.ready(carrier, row, 0, command) is None
+    topic = request_topic("ask")
+    store.send_message("asker", topic, request_payload("u1", "ask", [-1], {}, validated=False))
+    store.send_message("asker", topic, request_payload("u2", "ask", [-2], {}, validated=True))
+    ready = handler.ready(carrier, row, 0, command)
+    # u1 was refused here (answered, gone, no record); u2 its caller validated already.
+    assert ready is not None and ready.consume is not None
+    assert ready.outcome == Value({"update_id": "u2", "name": "ask", "args": [-2], "kwargs": {}})
+    found, data = store.get_event("asker", reply_key("u1"))
+    ok, error = reply_outcome(data)
+    assert found and not ok and str(error) == "-1 is not positive"
+    assert store.load_log("asker") == []
+    undeclared = ReceiveUpdate("other")
+    refused = handler_for(undeclared).ready(carrier, row, 3, undeclared)
+    assert refused is not None and isinstance(refused.outcome, Failure)
+    assert refused.outcome.error.qualname == "UnknownUpdate"
+    assert "position 3" in refused.outcome.error.message

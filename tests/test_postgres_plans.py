@@ -23,7 +23,7 @@ import pytest
 
 from replaykit.log import Record, Status, Value
 from replaykit.stores._group import Slot
-from replaykit.stores.base import WorkflowRow
+from replaykit.stores.base import StepHeartbeat, WorkflowRow
 
 # More than psycopg's prepare threshold (5) plus PostgreSQL's custom-plan rounds (5).
 _ROUNDS = 14
@@ -91,6 +91,12 @@ def _use_every_run_keyed_statement(store: Any, round_: int) -> None:
     for slot in [*records, *finishes, *closing]:
         slot.outcome()  # raises if the batch refused it
     assert [slot.outcome() for slot in closing] == [True, True]
+    # A step's heartbeat, with and without an owner, and read back.
+    store.create_workflow(_row(f"r{round_}-beats"))
+    beat = StepHeartbeat(0, "s0", 1, datetime.now(UTC), {"done": round_})
+    assert store.record_step_heartbeat(f"r{round_}-beats", beat, executor_id="e1")
+    assert store.record_step_heartbeat(f"r{round_}-beats", beat)
+    assert store.get_step_heartbeats(f"r{round_}-beats") == [beat]
 
 
 def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
@@ -140,6 +146,8 @@ def test_run_keyed_statements_keep_primary_key_plans_as_the_tables_grow(
     # And the finishes with their last record: four shapes alone, and the batch.
     closing = [s for s in plans if ".records" in s and "wake_at = NULL" in s]
     assert len(closing) == 5, sorted(s[:60] for s in plans)
+    # A step's heartbeat locks its run by id too.
+    assert [s for s in plans if ".step_heartbeats" in s], sorted(s[:60] for s in plans)
     for statement, plan in plans.items():
         assert "workflows_by_" not in plan and "Seq Scan on workflows" not in plan, (
             f"{statement[:120]}...\ncached plan:\n{plan}"

@@ -209,6 +209,8 @@ def body(order: str) -> Generator[Any, Any, None]:
     reveal_type((yield from Start(child, 3)))
     reveal_type((yield from Recv("t")))
     reveal_type((yield from Recv("t", timeout=5)))
+    reveal_type((yield from Recv(("a", "b"))))
+    reveal_type((yield from Recv(("a", "b"), timeout=5)))
     reveal_type((yield from GetEvent("w", "k")))
     reveal_type((yield from GetEvent("w", "k", timeout=5)))
     token = yield from Awakeable("approval")
@@ -250,6 +252,8 @@ def test_mypy_types_yield_from_every_command_and_a_wrong_step_is_one_error(
         "str",
         "Any",
         "Any | None",
+        "tuple[str, Any, fallback=replaykit.commands.messages.Received]",
+        "tuple[str, Any, fallback=replaykit.commands.messages.Received] | None",
         "Any",
         "Any | None",
         "str",

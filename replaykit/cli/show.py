@@ -25,7 +25,7 @@ from replaykit.log import (
     Value,
     outcome_to_json,
 )
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["show_command"]
 
@@ -96,6 +96,7 @@ def show_command(
         forks = store.list_workflows(WorkflowFilter(forked_from=workflow_id))
         generations = _generations_of(store, workflow_id)
         waiting = _waiting.why_waiting(store, row)
+        beats = store.get_step_heartbeats(workflow_id)
     if as_json:
         echo_json(
             {
@@ -106,6 +107,7 @@ def show_command(
                 "generations": [
                     {**row_json(generation), "steps": steps} for generation, steps in generations
                 ],
+                "heartbeats": [_beat_json(beat, records) for beat in beats],
             }
         )
         return
@@ -186,6 +188,9 @@ def show_command(
         )
     else:
         out.line("(the log is empty: the run has not recorded a command yet)")
+    open_beats = [beat for beat in beats if not _completed(beat, records)]
+    if open_beats:
+        _print_heartbeats(out, row, open_beats, records, width)
     if children:
         out.line()
         out.line("children: " + ", ".join(f"{c.workflow_id} ({c.status.value})" for c in children))
@@ -201,6 +206,60 @@ def show_command(
         _print_generations(out, row, generations)
     if show_traceback:
         _print_tracebacks(out, row, records)
+
+
+def _completed(beat: StepHeartbeat, records: Sequence[Record]) -> bool:
+    """Whether the step that beat has its outcome recorded (it runs no more)."""
+    return beat.position < len(records) and records[beat.position].outcome is not None
+
+
+def _beat_json(beat: StepHeartbeat, records: Sequence[Record]) -> dict[str, Any]:
+    return {
+        "position": beat.position,
+        "child_path": list(beat.child_path),
+        "step": beat.name,
+        "attempt": beat.attempt,
+        "at": beat.at.isoformat(),
+        "details": beat.details,
+        "running": not _completed(beat, records),
+    }
+
+
+def _beat_state(row: WorkflowRow, beat: StepHeartbeat, records: Sequence[Record]) -> str:
+    if row.status is not Status.PENDING:
+        return "stopped"
+    pending = records[beat.position] if beat.position < len(records) else None
+    return "backing off" if pending is not None and pending.kind == "step" else "running"
+
+
+def _print_heartbeats(
+    out: Printer,
+    row: WorkflowRow,
+    beats: Sequence[StepHeartbeat],
+    records: Sequence[Record],
+    width: int | None,
+) -> None:
+    """The latest heartbeat of each step not recorded yet: running, waiting to retry, or
+    stopped with its run."""
+    out.line()
+    out.line("heartbeats of the steps under way (step_context().heartbeat):")
+    out.table(
+        ["POS", "STEP", "ATTEMPT", "STATE", "BEAT AT", "DETAILS"],
+        [
+            [
+                str(beat.position)
+                + ("." + ".".join(str(i) for i in beat.child_path) if beat.child_path else ""),
+                beat.name,
+                str(beat.attempt),
+                _beat_state(row, beat, records),
+                when_text(beat.at) + " UTC",
+                short_json(beat.details, width),
+            ]
+            for beat in beats
+        ],
+        [{5: "cyan"} for _ in beats],
+        fit={1: Fit(8, weight=2), 5: Fit(12, weight=5)},
+    )
 
 
 def _traceback_text(error: ErrorInfo) -> str:

@@ -32,6 +32,7 @@ from replaykit.cli.show import show_command
 from replaykit.cli.start import send_command, start_command
 from replaykit.cli.store import store_at
 from replaykit.cli.streams import get_event_command, stream_command
+from replaykit.cli.updates import update_command
 from replaykit.cli.versions import versions_command
 from replaykit.log import Status
 from replaykit.runtime.admin import stranded_runs
@@ -264,6 +265,7 @@ for _command in (
     send_command,
     complete_command,
     fail_command,
+    update_command,
     get_event_command,
     stream_command,
     cancel_command,

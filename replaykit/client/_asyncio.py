@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -15,10 +15,10 @@ from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
 from replaykit.log import Record, Status
-from replaykit.runtime import admin, loop_waits, streams
+from replaykit.runtime import admin, loop_waits, streams, updates
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "AsyncResumedHandle"]
 
@@ -53,6 +53,20 @@ class AsyncClientHandle:
         Cancelling the awaiting task cancels the wait, not the run.
         """
         return admin.run_outcome(await self._client._wait_finished(self.workflow_id, timeout))
+
+    async def update(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`AsyncClient.update` of this run: its reply to update `name`."""
+        return await self._client.update(
+            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
+        )
 
 
 class AsyncResumedHandle(AsyncClientHandle):
@@ -285,6 +299,85 @@ class AsyncClient:
         """`Client.fail` as a coroutine."""
         await self.off_loop(self.client.fail, token, error)
 
+    async def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Client.update` as a coroutine: the reply awaited on the loop, holding no thread."""
+        client = self.client
+        client._check_open()
+        updater = client.updater
+        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
+        return await updater.update_async(call, self.off_loop)
+
+    async def update_with_start(
+        self,
+        workflow: str,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str,
+        start_args: Sequence[Any] = (),
+        start_kwargs: Mapping[str, Any] | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Client.update_with_start` as a coroutine, the reply awaited on the loop."""
+        client = self.client
+        client._check_open()
+        row = client._start_row(
+            workflow, start_args, start_kwargs, workflow_id, queue, executor_id, app_version
+        )
+        updater = client.updater
+        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
+        start = functools.partial(
+            client._create_and_send, row, accept=updates.refuse_finished(call)
+        )
+        return await updater.update_async(
+            call, self.off_loop, start, updates.registered_workflow(workflow)
+        )
+
+    async def send_with_start(
+        self,
+        workflow: str,
+        message: Any,
+        /,
+        topic: str | None = None,
+        *,
+        workflow_id: str,
+        start_args: Sequence[Any] = (),
+        start_kwargs: Mapping[str, Any] | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> AsyncClientHandle:
+        """`Client.send_with_start` as a coroutine."""
+        handle = await self.off_loop(
+            self.client.send_with_start,
+            workflow,
+            message,
+            topic,
+            workflow_id=workflow_id,
+            start_args=start_args,
+            start_kwargs=start_kwargs,
+            queue=queue,
+            executor_id=executor_id,
+            app_version=app_version,
+            idempotency_key=idempotency_key,
+        )
+        return AsyncClientHandle(self, handle.workflow_id)
+
     async def schedules_list(self) -> list[ScheduleInfo]:
         """`Client.schedules_list` as a coroutine."""
         return await self.off_loop(self.client.schedules_list)
@@ -326,6 +419,10 @@ class AsyncClient:
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Client.get_events` as a coroutine."""
         return await self.off_loop(self.client.get_events, workflow_id)
+
+    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """`Client.get_heartbeats` as a coroutine."""
+        return await self.off_loop(self.client.get_heartbeats, workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -6,10 +6,11 @@ What a client is and is not is in the package's docstring (`replaykit/client/`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -19,12 +20,12 @@ from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, awakeables, schedules, streams
+from replaykit.runtime import admin, awakeables, schedules, streams, updates
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["Client", "ClientHandle", "ResumedHandle"]
@@ -76,6 +77,20 @@ class ClientHandle:
         run is doing.
         """
         return admin.run_outcome(self._client._wait_finished(self.workflow_id, timeout))
+
+    def update(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Client.update` of this run: its reply to update `name`."""
+        return self._client.update(
+            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
+        )
 
 
 class ResumedHandle(ClientHandle):
@@ -144,6 +159,13 @@ class Client:
         self._lock = threading.Lock()
         self._waiters: dict[tuple[str, str], set[Callable[[], None]]] = {}
         self._unsubscribe: Callable[[], None] | None = None
+        self.updater = updates.Updater(
+            self.store,
+            self.listen,
+            poll_interval=poll_interval,
+            max_payload_bytes=max_payload_bytes,
+            trace_context=current_trace_context,
+        )
 
     def __enter__(self) -> Client:
         return self
@@ -534,6 +556,147 @@ class Client:
             trace_context=current_trace_context(),
         )
 
+    # -- updates ----------------------------------------------------------------------------
+
+    def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """As `Engine.update`: the run's reply to update `name`, or the error it replied
+        with. With the workflow's code imported here, its validator runs here first;
+        without, the request goes unvalidated and the engine runs the validator before
+        delivering it (an unknown name is then found only by the timeout)."""
+        self._check_open()
+        call = self.updater.call(
+            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        )
+        return self.updater.update(call)
+
+    def update_with_start(
+        self,
+        workflow: str,
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str,
+        start_args: Sequence[Any] = (),
+        start_kwargs: Mapping[str, Any] | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """As `Engine.update_with_start`, the run of the workflow registered as `workflow`
+        (with `start_args` and `start_kwargs`) started as `start` starts it (on `queue`,
+        or for the engine `executor_id` names) if `workflow_id` is free."""
+        self._check_open()
+        row = self._start_row(
+            workflow, start_args, start_kwargs, workflow_id, queue, executor_id, app_version
+        )
+        call = self.updater.call(
+            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        )
+        start = functools.partial(self._create_and_send, row, accept=updates.refuse_finished(call))
+        return self.updater.update(call, start, updates.registered_workflow(workflow))
+
+    def send_with_start(
+        self,
+        workflow: str,
+        message: Any,
+        /,
+        topic: str | None = None,
+        *,
+        workflow_id: str,
+        start_args: Sequence[Any] = (),
+        start_kwargs: Mapping[str, Any] | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> ClientHandle:
+        """As `Engine.send_with_start`, for the workflow registered as `workflow` (with
+        `start_args` and `start_kwargs`), started as `start` starts it."""
+        self._check_open()
+        row = self._start_row(
+            workflow, start_args, start_kwargs, workflow_id, queue, executor_id, app_version
+        )
+        outgoing, call_id = admin.outgoing_message(
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            trace_context=current_trace_context(),
+        )
+        self._create_and_send(row, message=outgoing, call_id=call_id)
+        return ClientHandle(self, workflow_id)
+
+    def _start_row(
+        self,
+        name: str,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        workflow_id: str,
+        queue: str | None,
+        executor_id: str | None,
+        app_version: str | None,
+    ) -> WorkflowRow:
+        """The row of a start with a message: on `queue`, else for the engine named."""
+        _check_name(name, "Client.update_with_start / send_with_start")
+        if not isinstance(workflow_id, str) or not workflow_id:
+            raise TypeError(
+                f"a start with a message names its run: workflow_id must be a non-empty str, "
+                f"got {workflow_id!r}"
+            )
+        version = self._version(name, app_version)
+        target = "" if queue is not None else (executor_id or self.executor_id or "")
+        if queue is None and not target:
+            raise ValueError(
+                f"a start of {name!r} with a message has no engine to run it: pass queue='...' "
+                "or executor_id='...' (here or to Client(...)), as for Client.start"
+            )
+        return self._new_row(
+            name,
+            args,
+            dict(kwargs or {}),
+            workflow_id,
+            version,
+            executor_id=target,
+            queue=queue,
+        )
+
+    def _create_and_send(
+        self,
+        row: WorkflowRow,
+        *,
+        message: OutgoingMessage,
+        call_id: str,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        """Store the run unless its id is taken (by this same start), and deliver."""
+        warning = self._check_engines(row)
+
+        def same_start(found: WorkflowRow) -> None:
+            admin.check_start(found, row)
+            if accept is not None:
+                accept(found)
+
+        stored, created, delivered = self.store.create_and_send(
+            row, message, call_id=call_id, accept=same_start
+        )
+        self._warn(warning)
+        if (created or stored.created_at == row.created_at) and row.queue is None:
+            self._hand_over(stored)
+        return stored, created, delivered
+
     # -- schedules (the store's; a client defines none) --------------------------------
 
     def schedules_list(self) -> list[ScheduleInfo]:
@@ -579,6 +742,12 @@ class Client:
         run has that id."""
         self._check_open()
         return self.store.get_events(workflow_id)
+
+    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of a run that beat (its details as JSON data,
+        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
+        self._check_open()
+        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

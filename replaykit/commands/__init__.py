@@ -10,15 +10,23 @@ class states its `CommandFacts`; `facts_of` reads them.
 
 from __future__ import annotations
 
-from replaykit._durations import Retry, as_seconds, earliest_deadline, run_deadline
+from replaykit._durations import (
+    Retry,
+    as_seconds,
+    earliest_deadline,
+    requested_delay,
+    run_deadline,
+)
 from replaykit.commands.awakeables import Await, Awakeable, AwakeableToken
 from replaykit.commands.base import Command, CommandFacts, Yields, callable_name, facts_of
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
 from replaykit.commands.instants import Now, Random, Sleep, Uuid
-from replaykit.commands.messages import GetEvent, Recv, Send, SetEvent
+from replaykit.commands.messages import GetEvent, Received, Recv, Send, SetEvent
+from replaykit.commands.runs import CancelRun
 from replaykit.commands.steps import Step, Transaction
 from replaykit.commands.streams import CloseStream, WriteStream
+from replaykit.commands.updates import ReceiveUpdate, Reply, UpdateRequest, replying
 from replaykit.commands.versions import DeprecatePatch, Patch
 
 __all__ = [
@@ -27,6 +35,7 @@ __all__ = [
     "Awakeable",
     "AwakeableToken",
     "Call",
+    "CancelRun",
     "CloseStream",
     "Command",
     "CommandFacts",
@@ -38,7 +47,10 @@ __all__ = [
     "Patch",
     "Race",
     "Random",
+    "ReceiveUpdate",
+    "Received",
     "Recv",
+    "Reply",
     "Retry",
     "Send",
     "SetEvent",
@@ -46,6 +58,7 @@ __all__ = [
     "Start",
     "Step",
     "Transaction",
+    "UpdateRequest",
     "Uuid",
     "Wait",
     "WriteStream",
@@ -54,5 +67,7 @@ __all__ = [
     "callable_name",
     "earliest_deadline",
     "facts_of",
+    "replying",
+    "requested_delay",
     "run_deadline",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, overload
@@ -50,6 +51,7 @@ class Step(Command, Generic[R]):
     retry: Retry | None
     timeout: float | None
     preemptible: bool
+    heartbeat_timeout: float | None
 
     # One signature, not overloads: a wrong argument is then one error naming it
     # (an overloaded constructor answers "no overload variant matches" and lists
@@ -65,6 +67,7 @@ class Step(Command, Generic[R]):
             retry: Retry | None = None,
             timeout: timedelta | float | None = None,
             preemptible: bool = False,
+            heartbeat_timeout: timedelta | float | None = None,
         ) -> None: ...
 
         @overload
@@ -76,9 +79,18 @@ class Step(Command, Generic[R]):
     else:
 
         def __init__(
-            self, name, fn, /, *args, retry=None, timeout=None, preemptible=False, **kwargs
+            self,
+            name,
+            fn,
+            /,
+            *args,
+            retry=None,
+            timeout=None,
+            preemptible=False,
+            heartbeat_timeout=None,
+            **kwargs,
         ):
-            _init_step(self, name, fn, args, kwargs, retry, timeout, preemptible)
+            _init_step(self, name, fn, args, kwargs, retry, timeout, preemptible, heartbeat_timeout)
 
     def options(
         self,
@@ -86,6 +98,7 @@ class Step(Command, Generic[R]):
         retry: Retry | None = None,
         timeout: timedelta | float | None = None,
         preemptible: bool | None = None,
+        heartbeat_timeout: timedelta | float | None = None,
     ) -> Step[R]:
         """This step with options set, its arguments still checked by mypy."""
         changed: Step[R] = Step.__new__(Step)
@@ -98,6 +111,7 @@ class Step(Command, Generic[R]):
             self.retry if retry is None else retry,
             self.timeout if timeout is None else timeout,
             self.preemptible if preemptible is None else preemptible,
+            self.heartbeat_timeout if heartbeat_timeout is None else heartbeat_timeout,
         )
         return changed
 
@@ -118,6 +132,7 @@ def _init_step(
     retry: Retry | None,
     timeout: timedelta | float | None,
     preemptible: bool,
+    heartbeat_timeout: timedelta | float | None = None,
 ) -> None:
     if not isinstance(name, str) or not name:
         raise TypeError(
@@ -132,6 +147,13 @@ def _init_step(
         raise TypeError(
             f"Step({name!r}, ...): preemptible must be True or False, got {preemptible!r}"
         )
+    beat_within = as_seconds(heartbeat_timeout, f"Step({name!r}) heartbeat_timeout")
+    if beat_within is not None and not 0 < beat_within < math.inf:
+        raise ValueError(
+            f"Step({name!r}, ...): heartbeat_timeout must be more than zero, got "
+            f"{heartbeat_timeout!r}: it is how long the body may go without calling "
+            "step_context().heartbeat(); pass None for no such limit"
+        )
     step.__attrs_init__(
         name,
         fn,
@@ -140,6 +162,7 @@ def _init_step(
         retry,
         as_seconds(timeout, f"Step({name!r}) timeout"),
         preemptible,
+        beat_within,
     )
 
 

@@ -25,6 +25,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.commands import as_seconds, earliest_deadline
+from replaykit.commands.updates import check_not_reserved
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     PayloadTooLarge,
@@ -36,7 +37,7 @@ from replaykit.errors import (
 from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.otel import current_trace_context
 from replaykit.stores import open_store
-from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import DamagedRow, OutgoingMessage, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "DEFAULT_URL",
@@ -56,6 +57,7 @@ __all__ = [
     "live_parent",
     "new_run_row",
     "open_store_for",
+    "outgoing_message",
     "resume_family",
     "resume_run",
     "run_outcome",
@@ -302,6 +304,30 @@ def workflow_filter(
     )
 
 
+def outgoing_message(
+    workflow_id: str,
+    message: Any,
+    topic: str | None,
+    *,
+    idempotency_key: str | None,
+    max_bytes: int,
+    trace_context: str | None = None,
+) -> tuple[OutgoingMessage, str]:
+    """A message from outside, encoded and keyed, and the call id that names its send.
+
+    Without a key of the caller's, a key of this call's own: a retry after a lost
+    acknowledgement (the first attempt committed) must not deliver twice. With one,
+    the call id tells such a retry what its first attempt did.
+    """
+    check_not_reserved(topic, "send(topic=...): the topic")
+    data = serde.encode(message, what=f"the message to {workflow_id!r}", max_bytes=max_bytes)
+    call_id = uuid.uuid4().hex
+    key = idempotency_key or f"replaykit-send:{call_id}"
+    return OutgoingMessage(
+        workflow_id, topic or "", data, idempotency_key=key, trace_context=trace_context
+    ), call_id
+
+
 def send_message(
     store: Store,
     workflow_id: str,
@@ -318,17 +344,19 @@ def send_message(
     lost acknowledgement (`RetryingStore`) delivers once and answers truly.
     `trace_context` is the sender's span (W3C `traceparent`), kept with the message.
     """
-    data = serde.encode(message, what=f"the message to {workflow_id!r}", max_bytes=max_bytes)
-    # Without a key of the caller's, a key of this call's own: a retry after a
-    # lost acknowledgement (the first attempt committed) must not deliver twice.
-    # With one, a call id, so that such a retry is told what its first attempt did.
-    call_id = uuid.uuid4().hex
-    key = idempotency_key or f"replaykit-send:{call_id}"
+    outgoing, call_id = outgoing_message(
+        workflow_id,
+        message,
+        topic,
+        idempotency_key=idempotency_key,
+        max_bytes=max_bytes,
+        trace_context=trace_context,
+    )
     return store.send_message(
         workflow_id,
-        topic or "",
-        data,
-        idempotency_key=key,
+        outgoing.topic,
+        outgoing.payload,
+        idempotency_key=outgoing.idempotency_key,
         call_id=call_id,
         trace_context=trace_context,
     )

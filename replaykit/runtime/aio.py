@@ -38,7 +38,7 @@ from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
-from replaykit.runtime import admin, loop_waits, streams
+from replaykit.runtime import admin, loop_waits, streams, updates
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy
@@ -48,7 +48,7 @@ from replaykit.runtime.schedules import Schedule, ScheduleInfo
 from replaykit.runtime.starts import StartRequest
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
 
@@ -113,6 +113,20 @@ class AsyncWorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+    async def update(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`AsyncEngine.update` of this run: its reply to update `name`."""
+        return await self._engine.update(
+            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
+        )
 
 
 class AsyncEngine:
@@ -516,6 +530,79 @@ class AsyncEngine:
     async def get_events(self, workflow_id: str) -> dict[str, Any]:
         """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
         return await self.off_loop(self.engine.get_events, workflow_id)
+
+    # -- updates ------------------------------------------------------------------------------
+
+    async def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Engine.update` as a coroutine: the run's reply to update `name` (or the error it
+        replied with), waited for on the loop, holding no thread."""
+        self._own_loop()
+        updater = self.engine.updater
+        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
+        return await updater.update_async(call, self.off_loop)
+
+    async def update_with_start(
+        self,
+        wf: Workflow[..., Any] | BoundWorkflow[Any],
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Engine.update_with_start` as a coroutine: the run started if its id is free,
+        the request delivered in the same transaction, the reply awaited."""
+        self._own_loop()
+        wf, start_args, start_kwargs = unbind(wf, (), {})
+        updater = self.engine.updater
+        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
+        start = functools.partial(
+            self.engine.starts.create_and_send,
+            wf,
+            start_args,
+            start_kwargs,
+            workflow_id=workflow_id,
+            accept=updates.refuse_finished(call),
+        )
+        return await updater.update_async(call, self.off_loop, start, wf)
+
+    async def send_with_start(
+        self,
+        wf: Workflow[..., R] | BoundWorkflow[R],
+        message: Any,
+        /,
+        topic: str | None = None,
+        *,
+        workflow_id: str,
+        idempotency_key: str | None = None,
+    ) -> AsyncWorkflowHandle[R]:
+        """`Engine.send_with_start` as a coroutine: the run started if its id is free, the
+        message delivered in the same transaction."""
+        handle = await self.off_loop(
+            self.engine.send_with_start,
+            wf,
+            message,
+            topic,
+            workflow_id=workflow_id,
+            idempotency_key=idempotency_key,
+        )
+        result_type = wf.workflow.result_type if isinstance(wf, BoundWorkflow) else wf.result_type
+        return AsyncWorkflowHandle(self, handle.workflow_id, result_type)
+
+    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """`Engine.get_heartbeats` as a coroutine: each step's latest heartbeat."""
+        return await self.off_loop(self.engine.get_heartbeats, workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

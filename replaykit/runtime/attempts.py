@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from replaykit import serde
-from replaykit.commands import Retry, Step
+from replaykit.commands import Retry, Step, requested_delay
 from replaykit.errors import (
     Cancelled,
     ControlSignal,
@@ -26,6 +26,7 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import StepContext
 from replaykit.log import Failure, Outcome, Record, Value
+from replaykit.runtime.beats import AttemptBeats, StepBeats
 from replaykit.runtime.host import CancelScope, Host
 from replaykit.stores.base import WorkflowRow
 
@@ -47,9 +48,14 @@ _NO_RETRY = Retry()
 
 @attrs.frozen
 class Attempt:
-    """Call the step's body once (the driver sends back its value or throws its error)."""
+    """Call the step's body once (the driver sends back its value or throws its error).
+
+    `beats` is the attempt's heartbeats (the same object as in `context`), for the
+    driver: it loads the details an earlier attempt beat and writes the last ones.
+    """
 
     context: StepContext
+    beats: AttemptBeats | None = None
 
 
 @attrs.frozen
@@ -113,6 +119,7 @@ def attempts(
     scope: CancelScope | None,
     pending: Record | None = None,
     child_path: tuple[int, ...] = (),
+    beats: StepBeats | None = None,
 ) -> Attempts:
     """A step's retry policy, as a generator of what to do next: call the body
     (`Attempt`, answered with its value or its exception) or wait until an
@@ -121,7 +128,8 @@ def attempts(
 
     `pending` is the step's pending record when earlier attempts were made
     (before a back-off, maybe in another process): the count and the due
-    time go on from it, and `Retry.timeout` counts from its start."""
+    time go on from it, and `Retry.timeout` counts from its start. `beats` makes
+    each attempt's heartbeats (None: the body cannot beat)."""
     retry = command.retry or _NO_RETRY
     made = pending.attempts if pending is not None else 0
     due = pending.wake_at if pending is not None else None
@@ -130,6 +138,7 @@ def attempts(
     )
     deadline = None if retry.timeout is None else first_start + timedelta(seconds=retry.timeout)
     last_error: Exception | None = None
+    beat: AttemptBeats | None = None
     while True:
         if due is not None and not host.clock.passed(due):
             yield Pause(made, due, first_start)
@@ -139,19 +148,21 @@ def attempts(
         if made and deadline is not None and host.clock.passed(deadline):
             return gave_up(row, position, command, made, deadline, due, last_error)
         attempt = made + 1
+        if beats is not None:
+            beat = beats.begin(row, command, position, attempt, child_path, scope, beat)
         context = StepContext(
-            row.workflow_id, row.name, command.name, position, attempt, child_path
+            row.workflow_id, row.name, command.name, position, attempt, child_path, beats=beat
         )
         try:
-            value = yield Attempt(context)
+            value = yield Attempt(context, beat)
         except ControlSignal:
             raise
         except Exception as exc:
             made = attempt
             if not retry.should_retry(exc, made):
                 return Failure(serde.encode_error(exc)), made
-            draw = jitter_draw(row.workflow_id, position, made + 1) if retry.jitter else 0.0
-            due = host.clock.now() + timedelta(seconds=retry.delay_before(made + 1, draw))
+            delay = _next_delay(host, row, position, command, exc, made)
+            due = host.clock.now() + timedelta(seconds=delay)
             if deadline is not None and due > deadline:
                 return gave_up(row, position, command, made, deadline, due, exc)
             last_error = exc
@@ -176,6 +187,29 @@ def attempts(
         except (SerializationError, PayloadTooLarge) as exc:
             return Failure(serde.encode_error(exc)), attempt
         return Value(data), attempt
+
+
+def _next_delay(
+    host: Host, row: WorkflowRow, position: int, command: Step[Any], error: Exception, made: int
+) -> float:
+    """Seconds before attempt `made + 1`: what the error asks (`RetryAfter`, a
+    `retry_after`), else the policy's back-off with its jitter."""
+    try:
+        asked = requested_delay(error)
+    except ValueError as exc:
+        asked = None
+        host.logger.warning(
+            "step %r of workflow %r (id %r): %s; waiting the Retry policy's back-off instead",
+            command.name,
+            row.name,
+            row.workflow_id,
+            exc,
+        )
+    if asked is not None:
+        return asked
+    retry = command.retry or _NO_RETRY
+    draw = jitter_draw(row.workflow_id, position, made + 1) if retry.jitter else 0.0
+    return retry.delay_before(made + 1, draw)
 
 
 def gave_up(
@@ -208,8 +242,9 @@ def gave_up(
 def preemption(
     host: Host, row: WorkflowRow, position: int, command: Step[Any], attempt: int
 ) -> tuple[Outcome, int]:
-    """What a preemptible step records when a cancel of its run cut it short: the
-    body never runs again by itself; a resume finds `StepPreempted` at its yield."""
+    """What a preemptible step (or a heartbeating one, stopped at a beat) records when
+    a cancel of its run cut it short: the body never runs again by itself; a resume
+    finds `StepPreempted` at its yield."""
     host.logger.info(
         "step %r of workflow %r (id %r) at position %d was stopped on attempt %d: "
         "its run was cancelled",
@@ -228,7 +263,10 @@ def preemption(
     return Failure(serde.encode_error(error, with_traceback=False)), attempt
 
 
-def preempted(command: Step[Any], scope: CancelScope | None) -> bool:
-    """A preemptible body was cut short because its run stopped (not because this
-    engine closes, nor because its branch lost a race)."""
-    return command.preemptible and scope is not None and scope.run_stopped
+def preempted(
+    command: Step[Any], scope: CancelScope | None, beats: AttemptBeats | None = None
+) -> bool:
+    """A preemptible body, or one a heartbeat stopped, was cut short because its run
+    stopped (not because this engine closes, nor because its branch lost a race)."""
+    cut = command.preemptible or (beats is not None and beats.stopped_body)
+    return cut and scope is not None and scope.run_stopped

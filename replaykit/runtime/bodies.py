@@ -1,11 +1,13 @@
 """Where step bodies run: the event loop for async ones, this thread or the step pool
-for sync ones, and how a timeout or a preemption walks away from them.
+for sync ones, and how a timeout, a heartbeat timeout or a preemption walks away from
+them.
 
 `Bodies` owns the private event loop an engine starts on first use when it was given
 none (an `AsyncEngine` gives the application's, which is never stopped here). A sync
-body runs on the calling thread, unless it has a timeout or is preemptible: then on a
-thread of the step pool, which the caller can walk away from (Python cannot stop a
-thread). An async body's timeout is judged here, not by the body (`within_timeout`).
+body runs on the calling thread, unless it has a timeout, a heartbeat timeout or is
+preemptible: then on a thread of the step pool, which the caller can walk away from
+(Python cannot stop a thread). An async body's timeouts are judged here, not by the
+body (`within_timeout`, `within_beats`).
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ import contextvars
 import functools
 import inspect
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
 from replaykit.errors import Cancelled
 from replaykit.interpreter import StepContext, step_context_var
+from replaykit.runtime.beats import AttemptBeats
 from replaykit.runtime.host import CancelScope
 
-__all__ = ["CANCEL_GRACE_SECONDS", "Bodies", "is_async", "within_timeout"]
+__all__ = ["CANCEL_GRACE_SECONDS", "Bodies", "is_async", "within_beats", "within_timeout"]
 
 T = TypeVar("T")
 
@@ -72,14 +76,82 @@ async def within_timeout(body: Awaitable[T], timeout: float, name: str) -> T:
     raise TimeoutError(f"step {name!r} timed out after {timeout}s")
 
 
+async def within_beats(
+    body: Awaitable[T], beats: AttemptBeats, timeout: float | None, name: str
+) -> T:
+    """Await `body` while its heartbeats keep coming (and for at most `timeout` seconds).
+
+    Judged as `within_timeout` judges: a body that ended after its heartbeats'
+    expiry timed out, whatever it returned; one still running then is cancelled
+    and given a short grace, and the attempt fails with `HeartbeatTimeout`.
+    """
+    task = asyncio.ensure_future(_watched(body, beats))
+    loop = asyncio.get_running_loop()
+    limit = None if timeout is None else loop.time() + timeout
+    failure: BaseException
+    try:
+        while True:
+            wait = beats.seconds_left()
+            if limit is not None:
+                wait = min(wait, max(limit - loop.time(), 0.0))
+            done, _ = await asyncio.wait({task}, timeout=wait)
+            if task in done:
+                if beats.expired():
+                    if not task.cancelled():
+                        task.exception()  # dropped, but retrieved: asyncio stays quiet
+                    raise beats.timed_out()
+                return task.result()
+            if beats.expired():
+                failure = beats.timed_out()
+                break
+            if limit is not None and loop.time() >= limit:
+                failure = TimeoutError(f"step {name!r} timed out after {timeout}s")
+                break
+    except asyncio.CancelledError:  # the run was cancelled: so is its body
+        task.cancel()
+        raise
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())
+    await asyncio.wait({task}, timeout=CANCEL_GRACE_SECONDS)
+    raise failure
+
+
+async def _watched(body: Awaitable[T], beats: AttemptBeats) -> T:
+    beats.body_started()
+    try:
+        return await body
+    finally:
+        beats.body_ended()
+
+
 def _call_in_step_context(
     context: StepContext | None,
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
+    beats: AttemptBeats | None = None,
 ) -> Any:
     step_context_var.set(context)  # in a copied context: nothing to reset
-    return fn(*args, **kwargs)
+    if beats is None:
+        return fn(*args, **kwargs)
+    beats.body_started()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        beats.body_ended()
+
+
+def _wait_for_body(ended: threading.Event, timeout: float | None, beats: AttemptBeats) -> None:
+    """Until the body ends (or a preemption sets `ended`), `timeout` seconds pass, or
+    its heartbeats stop for longer than their timeout."""
+    limit = None if timeout is None else time.monotonic() + timeout
+    while not ended.is_set():
+        wait = beats.seconds_left()
+        if limit is not None:
+            wait = min(wait, max(limit - time.monotonic(), 0.0))
+        ended.wait(wait)
+        if beats.expired() or (limit is not None and time.monotonic() >= limit):
+            return
 
 
 async def _cancel_the_rest() -> None:
@@ -160,14 +232,19 @@ class Bodies:
         *,
         context: StepContext | None = None,
         preemptible: bool = False,
+        beats: AttemptBeats | None = None,
     ) -> Any:
         """Call a step body once: an async one on the loop, a sync one here (on the
-        step pool when it has a timeout or is preemptible, so that this thread may walk
-        away from it)."""
+        step pool when it has a timeout, a heartbeat timeout or is preemptible, so that
+        this thread may walk away from it). `beats`, the attempt's heartbeats, is
+        watched when the step has a heartbeat timeout."""
+        watched = beats if beats is not None and beats.timeout is not None else None
         if is_async(fn):
 
             def body() -> Coroutine[Any, Any, Any]:
                 coro = _in_step_context(context, fn, args, kwargs)
+                if watched is not None:
+                    return within_beats(coro, watched, timeout, name)
                 return within_timeout(coro, timeout, name) if timeout is not None else coro
 
             future = _submit_to_loop(body, self.async_loop())
@@ -180,7 +257,7 @@ class Bodies:
             finally:
                 if scope is not None:
                     scope.discard(future.cancel)
-        if timeout is None and not (preemptible and scope is not None):
+        if timeout is None and watched is None and not (preemptible and scope is not None):
             token = step_context_var.set(context)
             try:
                 return fn(*args, **kwargs)
@@ -189,22 +266,31 @@ class Bodies:
         # On a thread of the step pool, with this thread's context (the step's
         # included): Python cannot stop a thread, so this one may walk away from it.
         copied = contextvars.copy_context()
-        future = self._pool.submit(copied.run, _call_in_step_context, context, fn, args, kwargs)
+        future = self._pool.submit(
+            copied.run, _call_in_step_context, context, fn, args, kwargs, watched
+        )
         ended = threading.Event()
         future.add_done_callback(lambda _f: ended.set())
         if preemptible and scope is not None:
             scope.on_cancel(ended.set)
         try:
-            ended.wait(timeout)
+            if watched is None:
+                ended.wait(timeout)
+            else:
+                _wait_for_body(ended, timeout, watched)
         finally:
             if preemptible and scope is not None:
                 scope.discard(ended.set)
         if future.done():
+            if watched is not None and watched.expired():
+                raise watched.timed_out()  # it ended too late: its outcome is dropped
             return future.result()
         future.cancel()
         if preemptible and scope is not None and scope.cancelled:
             # The run was cancelled (maybe elsewhere): abandoned, its outcome dropped.
             raise Cancelled(f"step {name!r} was preempted: its run was cancelled")
+        if watched is not None and watched.expired():
+            raise watched.timed_out()  # abandoned: its thread runs on, stopped at a beat
         raise TimeoutError(f"step {name!r} timed out after {timeout}s")
 
     def async_loop(self) -> asyncio.AbstractEventLoop:

@@ -11,6 +11,7 @@ resume, fork, list, wait for results. docs/design.md draws who calls whom.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import threading
@@ -31,7 +32,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, registered, unbind
-from replaykit.runtime import admin, awakeables, courtesy, streams
+from replaykit.runtime import admin, awakeables, courtesy, streams, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
@@ -59,7 +60,7 @@ from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -119,6 +120,20 @@ class WorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+    def update(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Engine.update` of this run: its reply to update `name`."""
+        return self._engine.update(
+            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
+        )
 
 
 class Engine:
@@ -343,6 +358,13 @@ class Engine:
                 dispatch=self.scheduler.dispatch,
                 watch_deadline=self.wakeups.watch_deadline,
                 step_aside=self.courtesy,
+            )
+            self.updater = updates.Updater(
+                self.store,
+                self.wakeups.listen,
+                poll_interval=poll_interval,
+                max_payload_bytes=max_payload_bytes,
+                trace_context=self._trace_context,
             )
             self.schedules = ScheduleLoop(
                 self.store,
@@ -758,17 +780,22 @@ class Engine:
         say why nothing was delivered.
         """
         awakeables.complete(
-            self.store, token, value, max_bytes=self.max_payload_bytes, trace_context=self._trace()
+            self.store,
+            token,
+            value,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
         )
 
     def fail(self, token: str, error: str | Exception) -> None:
         """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
         awakeables.fail(
-            self.store, token, error, max_bytes=self.max_payload_bytes, trace_context=self._trace()
+            self.store,
+            token,
+            error,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
         )
-
-    def _trace(self) -> str | None:
-        return current_trace_context() if self.telemetry.tracing else None
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
@@ -778,6 +805,92 @@ class Engine:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
         run has that id."""
         return self.store.get_events(workflow_id)
+
+    # -- updates: a request and its reply (docs/communication.md, "Updates") ---------------
+
+    def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Send update `name` to a run and return its reply (or raise the error it replied
+        with); again with the same `update_id`, the same reply. Refused, nothing sent:
+        `UnknownUpdate`, the validator's error. `UpdateRunFinished`, `UpdateTimeout`."""
+        self._check_open()
+        call = self.updater.call(
+            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        )
+        return self.updater.update(call)
+
+    def update_with_start(
+        self,
+        wf: Workflow[..., Any] | BoundWorkflow[Any],
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`update`, starting `wf` (bound to its arguments) under `workflow_id` if the id
+        is free, the request delivered in the same transaction; a run under the id must
+        be this start (else `WorkflowIdConflict`) and unfinished."""
+        self._check_open()
+        wf, start_args, start_kwargs = unbind(wf, (), {})
+        call = self.updater.call(
+            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        )
+        start = functools.partial(
+            self.starts.create_and_send,
+            wf,
+            start_args,
+            start_kwargs,
+            workflow_id=workflow_id,
+            accept=updates.refuse_finished(call),
+        )
+        return self.updater.update(call, start, wf)
+
+    def send_with_start(
+        self,
+        wf: Workflow[..., R] | BoundWorkflow[R],
+        message: Any,
+        /,
+        topic: str | None = None,
+        *,
+        workflow_id: str,
+        idempotency_key: str | None = None,
+    ) -> WorkflowHandle[R]:
+        """Start `wf` (bound to its arguments) under `workflow_id` if the id is free, and
+        deliver `message` to the run in the same transaction (as `send`: a used
+        `idempotency_key` delivers nothing). A run under the id must be this start."""
+        self._check_open()
+        wf, args, kwargs = unbind(wf, (), {})
+        outgoing, call_id = admin.outgoing_message(
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self.updater.trace_context(),
+        )
+        self.starts.create_and_send(
+            wf, args, kwargs, workflow_id=workflow_id, message=outgoing, call_id=call_id
+        )
+        return WorkflowHandle(self, workflow_id, wf.result_type)
+
+    def _trace_context(self) -> str | None:
+        return current_trace_context() if self.telemetry.tracing else None
+
+    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of a run that beat (its details as JSON data,
+        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
+        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -165,6 +165,11 @@ class Host(Protocol):
         finished is left as it is."""
         ...
 
+    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Cancel a run as `engine.cancel` does (`CancelRun`): False if it had finished;
+        `WorkflowNotFound` for an id no run has."""
+        ...
+
     def check_cancelled(self, workflow_id: str) -> None:
         """Raise `Cancelled` if the run was cancelled or its host is closing."""
         ...

@@ -88,6 +88,7 @@ RETRIED_CALLS: dict[str, str] = {
     "peek_message": "a read",
     "get_event": "a read",
     "get_events": "a read",
+    "get_step_heartbeats": "a read",
     "executor_holder": "a read",
     "schedule_states": "a read",
     # Writes whose second run finds the first one's effect and adds nothing.
@@ -96,8 +97,13 @@ RETRIED_CALLS: dict[str, str] = {
     "the first attempt's",
     "create_workflows": "idempotent by id, all or nothing",
     "heartbeat": "an upsert of the same row",
+    "record_step_heartbeat": "writes the same beat over its step's row again",
     "set_deadline": "writes the same two values again",
     "send_message": "idempotent by key; the engine keys every send and names its call",
+    "create_and_send": "idempotent by id and by the message's key, its call named: a retry "
+    "finds the run and is told its message was delivered",
+    "answer_message": "a retry after a lost answer finds the message gone and answers False; "
+    "the caller then looks at the inbox again, where the next request waits",
     "set_status": "resolved by reading the run back (see RetryingStore.set_status)",
     "finish_workflow": "a retry of a finish that committed finds the run finished and "
     "answers False, changing nothing; the scheduler takes False as 'finished already'",

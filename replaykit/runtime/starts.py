@@ -29,7 +29,7 @@ from replaykit.registry import Workflow
 from replaykit.runtime import admin
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.queues import Queue, QueueItem, fill_item
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
 __all__ = ["Dispatch", "StartRequest", "Starts"]
 
@@ -112,6 +112,44 @@ class Starts:
             admin.check_start(stored, row)
         self._dispatch_created(row, stored, created)
         return stored, created
+
+    def create_and_send(
+        self,
+        wf: Workflow[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        workflow_id: str,
+        message: OutgoingMessage,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        """Send-with-start: store a new run (or find the one with that id, which must be
+        this start, and pass `accept`) and deliver `message` to it in the same
+        transaction; schedule it. (the run, created, delivered)."""
+        row = self.new_row(
+            wf,
+            args,
+            kwargs,
+            workflow_id=workflow_id,
+            parent_id=None,
+            queue=None,
+            priority=0,
+            dedup_id=None,
+            delay=None,
+            now=self.clock.now(),
+        )
+
+        def same_start(found: WorkflowRow) -> None:
+            admin.check_start(found, row)
+            if accept is not None:
+                accept(found)
+
+        stored, created, delivered = self.store.create_and_send(
+            row, message, call_id=call_id, accept=same_start
+        )
+        self._dispatch_created(row, stored, created)
+        return stored, created, delivered
 
     def _dispatch_created(self, row: WorkflowRow, stored: WorkflowRow, created: bool) -> None:
         if created:

@@ -35,7 +35,8 @@ from replaykit.runtime.attempts import (
     preemption,
     reply_to,
 )
-from replaykit.runtime.bodies import Bodies, within_timeout
+from replaykit.runtime.beats import StepBeats
+from replaykit.runtime.bodies import Bodies, within_beats, within_timeout
 from replaykit.runtime.clock import SystemClock
 from replaykit.runtime.host import CancelScope, Host
 from replaykit.stores.base import WorkflowRow
@@ -61,6 +62,13 @@ class StepRunner:
         self.entropy = host.entropy
         # Where bodies run: the application's loop if given, else a private one.
         self.bodies = Bodies(host.step_pool, loop=loop)
+        # The steps' heartbeats, written to the store from a thread of their own.
+        self.beats = StepBeats(
+            host.store,
+            host.clock,
+            executor_id=host.executor_id,
+            max_payload_bytes=host.max_payload_bytes,
+        )
 
     def async_loop(self) -> asyncio.AbstractEventLoop:
         """The event loop async step bodies run on (`Bodies.async_loop`)."""
@@ -68,6 +76,7 @@ class StepRunner:
 
     def close(self) -> None:
         self.bodies.close()
+        self.beats.close()
 
     def record_for(
         self,
@@ -134,7 +143,7 @@ class StepRunner:
         and holds no thread meanwhile."""
         fn = fn or self.step_fn(command)
         scope = scope or self.host.scope_of(row.workflow_id)
-        steps = attempts(self.host, row, position, command, scope, pending, child_path)
+        steps = attempts(self.host, row, position, command, scope, pending, child_path, self.beats)
         request = next(steps)
         while True:
             error: Exception | None
@@ -146,6 +155,9 @@ class StepRunner:
                     self._wait_until(request.due, scope)
                     reply = None
                 else:
+                    beats = request.beats
+                    if beats is not None:
+                        self.beats.prepare(beats)
                     token = self._step_began(request.context)
                     try:
                         reply = self.bodies.call(
@@ -157,16 +169,20 @@ class StepRunner:
                             scope,
                             context=request.context,
                             preemptible=command.preemptible,
+                            beats=beats,
                         )
                     except BaseException as exc:
                         if token is not None:
                             self.telemetry.end_step(token, exc)
                         raise
+                    finally:
+                        if beats is not None:
+                            self.beats.end(beats)
                     if token is not None:
                         self.telemetry.end_step(token, None)
             except Cancelled:
                 steps.close()
-                if isinstance(request, Attempt) and preempted(command, scope):
+                if isinstance(request, Attempt) and preempted(command, scope, request.beats):
                     return preemption(self.host, row, position, command, request.context.attempt)
                 raise
             except ControlSignal:
@@ -192,7 +208,7 @@ class StepRunner:
     ) -> tuple[Outcome, int] | Backoff:
         """Run an async step's attempts on the event loop: no thread waits for it, and a
         back-off is handed back as a `Backoff` (the run suspends until it is due)."""
-        steps = attempts(self.host, row, position, command, scope, pending)
+        steps = attempts(self.host, row, position, command, scope, pending, beats=self.beats)
         request = next(steps)
         while True:
             error: Exception | None
@@ -200,19 +216,26 @@ class StepRunner:
                 if isinstance(request, Pause):
                     steps.close()
                     return Backoff(request.attempts, request.due, request.started_at)
+                beats = request.beats
+                if beats is not None:
+                    await self.beats.prepare_async(beats)
                 # Set in this task only: the body, and the tasks it creates, see it.
                 token = step_context_var.set(request.context)
                 traced = self._step_began(request.context)
                 try:
                     body = fn(*command.args, **command.kwargs)
-                    if command.timeout is None:
+                    if beats is not None and beats.timeout is not None:
+                        reply = await within_beats(body, beats, command.timeout, command.name)
+                    elif command.timeout is None:
                         reply = await body
                     else:
                         reply = await within_timeout(body, command.timeout, command.name)
-                except asyncio.CancelledError as exc:
+                except (asyncio.CancelledError, Cancelled) as exc:
+                    # A cancelled task (a preemptible step), or a heartbeat that stopped
+                    # the body (its run cancelled).
                     if traced is not None:
                         self.telemetry.end_step(traced, exc)
-                    if not preempted(command, scope):
+                    if not preempted(command, scope, beats):
                         raise
                     # Cut short on purpose: the task ends with the recorded preemption.
                     steps.close()
@@ -226,6 +249,8 @@ class StepRunner:
                         self.telemetry.end_step(traced, None)
                 finally:
                     step_context_var.reset(token)
+                    if beats is not None:
+                        await self.beats.end_async(beats)
             except ControlSignal:
                 steps.close()
                 raise

@@ -117,6 +117,8 @@ class Work:
                 strict=self.strict,
                 keep_records=False,
                 parent_id=row.parent_id,
+                generation=row.generation,
+                attempt=row.recovery_attempts,
             )
         except InvalidCommandError as exc:
             self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))

@@ -32,6 +32,7 @@ __all__ = [
     "check_row",
     "check_schedule_specs",
     "check_write",
+    "checked_topics",
     "refused_writes",
     "storable_error",
 ]
@@ -105,6 +106,31 @@ def check_names(
     for label, value in names.items():
         if isinstance(value, str):
             _check(label.replace("_", " "), value, workflow_id, position)
+
+
+def checked_topics(workflow_id: str, topic: str | tuple[str, ...]) -> tuple[str, ...]:
+    """`peek_message`'s topic, or tuple of topics, as a tuple: each checked as a name.
+
+    Refuses an empty tuple and anything that is neither a str nor a tuple of them,
+    naming the run, before any read.
+    """
+    if isinstance(topic, str):
+        check_names(workflow_id, topic=topic)
+        return (topic,)
+    if not isinstance(topic, tuple) or not topic:
+        raise ValueError(
+            f"peek_message of workflow id {_shown(workflow_id)}: topic must be a str or a "
+            f"non-empty tuple of them, got {topic!r}"
+        )
+    check_names(workflow_id)
+    for one in topic:
+        if not isinstance(one, str):
+            raise ValueError(
+                f"peek_message of workflow id {_shown(workflow_id)}: every topic must be a "
+                f"str, got {one!r} in {topic!r}"
+            )
+        check_names(workflow_id, topic=one)
+    return topic
 
 
 def check_row(row: WorkflowRow) -> None:

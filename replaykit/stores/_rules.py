@@ -13,7 +13,7 @@ import attrs
 from replaykit.errors import DuplicateDedupId, RecordConflict, RunNotPending, WorkflowNotFound
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
-from replaykit.stores.base import ClaimLimits, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "LIVE_STATUSES",
@@ -22,6 +22,7 @@ __all__ = [
     "check_batch_dedup",
     "check_recordable",
     "checked_create",
+    "checked_create_and_send",
     "claim_room",
     "claimed_deadline",
     "duplicate_dedup",
@@ -223,6 +224,24 @@ def checked_create(row: WorkflowRow, records: Sequence[Record], fork_of: str | N
         check_record(row.workflow_id, record)
     if fork_of is not None:
         check_names(fork_of)
+    return stored
+
+
+def checked_create_and_send(row: WorkflowRow, message: OutgoingMessage) -> WorkflowRow:
+    """`create_and_send`'s refusals before anything is read or written: the row's and
+    the message's names, a message to another run, a row deduplicated on its queue."""
+    stored = stamped_for_create(row)
+    check_names(row.workflow_id, topic=message.topic, idempotency_key=message.idempotency_key)
+    if message.workflow_id != row.workflow_id:
+        raise ValueError(
+            f"create_and_send: the message is for {message.workflow_id!r}, the run to create "
+            f"is {row.workflow_id!r}; a start delivers to the run it starts"
+        )
+    if row.dedup_id is not None:
+        raise ValueError(
+            f"create_and_send({row.workflow_id!r}): a start with a message is idempotent by "
+            f"its id, not by a queue's dedup_id ({row.dedup_id!r}); leave dedup_id out"
+        )
     return stored
 
 

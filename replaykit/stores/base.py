@@ -42,6 +42,10 @@ Every method is one transaction. The runtime relies on these guarantees, and
   stays used for the run's whole life (after its message was consumed, and across
   `continue_workflow()`); only `delete_workflow()` forgets it. External completion's
   once-only rests on this.
+- `record_step_heartbeat()` keeps one row per step of a run, the latest beat:
+  a beat of an earlier generation or attempt than the stored one changes
+  nothing (an abandoned attempt's late beat), and it is gated like `record()`
+  (the run PENDING, owned by the executor named).
 - Names are refused alike by every store, before anything is read or written:
   a workflow id, a run's name, executor id, app version, parent id, queue or
   dedup id, a record's name or kind, a topic, an event key or an idempotency
@@ -68,7 +72,7 @@ import attrs
 
 from replaykit._limits import checked_count
 from replaykit.errors import DamagedData
-from replaykit.log import Outcome, Record, Status
+from replaykit.log import Outcome, Record, Status, archive_id
 from replaykit.stores._holds import ExecutorHold
 
 __all__ = [
@@ -82,6 +86,7 @@ __all__ = [
     "RecordWrite",
     "ScheduleSpec",
     "ScheduleState",
+    "StepHeartbeat",
     "Store",
     "WorkflowFilter",
     "WorkflowRow",
@@ -91,11 +96,6 @@ __all__ = [
 # PostgreSQL indexes at most 2,704 bytes per index row, and `(queue, dedup_id)`,
 # `(workflow_id, key)` and `(workflow_id, topic, ...)` hold two names each.
 MAX_NAME_BYTES = 1000
-
-
-def archive_id(workflow_id: str, generation: int) -> str:
-    """The id an archived generation of a run gets (`continue_workflow`)."""
-    return f"{workflow_id}#{generation}"
 
 
 @attrs.frozen
@@ -308,6 +308,29 @@ class ScheduleState:
         return ScheduleSpec(
             self.name, self.workflow_name, self.cron, self.tz, self.queue, self.backfill
         )
+
+
+@attrs.frozen
+class StepHeartbeat:
+    """A step attempt's latest heartbeat: what its body last passed to
+    `step_context().heartbeat(details)`, and when.
+
+    A run keeps one per step: `position` and, for a step inside a `Race` or an
+    `All`, `child_path` (the argument index at each level, as
+    `StepContext.child_path`; `()` for a step yielded on its own). `name` is the
+    step's, `attempt` the attempt that beat (1 for the first), `generation` the
+    run's generation it ran in (continue-as-new). `details` is the JSON data the
+    body gave, as stored (None when it gave none); `at` the engine's time of the
+    beat.
+    """
+
+    position: int
+    name: str
+    attempt: int
+    at: datetime
+    details: Any = None
+    child_path: tuple[int, ...] = ()
+    generation: int = 0
 
 
 @runtime_checkable
@@ -767,8 +790,77 @@ class Store(Protocol):
         """
         ...
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        """The oldest unconsumed message on `topic`, without consuming it."""
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        """Create `row` unless its id exists, and deliver `message` to that run, in one
+        transaction (send-with-start, update-with-start).
+
+        When the id exists, the run is not modified and `accept(existing)` is called
+        inside the transaction, before anything is written, with the run as
+        `create_workflow` would answer it (its `first_inputs` filled in): if it
+        raises, nothing is written and the exception propagates (a start under the
+        id that is not this one, a run that may take no message). The message is
+        then delivered as `send_message` would deliver it (its idempotency key, this
+        `call_id`, its trace context): a key used before delivers nothing, and the
+        same call again is told it delivered. `message.workflow_id` must be the
+        row's id and the row must have no `dedup_id` (`ValueError`, nothing
+        written). Returns (the run's row, whether created, whether delivered).
+        After the commit, notifies as `create_workflow` and `send_message` do.
+        """
+        ...
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        """Take message `message_id` out of the run's inbox and set `event`, in one
+        transaction and with no record: a request refused before it reached the
+        workflow (an update's validator, run in the engine), answered where its
+        caller looks for the answer.
+
+        False, and nothing written, when the run's inbox does not hold the message
+        (consumed or answered already, by this engine or another). Notifies
+        ("event", workflow_id) after the commit.
+        """
+        ...
+
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        """The oldest unconsumed message on `topic`, without consuming it.
+
+        Given a tuple of topics, the oldest unconsumed message on any of them
+        (the lowest `message_id`; its `topic` says which): what `Recv(("a", "b"))`
+        takes. Consuming it (`record(consume=...)`) is the same as for one topic:
+        once, with the record. An empty tuple is refused (`ValueError`), and
+        every topic is checked as one topic is.
+        """
+        ...
+
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        """Keep `beat` as the latest heartbeat of its step (`position`, `child_path`).
+
+        One row per step of a run, written over by each beat. Gated as `record()`
+        is: the run must be PENDING (else `RunNotPending`, naming the status found:
+        the runtime stops the attempt) and, with `executor_id`, owned by it (else
+        `RecordConflict`); `WorkflowNotFound` when no run has the id. Then nothing
+        is written, and False answered, for a beat of another generation than the
+        run's, or one of an earlier generation or attempt than the stored beat's
+        (an abandoned attempt's late beat after its successor began). True once
+        written; the same beat again writes the same row. No notification.
+        """
+        ...
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of the run's current generation, in one query.
+
+        Ordered by position, then child path; `[]` for a run whose steps never
+        beat. `WorkflowNotFound` when no run has the id; `DamagedData` naming the
+        run and the step when stored details do not decode.
+        """
         ...
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
@@ -805,7 +897,7 @@ class Store(Protocol):
         ...
 
     def delete_workflow(self, workflow_id: str) -> bool:
-        """Remove a run, its log, inbox and events; False if it did not exist.
+        """Remove a run, its log, inbox, events and step heartbeats; False if it did not exist.
 
         Its archived generations (`continued_as` the id) and their logs go too,
         in the same transaction.

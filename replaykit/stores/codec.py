@@ -43,6 +43,7 @@ from replaykit.stores.base import (
     RecordWrite,
     ScheduleSpec,
     ScheduleState,
+    StepHeartbeat,
     Store,
     WorkflowFilter,
     WorkflowRow,
@@ -654,13 +655,35 @@ class CodecStore:
             trace_context=trace_context,
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        # The run in the way is compared decoded, as a start compares it.
+        checked = None if accept is None else (lambda found: accept(self._listed(found)))
+        sent = self._encode_send(message)
+        assert sent is not None
+        stored, created, delivered = self.inner.create_and_send(
+            self._encode_row(row), sent, call_id=call_id, accept=checked
+        )
+        return self._listed(stored), created, delivered
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        encoded = self._encode_event(event)
+        assert encoded is not None
+        return self.inner.answer_message(workflow_id, message_id, encoded)
+
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         message = self.inner.peek_message(workflow_id, topic)
         if message is None or not (
             serde.is_encoded(message.payload) or serde.is_escaped(message.payload)
         ):
             return message
-        what = f"message {message.message_id} on topic {topic!r}"
+        what = f"message {message.message_id} on topic {message.topic!r}"
         return attrs.evolve(message, payload=self._decode(message.payload, what, workflow_id))
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
@@ -672,6 +695,27 @@ class CodecStore:
             key: self._decode(value, f"event {key!r}", workflow_id)
             for key, value in self.inner.get_events(workflow_id).items()
         }
+
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        details = beat.details if beat.details is None else self._encode(beat.details)
+        return self.inner.record_step_heartbeat(
+            workflow_id, attrs.evolve(beat, details=details), executor_id=executor_id
+        )
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        return [
+            attrs.evolve(
+                beat,
+                details=self._decode(
+                    beat.details,
+                    f"the heartbeat details of step {beat.name!r} at position {beat.position}",
+                    workflow_id,
+                ),
+            )
+            for beat in self.inner.get_step_heartbeats(workflow_id)
+        ]
 
     def subscribe(self, callback: Callable[[str, str], None]) -> Callable[[], None]:
         return self.inner.subscribe(callback)

@@ -24,6 +24,7 @@ from replaykit.stores._checks import (
     check_names,
     check_schedule_specs,
     check_write,
+    checked_topics,
     storable_error,
 )
 from replaykit.stores._families import Member, moving
@@ -45,6 +46,7 @@ from replaykit.stores._rules import (
     check_batch_dedup,
     check_recordable,
     checked_create,
+    checked_create_and_send,
     claim_room,
     claimed_deadline,
     duplicate_dedup,
@@ -59,6 +61,7 @@ from replaykit.stores._rules import (
     stays_pending,
     utc_now,
 )
+from replaykit.stores._step_beats import check_beat, keeps, no_run_for_heartbeats
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     ClaimLimits,
@@ -69,6 +72,7 @@ from replaykit.stores.base import (
     RecordWrite,
     ScheduleSpec,
     ScheduleState,
+    StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -103,12 +107,14 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "delete_workflow_messages": "delete_workflow",
     "delete_workflow_records": "delete_workflow",
     "delete_workflow_send_keys": "delete_workflow",
+    "delete_workflow_step_heartbeats": "delete_workflow",
     "finish_workflow": "finish_workflow",
     "fork_copy_event_marks": "create_workflow",
     "fork_set_events": "create_workflow",
     "get_event": "get_event",
     "get_events": "get_events",
     "get_first_inputs": "create_workflows",
+    "get_step_heartbeats": "get_step_heartbeats",
     "get_workflow": "get_workflow",
     "heartbeat": "heartbeat",
     "load_log": "load_log",
@@ -116,9 +122,11 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "lock_family": "move_family",
     "move_family_member": "move_family",
     "peek_message": "peek_message",
+    "peek_message_any": "peek_message",
     "read_heartbeats": "read_heartbeats",
     "record_duplicate_send": "record",
     "record_late": "record_late",
+    "record_step_heartbeat": "record_step_heartbeat",
     "register_schedule": "register_schedules",
     "release": "release",
     "request_schedule_backfill": "request_schedule_backfill",
@@ -153,6 +161,8 @@ class MemoryStore:
         self._logs: dict[str, list[Record]] = {}
         self._inbox: dict[str, list[Message]] = {}
         self._events: dict[tuple[str, str], Any] = {}
+        # (run, position, child path) -> the step's latest heartbeat.
+        self._step_beats: dict[tuple[str, int, tuple[int, ...]], StepHeartbeat] = {}
         # What each run's records set: position -> (key, value), for forks.
         self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
         # (run, key) -> the call that used the key, if it named one.
@@ -776,6 +786,48 @@ class MemoryStore:
         self._inbox.setdefault(workflow_id, []).append(message)
         return True
 
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        stored = checked_create_and_send(row, message)
+        with self._lock:
+            existing = self._rows.get(row.workflow_id)
+            if existing is not None and accept is not None:
+                accept(existing)  # nothing written yet: a refusal leaves no trace
+            if existing is None:
+                self._rows[row.workflow_id] = stored
+                self._logs[row.workflow_id] = []
+                self._order[row.workflow_id] = len(self._order)
+            delivered = self._deliver(
+                row.workflow_id,
+                message.topic,
+                message.payload,
+                message.idempotency_key,
+                call_id,
+                message.trace_context,
+            )
+        if existing is None and stored.status is Status.ENQUEUED and stored.queue is not None:
+            self._notify("enqueued", stored.queue)
+        if delivered:
+            self._notify("message", row.workflow_id)
+        return (stored, True, delivered) if existing is None else (existing, False, delivered)
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        check_names(workflow_id, event_key=event.key)
+        with self._lock:
+            try:
+                self._take_message(workflow_id, message_id)
+            except RecordConflict:
+                return False
+            self._events[(workflow_id, event.key)] = copy.deepcopy(event.value)
+        self._notify("event", workflow_id)
+        return True
+
     def _take_message(self, workflow_id: str, message_id: int) -> None:
         inbox = self._inbox.get(workflow_id, [])
         for index, message in enumerate(inbox):
@@ -786,11 +838,12 @@ class MemoryStore:
             f"workflow id {workflow_id!r}: message {message_id} was already consumed"
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        check_names(workflow_id, topic=topic)
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        topics = checked_topics(workflow_id, topic)
         with self._lock:
+            # The inbox is in send order: the first on any of the topics is the oldest.
             for message in self._inbox.get(workflow_id, ()):
-                if message.topic == topic:
+                if message.topic in topics:
                     return message
             return None
 
@@ -808,6 +861,37 @@ class MemoryStore:
                 raise no_run_for_events(workflow_id)
             found = {k: v for (w, k), v in self._events.items() if w == workflow_id}
             return copy.deepcopy(dict(sorted(found.items())))
+
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        check_beat(workflow_id, beat, executor_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            check_recordable(row, workflow_id, executor_id)
+            assert row is not None
+            key = (workflow_id, beat.position, beat.child_path)
+            stored = self._step_beats.get(key)
+            if row.generation != beat.generation or (
+                stored is not None and not keeps(stored.generation, stored.attempt, beat)
+            ):
+                return False
+            self._step_beats[key] = attrs.evolve(beat, details=copy.deepcopy(beat.details))
+            return True
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        check_names(workflow_id)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                raise no_run_for_heartbeats(workflow_id)
+            found = [
+                beat
+                for (run, _, _), beat in self._step_beats.items()
+                if run == workflow_id and beat.generation == row.generation
+            ]
+            found.sort(key=lambda beat: (beat.position, beat.child_path))
+            return [attrs.evolve(beat, details=copy.deepcopy(beat.details)) for beat in found]
 
     def delete_workflow(self, workflow_id: str) -> bool:
         check_names(workflow_id)
@@ -827,6 +911,8 @@ class MemoryStore:
             self._used_keys = {k: c for k, c in self._used_keys.items() if k[0] != workflow_id}
             for key in [k for k in self._events if k[0] == workflow_id]:
                 del self._events[key]
+            for beat_key in [k for k in self._step_beats if k[0] == workflow_id]:
+                del self._step_beats[beat_key]
         self._notify("deleted", workflow_id)
         return True
 

@@ -5,9 +5,11 @@ demand, so hypothesis is only needed by tests that use them).
 """
 
 from replaykit.testing._completions import Completion
+from replaykit.testing._elapse import elapse
 from replaykit.testing._fakes import StepCall, sequence
 from replaykit.testing._real_steps import UnfakedSteps
 from replaykit.testing._session import Commit, Message, TooManyGenerations
+from replaykit.testing._updates import Update, UpdateReply
 from replaykit.testing.conformance import check_store
 from replaykit.testing.determinism import DeterminismReport, check_determinism, format_log
 from replaykit.testing.harness import RunResult, run
@@ -24,8 +26,11 @@ __all__ = [
     "StepCall",
     "TooManyGenerations",
     "UnfakedSteps",
+    "Update",
+    "UpdateReply",
     "check_determinism",
     "check_store",
+    "elapse",
     "format_log",
     "replay",
     "run",

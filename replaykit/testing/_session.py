@@ -48,6 +48,7 @@ from replaykit.testing._completions import Completion, CompletionBook
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
 from replaykit.testing._real_steps import RealSteps, RealStepsRule
 from replaykit.testing._sandbox import sandboxed
+from replaykit.testing._updates import Update, request_of, update_id_of
 
 #: `run(warm=...)`: replay at every wake-up (False), keep runs warm (True), or ask
 #: `(workflow_id, position) -> bool` at each suspension whether the run stays warm.
@@ -176,6 +177,13 @@ class Write:
             or self.method in ("create_workflow", "record", "finish_workflow", "send_message")
             or self._ends_a_run()
         )
+
+    @property
+    def is_heartbeat(self) -> bool:
+        """A step body's heartbeat: journaled so that a store rebuilt from the journal
+        holds it, but written whenever the body's thread got there, during a step's
+        call; no commit of the run's, and no sign of which calls were in flight."""
+        return self.method == "record_step_heartbeat"
 
     def _ends_a_run(self) -> bool:
         """A cancel (at a run's deadline, say) ends the run's timeline where it happens."""
@@ -324,6 +332,7 @@ _READS = frozenset(
         "peek_message",
         "get_event",
         "get_events",
+        "get_step_heartbeats",
         "subscribe",
         "hold_executor",
         "executor_holder",
@@ -342,6 +351,9 @@ _WHEN_DEAD: Mapping[str, Any] = {
     "peek_message": None,
     "get_event": (False, None),
     "get_events": {},
+    "get_step_heartbeats": [],
+    # A body of the dead process may still beat: its thread is lost work, told nothing.
+    "record_step_heartbeat": False,
     "release": [],
     "heartbeat": None,
     "take_over": [],
@@ -550,7 +562,7 @@ class Session:
         *,
         workflow_id: str,
         fakes: Mapping[str, Callable[..., Any]],
-        messages: Sequence[Message],
+        messages: Sequence[Message | Update],
         start: datetime,
         completions: Sequence[Completion] = (),
         strict: bool,
@@ -598,7 +610,9 @@ class Session:
         self.journal: list[Write | Exec] = []
         self.calls: dict[str, list[StepCall]] = {}
         self.crashes: list[tuple[int, Commit]] = []  # (journal index, commit)
-        self.undelivered: list[tuple[Message | Completion, str]] = []
+        self.undelivered: list[tuple[Message | Update | Completion, str]] = []
+        #: Updates refused at delivery (their validator, a finished run), by update id.
+        self.refused_updates: dict[str, BaseException] = {}
         self.delivery_errors: list[BaseException] = []
         self._lock = threading.Lock()
         self._commits_seen = 0
@@ -606,7 +620,10 @@ class Session:
         self._engine_no = 0
         self._engine: Engine | None = None
         self._encoded = [
-            serde.encode(m.payload, what=f"the payload of {m!r}") for m in self.messages
+            serde.encode(m.payload, what=f"the payload of {m!r}")
+            if isinstance(m, Message)
+            else None
+            for m in self.messages
         ]
 
     # -- setting up -------------------------------------------------------------
@@ -675,12 +692,22 @@ class Session:
         if index is not None:
             self.clock.add(self.completions.due(index), len(self.messages) + index)
 
+    def sent_updates(self) -> list[tuple[str, Update, str]]:
+        """(update id, update, target run) of every scripted update."""
+        return [
+            (update_id_of(item, index), item, item.to or self.workflow_id)
+            for index, item in enumerate(u for u in self.messages if isinstance(u, Update))
+        ]
+
     def _deliver(self, index: int, at: datetime) -> None:
         if index >= len(self.messages):
             self._complete(index - len(self.messages), at)
             return
         message = self.messages[index]
         target = message.to or self.workflow_id
+        if isinstance(message, Update):
+            self._deliver_update(index, message, target, at)
+            return
         try:
             self.store.send_message(target, message.topic or "", self._encoded[index])
         except WorkflowNotFound as exc:
@@ -694,6 +721,33 @@ class Session:
             "send_message",
             (target, message.topic or "", self._encoded[index]),
             {},
+            target,
+            at,
+            None,
+            kit_message=index,
+        )
+
+    def _deliver_update(self, index: int, update: Update, target: str, at: datetime) -> None:
+        nth = sum(1 for m in self.messages[:index] if isinstance(m, Update))
+        update_id = update_id_of(update, nth)
+        try:
+            request = request_of(self.store, update, update_id, target)
+            if isinstance(request, BaseException):
+                self.refused_updates[update_id] = request  # refused: no trace in the run
+                return
+            kwargs = {"idempotency_key": request.idempotency_key}
+            self.store.send_message(target, request.topic, request.payload, **kwargs)
+        except WorkflowNotFound as exc:
+            self.undelivered.append((update, str(exc)))
+            return
+        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
+            self.delivery_errors.append(exc)
+            return
+        self.journal_write(
+            0,
+            "send_message",
+            (target, request.topic, request.payload),
+            kwargs,
             target,
             at,
             None,

@@ -43,7 +43,8 @@ from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
-from replaykit.testing.harness import RunResult, result_of, start_session
+from replaykit.testing._updates import Update
+from replaykit.testing.harness import RunResult, result_of, scripted_deliveries, start_session
 
 __all__ = ["DeterminismReport", "check_determinism", "format_log"]
 
@@ -135,7 +136,7 @@ class _Point:
 
 def _points(reference: Session) -> list[_Point]:
     journal = reference.journal
-    writes = [e for e in journal if isinstance(e, Write)]
+    writes = [e for e in journal if isinstance(e, Write) and not e.is_heartbeat]
     execs = [e for e in journal if isinstance(e, Exec)]
     points = []
     for write in writes:
@@ -271,6 +272,7 @@ def check_determinism(
     *args: Any,
     steps: Mapping[str, Any] | None = None,
     messages: Iterable[Message] = (),
+    updates: Iterable[Update] = (),
     completions: Iterable[Completion] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
@@ -307,10 +309,14 @@ def check_determinism(
             f"check_determinism() expected a function decorated with @workflow, got {wf!r}"
         )
     messages = list(messages)
+    updates = list(updates)
     completions = list(completions)
+    # What every simulated process's session delivers: the messages, then the updates.
+    scripted = scripted_deliveries(messages, updates)
     settings: dict[str, Any] = {
         "steps": steps,
         "messages": messages,
+        "updates": updates,
         "completions": completions,
         "clock": clock,
         "strict": strict,
@@ -344,7 +350,7 @@ def check_determinism(
             variant = Session(
                 workflow_id=reference.workflow_id,
                 fakes=fakes,
-                messages=messages,
+                messages=scripted,
                 completions=completions,
                 start=reference.start,
                 strict=strict,

@@ -16,7 +16,7 @@ from replaykit.registry import Workflow
 from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.base import StepHeartbeat, WorkflowFilter
 from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._real_steps import RealSteps
@@ -28,8 +28,9 @@ from replaykit.testing._session import (
     Warm,
     default_workflow_id,
 )
+from replaykit.testing._updates import Update, UpdateReply, replies_of, update_id_of
 
-__all__ = ["RunResult", "run", "start_session"]
+__all__ = ["RunResult", "run", "scripted_deliveries", "start_session"]
 
 R = TypeVar("R")
 
@@ -76,6 +77,7 @@ def start_session(
     messages: Iterable[Message],
     clock: VirtualClock | datetime | None,
     strict: bool,
+    updates: Iterable[Update] = (),
     workflow_id: str | None,
     timeout: float,
     seed: int,
@@ -94,13 +96,7 @@ def start_session(
     run_timeout, run_deadline_at = run_deadline(
         workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
     )
-    messages = list(messages)
-    for message in messages:
-        if not isinstance(message, Message):
-            raise TypeError(
-                f"messages= takes replaykit.testing.Message(topic, payload, at=...) items, "
-                f"got {message!r}"
-            )
+    scripted = scripted_deliveries(messages, updates)
     completions = list(completions)
     for completion in completions:
         if not isinstance(completion, Completion):
@@ -111,7 +107,7 @@ def start_session(
     session = Session(
         workflow_id=workflow_id or default_workflow_id(wf),
         fakes={name: as_fake(name, spec) for name, spec in (steps or {}).items()},
-        messages=messages,
+        messages=scripted,
         completions=completions,
         start=_start_time(clock),
         strict=strict,
@@ -127,6 +123,35 @@ def start_session(
     )
     session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
     return session
+
+
+def scripted_deliveries(
+    messages: Iterable[Message], updates: Iterable[Update]
+) -> list[Message | Update]:
+    """The messages, then the updates, checked: what a session delivers (at one instant,
+    in this order)."""
+    messages = list(messages)
+    for message in messages:
+        if not isinstance(message, Message):
+            raise TypeError(
+                f"messages= takes replaykit.testing.Message(topic, payload, at=...) items, "
+                f"got {message!r}"
+            )
+    updates = list(updates)
+    for update in updates:
+        if not isinstance(update, Update):
+            raise TypeError(
+                f"updates= takes replaykit.testing.Update(name, *args, at=...) items, "
+                f"got {update!r}"
+            )
+    ids = [update_id_of(update, index) for index, update in enumerate(updates)]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise ValueError(
+            f"updates= gives update id(s) {twice} more than once; a second request under one "
+            "id is not delivered (it gets the first one's reply): give each its own id"
+        )
+    return [*messages, *updates]
 
 
 @attrs.frozen(eq=False)
@@ -155,9 +180,9 @@ class RunResult(Generic[R]):
     calls: Mapping[str, list[StepCall]]
     #: The simulated crashes (`run(crash_at=...)`), in order.
     crashes: tuple[Commit, ...] = ()
-    #: Messages whose target workflow did not exist when they were due, and completions
-    #: refused when they were due (`CompletionRefused`: the run ended, say), with why.
-    undelivered: tuple[tuple[Message | Completion, str], ...] = ()
+    #: Messages (and updates) whose target workflow did not exist when due, and
+    #: completions refused when due (`CompletionRefused`: the run ended, say), with why.
+    undelivered: tuple[tuple[Message | Update | Completion, str], ...] = ()
     #: The run's log as the store holds it: with `run(codec=...)`, its args, outcomes
     #: and result encoded (`{"replaykit.codec": name, "data": ...}`); else `log`.
     stored_log: Log | None = None
@@ -168,6 +193,12 @@ class RunResult(Generic[R]):
     #: new (`ContinueAsNew`); `log` is the last generation's. Each log's `args` are
     #: the arguments that generation was called with.
     generations: tuple[Log, ...] = ()
+    #: What became of each `Update` of `updates=`, by update id: the run's reply (value
+    #: or error), the refusal (its validator's error, a finished run), or no answer.
+    replies: Mapping[str, UpdateReply] = attrs.field(factory=dict)
+    #: The latest heartbeat of each step of the run's last generation that beat
+    #: (`step_context().heartbeat(details)`), by position, as `get_heartbeats` reads them.
+    heartbeats: tuple[StepHeartbeat, ...] = ()
     _workflow: Workflow[..., Any] | None = None
 
     @property
@@ -301,6 +332,8 @@ def result_of(
         stored_log=session.stored_log_of(session.workflow_id),
         events=session.store.get_events(session.workflow_id),
         generations=_generations(session),
+        replies=replies_of(session.store, session.sent_updates(), session.refused_updates),
+        heartbeats=tuple(session.store.get_step_heartbeats(session.workflow_id)),
         workflow=wf,
     )
 
@@ -317,6 +350,7 @@ def run(
     *args: Any,
     steps: Steps | None = None,
     messages: Iterable[Message] = (),
+    updates: Iterable[Update] = (),
     completions: Iterable[Completion] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
@@ -346,6 +380,11 @@ def run(
     - `messages=[Message(topic, payload, at=...)]` delivers messages at virtual
       times; time jumps straight to the next timer or message whenever the
       workflow waits, so a 30-day `Sleep` takes no wall time.
+    - `updates=[Update(name, *args, at=...)]` sends updates at virtual times, as
+      `engine.update` sends them (checked against the workflow's update names and
+      validator; a refused one leaves no trace); `result.replies[update_id]` is
+      each one's reply. At one instant, messages arrive first, then updates, each
+      in the order given.
     - `completions=[Completion(awakeable, value, after=...)]` completes (or, with
       `error=`, fails) the token the run's `Awakeable(awakeable)` hands out, `after`
       that long from the moment it is handed out, as `engine.complete(token, value)`
@@ -391,6 +430,7 @@ def run(
         kwargs,
         steps=steps,
         messages=messages,
+        updates=updates,
         completions=completions,
         clock=clock,
         strict=strict,

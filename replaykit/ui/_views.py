@@ -19,7 +19,7 @@ from replaykit._waiting import why_waiting
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.serde import ErrorInfo
-from replaykit.stores.base import DamagedRow, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import DamagedRow, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "LOG_PAGE",
@@ -28,6 +28,7 @@ __all__ = [
     "ChildNode",
     "ErrorView",
     "EventView",
+    "HeartbeatView",
     "InboxView",
     "PartView",
     "QueueView",
@@ -259,6 +260,18 @@ class EventView:
 
 
 @attrs.frozen
+class HeartbeatView:
+    """The latest heartbeat of a step under way (running, backing off, or stopped)."""
+
+    position: str  # "3", or "3.1" for a composite's child
+    step: str
+    attempt: int
+    state: str
+    at: str
+    details: str
+
+
+@attrs.frozen
 class RunPage:
     row: WorkflowRow
     created: str
@@ -293,6 +306,9 @@ class RunPage:
     log_from: int = 0
     log_next: int | None = None
     log_previous: int | None = None
+    # The latest heartbeat of each step whose outcome is not recorded yet.
+    heartbeats: list[HeartbeatView] = attrs.field(factory=list)
+    heartbeats_error: str = ""
 
 
 def _outcome_state(outcome: Outcome | None) -> str:
@@ -307,6 +323,10 @@ composite_parts = composite_children
 
 def _recv_topics(kind: str, name: str) -> list[str]:
     if kind == "recv":
+        if name.startswith("(") and name.endswith(")"):
+            # A Recv of several topics (`Recv.name`); a topic holding "," makes this a
+            # guess, and the page only looks at more topics for it.
+            return [name, *name[1:-1].split(",")]
         return [name]
     if kind in ("race", "all"):
         found: list[str] = []
@@ -496,6 +516,36 @@ def _events(store: Store, workflow_id: str, records: Sequence[Record]) -> list[E
     return views
 
 
+def _heartbeats(store: Store, row: WorkflowRow) -> list[HeartbeatView]:
+    """The latest heartbeat of each step whose outcome is not recorded yet."""
+    views = []
+    for beat in store.get_step_heartbeats(row.workflow_id):
+        held = store.load_log(row.workflow_id, since=beat.position, limit=1)
+        record = held[0] if held and held[0].position == beat.position else None
+        if record is not None and record.outcome is not None:
+            continue  # done: its beats are history
+        views.append(_heartbeat_view(row, beat, record))
+    return views
+
+
+def _heartbeat_view(row: WorkflowRow, beat: StepHeartbeat, record: Record | None) -> HeartbeatView:
+    if row.status is not Status.PENDING:
+        state = "stopped"
+    elif record is not None and record.kind == "step":
+        state = "backing off"
+    else:
+        state = "running"
+    path = "".join(f".{index}" for index in beat.child_path)
+    return HeartbeatView(
+        f"{beat.position}{path}",
+        beat.name,
+        beat.attempt,
+        state,
+        when(beat.at),
+        pretty_json(beat.details),
+    )
+
+
 def _section_error(exc: Exception) -> str:
     text = " ".join(str(exc).split())
     return text if isinstance(exc, ReplayKitError) and text else f"{type(exc).__name__}: {text}"
@@ -558,6 +608,12 @@ def run_page(
         events = _events(store, workflow_id, records)
     except ReplayKitError as exc:
         events_error = _section_error(exc)
+    heartbeats: list[HeartbeatView] = []
+    heartbeats_error = ""
+    try:
+        heartbeats = _heartbeats(store, row)
+    except ReplayKitError as exc:
+        heartbeats_error = _section_error(exc)
     children, cut = _children(store, workflow_id)
     forks = store.list_workflows(
         WorkflowFilter(forked_from=workflow_id, limit=_FORKS_SHOWN + 1, payloads=False)
@@ -599,6 +655,8 @@ def run_page(
         log_from=log_from,
         log_next=log_next,
         log_previous=max(log_from - LOG_PAGE, 0) if log_from > 0 else None,
+        heartbeats=heartbeats,
+        heartbeats_error=heartbeats_error,
     )
 
 

@@ -18,20 +18,23 @@ which every layer reads).
 | `SetEvent` | the value set with its record | — | — | — |
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
-| `Recv` | waits; consumes with its record | a message to the run | one of its topic | `None` |
+| `Recv` | waits; consumes with its record | a message to the run | one on its topic(s) | `None` |
+| `ReceiveUpdate` | waits; consumes with its record | a message to the run | a request | `None` |
+| `Reply` | the answer set as an event with its record (once per request) | — | — | — |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
 | `Await` | waits; takes its completion, as `Recv` | a message to the run | completed | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
 | `Now`, `Random`, `Uuid`, `Patch`, `Start`, `Awakeable` | at once | — | — | — |
+| `CancelRun` | the other run cancelled (engine.cancel), whether it changed recorded | — | — | — |
 
 (A step's own `timeout=` fails the attempt, as its retry policy then decides.)
 
 The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
 are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
 SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call),
-`instants.py` (Now, Random, Uuid, Patch, Start) and `awakeables.py` (Awakeable, Await:
-external completion).
+`instants.py` (Now, Random, Uuid, Patch, Start, CancelRun), `updates.py` (ReceiveUpdate,
+Reply) and `awakeables.py` (Awakeable, Await: external completion).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from replaykit.commands import (
     Await,
     Awakeable,
     Call,
+    CancelRun,
     CloseStream,
     Command,
     GetEvent,
@@ -50,7 +54,9 @@ from replaykit.commands import (
     Patch,
     Race,
     Random,
+    ReceiveUpdate,
     Recv,
+    Reply,
     Send,
     SetEvent,
     Sleep,
@@ -64,6 +70,7 @@ from replaykit.commands import (
 from replaykit.runtime.handlers.awakeables import AwaitHandler, AwakeableHandler
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
 from replaykit.runtime.handlers.instants import (
+    CancelRunHandler,
     NowHandler,
     PatchHandler,
     RandomHandler,
@@ -71,6 +78,7 @@ from replaykit.runtime.handlers.instants import (
     UuidHandler,
 )
 from replaykit.runtime.handlers.running import CompositeHandler, StepHandler, TransactionHandler
+from replaykit.runtime.handlers.updates import ReceiveUpdateHandler, ReplyHandler
 from replaykit.runtime.handlers.waiting import (
     CallHandler,
     GetEventHandler,
@@ -112,6 +120,8 @@ HANDLERS: dict[type[Any], Handler] = {
     CloseStream: _STREAM,
     Sleep: SleepHandler(),
     Recv: RecvHandler(),
+    ReceiveUpdate: ReceiveUpdateHandler(),
+    Reply: ReplyHandler(),
     GetEvent: GetEventHandler(),
     Wait: WaitHandler(),
     Call: CallHandler(),
@@ -122,4 +132,5 @@ HANDLERS: dict[type[Any], Handler] = {
     Start: StartHandler(),
     Awakeable: AwakeableHandler(),
     Await: AwaitHandler(),
+    CancelRun: CancelRunHandler(),
 }

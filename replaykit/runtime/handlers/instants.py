@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import uuid
 
-from replaykit.commands import Command, Start
-from replaykit.log import Outcome, Value
+from replaykit import serde
+from replaykit.commands import CancelRun, Command, Start
+from replaykit.errors import WorkflowNotFound
+from replaykit.log import Failure, Outcome, Status, Value
 from replaykit.runtime.handlers.base import Carrier, Handler
 from replaykit.stores.base import WorkflowRow
 
-__all__ = ["NowHandler", "PatchHandler", "RandomHandler", "StartHandler", "UuidHandler"]
+__all__ = [
+    "CancelRunHandler",
+    "NowHandler",
+    "PatchHandler",
+    "RandomHandler",
+    "StartHandler",
+    "UuidHandler",
+]
 
 
 class NowHandler(Handler):
@@ -47,3 +56,49 @@ class StartHandler(Handler):
     ) -> Outcome:
         assert isinstance(command, Start)
         return carrier.start_child(row, position, command)
+
+
+class CancelRunHandler(Handler):
+    """Cancels the other run through the engine's cancel, then records whether that
+    changed it. The status detail it writes names this run and position, so that a
+    cancel carried out again after a crash before its record (the cancel happened,
+    the record did not) knows the run's cancel for its own and answers True again."""
+
+    def instant(
+        self, carrier: Carrier, row: WorkflowRow, position: int, command: Command
+    ) -> Outcome:
+        assert isinstance(command, CancelRun)
+        where = f"workflow {row.name!r} (id {row.workflow_id!r}) at position {position}"
+        target = command.workflow_id
+        if target == row.workflow_id:
+            error: Exception = ValueError(
+                f"{where}: CancelRun({target!r}) names this run itself; a run ends itself by "
+                "returning or raising, and engine.cancel cancels it from outside"
+            )
+            return Failure(serde.encode_error(error, with_traceback=False))
+        detail = cancel_detail(row, position, command.reason)
+        try:
+            changed = carrier.host.cancel(target, children=command.children, reason=detail)
+        except WorkflowNotFound:
+            error = WorkflowNotFound(
+                f"{where}: CancelRun({target!r}) found no workflow run with that id"
+            )
+            return Failure(serde.encode_error(error, with_traceback=False))
+        if not changed:
+            # Carried out again after a crash that lost its record: the cancel that
+            # stands is this command's own if the run says so.
+            found = carrier.store.get_workflow(target)
+            changed = (
+                found is not None and found.status is Status.CANCELLED and (found.error == detail)
+            )
+        return Value(changed)
+
+
+def cancel_detail(row: WorkflowRow, position: int, reason: str) -> str:
+    """The status detail `CancelRun` gives the run it cancels: the reason, and who."""
+    generation = f" of generation {row.generation}" if row.generation else ""
+    who = (
+        f"cancelled by workflow {row.name!r} (id {row.workflow_id!r}) at position "
+        f"{position}{generation}"
+    )
+    return f"{reason} ({who})" if reason else who

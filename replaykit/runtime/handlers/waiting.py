@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from replaykit import serde
 from replaykit.commands import Call, Command, GetEvent, Recv, Wait
 from replaykit.interpreter import Effect
-from replaykit.log import Failure, Outcome, Record, Value
+from replaykit.log import Failure, Outcome, Record, Value, received_data
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
 from replaykit.runtime.host import Suspend
 from replaykit.stores.base import WorkflowRow
@@ -31,12 +31,17 @@ class RecvHandler(Handler):
         target: str | None = None,
     ) -> Ready | None:
         assert isinstance(command, Recv)
-        message = carrier.store.peek_message(row.workflow_id, topic_of(command.topic))
+        topics = command.topics
+        if topics is None:
+            assert not isinstance(command.topic, tuple)
+            message = carrier.store.peek_message(row.workflow_id, topic_of(command.topic))
+        else:
+            message = carrier.store.peek_message(row.workflow_id, topics)
         if message is None:
             return None
-        return Ready(
-            Value(message.payload), consume=message.message_id, trace_context=message.trace_context
-        )
+        # Several topics: the record says which one the message came on (`Received`).
+        data = message.payload if topics is None else received_data(message.topic, message.payload)
+        return Ready(Value(data), consume=message.message_id, trace_context=message.trace_context)
 
 
 class GetEventHandler(Handler):

@@ -31,11 +31,43 @@ from replaykit.stores.postgres.rows import (
     workflow_from_row,
 )
 
-__all__ = ["Creates"]
+__all__ = ["Creates", "create_params"]
 
 
 class _RacedWithDelete(Exception):
     """A run the batch found in its way was deleted before it was read: start over."""
+
+
+def create_params(db: Database, stored: WorkflowRow) -> dict[str, Any]:
+    """A new run as the `create_workflow` statement binds it."""
+    return {
+        "workflow_id": stored.workflow_id,
+        "name": stored.name,
+        "status": Status(stored.status).value,
+        "inputs": None if stored.inputs is None else json_param(stored.inputs),
+        "result": outcome_param(stored.result),
+        "executor_id": stored.executor_id,
+        "app_version": stored.app_version,
+        "created_at": stored.created_at,
+        "updated_at": stored.updated_at,
+        "parent_id": stored.parent_id,
+        "queue": stored.queue,
+        "priority": stored.priority,
+        "dedup_id": stored.dedup_id,
+        "recovery_attempts": stored.recovery_attempts,
+        "wake_at": stored.wake_at,
+        "error": stored.error,
+        "started_at": stored.started_at,
+        "trace_context": stored.trace_context,
+        "forked_from": stored.forked_from,
+        "fork_position": stored.fork_position,
+        "deadline": stored.deadline,
+        "timeout_seconds": stored.timeout,
+        "generation": stored.generation,
+        "continued_as": stored.continued_as,
+        "channel": db.channel,
+        "origin": db.origin,
+    }
 
 
 class Creates:
@@ -51,34 +83,7 @@ class Creates:
         db = self._db
         stored = checked_create(row, records, fork_of)
         insert = self._sql["create_workflow"]
-        params = {
-            "workflow_id": stored.workflow_id,
-            "name": stored.name,
-            "status": Status(stored.status).value,
-            "inputs": None if stored.inputs is None else json_param(stored.inputs),
-            "result": outcome_param(stored.result),
-            "executor_id": stored.executor_id,
-            "app_version": stored.app_version,
-            "created_at": stored.created_at,
-            "updated_at": stored.updated_at,
-            "parent_id": stored.parent_id,
-            "queue": stored.queue,
-            "priority": stored.priority,
-            "dedup_id": stored.dedup_id,
-            "recovery_attempts": stored.recovery_attempts,
-            "wake_at": stored.wake_at,
-            "error": stored.error,
-            "started_at": stored.started_at,
-            "trace_context": stored.trace_context,
-            "forked_from": stored.forked_from,
-            "fork_position": stored.fork_position,
-            "deadline": stored.deadline,
-            "timeout_seconds": stored.timeout,
-            "generation": stored.generation,
-            "continued_as": stored.continued_as,
-            "channel": db.channel,
-            "origin": db.origin,
-        }
+        params = create_params(db, stored)
         record_rows = [record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
         for _ in range(5):

@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable
 from typing import Any
 
-from replaykit.stores._checks import check_names
-from replaykit.stores._rules import no_run_for_events, no_run_to_send_to
-from replaykit.stores.base import Message
+import attrs
+import psycopg
+
+from replaykit.errors import StoreError
+from replaykit.log import Status
+from replaykit.stores._checks import check_names, checked_topics
+from replaykit.stores._rows import inputs_value, shown
+from replaykit.stores._rules import checked_create_and_send, no_run_for_events, no_run_to_send_to
+from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
+from replaykit.stores.postgres.creates import create_params
 from replaykit.stores.postgres.database import Database
-from replaykit.stores.postgres.rows import json_param, utc, utc_now
+from replaykit.stores.postgres.rows import json_param, utc, utc_now, workflow_from_row
 
 __all__ = ["Messages"]
 
 
 class Messages:
-    """send_message, peek_message, get_event, get_events."""
+    """send_message, create_and_send, answer_message, peek_message, get_event, get_events."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -32,33 +41,114 @@ class Messages:
     ) -> bool:
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         db = self._db
-        statement = self._sql["send_message" if idempotency_key is None else "send_message_keyed"]
-        found = db.one(
-            statement,
-            {
-                "wid": workflow_id,
-                "key": idempotency_key,
-                "call": call_id,
-                "topic": topic,
-                "payload": json_param(payload),
-                "trace": trace_context,
-                "now": utc_now(),
-                "channel": db.channel,
-                "origin": db.origin,
-            },
+        message = OutgoingMessage(
+            workflow_id, topic, payload, idempotency_key, trace_context=trace_context
         )
+        statement, params = self._send_params(message, call_id)
+        found = db.one(statement, params)
         if not found or not found[0]:
             raise no_run_to_send_to(workflow_id)
         if found[1]:
             db.tell([("message", workflow_id)])
         return bool(found[1]) or bool(found[2])
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        check_names(workflow_id, topic=topic)
-        found = self._db.one(self._sql["peek_message"], (workflow_id, topic))
+    def _send_params(
+        self, message: OutgoingMessage, call_id: str | None
+    ) -> tuple[str, dict[str, Any]]:
+        db = self._db
+        keyed = message.idempotency_key is not None
+        return self._sql["send_message_keyed" if keyed else "send_message"], {
+            "wid": message.workflow_id,
+            "key": message.idempotency_key,
+            "call": call_id,
+            "topic": message.topic,
+            "payload": json_param(message.payload),
+            "trace": message.trace_context,
+            "now": utc_now(),
+            "channel": db.channel,
+            "origin": db.origin,
+        }
+
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        stored = checked_create_and_send(row, message)
+        db = self._db
+        create = create_params(db, stored)
+        send, params = self._send_params(message, call_id)
+        for _ in range(5):
+            with db.connection() as conn, conn.transaction():
+                # The create and the send's notifications go out at the commit.
+                inserted = conn.execute(self._sql["create_workflow"], create).fetchone()
+                created = bool(inserted and inserted[0])
+                found = stored if created else self._found(conn, row.workflow_id)
+                if found is None:
+                    continue  # deleted since the insert found it: try again
+                if not created and accept is not None:
+                    accept(found)  # raising rolls the transaction back: nothing written
+                sent = conn.execute(send, params).fetchone()
+            if not sent or not sent[0]:
+                continue  # deleted between the two statements: nothing was written
+            delivered = bool(sent[1]) or bool(sent[2])
+            notes = []
+            if created and stored.status is Status.ENQUEUED and stored.queue is not None:
+                notes.append(("enqueued", stored.queue))
+            if sent[1]:
+                notes.append(("message", row.workflow_id))
+            db.tell(notes)
+            return found, created, delivered
+        raise StoreError(
+            f"workflow id {row.workflow_id!r}: create_and_send kept racing with deletes"
+        )
+
+    def _found(self, conn: psycopg.Connection[Any], workflow_id: str) -> WorkflowRow | None:
+        """The run in the way of the create, as `create_workflow` answers it, or None."""
+        found = conn.execute(self._sql["get_workflow"], (workflow_id,)).fetchone()
         if found is None:
             return None
-        return Message(found[0], workflow_id, topic, found[1], utc(found[2]), found[3])
+        run = shown(workflow_from_row, found)
+        if run.generation > 0 and not run.damaged and run.first_inputs is None:
+            kept = conn.execute(self._sql["get_first_inputs"], ([workflow_id],)).fetchone()
+            if kept is not None:
+                # Unreadable: the start is compared with the current inputs only.
+                with contextlib.suppress(Exception):
+                    run = attrs.evolve(run, first_inputs=inputs_value(kept[1]))
+        return run
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        check_names(workflow_id, event_key=event.key)
+        db = self._db
+        found = db.one(
+            self._sql["answer_message"],
+            {
+                "wid": workflow_id,
+                "mid": message_id,
+                "key": event.key,
+                "value": json_param(event.value),
+                "channel": db.channel,
+                "origin": db.origin,
+            },
+        )
+        answered = bool(found and found[0])
+        if answered:
+            db.tell([("event", workflow_id)])
+        return answered
+
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        topics = checked_topics(workflow_id, topic)
+        if isinstance(topic, str):
+            found = self._db.one(self._sql["peek_message"], (workflow_id, topic))
+        else:
+            found = self._db.one(self._sql["peek_message_any"], (workflow_id, list(topics)))
+        if found is None:
+            return None
+        on = topic if isinstance(topic, str) else str(found[4])
+        return Message(found[0], workflow_id, on, found[1], utc(found[2]), found[3])
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)

@@ -36,6 +36,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0008_generations.sql",
     "postgres_0009_first_inputs.sql",
     "postgres_0010_registered.sql",
+    "postgres_0011_heartbeats.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine

@@ -432,6 +432,15 @@ WHERE workflow_id = %s AND topic = %s
 ORDER BY message_id
 LIMIT 1;
 
+-- name: peek_message_any
+-- The oldest message of a run on any of several topics (`Recv(("a", "b"))`): (run,
+-- topics as a text array). Message ids grow with every send, so the lowest is the oldest.
+SELECT message_id, payload, created_at, trace_context, topic
+FROM {s}.messages
+WHERE workflow_id = %s AND topic = ANY(%s::text[])
+ORDER BY message_id
+LIMIT 1;
+
 -- name: get_event
 -- One event of a run.
 SELECT value
@@ -445,6 +454,43 @@ FROM {s}.workflows w
 LEFT JOIN {s}.events e ON e.workflow_id = w.workflow_id
 WHERE w.workflow_id = %s
 ORDER BY e.key;
+
+-- name: record_step_heartbeat
+-- A step's latest heartbeat, in one statement: the run's row locked by id (a delete
+-- waits), the beat kept only for a PENDING run of the executor named (if any) at the
+-- beat's generation, and written over a stored beat of no later generation or attempt
+-- (stores/_step_beats.py). Returns the run's name, status and owner and whether the
+-- beat was written; no row if there is no run.
+WITH run AS (SELECT name, status, executor_id, generation
+    FROM {s}.workflows
+    WHERE workflow_id = %(wid)s
+    FOR KEY SHARE),
+written AS (INSERT INTO {s}.step_heartbeats (workflow_id, position, child_path, generation,
+        attempt, name, details, beat_at)
+    SELECT %(wid)s, %(position)s, %(path)s, %(generation)s, %(attempt)s, %(name)s, %(details)s,
+        %(at)s
+    FROM run
+    WHERE run.status = 'PENDING' AND (%(executor)s::text IS NULL OR run.executor_id =
+            %(executor)s) AND run.generation = %(generation)s
+    ON CONFLICT (workflow_id, position, child_path) DO UPDATE SET generation =
+        excluded.generation, attempt = excluded.attempt, name = excluded.name, details =
+        excluded.details, beat_at = excluded.beat_at
+    WHERE (step_heartbeats.generation, step_heartbeats.attempt) <= (excluded.generation,
+            excluded.attempt)
+    RETURNING 1)
+SELECT run.name, run.status, run.executor_id, EXISTS (SELECT 1
+        FROM written)
+FROM run;
+
+-- name: get_step_heartbeats
+-- The latest heartbeat of each step of a run's current generation; no rows if the run
+-- is missing, one row of NULLs if none of its steps beat.
+SELECT b.position, b.child_path, b.attempt, b.name, b.details, b.beat_at, b.generation
+FROM {s}.workflows w
+LEFT JOIN {s}.step_heartbeats b ON b.workflow_id = w.workflow_id AND b.generation =
+    w.generation
+WHERE w.workflow_id = %s
+ORDER BY b.position, b.child_path;
 
 
 -- name: record_batch
@@ -752,6 +798,23 @@ SELECT (SELECT count(*)
                 'message:' || workflow_id)) FILTER (WHERE octet_length(workflow_id) < 7900)
     FROM sent), false;
 
+-- name: answer_message
+-- only: one statement; SQLite runs consume_messages and set_event in one transaction
+-- A request refused before it reached the workflow: the message taken out of the run's
+-- inbox and the answer set as the run's event, with no record; returns 1 if the message
+-- was still there (and notifies the event), else 0 and nothing written.
+WITH gone AS (DELETE FROM {s}.messages
+    WHERE workflow_id = %(wid)s AND message_id = %(mid)s
+    RETURNING workflow_id),
+ev AS (INSERT INTO {s}.events (workflow_id, key, value)
+    SELECT workflow_id, %(key)s, %(value)s
+    FROM gone
+    ON CONFLICT (workflow_id, key) DO UPDATE SET value = EXCLUDED.value
+    RETURNING workflow_id)
+SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'event:' || workflow_id))
+    FILTER (WHERE octet_length(workflow_id) < 7900)
+FROM ev;
+
 -- name: send_message_keyed
 -- A message with an idempotency key, sent once per key; returns (runs found, messages
 -- sent, whether an earlier attempt of this same call used the key). The statement's
@@ -802,6 +865,11 @@ WHERE workflow_id = %s;
 -- name: delete_workflow_send_keys
 -- A deleted run's used idempotency keys.
 DELETE FROM {s}.send_keys
+WHERE workflow_id = %s;
+
+-- name: delete_workflow_step_heartbeats
+-- A deleted run's step heartbeats, of every generation.
+DELETE FROM {s}.step_heartbeats
 WHERE workflow_id = %s;
 
 -- name: delete_archived_generations

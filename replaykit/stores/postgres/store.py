@@ -36,6 +36,7 @@ from replaykit.stores.base import (
     RecordWrite,
     ScheduleSpec,
     ScheduleState,
+    StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -51,6 +52,7 @@ from replaykit.stores.postgres.reads import Reads
 from replaykit.stores.postgres.runs import Runs
 from replaykit.stores.postgres.schedules import Schedules
 from replaykit.stores.postgres.single import Single
+from replaykit.stores.postgres.step_beats import StepBeats
 from replaykit.stores.postgres.writes import Writes
 
 __all__ = ["PostgresStore"]
@@ -101,6 +103,7 @@ class PostgresStore:
         self._write_batch = self._batches.write_batch
         self._runs = Runs(db)
         self._messages = Messages(db)
+        self._step_beats = StepBeats(db)
         self._schedules = Schedules(db)
         db.open()
         try:
@@ -347,7 +350,20 @@ class PostgresStore:
             trace_context=trace_context,
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        return self._messages.create_and_send(row, message, call_id=call_id, accept=accept)
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        return self._messages.answer_message(workflow_id, message_id, event)
+
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         return self._messages.peek_message(workflow_id, topic)
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
@@ -355,6 +371,14 @@ class PostgresStore:
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         return self._messages.get_events(workflow_id)
+
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        return self._step_beats.record_step_heartbeat(workflow_id, beat, executor_id)
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        return self._step_beats.get_step_heartbeats(workflow_id)
 
     # -- schedule states ------------------------------------------------------------
 

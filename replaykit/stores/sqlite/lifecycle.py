@@ -54,6 +54,7 @@ _DELETE_WHAT_IT_HELD = tuple(
         "delete_workflow_messages",
         "delete_workflow_events",
         "delete_workflow_send_keys",
+        "delete_workflow_step_heartbeats",
         "delete_archived_logs",
         "delete_archived_generations",
     )

@@ -7,16 +7,34 @@ is told its message was delivered.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
-from replaykit.stores._checks import check_names
-from replaykit.stores._rows import decoded_json, event_value, message_payload
-from replaykit.stores._rules import no_run_for_events, no_run_to_send_to
-from replaykit.stores.base import Message
+import attrs
+
+from replaykit.log import Status
+from replaykit.stores._checks import check_names, checked_topics
+from replaykit.stores._rows import decoded_json, event_value, message_payload, shown
+from replaykit.stores._rules import (
+    checked_create_and_send,
+    no_run_for_events,
+    no_run_to_send_to,
+)
+from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
-from replaykit.stores.sqlite.queries import SQL
-from replaykit.stores.sqlite.values import dump, first, from_micros, now, to_micros
+from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.values import (
+    dump,
+    first,
+    from_micros,
+    load_inputs,
+    now,
+    to_micros,
+    workflow_from_row,
+    workflow_params,
+)
 from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
 
 __all__ = ["Messages", "deliver"]
@@ -26,8 +44,14 @@ _USE_SEND_KEY = SQL["use_send_key"]
 _SEND_KEY_USED_BY_CALL = SQL["send_key_used_by_call"]
 _SEND_MESSAGE = SQL["send_message"]
 _PEEK_MESSAGE = SQL["peek_message"]
+_PEEK_MESSAGE_ANY = SQL["peek_message_any"]
 _GET_EVENT = SQL["get_event"]
 _GET_EVENTS = SQL["get_events"]
+_CREATE_WORKFLOW = SQL["create_workflow"]
+_GET_WORKFLOW = SQL["get_workflow"]
+_GET_FIRST_INPUTS = SQL["get_first_inputs"]
+_CONSUME_MESSAGES = SQL["consume_messages"]
+_SET_EVENT = SQL["set_event"]
 
 
 def deliver(
@@ -62,8 +86,21 @@ def deliver(
     return True
 
 
+def _found_run(conn: sqlite3.Connection, workflow_id: str) -> WorkflowRow:
+    """The run in the way of a create, as `create_workflow` answers it (first inputs kept)."""
+    row = shown(workflow_from_row, first(conn.execute(_GET_WORKFLOW, (workflow_id,))))
+    if row.generation > 0 and not row.damaged and row.first_inputs is None:
+        kept = first(conn.execute(_GET_FIRST_INPUTS, (id_set([workflow_id]),)))
+        if kept is not None:
+            # Unreadable: the start is compared with the current inputs only.
+            with contextlib.suppress(Exception):
+                row = attrs.evolve(row, first_inputs=load_inputs(kept[1]))
+    return row
+
+
 class Messages:
-    """send_message, peek_message, get_event and get_events."""
+    """send_message, create_and_send, answer_message, peek_message, get_event and
+    get_events."""
 
     def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
         self._connections = connections
@@ -96,14 +133,74 @@ class Messages:
             self._notify([("message", workflow_id)])
         return delivered
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
-        check_names(workflow_id, topic=topic)
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        stored = checked_create_and_send(row, message)
+        params = workflow_params(stored)
+
+        def write(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
+            created = conn.execute(_CREATE_WORKFLOW, params).rowcount == 1
+            found = stored if created else _found_run(conn, row.workflow_id)
+            if not created and accept is not None:
+                accept(found)  # raising rolls the transaction back: nothing written
+            try:
+                delivered = deliver(
+                    conn,
+                    row.workflow_id,
+                    message.topic,
+                    message.payload,
+                    message.idempotency_key,
+                    call_id,
+                    trace_context=message.trace_context,
+                )
+            except Unchanged as same_call:  # its earlier attempt created and delivered
+                raise Unchanged((found, False, bool(same_call.value))) from None
+            return found, created, delivered
+
+        found, created, delivered = self._writer.write(write)
+        notes = []
+        if created and stored.status is Status.ENQUEUED and stored.queue is not None:
+            notes.append(("enqueued", stored.queue))
+        if delivered:
+            notes.append(("message", row.workflow_id))
+        if notes:
+            self._notify(notes)
+        return found, created, delivered
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        check_names(workflow_id, event_key=event.key)
+        value = dump(event.value)
+
+        def write(conn: sqlite3.Connection) -> bool:
+            taken = conn.execute(_CONSUME_MESSAGES, (workflow_id, id_set([message_id])))
+            if not taken.fetchall():
+                return False
+            conn.execute(_SET_EVENT, (workflow_id, event.key, value))
+            return True
+
+        answered = self._writer.write(write)
+        if answered:
+            self._notify([("event", workflow_id)])
+        return answered
+
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
+        topics = checked_topics(workflow_id, topic)
         with self._connections.read() as conn:
-            found = first(conn.execute(_PEEK_MESSAGE, (workflow_id, topic)))
+            if isinstance(topic, str):
+                found = first(conn.execute(_PEEK_MESSAGE, (workflow_id, topic)))
+            else:
+                found = first(conn.execute(_PEEK_MESSAGE_ANY, (workflow_id, dump(list(topics)))))
         if found is None:
             return None
-        payload = message_payload(decoded_json, found[1], workflow_id, found[0], topic)
-        return Message(found[0], workflow_id, topic, payload, from_micros(found[2]), found[3])
+        on = topic if isinstance(topic, str) else str(found[4])
+        payload = message_payload(decoded_json, found[1], workflow_id, found[0], on)
+        return Message(found[0], workflow_id, on, payload, from_micros(found[2]), found[3])
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)

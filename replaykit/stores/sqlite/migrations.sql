@@ -203,3 +203,20 @@ WHERE generation > 0;
 -- 10: what each engine runs, with its heartbeat: the workflows it registered and the
 -- queues it drains (replaykit/stores/_beats.py); NULL from older engines.
 ALTER TABLE heartbeats ADD COLUMN registered TEXT;
+
+
+-- name: v11_step_heartbeats
+-- 11: step heartbeats: the latest beat of each step of a run (its details, its time,
+-- the attempt and the generation that beat), one row per step; the child path is ""
+-- for a step on its own, "1.0" inside composites (replaykit/stores/_step_beats.py).
+CREATE TABLE step_heartbeats (
+    workflow_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    child_path TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    details TEXT,
+    beat_at INTEGER NOT NULL,
+    PRIMARY KEY (workflow_id, position, child_path)
+) WITHOUT ROWID;

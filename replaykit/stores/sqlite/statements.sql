@@ -199,6 +199,16 @@ WHERE workflow_id = ? AND topic = ?
 ORDER BY message_id
 LIMIT 1;
 
+-- name: peek_message_any
+-- The oldest message of a run on any of several topics (`Recv(("a", "b"))`): (run,
+-- topics as a JSON array). Message ids grow with every send, so the lowest is the oldest.
+SELECT message_id, payload, created_at, trace_context, topic
+FROM messages
+WHERE workflow_id = ? AND topic IN (SELECT value
+    FROM json_each(?))
+ORDER BY message_id
+LIMIT 1;
+
 -- name: get_event
 -- One event of a run.
 SELECT value
@@ -213,6 +223,33 @@ FROM workflows w
 LEFT JOIN events e ON e.workflow_id = w.workflow_id
 WHERE w.workflow_id = ?
 ORDER BY e.key;
+
+
+-- name: record_step_heartbeat
+-- A step's latest heartbeat: kept only for a PENDING run of executor ?9 (if not NULL) at
+-- the beat's generation, and written over a stored beat of no later generation or
+-- attempt (stores/_step_beats.py). rowcount 0: refused (run_owner says why) or stale.
+INSERT INTO step_heartbeats (workflow_id, position, child_path, generation, attempt, name,
+        details, beat_at)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+WHERE EXISTS (SELECT 1
+        FROM workflows
+        WHERE workflow_id = ?1 AND status = 'PENDING' AND (?9 IS NULL OR executor_id = ?9)
+        AND generation = ?4)
+ON CONFLICT (workflow_id, position, child_path) DO UPDATE SET generation =
+    excluded.generation, attempt = excluded.attempt, name = excluded.name, details =
+    excluded.details, beat_at = excluded.beat_at
+WHERE (excluded.generation, excluded.attempt) >= (step_heartbeats.generation,
+        step_heartbeats.attempt);
+
+-- name: get_step_heartbeats
+-- The latest heartbeat of each step of a run's current generation; no rows if the run
+-- is missing, one row of NULLs if none of its steps beat.
+SELECT b.position, b.child_path, b.attempt, b.name, b.details, b.beat_at, b.generation
+FROM workflows w
+LEFT JOIN step_heartbeats b ON b.workflow_id = w.workflow_id AND b.generation = w.generation
+WHERE w.workflow_id = ?
+ORDER BY b.position, b.child_path;
 
 
 -- name: append_record
@@ -456,6 +493,11 @@ WHERE workflow_id = ?;
 -- name: delete_workflow_send_keys
 -- A deleted run's used idempotency keys.
 DELETE FROM send_keys
+WHERE workflow_id = ?;
+
+-- name: delete_workflow_step_heartbeats
+-- A deleted run's step heartbeats, of every generation.
+DELETE FROM step_heartbeats
 WHERE workflow_id = ?;
 
 -- name: delete_archived_logs

@@ -7,7 +7,8 @@ pragmas), `writer.py` (BEGIN IMMEDIATE transactions shared by concurrent writers
 heartbeats, executor holds), `reads.py` (runs and logs), `records.py` with
 `refusals.py` (recording, and why a record was refused), `finishes.py`,
 `lifecycle.py` (status, families, deadlines, generations, deletion),
-`messages.py` (messages and events) and `schedules.py`. Each method here hands
+`messages.py` (messages and events), `step_beats.py` (step heartbeats) and
+`schedules.py`. Each method here hands
 its call to the room that answers it.
 """
 
@@ -33,6 +34,7 @@ from replaykit.stores.base import (
     RecordWrite,
     ScheduleSpec,
     ScheduleState,
+    StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
 )
@@ -46,6 +48,7 @@ from replaykit.stores.sqlite.reads import Reads
 from replaykit.stores.sqlite.records import Records
 from replaykit.stores.sqlite.runs import Runs
 from replaykit.stores.sqlite.schedules import Schedules
+from replaykit.stores.sqlite.step_beats import StepBeats
 from replaykit.stores.sqlite.writer import Body, Writer
 
 __all__ = ["SqliteStore"]
@@ -101,6 +104,7 @@ class SqliteStore:
         self._finishes = Finishes(self._connections, self._writing, notify)
         self._lifecycle = Lifecycle(self._writing, notify)
         self._messages = Messages(self._connections, self._writing, notify)
+        self._step_beats = StepBeats(self._connections, self._writing)
         self._schedules = Schedules(self._connections, self._writing)
 
     def __repr__(self) -> str:
@@ -356,7 +360,20 @@ class SqliteStore:
             trace_context=trace_context,
         )
 
-    def peek_message(self, workflow_id: str, topic: str) -> Message | None:
+    def create_and_send(
+        self,
+        row: WorkflowRow,
+        message: OutgoingMessage,
+        *,
+        call_id: str | None = None,
+        accept: Callable[[WorkflowRow], None] | None = None,
+    ) -> tuple[WorkflowRow, bool, bool]:
+        return self._messages.create_and_send(row, message, call_id=call_id, accept=accept)
+
+    def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
+        return self._messages.answer_message(workflow_id, message_id, event)
+
+    def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         return self._messages.peek_message(workflow_id, topic)
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
@@ -364,6 +381,14 @@ class SqliteStore:
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         return self._messages.get_events(workflow_id)
+
+    def record_step_heartbeat(
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
+    ) -> bool:
+        return self._step_beats.record_step_heartbeat(workflow_id, beat, executor_id)
+
+    def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        return self._step_beats.get_step_heartbeats(workflow_id)
 
     # -- schedule states -----------------------------------------------------
 

@@ -1,5 +1,6 @@
 """`check_store`'s checks of messages: sent (`send_message`, with a record, keyed),
-consumed with a record, delivered first in, first out per topic, with their fields."""
+consumed with a record, delivered first in, first out per topic and across several
+topics (`peek_message` of a tuple), with their fields."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ __all__ = [
     "check_fifo_per_topic",
     "check_keyed_send_with_record",
     "check_message_fields",
+    "check_oldest_across_topics",
     "check_send_key_outlives_its_message",
     "check_send_message_idempotency",
     "check_send_message_names_its_call",
@@ -272,6 +274,72 @@ def check_fifo_per_topic(store: Store) -> None:
     _equal("topic a in FIFO order", [1, 2, 3], _drain(store, "q-1", "a"))
     _equal("topic b untouched by draining a", first_b, store.peek_message("q-1", "b"))
     _equal("topic b in FIFO order", ["b1", "b2"], _drain(store, "q-1", "b"))
+
+
+def _drain_any(store: Store, workflow_id: str, topics: tuple[str, ...]) -> list[Any]:
+    """Consume the oldest message of any of `topics` through record(), as `Recv(topics)`
+    does: (topic, payload) of each, in the order taken."""
+    taken: list[Any] = []
+    position = len(store.load_log(workflow_id))
+    while (message := store.peek_message(workflow_id, topics)) is not None:
+        store.record(
+            workflow_id,
+            Record(position, "recv", "(" + ",".join(topics) + ")", Value(message.payload)),
+            consume=message.message_id,
+        )
+        taken.append((message.topic, message.payload))
+        position += 1
+        _expect(
+            len(taken) <= 1000,
+            f"consuming the inbox of {topics!r}",
+            "an end",
+            f"{len(taken)} messages, the last {message!r}",
+        )
+    return taken
+
+
+def check_oldest_across_topics(store: Store) -> None:
+    """`peek_message(id, (a, b))` is the oldest message on any of the topics, with its
+    topic and fields; consuming it takes it from its own topic once; other topics and
+    other runs are not touched; an empty tuple is refused."""
+    store.create_workflow(_run("qa-1"))
+    store.create_workflow(_run("qa-other"))
+    for topic, payload in [("c", "c1"), ("b", "b1"), ("a", "a1"), ("b", "b2"), ("a", "a2")]:
+        store.send_message("qa-1", topic, payload)
+    store.send_message("qa-other", "a", "theirs")
+    _equal("peek across topics with no messages", None, store.peek_message("qa-1", ("x", "y")))
+    _equal("peek across topics of another run", None, store.peek_message("nope", ("a", "b")))
+    first = _present("peek across a and b", store.peek_message("qa-1", ("a", "b")))
+    _equal("the oldest across a and b, with its topic", ("b", "b1"), (first.topic, first.payload))
+    _equal("its fields", "qa-1", first.workflow_id)
+    _aware_utc("its created_at", first.created_at)
+    _equal("the same message as a peek of its topic alone", store.peek_message("qa-1", "b"), first)
+    _equal("the topics' order does not matter", first, store.peek_message("qa-1", ("b", "a")))
+    _equal(
+        "a one-topic tuple is that topic",
+        store.peek_message("qa-1", "a"),
+        store.peek_message("qa-1", ("a",)),
+    )
+    _raises(
+        "record() consuming a message twice",
+        RecordConflict,
+        lambda: [
+            store.record("qa-1", Record(0, "recv", "(a,b)", Value("b1")), consume=first.message_id),
+            store.record("qa-1", Record(1, "recv", "(a,b)", Value("b1")), consume=first.message_id),
+        ],
+    )
+    _equal(
+        "the rest of a and b, oldest first, each once",
+        [("a", "a1"), ("b", "b2"), ("a", "a2")],
+        _drain_any(store, "qa-1", ("a", "b")),
+    )
+    _equal("topic c untouched", "c1", _present("c", store.peek_message("qa-1", "c")).payload)
+    _equal(
+        "the other run's inbox untouched",
+        [("a", "theirs")],
+        _drain_any(store, "qa-other", ("a", "b")),
+    )
+    _raises("peek_message of no topics", ValueError, lambda: store.peek_message("qa-1", ()))
 
 
 def check_message_fields(store: Store) -> None:

@@ -72,6 +72,7 @@ from replaykit.testing.conformance._messages import (
     check_fifo_per_topic,
     check_keyed_send_with_record,
     check_message_fields,
+    check_oldest_across_topics,
     check_send_key_outlives_its_message,
     check_send_message_idempotency,
     check_send_message_names_its_call,
@@ -121,6 +122,11 @@ from replaykit.testing.conformance._records import (
     check_record_transaction,
 )
 from replaykit.testing.conformance._schedules import check_schedule_requests, check_schedule_states
+from replaykit.testing.conformance._step_heartbeats import (
+    check_step_heartbeats_are_refused_as_records_are,
+    check_step_heartbeats_keep_the_latest_per_step,
+    check_step_heartbeats_of_a_generation,
+)
 from replaykit.testing.conformance._support import _CheckFailed
 from replaykit.testing.conformance._values import (
     check_datetimes_round_trip,
@@ -128,6 +134,11 @@ from replaykit.testing.conformance._values import (
     check_inputs_and_results_round_trip,
     check_outcomes_round_trip,
     check_unicode_and_large_payloads,
+)
+from replaykit.testing.conformance._with_messages import (
+    check_answer_message,
+    check_create_and_send,
+    check_create_and_send_refused_leaves_nothing,
 )
 
 __all__ = ["STORE_CHECKS", "StoreCheck", "check_store"]
@@ -168,7 +179,11 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_send_with_record,
     check_send_message_idempotency,
     check_fifo_per_topic,
+    check_oldest_across_topics,
     check_message_fields,
+    check_create_and_send,
+    check_create_and_send_refused_leaves_nothing,
+    check_answer_message,
     check_event_latest_wins,
     check_record_many_commits_each,
     check_record_many_refusals,
@@ -225,6 +240,9 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_load_log_range,
     check_heartbeat_records_what_the_engine_runs,
     check_heartbeat_names_are_bounded,
+    check_step_heartbeats_keep_the_latest_per_step,
+    check_step_heartbeats_are_refused_as_records_are,
+    check_step_heartbeats_of_a_generation,
 )
 
 

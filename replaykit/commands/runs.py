@@ -1,0 +1,66 @@
+"""`CancelRun`: a command that acts on another run, recorded once."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from replaykit.commands.base import ALONE, CommandFacts, Yields
+
+
+def _target(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(
+            f"CancelRun({value!r}): the workflow id must be a non-empty str, the id of the "
+            "run to cancel (such as 'order-7')"
+        )
+    return value
+
+
+def _reason(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(
+            f"CancelRun(..., reason={value!r}): the reason must be a str (kept as the "
+            "cancelled run's status detail)"
+        )
+    return value
+
+
+def _children(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"CancelRun(..., children={value!r}): children must be True or False")
+    return value
+
+
+@attrs.frozen
+class CancelRun(Yields[bool]):
+    """Cancel another run, durably, as `engine.cancel(workflow_id, reason=...)` would.
+
+    Yields True if this changed the run, False if it had finished already (or was
+    cancelled before). The cancel happens once: its outcome is recorded, and a
+    replay answers from the record without cancelling again; a crash between the
+    cancel and its record answers True again when it is carried out anew. The
+    cancelled run's status detail names this run and position (and `reason`), and
+    its unfinished children are cancelled with it unless `children=False`. An id
+    no run has raises `WorkflowNotFound` at the yield (recorded); a run cannot
+    cancel itself this way (return, or raise, to end it).
+    """
+
+    kind: ClassVar[str] = "cancel_run"
+    facts: ClassVar[CommandFacts] = CommandFacts(
+        instant=True,
+        in_composite=False,
+        why_not_child="it cancels the other run when it is carried out, which a losing child "
+        "could never undo; " + ALONE,
+    )
+    workflow_id: str = attrs.field(converter=_target)
+    reason: str = attrs.field(default="", converter=_reason)
+    children: bool = attrs.field(default=True, kw_only=True, converter=_children)
+
+    @property
+    def name(self) -> str:
+        return self.workflow_id
+
+    def describe_args(self) -> Any:
+        return [self.workflow_id, self.reason, self.children]
