@@ -400,3 +400,19 @@ def test_commands_refuse_what_cannot_run() -> None:
     assert Await(token).name == "2.7." + "a" * 32
     for bad in ["", "@x", "0.0." + "A" * 32 + "@x", "01.0." + "a" * 32 + "@x", "0.0." + "a" * 32]:
         assert AwakeableToken.parse(bad) is None, bad
+
+
+def test_the_completion_topics_are_replaykits_own(engine: Engine) -> None:
+    from replaykit import Send
+
+    topic = "replaykit.awakeable:0.0." + "a" * 32
+    with pytest.raises(ValueError, match="keeps for external completions"):
+        Send("someone", "forged", topic=topic)
+    with pytest.raises(ValueError, match="keeps for external completions"):
+        Recv(topic)
+    with pytest.raises(ValueError, match="keeps for external completions"):
+        SetEvent(topic, 1)
+    engine.start(early, workflow_id="aw-reserved")
+    _token(engine, "aw-reserved")
+    with pytest.raises(ValueError, match="keeps for external completions"):
+        engine.send("aw-reserved", "forged", topic=topic)
