@@ -22,10 +22,13 @@ from typing import ClassVar
 __all__ = [
     "LIVE_ONLY",
     "MAX_RETRY_AFTER",
+    "AlreadyCompleted",
     "AwaitedWorkflowCancelled",
     "AwaitedWorkflowFailed",
+    "AwakeableFailed",
     "Cancelled",
     "CodecError",
+    "CompletionRefused",
     "ControlSignal",
     "DamagedData",
     "DuplicateDedupId",
@@ -41,6 +44,7 @@ __all__ = [
     "ReplayKitError",
     "RetryAfter",
     "RunContinued",
+    "RunEnded",
     "RunNotPending",
     "ScheduleNotFound",
     "SerializationError",
@@ -51,6 +55,7 @@ __all__ = [
     "StreamClosed",
     "StreamTimeout",
     "TransactionUnsupported",
+    "UnknownToken",
     "UnknownUpdate",
     "UnknownWorkflowError",
     "UpdateAlreadyAnswered",
@@ -415,6 +420,42 @@ class StreamClosed(ReplayKitError, ValueError):
 
 class StreamTimeout(ReplayKitError, TimeoutError):
     """`read_stream(..., timeout=...)` waited that long for the stream's next value."""
+
+
+class CompletionRefused(ReplayKitError):
+    """`complete(token, ...)` or `fail(token, ...)` delivered nothing; the subclass says why.
+
+    Nothing was written: the awakeable is as it was before the call.
+    """
+
+
+class UnknownToken(CompletionRefused, LookupError):
+    """The token is not one an `Awakeable` handed out: not a token's shape, no run of the
+    id it names, or nothing handed out at the position it names (a typo, a guess, a
+    deleted run)."""
+
+
+class AlreadyCompleted(CompletionRefused):
+    """The awakeable was completed (or failed) before: each token is completed once.
+
+    A caller that retries after losing the answer to its first call gets this too:
+    it means that some completion, perhaps its own, was delivered.
+    """
+
+
+class RunEnded(CompletionRefused):
+    """The run that handed out the token has ended (succeeded, failed, was cancelled):
+    nothing waits for the completion any more.
+
+    It is checked first: once the run ended, every completion of its tokens gets this,
+    whether or not one was delivered before. A cancelled run that is resumed waits
+    again, and takes a completion then.
+    """
+
+
+class AwakeableFailed(ReplayKitError):
+    """What `Await(token)` raises in the workflow when the token was failed with a message
+    (`fail(token, "card declined")`); failed with an exception, it raises that one."""
 
 
 class NonRetryable:

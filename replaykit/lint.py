@@ -271,6 +271,8 @@ _BUILTIN_NAMES = frozenset(
 _COMMANDS = frozenset(
     {
         "All",
+        "Await",
+        "Awakeable",
         "Call",
         "CancelRun",
         "CloseStream",

@@ -221,6 +221,23 @@ def test_preempted(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("late", [False, True])
+def test_webhook_approval(tmp_path: Path, late: bool) -> None:
+    out = run_example(
+        [str(ROOT / "examples" / "webhook_approval.py"), *(["--late"] if late else [])], tmp_path
+    )
+    if late:
+        assert "refund-17: expired: nobody approved in time" in out
+        assert "maria clicks" not in out
+    else:
+        assert "maria clicks approve: HTTP 204" in out
+        assert "maria clicks again:   HTTP 409" in out
+        assert "refund-17: approved by maria: refund-refund-17" in out
+    assert "a click after the end: HTTP 410" in out
+    assert "a forged token:        HTTP 404" in out
+    assert list(tmp_path.iterdir()) == []  # the store lived in a temporary folder
+
+
 def test_purchase(tmp_path: Path) -> None:
     out = run_example([str(ROOT / "examples" / "purchase.py")], tmp_path)
     for order in ("order-1", "order-2", "order-3"):

@@ -58,10 +58,12 @@ SURFACE: dict[str, tuple[str, str]] = {
     # -- the operations every face offers ------------------------------------------------
     "backfill_schedule": (ALL, ""),
     "cancel": (ALL, ""),
+    "complete": (ALL, ""),
     "close": (ALL, ""),
     "closed": (ALL, ""),
     "delete_schedule": (ALL, ""),
     "enqueue": (ALL, ""),
+    "fail": (ALL, ""),
     "fork": (ALL, ""),
     "get_event": (ALL, ""),
     "get_events": (ALL, ""),

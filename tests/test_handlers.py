@@ -8,8 +8,23 @@ from typing import Any, cast
 import pytest
 
 import replaykit.commands as commands_module
-from replaykit import All, Call, GetEvent, Now, Race, Recv, Sleep, Start, Step, Wait, workflow
-from replaykit.commands import Command, facts_of
+from replaykit import (
+    All,
+    Await,
+    Awakeable,
+    Call,
+    GetEvent,
+    Now,
+    Race,
+    Recv,
+    Sleep,
+    Start,
+    Step,
+    Wait,
+    workflow,
+)
+from replaykit.commands import AwakeableToken, Command, facts_of
+from replaykit.errors import DamagedData
 from replaykit.log import Failure, Status, Value
 from replaykit.runtime.handlers import HANDLERS, Carrier, handler_for
 from replaykit.stores.base import WorkflowRow
@@ -124,6 +139,53 @@ def test_composites_and_instants_share_their_handlers() -> None:
     assert handler_for(Now()).instant(cast(Carrier, Clocked()), ROW, 0, Now()) == Value(
         now.isoformat()
     )
+
+
+def test_an_awakeable_draws_its_token_from_the_entropy_hook() -> None:
+    import random
+
+    class Seeded:
+        @staticmethod
+        def entropy(workflow_id: str, position: int, kind: str) -> random.Random:
+            return random.Random(f"{workflow_id}:{position}:{kind}")
+
+    row = WorkflowRow("parent", "wf", Status.PENDING, generation=2)
+    outcome = handler_for(Awakeable("a")).instant(cast(Carrier, Seeded()), row, 5, Awakeable("a"))
+    assert isinstance(outcome, Value)
+    parts = AwakeableToken.parse(outcome.data)
+    assert parts is not None
+    assert (parts.workflow_id, parts.generation, parts.position) == ("parent", 2, 5)
+    assert parts.secret == f"{random.Random('parent:5:awakeable').getrandbits(128):032x}"
+
+
+def test_an_await_is_ready_with_its_completion_and_consumes_it() -> None:
+    carrier = _carrier()
+    store = cast(_Carrier, carrier).store
+    store.create_workflow(ROW)
+    parts = AwakeableToken("parent", 0, 1, "a" * 32)
+    wait = Await(str(parts))
+    handler = handler_for(wait)
+    assert handler.wakes(carrier, ROW, 3, wait) == (("message", "parent"),)
+    assert handler.ready(carrier, ROW, 3, wait) is None
+    store.send_message("parent", parts.topic, {"value": [1, 2]}, idempotency_key=parts.topic)
+    ready = handler.ready(carrier, ROW, 3, wait)
+    assert ready is not None and ready.outcome == Value([1, 2]) and ready.consume is not None
+    assert handler.timed_out(ROW, 3, wait) == Value(None)
+
+
+def test_an_await_of_another_runs_token_fails_and_a_strange_message_is_damage() -> None:
+    carrier = _carrier()
+    store = cast(_Carrier, carrier).store
+    store.create_workflow(ROW)
+    foreign = Await(str(AwakeableToken("elsewhere", 0, 1, "b" * 32)))
+    ready = handler_for(foreign).ready(carrier, ROW, 3, foreign)
+    assert ready is not None and isinstance(ready.outcome, Failure)
+    assert ready.outcome.error.qualname == "ValueError"
+    assert "belongs to run 'elsewhere'" in ready.outcome.error.message
+    parts = AwakeableToken("parent", 0, 1, "c" * 32)
+    store.send_message("parent", parts.topic, "not a completion")
+    with pytest.raises(DamagedData, match="is not a completion"):
+        handler_for(Await(str(parts))).ready(carrier, ROW, 3, Await(str(parts)))
 
 
 def _asks(n: int) -> Any:

@@ -189,7 +189,8 @@ import functools
 from collections.abc import Generator
 from typing import Any
 from replaykit import (
-    All, Call, GetEvent, Now, Race, Random, Recv, Retry, Sleep, Start, Step, Uuid, workflow
+    All, Await, Awakeable, Call, GetEvent, Now, Race, Random, Recv, Retry, Sleep, Start, Step,
+    Uuid, workflow
 )
 
 def charge(order: str, amount: int) -> float:
@@ -212,6 +213,10 @@ def body(order: str) -> Generator[Any, Any, None]:
     reveal_type((yield from Recv(("a", "b"), timeout=5)))
     reveal_type((yield from GetEvent("w", "k")))
     reveal_type((yield from GetEvent("w", "k", timeout=5)))
+    token = yield from Awakeable("approval")
+    reveal_type(token)
+    reveal_type((yield from Await(token)))
+    reveal_type((yield from Await(token, timeout=5)))
     won = yield from Race(Call(child, 1), Sleep(5))
     reveal_type(won)
     if won[0] == 0:
@@ -249,6 +254,9 @@ def test_mypy_types_yield_from_every_command_and_a_wrong_step_is_one_error(
         "Any | None",
         "tuple[str, Any, fallback=replaykit.commands.messages.Received]",
         "tuple[str, Any, fallback=replaykit.commands.messages.Received] | None",
+        "Any",
+        "Any | None",
+        "str",
         "Any",
         "Any | None",
         "tuple[Literal[0], str] | tuple[Literal[1], None]",

@@ -1,8 +1,8 @@
 """`replaykit workflows`: the group, and `list` (runs oldest or newest first, or stranded ones).
 
 The group's other commands live in rooms of their own: `versions`, `show`,
-`operate` (export, cancel, resume, fork, delete, gc), `start` (start, send) and
-`streams` (get-event, stream).
+`operate` (export, cancel, resume, fork, delete, gc), `start` (start, send),
+`completions` (complete, fail: external completion) and `streams` (get-event, stream).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import attrs
 import click
 
 from replaykit._text import short, when_text
+from replaykit.cli.completions import complete_command, fail_command
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import Group, UsageError
 from replaykit.cli.fit import Fit
@@ -262,6 +263,8 @@ for _command in (
     export_command,
     start_command,
     send_command,
+    complete_command,
+    fail_command,
     update_command,
     get_event_command,
     stream_command,

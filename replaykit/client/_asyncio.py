@@ -291,6 +291,14 @@ class AsyncClient:
             self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
         )
 
+    async def complete(self, token: str, value: Any = None) -> None:
+        """`Client.complete` as a coroutine."""
+        await self.off_loop(self.client.complete, token, value)
+
+    async def fail(self, token: str, error: str | Exception) -> None:
+        """`Client.fail` as a coroutine."""
+        await self.off_loop(self.client.fail, token, error)
+
     async def update(
         self,
         workflow_id: str,

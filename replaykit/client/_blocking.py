@@ -20,7 +20,7 @@ from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, schedules, streams, updates
+from replaykit.runtime import admin, awakeables, schedules, streams, updates
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.runtime.waits import wait_event
@@ -526,6 +526,32 @@ class Client:
             message,
             topic,
             idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            trace_context=current_trace_context(),
+        )
+
+    def complete(self, token: str, value: Any = None) -> None:
+        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
+
+        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
+        say why nothing was delivered.
+        """
+        self._check_open()
+        awakeables.complete(
+            self.store,
+            token,
+            value,
+            max_bytes=self.max_payload_bytes,
+            trace_context=current_trace_context(),
+        )
+
+    def fail(self, token: str, error: str | Exception) -> None:
+        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
+        self._check_open()
+        awakeables.fail(
+            self.store,
+            token,
+            error,
             max_bytes=self.max_payload_bytes,
             trace_context=current_trace_context(),
         )

@@ -17,6 +17,7 @@ from replaykit._durations import (
     requested_delay,
     run_deadline,
 )
+from replaykit.commands.awakeables import Await, Awakeable, AwakeableToken
 from replaykit.commands.base import Command, CommandFacts, Yields, callable_name, facts_of
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
 from replaykit.commands.composites import All, Composite, Race
@@ -30,6 +31,9 @@ from replaykit.commands.versions import DeprecatePatch, Patch
 
 __all__ = [
     "All",
+    "Await",
+    "Awakeable",
+    "AwakeableToken",
     "Call",
     "CancelRun",
     "CloseStream",

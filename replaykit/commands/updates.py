@@ -10,7 +10,7 @@ same update id after a lost answer reads the same reply.
 
 The names under `UPDATE_PREFIX` are replaykit's: `Send`, `Recv`, `SetEvent` and the
 faces' `send` refuse topics and keys that start with it, so nobody forges a request
-or a reply by hand.
+or a reply by hand (nor, under `COMPLETION_TOPIC`, an external completion).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import attrs
 
 from replaykit import serde
 from replaykit._durations import as_seconds
+from replaykit.commands.awakeables import COMPLETION_TOPIC
 from replaykit.commands.base import ALONE, Command, CommandFacts, T_co, Yields
 from replaykit.errors import DamagedData
 
@@ -92,12 +93,19 @@ def check_update_id(update_id: object) -> str:
 
 
 def check_not_reserved(name: str | None, what: str) -> None:
-    """Refuse a topic or event key under `UPDATE_PREFIX`: replaykit's own."""
+    """Refuse a topic or event key under `UPDATE_PREFIX` or `COMPLETION_TOPIC`:
+    replaykit's own (updates, and external completions)."""
     if isinstance(name, str) and name.startswith(UPDATE_PREFIX):
         raise ValueError(
             f"{what} {name!r} starts with {UPDATE_PREFIX!r}, which replaykit keeps for "
             "updates: send a request with engine.update(...) and answer it with Reply(...); "
             "or pick another name"
+        )
+    if isinstance(name, str) and name.startswith(COMPLETION_TOPIC):
+        raise ValueError(
+            f"{what} {name!r} starts with {COMPLETION_TOPIC!r}, which replaykit keeps for "
+            "external completions: complete a token with engine.complete(token, value) and "
+            "wait for it with Await(token); or pick another name"
         )
 
 

@@ -503,6 +503,14 @@ class AsyncEngine:
             self.engine.send, workflow_id, message, topic, idempotency_key=idempotency_key
         )
 
+    async def complete(self, token: str, value: Any = None) -> None:
+        """`Engine.complete` as a coroutine: deliver `value` to the run's `Await(token)`, once."""
+        await self.off_loop(self.engine.complete, token, value)
+
+    async def fail(self, token: str, error: str | Exception) -> None:
+        """`Engine.fail` as a coroutine: make the run's `Await(token)` raise `error`, once."""
+        await self.off_loop(self.engine.fail, token, error)
+
     async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None.
 

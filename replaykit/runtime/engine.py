@@ -32,7 +32,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, registered, unbind
-from replaykit.runtime import admin, courtesy, streams, updates
+from replaykit.runtime import admin, awakeables, courtesy, streams, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
@@ -771,6 +771,30 @@ class Engine:
             idempotency_key=idempotency_key,
             max_bytes=self.max_payload_bytes,
             trace_context=current_trace_context() if self.telemetry.tracing else None,
+        )
+
+    def complete(self, token: str, value: Any = None) -> None:
+        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
+
+        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
+        say why nothing was delivered.
+        """
+        awakeables.complete(
+            self.store,
+            token,
+            value,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
+        )
+
+    def fail(self, token: str, error: str | Exception) -> None:
+        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
+        awakeables.fail(
+            self.store,
+            token,
+            error,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
         )
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:

@@ -38,7 +38,10 @@ Every method is one transaction. The runtime relies on these guarantees, and
 - `create_workflow()` is idempotent by id: it returns the existing run.
   `create_workflows()` creates many runs the same way in one transaction, all
   or nothing.
-- `send_message()` with an idempotency key already used delivers nothing more.
+- `send_message()` with an idempotency key already used delivers nothing more. A key
+  stays used for the run's whole life (after its message was consumed, and across
+  `continue_workflow()`); only `delete_workflow()` forgets it. External completion's
+  once-only rests on this.
 - `record_step_heartbeat()` keeps one row per step of a run, the latest beat:
   a beat of an earlier generation or attempt than the stored one changes
   nothing (an abandoned attempt's late beat), and it is gated like `record()`

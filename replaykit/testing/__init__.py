@@ -4,6 +4,7 @@ Hypothesis strategies live in `replaykit.testing.strategies` (imported on
 demand, so hypothesis is only needed by tests that use them).
 """
 
+from replaykit.testing._completions import Completion
 from replaykit.testing._elapse import elapse
 from replaykit.testing._fakes import StepCall, sequence
 from replaykit.testing._real_steps import UnfakedSteps
@@ -16,6 +17,7 @@ from replaykit.testing.replay import ReplayResult, ResultMismatch, replay
 
 __all__ = [
     "Commit",
+    "Completion",
     "DeterminismReport",
     "Message",
     "ReplayResult",

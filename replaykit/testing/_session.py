@@ -26,9 +26,16 @@ from typing import Any, cast
 import attrs
 
 from replaykit import serde
-from replaykit.errors import ControlSignal, NonDeterministicCall, WorkflowNotFound
+from replaykit.commands import Awakeable
+from replaykit.errors import (
+    CompletionRefused,
+    ControlSignal,
+    NonDeterministicCall,
+    WorkflowNotFound,
+)
 from replaykit.log import Log, Outcome, Record, Status
 from replaykit.registry import Workflow
+from replaykit.runtime import awakeables
 from replaykit.runtime.admin import export_run
 from replaykit.runtime.clock import VirtualClock
 from replaykit.runtime.engine import Engine
@@ -37,6 +44,7 @@ from replaykit.serde import PayloadCodec
 from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import CodecStore
 from replaykit.stores.memory import MemoryStore
+from replaykit.testing._completions import Completion, CompletionBook
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
 from replaykit.testing._real_steps import RealSteps, RealStepsRule
 from replaykit.testing._sandbox import sandboxed
@@ -152,6 +160,7 @@ class Write:
     at: datetime
     commit: Commit | None = None
     kit_message: int | None = None  # index into the session's messages
+    kit_completion: int | None = None  # index into the session's completions
 
     @property
     def on_timeline(self) -> bool:
@@ -164,6 +173,7 @@ class Write:
         return (
             self.commit is not None
             or self.kit_message is not None
+            or self.kit_completion is not None
             or self.method in ("create_workflow", "record", "finish_workflow", "send_message")
             or self._ends_a_run()
         )
@@ -233,6 +243,11 @@ class KitClock(VirtualClock):
             self._pending = list(pending)
             heapq.heapify(self._pending)
         self._deliver = deliver
+
+    def add(self, at: datetime, index: int) -> None:
+        """One more delivery, due at `at` (a completion whose token was just handed out)."""
+        with self._lock:
+            heapq.heappush(self._pending, (at, index))
 
     def rewind(self, instant: datetime) -> None:
         """Only for crash simulation: the lost work's time is spent again."""
@@ -404,6 +419,9 @@ class JournalStore:
             workflow_id, record.position, record.kind, record.name, record.outcome is not None
         )
         stored: Record = self._call("record", (workflow_id, record), kwargs, commit)
+        if stored is record and record.kind == Awakeable.kind:
+            # Its time is its journal entry's: the clock does not move during a commit.
+            self._session.recorded(workflow_id, record, self._session.clock.now())
         return stored
 
     def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | BaseException]:
@@ -546,6 +564,7 @@ class Session:
         fakes: Mapping[str, Callable[..., Any]],
         messages: Sequence[Message | Update],
         start: datetime,
+        completions: Sequence[Completion] = (),
         strict: bool,
         seed: int,
         timeout: float,
@@ -573,6 +592,9 @@ class Session:
         #: Which steps not faked may run their real function; what it refused.
         self.real_steps = RealStepsRule(real_steps, self.fakes, who=caller)
         self.messages = list(messages)
+        #: The test's external completions, matched to tokens as the run hands them out;
+        #: the clock knows each by its delivery number, after the messages' numbers.
+        self.completions = CompletionBook(list(completions), workflow_id)
         self.start = start
         self.strict = strict
         self.seed = seed
@@ -588,7 +610,7 @@ class Session:
         self.journal: list[Write | Exec] = []
         self.calls: dict[str, list[StepCall]] = {}
         self.crashes: list[tuple[int, Commit]] = []  # (journal index, commit)
-        self.undelivered: list[tuple[Message | Update, str]] = []
+        self.undelivered: list[tuple[Message | Update | Completion, str]] = []
         #: Updates refused at delivery (their validator, a finished run), by update id.
         self.refused_updates: dict[str, BaseException] = {}
         self.delivery_errors: list[BaseException] = []
@@ -646,15 +668,29 @@ class Session:
             getattr(self.store, write.method)(*write.args, **write.kwargs)
             if write.kit_message is not None:
                 delivered.add(write.kit_message)
+            if write.kit_completion is not None:
+                self.completions.delivered.add(write.kit_completion)
+            if write.method == "record" and write.commit is not None:
+                self.completions.handed_out(write.workflow_id, write.args[1], write.at)
             self._append(_renumbered(write))
         self.clock.move_to(now)
         self.schedule_messages(i for i in range(len(self.messages)) if i not in delivered)
 
     def schedule_messages(self, indexes: Iterable[int]) -> None:
         pending = [(self.messages[i].arrival(self.start), i) for i in indexes]
+        first = len(self.messages)
+        pending += [(self.completions.due(i), first + i) for i in self.completions.waiting()]
         self.clock.attach(pending, self._deliver)
         # Messages whose time has come arrive before the workflow runs.
         self.clock.deliver_due()
+
+    def recorded(self, workflow_id: str, record: Record, at: datetime) -> None:
+        """A record the store took at `at`: a token handed out is scheduled for the
+        completion that takes it, if any."""
+        with self._lock:
+            index = self.completions.handed_out(workflow_id, record, at)
+        if index is not None:
+            self.clock.add(self.completions.due(index), len(self.messages) + index)
 
     def sent_updates(self) -> list[tuple[str, Update, str]]:
         """(update id, update, target run) of every scripted update."""
@@ -664,6 +700,9 @@ class Session:
         ]
 
     def _deliver(self, index: int, at: datetime) -> None:
+        if index >= len(self.messages):
+            self._complete(index - len(self.messages), at)
+            return
         message = self.messages[index]
         target = message.to or self.workflow_id
         if isinstance(message, Update):
@@ -715,6 +754,38 @@ class Session:
             kit_message=index,
         )
 
+    def _complete(self, index: int, at: datetime) -> None:
+        """Complete (or fail) the token the `index`-th completion took, as production does."""
+        completion = self.completions.completions[index]
+        token = self.completions.token_of(index)
+        limit = serde.DEFAULT_MAX_PAYLOAD_BYTES
+        try:
+            target = awakeables.target_of(self.store, token)
+            if completion.error is None:
+                payload = awakeables.value_payload(token, completion.value, max_bytes=limit)
+            else:
+                payload = awakeables.failure_payload(token, completion.error, max_bytes=limit)
+            # No call id: the kit sends once, with no store retrying it.
+            awakeables.deliver(self.store, target, payload, call_id=None)
+        except CompletionRefused as exc:
+            self.undelivered.append((completion, str(exc)))
+            return
+        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
+            self.delivery_errors.append(exc)
+            return
+        finally:
+            self.completions.delivered.add(index)
+        self.journal_write(
+            0,
+            "send_message",
+            (target.workflow_id, target.topic, payload),
+            {"idempotency_key": target.key},
+            target.workflow_id,
+            at,
+            None,
+            kit_completion=index,
+        )
+
     # -- the journal --------------------------------------------------------------
 
     def _append(self, make: Callable[[int], Write | Exec]) -> int:
@@ -734,10 +805,20 @@ class Session:
         commit: Commit | None,
         *,
         kit_message: int | None = None,
+        kit_completion: int | None = None,
     ) -> None:
         self._append(
             lambda index: Write(
-                index, engine_no, method, args, dict(kwargs), workflow_id, at, commit, kit_message
+                index,
+                engine_no,
+                method,
+                args,
+                dict(kwargs),
+                workflow_id,
+                at,
+                commit,
+                kit_message,
+                kit_completion,
             )
         )
 

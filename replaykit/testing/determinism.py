@@ -39,6 +39,7 @@ from replaykit.log import (
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
+from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
@@ -272,6 +273,7 @@ def check_determinism(
     steps: Mapping[str, Any] | None = None,
     messages: Iterable[Message] = (),
     updates: Iterable[Update] = (),
+    completions: Iterable[Completion] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -308,12 +310,14 @@ def check_determinism(
         )
     messages = list(messages)
     updates = list(updates)
+    completions = list(completions)
     # What every simulated process's session delivers: the messages, then the updates.
     scripted = scripted_deliveries(messages, updates)
     settings: dict[str, Any] = {
         "steps": steps,
         "messages": messages,
         "updates": updates,
+        "completions": completions,
         "clock": clock,
         "strict": strict,
         "workflow_id": workflow_id,
@@ -347,6 +351,7 @@ def check_determinism(
                 workflow_id=reference.workflow_id,
                 fakes=fakes,
                 messages=scripted,
+                completions=completions,
                 start=reference.start,
                 strict=strict,
                 seed=seed,

@@ -17,6 +17,7 @@ from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import StepHeartbeat, WorkflowFilter
+from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import (
@@ -89,16 +90,25 @@ def start_session(
     max_generations: int = DEFAULT_MAX_GENERATIONS,
     real_steps: RealSteps = False,
     caller: str = "run",
+    completions: Iterable[Completion] = (),
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     run_timeout, run_deadline_at = run_deadline(
         workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
     )
     scripted = scripted_deliveries(messages, updates)
+    completions = list(completions)
+    for completion in completions:
+        if not isinstance(completion, Completion):
+            raise TypeError(
+                "completions= takes replaykit.testing.Completion(awakeable, value, after=...) "
+                f"items, got {completion!r}"
+            )
     session = Session(
         workflow_id=workflow_id or default_workflow_id(wf),
         fakes={name: as_fake(name, spec) for name, spec in (steps or {}).items()},
         messages=scripted,
+        completions=completions,
         start=_start_time(clock),
         strict=strict,
         seed=seed,
@@ -170,8 +180,9 @@ class RunResult(Generic[R]):
     calls: Mapping[str, list[StepCall]]
     #: The simulated crashes (`run(crash_at=...)`), in order.
     crashes: tuple[Commit, ...] = ()
-    #: Messages (and updates) whose target workflow did not exist when due, with why.
-    undelivered: tuple[tuple[Message | Update, str], ...] = ()
+    #: Messages (and updates) whose target workflow did not exist when due, and
+    #: completions refused when due (`CompletionRefused`: the run ended, say), with why.
+    undelivered: tuple[tuple[Message | Update | Completion, str], ...] = ()
     #: The run's log as the store holds it: with `run(codec=...)`, its args, outcomes
     #: and result encoded (`{"replaykit.codec": name, "data": ...}`); else `log`.
     stored_log: Log | None = None
@@ -340,6 +351,7 @@ def run(
     steps: Steps | None = None,
     messages: Iterable[Message] = (),
     updates: Iterable[Update] = (),
+    completions: Iterable[Completion] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -373,6 +385,11 @@ def run(
       validator; a refused one leaves no trace); `result.replies[update_id]` is
       each one's reply. At one instant, messages arrive first, then updates, each
       in the order given.
+    - `completions=[Completion(awakeable, value, after=...)]` completes (or, with
+      `error=`, fails) the token the run's `Awakeable(awakeable)` hands out, `after`
+      that long from the moment it is handed out, as `engine.complete(token, value)`
+      does; each takes the next token of its name. One refused when it is due (the
+      run ended first) is listed in `result.undelivered` with the reason.
     - `Random()` and `Uuid()` are drawn from `seed`, so runs are reproducible.
     - `crash_at=n` (or several) simulates a process crash before the n-th store
       commit (from 0, counted over the whole run): the step body in flight has
@@ -414,6 +431,7 @@ def run(
         steps=steps,
         messages=messages,
         updates=updates,
+        completions=completions,
         clock=clock,
         strict=strict,
         workflow_id=workflow_id,

@@ -22,17 +22,19 @@ which every layer reads).
 | `ReceiveUpdate` | waits; consumes with its record | a message to the run | a request | `None` |
 | `Reply` | the answer set as an event with its record (once per request) | — | — | — |
 | `GetEvent` | waits | the other run's event | the event is set | `None` |
+| `Await` | waits; takes its completion, as `Recv` | a message to the run | completed | `None` |
 | `Wait` | waits | the other run finishing | it finished | `TimeoutError` |
 | `Call` | starts the child (once), waits | the child finishing | it finished | `None` |
-| `Now`, `Random`, `Uuid`, `Patch`, `Start` | at once | — | — | — |
+| `Now`, `Random`, `Uuid`, `Patch`, `Start`, `Awakeable` | at once | — | — | — |
 | `CancelRun` | the other run cancelled (engine.cancel), whether it changed recorded | — | — | — |
 
 (A step's own `timeout=` fails the attempt, as its retry policy then decides.)
 
 The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
 are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
-SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call) and
-`instants.py` (Now, Random, Uuid, Patch, Start, CancelRun).
+SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call),
+`instants.py` (Now, Random, Uuid, Patch, Start, CancelRun), `updates.py` (ReceiveUpdate,
+Reply) and `awakeables.py` (Awakeable, Await: external completion).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from typing import Any
 
 from replaykit.commands import (
     All,
+    Await,
+    Awakeable,
     Call,
     CancelRun,
     CloseStream,
@@ -63,6 +67,7 @@ from replaykit.commands import (
     Wait,
     WriteStream,
 )
+from replaykit.runtime.handlers.awakeables import AwaitHandler, AwakeableHandler
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
 from replaykit.runtime.handlers.instants import (
     CancelRunHandler,
@@ -125,5 +130,7 @@ HANDLERS: dict[type[Any], Handler] = {
     Uuid: UuidHandler(),
     Patch: PatchHandler(),
     Start: StartHandler(),
+    Awakeable: AwakeableHandler(),
+    Await: AwaitHandler(),
     CancelRun: CancelRunHandler(),
 }

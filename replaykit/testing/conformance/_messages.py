@@ -11,6 +11,7 @@ from replaykit.errors import RecordConflict, WorkflowNotFound
 from replaykit.log import Record, Value
 from replaykit.stores.base import OutgoingMessage, RecordWrite, Store
 from replaykit.testing.conformance._support import (
+    _T0,
     _aware_utc,
     _equal,
     _expect,
@@ -29,6 +30,7 @@ __all__ = [
     "check_keyed_send_with_record",
     "check_message_fields",
     "check_oldest_across_topics",
+    "check_send_key_outlives_its_message",
     "check_send_message_idempotency",
     "check_send_message_names_its_call",
     "check_send_with_record",
@@ -200,6 +202,36 @@ def check_send_message_names_its_call(store: Store) -> None:
         store.send_message("s-call", "t", 3, idempotency_key="k"),
     )
     _equal("messages delivered for one call", [1], _drain(store, "s-call", "t"))
+
+
+def check_send_key_outlives_its_message(store: Store) -> None:
+    # External completion rests on this: a token's key stays used once its
+    # completion was taken, and after the run continued as new, so that a second
+    # completion is refused for the run's whole life.
+    store.create_workflow(_run("s-life"))
+    store.send_message("s-life", "t", "first", idempotency_key="k")
+    _equal("messages taken", ["first"], _drain(store, "s-life", "t"))
+    _equal(
+        "send_message with a key whose message was consumed",
+        False,
+        store.send_message("s-life", "t", "again", idempotency_key="k"),
+    )
+    store.continue_workflow(
+        "s-life", {"args": [], "kwargs": {}}, generation=0, executor_id=None, now=_T0
+    )
+    _equal(
+        "send_message with a key used by an earlier generation",
+        False,
+        store.send_message("s-life", "t", "later", idempotency_key="k"),
+    )
+    _equal("inbox after the refused sends", None, store.peek_message("s-life", "t"))
+    store.delete_workflow("s-life")
+    store.create_workflow(_run("s-life"))
+    _equal(
+        "send_message with a key of a deleted run, to a new run of its id",
+        True,
+        store.send_message("s-life", "t", "new", idempotency_key="k"),
+    )
 
 
 def _drain(store: Store, workflow_id: str, topic: str) -> list[Any]:

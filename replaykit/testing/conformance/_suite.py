@@ -73,6 +73,7 @@ from replaykit.testing.conformance._messages import (
     check_keyed_send_with_record,
     check_message_fields,
     check_oldest_across_topics,
+    check_send_key_outlives_its_message,
     check_send_message_idempotency,
     check_send_message_names_its_call,
     check_send_with_record,
@@ -146,6 +147,7 @@ StoreCheck = Callable[[Store], None]
 
 STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_send_message_names_its_call,
+    check_send_key_outlives_its_message,
     check_executor_holds,
     check_get_events,
     check_create_returns_stored_row,
