@@ -271,7 +271,11 @@ def test_run_page_shows_timeline_children_inbox_and_events(
     engine: Engine, client: httpx.Client
 ) -> None:
     engine.start(parent_wf, workflow_id="parent")
-    wait_for(lambda: waiting(engine, "parent"), "the parent to wait in its Race")
+    # The All's record is pending too while its children run: wait for the Race's.
+    wait_for(
+        lambda: len(engine.steps("parent")) == 5 and waiting(engine, "parent"),
+        "the parent to wait in its Race",
+    )
     engine.send("parent", {"note": "for later"}, topic="later")
     page = client.get("/run", params={"id": "parent", "topic": "later"}).text
     rows = re.findall(r'<tr class="step (\w+)" id="pos-(\d+)">', page)
