@@ -51,7 +51,7 @@ from replaykit.commands import (
     Uuid,
     WriteStream,
 )
-from replaykit.errors import InvalidCommandError, NonDeterminismError, StreamClosed
+from replaykit.errors import Cancelled, InvalidCommandError, NonDeterminismError, StreamClosed
 from replaykit.log import (
     CLOSE_STREAM_KIND,
     AllOutcome,
@@ -87,6 +87,10 @@ __all__ = [
 ]
 
 WorkflowGenerator = Generator[Command, Any, Any]
+
+#: How a recorded `replaykit.errors.Cancelled` is named in the log (`ErrorInfo`).
+CANCELLED_MODULE = Cancelled.__module__
+CANCELLED_QUALNAME = Cancelled.__qualname__
 
 
 #: The log length (positions recorded in this generation) from which
@@ -525,6 +529,7 @@ class Interpreter:
         "_position",
         "_records",
         "_waiting",
+        "cancel_delivered",
         "strict",
         "trace",
         "workflow_id",
@@ -566,6 +571,11 @@ class Interpreter:
         # `_decline`). Derived from the log as it replays, so a warm run and a run
         # rebuilt from its log hold the same; None until the first decline.
         self._declined: dict[str, int] | None = None
+        #: Whether the log delivered a cancel to this run: a record whose outcome is
+        #: `Cancelled` (raised at that yield). Derived from the log as it replays,
+        #: so a warm run and a run rebuilt from its log agree; the runtime ends such a
+        #: run CANCELLED however its generator ends, and delivers no second one.
+        self.cancel_delivered = False
         self._ctx = WorkflowContext(
             workflow_id,
             workflow_name,
@@ -621,6 +631,7 @@ class Interpreter:
             self._records.append(record)
         self._position = effect.position + 1
         self._note_stream(record)
+        self._note_cancel(record.outcome)
         if (
             isinstance(effect.command, Patch)
             and isinstance(record.outcome, Value)
@@ -739,6 +750,7 @@ class Interpreter:
                         )
                     self._position += 1
                     self._note_stream(record)
+                    self._note_cancel(record.outcome)
                     ok, value = decode_outcome(yielded, record.outcome)
                     continue
 
@@ -775,6 +787,14 @@ class Interpreter:
             )
         self._records = list(records)
         self._base = effect.position
+
+    def _note_cancel(self, outcome: Outcome) -> None:
+        if (
+            isinstance(outcome, Failure)
+            and outcome.error.module == CANCELLED_MODULE
+            and outcome.error.qualname == CANCELLED_QUALNAME
+        ):
+            self.cancel_delivered = True
 
     def _note_stream(self, record: Record) -> None:
         if record.kind == CLOSE_STREAM_KIND and isinstance(record.outcome, Value):

@@ -4,6 +4,7 @@ its record — on the engine over every store and in the testing kit on virtual 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator, Iterator
 from datetime import timedelta
 from typing import Any, cast
@@ -119,6 +120,10 @@ def target_child() -> Generator[Any, Any, Any]:
 @workflow(name="cancel-run.boss")
 def boss(victim: str, children: bool) -> Generator[Any, Any, list[Any]]:
     changed = yield CancelRun(victim, reason="superseded", children=children)
+    # The victim gets Cancelled at its yield and ends CANCELLED; a cancel of a run that
+    # has finished changes nothing (a second cancel while it cleaned up would stop it).
+    with contextlib.suppress(AwaitedWorkflowCancelled):
+        yield Wait(victim)
     again = yield CancelRun(victim, children=children)
     try:
         yield CancelRun("nobody-has-this-id")

@@ -281,7 +281,7 @@ def test_cancel_stops_a_sleeping_run_and_resume_continues_it(engine: Engine) -> 
     # that step's record and run it again on resume.
     while len(engine.steps("cancel-me")) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert engine.cancel("cancel-me")
+    assert engine.terminate("cancel-me")
     assert handle.status() is Status.CANCELLED
     with pytest.raises(AwaitedWorkflowCancelled):
         handle.result(timeout=5)

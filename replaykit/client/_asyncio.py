@@ -16,6 +16,7 @@ from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
 from replaykit.log import Record, Status
 from replaykit.runtime import admin, loop_waits, streams, updates
+from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
@@ -443,10 +444,23 @@ class AsyncClient:
             poll_interval=client.poll_interval,
         )
 
-    async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+    async def cancel(
+        self,
+        workflow_id: str,
+        *,
+        grace: float = DEFAULT_GRACE,
+        reason: str = "",
+        children: bool = True,
+    ) -> bool:
         """`Client.cancel` as a coroutine."""
         return await self.off_loop(
-            self.client.cancel, workflow_id, children=children, reason=reason
+            self.client.cancel, workflow_id, grace=grace, reason=reason, children=children
+        )
+
+    async def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """`Client.terminate` as a coroutine."""
+        return await self.off_loop(
+            self.client.terminate, workflow_id, children=children, reason=reason
         )
 
     async def resume(

@@ -21,6 +21,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.errors import (
+    Cancelled,
     ControlSignal,
     PayloadTooLarge,
     RecordConflict,
@@ -62,6 +63,7 @@ class Books:
         queue_run_done: Callable[[str, str], None],
         tell: Callable[[Wake], None],
         post_many: Callable[[list[Event]], None],
+        cancelled: Callable[[WorkflowRow, Outcome], None] | None = None,
     ) -> None:
         self.store = store
         self.records = records
@@ -75,6 +77,8 @@ class Books:
         self._queue_run_done = queue_run_done
         self._tell = tell
         self._post_many = post_many
+        # Told of each run that ended CANCELLED after its cleanup: its children go too.
+        self._cancelled = cancelled
         self.finished = FinishedRuns()
 
     # -- runs finished here ----------------------------------------------------------------
@@ -94,18 +98,18 @@ class Books:
 
     def finish(self, activation: Activation, decision: Decision, last: Record | None) -> Event:
         """Finish the run; `last` is its last record, not yet committed: they commit together."""
-        if isinstance(decision, ContinuedAsNew):
+        if isinstance(decision, ContinuedAsNew) and not _cancel_delivered(activation):
             return self._continue(activation, decision, last)
         row = activation.row_or_raise()
         try:
             if activation.progressed and row.recovery_attempts:
                 self.reset_recovery(row.workflow_id)
-            status, result = self._run_result(row, decision)
+            status, result = self._run_result(row, decision, _cancel_delivered(activation))
             finished = self.end(row, status, result, last)
             activation.outcome = finished_outcome(status, finished)
         except BaseException as exc:
             return Carried(activation, None, exc)
-        if finished:
+        if finished and status is not Status.CANCELLED:
             say_failed(activation, row, result)
         return Ended(activation)
 
@@ -135,7 +139,7 @@ class Books:
                 row = activation.row_or_raise()
                 if activation.progressed and row.recovery_attempts:
                     self.reset_recovery(row.workflow_id)
-                status, result = self._run_result(row, decision)
+                status, result = self._run_result(row, decision, _cancel_delivered(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
                 continue
@@ -187,14 +191,23 @@ class Books:
                 else:
                     self._finished_here(row, status, result, error, answer, forgotten, last)
                     activation.outcome = finished_outcome(status, answer)
-                    if answer:
+                    if answer and status is not Status.CANCELLED:
                         say_failed(activation, row, result)
                     events.append(Ended(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
 
-    def _run_result(self, row: WorkflowRow, decision: Decision) -> tuple[Status, Outcome]:
-        """The status and result a run ends with, from its generator's last decision."""
+    def _run_result(
+        self, row: WorkflowRow, decision: Decision, cancelled: bool = False
+    ) -> tuple[Status, Outcome]:
+        """The status and result a run ends with, from its generator's last decision.
+
+        A run its log delivered a cancel to ends CANCELLED however its generator ended
+        (returned after its cleanup, re-raised `Cancelled`, failed in its cleanup,
+        continued as new): its result is that `Cancelled`, its status detail says so.
+        """
+        if cancelled:
+            return Status.CANCELLED, self._cancelled_result(row, decision)
         if isinstance(decision, Completed):
             try:
                 data = serde.encode(
@@ -207,6 +220,21 @@ class Books:
             return Status.SUCCESS, Value(data)
         assert isinstance(decision, Failed)
         return Status.ERROR, Failure(serde.encode_error(decision.error))
+
+    def _cancelled_result(self, row: WorkflowRow, decision: Decision) -> Outcome:
+        reason = ""
+        if isinstance(decision, Failed) and isinstance(decision.error, Cancelled):
+            reason = decision.error.reason
+        else:
+            request = self.store.get_cancel_request(row.workflow_id)
+            reason = "" if request is None else request.reason
+        how = {Completed: "returned", Failed: "raised", ContinuedAsNew: "continued as new"}
+        ended = how.get(type(decision), "ended")
+        if isinstance(decision, Failed) and not isinstance(decision.error, Cancelled):
+            ended = f"failed in its cleanup ({type(decision.error).__name__}: {decision.error})"
+        said = f": {reason}" if reason else ""
+        error = Cancelled(f"cancelled{said} (the workflow {ended} after its cleanup)", reason)
+        return Failure(serde.encode_error(error, with_traceback=False))
 
     def end(
         self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
@@ -247,6 +275,8 @@ class Books:
         own if a cancel came first (its effect happened)."""
         if not finished:
             self.records.finish_refused(row, last)
+        if finished and status is Status.CANCELLED and self._cancelled is not None:
+            self._cancelled(row, result)
         if finished:
             # handle.result() on this engine then needs no read of its own.
             self.finished.keep(
@@ -375,3 +405,9 @@ class Books:
         self.store.set_status(
             row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
         )
+
+
+def _cancel_delivered(activation: Activation) -> bool:
+    """Whether the run's log delivered a cancel to it (`Interpreter.cancel_delivered`)."""
+    interp = activation.interp
+    return interp is not None and interp.cancel_delivered

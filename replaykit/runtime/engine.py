@@ -35,6 +35,12 @@ from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, 
 from replaykit.runtime import admin, awakeables, courtesy, streams, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
+from replaykit.runtime.cancels import (
+    DEFAULT_GRACE,
+    CancelRequests,
+    checked_grace,
+    second_cancel,
+)
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
@@ -120,6 +126,14 @@ class WorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+    def cancel(self, *, grace: float = DEFAULT_GRACE, reason: str = "") -> bool:
+        """`Engine.cancel` of this run: `Cancelled` at its current yield, `grace` to clean up."""
+        return self._engine.cancel(self.workflow_id, grace=grace, reason=reason)
+
+    def terminate(self, *, reason: str = "") -> bool:
+        """`Engine.terminate` of this run: the hard stop, with no cleanup."""
+        return self._engine.terminate(self.workflow_id, reason=reason)
 
     def update(
         self,
@@ -259,6 +273,14 @@ class Engine:
                 poll_interval=poll_interval,
                 watch_deadline=self.wakeups.watch_deadline,
                 stop_locally=lambda workflow_id: self.scheduler.cancel_locally(workflow_id),
+                grace_over=lambda row: self.cancels.grace_over(row),
+            )
+            self.cancels: CancelRequests = CancelRequests(
+                self.store,
+                self.clock,
+                stop=lambda workflow_id, detail: self.terminate(workflow_id, reason=detail),
+                wake=self.wakeups.wake,
+                watch=self.deadlines.watch_grace,
             )
             self.claims = Claims(
                 self.store,
@@ -294,6 +316,7 @@ class Engine:
                 queue_run_done=self.claims.run_done,
                 tell=self.wakeups.tell_listeners,
                 post_many=lambda events: self.scheduler.post_many(events),
+                cancelled=lambda row, result: self.cancels.ended(row, result),
             )
             self.scheduler = Scheduler(
                 store=self.store,
@@ -917,14 +940,44 @@ class Engine:
 
     # -- operating runs --------------------------------------------------------------------
 
-    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """Mark a run CANCELLED (and its unfinished children, unless `children=False`).
+    def cancel(
+        self,
+        workflow_id: str,
+        *,
+        grace: float = DEFAULT_GRACE,
+        reason: str = "",
+        children: bool = True,
+    ) -> bool:
+        """Ask a run to cancel: `Cancelled` is raised in the workflow at its current
+        yield, which may catch it and clean up within `grace` seconds (default 60);
+        the run then ends CANCELLED with its cleanup recorded (docs/concepts.md).
+
+        A second cancel, or the grace's end, stops it as `terminate` does. A run
+        that does not run (ENQUEUED, PARKED) is cancelled at once (its unfinished
+        children too, unless `children=False`; a run that handles its cancel ends its
+        children by their parent close policy). False if the run had finished
+        already; `ValueError` for a grace of 0 or less.
+        """
+        grace = checked_grace(grace, workflow_id)
+        row = admin.get_run(self.store, workflow_id)
+        if row.status.is_terminal:
+            return False
+        if row.status is not Status.PENDING:
+            return self.terminate(workflow_id, children=children, reason=reason)
+        if not self.cancels.request(row, grace, reason):
+            return self.terminate(workflow_id, children=children, reason=second_cancel(reason))
+        return True
+
+    def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Stop a run hard: CANCELLED now, with no cleanup (and its unfinished children,
+        unless `children=False`).
 
         A step under way finishes and its record lands in the cancelled run (a
-        preemptible one is stopped and records `StepPreempted`); waits stop. `reason` is kept as
-        the run's status detail (`replaykit workflows show` prints it); a later
-        `resume` brings back the children this cancel reached. False if the run
-        had finished already.
+        preemptible one is stopped and records `StepPreempted`; a heartbeating one is
+        stopped at its next heartbeat, recording nothing); waits stop. `reason` is kept
+        as the run's status detail (`replaykit workflows show` prints it); a later
+        `resume` brings back the children this stop reached. False if the run had
+        finished already.
         """
         row = admin.get_run(self.store, workflow_id)
         cancelled = admin.cancel_run(

@@ -205,6 +205,7 @@ class Runs:
                 "delete_workflow_events",
                 "delete_workflow_send_keys",
                 "delete_workflow_step_heartbeats",
+                "clear_cancel_request",
             ):
                 conn.execute(statements[part], (workflow_id,))
             # Its archived generations, and their logs (they have no inbox or events).

@@ -28,6 +28,7 @@ from replaykit.log import Outcome, Record, Status
 from replaykit.stores import _beats as beats
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import (
+    CancelRequest,
     ClaimLimits,
     EventWrite,
     FinishWrite,
@@ -41,6 +42,7 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 from replaykit.stores.postgres.batches import Batches
+from replaykit.stores.postgres.cancels import Cancels
 from replaykit.stores.postgres.claims import Claims
 from replaykit.stores.postgres.creates import Creates
 from replaykit.stores.postgres.database import DEFAULT_SCHEMA, Database, validate_schema
@@ -104,6 +106,7 @@ class PostgresStore:
         self._runs = Runs(db)
         self._messages = Messages(db)
         self._step_beats = StepBeats(db)
+        self._cancels = Cancels(db)
         self._schedules = Schedules(db)
         db.open()
         try:
@@ -379,6 +382,15 @@ class PostgresStore:
 
     def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
         return self._step_beats.get_step_heartbeats(workflow_id)
+
+    def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
+        return self._cancels.request_cancel(workflow_id, request)
+
+    def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
+        return self._cancels.get_cancel_request(workflow_id)
+
+    def clear_cancel_request(self, workflow_id: str) -> None:
+        self._cancels.clear_cancel_request(workflow_id)
 
     # -- schedule states ------------------------------------------------------------
 

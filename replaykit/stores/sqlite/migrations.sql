@@ -220,3 +220,14 @@ CREATE TABLE step_heartbeats (
     beat_at INTEGER NOT NULL,
     PRIMARY KEY (workflow_id, position, child_path)
 ) WITHOUT ROWID;
+
+
+-- name: v12_cancel_requests
+-- 12: cancel requests: a cancel a run was asked for (`cancel(workflow_id, grace=...)`),
+-- the first kept (replaykit/runtime/cancels.py); a resume and a delete drop it.
+CREATE TABLE cancel_requests (
+    workflow_id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    grace_until INTEGER NOT NULL,
+    requested_at INTEGER NOT NULL
+) WITHOUT ROWID;

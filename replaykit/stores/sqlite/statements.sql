@@ -585,3 +585,20 @@ WHERE name = ? AND backfill_start = ? AND backfill_end = ?;
 -- Forget a schedule.
 DELETE FROM schedules
 WHERE name = ?;
+
+-- name: request_cancel
+-- Keep a run's cancel request unless it holds one (read back with get_cancel_request).
+INSERT INTO cancel_requests (workflow_id, reason, grace_until, requested_at)
+VALUES (?, ?, ?, ?)
+ON CONFLICT (workflow_id) DO NOTHING;
+
+-- name: get_cancel_request
+-- A run's cancel request, if it holds one.
+SELECT reason, grace_until, requested_at
+FROM cancel_requests
+WHERE workflow_id = ?;
+
+-- name: clear_cancel_request
+-- Drop a run's cancel request (a resume, a delete).
+DELETE FROM cancel_requests
+WHERE workflow_id = ?;

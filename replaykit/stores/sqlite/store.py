@@ -26,6 +26,7 @@ from replaykit.stores._group import GroupCommit, Slot
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
+    CancelRequest,
     ClaimLimits,
     EventWrite,
     FinishWrite,
@@ -39,6 +40,7 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 from replaykit.stores.sqlite import migrations
+from replaykit.stores.sqlite.cancels import Cancels
 from replaykit.stores.sqlite.claims import Claims
 from replaykit.stores.sqlite.connections import SYNCHRONOUS, Connections
 from replaykit.stores.sqlite.finishes import Finishes
@@ -105,6 +107,7 @@ class SqliteStore:
         self._lifecycle = Lifecycle(self._writing, notify)
         self._messages = Messages(self._connections, self._writing, notify)
         self._step_beats = StepBeats(self._connections, self._writing)
+        self._cancels = Cancels(self._connections, self._writing)
         self._schedules = Schedules(self._connections, self._writing)
 
     def __repr__(self) -> str:
@@ -389,6 +392,15 @@ class SqliteStore:
 
     def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
         return self._step_beats.get_step_heartbeats(workflow_id)
+
+    def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
+        return self._cancels.request_cancel(workflow_id, request)
+
+    def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
+        return self._cancels.get_cancel_request(workflow_id)
+
+    def clear_cancel_request(self, workflow_id: str) -> None:
+        self._cancels.clear_cancel_request(workflow_id)
 
     # -- schedule states -----------------------------------------------------
 
