@@ -775,12 +775,12 @@ class Session:
             max_cached_runs=0 if self.warm is False else DEFAULT_MAX_CACHED_RUNS,
         )
         if callable(self.warm):
-            engine.scheduler.keep_warm_if = self.warm
+            engine.scheduler.warm.keep_if = self.warm
         # A crash at a Sleep's commit rewinds the kit's clock to that commit: the sleep
         # must be committed where it began (pending) and where it ended, as a
         # suspension does, not once after the clock jumped over it and delivered
         # what was scripted meanwhile.
-        engine.scheduler.go_on_at_jumps = False
+        engine.scheduler.warm.go_on_at_jumps = False
         engine.recover()
         return engine
 
