@@ -130,6 +130,8 @@ def test_jitter_shortens_the_wait_by_its_share_of_the_draw() -> None:
         ({"interval": -1}, "Retry interval must be zero or positive"),
     ],
 )
-def test_a_policy_refuses_settings_that_cannot_work(options: dict[str, float], message: str) -> None:
+def test_a_policy_refuses_settings_that_cannot_work(
+    options: dict[str, float], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         Retry(**options)  # type: ignore[arg-type]
