@@ -73,14 +73,10 @@ def _reset() -> Iterator[None]:
     yield
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh durable store: a SQLite file, or a PostgreSQL schema of this test's own."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'cli.db'}"
-        return
-    pg_url = request.getfixturevalue("pg_url")
-    yield f"{pg_url}?schema={request.getfixturevalue('pg_schema')}"
+@pytest.fixture
+def url(durable_url: str) -> str:
+    """The store each test runs on: SQLite and PostgreSQL, empty."""
+    return durable_url
 
 
 def app_engine(url: str, **options: Any) -> Engine:
