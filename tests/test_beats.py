@@ -111,7 +111,7 @@ def test_a_cancelled_run_stops_the_body_at_its_next_beat(room: StepBeats) -> Non
     beats = room.begin(ROW, STEP, 2, 1, (), scope, None)
     beats.beat(1)
     scope.stop_run()
-    with pytest.raises(Cancelled, match="its run was cancelled. heartbeat\\(\\) raises this"):
+    with pytest.raises(Cancelled, match=r"its run was cancelled\. heartbeat\(\) raises this"):
         beats.beat(2)
 
 
