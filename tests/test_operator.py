@@ -126,7 +126,7 @@ def test_a_codec_spec_not_of_the_form_module_attribute_is_refused(spec: str) -> 
 
 
 def test_a_missing_codec_module_says_where_to_run_from() -> None:
-    with pytest.raises(BadCodecSpec, match="cannot import 'no_such_codec_mod'.*PYTHONPATH"):
+    with pytest.raises(BadCodecSpec, match=r"cannot import 'no_such_codec_mod'.*PYTHONPATH"):
         load_codec("no_such_codec_mod:codec")
 
 

@@ -75,7 +75,7 @@ def test_another_function_under_a_taken_name_is_refused_unless_replacing() -> No
     def other() -> Generator[Any, Any, None]:
         yield Step("x", lambda: None)
 
-    with pytest.raises(DuplicateWorkflowError, match="already registered by .*checkout"):
+    with pytest.raises(DuplicateWorkflowError, match=r"already registered by .*checkout"):
         workflow(name="registry.checkout")(other)
     replaced = workflow(name="registry.swapped", replace=True)(other)
     assert workflow(name="registry.swapped", replace=True)(other) is not replaced
@@ -86,7 +86,7 @@ def test_arguments_are_checked_stored_and_read_back_typed() -> None:
     inputs = checkout.encode_inputs((Order("o-1", 5), date(2030, 1, 2)), {"rush": True})
     args, kwargs = checkout.decode_inputs(inputs)
     assert args == [Order("o-1", 5), date(2030, 1, 2)] and kwargs == {"rush": True}
-    with pytest.raises(TypeError, match="workflow 'registry.checkout': bad arguments"):
+    with pytest.raises(TypeError, match=r"workflow 'registry\.checkout': bad arguments"):
         checkout.encode_inputs((Order("o-1", 5),), {})
     assert checkout.decode_inputs(None) == ([], {})
 
