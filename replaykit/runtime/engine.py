@@ -29,7 +29,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
-from replaykit.runtime import admin, courtesy, updates
+from replaykit.runtime import admin, courtesy, debounce, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
@@ -705,6 +705,32 @@ class Engine(Messaging):
     def export_log(self, workflow_id: str) -> Log:
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
         return admin.export_run(self.store, workflow_id)
+
+    # -- flow control ----------------------------------------------------------------------
+
+    def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        wf: Workflow[..., Any] | BoundWorkflow[Any] | str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Start `wf(*args, **kwargs)` once `key` has had no `debounce` call for `period`,
+        with the last call's workflow and arguments; with `max_wait`, no later than that
+        after the window's first call. Returns the id the run will have (the same for
+        every call of one window). Durable (runtime/debounce.py, docs/queues.md)."""
+        self._check_open()
+        call = debounce.debounce_call(key, period, wf, args, kwargs, max_wait)
+        answer = self.update_with_start(
+            debounce.debouncer.bind(key),
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
+        )
+        return str(answer)
 
     # -- operating runs --------------------------------------------------------------------
 
