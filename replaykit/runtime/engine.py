@@ -45,14 +45,9 @@ from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
+from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
-from replaykit.runtime.schedules import (
-    Schedule,
-    ScheduleInfo,
-    ScheduleLoop,
-    registered_schedules,
-    tick_starter,
-)
+from replaykit.runtime.schedules import Schedule, ScheduleInfo, registered_schedules
 from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
