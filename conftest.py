@@ -1,4 +1,11 @@
-"""Shared fixtures: a PostgreSQL schema per test, hypothesis profiles."""
+"""What the tests share: stores of each kind, engines, waiting, the command line.
+
+One place for the small helpers every test module would otherwise write again: a
+PostgreSQL schema per test, a fresh store of each kind (`store_url`, `shared`,
+`durable_url`, `pg_store`), an engine on it (`engine`), polling until something holds
+(`wait_for`, `wait_status`), running the command line (`rk`, `ok`, `error_line`), and
+the hypothesis profiles.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,9 @@ from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
     from click.testing import Result
+
+    from replaykit import Engine, Status
+    from replaykit.stores.base import WorkflowRow
 
 PG_URL = os.environ.get("REPLAYKIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -104,6 +114,54 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
         drop_schema(schema)
 
 
+@pytest.fixture
+def shared(store_url: str) -> Any:
+    """One store several engines (and clients) share: a URL, or one MemoryStore instance."""
+    import replaykit
+
+    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
+
+
+@pytest.fixture
+def engine(store_url: str) -> Iterator[Engine]:
+    """An engine on a fresh store of each kind, polling often, closed afterwards."""
+    from replaykit import Engine
+
+    with Engine(store_url, poll_interval=0.1) as eng:
+        yield eng
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_url(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[str]:
+    """A fresh durable store, empty (no tables yet): a SQLite file, or a PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'cli.db'}"
+        return
+    require_postgres()
+    schema = fresh_schema_name(request.node.name)
+    yield f"{PG_URL}?schema={schema}"
+    drop_schema(schema)
+
+
+@pytest.fixture
+def created_url(durable_url: str) -> str:
+    """`durable_url` with its tables made, as an application's engine makes them."""
+    from replaykit.stores import open_store
+
+    open_store(durable_url).close()
+    return durable_url
+
+
+@pytest.fixture
+def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
+    """A PostgresStore on a schema of this test's own, closed afterwards."""
+    from replaykit.stores.postgres import PostgresStore
+
+    store = PostgresStore(pg_url, schema=pg_schema, pool_max=8)
+    yield store
+    store.close()
+
+
 def wait_for(
     check: Callable[[], object], what: str = "the condition", timeout: float = 15.0
 ) -> None:
@@ -113,6 +171,23 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(0.01)
+
+
+def wait_status(
+    engine: Engine, workflow_id: str, *statuses: Status, timeout: float = 20.0
+) -> WorkflowRow:
+    """Poll the engine's store until the run has one of `statuses`; its row then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        row = engine.store.get_workflow(workflow_id)
+        if row is not None and row.status in statuses:
+            return row
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"timed out after {timeout:g}s waiting for {workflow_id} to be "
+                f"{' or '.join(s.name for s in statuses)}: it is {row and row.status}"
+            )
+        time.sleep(0.02)
 
 
 def rk(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
@@ -128,3 +203,13 @@ def ok(result: Result) -> str:
     """What a command that must succeed printed; its output and error when it did not."""
     assert result.exit_code == 0, (result.output, result.exception)
     return result.stdout
+
+
+def error_line(result: Result, code: int = 1) -> str:
+    """The error contract of a command that must fail with `code`: exactly one line on
+    stderr, `Error: ...`, and never a traceback; that line."""
+    assert result.exit_code == code, (result.output, result.exception)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]

@@ -289,7 +289,7 @@ class Driver:
             executor_wait=15,
             recover=False,
         )
-        engine.scheduler.keep_warm_if = self._keep_warm
+        engine.scheduler.warm.keep_if = self._keep_warm
         self.engines += 1
         return engine
 

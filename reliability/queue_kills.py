@@ -199,6 +199,14 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int) -> None:
         drained = time.monotonic() - began
         sampler.stop.set()
         sampler.join()
+        # A worker spawned late (after the last kill) may still be importing, before its
+        # SIGTERM handler: the signal would kill it (exit -15) and prove nothing. Each is
+        # signalled once its log says it serves.
+        ready_by = time.monotonic() + 60
+        while time.monotonic() < ready_by and not all(
+            "draining" in procs.log_tail(w, 200) or w.poll() is not None for w in live.values()
+        ):
+            time.sleep(0.05)
         for worker in live.values():
             worker.send_signal(signal.SIGTERM)
         codes: list[int | None] = []

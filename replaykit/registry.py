@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from replaykit import serde
-from replaykit.commands.updates import check_update_name
+from replaykit._update_names import check_update_name
 from replaykit.errors import (
     DuplicateWorkflowError,
     SerializationError,

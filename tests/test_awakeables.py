@@ -91,12 +91,6 @@ def across_generations(token: str | None = None):
     return (yield Await(token))
 
 
-@pytest.fixture
-def engine(store_url: str) -> Iterator[Engine]:
-    with Engine(store_url, poll_interval=0.1) as eng:
-        yield eng
-
-
 def _token(engine: Engine, workflow_id: str) -> str:
     token = engine.get_event(workflow_id, "token", timeout=30)
     assert isinstance(token, str), f"run {workflow_id!r} published no token"

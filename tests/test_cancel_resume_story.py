@@ -8,13 +8,12 @@ parent may still wait for; a cancel's reason is kept for `workflows show`.
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-import replaykit
+from conftest import wait_status
 from replaykit import Call, Engine, Queue, Recv, Start, Status, Step, Wait, workflow
 from replaykit.runtime import admin
 
@@ -45,21 +44,6 @@ def starter(tag: str):
     child_id = yield Start(child, tag, workflow_id=f"{tag}-child")
     end = yield Recv("end")
     return f"{child_id}:{end}"
-
-
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
-
-
-def wait_status(engine: Engine, workflow_id: str, status: Status, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        row = engine.store.get_workflow(workflow_id)
-        if row is not None and row.status is status:
-            return
-        assert time.monotonic() < deadline, f"{workflow_id} never became {status}"
-        time.sleep(0.02)
 
 
 def test_resume_brings_back_the_children_its_cancel_cascaded_to(shared: Any) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_status
 from replaykit import Client, Engine, Recv, Status, Step, workflow
 
 BODIES: list[str] = []
@@ -70,16 +71,6 @@ def busy(tag: str):
     return len(total)
 
 
-def _wait_status(engine: Engine, workflow_id: str, status: Status, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        row = engine.store.get_workflow(workflow_id)
-        if row is not None and row.status is status:
-            return
-        assert time.monotonic() < deadline, f"{workflow_id}: {row and row.status}"
-        time.sleep(0.02)
-
-
 @pytest.fixture(autouse=True)
 def _fresh() -> None:
     BODIES.clear()
@@ -88,7 +79,7 @@ def _fresh() -> None:
 
 def _cancel_then_resume(engine: Engine, wf: Any, tag: str, expected: str) -> None:
     engine.start(wf, tag, workflow_id=tag)
-    _wait_status(engine, tag, Status.CANCELLED)
+    wait_status(engine, tag, Status.CANCELLED)
     # Nothing more runs while cancelled; then the resume goes on after the step.
     time.sleep(0.2)
     assert BODIES.count(f"{tag}:cancelling") == 1

@@ -9,15 +9,13 @@ queue "cli-approvals") runs what the command starts.
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
 
-from conftest import ok, rk
+from conftest import error_line, ok, rk
 from replaykit import Engine, Queue, Recv, SetEvent, Status, workflow
 from replaykit.stores import open_store
 from replaykit.stores.base import WorkflowRow
@@ -33,14 +31,10 @@ def approve_wf(doc: str, *, reviewer: str = "anyone") -> Generator[Any, Any, str
     return f"{doc}: {decision}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'cli.db'}"
-    else:
-        url = f"{request.getfixturevalue('pg_url')}?schema={request.getfixturevalue('pg_schema')}"
-    open_store(url).close()  # the schema, as an application's engine creates it
-    yield url
+@pytest.fixture
+def url(created_url: str) -> str:
+    """The store each test runs on: SQLite and PostgreSQL, tables made."""
+    return created_url
 
 
 def app_engine(url: str, **options: Any) -> Engine:
@@ -48,13 +42,6 @@ def app_engine(url: str, **options: Any) -> Engine:
     return Engine(
         url, executor_id="app", app_version="v1", queues=[QUEUE], poll_interval=0.05, **options
     )
-
-
-def error(result: Result, code: int) -> str:
-    assert result.exit_code == code, (result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 def row_of(url: str, workflow_id: str) -> WorkflowRow:
@@ -80,7 +67,7 @@ def test_a_run_started_sent_to_and_read_from_the_shell(url: str) -> None:
     assert json.loads(ok(again))["created"] is False  # the same start is the same run
     conflict = rk("workflows", "start", "cli-approve", '["doc-2"]', "--queue", QUEUE,
                   "--app-version", "v1", "--id", "doc-1", "--url", url)  # fmt: skip
-    assert "other arguments" in error(conflict, 1)
+    assert "other arguments" in error_line(conflict, 1)
 
     with app_engine(url) as engine:
         got = rk("workflows", "get-event", "doc-1", "stage", "--timeout", "20s", "--url", url)
@@ -125,7 +112,7 @@ def test_start_send_and_get_event_refuse_bad_input(url: str) -> None:
          "no workflow run with id 'nope'"),
     ]  # fmt: skip
     for args, code, expected in cases:
-        assert expected in error(rk(*args), code), args
+        assert expected in error_line(rk(*args), code), args
     assert rk("workflows", "send", "x", "1", "--url", url).exit_code == 2  # --topic is required
 
     ok(rk(*start, '["d"]', "--queue", QUEUE, "--app-version", "v1", "--id", "d",
@@ -134,7 +121,9 @@ def test_start_send_and_get_event_refuse_bad_input(url: str) -> None:
     assert wake is not None
     expected = datetime.now(UTC) + timedelta(hours=1, minutes=30)
     assert abs((wake - expected).total_seconds()) < 60
-    unset = error(rk("workflows", "get-event", "d", "stage", "--url", url, "--timeout", "0.2"), 1)
+    unset = error_line(
+        rk("workflows", "get-event", "d", "stage", "--url", url, "--timeout", "0.2"), 1
+    )
     assert "has set no event 'stage' after waiting" in unset
 
 
@@ -175,7 +164,7 @@ def test_cancel_with_a_reason_then_resume_brings_the_children_back(url: str) -> 
 def test_resume_of_an_enqueued_run_starts_it_on_the_named_engine(url: str) -> None:
     ok(rk("workflows", "start", "cli-approve", '["later"]', "--queue", QUEUE, "--app-version",
           "v1", "--id", "later", "--delay", "2d", "--url", url))  # fmt: skip
-    refused = error(rk("workflows", "resume", "later", "--url", url), 1)
+    refused = error_line(rk("workflows", "resume", "later", "--url", url), 1)
     assert "ENQUEUED on queue 'cli-approvals'" in refused and "--executor ID" in refused
     out = ok(rk("workflows", "resume", "later", "--executor", "app", "--url", url))
     assert "started now" in out

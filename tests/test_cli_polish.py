@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
 
-from conftest import ok, rk, wait_for
+from conftest import error_line, ok, rk, wait_for
 from replaykit import Engine, Recv, Step, WriteStream, workflow
 from replaykit.log import Status
 from replaykit.stores import open_store
@@ -60,25 +59,14 @@ def polish_wf(order: str, *, note: str = "") -> Generator[Any, Any, str]:
     return f"{order}: {message}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'cli.db'}"
-    else:
-        url = f"{request.getfixturevalue('pg_url')}?schema={request.getfixturevalue('pg_schema')}"
-    open_store(url).close()
-    yield url
+@pytest.fixture
+def url(created_url: str) -> str:
+    """The store each test runs on: SQLite and PostgreSQL, tables made."""
+    return created_url
 
 
 def app_engine(url: str, **options: Any) -> Engine:
     return Engine(url, executor_id="app", app_version="v1", poll_interval=0.05, **options)
-
-
-def error(result: Result, code: int = 1) -> str:
-    assert result.exit_code == code, (result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 @pytest.fixture
@@ -156,7 +144,7 @@ def test_operations_print_json_for_scripts(waiting: str) -> None:
     )
     assert deleted["deleted"] is True and deleted["workflow_id"] == forked["workflow_id"]
     # A prompt would be mixed into the JSON: --json takes --yes.
-    assert "--yes" in error(rk("workflows", "delete", "w-1", "--url", url, "--json"), 2)
+    assert "--yes" in error_line(rk("workflows", "delete", "w-1", "--url", url, "--json"), 2)
 
     dry = json.loads(ok(rk("workflows", "gc", "--older-than", "0s", "--include-unfinished",
                            "--dry-run", "--url", url, "--json")))  # fmt: skip
@@ -168,10 +156,10 @@ def test_operations_print_json_for_scripts(waiting: str) -> None:
 
 def test_a_confirmation_with_no_terminal_says_to_pass_yes(waiting: str) -> None:
     # CliRunner's standard input is no terminal, and holds nothing to read.
-    gc = error(rk("workflows", "gc", "--older-than", "0s", "--include-unfinished",
+    gc = error_line(rk("workflows", "gc", "--older-than", "0s", "--include-unfinished",
                   "--url", waiting))  # fmt: skip
     assert "pass --yes" in gc and "not a terminal" in gc
-    assert "pass --yes" in error(rk("workflows", "delete", "w-1", "--url", waiting))
+    assert "pass --yes" in error_line(rk("workflows", "delete", "w-1", "--url", waiting))
     assert open_store(waiting).get_workflow("w-1") is not None
     # An answer on standard input is still taken; "no" aborts as before.
     assert rk("workflows", "delete", "w-1", "--url", waiting, input="n\n").exit_code == 1
@@ -183,14 +171,14 @@ def test_a_confirmation_with_no_terminal_says_to_pass_yes(waiting: str) -> None:
 
 def test_a_stream_key_the_run_never_wrote_exits_1_naming_its_streams(waiting: str) -> None:
     assert '{"at": "start"}' in ok(rk("workflows", "stream", "w-1", "progress", "--url", waiting))
-    typo = error(rk("workflows", "stream", "w-1", "progres", "--url", waiting))
+    typo = error_line(rk("workflows", "stream", "w-1", "progres", "--url", waiting))
     assert "has written nothing to stream 'progres'" in typo
     assert "its streams: 'progress'" in typo and "--follow waits" in typo
     with app_engine(waiting) as engine:
         engine.send("w-1", "ok", topic="go")
         assert engine.handle("w-1").result(timeout=20) == f"{SECRET}: ok"
     # Finished: --follow has nothing to wait for either.
-    finished = error(rk("workflows", "stream", "w-1", "progres", "--follow", "--url", waiting))
+    finished = error_line(rk("workflows", "stream", "w-1", "progres", "--follow", "--url", waiting))
     assert "its streams: 'progress'" in finished and "--follow waits" not in finished
 
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
 
-from conftest import ok, rk, wait_for
+from conftest import error_line, ok, rk, wait_for
 from replaykit import Engine, Now, Queue, Status, VirtualClock, workflow
 from replaykit.runtime import schedules as schedules_module
 from replaykit.runtime.schedules import schedule
@@ -36,14 +35,10 @@ def tick_wf(tick: datetime) -> Generator[Any, Any, str]:
     return tick.isoformat()
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'cli.db'}"
-    else:
-        url = f"{request.getfixturevalue('pg_url')}?schema={request.getfixturevalue('pg_schema')}"
-    open_store(url).close()  # the schema, as an application's engine creates it
-    yield url
+@pytest.fixture
+def url(created_url: str) -> str:
+    """The store each test runs on: SQLite and PostgreSQL, tables made."""
+    return created_url
 
 
 @pytest.fixture
@@ -65,13 +60,6 @@ def app_engine(url: str) -> Engine:
     """The application's engine; its clock stays where no schedule has a tick."""
     clock = VirtualClock(datetime(2030, 2, 1, 0, 0, 30, tzinfo=UTC), autojump=False)
     return Engine(url, executor_id="app", clock=clock, poll_interval=0.05)
-
-
-def error(result: Result, code: int) -> str:
-    assert result.exit_code == code, (result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 def with_store(url: str, read: Callable[[Store], Any]) -> Any:
@@ -185,10 +173,10 @@ def test_list_shows_each_schedule_and_pause_resume_delete_change_the_store(url: 
 
     for command in ("pause", "resume", "trigger", "delete"):
         extra = ("--yes",) if command == "delete" else ()
-        line = error(rk("schedules", command, "cli-nighty", *extra, "--url", url), 1)
+        line = error_line(rk("schedules", command, "cli-nighty", *extra, "--url", url), 1)
         assert "no schedule named 'cli-nighty'" in line
         assert "known: 'cli-hourly', 'cli-yearly'" in line
-    assert "no schedule named" in error(
+    assert "no schedule named" in error_line(
         rk(
             "schedules",
             "backfill",
@@ -249,7 +237,7 @@ def test_backfill_asks_for_each_tick_once_and_refuses_bad_ranges(url: str) -> No
     assert "backfill 2030-01-01 00:00:00 to 2030-01-01 03:00:00" in ok(
         rk("schedules", "list", "--url", url)
     )
-    busy = error(rk(*backfill, "--from", "2030-01-02T00:00", "--to", "2030-01-02T01:00"), 1)
+    busy = error_line(rk(*backfill, "--from", "2030-01-02T00:00", "--to", "2030-01-02T01:00"), 1)
     assert "has a backfill from 2030-01-01 00:00:00 to 2030-01-01 03:00:00 UTC pending" in busy
     same = ok(rk(*backfill, "--from", "2030-01-01T01:00+01:00", "--to", "2030-01-01T03:00Z"))
     assert "asked for the 3 tick(s)" in same  # the same range, written another way
@@ -277,13 +265,13 @@ def test_backfill_asks_for_each_tick_once_and_refuses_bad_ranges(url: str) -> No
         time.sleep(0.3)
         assert len(schedule_runs(url, "cli-hourly")) == 4
 
-    backwards = error(rk(*backfill, "--from", "2030-01-02", "--to", "2030-01-01"), 2)
+    backwards = error_line(rk(*backfill, "--from", "2030-01-02", "--to", "2030-01-01"), 2)
     assert "is not after --from" in backwards and "[--from, --to)" in backwards
-    not_a_time = error(rk(*backfill, "--from", "last tuesday", "--to", "2030-01-01"), 2)
+    not_a_time = error_line(rk(*backfill, "--from", "last tuesday", "--to", "2030-01-01"), 2)
     assert "--from" in not_a_time and "ISO 8601 time (2024-06-01T12:00)" in not_a_time
-    too_long = error(rk(*backfill, "--from", "2030-01-01", "--to", "2032-01-01"), 2)
+    too_long = error_line(rk(*backfill, "--from", "2030-01-01", "--to", "2032-01-01"), 2)
     assert "more than 10,000 ticks" in too_long and "shorter ranges" in too_long
-    no_start = error(
+    no_start = error_line(
         rk("schedules", "backfill", "cli-hourly", "--to", "2030-01-01", "--url", url), 2
     )
     assert "Missing option '--from'" in no_start
@@ -353,10 +341,10 @@ def test_list_stranded_shows_the_runs_no_engine_of_the_version_picks_up(url: str
     assert "workflows resume ID --app-version v2" in result.stderr
     assert "no stranded runs match" in ok(rk(*stranded, "--name", "other"))
 
-    needs_version = error(rk("workflows", "list", "--stranded", "--url", url), 2)
+    needs_version = error_line(rk("workflows", "list", "--stranded", "--url", url), 2)
     assert "--stranded needs --app-version V" in needs_version
     assert "cannot compute the default one" in needs_version
-    alone = error(rk("workflows", "list", "--app-version", "v2", "--url", url), 2)
+    alone = error_line(rk("workflows", "list", "--app-version", "v2", "--url", url), 2)
     assert "--app-version goes with --stranded" in alone and "--version V" in alone
-    mixed = error(rk(*stranded, "--status", "PENDING"), 2)
+    mixed = error_line(rk(*stranded, "--status", "PENDING"), 2)
     assert "takes no --status or --version" in mixed

@@ -11,18 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import Result
 
-from conftest import rk
+from conftest import error_line, rk
 from replaykit.cli.store import open_store as command_open
 from replaykit.stores import SqliteStore, StoreURL, open_store, parse_store_url
-
-
-def error_line(result: Result) -> str:
-    assert result.exit_code == 1, (result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 @pytest.mark.parametrize(

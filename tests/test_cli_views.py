@@ -218,12 +218,10 @@ def test_duration_options_accept_them_and_refuse_bad_ones(shown: str) -> None:
 # -- listing newest first, by queue; queues ------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'cli.db'}"
-    pg_url = request.getfixturevalue("pg_url")
-    return f"{pg_url}?schema={request.getfixturevalue('pg_schema')}"
+@pytest.fixture
+def url(durable_url: str) -> str:
+    """The store each test runs on: SQLite and PostgreSQL, empty."""
+    return durable_url
 
 
 T0 = datetime(2024, 6, 1, 12, tzinfo=UTC)

@@ -11,15 +11,14 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
-from conftest import ok, rk, wait_for
+from conftest import error_line, ok, rk, wait_for
 from replaykit import Engine, Queue, Recv, Step, workflow
 from replaykit._waiting import LiveEngine, live_engines, why_waiting
 from replaykit.cli import cli
@@ -49,27 +48,16 @@ def recv_wf() -> Generator[Any, Any, Any]:
 QUEUE = Queue("cli-wait-q")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'cli.db'}"
-    else:
-        url = f"{request.getfixturevalue('pg_url')}?schema={request.getfixturevalue('pg_schema')}"
-    open_store(url).close()  # the schema, as an application's engine creates it
-    yield url
+@pytest.fixture
+def url(created_url: str) -> str:
+    """The store each test runs on: SQLite and PostgreSQL, tables made."""
+    return created_url
 
 
 def engine(url: str, executor_id: str, app_version: str, **options: Any) -> Engine:
     return Engine(
         url, executor_id=executor_id, app_version=app_version, poll_interval=0.05, **options
     )
-
-
-def error(result: Result, code: int = 1) -> str:
-    assert result.exit_code == code, (result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
-    return lines[0]
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -172,12 +160,12 @@ def test_versions_lists_the_live_engines_and_the_unfinished_runs_of_each(url: st
 def test_start_app_version_latest_takes_the_running_engines_version(url: str) -> None:
     start = ("workflows", "start", "cli-wait-echo", "[1]", "--url", url, "--executor", "web-1")
     latest = ("--app-version", "latest")
-    assert "no engine is running" in error(rk(*start, *latest))
+    assert "no engine is running" in error_line(rk(*start, *latest))
     with engine(url, "web-1", "v7"):
         started = json.loads(ok(rk(*start, *latest, "--id", "l-1", "--json")))
         assert started["app_version"] == "v7"
         with engine(url, "web-2", "v8"):
-            two = error(rk(*start, *latest))
+            two = error_line(rk(*start, *latest))
             assert "'v7'" in two and "'v8'" in two and "pass one" in two
 
 
@@ -190,7 +178,7 @@ def test_a_start_no_running_engine_may_run_warns_and_strict_refuses(
         assert warned.exit_code == 0, warned.output
         assert "Warning: start of workflow 'cli-wait-echo' (id 'w-1')" in warned.stderr
         assert "no engine of that version runs (engines running: version 'v1'" in warned.stderr
-        refused = error(rk(*start, "--app-version", "v9", "--id", "w-2", "--strict"))
+        refused = error_line(rk(*start, "--app-version", "v9", "--id", "w-2", "--strict"))
         assert "refused (strict)" in refused
         assert open_store(url).get_workflow("w-2") is None  # nothing was written
         quiet = rk(*start, "--app-version", "v1", "--id", "w-3", "--strict")
@@ -249,7 +237,7 @@ def test_a_start_of_a_name_no_live_engine_registered_warns_though_one_of_its_ver
         # What they do run: the first names, alphabetically, and how many more (a test
         # session registers hundreds, so this module's own may be past the first few).
         assert re.search(r"they run: [\w.-]+(, [\w.-]+)*( and \d+ more)?\)", text), text
-        refused = error(rk(*start, *on_queue, "--id", "n-2", "--strict"))
+        refused = error_line(rk(*start, *on_queue, "--id", "n-2", "--strict"))
         assert "refused (strict): no live engine of version 'v1' has registered" in refused
         assert open_store(url).get_workflow("n-2") is None  # nothing was written
         # The run's page says so at once: queued (no wait for it to look idle), or
@@ -278,7 +266,7 @@ def test_show_and_start_say_no_live_engine_of_the_version_listens_to_the_queue(u
             "(engines of 'v1' listen to: cli-wait-q)"
         )
         assert expected in " ".join(warned.stderr.split())
-        assert "refused (strict): " + expected in error(
+        assert "refused (strict): " + expected in error_line(
             rk(*start, "--queue", elsewhere, "--id", "q-2", "--strict")
         )
         why = field(ok(rk("workflows", "show", "q-1", "--url", url)), "waiting")

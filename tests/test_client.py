@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-import replaykit
 from replaykit import Engine, Queue, Recv, SetEvent, Sleep, Status, Step, workflow
 from replaykit.client import AsyncClient, Client
 from replaykit.errors import AwaitedWorkflowCancelled, WorkflowNotFound, WorkflowTimeout
@@ -42,11 +41,6 @@ def slow(seconds: float):
     yield Sleep(seconds)
     done = yield Step("done", lambda: "done")
     return done
-
-
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
 
 
 @contextmanager

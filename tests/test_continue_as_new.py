@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ import attrs
 import pytest
 from click.testing import CliRunner
 
+from conftest import wait_for
 from replaykit import All, ContinueAsNew, Engine, Recv, Sleep, Step, workflow
 from replaykit.cli import cli
 from replaykit.errors import RecordConflict, RunContinued, SerializationError
@@ -71,20 +71,6 @@ def bad_args(n: int):
     yield ContinueAsNew(object())
 
 
-def _wait(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-@pytest.fixture
-def engine(store_url: str) -> Iterator[Engine]:
-    with Engine(store_url, poll_interval=0.1) as eng:
-        yield eng
-
-
 def _generations(store: Store, workflow_id: str) -> list[Any]:
     rows = store.list_workflows(WorkflowFilter(continued_as=workflow_id))
     return sorted(rows, key=lambda row: row.generation)
@@ -116,7 +102,7 @@ def test_messages_sent_before_and_during_carry_over(engine: Engine) -> None:
     engine.start(collector, [], 3, workflow_id="can-collect")
     # Sent before any generation took one, and two more while generations run.
     engine.send("can-collect", "a", topic="in")
-    _wait(lambda: engine.store.get_workflow("can-collect").generation >= 1, "generation 1")  # type: ignore[union-attr]
+    wait_for(lambda: engine.store.get_workflow("can-collect").generation >= 1, "generation 1")  # type: ignore[union-attr]
     engine.send("can-collect", "b", topic="in")
     engine.send("can-collect", "c", topic="in")
     assert engine.handle("can-collect").result(timeout=20) == ["a", "b", "c"]
@@ -125,7 +111,7 @@ def test_messages_sent_before_and_during_carry_over(engine: Engine) -> None:
 
 def test_send_reaches_the_current_generation_and_result_follows(engine: Engine) -> None:
     handle = engine.start(gated, 0, workflow_id="can-gated")
-    _wait(lambda: len(engine.steps("can-gated")) == 1, "generation 0 to wait")
+    wait_for(lambda: len(engine.steps("can-gated")) == 1, "generation 0 to wait")
     engine.send("can-gated", "now", topic="go")
     assert handle.result(timeout=20) == 2
     archived = engine.store.get_workflow("can-gated#0")
@@ -140,7 +126,7 @@ def test_gc_collects_generations_and_delete_takes_them(engine: Engine) -> None:
     engine.start(counter, 0, 7, workflow_id="can-gc").result(timeout=20)
     engine.start(collector, [], 2, workflow_id="can-gc-live")
     engine.send("can-gc-live", "x", topic="in")
-    _wait(lambda: len(_generations(engine.store, "can-gc-live")) == 1, "a live run's generation")
+    wait_for(lambda: len(_generations(engine.store, "can-gc-live")) == 1, "a live run's generation")
     later = datetime.now(UTC) + timedelta(days=1)
     # The live run stays; its earlier generation is collected by age, as finished runs
     # are. The finished run goes with its three generations, counted as one run.
@@ -192,9 +178,9 @@ def test_a_crash_before_the_continue_commits_replays_to_it(tmp_path: Any) -> Non
     dying = _RefusingOnce(store)
     with Engine(dying, poll_interval=0.1) as first:  # type: ignore[arg-type]
         first.start(gated, 0, workflow_id="can-crash")
-        _wait(lambda: len(first.steps("can-crash")) == 1, "generation 0 to wait")
+        wait_for(lambda: len(first.steps("can-crash")) == 1, "generation 0 to wait")
         first.send("can-crash", "go", topic="go")
-        _wait(lambda: dying.refused >= 1, "the continue to be refused")
+        wait_for(lambda: dying.refused >= 1, "the continue to be refused")
     store = open_store(url)
     row = store.get_workflow("can-crash")
     assert row is not None and row.status is Status.PENDING and row.generation == 0
@@ -211,7 +197,7 @@ def test_after_the_continue_committed_recovery_starts_the_next_generation(
         pytest.skip("a memory store does not outlive its engine's process")
     with Engine(store_url, poll_interval=0.1) as first:
         first.start(gated, 0, workflow_id="can-after")
-        _wait(lambda: len(first.steps("can-after")) == 1, "generation 0 to wait")
+        wait_for(lambda: len(first.steps("can-after")) == 1, "generation 0 to wait")
     # What the dead process committed last: the continue, nothing of the next generation.
     store = open_store(store_url)
     try:
@@ -425,7 +411,7 @@ def test_the_start_that_created_a_run_returns_it_after_it_continued(engine: Engi
         row = engine.store.get_workflow("can-again")
         return row is not None and row.generation >= 1
 
-    _wait(continued, "the first continue")
+    wait_for(continued, "the first continue")
     # The documented way to find a run again after a lost acknowledgement: re-issue
     # the start that created it (generation 0's arguments), from an engine or a client.
     assert engine.start(collector, [], 3, workflow_id="can-again").workflow_id == "can-again"

@@ -13,7 +13,7 @@ from replaykit import AsyncEngine, Engine, Step, workflow
 from replaykit.log import Record
 from replaykit.runtime import courtesy as courtesy_module
 from replaykit.runtime.courtesy import Courtesy
-from replaykit.runtime.scheduler import COMMIT_PART
+from replaykit.runtime.group_commit import COMMIT_PART
 from replaykit.stores.base import RecordWrite
 from replaykit.stores.memory import MemoryStore
 

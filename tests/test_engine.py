@@ -51,12 +51,6 @@ def _reset_calls() -> Iterator[None]:
     yield
 
 
-@pytest.fixture
-def engine(store_url: str) -> Iterator[Engine]:
-    with Engine(store_url, poll_interval=0.1) as eng:
-        yield eng
-
-
 @attrs.frozen
 class Receipt:
     charge_id: str

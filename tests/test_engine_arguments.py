@@ -1,4 +1,5 @@
-"""Bad arguments to an Engine are refused before it takes anything (replaykit/_limits.py).
+"""Bad arguments to an Engine are refused before it takes anything (the rule itself:
+replaykit/_limits.py, tests/test_limits.py).
 
 `Engine(max_cached_runs=-1)` or `Engine(max_workers=0)` used to raise after the engine
 had taken its executor hold, and never released it: every later engine with that id
@@ -18,7 +19,6 @@ from typing import Any
 import pytest
 
 from replaykit import AsyncEngine, Client, Engine, Queue, Recv, WorkflowFilter, workflow
-from replaykit._limits import MAX_WAIT, checked_count, checked_interval, checked_wait
 from replaykit.errors import WorkflowTimeout
 
 BAD = [
@@ -68,34 +68,6 @@ def test_a_declared_queue_is_taken() -> None:
     Queue("args-declared")
     with Engine("memory://", queues=["args-declared"]) as engine:
         assert [q.name for q in engine.claims.listened()] == ["args-declared"]
-
-
-@pytest.mark.parametrize(
-    ("value", "error"),
-    [
-        (math.nan, ValueError),
-        (-1, ValueError),
-        (1e300, ValueError),
-        (timedelta.max, ValueError),
-        (math.inf, ValueError),
-        (True, TypeError),
-        ("5", TypeError),
-    ],
-)
-def test_one_rule_for_waits(value: Any, error: type[Exception]) -> None:
-    with pytest.raises(error, match="timeout"):
-        checked_wait(value, "timeout")
-
-
-def test_what_waits_take() -> None:
-    assert checked_wait(None, "timeout") is None
-    assert checked_wait(0, "timeout") == 0.0
-    assert checked_wait(timedelta(minutes=2), "timeout") == 120.0
-    assert checked_wait(MAX_WAIT, "timeout") == MAX_WAIT
-    assert checked_interval(0.5, "poll_interval") == 0.5
-    assert checked_count(10, "limit") == 10
-    with pytest.raises(ValueError, match="limit"):
-        checked_count(10**30, "limit")
 
 
 # -- every face takes waits and limits by the same rule ---------------------------------------

@@ -282,3 +282,16 @@ def test_cart_in_the_testing_kit() -> None:
     assert isinstance(result.replies["update-2"].error, KeyError)  # its validator
     assert str(result.replies["empty"].error) == "the cart is empty"
     assert result.result == "abandoned with 0 item(s)"  # nothing more came: idle
+
+
+def test_debounce(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "debounce.py")], tmp_path)
+    assert out.count("indexing notes.md") == 1
+    assert "indexing notes.md: 'draft two, final'" in out
+    # Saves every 0.2 s never leave 0.5 s of quiet: max_wait=1 ends each window.
+    assert out.count("indexing log.md") >= 2
+    assert "(1 windows)" not in out
+    # Two saves, then the engine closed: the next one indexes the last save, once.
+    assert out.count("indexing todo.md") == 1
+    assert "indexing todo.md: 'todo: ship it'" in out
+    assert "todo.md: 3 words indexed" in out

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,12 +26,6 @@ def flow(n: int):
     b = yield Step("b", double, a)
     yield Recv("go")
     return b
-
-
-@pytest.fixture
-def engine(store_url: str) -> Iterator[Engine]:
-    with Engine(store_url, poll_interval=0.1) as eng:
-        yield eng
 
 
 def _recorded(engine: Engine, workflow_id: str, positions: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,12 +29,6 @@ def publishes(rounds: int):
 def publishes_nothing():
     yield Recv("stop")
     return None
-
-
-@pytest.fixture
-def engine(store_url: str) -> Iterator[Engine]:
-    with Engine(store_url, poll_interval=0.1) as eng:
-        yield eng
 
 
 def _events_settled(engine: Engine, workflow_id: str, keys: int) -> dict[str, Any]:

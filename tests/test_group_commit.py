@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +129,6 @@ def test_max_batch_must_be_positive() -> None:
 
 
 # -- the PostgreSQL batch writer --------------------------------------------------------------
-
-
-@pytest.fixture
-def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
-    from replaykit.stores.postgres import PostgresStore
-
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=4)
-    yield store
-    store.close()
 
 
 def _rec(position: int, data: Any = None, *, pending: bool = False) -> Record:

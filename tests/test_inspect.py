@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,7 @@ import attrs
 import pytest
 from click.testing import CliRunner, Result
 
+from conftest import wait_for
 from replaykit import Engine, Log, Now, Patch, Recv, Step, workflow
 from replaykit import testing as rt
 from replaykit.cli import cli
@@ -168,14 +168,6 @@ def test_a_log_file_works_too(tmp_path: Path) -> None:
 
 
 # -- the command --------------------------------------------------------------------------
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 @pytest.fixture

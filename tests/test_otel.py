@@ -24,7 +24,6 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, format_trace_id
 
-import replaykit
 from replaykit import (
     AsyncEngine,
     Call,
@@ -95,12 +94,6 @@ def otel() -> Iterator[Telemetry]:
     telemetry = Telemetry()
     yield telemetry
     telemetry.close()
-
-
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    """One store several engines share: a URL, or one MemoryStore instance."""
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
 
 
 RAN: list[str] = []

@@ -11,17 +11,8 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_status
 from replaykit import Engine, Recv, Send, Start, Status, Step, workflow
-
-
-def wait_for_status(engine: Engine, workflow_id: str, *statuses: Status) -> Any:
-    deadline = time.monotonic() + 20
-    while True:
-        row = engine.store.get_workflow(workflow_id)
-        if row is not None and row.status in statuses:
-            return row
-        assert time.monotonic() < deadline, f"{workflow_id}: still {row and row.status}"
-        time.sleep(0.02)
 
 
 @workflow
@@ -54,7 +45,7 @@ def test_a_write_the_store_refuses_for_good_fails_the_run_once(
         # as a warning when the run ends; a refused write fails the run with an error.
         with caplog.at_level("WARNING", logger="replaykit.engine"):
             engine.start(wf, *args, workflow_id="bad-write")
-            row = wait_for_status(engine, "bad-write", Status.ERROR, Status.PARKED)
+            row = wait_status(engine, "bad-write", Status.ERROR, Status.PARKED)
             time.sleep(0.3)  # several sweeps' worth: none tries it again
         assert row.status is Status.ERROR
         assert what in row.error and "'bad-write'" in row.error and "position 0" in row.error
@@ -88,7 +79,7 @@ def test_a_record_of_the_wrong_shape_parks_its_run_naming_it(tmp_path: Any, outc
             (outcome,),
         )
     with Engine(url, poll_interval=0.05, max_cached_runs=0) as engine:
-        row = wait_for_status(engine, "shape", Status.PARKED)
+        row = wait_status(engine, "shape", Status.PARKED)
         assert "'shape'" in row.error and "position 0" in row.error
         engine.send("fine", None, "go")
         assert engine.handle("fine").result(timeout=20) == "hello"  # the others go on
@@ -112,7 +103,7 @@ def test_a_damaged_message_found_by_the_poller_parks_its_run_and_the_poller_goes
                 "INSERT INTO messages (workflow_id, topic, payload, created_at) "
                 "VALUES ('damaged-inbox', 'go', '{not json', 0)"
             )
-        row = wait_for_status(engine, "damaged-inbox", Status.PARKED)
+        row = wait_status(engine, "damaged-inbox", Status.PARKED)
         assert "message" in row.error and "damaged-inbox" in row.error
         assert any(t.name == "replaykit-poll" and t.is_alive() for t in threading.enumerate())
         engine.send("healthy", None, "go")

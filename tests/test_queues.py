@@ -57,12 +57,6 @@ def busy_wf(label: str, seconds: float) -> Generator[Any, Any, str]:
     return (yield Step("busy", busy, label, seconds))
 
 
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    """One store several engines share: a URL, or one MemoryStore instance."""
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
-
-
 def wait_all(engine: Engine, ids: list[str], timeout: float = 30) -> list[Any]:
     return [engine.handle(i).result(timeout=timeout) for i in ids]
 

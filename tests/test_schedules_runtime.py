@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import sqlite3
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ import pytest
 from croniter import croniter
 
 import replaykit
+from conftest import wait_for
 from replaykit import Engine, Now, Queue, Status, VirtualClock, workflow
 from replaykit.runtime.schedules import (
     MAX_BACKFILL_TICKS,
@@ -53,19 +54,6 @@ def utc(*parts: int) -> datetime:
     return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def shared(store_url: str) -> Any:
-    """What two engines (and a client) open to share one store of this kind."""
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
-
-
 def client_store(target: Any) -> Store:
     """The store as a client or the CLI opens it: no engine, no workflow code."""
     return target if isinstance(target, replaykit.MemoryStore) else open_store(target)
@@ -100,8 +88,8 @@ def add(engine: Engine, entry: Schedule) -> None:
     """Give the engine a schedule, and wait until its loop has taken it in."""
     engine.schedules.add(entry)
     wait_for(
-        f"schedule {entry.name!r} in the store",
         lambda: entry.name in engine.store.schedule_states(),
+        f"schedule {entry.name!r} in the store",
     )
     settle()
 
@@ -376,9 +364,9 @@ def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
 
 
 def test_a_tz_schedule_fires_once_per_day_across_both_changes_in_an_engine(
-    store_url: str,
+    shared: Any,
 ) -> None:
-    target = shared(store_url)
+    target = shared
     for change in (SPRING, AUTUMN):
         clock = VirtualClock(change - timedelta(days=1, hours=1), autojump=False)
         name = f"berlin-{change.month}"
@@ -388,7 +376,7 @@ def test_a_tz_schedule_fires_once_per_day_across_both_changes_in_an_engine(
             for _ in range(12):  # three days, in steps of six hours
                 clock.advance(timedelta(hours=6))
                 time.sleep(0.1)
-            wait_for("three daily runs", lambda: len(run_ids(engine, name)) >= 3)  # noqa: B023
+            wait_for(lambda: len(run_ids(engine, name)) >= 3, "three daily runs")  # noqa: B023
             settle()
             ids = run_ids(engine, name)
             day_of_change = SPRING if change is SPRING else utc(2030, 10, 27, 0, 30)
@@ -399,17 +387,17 @@ def test_a_tz_schedule_fires_once_per_day_across_both_changes_in_an_engine(
 
 
 def test_pause_in_one_engine_stops_another_and_resume_skips_what_was_missed(
-    store_url: str,
+    shared: Any,
 ) -> None:
-    target = shared(store_url)
+    target = shared
     clock = VirtualClock(utc(2030, 1, 1, 0, 0, 30), autojump=False)
     with engine_on(target, clock, "runner") as runner, engine_on(target, clock, "ops") as ops:
         add(runner, Schedule("0 * * * *", tick_wf, "hourly"))
-        wait_for("the schedule's state", lambda: "hourly" in ops.store.schedule_states())
+        wait_for(lambda: "hourly" in ops.store.schedule_states(), "the schedule's state")
         clock.advance(timedelta(hours=1))  # 01:00:30
         wait_for(
-            "the 01:00 run",
             lambda: tick_id("hourly", utc(2030, 1, 1, 1)) in run_ids(runner, "hourly"),
+            "the 01:00 run",
         )
 
         # The operator's engine does not define the schedule; the store knows it.
@@ -426,8 +414,8 @@ def test_pause_in_one_engine_stops_another_and_resume_skips_what_was_missed(
         settle()
         clock.advance(timedelta(hours=1))  # 04:00:30
         wait_for(
-            "the 04:00 run",
             lambda: tick_id("hourly", utc(2030, 1, 1, 4)) in run_ids(runner, "hourly"),
+            "the 04:00 run",
         )
         settle()
         assert run_ids(runner, "hourly") == {
@@ -443,8 +431,8 @@ def test_pause_in_one_engine_stops_another_and_resume_skips_what_was_missed(
             reopened.close()
 
 
-def test_a_paused_schedule_stays_paused_across_a_restart(store_url: str) -> None:
-    target = shared(store_url)
+def test_a_paused_schedule_stays_paused_across_a_restart(shared: Any) -> None:
+    target = shared
     clock = VirtualClock(utc(2030, 1, 1, 0, 0, 30), autojump=False)
     entry = Schedule("0 * * * *", tick_wf, "restarted")
     with engine_on(target, clock) as engine:
@@ -460,14 +448,14 @@ def test_a_paused_schedule_stays_paused_across_a_restart(store_url: str) -> None
 
 
 def test_resume_of_a_backfill_schedule_starts_the_ticks_missed_while_paused(
-    store_url: str,
+    shared: Any,
 ) -> None:
-    target = shared(store_url)
+    target = shared
     clock = VirtualClock(utc(2030, 1, 1, 0, 0, 30), autojump=False)
     with engine_on(target, clock) as engine:
         add(engine, Schedule("0 * * * *", tick_wf, "catch-up", backfill=True))
         clock.advance(timedelta(hours=1))
-        wait_for("the 01:00 run", lambda: len(run_ids(engine, "catch-up")) == 1)
+        wait_for(lambda: len(run_ids(engine, "catch-up")) == 1, "the 01:00 run")
         pause_schedule(engine.store, "catch-up")  # as a client would, on the same store
         settle()
         clock.advance(timedelta(hours=2))
@@ -475,15 +463,15 @@ def test_resume_of_a_backfill_schedule_starts_the_ticks_missed_while_paused(
         assert len(run_ids(engine, "catch-up")) == 1
         resume_schedule(engine.store, "catch-up")
         expected = {tick_id("catch-up", utc(2030, 1, 1, h)) for h in (1, 2, 3)}
-        wait_for("the missed ticks", lambda: run_ids(engine, "catch-up") == expected)
+        wait_for(lambda: run_ids(engine, "catch-up") == expected, "the missed ticks")
         for run_id in expected:
             assert engine.handle(run_id).result(timeout=10) == run_id.split(":", 2)[2]
 
 
 def test_trigger_from_a_client_runs_in_the_engine_on_the_schedules_queue(
-    store_url: str,
+    shared: Any,
 ) -> None:
-    target = shared(store_url)
+    target = shared
     clock = VirtualClock(utc(2030, 1, 1, 0, 0, 30), autojump=False)
     with engine_on(target, clock) as engine:
         add(engine, Schedule("0 3 * * *", tick_wf, "nightly", queue=sched_queue.name))
@@ -493,18 +481,18 @@ def test_trigger_from_a_client_runs_in_the_engine_on_the_schedules_queue(
             asked_at = utc(2030, 1, 1, 0, 5)
             run_id = trigger_schedule(client, "nightly", registered=(), now=asked_at)
             assert run_id == "schedule:nightly:manual:2030-01-01T00:05:00+00:00"
-            wait_for("the engine to start it", lambda: started(engine, run_id))
+            wait_for(lambda: started(engine, run_id), "the engine to start it")
             assert engine.handle(run_id).result(timeout=15) == asked_at.isoformat()
             row = engine.handle(run_id).row()
             assert row.queue == sched_queue.name and row.status is Status.SUCCESS
             wait_for(
-                "the request to be cleared",
                 lambda: client.schedule_states()["nightly"].trigger_at is None,
+                "the request to be cleared",
             )
             # Another trigger is another run; the cron's own ticks are untouched.
             again = trigger_schedule(client, "nightly", registered=(), now=asked_at + timedelta(1))
             assert again != run_id
-            wait_for("the engine to start it", lambda: started(engine, again))
+            wait_for(lambda: started(engine, again), "the engine to start it")
             engine.handle(again).result(timeout=15)
         finally:
             close_client(client, target)
@@ -515,8 +503,8 @@ def test_trigger_from_a_client_runs_in_the_engine_on_the_schedules_queue(
         assert run_ids(engine, "nightly") == {run_id, again, here}
 
 
-def test_backfill_runs_each_tick_once_however_often_it_is_asked(store_url: str) -> None:
-    target = shared(store_url)
+def test_backfill_runs_each_tick_once_however_often_it_is_asked(shared: Any) -> None:
+    target = shared
     clock = VirtualClock(utc(2030, 2, 1), autojump=False)
     start, end = utc(2030, 1, 1), utc(2030, 1, 1, 6)
     with engine_on(target, clock) as engine:
@@ -538,10 +526,10 @@ def test_backfill_runs_each_tick_once_however_often_it_is_asked(store_url: str) 
                 tick_id("filled", utc(2030, 1, 1, 6)),
                 tick_id("filled", utc(2030, 1, 1, 7)),
             ]
-            wait_for("the backfill", lambda: run_ids(engine, "filled") == set(wider))
+            wait_for(lambda: run_ids(engine, "filled") == set(wider), "the backfill")
             wait_for(
-                "the request to be cleared",
                 lambda: client.schedule_states()["filled"].backfill_start is None,
+                "the request to be cleared",
             )
             assert backfill_schedule(client, "filled", start, end, registered=()) == ids
             settle()
@@ -553,8 +541,8 @@ def test_backfill_runs_each_tick_once_however_often_it_is_asked(store_url: str) 
         assert all(engine.handle(i).status() is Status.SUCCESS for i in run_ids(engine, "filled"))
 
 
-def test_a_backfill_too_long_or_backwards_starts_nothing(store_url: str) -> None:
-    target = shared(store_url)
+def test_a_backfill_too_long_or_backwards_starts_nothing(shared: Any) -> None:
+    target = shared
     clock = VirtualClock(utc(2030, 2, 1), autojump=False)
     with engine_on(target, clock) as engine:
         add(engine, Schedule("* * * * * *", tick_wf, "every-second"))
@@ -570,9 +558,9 @@ def test_a_backfill_too_long_or_backwards_starts_nothing(store_url: str) -> None
         assert engine.store.schedule_states()["every-second"].backfill_start is None
 
 
-def test_one_backfill_may_be_pending_per_schedule(store_url: str) -> None:
+def test_one_backfill_may_be_pending_per_schedule(shared: Any) -> None:
     # No engine runs here: the request stays pending.
-    target = shared(store_url)
+    target = shared
     store = client_store(target)
     try:
         entry = Schedule("0 * * * *", tick_wf, "pending")
@@ -593,20 +581,20 @@ def test_one_backfill_may_be_pending_per_schedule(store_url: str) -> None:
 
 
 def test_delete_drops_the_schedule_everywhere_until_an_engine_defines_it_again(
-    store_url: str,
+    shared: Any,
 ) -> None:
-    target = shared(store_url)
+    target = shared
     clock = VirtualClock(utc(2030, 1, 1, 0, 0, 30), autojump=False)
     entry = Schedule("0 * * * *", tick_wf, "doomed")
     with engine_on(target, clock, "a") as first, engine_on(target, clock, "b") as second:
         add(first, entry)
         add(second, entry)
-        wait_for("the state", lambda: "doomed" in first.store.schedule_states())
+        wait_for(lambda: "doomed" in first.store.schedule_states(), "the state")
         settle()
         first.schedules.pause("doomed")
         assert first.schedules.delete("doomed") is True
         assert "doomed" not in first.store.schedule_states()
-        wait_for("the other engine to drop it", lambda: second.schedules.entries() == [])
+        wait_for(lambda: second.schedules.entries() == [], "the other engine to drop it")
         assert first.schedules.entries() == []
         assert first.schedules.list() == []
         clock.advance(timedelta(hours=2))
@@ -616,18 +604,18 @@ def test_delete_drops_the_schedule_everywhere_until_an_engine_defines_it_again(
             first.schedules.delete("doomed")
     with engine_on(target, clock) as restarted:
         add(restarted, entry)  # still in the code: back, unpaused
-        wait_for("the state", lambda: "doomed" in restarted.store.schedule_states())
+        wait_for(lambda: "doomed" in restarted.store.schedule_states(), "the state")
         assert not restarted.store.schedule_states()["doomed"].paused
         clock.advance(timedelta(hours=1))
-        wait_for("a run", lambda: len(run_ids(restarted, "doomed")) == 1)
+        wait_for(lambda: len(run_ids(restarted, "doomed")) == 1, "a run")
 
 
-def test_list_shows_what_a_client_can_know_without_workflow_code(store_url: str) -> None:
-    target = shared(store_url)
+def test_list_shows_what_a_client_can_know_without_workflow_code(shared: Any) -> None:
+    target = shared
     clock = VirtualClock(utc(2030, 3, 30, 12), autojump=False)
     with engine_on(target, clock) as engine:
         add(engine, Schedule("30 2 * * *", tick_wf, "listed", tz=BERLIN, queue="q1"))
-        wait_for("the state", lambda: "listed" in engine.store.schedule_states())
+        wait_for(lambda: "listed" in engine.store.schedule_states(), "the state")
         client = client_store(target)
         try:
             [info] = list_schedules(client, registered=(), now=clock.now())
@@ -649,12 +637,12 @@ def test_list_shows_what_a_client_can_know_without_workflow_code(store_url: str)
 KNOWN_NIGHTLY = r"'nighty' \(known: 'nightly'\)\. Did you mean 'nightly'\?"
 
 
-def test_unknown_names_say_what_is_known(store_url: str) -> None:
-    target = shared(store_url)
+def test_unknown_names_say_what_is_known(shared: Any) -> None:
+    target = shared
     clock = VirtualClock(utc(2030, 1, 1), autojump=False)
     with engine_on(target, clock) as engine:
         add(engine, Schedule("0 * * * *", tick_wf, "nightly"))
-        wait_for("the state", lambda: "nightly" in engine.store.schedule_states())
+        wait_for(lambda: "nightly" in engine.store.schedule_states(), "the state")
         store = engine.store
         for call in (
             lambda: pause_schedule(store, "nighty", registered=()),

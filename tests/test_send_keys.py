@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,12 +64,6 @@ def sends_before_keys(n: int):
     first = yield Send("send-keys-inbox", {"order": what}, topic="orders")
     second = yield Send("send-keys-inbox", what)
     return [what, first, second]
-
-
-@pytest.fixture
-def engine(store_url: str) -> Iterator[Engine]:
-    with Engine(store_url, poll_interval=0.1) as eng:
-        yield eng
 
 
 def _collected(engine: Engine, target: str) -> Any:

@@ -50,11 +50,6 @@ def parent_other(text: str):
     return "unreachable"
 
 
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
-
-
 def test_the_same_start_returns_the_existing_run(shared: Any) -> None:
     with Engine(shared, poll_interval=0.05) as engine:
         first = engine.start(echo, "a", times=2, workflow_id="same-1")

@@ -29,15 +29,6 @@ def _queued(workflow_id: str, **fields: Any) -> WorkflowRow:
     return WorkflowRow(workflow_id, "wf", Status.ENQUEUED, executor_id="", **fields)
 
 
-@pytest.fixture
-def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
-    from replaykit.stores.postgres import PostgresStore
-
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=8)
-    yield store
-    store.close()
-
-
 class _Counting:
     """A pooled connection that notes each statement and transaction it is given."""
 

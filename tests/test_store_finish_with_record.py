@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +34,6 @@ def _rec(position: int, data: Any = None, *, pending: bool = False) -> Record:
 def _state(store: Any, workflow_id: str) -> tuple[Any, ...]:
     row = store.get_workflow(workflow_id)
     return (row.status, row.result, store.load_log(workflow_id))
-
-
-@pytest.fixture
-def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
-    from replaykit.stores.postgres import PostgresStore
-
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=4)
-    yield store
-    store.close()
 
 
 class _CountingStatements:

@@ -10,7 +10,7 @@ arrive while a lone write runs still gather into one batch.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import psycopg
@@ -21,15 +21,6 @@ from replaykit.log import Record, Status, Value
 from replaykit.runtime.commits import RecordWriter
 from replaykit.stores._group import GroupCommit, Slot
 from replaykit.stores.base import WorkflowRow
-
-
-@pytest.fixture
-def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
-    from replaykit.stores.postgres import PostgresStore
-
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=4)
-    yield store
-    store.close()
 
 
 def _rec(position: int) -> Record:

@@ -154,15 +154,6 @@ def test_sqlite_record_many_stops_at_an_unavailable_store(
 # -- PostgreSQL -------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
-    from replaykit.stores.postgres import PostgresStore
-
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=4)
-    yield store
-    store.close()
-
-
 def _count_statements(store: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Statements the store sends from now on, in order."""
     seen: list[str] = []

@@ -228,15 +228,6 @@ def test_sqlite_record_transaction_commits_both_or_neither(tmp_path: Path) -> No
 # -- PostgreSQL -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
-    from replaykit.stores.postgres import PostgresStore
-
-    store = PostgresStore(pg_url, schema=pg_schema, pool_max=8)
-    yield store
-    store.close()
-
-
 def test_postgres_concurrent_writers_lose_nothing(
     pg_url: str, pg_schema: str, pg_store: Any
 ) -> None:

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-import replaykit
 from replaykit import Engine, Queue, Recv, Status, workflow
 from replaykit.client import Client
 from replaykit.runtime import admin
@@ -22,11 +21,6 @@ from replaykit.runtime import admin
 def waiter(tag: str):
     message = yield Recv()
     return f"{tag}:{message}"
-
-
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
 
 
 def leave_pending(shared: Any, version: str, ids: list[str]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from conftest import wait_for
 from replaykit import (
     Client,
     CloseStream,
@@ -253,13 +254,6 @@ def read_on_thread(read: Callable[[], Iterator[Any]]) -> tuple[list[Any], thread
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
     return got, thread
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def test_readers_before_during_and_after_get_every_value_once(engine: Engine) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
+from conftest import wait_for
 from replaykit import Call, Engine, Recv, SetEvent, Step, workflow
 from replaykit._operator import open_for_operator
 from replaykit.log import Status
@@ -76,14 +77,6 @@ def evil_wf(text: str) -> Generator[Any, Any, str]:
     return echoed
 
 
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def make_runs(engine: Engine) -> None:
     """done (finished, two children), waiting (at its Recv, a message on another
     topic), failed (a child failed), escaped (markup in name, inputs, output)."""
@@ -97,11 +90,15 @@ def make_runs(engine: Engine) -> None:
         log = engine.steps(workflow_id)
         return bool(log) and log[-1].is_pending and log[-1].kind == "recv"
 
-    wait_for(lambda: at_recv("done") and at_recv("waiting"), "the orders to await payment")
+    wait_for(
+        lambda: at_recv("done") and at_recv("waiting"), "the orders to await payment", timeout=20
+    )
     engine.send("done", {"card": "visa"}, topic="payment")
     engine.send("waiting", {"note": "leave at the door"}, topic="delivery")
     engine.handle("done").result(timeout=20)
-    wait_for(lambda: engine.handle("failed").status() is Status.ERROR, "the failed order")
+    wait_for(
+        lambda: engine.handle("failed").status() is Status.ERROR, "the failed order", timeout=20
+    )
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,7 @@ import os
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
+from conftest import wait_for
 from replaykit import All, Call, Engine, Race, Recv, SetEvent, Sleep, Start, Step, workflow
 from replaykit.log import Record, Status, Value
 from replaykit.runtime.engine import open_store_for
@@ -89,14 +89,6 @@ def guardian_wf() -> Generator[Any, Any, Any]:
     yield Start(waiter_wf)
     message = yield Recv("go", timeout=3600)
     return message
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def waiting(engine: Engine, workflow_id: str) -> bool:

@@ -387,11 +387,6 @@ def engine_thread(target: Any, **options: Any) -> Iterator[Engine]:
         thread.join(timeout=20)
 
 
-@pytest.fixture
-def shared(store_url: str) -> Any:
-    return replaykit.MemoryStore() if store_url.startswith("memory") else store_url
-
-
 def test_clients_send_updates_and_start_with_them(
     shared: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

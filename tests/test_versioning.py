@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import linecache
 import threading
-import time
 from collections.abc import Callable, Generator, Iterator
 from datetime import timedelta
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 import replaykit
 import replaykit.testing
+from conftest import wait_for, wait_status
 from replaykit import (
     Call,
     ContinueAsNew,
@@ -96,14 +96,6 @@ def engine_on(target: Any, **options: Any) -> Engine:
     return Engine(target, **options)
 
 
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def wait_waiting(eng: Engine, workflow_id: str, position: int) -> None:
     """Until the run has recorded the start of its timed Recv at `position`."""
 
@@ -115,10 +107,6 @@ def wait_waiting(eng: Engine, workflow_id: str, position: int) -> None:
         return len(records) > position and records[position].is_pending
 
     wait_for(waiting, f"{workflow_id} to wait at position {position}")
-
-
-def wait_status(eng: Engine, workflow_id: str, status: Status) -> None:
-    wait_for(lambda: eng.handle(workflow_id).status() is status, f"{workflow_id} to be {status}")
 
 
 def kinds(eng: Engine, workflow_id: str) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
 from replaykit.log import Record, Status
-from replaykit.runtime import admin, loop_waits, streams, updates
+from replaykit.runtime import admin, debounce, loop_waits, streams, updates
 from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.serde import PayloadCodec
@@ -347,6 +347,37 @@ class AsyncClient:
         return await updater.update_async(
             call, self.off_loop, start, updates.registered_workflow(workflow)
         )
+
+    async def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        workflow: str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """`Engine.debounce` from outside: the key's debouncer run (registered by every
+        engine) is started on `queue`, or for the engine `executor_id` names, if the key
+        has none; the workflow registered as `workflow` is looked up where it runs."""
+        call = debounce.debounce_call(
+            key, period, workflow, args, kwargs, max_wait, registered_here=False
+        )
+        answer = await self.update_with_start(
+            debounce.DEBOUNCER_NAME,
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
+            start_args=[key],
+            queue=queue,
+            executor_id=executor_id,
+            app_version=app_version,
+        )
+        return str(answer)
 
     async def send_with_start(
         self,

@@ -23,6 +23,7 @@ import attrs
 
 from replaykit import serde
 from replaykit._durations import as_seconds
+from replaykit._update_names import UPDATE_PREFIX, check_update_id, check_update_name
 from replaykit.commands.awakeables import COMPLETION_TOPIC
 from replaykit.commands.base import ALONE, Command, CommandFacts, T_co, Yields
 from replaykit.errors import DamagedData
@@ -47,11 +48,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: The prefix of the topics, send keys and event keys replaykit keeps for updates.
-UPDATE_PREFIX = "replaykit.update:"
-# The stores take names of up to 1,000 bytes; the prefix is part of each.
-_MAX_PART_BYTES = 1000 - len(UPDATE_PREFIX.encode())
-
 
 def request_topic(name: str) -> str:
     """The inbox topic the requests of update `name` wait on."""
@@ -66,30 +62,6 @@ def request_key(update_id: str) -> str:
 def reply_key(update_id: str) -> str:
     """The event key of the reply to the request with this update id."""
     return UPDATE_PREFIX + update_id
-
-
-def _check_part(value: object, what: str, example: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"{what} must be a non-empty str (such as {example!r}), got {value!r}")
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > _MAX_PART_BYTES:
-        raise ValueError(
-            f"{what} is {size} bytes of UTF-8, over the limit of {_MAX_PART_BYTES}; use a "
-            "shorter one (a hash of a long one)"
-        )
-    if "\x00" in value:
-        raise ValueError(f"{what} {value!r} holds a NUL character, which no store takes")
-    return value
-
-
-def check_update_name(name: object) -> str:
-    """`name`, or a `TypeError`/`ValueError` saying what an update name must be."""
-    return _check_part(name, "an update name", "add_item")
-
-
-def check_update_id(update_id: object) -> str:
-    """`update_id`, or a `TypeError`/`ValueError` saying what an update id must be."""
-    return _check_part(update_id, "an update id", "order-7:add:1")
 
 
 def check_not_reserved(name: str | None, what: str) -> None:

@@ -38,7 +38,7 @@ from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
-from replaykit.runtime import admin, loop_waits, streams, updates
+from replaykit.runtime import admin, debounce, loop_waits, streams, updates
 from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
@@ -624,6 +624,28 @@ class AsyncEngine:
             timeout=timeout,
             poll_interval=engine.poll_interval,
         )
+
+    # -- flow control ----------------------------------------------------------------------
+
+    async def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        wf: Workflow[..., Any] | BoundWorkflow[Any] | str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """`Engine.debounce` as a coroutine: the id the debounced run will have."""
+        call = debounce.debounce_call(key, period, wf, args, kwargs, max_wait)
+        answer = await self.update_with_start(
+            debounce.debouncer.bind(key),
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
+        )
+        return str(answer)
 
     # -- operating runs ----------------------------------------------------------------------
 

@@ -11,28 +11,25 @@ resume, fork, list, wait for results. docs/design.md draws who calls whom.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import run_deadline
 from replaykit.errors import (
     DuplicateDedupId,
-    UnknownWorkflowError,
     WorkflowNotFound,
 )
 from replaykit.log import Log, Record, Status
-from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry, current_trace_context
-from replaykit.registry import BoundWorkflow, Workflow, app_version_of, lookup, registered, unbind
-from replaykit.runtime import admin, awakeables, courtesy, streams, updates
+from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
+from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
+from replaykit.runtime import admin, courtesy, debounce, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.cancels import (
@@ -46,27 +43,24 @@ from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
+from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
+from replaykit.runtime.messaging import Messaging
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
+from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
-from replaykit.runtime.schedules import (
-    Schedule,
-    ScheduleInfo,
-    ScheduleLoop,
-    registered_schedules,
-    tick_starter,
-)
+from replaykit.runtime.schedules import Schedule, ScheduleInfo, registered_schedules
 from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import StepHeartbeat, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -94,63 +88,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class WorkflowHandle(Generic[R]):
-    """A started run: its id, its status, and a way to wait for its result."""
-
-    def __init__(self, engine: Engine, workflow_id: str, result_type: Any = None) -> None:
-        self._engine = engine
-        self.workflow_id = workflow_id
-        self._result_type = result_type
-
-    def __repr__(self) -> str:
-        return f"<WorkflowHandle {self.workflow_id!r}>"
-
-    def row(self) -> WorkflowRow:
-        return admin.get_run(self._engine.store, self.workflow_id)
-
-    def status(self) -> Status:
-        return self.row().status
-
-    def result(self, timeout: float | None = None) -> R:
-        """Wait for the run to finish and return its result, or raise its failure.
-
-        A run that failed re-raises its error (same class and message when that
-        class is importable, else `StepFailed`); a cancelled run raises
-        `AwaitedWorkflowCancelled`; `WorkflowTimeout` if `timeout` passes first.
-        """
-        row = self._engine.wait_finished(self.workflow_id, timeout)
-        result_type = self._result_type
-        if result_type is None:
-            try:
-                result_type = lookup(row.name).result_type
-            except UnknownWorkflowError:
-                result_type = None
-        return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
-
-    def cancel(self, *, grace: float = DEFAULT_GRACE, reason: str = "") -> bool:
-        """`Engine.cancel` of this run: `Cancelled` at its current yield, `grace` to clean up."""
-        return self._engine.cancel(self.workflow_id, grace=grace, reason=reason)
-
-    def terminate(self, *, reason: str = "") -> bool:
-        """`Engine.terminate` of this run: the hard stop, with no cleanup."""
-        return self._engine.terminate(self.workflow_id, reason=reason)
-
-    def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Engine.update` of this run: its reply to update `name`."""
-        return self._engine.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
-
-
-class Engine:
+class Engine(Messaging):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -713,6 +651,9 @@ class Engine:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         return WorkflowHandle(self, workflow_id)
 
+    def _handle_for(self, workflow_id: str, result_type: Any) -> WorkflowHandle[Any]:
+        return WorkflowHandle(self, workflow_id, result_type)
+
     def list_workflows(
         self,
         *,
@@ -775,168 +716,31 @@ class Engine:
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
         return admin.export_run(self.store, workflow_id)
 
-    # -- messages and events from outside -----------------------------------------------
+    # -- flow control ----------------------------------------------------------------------
 
-    def send(
+    def debounce(
         self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        return admin.send_message(
-            self.store,
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context() if self.telemetry.tracing else None,
-        )
-
-    def complete(self, token: str, value: Any = None) -> None:
-        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
-
-        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
-        say why nothing was delivered.
-        """
-        awakeables.complete(
-            self.store,
-            token,
-            value,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
-
-    def fail(self, token: str, error: str | Exception) -> None:
-        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
-        awakeables.fail(
-            self.store,
-            token,
-            error,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
-
-    def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
-        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
-        return self.waits.wait_event(workflow_id, key, timeout)
-
-    def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
-        run has that id."""
-        return self.store.get_events(workflow_id)
-
-    # -- updates: a request and its reply (docs/communication.md, "Updates") ---------------
-
-    def update(
-        self,
-        workflow_id: str,
-        name: str,
+        key: str,
+        period: timedelta | float,
+        wf: Workflow[..., Any] | BoundWorkflow[Any] | str,
         /,
         *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
+        max_wait: timedelta | float | None = None,
         **kwargs: Any,
-    ) -> Any:
-        """Send update `name` to a run and return its reply (or raise the error it replied
-        with); again with the same `update_id`, the same reply. Refused, nothing sent:
-        `UnknownUpdate`, the validator's error. `UpdateRunFinished`, `UpdateTimeout`."""
+    ) -> str:
+        """Start `wf(*args, **kwargs)` once `key` has had no `debounce` call for `period`,
+        with the last call's workflow and arguments; with `max_wait`, no later than that
+        after the window's first call. Returns the id the run will have (the same for
+        every call of one window). Durable (runtime/debounce.py, docs/queues.md)."""
         self._check_open()
-        call = self.updater.call(
-            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        call = debounce.debounce_call(key, period, wf, args, kwargs, max_wait)
+        answer = self.update_with_start(
+            debounce.debouncer.bind(key),
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
         )
-        return self.updater.update(call)
-
-    def update_with_start(
-        self,
-        wf: Workflow[..., Any] | BoundWorkflow[Any],
-        name: str,
-        /,
-        *args: Any,
-        workflow_id: str,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`update`, starting `wf` (bound to its arguments) under `workflow_id` if the id
-        is free, the request delivered in the same transaction; a run under the id must
-        be this start (else `WorkflowIdConflict`) and unfinished."""
-        self._check_open()
-        wf, start_args, start_kwargs = unbind(wf, (), {})
-        call = self.updater.call(
-            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
-        )
-        start = functools.partial(
-            self.starts.create_and_send,
-            wf,
-            start_args,
-            start_kwargs,
-            workflow_id=workflow_id,
-            accept=updates.refuse_finished(call),
-        )
-        return self.updater.update(call, start, wf)
-
-    def send_with_start(
-        self,
-        wf: Workflow[..., R] | BoundWorkflow[R],
-        message: Any,
-        /,
-        topic: str | None = None,
-        *,
-        workflow_id: str,
-        idempotency_key: str | None = None,
-    ) -> WorkflowHandle[R]:
-        """Start `wf` (bound to its arguments) under `workflow_id` if the id is free, and
-        deliver `message` to the run in the same transaction (as `send`: a used
-        `idempotency_key` delivers nothing). A run under the id must be this start."""
-        self._check_open()
-        wf, args, kwargs = unbind(wf, (), {})
-        outgoing, call_id = admin.outgoing_message(
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self.updater.trace_context(),
-        )
-        self.starts.create_and_send(
-            wf, args, kwargs, workflow_id=workflow_id, message=outgoing, call_id=call_id
-        )
-        return WorkflowHandle(self, workflow_id, wf.result_type)
-
-    def _trace_context(self) -> str | None:
-        return current_trace_context() if self.telemetry.tracing else None
-
-    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """The latest heartbeat of each step of a run that beat (its details as JSON data,
-        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
-        return self.store.get_step_heartbeats(workflow_id)
-
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> Iterator[Any]:
-        """The values the run writes to its stream `key`, in order, each once, from the
-        `start`-th; blocks until more arrive, ending at its close or the run's end.
-
-        `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a `TimeoutError`)
-        when `timeout` seconds pass without a new value. Reads only what it has not read.
-        """
-        streams.check_read_arguments(key, start, timeout)
-        if self.store.get_workflow(workflow_id) is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return streams.read_blocking(
-            self.store,
-            self.listen,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=self.poll_interval,
-            monotonic=time.monotonic,
-        )
+        return str(answer)
 
     # -- operating runs --------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from replaykit.commands import All, Race, Step
-from replaykit.errors import ControlSignal, NonDeterminismError, Stopped, StoreUnavailable
+from replaykit.errors import ControlSignal, NonDeterminismError, Stopped
 from replaykit.interpreter import (
     ContinuedAsNew,
     Decision,
@@ -38,6 +38,7 @@ from replaykit.interpreter import (
     Failed,
 )
 from replaykit.log import Outcome, Record
+from replaykit.runtime import group_commit
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.bodies import is_async
 from replaykit.runtime.books import Books
@@ -89,9 +90,6 @@ DEFAULT_MAX_GENERATIONS_IN_A_ROW = 10_000
 
 # The longest a patient close waits for bookkeeping writes still queued (seconds).
 BOOKS_DRAIN = 5.0
-
-#: Step records per store batch while serving an application's loop (`Scheduler._commit`).
-COMMIT_PART = 64
 
 
 class Scheduler:
@@ -197,31 +195,11 @@ class Scheduler:
     def is_warm(self, workflow_id: str) -> bool:
         return workflow_id in self.warm
 
-    # The testing kit's hooks, kept on the warm cache (runtime/warm.py).
-    @property
-    def keep_warm_if(self) -> Callable[[str, int], bool] | None:
-        return self.warm.keep_if
-
-    @keep_warm_if.setter
-    def keep_warm_if(self, keep_if: Callable[[str, int], bool] | None) -> None:
-        self.warm.keep_if = keep_if
-
-    @property
-    def go_on_at_jumps(self) -> bool:
-        return self.warm.go_on_at_jumps
-
-    @go_on_at_jumps.setter
-    def go_on_at_jumps(self, go_on: bool) -> None:
-        self.warm.go_on_at_jumps = go_on
-
     def is_tracked(self, workflow_id: str) -> bool:
         with self._cv:
             if workflow_id in self._active:
                 return True
         return self.wakeups.is_suspended(workflow_id)
-
-    def finished_row(self, workflow_id: str) -> WorkflowRow | None:
-        return self.books.finished_row(workflow_id)
 
     def peek_finished(self, workflow_id: str) -> WorkflowRow | None:
         """Lock-free, for a caller on an event loop (see `Books.peek_finished`)."""
@@ -926,60 +904,34 @@ class Scheduler:
         self._on_pool(self.books.note_halt, activation, detail)
 
     def _commit(self, writes: list[StepWrite]) -> list[Event]:
-        """One batch for every step that finished since the last one (group commit).
-
-        Serving an application's loop, the batch goes in parts of `COMMIT_PART`
-        writes, with the courtesy called between them (runtime/courtesy.py): a round of a
-        thousand runs wrote hundreds of records, and preparing them held the
-        interpreter lock for ten milliseconds and more at a stretch."""
-        courtesy = self._courtesy
-        part = COMMIT_PART if courtesy.active else max(len(writes), 1)
-        answers: list[Any] = []
-        for first in range(0, len(writes), part):
-            chunk = writes[first : first + part]
-            if first:
-                courtesy()
-            try:
-                answers.extend(self._record_many(chunk))
-            except Exception as exc:  # the part as a whole: each write goes its own way
-                answers.extend([exc] * len(chunk))
-        outcomes: list[Event] = []
-        for write, answer in zip(writes, answers, strict=True):
-            activation = write.activation
-            if isinstance(answer, StoreUnavailable):
-                # It may have committed: the one-write path resolves that. Always on
-                # the pool, never on this thread (`_here`): a hand-over from inside
-                # this loop would lose the answers gathered so far, and the round
-                # would hand the batch on to be written twice.
-                if write.following is None:
-                    self._on_pool(self.work.write_alone, activation, write.effect, write.record)
-                else:
-                    self._on_pool(
-                        self.work.write_ahead,
-                        activation,
-                        write.effect,
-                        write.record,
-                        write.following,
-                        write.nondeterministic,
-                    )
-                continue
-            result: Any = answer
-            if write.following is None:
-                outcomes.append(Carried(activation, write.effect, result))
-            else:
-                outcomes.append(
-                    WrittenAhead(
-                        activation,
-                        write.effect,
-                        result,
-                        write.following,
-                        write.nondeterministic,
-                    )
-                )
-        return outcomes
+        """One batch for every step that finished since the last one (group commit,
+        runtime/group_commit.py)."""
+        return group_commit.commit(
+            writes,
+            write_many=self._record_many,
+            courtesy=self._courtesy,
+            write_alone=self._write_alone,
+        )
 
     def _record_many(self, writes: list[StepWrite]) -> list[Any]:
         return self.records.write_many([(w.activation.row_or_raise(), w.record) for w in writes])
+
+    def _write_alone(self, write: StepWrite) -> None:
+        # Always on the pool, never on this thread (`_here`): a hand-over from inside
+        # the commit would lose the answers gathered so far, and the round would hand
+        # the batch on to be written twice.
+        activation = write.activation
+        if write.following is None:
+            self._on_pool(self.work.write_alone, activation, write.effect, write.record)
+        else:
+            self._on_pool(
+                self.work.write_ahead,
+                activation,
+                write.effect,
+                write.record,
+                write.following,
+                write.nondeterministic,
+            )
 
     def _end(self, activation: Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""

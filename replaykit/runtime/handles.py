@@ -1,0 +1,99 @@
+"""`WorkflowHandle`: a started run as the blocking `Engine` hands it back."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Generic, Protocol, TypeVar
+
+from replaykit.errors import UnknownWorkflowError
+from replaykit.log import Status
+from replaykit.registry import lookup
+from replaykit.runtime import admin
+from replaykit.runtime.cancels import DEFAULT_GRACE
+from replaykit.stores.base import Store, WorkflowRow
+
+__all__ = ["WorkflowHandle"]
+
+R = TypeVar("R")
+
+
+class RunSource(Protocol):
+    """What a handle asks of its engine (the blocking `Engine`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow: ...
+
+    def outcome_value(self, row: WorkflowRow, result_type: Any = None) -> Any: ...
+
+    def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any: ...
+
+    def cancel(self, workflow_id: str, *, grace: float = ..., reason: str = "") -> bool: ...
+
+    def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool: ...
+
+
+class WorkflowHandle(Generic[R]):
+    """A started run: its id, its status, and a way to wait for its result."""
+
+    def __init__(self, engine: RunSource, workflow_id: str, result_type: Any = None) -> None:
+        self._engine = engine
+        self.workflow_id = workflow_id
+        self._result_type = result_type
+
+    def __repr__(self) -> str:
+        return f"<WorkflowHandle {self.workflow_id!r}>"
+
+    def row(self) -> WorkflowRow:
+        return admin.get_run(self._engine.store, self.workflow_id)
+
+    def status(self) -> Status:
+        return self.row().status
+
+    def result(self, timeout: float | None = None) -> R:
+        """Wait for the run to finish and return its result, or raise its failure.
+
+        A run that failed re-raises its error (same class and message when that
+        class is importable, else `StepFailed`); a cancelled run raises
+        `AwaitedWorkflowCancelled`; `WorkflowTimeout` if `timeout` passes first.
+        """
+        row = self._engine.wait_finished(self.workflow_id, timeout)
+        result_type = self._result_type
+        if result_type is None:
+            try:
+                result_type = lookup(row.name).result_type
+            except UnknownWorkflowError:
+                result_type = None
+        return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+    def cancel(self, *, grace: float = DEFAULT_GRACE, reason: str = "") -> bool:
+        """`Engine.cancel` of this run: `Cancelled` at its current yield, `grace` to clean up."""
+        return self._engine.cancel(self.workflow_id, grace=grace, reason=reason)
+
+    def terminate(self, *, reason: str = "") -> bool:
+        """`Engine.terminate` of this run: the hard stop, with no cleanup."""
+        return self._engine.terminate(self.workflow_id, reason=reason)
+
+    def update(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`Engine.update` of this run: its reply to update `name`."""
+        return self._engine.update(
+            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
+        )

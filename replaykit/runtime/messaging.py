@@ -1,0 +1,214 @@
+"""Talking to runs from outside: messages, completions, events, updates, streams and
+step heartbeats, as the blocking `Engine` offers them.
+
+A mixin of `Engine`'s, so that the engine's module keeps to building the rooms and
+operating runs; each method hands its work to the room that owns it (`admin`,
+`awakeables`, `updates`, `streams`, the waits).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from replaykit.errors import WorkflowNotFound
+from replaykit.otel import Telemetry, current_trace_context
+from replaykit.registry import BoundWorkflow, Workflow, unbind
+from replaykit.runtime import admin, awakeables, streams, updates
+from replaykit.runtime.handles import WorkflowHandle
+from replaykit.runtime.host import Wake
+from replaykit.runtime.starts import Starts
+from replaykit.runtime.waits import Waits
+from replaykit.stores.base import StepHeartbeat, Store
+
+__all__ = ["Messaging"]
+
+R = TypeVar("R")
+
+
+class Messaging:
+    """The engine's methods that deliver to a run, or read what it says, from outside."""
+
+    # Set by `Engine.__init__`.
+    store: Store
+    max_payload_bytes: int
+    poll_interval: float
+    telemetry: Telemetry
+    waits: Waits
+    starts: Starts
+    updater: updates.Updater
+
+    def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def _handle_for(self, workflow_id: str, result_type: Any) -> WorkflowHandle[Any]:
+        raise NotImplementedError
+
+    def listen(self, wakes: Iterable[Wake], callback: Callable[[], None]) -> Callable[[], None]:
+        raise NotImplementedError
+
+    # -- messages and events from outside -----------------------------------------------
+
+    def send(
+        self,
+        workflow_id: str,
+        message: Any,
+        topic: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+    ) -> bool:
+        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
+        return admin.send_message(
+            self.store,
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            trace_context=current_trace_context() if self.telemetry.tracing else None,
+        )
+
+    def complete(self, token: str, value: Any = None) -> None:
+        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
+
+        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
+        say why nothing was delivered.
+        """
+        awakeables.complete(
+            self.store,
+            token,
+            value,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
+        )
+
+    def fail(self, token: str, error: str | Exception) -> None:
+        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
+        awakeables.fail(
+            self.store,
+            token,
+            error,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
+        )
+
+    def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
+        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
+        return self.waits.wait_event(workflow_id, key, timeout)
+
+    def get_events(self, workflow_id: str) -> dict[str, Any]:
+        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
+        run has that id."""
+        return self.store.get_events(workflow_id)
+
+    # -- updates: a request and its reply (docs/communication.md, "Updates") ---------------
+
+    def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Send update `name` to a run and return its reply (or raise the error it replied
+        with); again with the same `update_id`, the same reply. Refused, nothing sent:
+        `UnknownUpdate`, the validator's error. `UpdateRunFinished`, `UpdateTimeout`."""
+        self._check_open()
+        call = self.updater.call(
+            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        )
+        return self.updater.update(call)
+
+    def update_with_start(
+        self,
+        wf: Workflow[..., Any] | BoundWorkflow[Any],
+        name: str,
+        /,
+        *args: Any,
+        workflow_id: str,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`update`, starting `wf` (bound to its arguments) under `workflow_id` if the id
+        is free, the request delivered in the same transaction; a run under the id must
+        be this start (else `WorkflowIdConflict`) and unfinished."""
+        self._check_open()
+        wf, start_args, start_kwargs = unbind(wf, (), {})
+        call = self.updater.call(
+            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
+        )
+        start = functools.partial(
+            self.starts.create_and_send,
+            wf,
+            start_args,
+            start_kwargs,
+            workflow_id=workflow_id,
+            accept=updates.refuse_finished(call),
+        )
+        return self.updater.update(call, start, wf)
+
+    def send_with_start(
+        self,
+        wf: Workflow[..., R] | BoundWorkflow[R],
+        message: Any,
+        /,
+        topic: str | None = None,
+        *,
+        workflow_id: str,
+        idempotency_key: str | None = None,
+    ) -> WorkflowHandle[R]:
+        """Start `wf` (bound to its arguments) under `workflow_id` if the id is free, and
+        deliver `message` to the run in the same transaction (as `send`: a used
+        `idempotency_key` delivers nothing). A run under the id must be this start."""
+        self._check_open()
+        wf, args, kwargs = unbind(wf, (), {})
+        outgoing, call_id = admin.outgoing_message(
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self.updater.trace_context(),
+        )
+        self.starts.create_and_send(
+            wf, args, kwargs, workflow_id=workflow_id, message=outgoing, call_id=call_id
+        )
+        return self._handle_for(workflow_id, wf.result_type)
+
+    def _trace_context(self) -> str | None:
+        return current_trace_context() if self.telemetry.tracing else None
+
+    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
+        """The latest heartbeat of each step of a run that beat (its details as JSON data,
+        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
+        return self.store.get_step_heartbeats(workflow_id)
+
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Any]:
+        """The values the run writes to its stream `key`, in order, each once, from the
+        `start`-th; blocks until more arrive, ending at its close or the run's end.
+
+        `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a `TimeoutError`)
+        when `timeout` seconds pass without a new value. Reads only what it has not read.
+        """
+        streams.check_read_arguments(key, start, timeout)
+        if self.store.get_workflow(workflow_id) is None:
+            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+        return streams.read_blocking(
+            self.store,
+            self.listen,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=self.poll_interval,
+            monotonic=time.monotonic,
+        )
