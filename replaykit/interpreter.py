@@ -473,6 +473,12 @@ def _site(filename: str, line: int) -> str:
     return f"{_display_path(filename)}:{line}"
 
 
+def _starts_children(command: Command) -> bool:
+    if command.kind in ("start", "call"):
+        return True
+    return isinstance(command, (Race, All)) and any(_starts_children(c) for c in command.children)
+
+
 def _explain_bad_yield(value: Any) -> str:
     if value is None:
         return (
@@ -530,6 +536,7 @@ class Interpreter:
         "_records",
         "_waiting",
         "cancel_delivered",
+        "has_children",
         "strict",
         "trace",
         "workflow_id",
@@ -576,6 +583,9 @@ class Interpreter:
         #: so a warm run and a run rebuilt from its log agree; the runtime ends such a
         #: run CANCELLED however its generator ends, and delivers no second one.
         self.cancel_delivered = False
+        #: Whether this generation's code yielded a `Start` or a `Call` (in a composite
+        #: too): only then does the run's end look for live children to close.
+        self.has_children = False
         self._ctx = WorkflowContext(
             workflow_id,
             workflow_name,
@@ -698,6 +708,8 @@ class Interpreter:
                     return Failed(error)
 
                 position = self._position
+                if not self.has_children and _starts_children(yielded):
+                    self.has_children = True
                 if self.trace is not None:
                     self.trace.append((position, yielded.kind, yielded.name))
 

@@ -63,7 +63,7 @@ class Books:
         queue_run_done: Callable[[str, str], None],
         tell: Callable[[Wake], None],
         post_many: Callable[[list[Event]], None],
-        cancelled: Callable[[WorkflowRow, Outcome], None] | None = None,
+        parent_ended: Callable[[WorkflowRow, str], None] | None = None,
     ) -> None:
         self.store = store
         self.records = records
@@ -77,8 +77,9 @@ class Books:
         self._queue_run_done = queue_run_done
         self._tell = tell
         self._post_many = post_many
-        # Told of each run that ended CANCELLED after its cleanup: its children go too.
-        self._cancelled = cancelled
+        # Told of each run that ended (or continued as new) having started children:
+        # their parent close policies apply.
+        self._parent_ended = parent_ended
         self.finished = FinishedRuns()
 
     # -- runs finished here ----------------------------------------------------------------
@@ -111,6 +112,8 @@ class Books:
             return Carried(activation, None, exc)
         if finished and status is not Status.CANCELLED:
             say_failed(activation, row, result)
+        if finished:
+            self._close_children(activation, row, f"ended {status.value}")
         return Ended(activation)
 
     def finish_many(self, batch: list[tuple[Activation, Decision, Record | None]]) -> None:
@@ -193,6 +196,8 @@ class Books:
                     activation.outcome = finished_outcome(status, answer)
                     if answer and status is not Status.CANCELLED:
                         say_failed(activation, row, result)
+                    if answer:
+                        self._close_children(activation, row, f"ended {status.value}")
                     events.append(Ended(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
@@ -232,8 +237,9 @@ class Books:
         ended = how.get(type(decision), "ended")
         if isinstance(decision, Failed) and not isinstance(decision.error, Cancelled):
             ended = f"failed in its cleanup ({type(decision.error).__name__}: {decision.error})"
-        said = f": {reason}" if reason else ""
-        error = Cancelled(f"cancelled{said} (the workflow {ended} after its cleanup)", reason)
+        # The reason first, as a terminate's detail is: "was cancelled: <reason> (...)".
+        said = reason or "cancelled"
+        error = Cancelled(f"{said} (a cancel it handled: the workflow {ended})", reason)
         return Failure(serde.encode_error(error, with_traceback=False))
 
     def end(
@@ -275,8 +281,6 @@ class Books:
         own if a cancel came first (its effect happened)."""
         if not finished:
             self.records.finish_refused(row, last)
-        if finished and status is Status.CANCELLED and self._cancelled is not None:
-            self._cancelled(row, result)
         if finished:
             # handle.result() on this engine then needs no read of its own.
             self.finished.keep(
@@ -320,7 +324,13 @@ class Books:
         # A continued generation is not a finished run: no "finished" for the id, no
         # finished-runs metric, and the queue keeps the run as in progress.
         activation.outcome = "continued"
+        self._close_children(activation, row, "continued as new")
         return Continued(activation, live)
+
+    def _close_children(self, activation: Activation, row: WorkflowRow, how: str) -> None:
+        """The run ended having started children: their parent close policies apply."""
+        if self._parent_ended is not None and _has_children(activation):
+            self._parent_ended(row, how)
 
     def fail(self, activation: Activation, error: Exception, effect: Effect | None) -> Event:
         """End the run in ERROR with a permanent error, naming where it happened."""
@@ -336,11 +346,13 @@ class Books:
             message=f"workflow {row.name!r} (id {row.workflow_id!r}){where}{doing}: {info.message}",
         )
         try:
-            self.end(row, Status.ERROR, Failure(info))
+            finished = self.end(row, Status.ERROR, Failure(info))
         except BaseException as exc:
             log.warning("workflow id %r: could not record its failure (%s)", row.workflow_id, exc)
         else:
             activation.outcome = "error"
+            if finished:
+                self._close_children(activation, row, "ended ERROR")
         return Ended(activation)
 
     def park(self, activation: Activation, why: str, cause: BaseException | None = None) -> Event:
@@ -411,3 +423,8 @@ def _cancel_delivered(activation: Activation) -> bool:
     """Whether the run's log delivered a cancel to it (`Interpreter.cancel_delivered`)."""
     interp = activation.interp
     return interp is not None and interp.cancel_delivered
+
+
+def _has_children(activation: Activation) -> bool:
+    interp = activation.interp
+    return interp is not None and interp.has_children

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from replaykit import serde
-from replaykit.errors import Cancelled
-from replaykit.log import Failure, Outcome, Status
+from replaykit.errors import Cancelled, WorkflowNotFound
+from replaykit.log import Failure, Status
 from replaykit.runtime.clock import Clock
 from replaykit.stores.base import CancelRequest, Store, WorkflowRow
 
@@ -139,18 +139,6 @@ class CancelRequests:
             self._held[workflow_id] = request
         self._watch(workflow_id, request.grace_until)
 
-    def ended(self, row: WorkflowRow, result: Outcome) -> None:
-        """The run ended CANCELLED after its cleanup: its unfinished children are
-        stopped with it, each noted as a cascade of this run (a `resume` of the run
-        brings them back), as `terminate` stops a run's children."""
-        with self._lock:
-            self._held.pop(row.workflow_id, None)
-        detail = result.error.message if isinstance(result, Failure) else "cancelled"
-        try:
-            self._stop(row.workflow_id, detail)
-        except Exception as exc:  # the run's own end stands; its children wait for a sweep
-            log.warning("workflow id %r: could not stop its children (%s)", row.workflow_id, exc)
-
     def grace_over(self, row: WorkflowRow) -> bool:
         """Stop `row` hard if its cancel's grace has passed; whether it had."""
         request = self._held.get(row.workflow_id) or self.store.get_cancel_request(row.workflow_id)
@@ -181,10 +169,10 @@ def ask_to_cancel(
     in the store, for the engine running the run to deliver when it next activates it.
     A run that does not run, or a second cancel, is stopped now through `stop(id,
     detail, children)`. False if the run had finished."""
-    from replaykit.runtime.admin import get_run  # admin imports the stores' rules; not us
-
     grace = checked_grace(grace, workflow_id)
-    row = get_run(store, workflow_id)
+    row = store.get_workflow(workflow_id)
+    if row is None:
+        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
     if row.status.is_terminal:
         return False
     if row.status is not Status.PENDING:

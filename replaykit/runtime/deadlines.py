@@ -38,6 +38,7 @@ class Deadlines:
         watch_deadline: Callable[[str, datetime], None],
         stop_locally: Callable[[str], None],
         grace_over: Callable[[WorkflowRow], bool] | None = None,
+        ask: Callable[[str, str], object] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -49,6 +50,7 @@ class Deadlines:
         # run when its timer fires, it stops the run if the grace has passed.
         self._grace_over = grace_over
         self._graces: dict[str, datetime] = {}
+        self._ask = ask  # a child whose parent close policy is "cancel" is asked so
 
     def watch(self, row: WorkflowRow) -> bool:
         """Arm the deadline of a run about to run here; True if it passed (then it is
@@ -107,7 +109,9 @@ class Deadlines:
 
     def expire(self, row: WorkflowRow) -> None:
         """Cancel a run past its deadline through the path `cancel` takes (children too)."""
-        cancelled = admin.cancel_timed_out(self.store, row, on_cancel=self._stop_locally)
+        cancelled = admin.cancel_timed_out(
+            self.store, row, on_cancel=self._stop_locally, on_ask=self._ask
+        )
         if cancelled is None:
             return
         log.info(

@@ -212,6 +212,7 @@ class Engine(Messaging):
                 watch_deadline=self.wakeups.watch_deadline,
                 stop_locally=lambda workflow_id: self.scheduler.cancel_locally(workflow_id),
                 grace_over=lambda row: self.cancels.grace_over(row),
+                ask=self._ask_child,
             )
             self.cancels: CancelRequests = CancelRequests(
                 self.store,
@@ -254,7 +255,7 @@ class Engine(Messaging):
                 queue_run_done=self.claims.run_done,
                 tell=self.wakeups.tell_listeners,
                 post_many=lambda events: self.scheduler.post_many(events),
-                cancelled=lambda row, result: self.cancels.ended(row, result),
+                parent_ended=self.parent_ended,
             )
             self.scheduler = Scheduler(
                 store=self.store,
@@ -790,10 +791,36 @@ class Engine(Messaging):
             children=children,
             reason=reason,
             on_cancel=self._stop_locally,
+            on_ask=self._ask_child,
         )
         if cancelled:
             self.telemetry.run_finished(row.name, Status.CANCELLED.value)
         return cancelled
+
+    def _ask_child(self, workflow_id: str, detail: str) -> None:
+        """A parent close policy of "cancel": the child asked as `cancel` asks."""
+        self.cancel(workflow_id, reason=detail)
+
+    def parent_ended(self, row: WorkflowRow, how: str) -> None:
+        """The run ended (`how`: its status, or "continued as new"): its unfinished
+        children's parent close policies apply (`admin.close_children`)."""
+        self.cancels.forget(row.workflow_id)
+        try:
+            admin.close_children(
+                self.store,
+                row.workflow_id,
+                f"it {how}",
+                on_cancel=self._stop_locally,
+                on_ask=self._ask_child,
+            )
+        except Exception as exc:  # its own end stands; a child left running is logged
+            log.warning(
+                "workflow %r (id %r) ended, but its children's parent close policies could "
+                "not be applied: %s",
+                row.name,
+                row.workflow_id,
+                exc,
+            )
 
     def _stop_locally(self, workflow_id: str) -> None:
         self.scheduler.cancel_locally(workflow_id)
@@ -829,6 +856,7 @@ class Engine(Messaging):
         for run_id in resumed:
             # A child put back on its queue is for a worker to claim: the
             # activation finds it not PENDING here and leaves it.
+            self.cancels.forget(run_id)
             self.notes.take_back(run_id)
         return WorkflowHandle(self, workflow_id)
 

@@ -96,6 +96,8 @@ class SqlFace:
         self.request_cancel = cancels.request_cancel
         self.get_cancel_request = cancels.get_cancel_request
         self.clear_cancel_request = cancels.clear_cancel_request
+        self.set_parent_close = cancels.set_parent_close
+        self.get_parent_close = cancels.get_parent_close
         self.clear_schedule_request = schedules.clear_schedule_request
         self.delete_schedule_state = schedules.delete_schedule_state
         self.register_schedules = schedules.register_schedules

@@ -893,6 +893,15 @@ class Store(Protocol):
         """Drop the run's cancel request (a resume); `delete_workflow` drops it too."""
         ...
 
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        """Keep the parent close policy of the child run `workflow_id` (written before
+        the child is created, so no run exists yet; writing it again is the same)."""
+        ...
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        """The run's parent close policy as kept, None for none (the default)."""
+        ...
+
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         """(True, value) for the latest value set under `key`, else (False, None)."""
         ...

@@ -715,6 +715,12 @@ class CodecStore:
     def clear_cancel_request(self, workflow_id: str) -> None:
         self.inner.clear_cancel_request(workflow_id)
 
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        self.inner.set_parent_close(workflow_id, policy)
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        return self.inner.get_parent_close(workflow_id)
+
     def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
         return [
             attrs.evolve(

@@ -94,6 +94,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "claimable_exists": "claim",
     "clear_schedule_backfill": "clear_schedule_request",
     "clear_cancel_request": "clear_cancel_request",
+    "clear_parent_close": "delete_workflow",
     "clear_schedule_trigger": "clear_schedule_request",
     "continue_workflow": "continue_workflow",
     "count_running": "claim",
@@ -114,6 +115,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "fork_set_events": "create_workflow",
     "get_cancel_request": "get_cancel_request",
     "get_event": "get_event",
+    "get_parent_close": "get_parent_close",
     "get_events": "get_events",
     "get_first_inputs": "create_workflows",
     "get_step_heartbeats": "get_step_heartbeats",
@@ -140,6 +142,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "schedule_trigger": "request_schedule_trigger",
     "send_message": "send_message",
     "set_deadline": "set_deadline",
+    "set_parent_close": "set_parent_close",
     "set_schedule_paused": "set_schedule_paused",
     "set_status": "set_status",
     "take_over": "take_over",
@@ -167,6 +170,7 @@ class MemoryStore(MemorySchedules):
         # (run, position, child path) -> the step's latest heartbeat.
         self._step_beats: dict[tuple[str, int, tuple[int, ...]], StepHeartbeat] = {}
         self._cancels: dict[str, CancelRequest] = {}
+        self._parent_close: dict[str, str] = {}
         # What each run's records set: position -> (key, value), for forks.
         self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
         # (run, key) -> the call that used the key, if it named one.
@@ -912,6 +916,16 @@ class MemoryStore(MemorySchedules):
         with self._lock:
             self._cancels.pop(workflow_id, None)
 
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        check_names(workflow_id)
+        with self._lock:
+            self._parent_close[workflow_id] = policy
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        check_names(workflow_id)
+        with self._lock:
+            return self._parent_close.get(workflow_id)
+
     def delete_workflow(self, workflow_id: str) -> bool:
         check_names(workflow_id)
         with self._lock:
@@ -933,6 +947,7 @@ class MemoryStore(MemorySchedules):
             for beat_key in [k for k in self._step_beats if k[0] == workflow_id]:
                 del self._step_beats[beat_key]
             self._cancels.pop(workflow_id, None)
+            self._parent_close.pop(workflow_id, None)
         self._notify("deleted", workflow_id)
         return True
 

@@ -1,4 +1,5 @@
-"""Cancel requests: a run's first cancel kept until a resume or a delete drops it."""
+"""Cancel requests (a run's first cancel, kept until a resume or a delete drops it) and
+parent close policies (what becomes of a child run when its parent ends)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ __all__ = ["Cancels"]
 
 
 class Cancels:
-    """request_cancel, get_cancel_request and clear_cancel_request."""
+    """request_cancel, get_cancel_request, clear_cancel_request, set_parent_close and
+    get_parent_close."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -36,6 +38,16 @@ class Cancels:
         check_names(workflow_id)
         found = self._db.one(self._sql["get_cancel_request"], (workflow_id,))
         return None if found is None else _request(found)
+
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        check_names(workflow_id)
+        with self._db.connection() as conn:
+            conn.execute(self._sql["set_parent_close"], (workflow_id, policy))
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        check_names(workflow_id)
+        found = self._db.one(self._sql["get_parent_close"], (workflow_id,))
+        return None if found is None else str(found[0])
 
     def clear_cancel_request(self, workflow_id: str) -> None:
         check_names(workflow_id)

@@ -977,3 +977,20 @@ WHERE workflow_id = %s;
 -- Drop a run's cancel request (a resume, a delete).
 DELETE FROM {s}.cancel_requests
 WHERE workflow_id = %s;
+
+-- name: set_parent_close
+-- A child run's parent close policy (written before the child is created; again: same).
+INSERT INTO {s}.parent_close_policies (workflow_id, policy)
+VALUES (%s, %s)
+ON CONFLICT (workflow_id) DO UPDATE SET policy = excluded.policy;
+
+-- name: get_parent_close
+-- A child run's parent close policy, if not the default.
+SELECT policy
+FROM {s}.parent_close_policies
+WHERE workflow_id = %s;
+
+-- name: clear_parent_close
+-- A deleted run's parent close policy.
+DELETE FROM {s}.parent_close_policies
+WHERE workflow_id = %s;

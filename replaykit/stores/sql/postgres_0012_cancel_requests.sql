@@ -12,3 +12,11 @@ CREATE TABLE {schema}.cancel_requests (
     grace_until  timestamptz NOT NULL,
     requested_at timestamptz NOT NULL
 );
+
+-- Parent close policies: what becomes of a child run still running when its parent
+-- ends (`Start(..., parent_close=...)`), one row per child whose policy is not the
+-- default ("terminate"), written before the child is created.
+CREATE TABLE {schema}.parent_close_policies (
+    workflow_id text COLLATE "C" PRIMARY KEY,
+    policy      text NOT NULL
+);

@@ -1,4 +1,5 @@
-"""Cancel requests: a run's first cancel kept until a resume or a delete drops it."""
+"""Cancel requests (a run's first cancel, kept until a resume or a delete drops it) and
+parent close policies (what becomes of a child run when its parent ends)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ __all__ = ["Cancels"]
 _REQUEST_CANCEL = SQL["request_cancel"]
 _GET_CANCEL_REQUEST = SQL["get_cancel_request"]
 _CLEAR_CANCEL_REQUEST = SQL["clear_cancel_request"]
+_SET_PARENT_CLOSE = SQL["set_parent_close"]
+_GET_PARENT_CLOSE = SQL["get_parent_close"]
 
 
 class Cancels:
-    """request_cancel, get_cancel_request and clear_cancel_request."""
+    """request_cancel, get_cancel_request, clear_cancel_request, set_parent_close and
+    get_parent_close."""
 
     def __init__(self, connections: Connections, writer: Writer) -> None:
         self._connections = connections
@@ -46,6 +50,16 @@ class Cancels:
         check_names(workflow_id)
         with self._connections.read() as conn:
             return _read(conn, workflow_id)
+
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        check_names(workflow_id)
+        self._writer.write(lambda conn: conn.execute(_SET_PARENT_CLOSE, (workflow_id, policy)))
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        check_names(workflow_id)
+        with self._connections.read() as conn:
+            found = conn.execute(_GET_PARENT_CLOSE, (workflow_id,)).fetchone()
+        return None if found is None else str(found[0])
 
     def clear_cancel_request(self, workflow_id: str) -> None:
         check_names(workflow_id)

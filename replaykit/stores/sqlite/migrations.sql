@@ -231,3 +231,11 @@ CREATE TABLE cancel_requests (
     grace_until INTEGER NOT NULL,
     requested_at INTEGER NOT NULL
 ) WITHOUT ROWID;
+
+-- name: v12_parent_close_policies
+-- 12, too: parent close policies: what becomes of a child run still running when its
+-- parent ends, for children whose policy is not the default ("terminate").
+CREATE TABLE parent_close_policies (
+    workflow_id TEXT PRIMARY KEY,
+    policy TEXT NOT NULL
+) WITHOUT ROWID;

@@ -602,3 +602,20 @@ WHERE workflow_id = ?;
 -- Drop a run's cancel request (a resume, a delete).
 DELETE FROM cancel_requests
 WHERE workflow_id = ?;
+
+-- name: set_parent_close
+-- A child run's parent close policy (written before the child is created; again: same).
+INSERT INTO parent_close_policies (workflow_id, policy)
+VALUES (?, ?)
+ON CONFLICT (workflow_id) DO UPDATE SET policy = excluded.policy;
+
+-- name: get_parent_close
+-- A child run's parent close policy, if not the default.
+SELECT policy
+FROM parent_close_policies
+WHERE workflow_id = ?;
+
+-- name: clear_parent_close
+-- A deleted run's parent close policy.
+DELETE FROM parent_close_policies
+WHERE workflow_id = ?;
