@@ -611,9 +611,20 @@ class AsyncEngine(AsyncFace):
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
-        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue, tz=tz)
+        return self.engine.schedule(
+            cron,
+            wf,
+            name=name,
+            backfill=backfill,
+            queue=queue,
+            tz=tz,
+            overlap=overlap,
+            jitter=jitter,
+        )
 
     async def claim_now(self) -> int:
         return await self.off_loop(self.engine.claim_now)
