@@ -711,9 +711,20 @@ class AsyncEngine:
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
-        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue, tz=tz)
+        return self.engine.schedule(
+            cron,
+            wf,
+            name=name,
+            backfill=backfill,
+            queue=queue,
+            tz=tz,
+            overlap=overlap,
+            jitter=jitter,
+        )
 
     async def schedules_list(self) -> list[ScheduleInfo]:
         """`Engine.schedules_list`, off the loop."""

@@ -318,6 +318,7 @@ class Engine(Messaging):
                 registered_schedules() if schedules else (),
                 poll_interval=poll_interval,
                 fire=tick_starter(self.starts.create_run),
+                cancel=lambda workflow_id, reason: self.cancel(workflow_id, reason=reason),
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
@@ -921,10 +922,21 @@ class Engine(Messaging):
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """Start `wf(tick)` once per tick of `cron` (read in time zone `tz`, default UTC),
-        across all engines that know it."""
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
+        across all engines that know it; `overlap` and `jitter` as `@schedule` takes them."""
+        entry = Schedule(
+            cron,
+            wf,
+            name or wf.workflow_name,
+            backfill,
+            queue,
+            tz,
+            overlap,
+            jitter.total_seconds() if isinstance(jitter, timedelta) else jitter,
+        )
         self.schedules.add(entry)
         return entry
 
