@@ -54,7 +54,7 @@ def test_a_bare_module_takes_the_workflow_the_log_names_among_the_registered() -
     assert resolve_workflow(__name__, HERE, "", Log(workflow_name="specs.checkout")) is checkout
     with pytest.raises(BadInput, match="names no workflow, and the log names none either"):
         resolve_workflow(__name__, HERE, "", Log())
-    with pytest.raises(BadInput, match="no workflow named 'specs.unknown' is registered"):
+    with pytest.raises(BadInput, match=r"no workflow named 'specs\.unknown' is registered"):
         resolve_workflow(__name__, HERE, "", Log(workflow_name="specs.unknown"))
 
 
