@@ -282,3 +282,11 @@ def test_cart_in_the_testing_kit() -> None:
     assert isinstance(result.replies["update-2"].error, KeyError)  # its validator
     assert str(result.replies["empty"].error) == "the cart is empty"
     assert result.result == "abandoned with 0 item(s)"  # nothing more came: idle
+
+
+def test_tenants_serves_each_tenant_in_turn(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "tenants.py")], tmp_path)
+    assert "acme has 20 reports waiting" in out
+    assert "globex and initech started within the first round: True" in out
+    assert "most reports of one tenant running at once: 1" in out
+    assert "22 reports built (acme-report-0.pdf, ...); 22 runs listed" in out

@@ -213,6 +213,7 @@ class AsyncClient:
         app_version: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.enqueue` as a coroutine."""
@@ -229,6 +230,7 @@ class AsyncClient:
             app_version=app_version,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)
@@ -250,6 +252,7 @@ class AsyncClient:
         queue: str | None = None,
         forked_from: str | None = None,
         continued_as: str | None = None,
+        partition_key: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
@@ -267,6 +270,7 @@ class AsyncClient:
             queue=queue,
             forked_from=forked_from,
             continued_as=continued_as,
+            partition_key=partition_key,
             since=since,
             until=until,
             limit=limit,

@@ -388,10 +388,11 @@ class AsyncEngine:
         if_exists: str = "raise",
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
-        from now)."""
+        from now, `partition_key` the run's partition)."""
         wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
@@ -405,6 +406,7 @@ class AsyncEngine:
             if_exists=if_exists,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -421,6 +423,7 @@ class AsyncEngine:
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         if_exists: str = "raise",
+        partition_key: str | None = None,
     ) -> list[AsyncWorkflowHandle[R]]:
         """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
         # Items are read here, on the loop, so a generator of items is not
@@ -435,6 +438,7 @@ class AsyncEngine:
             timeout=timeout,
             deadline=deadline,
             if_exists=if_exists,
+            partition_key=partition_key,
         )
         return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
 
@@ -457,6 +461,7 @@ class AsyncEngine:
         queue: str | None = None,
         forked_from: str | None = None,
         continued_as: str | None = None,
+        partition_key: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
@@ -474,6 +479,7 @@ class AsyncEngine:
             queue=queue,
             forked_from=forked_from,
             continued_as=continued_as,
+            partition_key=partition_key,
             since=since,
             until=until,
             limit=limit,
