@@ -206,8 +206,10 @@ def ok(result: Result) -> str:
 
 
 def error_line(result: Result, code: int = 1) -> str:
-    """The one `Error: ...` line a command that must fail with `code` printed."""
+    """The error contract of a command that must fail with `code`: exactly one line on
+    stderr, `Error: ...`, and never a traceback; that line."""
     assert result.exit_code == code, (result.output, result.exception)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
     return lines[0]

@@ -21,13 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import Result
 
 import replaykit
-from conftest import ok, rk, wait_for
+from conftest import error_line, ok, rk, wait_for
 from replaykit import Engine, Log, Recv, Status, Step, workflow
-from replaykit._text import format_duration
-from replaykit.cli.options import parse_duration, parse_when
 from replaykit.runtime import queues as queues_module
 from replaykit.stores import open_store
 
@@ -100,16 +97,6 @@ def runs(url: str) -> str:
         )
     CALLS.clear()
     return url
-
-
-def one_line_error(result: Result, code: int = 1) -> str:
-    """The error contract: exit code, exactly one line on stderr, never a traceback."""
-    assert result.exit_code == code, (result.output, result.exception)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: ")
-    assert "Traceback" not in result.output
-    return lines[0]
 
 
 def row_of(url: str, workflow_id: str) -> Any:
@@ -337,7 +324,7 @@ def test_replay_of_a_run_in_flight_and_of_several_logs(runs: str, tmp_path: Path
     # Every run in flight of the workflows the module defines: only wait-run is.
     in_flight = ok(rk("replay", __name__, "--in-flight", "--url", runs))
     assert in_flight.count(": OK,") == 1 and "run wait-run" in in_flight
-    assert "nothing to replay" in one_line_error(rk("replay", __name__), code=2)
+    assert "nothing to replay" in error_line(rk("replay", __name__), code=2)
 
 
 def test_replay_refuses_bad_input_with_exit_2(runs: str, tmp_path: Path) -> None:
@@ -359,7 +346,7 @@ def test_replay_refuses_bad_input_with_exit_2(runs: str, tmp_path: Path) -> None
         "the log is of workflow 'cli-order'": ("replay", f"{__name__}:waiter_wf", str(good)),
     }
     for expected, args in cases.items():
-        assert expected in one_line_error(rk(*args), code=2), args
+        assert expected in error_line(rk(*args), code=2), args
 
 
 # -- operating runs: cancel, resume, fork, delete, gc -----------------------------------------
@@ -369,9 +356,7 @@ def test_cancel_then_resume_is_finished_by_the_applications_engine(runs: str) ->
     out = ok(rk("workflows", "cancel", "wait-run", "--url", runs))
     assert "cancelled 'wait-run'" in out
     assert row_of(runs, "wait-run").status is Status.CANCELLED
-    assert "already CANCELLED" in one_line_error(
-        rk("workflows", "cancel", "wait-run", "--url", runs)
-    )
+    assert "already CANCELLED" in error_line(rk("workflows", "cancel", "wait-run", "--url", runs))
 
     resumed = ok(rk("workflows", "resume", "wait-run", "--url", runs))
     assert "executor id 'app'" in resumed and "'app-v1'" in resumed
@@ -382,7 +367,7 @@ def test_cancel_then_resume_is_finished_by_the_applications_engine(runs: str) ->
         assert eng.handle("wait-run").result(timeout=20) == "got hi"
     assert CALLS == {"finish": 1}  # "prepare" was replayed, not re-run
 
-    assert "fork" in one_line_error(rk("workflows", "resume", "ok-run", "--url", runs))
+    assert "fork" in error_line(rk("workflows", "resume", "ok-run", "--url", runs))
 
 
 def test_resume_a_parked_run_on_another_executor(runs: str) -> None:
@@ -425,11 +410,11 @@ def test_fork_reruns_a_fixed_failure_without_repeating_steps(runs: str) -> None:
     assert "forks: bad-fixed (at position 2, SUCCESS)" in source_page
     assert "forked from" not in source_page
 
-    taken = one_line_error(
+    taken = error_line(
         rk("workflows", "fork", "bad-run", "--from", "2", "--id", "bad-fixed", "--url", runs)
     )
     assert "taken" in taken
-    assert "pick a position from 0 to 3" in one_line_error(
+    assert "pick a position from 0 to 3" in error_line(
         rk("workflows", "fork", "bad-run", "--from", "9", "--url", runs)
     )
     ok(
@@ -469,10 +454,10 @@ def test_delete_asks_first_and_gc_keeps_unfinished_runs(runs: str) -> None:
 def test_db_migrate_and_status(url: str) -> None:
     if url.startswith("sqlite"):
         # No database yet: reading commands refuse rather than create an empty one.
-        assert "no SQLite database" in one_line_error(rk("db", "status", "--url", url))
+        assert "no SQLite database" in error_line(rk("db", "status", "--url", url))
     else:
         assert "no schema yet" in ok(rk("db", "status", "--url", url))
-        assert "replaykit db migrate" in one_line_error(rk("workflows", "list", "--url", url))
+        assert "replaykit db migrate" in error_line(rk("workflows", "list", "--url", url))
         behind = rk("db", "status", "--url", url, "--check")
         assert behind.exit_code == 1
     migrated = ok(rk("db", "migrate", "--url", url))
@@ -495,27 +480,25 @@ def test_unknown_ids_are_one_line_errors(runs: str) -> None:
         ("workflows", "fork", "nope", "--from", "0"),
         ("workflows", "delete", "nope", "--yes"),
     ):
-        assert "no workflow run with id 'nope'" in one_line_error(rk(*args, "--url", runs)), args
+        assert "no workflow run with id 'nope'" in error_line(rk(*args, "--url", runs)), args
 
 
 def test_bad_urls_and_usage_are_one_line_errors(tmp_path: Path) -> None:
-    assert "unknown scheme 'nosuch'" in one_line_error(
-        rk("workflows", "list", "--url", "nosuch://x")
-    )
-    assert "name a file, not a host" in one_line_error(
+    assert "unknown scheme 'nosuch'" in error_line(rk("workflows", "list", "--url", "nosuch://x"))
+    assert "name a file, not a host" in error_line(
         rk("workflows", "list", "--url", "sqlite://host/x.db")
     )
-    assert "no SQLite database" in one_line_error(
+    assert "no SQLite database" in error_line(
         rk("workflows", "list", "--url", f"sqlite:///{tmp_path / 'absent.db'}")
     )
-    assert "cannot open SQLite database" in one_line_error(
+    assert "cannot open SQLite database" in error_line(
         rk("db", "migrate", "--url", f"sqlite:///{tmp_path / 'no' / 'dir' / 'x.db'}")
     )
-    assert "Missing argument" in one_line_error(rk("workflows", "show"), code=2)
-    assert "is neither an ISO 8601 time" in one_line_error(
+    assert "Missing argument" in error_line(rk("workflows", "show"), code=2)
+    assert "is neither an ISO 8601 time" in error_line(
         rk("workflows", "list", "--since", "yesterday"), code=2
     )
-    assert "No such command" in one_line_error(rk("workflows", "frobnicate"), code=2)
+    assert "No such command" in error_line(rk("workflows", "frobnicate"), code=2)
 
 
 def test_unreachable_database_in_a_real_process(tmp_path: Path) -> None:
@@ -587,29 +570,4 @@ def test_worker_drains_its_queue_until_sigterm(app_dir: Path) -> None:
     assert "draining" in err and "Traceback" not in err
 
     missing = rk("worker", "no_such_module_xyz", "--url", url)
-    assert "cannot import 'no_such_module_xyz'" in one_line_error(missing)
-
-
-# -- helpers -------------------------------------------------------------------------------------
-
-
-def test_durations_and_times_parse_and_print() -> None:
-    assert parse_duration("90s").total_seconds() == 90
-    assert parse_duration("2h").total_seconds() == 7200
-    assert parse_duration("1w").days == 7
-    assert parse_duration("30").total_seconds() == 30
-    with pytest.raises(ValueError, match="not a duration"):
-        parse_duration("soon")
-    when = parse_when("2024-06-01T12:00")
-    assert when.tzinfo is not None and when.hour == 12  # naive means UTC
-    assert parse_when("2024-06-01T12:00+02:00").utcoffset() is not None
-    with pytest.raises(ValueError, match="ISO 8601"):
-        parse_when("tomorrow-ish")
-    assert [format_duration(s) for s in (0.0001, 0.0123, 4.56, 125, 7300, 90000)] == [
-        "<1ms",
-        "12ms",
-        "4.6s",
-        "2m05s",
-        "2h01m",
-        "1d01h",
-    ]
+    assert "cannot import 'no_such_module_xyz'" in error_line(missing)

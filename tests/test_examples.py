@@ -290,3 +290,16 @@ def test_tenants_serves_each_tenant_in_turn(tmp_path: Path) -> None:
     assert "globex and initech started within the first round: True" in out
     assert "most reports of one tenant running at once: 1" in out
     assert "22 reports built (acme-report-0.pdf, ...); 22 runs listed" in out
+
+
+def test_debounce(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "debounce.py")], tmp_path)
+    assert out.count("indexing notes.md") == 1
+    assert "indexing notes.md: 'draft two, final'" in out
+    # Saves every 0.2 s never leave 0.5 s of quiet: max_wait=1 ends each window.
+    assert out.count("indexing log.md") >= 2
+    assert "(1 windows)" not in out
+    # Two saves, then the engine closed: the next one indexes the last save, once.
+    assert out.count("indexing todo.md") == 1
+    assert "indexing todo.md: 'todo: ship it'" in out
+    assert "todo.md: 3 words indexed" in out

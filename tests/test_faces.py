@@ -82,6 +82,7 @@ SURFACE: dict[str, tuple[str, str]] = {
     "update": (ALL, ""),
     "update_with_start": (ALL, ""),
     "send_with_start": (ALL, ""),
+    "debounce": (ALL, ""),
     # -- what only an engine does: it runs workflows, a client runs nothing ---------------
     "run": (
         ENGINES,
@@ -204,6 +205,14 @@ ALLOWED: dict[tuple[str, str], dict[str, Any]] = {
             "start_kwargs": "a client names the workflow; its start's arguments come apart",
             "queue": "a client's start goes to a queue or to an engine by executor id",
             "executor_id": "the engine a queue-less client start goes to",
+            "app_version": "a client cannot compute the version (no workflow code)",
+        },
+    },
+    ("E/C", "debounce"): {
+        "renamed": {"wf": "workflow"},
+        "extra": {
+            "queue": "a client's debouncer goes to a queue or to an engine by executor id",
+            "executor_id": "the engine a queue-less client's debouncer goes to",
             "app_version": "a client cannot compute the version (no workflow code)",
         },
     },

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import replaykit
+from conftest import wait_for
 from replaykit import Client, Engine, Queue, QueueItem, Sleep, Start, Status, Step, Wait, workflow
 from replaykit.errors import DuplicateDedupId, WorkflowIdConflict
 from replaykit.stores.base import ClaimLimits
@@ -173,10 +174,11 @@ def test_dead_engines_runs_are_taken_over_and_fenced(shared: Any) -> None:
     dead.close(wait=False)
     time.sleep(0.5)
     with Engine(shared, executor_id="alive", poll_interval=0.05, lease_seconds=0.3) as alive:
-        deadline = time.monotonic() + 10
-        while alive.store.get_workflow("orphan").executor_id != "alive":  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the orphan was not taken over"
-            time.sleep(0.05)
+        wait_for(
+            lambda: alive.store.get_workflow("orphan").executor_id == "alive",  # type: ignore[union-attr]
+            "the orphan to be taken over",
+            timeout=10,
+        )
         # The old owner can no longer record into it.
         record = replaykit.Record(1, "step", "late", replaykit.log.Value(1))
         with pytest.raises(replaykit.errors.RecordConflict, match="owned by executor 'alive'"):

@@ -11,9 +11,9 @@ from typing import Any
 
 import click
 
+from replaykit.cli.arguments import json_argument
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.options import json_option, url_option
-from replaykit.cli.start import _json_argument
 from replaykit.cli.store import client_at
 from replaykit.commands import AwakeableToken
 
@@ -31,7 +31,7 @@ def complete_command(token: str, value_json: str | None, url: str, as_json: bool
     The run's `Await(token)` gets the value. A second completion, a token of a run
     that ended, or one no run handed out is refused, and nothing is sent.
     """
-    value = None if value_json is None else _json_argument(value_json, "VALUE_JSON")
+    value = None if value_json is None else json_argument(value_json, "VALUE_JSON", '{"ok": true}')
     with client_at(url) as client:
         client.complete(token, value)
     _done(token, "completed", as_json)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
-from typing import Any
 
 import click
 
 from replaykit import _waiting
 from replaykit._text import when_text
+from replaykit.cli.arguments import call_arguments, json_argument
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.options import duration_option, json_option, url_option
@@ -19,14 +18,7 @@ from replaykit.log import Status
 
 __all__ = ["send_command", "start_command"]
 
-
-def _json_argument(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(
-            f"{what} is not JSON ({exc}); quote it for the shell, e.g. '{{\"ok\": true}}'"
-        ) from None
+_JSON_EXAMPLE = '{"ok": true}'
 
 
 @click.command("start")
@@ -87,15 +79,15 @@ def start_command(
     may run warns; --strict refuses it. The same --id with the same workflow and
     arguments is the same run; anything else under a used id is refused.
     """
-    args = [] if args_json is None else _json_argument(args_json, "ARGS_JSON")
-    if not isinstance(args, list):
-        raise UsageError(
-            "ARGS_JSON must be a JSON array of the positional arguments, e.g. "
-            "'[\"o-1\", 100]' (one object argument: '[{\"id\": 1}]'; keyword ones: --kwargs)"
-        )
-    kwargs = {} if kwargs_json is None else _json_argument(kwargs_json, "--kwargs")
-    if not isinstance(kwargs, dict):
-        raise UsageError("--kwargs must be a JSON object, e.g. '{\"amount\": 100}'")
+    args, kwargs = call_arguments(
+        args_json,
+        kwargs_json,
+        of="the positional arguments",
+        example='["o-1", 100]',
+        object_example='[{"id": 1}]',
+        kwargs_example='{"amount": 100}',
+        json_example=_JSON_EXAMPLE,
+    )
     if not app_version:
         raise UsageError(
             "--app-version is required: engines run only runs stamped with their own version, "
@@ -170,7 +162,7 @@ def send_command(
     The run's `Recv(topic)` takes it, once. Without --key every call delivers
     one message; with it, only the first call that uses the key does.
     """
-    message = _json_argument(message_json, "MESSAGE_JSON")
+    message = json_argument(message_json, "MESSAGE_JSON", _JSON_EXAMPLE)
     with client_at(url) as client:
         row = get_row(client.store, workflow_id)
         delivered = client.send(workflow_id, message, topic, idempotency_key=key)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Any
 
 import click
 
 from replaykit._text import json_text
+from replaykit.cli.arguments import call_arguments
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import CliError, UsageError, one_line
 from replaykit.cli.options import duration_option, json_option, url_option
@@ -16,15 +16,6 @@ from replaykit.cli.store import client_at
 from replaykit.errors import UpdateError, WorkflowNotFound
 
 __all__ = ["update_command"]
-
-
-def _json(text: str, what: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise UsageError(
-            f"{what} is not JSON ({exc}); quote it for the shell, e.g. '[3]'"
-        ) from None
 
 
 @click.command("update")
@@ -65,15 +56,15 @@ def update_command(
     Exit 1 when the run answers with an error (printed), refuses the update,
     has finished, or does not answer within --timeout.
     """
-    args = [] if args_json is None else _json(args_json, "ARGS_JSON")
-    if not isinstance(args, list):
-        raise UsageError(
-            "ARGS_JSON must be a JSON array of the update's positional arguments, e.g. '[3]' "
-            '(one object argument: \'[{"sku": "a"}]\'; keyword ones: --kwargs)'
-        )
-    kwargs = {} if kwargs_json is None else _json(kwargs_json, "--kwargs")
-    if not isinstance(kwargs, dict):
-        raise UsageError("--kwargs must be a JSON object, e.g. '{\"amount\": 3}'")
+    args, kwargs = call_arguments(
+        args_json,
+        kwargs_json,
+        of="the update's positional arguments",
+        example="[3]",
+        object_example='[{"sku": "a"}]',
+        kwargs_example='{"amount": 3}',
+        json_example="[3]",
+    )
     with client_at(url) as client:
         try:
             reply = client.update(

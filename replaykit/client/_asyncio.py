@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
-from replaykit.log import Record, Status
-from replaykit.runtime import admin, loop_waits, streams, updates
-from replaykit.runtime.schedules import ScheduleInfo
+from replaykit.log import Status
+from replaykit.runtime import admin, debounce, loop_waits, updates
+from replaykit.runtime.async_face import AsyncFace
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "AsyncResumedHandle"]
 
@@ -80,7 +80,7 @@ class AsyncResumedHandle(AsyncClientHandle):
         self.moved: tuple[str, ...] = resumed.moved
 
 
-class AsyncClient:
+class AsyncClient(AsyncFace):
     """`Client` for asyncio code: `async with AsyncClient(url) as client:`.
 
     The same methods as coroutines (`handle` is a plain call); store I/O runs
@@ -155,6 +155,9 @@ class AsyncClient:
                 "or `await client.open()` first"
             )
         return self._client
+
+    def _sync(self) -> Client:
+        return self.client
 
     @property
     def closed(self) -> bool:
@@ -241,68 +244,6 @@ class AsyncClient:
         self.client  # noqa: B018 - raises when not open
         return AsyncClientHandle(self, workflow_id)
 
-    async def list_workflows(
-        self,
-        *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """`Client.list_workflows` as a coroutine."""
-        return await self.off_loop(
-            self.client.list_workflows,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-            stranded=stranded,
-        )
-
-    async def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        return await self.off_loop(self.client.steps, workflow_id)
-
-    async def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """`Client.send` as a coroutine."""
-        return await self.off_loop(
-            self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
-        )
-
-    async def complete(self, token: str, value: Any = None) -> None:
-        """`Client.complete` as a coroutine."""
-        await self.off_loop(self.client.complete, token, value)
-
-    async def fail(self, token: str, error: str | Exception) -> None:
-        """`Client.fail` as a coroutine."""
-        await self.off_loop(self.client.fail, token, error)
-
     async def update(
         self,
         workflow_id: str,
@@ -351,6 +292,37 @@ class AsyncClient:
             call, self.off_loop, start, updates.registered_workflow(workflow)
         )
 
+    async def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        workflow: str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """`Engine.debounce` from outside: the key's debouncer run (registered by every
+        engine) is started on `queue`, or for the engine `executor_id` names, if the key
+        has none; the workflow registered as `workflow` is looked up where it runs."""
+        call = debounce.debounce_call(
+            key, period, workflow, args, kwargs, max_wait, registered_here=False
+        )
+        answer = await self.update_with_start(
+            debounce.DEBOUNCER_NAME,
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
+            start_args=[key],
+            queue=queue,
+            executor_id=executor_id,
+            app_version=app_version,
+        )
+        return str(answer)
+
     async def send_with_start(
         self,
         workflow: str,
@@ -381,71 +353,6 @@ class AsyncClient:
             idempotency_key=idempotency_key,
         )
         return AsyncClientHandle(self, handle.workflow_id)
-
-    async def schedules_list(self) -> list[ScheduleInfo]:
-        """`Client.schedules_list` as a coroutine."""
-        return await self.off_loop(self.client.schedules_list)
-
-    async def pause_schedule(self, name: str) -> bool:
-        """`Client.pause_schedule` as a coroutine."""
-        return await self.off_loop(self.client.pause_schedule, name)
-
-    async def resume_schedule(self, name: str) -> bool:
-        """`Client.resume_schedule` as a coroutine."""
-        return await self.off_loop(self.client.resume_schedule, name)
-
-    async def delete_schedule(self, name: str) -> bool:
-        """`Client.delete_schedule` as a coroutine."""
-        return await self.off_loop(self.client.delete_schedule, name)
-
-    async def trigger_schedule(self, name: str) -> str:
-        """`Client.trigger_schedule` as a coroutine."""
-        return await self.off_loop(self.client.trigger_schedule, name)
-
-    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """`Client.backfill_schedule` as a coroutine."""
-        return await self.off_loop(self.client.backfill_schedule, name, start, end)
-
-    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
-        """The latest value of a run's event `key`, waiting up to `timeout` (holding no
-        thread) for it; else None."""
-        client = self.client
-        return await loop_waits.get_event(
-            client.store,
-            client.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            timeout,
-            client.poll_interval,
-        )
-
-    async def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """`Client.get_events` as a coroutine."""
-        return await self.off_loop(self.client.get_events, workflow_id)
-
-    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """`Client.get_heartbeats` as a coroutine."""
-        return await self.off_loop(self.client.get_heartbeats, workflow_id)
-
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> AsyncIterator[Any]:
-        """`Client.read_stream` as an async iterator (`async for value in ...`), holding no
-        thread while it waits; an unknown id raises `WorkflowNotFound` at the first
-        iteration (this call makes no store read)."""
-        streams.check_read_arguments(key, start, timeout)
-        client = self.client
-        return streams.read_async(
-            client.store,
-            client.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=client.poll_interval,
-        )
 
     async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
         """`Client.cancel` as a coroutine."""

@@ -20,7 +20,7 @@ from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, awakeables, schedules, streams, updates
+from replaykit.runtime import admin, awakeables, debounce, schedules, streams, updates
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
@@ -615,6 +615,37 @@ class Client:
         )
         start = functools.partial(self._create_and_send, row, accept=updates.refuse_finished(call))
         return self.updater.update(call, start, updates.registered_workflow(workflow))
+
+    def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        workflow: str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        queue: str | None = None,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """`Engine.debounce` from outside: the key's debouncer run (registered by every
+        engine) is started on `queue`, or for the engine `executor_id` names, if the key
+        has none; the workflow registered as `workflow` is looked up where it runs."""
+        call = debounce.debounce_call(
+            key, period, workflow, args, kwargs, max_wait, registered_here=False
+        )
+        answer = self.update_with_start(
+            debounce.DEBOUNCER_NAME,
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
+            start_args=[key],
+            queue=queue,
+            executor_id=executor_id,
+            app_version=app_version,
+        )
+        return str(answer)
 
     def send_with_start(
         self,

@@ -25,7 +25,7 @@ import contextlib
 import contextvars
 import functools
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -35,20 +35,21 @@ from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
-from replaykit.log import Log, Record, Status
+from replaykit.log import Log, Status
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
-from replaykit.runtime import admin, loop_waits, streams, updates
+from replaykit.runtime import admin, debounce, updates
+from replaykit.runtime.async_face import AsyncFace
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
-from replaykit.runtime.schedules import Schedule, ScheduleInfo
+from replaykit.runtime.schedules import Schedule
 from replaykit.runtime.starts import StartRequest
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
 
@@ -129,7 +130,7 @@ class AsyncWorkflowHandle(Generic[R]):
         )
 
 
-class AsyncEngine:
+class AsyncEngine(AsyncFace):
     """Runs workflows from asyncio code: `async with AsyncEngine(url) as engine:`.
 
     Takes the same target and options as `Engine` but `step_loop` (async step
@@ -255,6 +256,9 @@ class AsyncEngine:
                 "or `await engine.open()` first"
             )
         return self._engine
+
+    def _sync(self) -> Engine:
+        return self.engine
 
     @property
     def closed(self) -> bool:
@@ -450,92 +454,10 @@ class AsyncEngine:
 
     # -- reading runs ---------------------------------------------------------------------------
 
-    async def list_workflows(
-        self,
-        *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """`Engine.list_workflows` as a coroutine."""
-        return await self.off_loop(
-            self.engine.list_workflows,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-            stranded=stranded,
-        )
-
-    async def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        return await self.off_loop(self.engine.steps, workflow_id)
-
     async def export_log(self, workflow_id: str) -> Log:
         return await self.off_loop(self.engine.export_log, workflow_id)
 
     # -- messages and events ------------------------------------------------------------------
-
-    async def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        return await self.off_loop(
-            self.engine.send, workflow_id, message, topic, idempotency_key=idempotency_key
-        )
-
-    async def complete(self, token: str, value: Any = None) -> None:
-        """`Engine.complete` as a coroutine: deliver `value` to the run's `Await(token)`, once."""
-        await self.off_loop(self.engine.complete, token, value)
-
-    async def fail(self, token: str, error: str | Exception) -> None:
-        """`Engine.fail` as a coroutine: make the run's `Await(token)` raise `error`, once."""
-        await self.off_loop(self.engine.fail, token, error)
-
-    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
-        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None.
-
-        Waits on the engine's notifications (and its poll interval), holding no thread.
-        """
-        engine = self.engine
-        return await loop_waits.get_event(
-            engine.store,
-            engine.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            timeout,
-            engine.poll_interval,
-        )
-
-    async def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
-        return await self.off_loop(self.engine.get_events, workflow_id)
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -606,29 +528,27 @@ class AsyncEngine:
         result_type = wf.workflow.result_type if isinstance(wf, BoundWorkflow) else wf.result_type
         return AsyncWorkflowHandle(self, handle.workflow_id, result_type)
 
-    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """`Engine.get_heartbeats` as a coroutine: each step's latest heartbeat."""
-        return await self.off_loop(self.engine.get_heartbeats, workflow_id)
+    # -- flow control ----------------------------------------------------------------------
 
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> AsyncIterator[Any]:
-        """`Engine.read_stream` as an async iterator: `async for value in
-        engine.read_stream(id, key)`. Its store reads run off the loop and its waits hold
-        no thread; an unknown id raises `WorkflowNotFound` at the first iteration (this
-        call makes no store read)."""
-        streams.check_read_arguments(key, start, timeout)
-        engine = self.engine
-        return streams.read_async(
-            engine.store,
-            engine.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=engine.poll_interval,
+    async def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        wf: Workflow[..., Any] | BoundWorkflow[Any] | str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """`Engine.debounce` as a coroutine: the id the debounced run will have."""
+        call = debounce.debounce_call(key, period, wf, args, kwargs, max_wait)
+        answer = await self.update_with_start(
+            debounce.debouncer.bind(key),
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
         )
+        return str(answer)
 
     # -- operating runs ----------------------------------------------------------------------
 
@@ -695,33 +615,20 @@ class AsyncEngine:
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
-        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue, tz=tz)
-
-    async def schedules_list(self) -> list[ScheduleInfo]:
-        """`Engine.schedules_list`, off the loop."""
-        return await self.off_loop(self.engine.schedules_list)
-
-    async def pause_schedule(self, name: str) -> bool:
-        """`Engine.pause_schedule`, off the loop."""
-        return await self.off_loop(self.engine.pause_schedule, name)
-
-    async def resume_schedule(self, name: str) -> bool:
-        """`Engine.resume_schedule`, off the loop."""
-        return await self.off_loop(self.engine.resume_schedule, name)
-
-    async def delete_schedule(self, name: str) -> bool:
-        """`Engine.delete_schedule`, off the loop."""
-        return await self.off_loop(self.engine.delete_schedule, name)
-
-    async def trigger_schedule(self, name: str) -> str:
-        """`Engine.trigger_schedule`, off the loop."""
-        return await self.off_loop(self.engine.trigger_schedule, name)
-
-    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """`Engine.backfill_schedule`, off the loop."""
-        return await self.off_loop(self.engine.backfill_schedule, name, start, end)
+        return self.engine.schedule(
+            cron,
+            wf,
+            name=name,
+            backfill=backfill,
+            queue=queue,
+            tz=tz,
+            overlap=overlap,
+            jitter=jitter,
+        )
 
     async def claim_now(self) -> int:
         return await self.off_loop(self.engine.claim_now)

@@ -29,7 +29,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
-from replaykit.runtime import admin, courtesy, updates
+from replaykit.runtime import admin, courtesy, debounce, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.claims import Claims
@@ -45,14 +45,9 @@ from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
+from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
-from replaykit.runtime.schedules import (
-    Schedule,
-    ScheduleInfo,
-    ScheduleLoop,
-    registered_schedules,
-    tick_starter,
-)
+from replaykit.runtime.schedules import Schedule, ScheduleInfo, registered_schedules
 from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
@@ -323,6 +318,7 @@ class Engine(Messaging):
                 registered_schedules() if schedules else (),
                 poll_interval=poll_interval,
                 fire=tick_starter(self.starts.create_run),
+                cancel=lambda workflow_id, reason: self.cancel(workflow_id, reason=reason),
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
@@ -719,6 +715,32 @@ class Engine(Messaging):
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
         return admin.export_run(self.store, workflow_id)
 
+    # -- flow control ----------------------------------------------------------------------
+
+    def debounce(
+        self,
+        key: str,
+        period: timedelta | float,
+        wf: Workflow[..., Any] | BoundWorkflow[Any] | str,
+        /,
+        *args: Any,
+        max_wait: timedelta | float | None = None,
+        **kwargs: Any,
+    ) -> str:
+        """Start `wf(*args, **kwargs)` once `key` has had no `debounce` call for `period`,
+        with the last call's workflow and arguments; with `max_wait`, no later than that
+        after the window's first call. Returns the id the run will have (the same for
+        every call of one window). Durable (runtime/debounce.py, docs/queues.md)."""
+        self._check_open()
+        call = debounce.debounce_call(key, period, wf, args, kwargs, max_wait)
+        answer = self.update_with_start(
+            debounce.debouncer.bind(key),
+            debounce.DEBOUNCE_UPDATE,
+            *call.update_args(),
+            workflow_id=debounce.debouncer_id(key),
+        )
+        return str(answer)
+
     # -- operating runs --------------------------------------------------------------------
 
     def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
@@ -913,10 +935,21 @@ class Engine(Messaging):
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """Start `wf(tick)` once per tick of `cron` (read in time zone `tz`, default UTC),
-        across all engines that know it."""
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
+        across all engines that know it; `overlap` and `jitter` as `@schedule` takes them."""
+        entry = Schedule(
+            cron,
+            wf,
+            name or wf.workflow_name,
+            backfill,
+            queue,
+            tz,
+            overlap,
+            jitter.total_seconds() if isinstance(jitter, timedelta) else jitter,
+        )
         self.schedules.add(entry)
         return entry
 

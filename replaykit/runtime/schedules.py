@@ -30,11 +30,11 @@ in Debian's cron(8)):
 
 from __future__ import annotations
 
-import builtins
 import difflib
+import hashlib
 import logging
+import math
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TypeVar
@@ -42,23 +42,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 import attrs
 
-from replaykit.errors import ReplayKitError, ScheduleNotFound
+from replaykit.errors import ScheduleNotFound
 from replaykit.registry import Workflow
-from replaykit.runtime.clock import Clock
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import (
     MAX_NAME_BYTES,
     ScheduleSpec,
     ScheduleState,
     Store,
-    WorkflowFilter,
 )
 
 __all__ = [
     "MAX_BACKFILL_TICKS",
+    "OVERLAP_POLICIES",
     "Schedule",
     "ScheduleInfo",
-    "ScheduleLoop",
     "ScheduleNotFound",
     "backfill_schedule",
     "delete_schedule",
@@ -124,9 +122,14 @@ class Schedule:
     backfill: bool = False
     queue: str | None = None
     tz: str | None = None
+    #: What a tick does while a run of the schedule is live (`OVERLAP_POLICIES`).
+    overlap: str = "allow_all"
+    #: Seconds: each tick starts up to this much after its instant (`jitter_for`).
+    jitter: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         check_names(schedule_name=self.name)
+        _check_overlap(self.name, self.overlap)
         if len(self.name.encode("utf-8")) + _RUN_ID_OVERHEAD > MAX_NAME_BYTES:
             raise ValueError(
                 f"schedule name {self.name[:60]!r}... is too long: its runs' ids "
@@ -141,6 +144,7 @@ class Schedule:
         if self.tz is not None:
             _zone(self.name, self.tz)
         _check_fires(self.name, self.cron, self.tz)
+        _check_jitter(self.name, self.cron, self.tz, self.jitter)
 
     @property
     def spec(self) -> ScheduleSpec:
@@ -155,6 +159,61 @@ class Schedule:
     def next_tick(self, after: datetime) -> datetime:
         """The first tick strictly after `after` (an aware datetime), as a UTC datetime."""
         return _next_tick(self.cron, self.tz, after)
+
+    def due(self, tick: datetime) -> datetime:
+        """When `tick`'s run starts: the tick, plus its jitter."""
+        return tick + self.jitter_for(tick)
+
+    def jitter_for(self, tick: datetime) -> timedelta:
+        """The tick's share of `jitter`: the same on every engine (a digest of the
+        schedule's name and the tick), so that they agree on when it starts."""
+        if not self.jitter:
+            return timedelta(0)
+        digest = hashlib.sha256(f"{self.name}|{tick.astimezone(UTC).isoformat()}".encode())
+        fraction = int.from_bytes(digest.digest()[:8], "big") / 2**64
+        return timedelta(seconds=self.jitter * fraction)
+
+
+#: `overlap=` of a schedule: what a tick does while an earlier run of it is live
+#: (PENDING or ENQUEUED). `allow_all` starts it anyway; `skip` does not start it;
+#: `buffer_one` starts it when the live runs end, keeping at most one so (later ticks
+#: are skipped); `buffer_all` keeps every one, started one at a time in order;
+#: `cancel_other` cancels the live runs and starts it once they end.
+OVERLAP_POLICIES = ("allow_all", "skip", "buffer_one", "buffer_all", "cancel_other")
+
+
+def _check_overlap(name: str, overlap: object) -> None:
+    if overlap not in OVERLAP_POLICIES:
+        close = difflib.get_close_matches(str(overlap), OVERLAP_POLICIES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"schedule {name!r}: overlap={overlap!r} is not a policy{hint}; give one of "
+            + ", ".join(repr(p) for p in OVERLAP_POLICIES)
+        )
+
+
+def _check_jitter(name: str, cron: str, tz: str | None, jitter: float) -> None:
+    """Refuse a jitter that is not a duration, or one as long as the gap between ticks
+    (a tick would then start after the next one's instant)."""
+    if not isinstance(jitter, (int, float)) or isinstance(jitter, bool):
+        raise TypeError(
+            f"schedule {name!r}: jitter must be a timedelta or a number of seconds, got {jitter!r}"
+        )
+    if not math.isfinite(jitter) or jitter < 0:
+        raise ValueError(f"schedule {name!r}: jitter must be 0 or more seconds, got {jitter!r}")
+    if not jitter:
+        return
+    first = _next_tick(cron, tz, datetime.now(UTC))
+    gap = (_next_tick(cron, tz, first) - first).total_seconds()
+    if jitter >= gap:
+        raise ValueError(
+            f"schedule {name!r}: a jitter of {jitter:g}s is not shorter than the {gap:g}s "
+            f"between its ticks ({cron!r}); give a jitter under the interval"
+        )
+
+
+def _seconds_of(value: timedelta | float) -> float:
+    return value.total_seconds() if isinstance(value, timedelta) else value
 
 
 def _check_fires(name: str, cron: str, tz: str | None) -> None:
@@ -180,7 +239,7 @@ def _tick_run_id(name: str, tick: datetime) -> str:
     return f"schedule:{name}:{tick.astimezone(UTC).isoformat()}"
 
 
-def _manual_run_id(name: str, at: datetime) -> str:
+def manual_run_id(name: str, at: datetime) -> str:
     return f"schedule:{name}:manual:{at.astimezone(UTC).isoformat()}"
 
 
@@ -197,11 +256,20 @@ class _Triggered(Schedule):
         pass
 
     def run_id(self, tick: datetime) -> str:
-        return _manual_run_id(self.name, tick)
+        return manual_run_id(self.name, tick)
 
 
-def _triggered(entry: Schedule) -> Schedule:
-    return _Triggered(entry.cron, entry.workflow, entry.name, entry.backfill, entry.queue, entry.tz)
+def triggered(entry: Schedule) -> Schedule:
+    return _Triggered(
+        entry.cron,
+        entry.workflow,
+        entry.name,
+        entry.backfill,
+        entry.queue,
+        entry.tz,
+        entry.overlap,
+        entry.jitter,
+    )
 
 
 # -- ticks ------------------------------------------------------------------------------
@@ -330,7 +398,7 @@ def _ticks_in(cron: str, tz: str | None, start: datetime, end: datetime) -> Iter
         tick = _next_tick(cron, tz, tick)
 
 
-def _bounded_ticks(
+def bounded_ticks(
     name: str, cron: str, tz: str | None, start: datetime, end: datetime
 ) -> list[datetime]:
     """The ticks of a backfill of [start, end); refused if there are too many."""
@@ -362,19 +430,32 @@ def schedule(
     backfill: bool = False,
     queue: str | None = None,
     tz: str | None = None,
+    overlap: str = "allow_all",
+    jitter: timedelta | float = 0.0,
 ) -> Callable[[W], W]:
     """Register a workflow to start once per tick of `cron`; it receives the tick (a datetime).
 
     Put it above `@workflow`. `backfill=True` starts the ticks missed while no
     engine ran (since the latest tick that did run), and those missed while the
     schedule was paused. `tz` (an IANA name, e.g. "Europe/Berlin") reads `cron`
-    in that zone's wall time; the default is UTC.
+    in that zone's wall time; the default is UTC. `overlap` says what a tick does
+    while an earlier run is live (`OVERLAP_POLICIES`); `jitter` spreads each tick's
+    start over that long after its instant.
     """
 
     def register(wf: W) -> W:
         if not isinstance(wf, Workflow):
             raise TypeError("@schedule goes above @workflow: the function must be a workflow")
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
+        entry = Schedule(
+            cron,
+            wf,
+            name or wf.workflow_name,
+            backfill,
+            queue,
+            tz,
+            overlap,
+            _seconds_of(jitter),
+        )
         with _lock:
             _schedules[entry.name] = entry
         return wf
@@ -559,7 +640,7 @@ def trigger_schedule(
     pending = store.request_schedule_trigger(name, at)
     if pending is None:
         raise ScheduleNotFound(name, store.schedule_states())
-    return _manual_run_id(name, pending)
+    return manual_run_id(name, pending)
 
 
 def backfill_schedule(
@@ -586,7 +667,7 @@ def backfill_schedule(
     # The ticks the engines will run: counted here so that a range too long is
     # refused now, not found out by an engine later.
     spec = code.spec if code is not None else state.spec
-    ticks = _bounded_ticks(name, spec.cron, spec.tz, start, end)
+    ticks = bounded_ticks(name, spec.cron, spec.tz, start, end)
     wanted = (_aware("start", start), _aware("end", end))
     pending = store.request_schedule_backfill(name, *wanted, at)
     if pending is None:
@@ -601,384 +682,3 @@ def backfill_schedule(
 
 
 # -- the cron loop of one engine --------------------------------------------------------
-
-
-class ScheduleLoop:
-    """The cron loop of one engine: fires each schedule's ticks as they come.
-
-    `fire(entry, tick)` creates the run `entry.run_id(tick)` (idempotent by
-    its id, so engines that see the same tick start it once between them).
-    The loop reads the store's schedule states at most once per poll interval
-    (one query): paused schedules' ticks are skipped, and requests (a trigger,
-    a backfill) made through the store are carried out. Its methods `list`,
-    `pause`, `resume`, `delete`, `trigger` and `backfill` are the engine's
-    (`engine.schedules.pause("nightly")`).
-    """
-
-    def __init__(
-        self,
-        store: Store,
-        clock: Clock,
-        entries: Iterable[Schedule],
-        *,
-        poll_interval: float,
-        fire: Callable[[Schedule, datetime], None],
-    ) -> None:
-        self.store = store
-        self.clock = clock
-        self.poll_interval = poll_interval
-        self._fire = fire
-        self._lock = threading.Lock()
-        self._entries = {entry.name: entry for entry in entries}
-        self._unregistered = set(self._entries)
-        self._states: dict[str, ScheduleState] = {}
-        self._states_read_at: float | None = None  # time.monotonic() of the last read
-        self._paused_seen: set[str] = set()
-        # What failed, by schedule (None: the loop as a whole), and the type of its
-        # error: logged when it starts failing, or fails otherwise, not every round.
-        self._failing: dict[str | None, str] = {}
-        self._wanted = threading.Event()
-        self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="replaykit-schedules", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wanted.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
-
-    def add(self, entry: Schedule) -> None:
-        with self._lock:
-            self._entries[entry.name] = entry
-            self._unregistered.add(entry.name)
-        self._wanted.set()
-
-    def wake(self) -> None:
-        """Look at the store and the clock now rather than at the next poll."""
-        with self._lock:
-            self._states_read_at = None
-        self._wanted.set()
-
-    # -- what the engine offers ---------------------------------------------------------
-
-    def entries(self) -> list[Schedule]:
-        with self._lock:
-            return list(self._entries.values())
-
-    def list(self) -> list[ScheduleInfo]:
-        """This engine's schedules and the store's, with their state (see `list_schedules`)."""
-        return list_schedules(self.store, registered=self.entries(), now=self.clock.now())
-
-    def pause(self, name: str) -> bool:
-        """`pause_schedule` for every engine on the store; this one stops at once."""
-        changed = pause_schedule(self.store, name, registered=self.entries(), now=self.clock.now())
-        self._refresh()
-        return changed
-
-    def resume(self, name: str) -> bool:
-        """`resume_schedule`; this engine resumes at once."""
-        changed = resume_schedule(self.store, name, registered=self.entries(), now=self.clock.now())
-        self._refresh()
-        return changed
-
-    def delete(self, name: str) -> bool:
-        """Remove the schedule from this engine's loop and its state from the store.
-
-        Other engines drop it when they next read the store. Defined in code,
-        it comes back at the next start of an engine that defines it (unpaused):
-        pause it to keep it from firing until the code no longer has it.
-        """
-        check_names(schedule_name=name)
-        with self._lock:
-            here = self._entries.pop(name, None) is not None
-            self._unregistered.discard(name)
-        stored = self.store.delete_schedule_state(name)
-        if not (here or stored):
-            raise ScheduleNotFound(name, [*self._names(), *self.store.schedule_states()])
-        self._refresh()
-        return True
-
-    def trigger(self, name: str) -> str:
-        """Start one run of the schedule now, outside its cron; returns its id.
-
-        A schedule this engine defines is started here and now (on its queue,
-        with the id `schedule:<name>:manual:<UTC instant>`); one only the store
-        knows is recorded for an engine that defines it (`trigger_schedule`).
-        """
-        check_names(schedule_name=name)
-        entry = self._entry(name)
-        if entry is None:
-            return trigger_schedule(self.store, name, registered=(), now=self.clock.now())
-        at = self.clock.now().astimezone(UTC)
-        self._fire(_triggered(entry), at)
-        run_id = _manual_run_id(name, at)
-        if self.store.get_workflow(run_id) is None:
-            raise ReplayKitError(
-                f"schedule {name!r}: the triggered run {run_id!r} was not created; the "
-                "engine's log says why"
-            )
-        return run_id
-
-    def backfill(self, name: str, start: datetime, end: datetime) -> builtins.list[str]:
-        """Start the runs of every tick in [start, end) that has none; returns all their ids.
-
-        Idempotent (ticks already run keep their run) and bounded by
-        `MAX_BACKFILL_TICKS`. A schedule only the store knows is recorded for
-        an engine that defines it (`backfill_schedule`).
-        """
-        check_names(schedule_name=name)
-        entry = self._entry(name)
-        if entry is None:
-            return backfill_schedule(
-                self.store, name, start, end, registered=(), now=self.clock.now()
-            )
-        ticks = _bounded_ticks(name, entry.cron, entry.tz, start, end)
-        for tick in ticks:
-            self._fire(entry, tick)
-        return [entry.run_id(tick) for tick in ticks]
-
-    def _refresh(self) -> None:
-        """Read the states now, for a change made here to count here at once."""
-        read_at = time.monotonic()
-        self._keep_states(self.store.schedule_states(), read_at)
-        self._wanted.set()
-
-    def _entry(self, name: str) -> Schedule | None:
-        with self._lock:
-            return self._entries.get(name)
-
-    def _names(self) -> builtins.list[str]:
-        with self._lock:
-            return list(self._entries)
-
-    # -- the loop ---------------------------------------------------------------------
-
-    def _latest_tick(self, entry: Schedule) -> datetime | None:
-        prefix = f"schedule:{entry.name}:"
-        latest: datetime | None = None
-        for row in self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name)):
-            if row.workflow_id.startswith(prefix):
-                try:
-                    tick = datetime.fromisoformat(row.workflow_id[len(prefix) :])
-                except ValueError:  # a manual run's id, or another schedule's
-                    continue
-                latest = tick if latest is None or tick > latest else latest
-        return latest
-
-    def _loop(self) -> None:
-        upcoming: dict[str, datetime] = {}
-        while not self._closed:
-            try:
-                self._round(upcoming)
-            except Exception as exc:
-                if self._starts_failing(None, exc):
-                    log.exception(
-                        "schedule loop failed; retrying every %ss (logged again only if it "
-                        "fails otherwise)",
-                        self.poll_interval,
-                    )
-            else:
-                self._recovered(None)
-            wait = self.poll_interval
-            if upcoming:
-                wait = min(wait, (min(upcoming.values()) - self.clock.now()).total_seconds())
-            self._wanted.wait(max(wait, 0.005))
-            self._wanted.clear()
-
-    def _read_states(self, entries: dict[str, Schedule], now: datetime) -> dict[str, ScheduleState]:
-        """The stored states, read at most once per poll interval; registers new entries."""
-        with self._lock:
-            unregistered = [entries[n] for n in self._unregistered if n in entries]
-            fresh = (
-                self._states_read_at is not None
-                and time.monotonic() - self._states_read_at < self.poll_interval
-            )
-        if unregistered:
-            self.store.register_schedules([entry.spec for entry in unregistered], now)
-            with self._lock:
-                for entry in unregistered:
-                    if self._entries.get(entry.name) is entry:  # not replaced meanwhile
-                        self._unregistered.discard(entry.name)
-            fresh = False
-        if fresh:
-            with self._lock:
-                return self._states
-        read_at = time.monotonic()
-        return self._keep_states(self.store.schedule_states(), read_at)
-
-    def _keep_states(
-        self, states: dict[str, ScheduleState], read_at: float
-    ) -> dict[str, ScheduleState]:
-        with self._lock:
-            for name in list(self._entries):
-                if name in self._states and name not in states and name not in self._unregistered:
-                    # Stored before and gone now, without being given to us
-                    # again: an operator deleted it (`delete_schedule`).
-                    log.info("schedule %r was deleted from the store; this engine drops it", name)
-                    del self._entries[name]
-            self._states = states
-            self._states_read_at = read_at
-            return states
-
-    def _round(self, upcoming: dict[str, datetime]) -> None:
-        now = self.clock.now()
-        with self._lock:
-            entries = dict(self._entries)
-        states = self._read_states(entries, now)
-        with self._lock:
-            entries = dict(self._entries)  # less what was deleted
-        for name in [n for n in upcoming if n not in entries]:
-            del upcoming[name]
-        failed: set[str] = set()
-        for name, entry in entries.items():
-            try:
-                self._look_at(entry, states.get(name), upcoming, now)
-            except Exception as exc:
-                failed.add(name)
-                self._schedule_failed(entry, exc, upcoming)
-        for name, tick in list(upcoming.items()):
-            if tick <= now:
-                state = states.get(name)
-                try:
-                    if state is not None and state.paused:
-                        log.debug("schedule %r is paused; tick %s skipped", name, tick)
-                    else:
-                        self._fire(entries[name], tick)
-                    upcoming[name] = entries[name].next_tick(tick)
-                except Exception as exc:
-                    failed.add(name)
-                    self._schedule_failed(entries[name], exc, upcoming)
-        for name in entries.keys() - failed:
-            self._recovered(name)
-
-    def _look_at(
-        self,
-        entry: Schedule,
-        state: ScheduleState | None,
-        upcoming: dict[str, datetime],
-        now: datetime,
-    ) -> None:
-        """One schedule's part of a round: its requests, its pause, its next tick."""
-        name = entry.name
-        paused = state is not None and state.paused
-        if state is not None:
-            self._carry_out_requests(entry, state)
-        if paused:
-            self._paused_seen.add(name)
-        elif name in self._paused_seen:
-            self._paused_seen.discard(name)
-            if entry.backfill:
-                self._catch_up(entry, now)
-        if name in upcoming:
-            return
-        if entry.backfill and not paused:
-            self._catch_up(entry, now)
-        upcoming[name] = entry.next_tick(now)
-
-    def _schedule_failed(
-        self, entry: Schedule, exc: Exception, upcoming: dict[str, datetime]
-    ) -> None:
-        """One schedule failed: the others go on; it is tried again next round, quietly."""
-        upcoming.pop(entry.name, None)  # its next tick is computed again next round
-        if self._starts_failing(entry.name, exc):
-            log.error(
-                "schedule %r (cron %r) failed, so its ticks are skipped until it works again; "
-                "the engine's other schedules go on. Logged once: trying again every %ss",
-                entry.name,
-                entry.cron,
-                self.poll_interval,
-                exc_info=exc,
-            )
-
-    def _starts_failing(self, name: str | None, exc: Exception) -> bool:
-        """Record that `name` fails; whether to log it (it did not, or failed otherwise)."""
-        kind = f"{type(exc).__module__}.{type(exc).__qualname__}"
-        with self._lock:
-            known = self._failing.get(name)
-            self._failing[name] = kind
-        return known != kind
-
-    def _recovered(self, name: str | None) -> None:
-        with self._lock:
-            was = self._failing.pop(name, None)
-        if was is not None:
-            log.info("schedule %s works again", "loop" if name is None else repr(name))
-
-    def _catch_up(self, entry: Schedule, now: datetime) -> None:
-        """Start the ticks missed since the latest that ran (a `backfill=True` schedule)."""
-        latest = self._latest_tick(entry)
-        if latest is None:
-            return
-        for missed, tick in enumerate(ticks_between(entry, latest, now), start=1):
-            if missed > MAX_BACKFILL_TICKS:
-                log.warning(
-                    "schedule %r missed more than %d ticks since %s; started the first %d. "
-                    "backfill(%r, start, end) starts the rest",
-                    entry.name,
-                    MAX_BACKFILL_TICKS,
-                    latest,
-                    MAX_BACKFILL_TICKS,
-                    entry.name,
-                )
-                return
-            self._fire(entry, tick)
-
-    def _carry_out_requests(self, entry: Schedule, state: ScheduleState) -> None:
-        """Start what was asked of the schedule through the store, then clear the ask.
-
-        An ask is cleared only once its runs exist: the engine's `fire` logs a
-        failure rather than raising it, and an ask whose runs could not be
-        created is tried again at the next look.
-        """
-        if state.trigger_at is not None:
-            self._fire(_triggered(entry), state.trigger_at)
-            if self.store.get_workflow(_manual_run_id(entry.name, state.trigger_at)) is not None:
-                self.store.clear_schedule_request(entry.name, trigger_at=state.trigger_at)
-                state = attrs.evolve(state, trigger_at=None)
-        if state.backfill_start is not None and state.backfill_end is not None:
-            asked = (state.backfill_start, state.backfill_end)
-            try:
-                ticks = _bounded_ticks(entry.name, entry.cron, entry.tz, *asked)
-            except ValueError as exc:  # the definition changed since the ask was checked
-                log.error("schedule %r: backfill not run: %s", entry.name, exc)
-                ticks = []
-            for tick in ticks:
-                self._fire(entry, tick)
-            missing = {entry.run_id(tick) for tick in ticks} - self._run_ids(entry)
-            if missing:
-                log.warning(
-                    "schedule %r: %d run(s) of the backfill from %s to %s could not be "
-                    "created yet; trying again",
-                    entry.name,
-                    len(missing),
-                    *asked,
-                )
-            else:
-                self.store.clear_schedule_request(entry.name, backfill=asked)
-                state = attrs.evolve(state, backfill_start=None, backfill_end=None)
-        with self._lock:
-            if entry.name in self._states:
-                self._states[entry.name] = state
-
-    def _run_ids(self, entry: Schedule) -> set[str]:
-        prefix = f"schedule:{entry.name}:"
-        rows = self.store.list_workflows(WorkflowFilter(name=entry.workflow.workflow_name))
-        return {row.workflow_id for row in rows if row.workflow_id.startswith(prefix)}
-
-
-def tick_starter(create_run: Callable[..., object]) -> Callable[[Schedule, datetime], None]:
-    """What fires a schedule's tick: start its run through `create_run` (the run's id
-    says which tick, so two engines start it once), or log why not."""
-
-    def fire(entry: Schedule, tick: datetime) -> None:
-        try:
-            create_run(
-                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
-            )
-        except Exception:
-            log.exception("schedule %r could not start its run for %s", entry.name, tick)
-
-    return fire

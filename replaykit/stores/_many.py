@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from replaykit.errors import StoreUnavailable
 from replaykit.log import Record
@@ -21,47 +22,71 @@ __all__ = [
     "writes_of",
 ]
 
+_Write = TypeVar("_Write", RecordWrite, FinishWrite)
+_Answer = TypeVar("_Answer")
+
 # One answer per write, in input order; None until the write is answered.
 Answers = list[Record | Exception | None]
 
 
 def writes_of(writes: Sequence[RecordWrite]) -> list[RecordWrite]:
     """`writes` as a list, refused (nothing written) unless each names a run of its own."""
-    if isinstance(writes, RecordWrite):
-        raise TypeError("record_many() takes a sequence of RecordWrite; use record() for one")
-    batch = list(writes)
-    seen: set[str] = set()
-    for write in batch:
-        if not isinstance(write, RecordWrite):
-            raise TypeError(f"record_many() takes RecordWrite values, not {write!r}")
-        if write.workflow_id in seen:
-            raise ValueError(
-                f"record_many() was given two writes of workflow id {write.workflow_id!r}; "
-                "each write must name a run of its own (record the later position after the "
-                "earlier one is answered). Nothing was written"
-            )
-        seen.add(write.workflow_id)
-    return batch
+    return _one_run_each(
+        writes,
+        RecordWrite,
+        "record_many",
+        "record",
+        "writes",
+        "each write must name a run of its own (record the later position after the "
+        "earlier one is answered)",
+    )
 
 
 def finishes_of(finishes: Sequence[FinishWrite]) -> list[FinishWrite]:
     """`finishes` as a list, refused (nothing written) unless each names a run of its own."""
-    if isinstance(finishes, FinishWrite):
-        raise TypeError(
-            "finish_many() takes a sequence of FinishWrite; use finish_workflow() for one"
-        )
-    batch = list(finishes)
+    return _one_run_each(
+        finishes, FinishWrite, "finish_many", "finish_workflow", "finishes", "a run finishes once"
+    )
+
+
+def _one_run_each(
+    items: Sequence[_Write], kind: type[_Write], call: str, single: str, plural: str, why: str
+) -> list[_Write]:
+    if isinstance(items, kind):
+        raise TypeError(f"{call}() takes a sequence of {kind.__name__}; use {single}() for one")
+    batch = list(items)
     seen: set[str] = set()
-    for finish in batch:
-        if not isinstance(finish, FinishWrite):
-            raise TypeError(f"finish_many() takes FinishWrite values, not {finish!r}")
-        if finish.workflow_id in seen:
+    for item in batch:
+        if not isinstance(item, kind):
+            raise TypeError(f"{call}() takes {kind.__name__} values, not {item!r}")
+        if item.workflow_id in seen:
             raise ValueError(
-                f"finish_many() was given two finishes of workflow id {finish.workflow_id!r}; "
-                "a run finishes once. Nothing was written"
+                f"{call}() was given two {plural} of workflow id {item.workflow_id!r}; "
+                f"{why}. Nothing was written"
             )
-        seen.add(finish.workflow_id)
+        seen.add(item.workflow_id)
     return batch
+
+
+def _attempt(
+    call: Callable[[], _Answer], workflow_id: str, lost: StoreUnavailable | None, what: str
+) -> tuple[_Answer | Exception, StoreUnavailable | None]:
+    """`call()` or what it raised, and the store's unavailability as now known. Once the
+    store is unavailable, the call is answered so without being tried (`what` names
+    the earlier call that found it so)."""
+    if lost is not None:
+        skipped = StoreUnavailable(
+            f"workflow id {workflow_id!r}: not attempted, the store was unavailable "
+            f"for an earlier {what} ({lost})"
+        )
+        skipped.__cause__ = lost
+        return skipped, lost
+    try:
+        return call(), None
+    except StoreUnavailable as exc:
+        return exc, exc
+    except Exception as exc:
+        return exc, None
 
 
 def finish_one_by_one(
@@ -72,21 +97,13 @@ def finish_one_by_one(
     answers: list[bool | Exception] = []
     lost: StoreUnavailable | None = None
     for item in finishes:
-        if lost is not None:
-            skipped = StoreUnavailable(
-                f"workflow id {item.workflow_id!r}: not attempted, the store was unavailable "
-                f"for an earlier finish of the same finish_many() call ({lost})"
-            )
-            skipped.__cause__ = lost
-            answers.append(skipped)
-            continue
-        try:
-            answers.append(finish(item))
-        except StoreUnavailable as exc:
-            answers.append(exc)
-            lost = exc
-        except Exception as exc:
-            answers.append(exc)
+        answer, lost = _attempt(
+            functools.partial(finish, item),
+            item.workflow_id,
+            lost,
+            "finish of the same finish_many() call",
+        )
+        answers.append(answer)
     return answers
 
 
@@ -151,20 +168,12 @@ def write_one_by_one(
     """
     lost = next((a for a in answers if isinstance(a, StoreUnavailable)), None)
     for index in indexes:
-        if lost is not None:
-            skipped = StoreUnavailable(
-                f"workflow id {writes[index].workflow_id!r}: not attempted, the store was "
-                f"unavailable for an earlier write of the same record_many() call ({lost})"
-            )
-            skipped.__cause__ = lost
-            answers[index] = skipped
-            continue
-        try:
-            answers[index] = write(index)
-        except StoreUnavailable as exc:
-            answers[index] = lost = exc
-        except Exception as exc:
-            answers[index] = exc
+        answers[index], lost = _attempt(
+            functools.partial(write, index),
+            writes[index].workflow_id,
+            lost,
+            "write of the same record_many() call",
+        )
 
 
 def answered(answers: Answers) -> list[Record | Exception]:

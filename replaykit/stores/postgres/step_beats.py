@@ -24,7 +24,7 @@ class StepBeats:
         self._sql = db.sql
 
     def record_step_heartbeat(
-        self, workflow_id: str, beat: StepHeartbeat, executor_id: str | None
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
     ) -> bool:
         check_beat(workflow_id, beat, executor_id)
         found = self._db.one(

@@ -74,21 +74,25 @@ class PostgresStore(SqlFace):
         db = self._db = Database(url, schema, pool_min, pool_max, connect_timeout)
         self._notes = Notes(db)
         self._migrations = Migrations(db)
-        self._creates = Creates(db)
-        self._claims = Claims(db)
-        self._holds = Holds(db)
-        self._reads = Reads(db)
         self._single = Single(db)
         self._batches = Batches(db, self._single)
-        self._writes = self._records = self._finishes = Writes(db, self._single, self._batches)
         # Group commit under the names the SQLite store gives it, which tests of
         # both stores drive directly.
         self._group = self._batches.group
         self._write_batch = self._batches.write_batch
-        self._changes = Runs(db)
-        self._messages = Messages(db)
-        self._step_beats = StepBeats(db)
-        self._schedules = Schedules(db)
+        writes = Writes(db, self._single, self._batches)
+        super().__init__(
+            creates=Creates(db),
+            reads=Reads(db),
+            claims=Claims(db),
+            holds=Holds(db),
+            records=writes,
+            finishes=writes,
+            changes=Runs(db),
+            messages=Messages(db),
+            step_beats=StepBeats(db),
+            schedules=Schedules(db),
+        )
         db.open()
         try:
             if auto_migrate:

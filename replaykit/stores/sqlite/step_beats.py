@@ -36,7 +36,7 @@ class StepBeats:
         self._writer = writer
 
     def record_step_heartbeat(
-        self, workflow_id: str, beat: StepHeartbeat, executor_id: str | None
+        self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None
     ) -> bool:
         check_beat(workflow_id, beat, executor_id)
         values = (

@@ -82,15 +82,21 @@ class SqliteStore(SqlFace):
             self._connections.writer.close()
             raise
         notify = self._notify
-        self._creates = Runs(self._connections, self._writing, notify)
-        self._claims = self._holds = Claims(self._connections, self._writing, notify)
-        self._reads = Reads(self._connections)
-        self._records = Records(self._connections, self._writing, notify)
-        self._finishes = Finishes(self._connections, self._writing, notify)
-        self._changes = Lifecycle(self._writing, notify)
-        self._messages = Messages(self._connections, self._writing, notify)
-        self._step_beats = StepBeats(self._connections, self._writing)
-        self._schedules = Schedules(self._connections, self._writing)
+        connections, writing = self._connections, self._writing
+        claims = Claims(connections, writing, notify)
+        self._records = Records(connections, writing, notify)
+        super().__init__(
+            creates=Runs(connections, writing, notify),
+            reads=Reads(connections),
+            claims=claims,
+            holds=claims,
+            records=self._records,
+            finishes=Finishes(connections, writing, notify),
+            changes=Lifecycle(writing, notify),
+            messages=Messages(connections, writing, notify),
+            step_beats=StepBeats(connections, writing),
+            schedules=Schedules(connections, writing),
+        )
 
     def __repr__(self) -> str:
         return f"SqliteStore({self._path!r})"
