@@ -178,18 +178,20 @@ RETURNING w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.
 -- no such limit) and when it was served last; `picks` takes each key's next runs up
 -- to its room, rank by rank, the key served longest ago first, and keeps %(room)s of
 -- them. The locked rows are checked again (still ENQUEUED) and SKIP LOCKED passes any
--- that another statement holds. Limits per key take the queue's claim lock first
+-- that another statement holds. `partition_key >= ''` (always true) is the predicate
+-- of the index on waiting runs by key (postgres_0012_partitions.sql). Limits per key take the queue's claim lock first
 -- (postgres/claims.py), so the counts hold across claimers.
 WITH RECURSIVE waiting(key) AS ((SELECT partition_key
         FROM {s}.workflows
         WHERE queue = %(queue)s AND status = 'ENQUEUED' AND app_version = %(version)s
+        AND partition_key >= ''
         ORDER BY partition_key
         LIMIT 1)
     UNION ALL
     SELECT (SELECT w.partition_key
         FROM {s}.workflows w
         WHERE w.queue = %(queue)s AND w.status = 'ENQUEUED' AND w.app_version = %(version)s
-        AND w.partition_key > waiting.key
+        AND w.partition_key > waiting.key AND w.partition_key >= ''
         ORDER BY w.partition_key
         LIMIT 1)
     FROM waiting
@@ -215,7 +217,7 @@ picks AS (SELECT c.workflow_id
             FROM {s}.workflows w
             WHERE w.queue = %(queue)s AND w.status = 'ENQUEUED'
             AND w.app_version = %(version)s AND w.partition_key = k.key
-            AND (w.wake_at IS NULL OR w.wake_at <= %(now)s)
+            AND w.partition_key >= '' AND (w.wake_at IS NULL OR w.wake_at <= %(now)s)
             ORDER BY w.priority, w.created_at, w.workflow_id
             LIMIT GREATEST(k.free, 0)) n) c
     ORDER BY c.rank, k.served NULLS FIRST, c.priority, c.created_at, c.workflow_id

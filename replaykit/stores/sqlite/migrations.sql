@@ -230,7 +230,7 @@ ALTER TABLE workflows ADD COLUMN partition_key TEXT NOT NULL DEFAULT '';
 
 -- name: v12_workflows_by_partition_waiting
 CREATE INDEX workflows_by_partition_waiting
-ON workflows (queue, app_version, partition_key, priority, created_at, workflow_id)
+ON workflows (queue, partition_key, app_version, priority, created_at, workflow_id)
 WHERE status = 'ENQUEUED';
 
 -- name: v12_workflows_by_partition_running
@@ -239,4 +239,4 @@ WHERE status = 'PENDING';
 
 -- name: v12_workflows_by_partition_start
 CREATE INDEX workflows_by_partition_start ON workflows (queue, partition_key, started_at)
-WHERE queue IS NOT NULL;
+WHERE started_at IS NOT NULL;
