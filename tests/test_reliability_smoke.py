@@ -59,6 +59,8 @@ SMOKES = [
     Smoke("bad_input"),
     Smoke("recoverers"),
     Smoke("idempotent_start", ("--phase", "conflicts")),
+    Smoke("generations"),
+    Smoke("schedule_kills"),
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import drop_schema, fresh_schema_name
+from conftest import step_record as step
 from replaykit.errors import (
     StoreError,
     StoreUnavailable,
@@ -25,11 +26,6 @@ from replaykit.stores import MemoryStore, SqliteStore, open_store
 from replaykit.stores.base import EventWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite import _MIGRATIONS
 from replaykit.testing.conformance import STORE_CHECKS, check_store
-
-
-def step(position: int, data: Any = None) -> Record:
-    return Record(position, "step", f"s{position}", Value(data))
-
 
 # -- the conformance suite on every store ---------------------------------------------
 

@@ -14,9 +14,8 @@ from typing import Any, TypeVar
 from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
-from replaykit.log import Status
 from replaykit.runtime import admin, debounce, loop_waits, updates
-from replaykit.runtime.async_face import AsyncFace
+from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 
@@ -29,7 +28,7 @@ log = logging.getLogger("replaykit.client")
 DEFAULT_IO_WORKERS = 4
 
 
-class AsyncClientHandle:
+class AsyncClientHandle(AsyncRunHandle):
     """A run seen from a coroutine through an `AsyncClient`."""
 
     def __init__(self, client: AsyncClient, workflow_id: str) -> None:
@@ -43,9 +42,8 @@ class AsyncClientHandle:
         """The run as stored now."""
         return await self._client.off_loop(self._client.client._row, self.workflow_id)
 
-    async def status(self) -> Status:
-        """The run's status now."""
-        return (await self.row()).status
+    def _face(self) -> AsyncClient:
+        return self._client
 
     async def result(self, timeout: float | None = None) -> Any:
         """Wait, holding no thread, for the run to finish; its result, or its failure raised.
@@ -53,20 +51,6 @@ class AsyncClientHandle:
         Cancelling the awaiting task cancels the wait, not the run.
         """
         return admin.run_outcome(await self._client._wait_finished(self.workflow_id, timeout))
-
-    async def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`AsyncClient.update` of this run: its reply to update `name`."""
-        return await self._client.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
 
 
 class AsyncResumedHandle(AsyncClientHandle):
@@ -159,6 +143,9 @@ class AsyncClient(AsyncFace):
     def _sync(self) -> Client:
         return self.client
 
+    def _check_usable(self) -> None:
+        self.client._check_open()
+
     @property
     def closed(self) -> bool:
         """Whether it was closed."""
@@ -243,23 +230,6 @@ class AsyncClient(AsyncFace):
         `WorkflowNotFound` if no such run exists."""
         self.client  # noqa: B018 - raises when not open
         return AsyncClientHandle(self, workflow_id)
-
-    async def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Client.update` as a coroutine: the reply awaited on the loop, holding no thread."""
-        client = self.client
-        client._check_open()
-        updater = client.updater
-        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
-        return await updater.update_async(call, self.off_loop)
 
     async def update_with_start(
         self,

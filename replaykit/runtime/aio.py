@@ -35,11 +35,11 @@ from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
-from replaykit.log import Log, Status
+from replaykit.log import Log
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import admin, debounce, updates
-from replaykit.runtime.async_face import AsyncFace
+from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy
@@ -76,7 +76,7 @@ TRACKED_ROUNDS = 5
 WAKE_CHUNK = 32
 
 
-class AsyncWorkflowHandle(Generic[R]):
+class AsyncWorkflowHandle(AsyncRunHandle, Generic[R]):
     """A run seen from a coroutine: its id, its status, and an awaitable result."""
 
     def __init__(self, engine: AsyncEngine, workflow_id: str, result_type: Any = None) -> None:
@@ -96,8 +96,8 @@ class AsyncWorkflowHandle(Generic[R]):
     def _get(self) -> WorkflowRow | None:
         return self._engine.engine.store.get_workflow(self.workflow_id)
 
-    async def status(self) -> Status:
-        return (await self.row()).status
+    def _face(self) -> AsyncEngine:
+        return self._engine
 
     async def result(self, timeout: float | None = None) -> R:
         """Wait for the run to finish and return its result, or raise its failure.
@@ -114,20 +114,6 @@ class AsyncWorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
-
-    async def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`AsyncEngine.update` of this run: its reply to update `name`."""
-        return await self._engine.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
 
 
 class AsyncEngine(AsyncFace):
@@ -259,6 +245,9 @@ class AsyncEngine(AsyncFace):
 
     def _sync(self) -> Engine:
         return self.engine
+
+    def _check_usable(self) -> None:
+        self._own_loop()
 
     @property
     def closed(self) -> bool:
@@ -460,23 +449,6 @@ class AsyncEngine(AsyncFace):
     # -- messages and events ------------------------------------------------------------------
 
     # -- updates ------------------------------------------------------------------------------
-
-    async def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Engine.update` as a coroutine: the run's reply to update `name` (or the error it
-        replied with), waited for on the loop, holding no thread."""
-        self._own_loop()
-        updater = self.engine.updater
-        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
-        return await updater.update_async(call, self.off_loop)
 
     async def update_with_start(
         self,

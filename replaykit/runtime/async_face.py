@@ -14,15 +14,15 @@ docs/api.md lists them).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from replaykit.log import Record, Status
-from replaykit.runtime import loop_waits, streams
+from replaykit.runtime import loop_waits, streams, updates
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
-__all__ = ["AsyncFace", "SyncFace"]
+__all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace"]
 
 T = TypeVar("T")
 
@@ -40,6 +40,9 @@ class SyncFace(Protocol):
     def listen(
         self, wakes: Iterable[tuple[str, str]], callback: Callable[[], None]
     ) -> Callable[[], None]: ...
+
+    @property
+    def updater(self) -> updates.Updater: ...
 
     @property
     def list_workflows(self) -> Callable[..., list[WorkflowRow]]: ...
@@ -86,6 +89,10 @@ class AsyncFace:
 
     def _sync(self) -> SyncFace:
         """The sync face underneath; raises when this face is not open."""
+        raise NotImplementedError
+
+    def _check_usable(self) -> None:
+        """Raise unless this face may make calls now (open, not closed, on its loop)."""
         raise NotImplementedError
 
     async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -202,6 +209,25 @@ class AsyncFace:
             poll_interval=sync.poll_interval,
         )
 
+    # -- updates --------------------------------------------------------------------------
+
+    async def update(
+        self,
+        workflow_id: str,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`update` as a coroutine: the run's reply to update `name` (or the error it
+        replied with), waited for on the loop, holding no thread."""
+        self._check_usable()
+        updater = self._sync().updater
+        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
+        return await updater.update_async(call, self.off_loop)
+
     # -- schedules ------------------------------------------------------------------------
 
     async def schedules_list(self) -> list[ScheduleInfo]:
@@ -227,3 +253,34 @@ class AsyncFace:
     async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
         """`backfill_schedule`, off the loop."""
         return await self.off_loop(self._sync().backfill_schedule, name, start, end)
+
+
+class AsyncRunHandle:
+    """What the async faces' handles share: a run's id and the calls about it that only
+    name the run to their face."""
+
+    workflow_id: str
+
+    def _face(self) -> AsyncFace:
+        raise NotImplementedError
+
+    async def row(self) -> WorkflowRow:
+        raise NotImplementedError
+
+    async def status(self) -> Status:
+        """The run's status now."""
+        return (await self.row()).status
+
+    async def update(
+        self,
+        name: str,
+        /,
+        *args: Any,
+        timeout: timedelta | float | None = None,
+        update_id: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """`update` of this run: its reply to update `name`."""
+        return await self._face().update(
+            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
+        )

@@ -39,6 +39,7 @@ __all__ = [
     "read_blocking",
     "reading",
     "recorded_values",
+    "store_read",
     "stream_wakes",
 ]
 
@@ -172,6 +173,13 @@ def reading(
         yield Pause(wait)
 
 
+def store_read(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Callable[[], Any]:
+    """The store call that answers `request`, for a driver to make where it makes them."""
+    if isinstance(request, ReadLog):
+        return functools.partial(store.load_log, request.run_id, since=request.since)
+    return functools.partial(store.get_workflow, workflow_id)
+
+
 def read_blocking(
     store: Store,
     listen: Listen,
@@ -207,10 +215,8 @@ def read_blocking(
             answer = None
             if isinstance(request, Emit):
                 yield request.value
-            elif isinstance(request, ReadLog):
-                answer = store.load_log(request.run_id, since=request.since)
-            elif isinstance(request, ReadRun):
-                answer = store.get_workflow(workflow_id)
+            elif isinstance(request, (ReadLog, ReadRun)):
+                answer = store_read(store, workflow_id, request)()
             else:
                 # Cleared after the wait, before the next read: a notification that
                 # lands later sets it again, and the read then sees what it announced.
@@ -252,11 +258,8 @@ async def read_async(
             answer = None
             if isinstance(request, Emit):
                 yield request.value
-            elif isinstance(request, ReadLog):
-                read = functools.partial(store.load_log, request.run_id, since=request.since)
-                answer = await off_loop(read)
-            elif isinstance(request, ReadRun):
-                answer = await off_loop(functools.partial(store.get_workflow, workflow_id))
+            elif isinstance(request, (ReadLog, ReadRun)):
+                answer = await off_loop(store_read(store, workflow_id, request))
             else:
                 await wait_round(changed, request.seconds)
 
