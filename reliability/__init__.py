@@ -23,5 +23,7 @@ SCENARIOS = {
     "sigterm": "SIGTERM a replaykit worker mid-step and mid-All",
     "generations": "kill -9 while runs continue as new, generation after generation",
     "schedule_kills": "kill -9 the worker of a schedule that ticks every second",
+    "stream_kills": "kill -9 while runs write streams that a client follows",
+    "deadline_kills": "kill -9 while runs' deadlines expire",
     "bad_input": "hostile and damaged rows, bad names and escapes, through engine and CLI",
 }

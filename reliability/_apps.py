@@ -20,12 +20,14 @@ from typing import Any
 from reliability._harness import LEDGER_ENV, Ledger
 from replaykit import (
     All,
+    CloseStream,
     ContinueAsNew,
     Queue,
     Recv,
     Send,
     Sleep,
     Step,
+    WriteStream,
     context,
     schedule,
     workflow,
@@ -45,6 +47,7 @@ __all__ = [
     "ponger",
     "received_of",
     "script",
+    "streamer",
     "ticked",
     "tokens_of",
 ]
@@ -164,6 +167,22 @@ def generations(total: int, seconds: float, done: int = 0) -> Generator[Any, Any
     if done + 1 < total:
         yield ContinueAsNew(total, seconds, done + 1)
     return {"generations": done + 1, "token": out["token"]}
+
+
+# -- streams --------------------------------------------------------------------------------
+
+
+@workflow(name="rel-streamer")
+def streamer(count: int, seconds: float) -> Generator[Any, Any, dict[str, Any]]:
+    """Writes 0..count-1 to its stream "out", a step before each, then closes it."""
+    wid = context().workflow_id
+    tokens: dict[str, str] = {}
+    for n in range(count):
+        out = yield Step(f"s{n}", body, wid, 2 * n, f"s{n}", seconds)
+        tokens[f"s{n}"] = out["token"]
+        yield WriteStream("out", {"n": n, "token": out["token"]})
+    yield CloseStream("out")
+    return tokens
 
 
 # -- a schedule, for the schedule scenario only ---------------------------------------------

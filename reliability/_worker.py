@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ledger.write(ev="launch", who=args.executor_id)
     try:
         for run in plan.get("start", []):
-            engine.start(lookup(run["wf"]), *run["args"], workflow_id=run["id"])
+            # A run's timeout counts from its first start; a later worker's start finds it.
+            options = {"timeout": run["timeout"]} if "timeout" in run else {}
+            engine.start(lookup(run["wf"]), *run["args"], workflow_id=run["id"], **options)
         for message in plan.get("send", []):
             engine.send(
                 message["to"],

@@ -61,6 +61,8 @@ SMOKES = [
     Smoke("idempotent_start", ("--phase", "conflicts")),
     Smoke("generations"),
     Smoke("schedule_kills"),
+    Smoke("stream_kills"),
+    Smoke("deadline_kills"),
 ]
 
 

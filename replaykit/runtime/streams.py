@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
@@ -26,7 +25,14 @@ import attrs
 
 from replaykit.errors import StreamTimeout, WorkflowNotFound
 from replaykit.log import Record, StreamCursor
-from replaykit.runtime.loop_waits import Listen, OffLoop, notified, wait_round
+from replaykit.runtime.loop_waits import (
+    Listen,
+    OffLoop,
+    notified,
+    notified_blocking,
+    wait_round,
+    wait_round_blocking,
+)
 from replaykit.stores.base import Store, WorkflowRow, archive_id
 
 __all__ = [
@@ -195,9 +201,7 @@ def read_blocking(
 
     Closing the iterator (or leaving a `for` loop over it) stops listening.
     """
-    changed = threading.Event()
-    stop = listen(stream_wakes(workflow_id), changed.set)
-    try:
+    with notified_blocking(listen, stream_wakes(workflow_id)) as changed:
         core = reading(
             workflow_id,
             key,
@@ -218,12 +222,7 @@ def read_blocking(
             elif isinstance(request, (ReadLog, ReadRun)):
                 answer = store_read(store, workflow_id, request)()
             else:
-                # Cleared after the wait, before the next read: a notification that
-                # lands later sets it again, and the read then sees what it announced.
-                changed.wait(request.seconds)
-                changed.clear()
-    finally:
-        stop()
+                wait_round_blocking(changed, request.seconds)
 
 
 async def read_async(
