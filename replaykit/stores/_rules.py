@@ -326,6 +326,7 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
         (where.queue, row.queue),
         (where.forked_from, row.forked_from),
         (where.continued_as, row.continued_as),
+        (where.partition_key, row.partition_key),
     )
     if any(wanted is not None and wanted != actual for wanted, actual in checks):
         return False
