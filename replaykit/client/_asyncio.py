@@ -203,6 +203,7 @@ class AsyncClient(AsyncFace):
         app_version: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.enqueue` as a coroutine."""
@@ -219,6 +220,7 @@ class AsyncClient(AsyncFace):
             app_version=app_version,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)

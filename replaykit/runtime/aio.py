@@ -381,10 +381,11 @@ class AsyncEngine(AsyncFace):
         if_exists: str = "raise",
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
-        from now)."""
+        from now, `partition_key` the run's partition)."""
         wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
@@ -398,6 +399,7 @@ class AsyncEngine(AsyncFace):
             if_exists=if_exists,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -414,6 +416,7 @@ class AsyncEngine(AsyncFace):
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         if_exists: str = "raise",
+        partition_key: str | None = None,
     ) -> list[AsyncWorkflowHandle[R]]:
         """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
         # Items are read here, on the loop, so a generator of items is not
@@ -428,6 +431,7 @@ class AsyncEngine(AsyncFace):
             timeout=timeout,
             deadline=deadline,
             if_exists=if_exists,
+            partition_key=partition_key,
         )
         return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
 

@@ -37,6 +37,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0009_first_inputs.sql",
     "postgres_0010_registered.sql",
     "postgres_0011_heartbeats.sql",
+    "postgres_0012_partitions.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine

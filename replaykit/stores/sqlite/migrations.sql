@@ -220,3 +220,23 @@ CREATE TABLE step_heartbeats (
     beat_at INTEGER NOT NULL,
     PRIMARY KEY (workflow_id, position, child_path)
 ) WITHOUT ROWID;
+
+
+-- name: v12_partition_key
+-- 12: partition keys: a queued run's key, '' for none (the claim of a partitioned
+-- queue groups its waiting runs by key, sqlite/claims.py); indexed for that claim:
+-- the waiting runs of each key in order, and each key's PENDING runs and starts.
+ALTER TABLE workflows ADD COLUMN partition_key TEXT NOT NULL DEFAULT '';
+
+-- name: v12_workflows_by_partition_waiting
+CREATE INDEX workflows_by_partition_waiting
+ON workflows (queue, partition_key, app_version, priority, created_at, workflow_id)
+WHERE status = 'ENQUEUED';
+
+-- name: v12_workflows_by_partition_running
+CREATE INDEX workflows_by_partition_running ON workflows (queue, partition_key)
+WHERE status = 'PENDING';
+
+-- name: v12_workflows_by_partition_start
+CREATE INDEX workflows_by_partition_start ON workflows (queue, partition_key, started_at)
+WHERE started_at IS NOT NULL;
