@@ -3,8 +3,8 @@
 One place for the small helpers every test module would otherwise write again: a
 PostgreSQL schema per test, a fresh store of each kind (`store_url`, `shared`,
 `durable_url`, `pg_store`), an engine on it (`engine`), polling until something holds
-(`wait_for`, `wait_status`), running the command line (`rk`, `ok`, `error_line`), and
-the hypothesis profiles.
+(`wait_for`, `wait_status`), a step's record (`step_record`), running the command line
+(`rk`, `ok`, `error_line`), and the hypothesis profiles.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from click.testing import Result
 
     from replaykit import Engine, Status
+    from replaykit.log import Record
     from replaykit.stores.base import WorkflowRow
 
 PG_URL = os.environ.get("REPLAYKIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
@@ -160,6 +161,13 @@ def pg_store(pg_url: str, pg_schema: str) -> Iterator[Any]:
     store = PostgresStore(pg_url, schema=pg_schema, pool_max=8)
     yield store
     store.close()
+
+
+def step_record(position: int, data: Any = None, *, pending: bool = False) -> Record:
+    """A step's record at `position`, named `s<position>`: completed with `data`, or pending."""
+    from replaykit.log import Record, Value
+
+    return Record(position, "step", f"s{position}", None if pending else Value(data))
 
 
 def wait_for(

@@ -21,5 +21,10 @@ SCENARIOS = {
     "idempotent_start": "P processes x T threads start the same ids at one instant",
     "queue_kills": "a queue's concurrency limit while its workers are SIGKILLed",
     "sigterm": "SIGTERM a replaykit worker mid-step and mid-All",
+    "generations": "kill -9 while runs continue as new, generation after generation",
+    "schedule_kills": "kill -9 the worker of a schedule that ticks every second",
+    "stream_kills": "kill -9 while runs write streams that a client follows",
+    "deadline_kills": "kill -9 while runs' deadlines expire",
+    "batch_kills": "kill -9 an AsyncEngine inside a batch start: all or nothing",
     "bad_input": "hostile and damaged rows, bad names and escapes, through engine and CLI",
 }

@@ -18,7 +18,20 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from reliability._harness import LEDGER_ENV, Ledger
-from replaykit import All, Queue, Recv, Send, Sleep, Step, context, workflow
+from replaykit import (
+    All,
+    CloseStream,
+    ContinueAsNew,
+    Queue,
+    Recv,
+    Send,
+    Sleep,
+    Step,
+    WriteStream,
+    context,
+    schedule,
+    workflow,
+)
 
 __all__ = [
     "GRACEFUL",
@@ -26,6 +39,7 @@ __all__ = [
     "body",
     "catch",
     "echo",
+    "generations",
     "inbox",
     "layout_of",
     "once",
@@ -33,6 +47,8 @@ __all__ = [
     "ponger",
     "received_of",
     "script",
+    "streamer",
+    "ticked",
     "tokens_of",
 ]
 
@@ -138,6 +154,54 @@ def once(label: str, seconds: float) -> Generator[Any, Any, dict[str, Any]]:
     wid = context().workflow_id
     out = yield Step("only", body, wid, 0, "only", seconds)
     return {"label": label, "token": out["token"]}
+
+
+# -- continue-as-new ------------------------------------------------------------------------
+
+
+@workflow(name="rel-generations")
+def generations(total: int, seconds: float, done: int = 0) -> Generator[Any, Any, dict[str, Any]]:
+    """One step a generation, `total` generations: step `g<n>` in generation n."""
+    wid = context().workflow_id
+    out = yield Step(f"g{done}", body, wid, 0, f"g{done}", seconds)
+    if done + 1 < total:
+        yield ContinueAsNew(total, seconds, done + 1)
+    return {"generations": done + 1, "token": out["token"]}
+
+
+# -- streams --------------------------------------------------------------------------------
+
+
+@workflow(name="rel-streamer")
+def streamer(count: int, seconds: float) -> Generator[Any, Any, dict[str, Any]]:
+    """Writes 0..count-1 to its stream "out", a step before each, then closes it."""
+    wid = context().workflow_id
+    tokens: dict[str, str] = {}
+    for n in range(count):
+        out = yield Step(f"s{n}", body, wid, 2 * n, f"s{n}", seconds)
+        tokens[f"s{n}"] = out["token"]
+        yield WriteStream("out", {"n": n, "token": out["token"]})
+    yield CloseStream("out")
+    return tokens
+
+
+# -- a schedule, for the schedule scenario only ---------------------------------------------
+
+#: Set in the schedule scenario's workers: then every second starts a `rel-ticked` run.
+SCHEDULE_ENV = "RELIABILITY_SCHEDULE"
+
+
+@workflow(name="rel-ticked")
+def ticked(tick: Any) -> Generator[Any, Any, dict[str, Any]]:
+    """One step a tick."""
+    wid = context().workflow_id
+    out = yield Step("tick", body, wid, 0, "tick", 0.05)
+    return {"token": out["token"]}
+
+
+if os.environ.get(SCHEDULE_ENV):
+    # Every second, and the ticks missed while no worker ran started when one does.
+    schedule("* * * * * *", name="rel-every-second", backfill=True)(ticked)
 
 
 # -- for the bad-input scenario -----------------------------------------------------------

@@ -28,15 +28,21 @@ def as_seconds(value: timedelta | float | int | None, what: str) -> float | None
     """Normalise a duration given as `timedelta` or seconds; refuse nonsense early."""
     if value is None:
         return None
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
+    seconds = _seconds_of(value)
+    if seconds is None:
         raise TypeError(f"{what} must be a timedelta or a number of seconds, got {value!r}")
     if math.isnan(seconds) or seconds < 0:
         raise ValueError(f"{what} must be zero or positive, got {value!r}")
     return seconds
+
+
+def _seconds_of(value: object) -> float | None:
+    """`value` in seconds when it is a timedelta or a number (a bool is not one), else None."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def run_deadline(
@@ -49,11 +55,8 @@ def run_deadline(
     """
     seconds = None
     if timeout is not None:
-        if isinstance(timeout, timedelta):
-            seconds = timeout.total_seconds()
-        elif isinstance(timeout, (int, float)) and not isinstance(timeout, bool):
-            seconds = float(timeout)
-        else:
+        seconds = _seconds_of(timeout)
+        if seconds is None:
             raise TypeError(
                 f"{what}: timeout must be a timedelta or a number of seconds, got {timeout!r}"
             )
@@ -150,11 +153,8 @@ def requested_delay(error: BaseException) -> float | None:
         return None
     if value is None:
         return None
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
+    seconds = _seconds_of(value)
+    if seconds is None:
         raise ValueError(
             f"{type(error).__name__}.retry_after is {value!r}: a delay before the next "
             "attempt must be a timedelta or a number of seconds"

@@ -9,6 +9,7 @@ the UI's packages are needed to import it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import unicodedata
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from replaykit import serde
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Value
 
 __all__ = [
+    "compact_json",
     "composite_children",
     "encoded_text",
     "format_duration",
@@ -29,6 +31,7 @@ __all__ = [
     "redact",
     "short",
     "short_json",
+    "shown_path",
     "when_text",
 ]
 
@@ -132,11 +135,25 @@ def short_json(data: Any, width: int | None = 60) -> str:
     encoded = encoded_text(data)
     if encoded is not None:
         return encoded
+    return short(compact_json(data), width)
+
+
+def compact_json(data: Any) -> str:
+    """`data` as compact JSON on one line, or its repr if it is not JSON."""
     try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
     except (TypeError, ValueError):
-        text = repr(data)
-    return short(text, width)
+        return repr(data)
+
+
+def shown_path(filename: str) -> str:
+    """A source file's name as a person reads it: relative to the working directory
+    when it lies below it, else as given."""
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:
+        return filename
+    return filename if relative.startswith("..") else relative
 
 
 def inputs_text(inputs: Any, width: int | None = 60) -> str:

@@ -35,6 +35,8 @@ from typing import Any
 
 import attrs
 
+from replaykit import commands
+
 __all__ = ["RULES", "Finding", "Rule", "lint_file", "lint_paths", "lint_source", "python_files"]
 
 
@@ -268,34 +270,14 @@ _BUILTIN_NAMES = frozenset(
     {"open", "input", "id", "hash", "set", "frozenset", "list", "tuple", "enumerate", "iter"}
 )
 
+# The names a workflow yields commands by: the Command classes `replaykit.commands`
+# exports, but for the bases no workflow yields itself.
 _COMMANDS = frozenset(
-    {
-        "All",
-        "Await",
-        "Awakeable",
-        "Call",
-        "CancelRun",
-        "CloseStream",
-        "ContinueAsNew",
-        "DeprecatePatch",
-        "GetEvent",
-        "Now",
-        "Patch",
-        "Race",
-        "Random",
-        "ReceiveUpdate",
-        "Recv",
-        "Reply",
-        "Send",
-        "SetEvent",
-        "Sleep",
-        "Start",
-        "Step",
-        "Transaction",
-        "Uuid",
-        "Wait",
-        "WriteStream",
-    }
+    name
+    for name in commands.__all__
+    if isinstance(kind := getattr(commands, name), type)
+    and issubclass(kind, commands.Command)
+    and kind not in (commands.Command, commands.Composite, commands.Yields)
 )
 _STEP_LIKE = frozenset({"Step", "Transaction"})
 _SET_OPERATORS = (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)

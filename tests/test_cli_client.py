@@ -104,6 +104,10 @@ def test_start_send_and_get_event_refuse_bad_input(url: str) -> None:
          "needs --queue"),
         ((*start, '["a"]', "--queue", QUEUE, "--app-version", "v1", "--delay", "soon"), 2,
          "not a duration"),
+        ((*start, '["a"]', "--executor", "app", "--app-version", "v1", "--partition-key", "t"),
+         2, "--partition-key names a partition of a queue: it needs --queue"),
+        ((*start, '["a"]', "--queue", QUEUE, "--app-version", "v1", "--partition-key", ""), 2,
+         "--partition-key needs a key"),
         (("workflows", "send", "nope", "1", "--topic", "t", "--url", url), 1,
          "no workflow run with id 'nope'"),
         (("workflows", "send", "nope", "{bad", "--topic", "t", "--url", url), 2,
@@ -117,6 +121,10 @@ def test_start_send_and_get_event_refuse_bad_input(url: str) -> None:
 
     ok(rk(*start, '["d"]', "--queue", QUEUE, "--app-version", "v1", "--id", "d",
           "--delay", "1h30m"))  # fmt: skip
+    keyed = ok(rk(*start, '["k"]', "--queue", QUEUE, "--app-version", "v1", "--id", "k",
+                  "--partition-key", "tenant-7"))  # fmt: skip
+    assert "ENQUEUED on queue 'cli-approvals' (partition 'tenant-7')" in keyed
+    assert row_of(url, "k").partition_key == "tenant-7"
     wake = row_of(url, "d").wake_at
     assert wake is not None
     expected = datetime.now(UTC) + timedelta(hours=1, minutes=30)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import Engine, Queue, Step, workflow
 from replaykit.errors import StoreUnavailable
 from replaykit.stores import open_store
@@ -83,9 +84,7 @@ def test_a_lost_finish_answer_releases_its_queue_slot(store_url: str) -> None:
         # A run that ended alone finished on its own path; those that ended side by
         # side went through finish_many, whose answers were lost.
         assert store.lost, "no finish went through finish_many"
-        deadline = time.monotonic() + 10
-        while engine.claims._held.get(SLOTS.name) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: not engine.claims._held.get(SLOTS.name), "the slots back", timeout=10)
         # What this engine holds of the queue (its slots): nothing, both runs ended.
         assert not engine.claims._held.get(SLOTS.name)
         # Both slots of the queue must be free again: each run's finish is tried again
@@ -206,9 +205,7 @@ def test_a_batch_fallback_during_a_hand_over_writes_once() -> None:
         assert a.result(timeout=20) == "A done"
         assert b.result(timeout=20) == 1
         assert engine.handle("C").result(timeout=20) == 7
-        deadline = time.monotonic() + 5
-        while engine.scheduler.busy and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: not engine.scheduler.busy, "every activation to end", timeout=5)
         # Every activation ended once: a write delivered twice ended one twice (-1).
         assert engine.scheduler.busy == 0
         log = [(r.position, r.name) for r in store.inner.load_log("A")]

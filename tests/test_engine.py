@@ -15,6 +15,7 @@ import pytest
 
 import replaykit
 import replaykit.runtime.engine as engine_module
+from conftest import wait_for
 from replaykit import (
     Engine,
     Now,
@@ -224,9 +225,7 @@ def test_sleeping_workflows_hold_no_thread(store_url: str) -> None:
         handles = [engine.start(sleeper_wf, 0.5) for _ in range(20)]
         # With two worker threads, twenty runs can only all be asleep at once
         # if a sleeping run holds no thread.
-        deadline = time.monotonic() + 10
-        while CALLS.get("before", 0) < 20 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: CALLS.get("before", 0) >= 20, "twenty runs asleep", timeout=10)
         assert CALLS.get("before") == 20
         assert CALLS.get("after", 0) == 0
         assert [h.result(timeout=20) for h in handles] == ["woke"] * 20
@@ -240,11 +239,9 @@ def test_sleep_survives_engine_restart_without_repeating_steps(store_url: str) -
         store = store_url
         first = Engine(store_url, poll_interval=0.1)
     handle = first.start(sleeper_wf, 1.0, workflow_id="restart-1")
-    deadline = time.monotonic() + 10
     # Wait for the sleep's start to be recorded (the step's counter moves before
     # its own record commits, so it is not enough).
-    while len(first.steps("restart-1")) < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: len(first.steps("restart-1")) >= 2, "the sleep's record", timeout=10)
     wake_at = first.steps("restart-1")[1].wake_at
     assert wake_at is not None and first.steps("restart-1")[1].outcome is None
     if isinstance(store, replaykit.MemoryStore):
@@ -270,11 +267,9 @@ def test_unknown_id_and_timeouts_are_clear(engine: Engine) -> None:
 
 def test_cancel_stops_a_sleeping_run_and_resume_continues_it(engine: Engine) -> None:
     handle = engine.start(sleeper_wf, 0.3, workflow_id="cancel-me")
-    deadline = time.monotonic() + 10
     # Cancel once it sleeps: a cancel while "before" runs would (rightly) drop
     # that step's record and run it again on resume.
-    while len(engine.steps("cancel-me")) < 2 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: len(engine.steps("cancel-me")) >= 2, "the sleep's record", timeout=10)
     assert engine.terminate("cancel-me")
     assert handle.status() is Status.CANCELLED
     with pytest.raises(AwaitedWorkflowCancelled):
@@ -318,9 +313,9 @@ def test_non_determinism_parks_the_run_with_an_explanation(store_url: str) -> No
         )
         eng.store.create_workflow(forked, records=records)
         eng.dispatch("drift-2")
-        deadline = time.monotonic() + 10
-        while eng.handle("drift-2").status() is Status.PENDING and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(
+            lambda: eng.handle("drift-2").status() is not Status.PENDING, "the drift", timeout=10
+        )
         parked = eng.store.get_workflow("drift-2")
         assert parked is not None and parked.status is Status.PARKED
         assert "position 2" in parked.error and "Patch" in parked.error

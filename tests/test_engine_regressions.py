@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import All, Engine, Now, Race, Recv, Sleep, Status, Step, workflow
 from replaykit.testing import Message, run
 
@@ -128,10 +129,9 @@ def test_a_run_resumed_by_another_process_is_picked_up_by_the_running_engine(
         finally:
             if operator is not shared:
                 operator.close()
-        deadline = time.monotonic() + 10
-        while handle.status() is not Status.SUCCESS:
-            assert time.monotonic() < deadline, "the resumed run was not picked up"
-            time.sleep(0.05)
+        wait_for(
+            lambda: handle.status() is Status.SUCCESS, "the resumed run to be picked up", timeout=10
+        )
 
 
 SWALLOWED: list[str] = []
@@ -203,10 +203,7 @@ def test_a_base_exception_from_a_step_leaves_the_run_runnable_in_that_engine(
     INTERRUPTS.clear()
     with Engine(f"sqlite:///{tmp_path / 'kb.db'}", poll_interval=0.1) as engine:
         handle = engine.start(interrupted_step, workflow_id="kb")
-        deadline = time.monotonic() + 10
-        while not INTERRUPTS:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for(lambda: INTERRUPTS, "the interrupt", timeout=10)
         assert engine.wait_idle(10)
         assert engine.steps("kb") == []  # the interrupted attempt recorded nothing
         if how == "recover":
@@ -517,10 +514,7 @@ def test_a_close_does_not_wait_out_a_retry_back_off(tmp_path: Any) -> None:
     BACKING_OFF.clear()
     engine = Engine(url)
     engine.start(retries_after_a_long_back_off, workflow_id="backing-off")
-    deadline = time.monotonic() + 10
-    while not BACKING_OFF:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_for(lambda: BACKING_OFF, "the first attempt to fail", timeout=10)
     time.sleep(0.1)  # in its back-off now
     started = time.monotonic()
     engine.close()

@@ -284,6 +284,14 @@ def test_cart_in_the_testing_kit() -> None:
     assert result.result == "abandoned with 0 item(s)"  # nothing more came: idle
 
 
+def test_tenants_serves_each_tenant_in_turn(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "tenants.py")], tmp_path)
+    assert "acme has 20 reports waiting" in out
+    assert "globex and initech started within the first round: True" in out
+    assert "most reports of one tenant running at once: 1" in out
+    assert "22 reports built (acme-report-0.pdf, ...); 22 runs listed" in out
+
+
 def test_debounce(tmp_path: Path) -> None:
     out = run_example([str(ROOT / "examples" / "debounce.py")], tmp_path)
     assert out.count("indexing notes.md") == 1

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import Engine, Sleep, Status, workflow
 from replaykit.errors import ExecutorIdInUse
 from replaykit.registry import lookup
@@ -185,10 +186,11 @@ def test_a_producer_takes_no_run_over(store_url: str, store: Store) -> None:
     with Engine(
         target, executor_id="worker", app_version=version, lease_seconds=0.3, poll_interval=0.05
     ) as worker:
-        deadline = time.monotonic() + 10
-        while worker.store.get_workflow("orphan-1").executor_id != "worker":  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the worker did not take the orphan over"
-            time.sleep(0.05)
+        wait_for(
+            lambda: worker.store.get_workflow("orphan-1").executor_id == "worker",  # type: ignore[union-attr]
+            "the worker to take the orphan over",
+            timeout=10,
+        )
 
 
 _HOLDER = """
@@ -220,10 +222,11 @@ def test_a_killed_engines_id_comes_free_at_once(store_url: str) -> None:
                 holder.send_signal(signal.SIGKILL)
                 holder.wait(timeout=10)
                 # What the dead holder left behind no longer names a holder.
-                deadline = time.monotonic() + 5
-                while store.executor_holder("crashing", "v1"):
-                    assert time.monotonic() < deadline, "a killed process still holds the id"
-                    time.sleep(0.05)
+                wait_for(
+                    lambda: not store.executor_holder("crashing", "v1"),
+                    "a killed process to hold the id no more",
+                    timeout=5,
+                )
                 deadline = time.monotonic() + 5
                 while (hold := store.hold_executor("crashing", "v1")) is None:
                     assert time.monotonic() < deadline, "a killed process's hold stayed"

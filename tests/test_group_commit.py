@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from conftest import step_record as _rec
 from replaykit.errors import RecordConflict, StoreUnavailable
 from replaykit.log import Record, Status, Value
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
@@ -129,10 +130,6 @@ def test_max_batch_must_be_positive() -> None:
 
 
 # -- the PostgreSQL batch writer --------------------------------------------------------------
-
-
-def _rec(position: int, data: Any = None, *, pending: bool = False) -> Record:
-    return Record(position, "step", f"s{position}", None if pending else Value(data))
 
 
 def test_postgres_batch_writes_what_it_may_and_falls_back_for_the_rest(pg_store: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import AsyncEngine, Engine, MemoryStore, Queue, Step, workflow
 from replaykit.errors import WorkflowNotFound
 from replaykit.stores import open_store
@@ -39,15 +40,6 @@ def _counting_reads(engine: Engine) -> list[str]:
 
     store.get_workflow = counted  # type: ignore[method-assign]
     return reads
-
-
-def _until(check: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return bool(check())
 
 
 def _raises_not_found(engine: Engine, workflow_id: str) -> bool:
@@ -79,7 +71,9 @@ def test_a_run_deleted_behind_the_engines_back_is_not_found(store_url: str) -> N
         engine.run(double, 1, workflow_id="hr-gone")
         handle = engine.handle("hr-gone")
         assert engine.store.delete_workflow("hr-gone")
-        assert _until(lambda: _raises_not_found(engine, "hr-gone"))
+        wait_for(
+            lambda: _raises_not_found(engine, "hr-gone"), "hr-gone to be not found", timeout=10
+        )
         with pytest.raises(WorkflowNotFound, match="hr-gone"):
             handle.result(timeout=5)
 
@@ -101,7 +95,11 @@ def test_a_delete_from_another_process_is_seen_by_handle_and_result(store_url: s
         finally:
             other.close()
         # SQLite is read at once; PostgreSQL's note arrives within moments.
-        assert _until(lambda: _raises_not_found(engine, "hr-elsewhere"))
+        wait_for(
+            lambda: _raises_not_found(engine, "hr-elsewhere"),
+            "hr-elsewhere to be not found",
+            timeout=10,
+        )
         with pytest.raises(WorkflowNotFound):
             handle.result(timeout=5)
 
@@ -197,6 +195,10 @@ def test_notes_lost_while_the_listener_reconnects_forget_kept_rows(pg_url: str) 
                 assert other.delete_workflow("hr-relisten")
             finally:
                 other.close()
-            assert _until(lambda: _raises_not_found(engine, "hr-relisten"))
+            wait_for(
+                lambda: _raises_not_found(engine, "hr-relisten"),
+                "hr-relisten to be not found",
+                timeout=10,
+            )
     finally:
         drop_schema(schema)

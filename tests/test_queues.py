@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import replaykit
-from replaykit import Engine, Queue, Sleep, Start, Status, Step, Wait, workflow
+from conftest import wait_for
+from replaykit import Client, Engine, Queue, QueueItem, Sleep, Start, Status, Step, Wait, workflow
 from replaykit.errors import DuplicateDedupId, WorkflowIdConflict
 from replaykit.stores.base import ClaimLimits
 
@@ -173,10 +174,11 @@ def test_dead_engines_runs_are_taken_over_and_fenced(shared: Any) -> None:
     dead.close(wait=False)
     time.sleep(0.5)
     with Engine(shared, executor_id="alive", poll_interval=0.05, lease_seconds=0.3) as alive:
-        deadline = time.monotonic() + 10
-        while alive.store.get_workflow("orphan").executor_id != "alive":  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, "the orphan was not taken over"
-            time.sleep(0.05)
+        wait_for(
+            lambda: alive.store.get_workflow("orphan").executor_id == "alive",  # type: ignore[union-attr]
+            "the orphan to be taken over",
+            timeout=10,
+        )
         # The old owner can no longer record into it.
         record = replaykit.Record(1, "step", "late", replaykit.log.Value(1))
         with pytest.raises(replaykit.errors.RecordConflict, match="owned by executor 'alive'"):
@@ -349,3 +351,127 @@ def test_a_delayed_run_in_a_busy_drained_queue_starts_soon_after_it_is_due() -> 
         for handle in busy:
             handle.result(timeout=20)
     assert 0.5 <= ran_at < 2.0, f"the delayed run started {ran_at:.2f}s in"
+
+
+# -- partition keys ----------------------------------------------------------------------
+
+BY_KEY: dict[str, int] = {}
+KEY_PEAK: dict[str, int] = {}
+
+
+def busy_key(key: str, seconds: float) -> str:
+    with LOCK:
+        BY_KEY[key] = BY_KEY.get(key, 0) + 1
+        KEY_PEAK[key] = max(KEY_PEAK.get(key, 0), BY_KEY[key])
+    time.sleep(seconds)
+    with LOCK:
+        BY_KEY[key] -= 1
+    return key
+
+
+@workflow(name="queue-busy-key")
+def busy_key_wf(key: str, seconds: float) -> Generator[Any, Any, str]:
+    return (yield Step("busy", busy_key, key, seconds))
+
+
+def test_partition_keys_are_stored_listed_and_filtered(shared: Any) -> None:
+    Queue("q-keys")
+    with Engine(shared, queues=[], poll_interval=0.1) as producer:
+        producer.enqueue("q-keys", note_wf, "a", workflow_id="k-1", partition_key="tenant-7")
+        producer.enqueue("q-keys", note_wf, "b", workflow_id="k-2")
+        producer.enqueue_many(
+            "q-keys",
+            note_wf,
+            [("c",), QueueItem("d", workflow_id="k-4", partition_key="tenant-8")],
+            partition_key="tenant-7",
+        )
+        with Client(shared, app_version=producer.app_version) as client:
+            client.enqueue("q-keys", "queue-note", "e", workflow_id="k-5", partition_key="tenant-7")
+            listed = client.list_workflows(partition_key="tenant-7")
+        assert [r.workflow_id for r in listed if not r.workflow_id.startswith("k-")] != []
+        ids = {r.workflow_id for r in producer.list_workflows(partition_key="tenant-7")}
+        assert {"k-1", "k-5"} < ids and len(ids) == 3  # and the enqueue_many tuple
+        assert producer.store.get_workflow("k-2").partition_key is None  # type: ignore[union-attr]
+        assert producer.store.get_workflow("k-4").partition_key == "tenant-8"  # type: ignore[union-attr]
+        assert {r.workflow_id for r in listed} == ids
+
+
+def test_a_partition_key_is_a_non_empty_string(store_url: str) -> None:
+    Queue("q-bad-key")
+    with Engine(store_url, queues=[], poll_interval=0.1) as eng:
+        for bad in ("", 7):
+            with pytest.raises(TypeError, match=r"enqueue\('q-bad-key', .*partition_key="):
+                eng.enqueue("q-bad-key", note_wf, "x", partition_key=bad)  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="partition_key="):
+                eng.enqueue_many("q-bad-key", note_wf, [("x",)], partition_key=bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="QueueItem: partition_key=''"):
+            QueueItem("x", partition_key="")
+        assert eng.list_workflows() == []
+
+
+@pytest.mark.parametrize(
+    ("options", "error"),
+    [
+        ({"partition_concurrency": 0}, "partition_concurrency=0: must be a positive integer"),
+        ({"partition_concurrency": True}, "partition_concurrency=True"),
+        ({"partition_rate_limit": (0, 1)}, "partition_rate_limit .*at least 1 start"),
+        ({"partition_rate_limit": (5, 0)}, "partition_rate_limit .*positive period"),
+        ({"partition_rate_limit": 5}, "partition_rate_limit must be \\(starts, period\\)"),
+        ({"partitioned": "yes"}, "partitioned='yes': must be True or False"),
+    ],
+)
+def test_bad_partition_limits_are_refused_when_the_queue_is_declared(
+    options: dict[str, Any], error: str
+) -> None:
+    with pytest.raises((TypeError, ValueError), match=error):
+        Queue("q-bad-limits", **options)
+    declared = Queue("q-good-limits", partition_rate_limit=(3, timedelta(seconds=2)))
+    assert declared.partitioned and declared.partition_rate_limit == (3, 2.0)
+
+
+def test_partition_concurrency_holds_across_engines(shared: Any) -> None:
+    BY_KEY.clear()
+    KEY_PEAK.clear()
+    Queue("q-per-key", partition_concurrency=1, concurrency=3)
+    engines = [
+        Engine(shared, queues=["q-per-key"], executor_id=f"pk{i}", poll_interval=0.05)
+        for i in range(2)
+    ]
+    try:
+        ids = [
+            engines[0].enqueue("q-per-key", busy_key_wf, key, 0.05, partition_key=key).workflow_id
+            for key in ("a", "b", "c", "d")
+            for _ in range(4)
+        ]
+        wait_all(engines[0], ids)
+    finally:
+        for eng in engines:
+            eng.close()
+    assert KEY_PEAK == {"a": 1, "b": 1, "c": 1, "d": 1}
+
+
+def test_a_lone_key_waits_one_claim_behind_a_backlog(shared: Any) -> None:
+    Queue("q-fair", partitioned=True, worker_concurrency=1)
+    with Engine(shared, queues=[], poll_interval=0.1) as producer:
+        producer.enqueue_many(
+            "q-fair", note_wf, [(f"big-{i}",) for i in range(30)], partition_key="big"
+        )
+        lone = producer.enqueue("q-fair", note_wf, "lone", partition_key="lone")
+    with Engine(shared, queues=["q-fair"], poll_interval=0.05, recover=False) as worker:
+        assert worker.handle(lone.workflow_id).result(timeout=30) == "lone"
+    # One claim a run (worker_concurrency=1): the backlog's oldest, then the lone key.
+    assert ORDER[:2] == ["big-0", "lone"]
+
+
+def test_partition_rate_limit_caps_each_keys_starts(store_url: str) -> None:
+    Queue("q-key-rate", partition_rate_limit=(2, timedelta(seconds=1)))
+    with Engine(store_url, queues=["q-key-rate"], poll_interval=0.05) as eng:
+        ids = [
+            eng.enqueue("q-key-rate", note_wf, f"{key}{i}", partition_key=key).workflow_id
+            for key in ("a", "b")
+            for i in range(3)
+        ]
+        time.sleep(0.5)
+        started = [r for r in eng.list_workflows() if r.started_at is not None]
+        assert sorted(r.partition_key or "" for r in started) == ["a", "a", "b", "b"]
+        wait_all(eng, ids)

@@ -59,6 +59,12 @@ SMOKES = [
     Smoke("bad_input"),
     Smoke("recoverers"),
     Smoke("idempotent_start", ("--phase", "conflicts")),
+    Smoke("generations"),
+    Smoke("schedule_kills"),
+    Smoke("stream_kills"),
+    Smoke("deadline_kills"),
+    Smoke("batch_kills"),
+    Smoke("pg_crash", ("--face", "asyncio")),
 ]
 
 

@@ -349,6 +349,7 @@ def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
         conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN first_inputs')
         conn.execute(f'ALTER TABLE "{pg_schema}".heartbeats DROP COLUMN registered')
         conn.execute(f'DROP TABLE "{pg_schema}".step_heartbeats')
+        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 3')
     store = PostgresStore(pg_url, schema=pg_schema)
     try:

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from conftest import step_record as _rec
 from replaykit.errors import RecordConflict
-from replaykit.log import Record, Status, Value
+from replaykit.log import Status, Value
 from replaykit.stores import SqliteStore
 from replaykit.stores._group import FALL_BACK, Slot
 from replaykit.stores.base import WorkflowRow
@@ -25,10 +26,6 @@ from replaykit.stores.base import WorkflowRow
 
 def _run(workflow_id: str, executor_id: str = "me", status: Status = Status.PENDING) -> WorkflowRow:
     return WorkflowRow(workflow_id, "wf", status, executor_id=executor_id)
-
-
-def _rec(position: int, data: Any = None, *, pending: bool = False) -> Record:
-    return Record(position, "step", f"s{position}", None if pending else Value(data))
 
 
 def _state(store: Any, workflow_id: str) -> tuple[Any, ...]:

@@ -16,15 +16,12 @@ from typing import Any
 
 import pytest
 
+from conftest import step_record as _step
 from replaykit.errors import RecordConflict, StoreUnavailable, WorkflowNotFound
 from replaykit.log import Record, Status, Value
 from replaykit.stores import MemoryStore, SqliteStore
 from replaykit.stores._group import Slot
 from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite, WorkflowRow
-
-
-def _step(position: int, data: Any = None) -> Record:
-    return Record(position, "step", f"s{position}", Value(data))
 
 
 def _runs(store: Any, ids: Sequence[str], **fields: Any) -> None:

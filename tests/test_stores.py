@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from conftest import drop_schema, fresh_schema_name
+from conftest import step_record as step
 from replaykit.errors import (
     StoreError,
     StoreUnavailable,
@@ -25,11 +26,6 @@ from replaykit.stores import MemoryStore, SqliteStore, open_store
 from replaykit.stores.base import EventWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite import _MIGRATIONS
 from replaykit.testing.conformance import STORE_CHECKS, check_store
-
-
-def step(position: int, data: Any = None) -> Record:
-    return Record(position, "step", f"s{position}", Value(data))
-
 
 # -- the conformance suite on every store ---------------------------------------------
 
@@ -817,6 +813,7 @@ def test_a_postgres_schema_of_version_9_gets_the_heartbeats_names(
         conn.execute(f'ALTER TABLE "{pg_schema}".heartbeats DROP COLUMN registered')
         conn.execute(f'DROP TABLE "{pg_schema}".step_heartbeats')
         conn.execute(f'DROP TABLE "{pg_schema}".cancel_requests')
+        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 9')
         conn.execute(f"INSERT INTO \"{pg_schema}\".heartbeats VALUES ('old-1', 'v1', %s)", (now,))
     store = PostgresStore(pg_url, schema=pg_schema)

@@ -54,6 +54,7 @@ def row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
         "generation": row.generation,
         "continued_as": row.continued_as,
         "queue": row.queue,
+        "partition_key": row.partition_key,
         "created_at": iso(row.created_at),
         "updated_at": iso(row.updated_at),
         "recovery_attempts": row.recovery_attempts,

@@ -35,6 +35,12 @@ _JSON_EXAMPLE = '{"ok": true}'
     help="With --queue: not claimed before this long (90s, 1h30m, 2d).",
 )
 @click.option(
+    "--partition-key",
+    metavar="KEY",
+    help="With --queue: the run's partition key (a tenant, say); a partitioned queue "
+    "serves its keys in turn and limits each.",
+)
+@click.option(
     "--executor", help="Without --queue: the executor id of the engine to run it (it is told)."
 )
 @click.option(
@@ -56,6 +62,7 @@ def start_command(
     workflow_id: str | None,
     queue: str | None,
     delay: timedelta | None,
+    partition_key: str | None,
     executor: str | None,
     app_version: str | None,
     strict: bool,
@@ -94,6 +101,10 @@ def start_command(
         )
     if delay is not None and queue is None:
         raise UsageError("--delay holds a run back on its queue: it needs --queue")
+    if partition_key is not None and queue is None:
+        raise UsageError("--partition-key names a partition of a queue: it needs --queue")
+    if partition_key == "":
+        raise UsageError("--partition-key needs a key: a non-empty string")
     with client_at(url, app_version=app_version, strict=strict) as client:
         if app_version == "latest":
             try:
@@ -103,7 +114,13 @@ def start_command(
         existed = workflow_id is not None and client.store.get_workflow(workflow_id) is not None
         if queue is not None:
             handle = client.enqueue(
-                queue, name, *args, workflow_id=workflow_id, delay=delay, **kwargs
+                queue,
+                name,
+                *args,
+                workflow_id=workflow_id,
+                delay=delay,
+                partition_key=partition_key,
+                **kwargs,
             )
         else:
             handle = client.start(
@@ -116,7 +133,9 @@ def start_command(
     verb = "exists already (same workflow and arguments):" if existed else "started:"
     if row.status is Status.ENQUEUED:
         where = (
-            f"ENQUEUED on queue {row.queue!r}, for an engine of version {row.app_version!r} "
+            f"ENQUEUED on queue {row.queue!r}"
+            + (f" (partition {row.partition_key!r})" if row.partition_key is not None else "")
+            + ", for an engine of version {row.app_version!r} "
             "draining it to claim"
             + (f" from {when_text(row.wake_at)} UTC" if row.wake_at is not None else "")
         )

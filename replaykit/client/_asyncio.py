@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -14,12 +14,11 @@ from typing import Any, TypeVar
 from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
-from replaykit.log import Record, Status
-from replaykit.runtime import admin, debounce, loop_waits, streams, updates
+from replaykit.runtime import admin, debounce, loop_waits, updates
+from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
 from replaykit.runtime.cancels import DEFAULT_GRACE
-from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncClient", "AsyncClientHandle", "AsyncResumedHandle"]
 
@@ -30,7 +29,7 @@ log = logging.getLogger("replaykit.client")
 DEFAULT_IO_WORKERS = 4
 
 
-class AsyncClientHandle:
+class AsyncClientHandle(AsyncRunHandle):
     """A run seen from a coroutine through an `AsyncClient`."""
 
     def __init__(self, client: AsyncClient, workflow_id: str) -> None:
@@ -44,9 +43,8 @@ class AsyncClientHandle:
         """The run as stored now."""
         return await self._client.off_loop(self._client.client._row, self.workflow_id)
 
-    async def status(self) -> Status:
-        """The run's status now."""
-        return (await self.row()).status
+    def _face(self) -> AsyncClient:
+        return self._client
 
     async def result(self, timeout: float | None = None) -> Any:
         """Wait, holding no thread, for the run to finish; its result, or its failure raised.
@@ -54,20 +52,6 @@ class AsyncClientHandle:
         Cancelling the awaiting task cancels the wait, not the run.
         """
         return admin.run_outcome(await self._client._wait_finished(self.workflow_id, timeout))
-
-    async def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`AsyncClient.update` of this run: its reply to update `name`."""
-        return await self._client.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
 
 
 class AsyncResumedHandle(AsyncClientHandle):
@@ -81,7 +65,7 @@ class AsyncResumedHandle(AsyncClientHandle):
         self.moved: tuple[str, ...] = resumed.moved
 
 
-class AsyncClient:
+class AsyncClient(AsyncFace):
     """`Client` for asyncio code: `async with AsyncClient(url) as client:`.
 
     The same methods as coroutines (`handle` is a plain call); store I/O runs
@@ -157,6 +141,12 @@ class AsyncClient:
             )
         return self._client
 
+    def _sync(self) -> Client:
+        return self.client
+
+    def _check_usable(self) -> None:
+        self.client._check_open()
+
     @property
     def closed(self) -> bool:
         """Whether it was closed."""
@@ -214,6 +204,7 @@ class AsyncClient:
         app_version: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.enqueue` as a coroutine."""
@@ -230,6 +221,7 @@ class AsyncClient:
             app_version=app_version,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)
@@ -239,83 +231,6 @@ class AsyncClient:
         `WorkflowNotFound` if no such run exists."""
         self.client  # noqa: B018 - raises when not open
         return AsyncClientHandle(self, workflow_id)
-
-    async def list_workflows(
-        self,
-        *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """`Client.list_workflows` as a coroutine."""
-        return await self.off_loop(
-            self.client.list_workflows,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-            stranded=stranded,
-        )
-
-    async def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        return await self.off_loop(self.client.steps, workflow_id)
-
-    async def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """`Client.send` as a coroutine."""
-        return await self.off_loop(
-            self.client.send, workflow_id, message, topic, idempotency_key=idempotency_key
-        )
-
-    async def complete(self, token: str, value: Any = None) -> None:
-        """`Client.complete` as a coroutine."""
-        await self.off_loop(self.client.complete, token, value)
-
-    async def fail(self, token: str, error: str | Exception) -> None:
-        """`Client.fail` as a coroutine."""
-        await self.off_loop(self.client.fail, token, error)
-
-    async def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Client.update` as a coroutine: the reply awaited on the loop, holding no thread."""
-        client = self.client
-        client._check_open()
-        updater = client.updater
-        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
-        return await updater.update_async(call, self.off_loop)
 
     async def update_with_start(
         self,
@@ -409,71 +324,6 @@ class AsyncClient:
             idempotency_key=idempotency_key,
         )
         return AsyncClientHandle(self, handle.workflow_id)
-
-    async def schedules_list(self) -> list[ScheduleInfo]:
-        """`Client.schedules_list` as a coroutine."""
-        return await self.off_loop(self.client.schedules_list)
-
-    async def pause_schedule(self, name: str) -> bool:
-        """`Client.pause_schedule` as a coroutine."""
-        return await self.off_loop(self.client.pause_schedule, name)
-
-    async def resume_schedule(self, name: str) -> bool:
-        """`Client.resume_schedule` as a coroutine."""
-        return await self.off_loop(self.client.resume_schedule, name)
-
-    async def delete_schedule(self, name: str) -> bool:
-        """`Client.delete_schedule` as a coroutine."""
-        return await self.off_loop(self.client.delete_schedule, name)
-
-    async def trigger_schedule(self, name: str) -> str:
-        """`Client.trigger_schedule` as a coroutine."""
-        return await self.off_loop(self.client.trigger_schedule, name)
-
-    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """`Client.backfill_schedule` as a coroutine."""
-        return await self.off_loop(self.client.backfill_schedule, name, start, end)
-
-    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
-        """The latest value of a run's event `key`, waiting up to `timeout` (holding no
-        thread) for it; else None."""
-        client = self.client
-        return await loop_waits.get_event(
-            client.store,
-            client.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            timeout,
-            client.poll_interval,
-        )
-
-    async def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """`Client.get_events` as a coroutine."""
-        return await self.off_loop(self.client.get_events, workflow_id)
-
-    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """`Client.get_heartbeats` as a coroutine."""
-        return await self.off_loop(self.client.get_heartbeats, workflow_id)
-
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> AsyncIterator[Any]:
-        """`Client.read_stream` as an async iterator (`async for value in ...`), holding no
-        thread while it waits; an unknown id raises `WorkflowNotFound` at the first
-        iteration (this call makes no store read)."""
-        streams.check_read_arguments(key, start, timeout)
-        client = self.client
-        return streams.read_async(
-            client.store,
-            client.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=client.poll_interval,
-        )
 
     async def cancel(
         self,

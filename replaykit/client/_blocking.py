@@ -22,6 +22,7 @@ from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, schedules, streams, updates
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
+from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.runtime.waits import wait_event
@@ -277,6 +278,7 @@ class Client:
         app_version: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
@@ -288,8 +290,10 @@ class Client:
         arguments and raises `WorkflowIdConflict` otherwise. Only engines of
         the stamped version claim it. `timeout` counts from the claim,
         `deadline` holds from now (the run can time out while queued).
+        `partition_key` puts the run in that key's partition of the queue.
         """
         _check_name(name, "Client.enqueue")
+        check_partition_key(partition_key, f"Client.enqueue({queue!r}, {name!r}, ...)")
         self._check_open()
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
@@ -309,6 +313,7 @@ class Client:
             delay=delay,
             timeout=seconds,
             deadline=deadline,
+            partition_key=partition_key,
         )
         warning = self._check_engines(row)
         try:
@@ -347,6 +352,7 @@ class Client:
         delay: timedelta | float | None = None,
         timeout: float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
     ) -> WorkflowRow:
         if not isinstance(name, str):
             hint = getattr(name, "workflow_name", None)
@@ -370,6 +376,7 @@ class Client:
             deadline=deadline,
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
+            partition_key=partition_key,
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:
@@ -464,6 +471,7 @@ class Client:
         queue: str | None = None,
         forked_from: str | None = None,
         continued_as: str | None = None,
+        partition_key: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
@@ -486,6 +494,7 @@ class Client:
             queue=queue,
             forked_from=forked_from,
             continued_as=continued_as,
+            partition_key=partition_key,
             since=since,
             until=until,
             limit=limit,

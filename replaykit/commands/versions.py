@@ -10,17 +10,9 @@ from replaykit.commands.base import ALONE, Command, CommandFacts
 
 
 @attrs.frozen
-class Patch(Command):
-    """`True` for runs that reach this point after the patch shipped, else `False`.
+class _PatchMarker(Command):
+    """What both markers are: instant, alone, and named by the patch."""
 
-    A run recorded before the patch has no marker at this position; the
-    interpreter then answers `False` without taking a position, so the old
-    branch lines up with the old log. Once it has answered `False` for a run, it
-    answers `False` at every later site of the same name in that run, so the run
-    never takes half of each branch (docs/versioning.md).
-    """
-
-    kind: ClassVar[str] = "patch"
     facts: ClassVar[CommandFacts] = CommandFacts(
         instant=True,
         in_composite=False,
@@ -34,7 +26,21 @@ class Patch(Command):
 
 
 @attrs.frozen
-class DeprecatePatch(Command):
+class Patch(_PatchMarker):
+    """`True` for runs that reach this point after the patch shipped, else `False`.
+
+    A run recorded before the patch has no marker at this position; the
+    interpreter then answers `False` without taking a position, so the old
+    branch lines up with the old log. Once it has answered `False` for a run, it
+    answers `False` at every later site of the same name in that run, so the run
+    never takes half of each branch (docs/versioning.md).
+    """
+
+    kind: ClassVar[str] = "patch"
+
+
+@attrs.frozen
+class DeprecatePatch(_PatchMarker):
     """Keeps old runs that recorded `Patch(name)` replayable after the old branch is gone.
 
     It consumes a recorded marker of that name if one stands at this position and
@@ -44,13 +50,3 @@ class DeprecatePatch(Command):
     """
 
     kind: ClassVar[str] = "deprecate_patch"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        instant=True,
-        in_composite=False,
-        why_not_child="a patch marker takes a position of its own (or none, on old runs); " + ALONE,
-    )
-    patch_name: str
-
-    @property
-    def name(self) -> str:
-        return self.patch_name

@@ -142,6 +142,7 @@ def new_run_row(
     deadline: datetime | None,
     trace_context: str | None,
     parent_id: str | None = None,
+    partition_key: str | None = None,
 ) -> WorkflowRow:
     """The row of a new run created `now`, as the Engine and the Client start it: ENQUEUED
     on `queue` (for any executor), else PENDING for `executor_id`."""
@@ -165,6 +166,7 @@ def new_run_row(
         trace_context=trace_context,
         deadline=deadline,
         timeout=timeout,
+        partition_key=partition_key,
     )
 
 
@@ -284,6 +286,7 @@ def workflow_filter(
     until: datetime | None = None,
     limit: int | None = None,
     offset: int = 0,
+    partition_key: str | None = None,
 ) -> WorkflowFilter:
     """The store's filter from the keyword arguments `list_workflows` takes."""
     statuses: Any = status
@@ -300,6 +303,7 @@ def workflow_filter(
         queue=queue,
         forked_from=forked_from,
         continued_as=continued_as,
+        partition_key=partition_key,
         since=since,
         until=until,
         limit=limit,

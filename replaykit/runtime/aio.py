@@ -25,7 +25,7 @@ import contextlib
 import contextvars
 import functools
 import random
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
@@ -35,21 +35,22 @@ from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
-from replaykit.log import Log, Record, Status
+from replaykit.log import Log
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
-from replaykit.runtime import admin, debounce, loop_waits, streams, updates
+from replaykit.runtime import admin, debounce, updates
+from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
 from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
-from replaykit.runtime.schedules import Schedule, ScheduleInfo
+from replaykit.runtime.schedules import Schedule
 from replaykit.runtime.starts import StartRequest
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncEngine", "AsyncWorkflowHandle"]
 
@@ -76,7 +77,7 @@ TRACKED_ROUNDS = 5
 WAKE_CHUNK = 32
 
 
-class AsyncWorkflowHandle(Generic[R]):
+class AsyncWorkflowHandle(AsyncRunHandle, Generic[R]):
     """A run seen from a coroutine: its id, its status, and an awaitable result."""
 
     def __init__(self, engine: AsyncEngine, workflow_id: str, result_type: Any = None) -> None:
@@ -96,8 +97,8 @@ class AsyncWorkflowHandle(Generic[R]):
     def _get(self) -> WorkflowRow | None:
         return self._engine.engine.store.get_workflow(self.workflow_id)
 
-    async def status(self) -> Status:
-        return (await self.row()).status
+    def _face(self) -> AsyncEngine:
+        return self._engine
 
     async def result(self, timeout: float | None = None) -> R:
         """Wait for the run to finish and return its result, or raise its failure.
@@ -115,22 +116,8 @@ class AsyncWorkflowHandle(Generic[R]):
                 result_type = None
         return self._engine.engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
 
-    async def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`AsyncEngine.update` of this run: its reply to update `name`."""
-        return await self._engine.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
 
-
-class AsyncEngine:
+class AsyncEngine(AsyncFace):
     """Runs workflows from asyncio code: `async with AsyncEngine(url) as engine:`.
 
     Takes the same target and options as `Engine` but `step_loop` (async step
@@ -256,6 +243,12 @@ class AsyncEngine:
                 "or `await engine.open()` first"
             )
         return self._engine
+
+    def _sync(self) -> Engine:
+        return self.engine
+
+    def _check_usable(self) -> None:
+        self._own_loop()
 
     @property
     def closed(self) -> bool:
@@ -389,10 +382,11 @@ class AsyncEngine:
         if_exists: str = "raise",
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
-        from now)."""
+        from now, `partition_key` the run's partition)."""
         wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
@@ -406,6 +400,7 @@ class AsyncEngine:
             if_exists=if_exists,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -422,6 +417,7 @@ class AsyncEngine:
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         if_exists: str = "raise",
+        partition_key: str | None = None,
     ) -> list[AsyncWorkflowHandle[R]]:
         """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
         # Items are read here, on the loop, so a generator of items is not
@@ -436,6 +432,7 @@ class AsyncEngine:
             timeout=timeout,
             deadline=deadline,
             if_exists=if_exists,
+            partition_key=partition_key,
         )
         return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
 
@@ -447,109 +444,12 @@ class AsyncEngine:
 
     # -- reading runs ---------------------------------------------------------------------------
 
-    async def list_workflows(
-        self,
-        *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """`Engine.list_workflows` as a coroutine."""
-        return await self.off_loop(
-            self.engine.list_workflows,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-            stranded=stranded,
-        )
-
-    async def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        return await self.off_loop(self.engine.steps, workflow_id)
-
     async def export_log(self, workflow_id: str) -> Log:
         return await self.off_loop(self.engine.export_log, workflow_id)
 
     # -- messages and events ------------------------------------------------------------------
 
-    async def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        return await self.off_loop(
-            self.engine.send, workflow_id, message, topic, idempotency_key=idempotency_key
-        )
-
-    async def complete(self, token: str, value: Any = None) -> None:
-        """`Engine.complete` as a coroutine: deliver `value` to the run's `Await(token)`, once."""
-        await self.off_loop(self.engine.complete, token, value)
-
-    async def fail(self, token: str, error: str | Exception) -> None:
-        """`Engine.fail` as a coroutine: make the run's `Await(token)` raise `error`, once."""
-        await self.off_loop(self.engine.fail, token, error)
-
-    async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
-        """The latest value of a run's event `key`, waiting up to `timeout` for it; else None.
-
-        Waits on the engine's notifications (and its poll interval), holding no thread.
-        """
-        engine = self.engine
-        return await loop_waits.get_event(
-            engine.store,
-            engine.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            timeout,
-            engine.poll_interval,
-        )
-
-    async def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """`Engine.get_events` as a coroutine: every event of a run, latest value per key."""
-        return await self.off_loop(self.engine.get_events, workflow_id)
-
     # -- updates ------------------------------------------------------------------------------
-
-    async def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Engine.update` as a coroutine: the run's reply to update `name` (or the error it
-        replied with), waited for on the loop, holding no thread."""
-        self._own_loop()
-        updater = self.engine.updater
-        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
-        return await updater.update_async(call, self.off_loop)
 
     async def update_with_start(
         self,
@@ -600,30 +500,6 @@ class AsyncEngine:
         )
         result_type = wf.workflow.result_type if isinstance(wf, BoundWorkflow) else wf.result_type
         return AsyncWorkflowHandle(self, handle.workflow_id, result_type)
-
-    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """`Engine.get_heartbeats` as a coroutine: each step's latest heartbeat."""
-        return await self.off_loop(self.engine.get_heartbeats, workflow_id)
-
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> AsyncIterator[Any]:
-        """`Engine.read_stream` as an async iterator: `async for value in
-        engine.read_stream(id, key)`. Its store reads run off the loop and its waits hold
-        no thread; an unknown id raises `WorkflowNotFound` at the first iteration (this
-        call makes no store read)."""
-        streams.check_read_arguments(key, start, timeout)
-        engine = self.engine
-        return streams.read_async(
-            engine.store,
-            engine.listen,
-            self.off_loop,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=engine.poll_interval,
-        )
 
     # -- flow control ----------------------------------------------------------------------
 
@@ -726,33 +602,20 @@ class AsyncEngine:
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
-        return self.engine.schedule(cron, wf, name=name, backfill=backfill, queue=queue, tz=tz)
-
-    async def schedules_list(self) -> list[ScheduleInfo]:
-        """`Engine.schedules_list`, off the loop."""
-        return await self.off_loop(self.engine.schedules_list)
-
-    async def pause_schedule(self, name: str) -> bool:
-        """`Engine.pause_schedule`, off the loop."""
-        return await self.off_loop(self.engine.pause_schedule, name)
-
-    async def resume_schedule(self, name: str) -> bool:
-        """`Engine.resume_schedule`, off the loop."""
-        return await self.off_loop(self.engine.resume_schedule, name)
-
-    async def delete_schedule(self, name: str) -> bool:
-        """`Engine.delete_schedule`, off the loop."""
-        return await self.off_loop(self.engine.delete_schedule, name)
-
-    async def trigger_schedule(self, name: str) -> str:
-        """`Engine.trigger_schedule`, off the loop."""
-        return await self.off_loop(self.engine.trigger_schedule, name)
-
-    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """`Engine.backfill_schedule`, off the loop."""
-        return await self.off_loop(self.engine.backfill_schedule, name, start, end)
+        return self.engine.schedule(
+            cron,
+            wf,
+            name=name,
+            backfill=backfill,
+            queue=queue,
+            tz=tz,
+            overlap=overlap,
+            jitter=jitter,
+        )
 
     async def claim_now(self) -> int:
         return await self.off_loop(self.engine.claim_now)

@@ -159,7 +159,14 @@ class Claims:
                 queue.name,
                 executor_id=self.executor_id,
                 app_version=self.app_version,
-                limits=ClaimLimits(capacity, queue.concurrency, queue.rate_limit),
+                limits=ClaimLimits(
+                    capacity,
+                    queue.concurrency,
+                    queue.rate_limit,
+                    partitioned=queue.partitioned,
+                    partition_concurrency=queue.partition_concurrency,
+                    partition_rate_limit=queue.partition_rate_limit,
+                ),
                 now=now,
             )
             if not rows:
@@ -182,6 +189,7 @@ class Claims:
                 queue.concurrency is not None
                 or queue.rate_limit is not None
                 or queue.worker_concurrency is not None
+                or queue.partitioned
             )
             with self._lock:
                 if len(rows) < capacity and not limited:

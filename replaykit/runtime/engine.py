@@ -48,7 +48,7 @@ from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.messaging import Messaging
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
-from replaykit.runtime.queues import Queue, QueueItem, queue_named
+from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
@@ -334,6 +334,7 @@ class Engine(Messaging):
                 registered_schedules() if schedules else (),
                 poll_interval=poll_interval,
                 fire=tick_starter(self.starts.create_run),
+                cancel=lambda workflow_id, reason: self.cancel(workflow_id, reason=reason),
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
@@ -463,6 +464,7 @@ class Engine(Messaging):
         delay: timedelta | float | None = None,
         timeout: float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
@@ -481,6 +483,7 @@ class Engine(Messaging):
             delay=delay,
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
         )
 
     def start_batch(
@@ -542,6 +545,7 @@ class Engine(Messaging):
         if_exists: str = "raise",
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -555,10 +559,15 @@ class Engine(Messaging):
         `timeout` counts from the claim (time spent queued is not counted);
         `deadline`, an aware datetime, holds from now, so a run can time out
         while it waits in the queue. The earlier of the two wins.
+
+        `partition_key` (a tenant's id, say) puts the run in that key's partition:
+        a partitioned queue serves its keys in turn and holds its per-key limits
+        (`Queue(partition_concurrency=..., partition_rate_limit=...)`).
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
         name = queue.name if isinstance(queue, Queue) else queue
+        check_partition_key(partition_key, f"enqueue({name!r}, {_name_of(wf)}, ...)")
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
         seconds, deadline = run_deadline(
@@ -576,6 +585,7 @@ class Engine(Messaging):
                 delay=delay,
                 timeout=seconds,
                 deadline=deadline,
+                partition_key=partition_key,
             )
         except DuplicateDedupId as exc:
             if if_exists == "return":
@@ -595,13 +605,14 @@ class Engine(Messaging):
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         if_exists: str = "raise",
+        partition_key: str | None = None,
     ) -> list[WorkflowHandle[R]]:
         """Put many runs of `wf` on a queue in one statement and one commit.
 
         Each item is a tuple of positional arguments, or a `QueueItem(*args,
         workflow_id=..., priority=..., dedup_id=..., delay=..., timeout=...,
         deadline=..., **kwargs)`; `priority`, `delay`, `timeout` and `deadline`
-        here apply to items that give none (as in `enqueue`: a timeout counts
+        and `partition_key` here apply to items that give none (as in `enqueue`: a timeout counts
         from each run's claim, a deadline from now). Handles come
         back in item order; an id that exists already gives that run's handle.
         All or nothing: a `dedup_id` that a live run of the queue (or an earlier
@@ -625,6 +636,7 @@ class Engine(Messaging):
             timeout=timeout,
             deadline=deadline,
             if_exists=if_exists,
+            partition_key=partition_key,
         )
         return [WorkflowHandle(self, workflow_id, wf.result_type) for workflow_id in ids]
 
@@ -666,6 +678,7 @@ class Engine(Messaging):
         queue: str | None = None,
         forked_from: str | None = None,
         continued_as: str | None = None,
+        partition_key: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int | None = None,
@@ -687,6 +700,7 @@ class Engine(Messaging):
             queue=queue,
             forked_from=forked_from,
             continued_as=continued_as,
+            partition_key=partition_key,
             since=since,
             until=until,
             limit=limit,
@@ -994,10 +1008,21 @@ class Engine(Messaging):
         backfill: bool = False,
         queue: str | None = None,
         tz: str | None = None,
+        overlap: str = "allow_all",
+        jitter: timedelta | float = 0.0,
     ) -> Schedule:
         """Start `wf(tick)` once per tick of `cron` (read in time zone `tz`, default UTC),
-        across all engines that know it."""
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
+        across all engines that know it; `overlap` and `jitter` as `@schedule` takes them."""
+        entry = Schedule(
+            cron,
+            wf,
+            name or wf.workflow_name,
+            backfill,
+            queue,
+            tz,
+            overlap,
+            jitter.total_seconds() if isinstance(jitter, timedelta) else jitter,
+        )
         self.schedules.add(entry)
         return entry
 

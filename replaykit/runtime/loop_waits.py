@@ -1,22 +1,33 @@
-"""Waiting on the running loop for a store's notification, holding no thread: the waits
-`AsyncEngine` and `AsyncClient` share, and the asyncio stream reader's.
+"""Waiting for a store's notification: on the running loop, holding no thread (the waits
+`AsyncEngine` and `AsyncClient` share, and the asyncio stream and update drivers'), or
+on the calling thread (their blocking twins).
 
 A notification comes from any thread (the store's listener, the engine's wake-ups);
 `notified` turns it into an asyncio event set on the loop, and `wait_round` waits for
 that event or a poll interval, whichever comes first (a notification may be lost).
+`notified_blocking` and `wait_round_blocking` do the same with a threading event.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 from replaykit._limits import checked_wait
 from replaykit.stores.base import Store
 
-__all__ = ["Listen", "OffLoop", "get_event", "notified", "wait_round"]
+__all__ = [
+    "Listen",
+    "OffLoop",
+    "get_event",
+    "notified",
+    "notified_blocking",
+    "wait_round",
+    "wait_round_blocking",
+]
 
 #: `listen(wakes, callback) -> stop`: calls `callback` from any thread on a notification.
 Listen = Callable[[Iterable[tuple[str, str]], Callable[[], None]], Callable[[], None]]
@@ -39,6 +50,27 @@ def notified(listen: Listen, wakes: Iterable[tuple[str, str]]) -> Iterator[async
         yield event
     finally:
         stop()
+
+
+@contextlib.contextmanager
+def notified_blocking(
+    listen: Listen, wakes: Iterable[tuple[str, str]]
+) -> Iterator[threading.Event]:
+    """On the calling thread: a threading event set whenever one of `wakes` is notified."""
+    event = threading.Event()
+    stop = listen(wakes, event.set)
+    try:
+        yield event
+    finally:
+        stop()
+
+
+def wait_round_blocking(event: threading.Event, timeout: float) -> None:
+    """Wait for `event` or `timeout` seconds, then clear it for the next round."""
+    # Cleared after the wait, before the next read: a notification that lands later
+    # sets it again, and the read then sees what it announced.
+    event.wait(timeout)
+    event.clear()
 
 
 async def wait_round(event: asyncio.Event, timeout: float) -> bool:

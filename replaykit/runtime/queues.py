@@ -18,25 +18,53 @@ import attrs
 
 from replaykit.commands import as_seconds
 
-__all__ = ["FilledItem", "Queue", "QueueItem", "fill_item", "queue_named", "registered_queues"]
+__all__ = [
+    "FilledItem",
+    "Queue",
+    "QueueItem",
+    "check_partition_key",
+    "fill_item",
+    "queue_named",
+    "registered_queues",
+]
 
 _queues: dict[str, Queue] = {}
 _lock = threading.Lock()
 
 
-def _rate(value: tuple[int, timedelta | float] | None) -> tuple[int, float] | None:
+def _checked_rate(
+    value: tuple[int, timedelta | float] | None, option: str
+) -> tuple[int, float] | None:
     if value is None:
         return None
     try:
         starts, period = value
     except (TypeError, ValueError):
         raise TypeError(
-            f"rate_limit must be (starts, period), e.g. (100, timedelta(minutes=1)), got {value!r}"
+            f"{option} must be (starts, period), e.g. (100, timedelta(minutes=1)), got {value!r}"
         ) from None
-    seconds = as_seconds(period, "rate_limit period")
-    if not isinstance(starts, int) or starts < 1 or not seconds:
-        raise ValueError(f"rate_limit {value!r}: needs at least 1 start per positive period")
+    seconds = as_seconds(period, f"{option} period")
+    if not isinstance(starts, int) or isinstance(starts, bool) or starts < 1 or not seconds:
+        raise ValueError(f"{option} {value!r}: needs at least 1 start per positive period")
     return (starts, seconds)
+
+
+def _rate(value: tuple[int, timedelta | float] | None) -> tuple[int, float] | None:
+    return _checked_rate(value, "rate_limit")
+
+
+def _partition_rate(value: tuple[int, timedelta | float] | None) -> tuple[int, float] | None:
+    return _checked_rate(value, "partition_rate_limit")
+
+
+def check_partition_key(key: object, what: str) -> str | None:
+    """A run's `partition_key`: None, or a non-empty string; `what` names the call."""
+    if key is None or (isinstance(key, str) and key):
+        return key
+    raise TypeError(
+        f"{what}: partition_key={key!r}; a partition key is a non-empty string (a tenant's "
+        "or a customer's id, say), or None for none"
+    )
 
 
 @attrs.frozen
@@ -45,22 +73,43 @@ class Queue:
 
     - `concurrency`: runs of this queue PENDING at once, across all engines;
     - `worker_concurrency`: runs of this queue one engine holds at once;
-    - `rate_limit=(n, period)`: at most n runs start per period, across all engines.
+    - `rate_limit=(n, period)`: at most n runs start per period, across all engines;
+    - `partition_concurrency`: runs of one partition key PENDING at once, across all
+      engines (`enqueue(..., partition_key=...)`);
+    - `partition_rate_limit=(n, period)`: at most n runs of one key start per period;
+    - `partitioned=True`: serve the keys in turn with no limit per key (either limit
+      above implies it).
 
-    Creating a Queue registers it under its name (a later one replaces it).
+    A partitioned queue serves its keys in turn (docs/queues.md, Partitions): a key
+    with a backlog delays another key's next run by one claim at most. The queue's
+    own limits hold beside the per-key ones. Creating a Queue registers it under
+    its name (a later one replaces it).
     """
 
     name: str
     concurrency: int | None = None
     worker_concurrency: int | None = None
     rate_limit: tuple[int, float] | None = attrs.field(default=None, converter=_rate)
+    partition_concurrency: int | None = attrs.field(default=None, kw_only=True)
+    partition_rate_limit: tuple[int, float] | None = attrs.field(
+        default=None, converter=_partition_rate, kw_only=True
+    )
+    partitioned: bool = attrs.field(default=False, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"a Queue needs a non-empty name, got {self.name!r}")
-        for option in ("concurrency", "worker_concurrency"):
+        if not isinstance(self.partitioned, bool):
+            raise TypeError(
+                f"Queue({self.name!r}) partitioned={self.partitioned!r}: must be True or False"
+            )
+        if self.partition_concurrency is not None or self.partition_rate_limit is not None:
+            object.__setattr__(self, "partitioned", True)
+        for option in ("concurrency", "worker_concurrency", "partition_concurrency"):
             value = getattr(self, option)
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
                 raise ValueError(
                     f"Queue({self.name!r}) {option}={value!r}: must be a positive integer or None"
                 )
@@ -99,6 +148,7 @@ class QueueItem:
     # `enqueue` takes them; None: the batch's.
     timeout: timedelta | float | None = None
     deadline: datetime | None = None
+    partition_key: str | None = None  # None: the batch's
 
     def __init__(
         self,
@@ -109,10 +159,19 @@ class QueueItem:
         delay: timedelta | float | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.__attrs_init__(
-            args, dict(kwargs), workflow_id, priority, dedup_id, delay, timeout, deadline
+            args,
+            dict(kwargs),
+            workflow_id,
+            priority,
+            dedup_id,
+            delay,
+            timeout,
+            deadline,
+            check_partition_key(partition_key, "QueueItem"),
         )
 
 
@@ -128,6 +187,7 @@ class FilledItem:
     delay: timedelta | float | None
     timeout: timedelta | float | None
     deadline: datetime | None
+    partition_key: str | None = None
 
 
 def fill_item(
@@ -139,6 +199,7 @@ def fill_item(
     delay: timedelta | float | None,
     timeout: timedelta | float | None,
     deadline: datetime | None,
+    partition_key: str | None = None,
 ) -> FilledItem:
     """What item `index` of an `enqueue_many` asks for: a `QueueItem`'s own options, else
     the batch's; a tuple or list is the workflow's positional arguments. `what` names
@@ -153,11 +214,15 @@ def fill_item(
             delay if item.delay is None else item.delay,
             timeout if item.timeout is None else item.timeout,
             deadline if item.deadline is None else item.deadline,
+            partition_key if item.partition_key is None else item.partition_key,
         )
     if isinstance(item, (tuple, list)):
-        return FilledItem(tuple(item), {}, None, None, priority, delay, timeout, deadline)
+        return FilledItem(
+            tuple(item), {}, None, None, priority, delay, timeout, deadline, partition_key
+        )
     raise TypeError(
         f"{what}: item {index} is {item!r}; each item is a tuple of the workflow's "
         "positional arguments (a one-argument workflow takes (value,)), or "
-        "QueueItem(*args, **kwargs, workflow_id=..., priority=..., dedup_id=..., delay=...)"
+        "QueueItem(*args, **kwargs, workflow_id=..., priority=..., dedup_id=..., delay=..., "
+        "partition_key=...)"
     )

@@ -5,15 +5,17 @@ schedules (runtime/schedules.py holds the definitions and the operations on them
 from __future__ import annotations
 
 import builtins
+import collections
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import attrs
 
 from replaykit.errors import ReplayKitError, ScheduleNotFound
+from replaykit.log import Status
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.schedules import (
     MAX_BACKFILL_TICKS,
@@ -57,11 +59,18 @@ class ScheduleLoop:
         *,
         poll_interval: float,
         fire: Callable[[Schedule, datetime], None],
+        cancel: Callable[[str, str], object] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.poll_interval = poll_interval
         self._fire = fire
+        self._cancel = cancel
+        # Ticks that came while a run of their schedule was live, waiting for it to end
+        # (`overlap="buffer_one"`, `"buffer_all"`, `"cancel_other"`). Kept by this
+        # engine: every engine that saw the tick keeps it, and each starts it under the
+        # tick's one id when the live run ends.
+        self._buffered: dict[str, collections.deque[datetime]] = {}
         self._lock = threading.Lock()
         self._entries = {entry.name: entry for entry in entries}
         self._unregistered = set(self._entries)
@@ -218,7 +227,8 @@ class ScheduleLoop:
                 self._recovered(None)
             wait = self.poll_interval
             if upcoming:
-                wait = min(wait, (min(upcoming.values()) - self.clock.now()).total_seconds())
+                due = min(self._due(name, tick) for name, tick in upcoming.items())
+                wait = min(wait, (due - self.clock.now()).total_seconds())
             self._wanted.wait(max(wait, 0.005))
             self._wanted.clear()
 
@@ -273,14 +283,24 @@ class ScheduleLoop:
             except Exception as exc:
                 failed.add(name)
                 self._schedule_failed(entry, exc, upcoming)
+        for name in list(self._buffered):
+            state = states.get(name)
+            if name not in entries:
+                del self._buffered[name]
+            elif not (state is not None and state.paused) and name not in failed:
+                try:
+                    self._start_buffered(entries[name])
+                except Exception as exc:
+                    failed.add(name)
+                    self._schedule_failed(entries[name], exc, upcoming)
         for name, tick in list(upcoming.items()):
-            if tick <= now:
+            if entries[name].due(tick) <= now:
                 state = states.get(name)
                 try:
                     if state is not None and state.paused:
                         log.debug("schedule %r is paused; tick %s skipped", name, tick)
                     else:
-                        self._fire(entries[name], tick)
+                        self._start_tick(entries[name], tick)
                     upcoming[name] = entries[name].next_tick(tick)
                 except Exception as exc:
                     failed.add(name)
@@ -310,7 +330,8 @@ class ScheduleLoop:
             return
         if entry.backfill and not paused:
             self._catch_up(entry, now)
-        upcoming[name] = entry.next_tick(now)
+        # A tick whose instant passed but whose jittered start has not is still to come.
+        upcoming[name] = entry.next_tick(now - timedelta(seconds=entry.jitter))
 
     def _schedule_failed(
         self, entry: Schedule, exc: Exception, upcoming: dict[str, datetime]
@@ -358,7 +379,7 @@ class ScheduleLoop:
                     entry.name,
                 )
                 return
-            self._fire(entry, tick)
+            self._start_tick(entry, tick)
 
     def _carry_out_requests(self, entry: Schedule, state: ScheduleState) -> None:
         """Start what was asked of the schedule through the store, then clear the ask.
@@ -396,6 +417,81 @@ class ScheduleLoop:
         with self._lock:
             if entry.name in self._states:
                 self._states[entry.name] = state
+
+    # -- overlap -----------------------------------------------------------------------
+
+    def _due(self, name: str, tick: datetime) -> datetime:
+        entry = self._entry(name)
+        return tick if entry is None else entry.due(tick)
+
+    def _start_tick(self, entry: Schedule, tick: datetime) -> None:
+        """Start a tick's run, or do what the schedule's `overlap` says while an earlier
+        run of it is live."""
+        if entry.overlap == "allow_all":
+            self._fire(entry, tick)
+            return
+        live = self._live_runs(entry)
+        buffered = self._buffered.setdefault(entry.name, collections.deque())
+        if not live and not buffered:
+            self._fire(entry, tick)
+            return
+        policy = entry.overlap
+        if policy == "buffer_all" or (policy == "buffer_one" and not buffered):
+            if len(buffered) >= MAX_BACKFILL_TICKS:
+                log.warning(
+                    "schedule %r holds %d ticks behind its live run; tick %s skipped",
+                    entry.name,
+                    len(buffered),
+                    tick,
+                )
+                return
+            buffered.append(tick)
+            log.info("schedule %r: tick %s waits for its live run to end", entry.name, tick)
+        elif policy == "cancel_other":
+            buffered.clear()
+            buffered.append(tick)
+            for workflow_id in live:
+                self._cancel_live(entry, workflow_id, tick)
+        else:
+            log.info(
+                "schedule %r: tick %s skipped, a run of it is live (overlap=%r): %s",
+                entry.name,
+                tick,
+                policy,
+                ", ".join(live),
+            )
+
+    def _start_buffered(self, entry: Schedule) -> None:
+        """Start the oldest tick held back by a live run, once no run of it is live."""
+        buffered = self._buffered.get(entry.name)
+        if buffered and not self._live_runs(entry):
+            self._fire(entry, buffered[0])
+            buffered.popleft()
+
+    def _cancel_live(self, entry: Schedule, workflow_id: str, tick: datetime) -> None:
+        reason = (
+            f"schedule {entry.name!r}: cancelled for tick {tick.isoformat()} "
+            "(overlap='cancel_other')"
+        )
+        if self._cancel is None:
+            raise RuntimeError(
+                f"schedule {entry.name!r} has overlap='cancel_other' but this loop was given "
+                "no way to cancel a run"
+            )
+        self._cancel(workflow_id, reason)
+
+    def _live_runs(self, entry: Schedule) -> builtins.list[str]:
+        """The ids of the schedule's runs that are live (PENDING or ENQUEUED): its
+        ticks' and those asked for by hand."""
+        prefix = f"schedule:{entry.name}:"
+        rows = self.store.list_workflows(
+            WorkflowFilter(
+                name=entry.workflow.workflow_name,
+                status=(Status.PENDING, Status.ENQUEUED),
+                payloads=False,
+            )
+        )
+        return [row.workflow_id for row in rows if row.workflow_id.startswith(prefix)]
 
     def _run_ids(self, entry: Schedule) -> set[str]:
         prefix = f"schedule:{entry.name}:"

@@ -31,7 +31,9 @@ in Debian's cron(8)):
 from __future__ import annotations
 
 import difflib
+import hashlib
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -52,6 +54,7 @@ from replaykit.stores.base import (
 
 __all__ = [
     "MAX_BACKFILL_TICKS",
+    "OVERLAP_POLICIES",
     "Schedule",
     "ScheduleInfo",
     "ScheduleNotFound",
@@ -119,9 +122,14 @@ class Schedule:
     backfill: bool = False
     queue: str | None = None
     tz: str | None = None
+    #: What a tick does while a run of the schedule is live (`OVERLAP_POLICIES`).
+    overlap: str = "allow_all"
+    #: Seconds: each tick starts up to this much after its instant (`jitter_for`).
+    jitter: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         check_names(schedule_name=self.name)
+        _check_overlap(self.name, self.overlap)
         if len(self.name.encode("utf-8")) + _RUN_ID_OVERHEAD > MAX_NAME_BYTES:
             raise ValueError(
                 f"schedule name {self.name[:60]!r}... is too long: its runs' ids "
@@ -136,6 +144,7 @@ class Schedule:
         if self.tz is not None:
             _zone(self.name, self.tz)
         _check_fires(self.name, self.cron, self.tz)
+        _check_jitter(self.name, self.cron, self.tz, self.jitter)
 
     @property
     def spec(self) -> ScheduleSpec:
@@ -150,6 +159,61 @@ class Schedule:
     def next_tick(self, after: datetime) -> datetime:
         """The first tick strictly after `after` (an aware datetime), as a UTC datetime."""
         return _next_tick(self.cron, self.tz, after)
+
+    def due(self, tick: datetime) -> datetime:
+        """When `tick`'s run starts: the tick, plus its jitter."""
+        return tick + self.jitter_for(tick)
+
+    def jitter_for(self, tick: datetime) -> timedelta:
+        """The tick's share of `jitter`: the same on every engine (a digest of the
+        schedule's name and the tick), so that they agree on when it starts."""
+        if not self.jitter:
+            return timedelta(0)
+        digest = hashlib.sha256(f"{self.name}|{tick.astimezone(UTC).isoformat()}".encode())
+        fraction = int.from_bytes(digest.digest()[:8], "big") / 2**64
+        return timedelta(seconds=self.jitter * fraction)
+
+
+#: `overlap=` of a schedule: what a tick does while an earlier run of it is live
+#: (PENDING or ENQUEUED). `allow_all` starts it anyway; `skip` does not start it;
+#: `buffer_one` starts it when the live runs end, keeping at most one so (later ticks
+#: are skipped); `buffer_all` keeps every one, started one at a time in order;
+#: `cancel_other` cancels the live runs and starts it once they end.
+OVERLAP_POLICIES = ("allow_all", "skip", "buffer_one", "buffer_all", "cancel_other")
+
+
+def _check_overlap(name: str, overlap: object) -> None:
+    if overlap not in OVERLAP_POLICIES:
+        close = difflib.get_close_matches(str(overlap), OVERLAP_POLICIES, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(
+            f"schedule {name!r}: overlap={overlap!r} is not a policy{hint}; give one of "
+            + ", ".join(repr(p) for p in OVERLAP_POLICIES)
+        )
+
+
+def _check_jitter(name: str, cron: str, tz: str | None, jitter: float) -> None:
+    """Refuse a jitter that is not a duration, or one as long as the gap between ticks
+    (a tick would then start after the next one's instant)."""
+    if not isinstance(jitter, (int, float)) or isinstance(jitter, bool):
+        raise TypeError(
+            f"schedule {name!r}: jitter must be a timedelta or a number of seconds, got {jitter!r}"
+        )
+    if not math.isfinite(jitter) or jitter < 0:
+        raise ValueError(f"schedule {name!r}: jitter must be 0 or more seconds, got {jitter!r}")
+    if not jitter:
+        return
+    first = _next_tick(cron, tz, datetime.now(UTC))
+    gap = (_next_tick(cron, tz, first) - first).total_seconds()
+    if jitter >= gap:
+        raise ValueError(
+            f"schedule {name!r}: a jitter of {jitter:g}s is not shorter than the {gap:g}s "
+            f"between its ticks ({cron!r}); give a jitter under the interval"
+        )
+
+
+def _seconds_of(value: timedelta | float) -> float:
+    return value.total_seconds() if isinstance(value, timedelta) else value
 
 
 def _check_fires(name: str, cron: str, tz: str | None) -> None:
@@ -196,7 +260,16 @@ class _Triggered(Schedule):
 
 
 def triggered(entry: Schedule) -> Schedule:
-    return _Triggered(entry.cron, entry.workflow, entry.name, entry.backfill, entry.queue, entry.tz)
+    return _Triggered(
+        entry.cron,
+        entry.workflow,
+        entry.name,
+        entry.backfill,
+        entry.queue,
+        entry.tz,
+        entry.overlap,
+        entry.jitter,
+    )
 
 
 # -- ticks ------------------------------------------------------------------------------
@@ -357,19 +430,32 @@ def schedule(
     backfill: bool = False,
     queue: str | None = None,
     tz: str | None = None,
+    overlap: str = "allow_all",
+    jitter: timedelta | float = 0.0,
 ) -> Callable[[W], W]:
     """Register a workflow to start once per tick of `cron`; it receives the tick (a datetime).
 
     Put it above `@workflow`. `backfill=True` starts the ticks missed while no
     engine ran (since the latest tick that did run), and those missed while the
     schedule was paused. `tz` (an IANA name, e.g. "Europe/Berlin") reads `cron`
-    in that zone's wall time; the default is UTC.
+    in that zone's wall time; the default is UTC. `overlap` says what a tick does
+    while an earlier run is live (`OVERLAP_POLICIES`); `jitter` spreads each tick's
+    start over that long after its instant.
     """
 
     def register(wf: W) -> W:
         if not isinstance(wf, Workflow):
             raise TypeError("@schedule goes above @workflow: the function must be a workflow")
-        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz)
+        entry = Schedule(
+            cron,
+            wf,
+            name or wf.workflow_name,
+            backfill,
+            queue,
+            tz,
+            overlap,
+            _seconds_of(jitter),
+        )
         with _lock:
             _schedules[entry.name] = entry
         return wf

@@ -28,7 +28,7 @@ from replaykit.otel import Telemetry
 from replaykit.registry import Workflow
 from replaykit.runtime import admin
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.queues import Queue, QueueItem, fill_item
+from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, fill_item
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
 __all__ = ["Dispatch", "StartRequest", "Starts"]
@@ -91,6 +91,7 @@ class Starts:
         delay: timedelta | float | None = None,
         timeout: float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """`Engine.create_run`: store a new run (or find the one with that id), schedule it."""
         row = self.new_row(
@@ -106,6 +107,7 @@ class Starts:
             now=self.clock.now(),
             timeout=timeout,
             deadline=deadline,
+            partition_key=partition_key,
         )
         stored, created = self.store.create_workflow(row)
         if not created:
@@ -187,6 +189,7 @@ class Starts:
         now: datetime,
         timeout: float | None = None,
         deadline: datetime | None = None,
+        partition_key: str | None = None,
     ) -> WorkflowRow:
         """The row of a new run created `now`, its inputs encoded and their size checked."""
         if not isinstance(wf, Workflow):
@@ -219,6 +222,7 @@ class Starts:
             # run's spans join that trace wherever and whenever it runs.
             trace_context=self.telemetry.context_for_new_run(parent_id),
             parent_id=parent_id,
+            partition_key=partition_key,
         )
 
     # -- many runs that start now ------------------------------------------------------------
@@ -310,6 +314,7 @@ class Starts:
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         if_exists: str = "raise",
+        partition_key: str | None = None,
     ) -> list[str]:
         """`Engine.enqueue_many`: the ids of the runs, in item order (for an item whose
         dedup id is held, with `if_exists="return"`, the holder's)."""
@@ -319,6 +324,7 @@ class Starts:
         now = self.clock.now()
         rows: list[WorkflowRow] = []
         what = f"enqueue_many({name!r}, {wf.workflow_name!r}, ...)"
+        check_partition_key(partition_key, what)
         for index, item in enumerate(items):
             filled = fill_item(
                 item,
@@ -328,6 +334,7 @@ class Starts:
                 delay=delay,
                 timeout=timeout,
                 deadline=deadline,
+                partition_key=partition_key,
             )
             seconds, item_deadline = run_deadline(
                 filled.timeout, filled.deadline, what=f"{what}, item {index}"
@@ -347,6 +354,7 @@ class Starts:
                     now=now + timedelta(microseconds=index),
                     timeout=seconds,
                     deadline=item_deadline,
+                    partition_key=filled.partition_key,
                 )
             )
         if not rows:

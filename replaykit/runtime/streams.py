@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
 
@@ -26,7 +25,14 @@ import attrs
 
 from replaykit.errors import StreamTimeout, WorkflowNotFound
 from replaykit.log import Record, StreamCursor
-from replaykit.runtime.loop_waits import Listen, OffLoop, notified, wait_round
+from replaykit.runtime.loop_waits import (
+    Listen,
+    OffLoop,
+    notified,
+    notified_blocking,
+    wait_round,
+    wait_round_blocking,
+)
 from replaykit.stores.base import Store, WorkflowRow, archive_id
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "read_blocking",
     "reading",
     "recorded_values",
+    "store_read",
     "stream_wakes",
 ]
 
@@ -172,6 +179,13 @@ def reading(
         yield Pause(wait)
 
 
+def store_read(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Callable[[], Any]:
+    """The store call that answers `request`, for a driver to make where it makes them."""
+    if isinstance(request, ReadLog):
+        return functools.partial(store.load_log, request.run_id, since=request.since)
+    return functools.partial(store.get_workflow, workflow_id)
+
+
 def read_blocking(
     store: Store,
     listen: Listen,
@@ -187,9 +201,7 @@ def read_blocking(
 
     Closing the iterator (or leaving a `for` loop over it) stops listening.
     """
-    changed = threading.Event()
-    stop = listen(stream_wakes(workflow_id), changed.set)
-    try:
+    with notified_blocking(listen, stream_wakes(workflow_id)) as changed:
         core = reading(
             workflow_id,
             key,
@@ -207,17 +219,10 @@ def read_blocking(
             answer = None
             if isinstance(request, Emit):
                 yield request.value
-            elif isinstance(request, ReadLog):
-                answer = store.load_log(request.run_id, since=request.since)
-            elif isinstance(request, ReadRun):
-                answer = store.get_workflow(workflow_id)
+            elif isinstance(request, (ReadLog, ReadRun)):
+                answer = store_read(store, workflow_id, request)()
             else:
-                # Cleared after the wait, before the next read: a notification that
-                # lands later sets it again, and the read then sees what it announced.
-                changed.wait(request.seconds)
-                changed.clear()
-    finally:
-        stop()
+                wait_round_blocking(changed, request.seconds)
 
 
 async def read_async(
@@ -252,11 +257,8 @@ async def read_async(
             answer = None
             if isinstance(request, Emit):
                 yield request.value
-            elif isinstance(request, ReadLog):
-                read = functools.partial(store.load_log, request.run_id, since=request.since)
-                answer = await off_loop(read)
-            elif isinstance(request, ReadRun):
-                answer = await off_loop(functools.partial(store.get_workflow, workflow_id))
+            elif isinstance(request, (ReadLog, ReadRun)):
+                answer = await off_loop(store_read(store, workflow_id, request))
             else:
                 await wait_round(changed, request.seconds)
 

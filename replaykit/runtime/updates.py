@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import threading
 import time
 import uuid
 from collections.abc import Callable, Generator
@@ -55,7 +54,14 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.registry import Workflow, lookup
-from replaykit.runtime.loop_waits import Listen, OffLoop, notified, wait_round
+from replaykit.runtime.loop_waits import (
+    Listen,
+    OffLoop,
+    notified,
+    notified_blocking,
+    wait_round,
+    wait_round_blocking,
+)
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
 __all__ = [
@@ -352,9 +358,7 @@ def drive_blocking(
     workflow_id: str,
 ) -> Any:
     """Drive `updating` on the calling thread; `do` carries out each store request."""
-    changed = threading.Event()
-    stop = listen(update_wakes(workflow_id), changed.set)
-    try:
+    with notified_blocking(listen, update_wakes(workflow_id)) as changed:
         answer: Any = None
         error: Exception | None = None
         while True:
@@ -364,17 +368,12 @@ def drive_blocking(
                 return done.value
             answer, error = None, None
             if isinstance(request, Pause):
-                # Cleared after the wait, before the next read: a notification that
-                # lands later sets it again, and the read then sees what it announced.
-                changed.wait(request.seconds)
-                changed.clear()
+                wait_round_blocking(changed, request.seconds)
                 continue
             try:
                 answer = do(request)
             except Exception as exc:
                 error = exc
-    finally:
-        stop()
 
 
 async def drive_async(

@@ -19,7 +19,7 @@ from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.runtime.admin import get_run
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.loop_waits import Listen
+from replaykit.runtime.loop_waits import Listen, notified_blocking, wait_round_blocking
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.stores.base import Store, WorkflowRow
 
@@ -43,9 +43,7 @@ def wait_event(
         return value
     if deadline is None or time.monotonic() >= deadline:
         return None
-    changed = threading.Event()
-    unsubscribe = listen([("event", workflow_id)], changed.set)
-    try:
+    with notified_blocking(listen, [("event", workflow_id)]) as changed:
         while True:
             # Read after subscribing: a value set before the listening began is found.
             found, value = store.get_event(workflow_id, key)
@@ -54,10 +52,7 @@ def wait_event(
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
-            changed.wait(min(poll_interval, left))
-            changed.clear()
-    finally:
-        unsubscribe()
+            wait_round_blocking(changed, min(poll_interval, left))
 
 
 class TrackedRuns(Protocol):

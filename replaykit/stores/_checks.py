@@ -145,6 +145,7 @@ def check_row(row: WorkflowRow) -> None:
         dedup_id=row.dedup_id,
         forked_from=row.forked_from,
         continued_as=row.continued_as,
+        partition_key=row.partition_key,
     )
 
 
@@ -209,6 +210,7 @@ def check_filter(where: WorkflowFilter) -> None:
         queue=where.queue,
         forked_from=where.forked_from,
         continued_as=where.continued_as,
+        partition_key=where.partition_key,
     )
 
 

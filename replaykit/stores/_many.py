@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from replaykit.errors import StoreUnavailable
@@ -116,10 +116,8 @@ def finishes_from_the_batch(
     (`submit_many`); a finish told to write alone (`FALL_BACK`) is written by
     `alone(index)` then, in order."""
     answers: dict[int, bool | Exception] = {}
-    for index, (result, error) in zip(indexes, outcomes, strict=True):
+    for index, result, error in _each_outcome(indexes, outcomes):
         if error is not None:
-            if not isinstance(error, Exception):
-                raise error
             answers[index] = error
         elif result is FALL_BACK:
             try:
@@ -141,16 +139,25 @@ def from_the_batch(
     Returns the indexes told to write alone (`FALL_BACK`), in order.
     """
     alone = []
-    for index, (result, error) in zip(indexes, outcomes, strict=True):
+    for index, result, error in _each_outcome(indexes, outcomes):
         if error is not None:
-            if not isinstance(error, Exception):
-                raise error
             answers[index] = error
         elif result is FALL_BACK:
             alone.append(index)
         else:
             answers[index] = result
     return alone
+
+
+def _each_outcome(
+    indexes: Sequence[int], outcomes: Sequence[tuple[Any, BaseException | None]]
+) -> Iterator[tuple[int, Any, Exception | None]]:
+    """Each index with group commit's result or error for it, in order; an error that is
+    no `Exception` (an interrupt) is raised when its turn comes."""
+    for index, (result, error) in zip(indexes, outcomes, strict=True):
+        if error is not None and not isinstance(error, Exception):
+            raise error
+        yield index, result, error
 
 
 def write_one_by_one(

@@ -47,6 +47,7 @@ __all__ = [
     "listed",
     "message_payload",
     "outcome_value",
+    "partition_key_value",
     "record_from",
     "shown",
     "workflow_from",
@@ -150,6 +151,13 @@ def outcome_value(data: Any) -> Outcome | None:
         raise _Unreadable(
             f'an "error" that is not a recorded exception ({_why(exc, limit=160)})'
         ) from None
+
+
+def partition_key_value(stored: Any) -> str | None:
+    """A run's partition key: the SQL stores keep '' for none."""
+    if not isinstance(stored, str):
+        raise _Unreadable(f"a {type(stored).__name__} where a partition key is expected")
+    return stored or None
 
 
 def _why(exc: Exception, *, limit: int = 300) -> str:

@@ -31,7 +31,7 @@ WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
     "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
     "started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds, "
-    "generation, continued_as"
+    "generation, continued_as, partition_key"
 )
 # `WORKFLOW_COLUMNS` for a listing without payloads (`WorkflowFilter.payloads`):
 # no inputs, and a result only where it is a failure (an ERROR run's), which
@@ -53,6 +53,8 @@ _EQUAL_COLUMNS = (
     "forked_from",
     "continued_as",
 )
+# The column keeps '' for "no key" (so a claim can walk the keys in order); a filter
+# names a real key.
 
 
 @attrs.frozen
@@ -95,6 +97,9 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
         if wanted is not None:
             clauses.append(f"{column} = {mark}")
             params.append(wanted)
+    if where.partition_key is not None:
+        clauses.append(f"partition_key = {mark}")
+        params.append(where.partition_key)
     if where.since is not None:
         clauses.append(f"created_at >= {mark}")
         params.append(dialect.timestamp(where.since))

@@ -138,6 +138,10 @@ class WorkflowRow:
     # its own number and names the live run's id in `continued_as`.
     generation: int = 0
     continued_as: str | None = None
+    # A queued run's partition key (`enqueue(..., partition_key=...)`): a queue with
+    # partitions serves its keys in turn and limits each key on its own; None: none
+    # (the SQL stores keep '' in a NOT NULL column, so a claim can walk the keys).
+    partition_key: str | None = None
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
@@ -244,6 +248,7 @@ class WorkflowFilter:
     queue: str | None = None
     forked_from: str | None = None  # the forks of this run (indexed)
     continued_as: str | None = None  # the archived generations of this run (indexed)
+    partition_key: str | None = None  # queued runs with this partition key
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = attrs.field(default=None, validator=_checked_limit)
@@ -268,6 +273,12 @@ class ClaimLimits:
     limit: int  # at most this many (this engine's free capacity)
     concurrency: int | None = None  # PENDING runs of the queue across all executors
     rate_limit: tuple[int, float] | None = None  # (starts, per seconds) across all executors
+    # Partitions (`Queue(partition_concurrency=..., partition_rate_limit=...)`): the
+    # claim serves the queue's partition keys in turn (`stores/_partitions.py`) and
+    # holds these per key, across all executors, beside the limits above.
+    partitioned: bool = False
+    partition_concurrency: int | None = None  # PENDING runs of one key
+    partition_rate_limit: tuple[int, float] | None = None  # (starts, per seconds) of one key
 
 
 @attrs.frozen

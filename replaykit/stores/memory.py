@@ -39,6 +39,7 @@ from replaykit.stores._holds import ExecutorHold, LocalHolds
 from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
 from replaykit.stores._memory_schedules import MemorySchedules
+from replaykit.stores._partitions import pick_rows
 from replaykit.stores._rules import (
     LIVE_STATUSES,
     batch_answers,
@@ -91,6 +92,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "archive_log": "continue_workflow",
     "bump_recovery": "bump_recovery",
     "claim": "claim",
+    "claim_partitioned": "claim",
     "claimable_exists": "claim",
     "clear_schedule_backfill": "clear_schedule_request",
     "clear_cancel_request": "clear_cancel_request",
@@ -295,14 +297,17 @@ class MemoryStore(MemorySchedules):
             )
             if room <= 0:
                 return []
-            ready = [
-                r
-                for r in self._rows.values()
-                if r.queue == queue
-                and r.status is Status.ENQUEUED
-                and r.app_version == app_version
-                and (r.wake_at is None or r.wake_at <= now)
-            ]
+            if limits.partitioned:
+                ready = pick_rows(self._rows.values(), queue, app_version, limits, room, now)
+            else:
+                ready = [
+                    r
+                    for r in self._rows.values()
+                    if r.queue == queue
+                    and r.status is Status.ENQUEUED
+                    and r.app_version == app_version
+                    and (r.wake_at is None or r.wake_at <= now)
+                ]
             ready.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
             claimed = []
             for row in ready[:room]:

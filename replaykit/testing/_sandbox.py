@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, Protocol
 
+from replaykit._text import shown_path
 from replaykit.errors import NonDeterministicCall
 
 # The variable behind `replaykit.context()`, read directly: a guard asks it on
@@ -153,14 +154,6 @@ _owners: list[Owner] = []
 _installed: list[Callable[[], None]] = []  # how to undo each patch
 
 
-def _display(filename: str) -> str:
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return filename if relative.startswith("..") else relative
-
-
 # What a refusal adds about a function C code calls on the caller's behalf.
 _ALSO = {"time.time()": " (date.today() and datetime.today() call it too)"}
 
@@ -177,7 +170,7 @@ def _check(call: str, fix: str, frame: FrameType | None) -> None:
     owner = next((o for o in owners if o.owns(context.workflow_id)), None)
     if owner is None:
         return
-    site = f"{_display(frame.f_code.co_filename)}:{frame.f_lineno}"
+    site = f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}"
     error = NonDeterministicCall(
         f"{call}{_ALSO.get(call, '')} was called in the body of workflow {context.name!r} (id "
         f"{context.workflow_id!r}) at {site}. Code between commands runs again on every "

@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from replaykit._text import shown_path
 from replaykit.commands import Command, DeprecatePatch, Patch
 from replaykit.errors import NonDeterminismError
 from replaykit.interpreter import Effect, Interpreter, decode_outcome
@@ -66,14 +67,6 @@ class Inspection:
         return self.frames[-1].locals
 
 
-def _display(filename: str) -> str:
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return filename if relative.startswith("..") else relative
-
-
 def _frames(gen: Any) -> tuple[FrameLocals, ...]:
     frames: list[FrameLocals] = []
     current = gen
@@ -82,7 +75,7 @@ def _frames(gen: Any) -> tuple[FrameLocals, ...]:
         frames.append(
             FrameLocals(
                 function=getattr(current, "__qualname__", frame.f_code.co_name),
-                call_site=f"{_display(frame.f_code.co_filename)}:{frame.f_lineno}",
+                call_site=f"{shown_path(frame.f_code.co_filename)}:{frame.f_lineno}",
                 # A copy: closing the generator afterwards runs its `finally` blocks.
                 locals=dict(frame.f_locals),
             )

@@ -27,6 +27,13 @@ class Done:
     message: str
 
 
+def _changed_meanwhile(store: Store, workflow_id: str, so: str) -> ActionRefused:
+    """The refusal of an action the run's state changed under, naming the state now."""
+    now = store.get_workflow(workflow_id)
+    state = now.status.value if now else "gone"
+    return ActionRefused(f"run {workflow_id!r} changed meanwhile (now {state}); {so}")
+
+
 def _pickup(executor_id: str, app_version: str) -> str:
     return (
         f"The engine with executor id {executor_id!r} and app version {app_version!r} runs it "
@@ -39,9 +46,7 @@ def cancel(store: Store, workflow_id: str, *, children: bool = True) -> Done:
     if row.status.is_terminal:
         raise ActionRefused(f"run {workflow_id!r} is already {row.status.value}; not cancelled")
     if not cancel_run(store, workflow_id, children=children):
-        now = store.get_workflow(workflow_id)
-        state = now.status.value if now else "gone"
-        raise ActionRefused(f"run {workflow_id!r} changed meanwhile (now {state}); not cancelled")
+        raise _changed_meanwhile(store, workflow_id, "not cancelled")
     return Done(
         workflow_id,
         f"Cancelled {workflow_id!r}"
@@ -77,9 +82,7 @@ def resume(
         )
     target = executor_id or row.executor_id
     if not _resumed(store, workflow_id, target, app_version or None):
-        now = store.get_workflow(workflow_id)
-        state = now.status.value if now else "gone"
-        raise ActionRefused(f"run {workflow_id!r} changed meanwhile (now {state}); try again")
+        raise _changed_meanwhile(store, workflow_id, "try again")
     return Done(
         workflow_id,
         f"Resumed {workflow_id!r}: PENDING again. "

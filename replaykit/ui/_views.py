@@ -14,7 +14,13 @@ from typing import Any
 
 import attrs
 
-from replaykit._text import composite_children, encoded_text, format_duration, outcome_summary
+from replaykit._text import (
+    compact_json,
+    composite_children,
+    encoded_text,
+    format_duration,
+    outcome_summary,
+)
 from replaykit._waiting import why_waiting
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
@@ -90,10 +96,7 @@ def short_json(data: Any, width: int = 80) -> str:
     encoded = encoded_text(data)
     if encoded is not None:
         return encoded
-    try:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    except (TypeError, ValueError):
-        text = repr(data)
+    text = compact_json(data)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

@@ -10,6 +10,7 @@ import psycopg
 
 from replaykit.stores import _beats as beats
 from replaykit.stores._checks import check_names
+from replaykit.stores._partitions import partition_limits
 from replaykit.stores._rows import claimed
 from replaykit.stores._rules import claim_room
 from replaykit.stores.base import ClaimLimits, WorkflowRow
@@ -47,8 +48,15 @@ class Claims:
             "executor": executor_id,
         }
         take = self._sql["claim"]
+        if limits.partitioned:
+            take = self._sql["claim_partitioned"]
+            concurrency, starts, since = partition_limits(limits, now)
+            params.update(concurrency=concurrency, starts=starts, since=since)
+        per_key = (
+            limits.partition_concurrency is not None or limits.partition_rate_limit is not None
+        )
         with self._db.connection() as conn:
-            if limits.concurrency is None and limits.rate_limit is None:
+            if limits.concurrency is None and limits.rate_limit is None and not per_key:
                 # SKIP LOCKED alone keeps two claimers off the same run; on an
                 # empty queue this is one indexed read that writes nothing.
                 params["room"] = limits.limit
@@ -63,9 +71,10 @@ class Claims:
                 return []
             else:
                 with conn.transaction():
-                    # The limits count every claimer's runs, so claimers of this
-                    # queue take turns; each statement after the lock sees what
-                    # the previous holder committed.
+                    # The limits (the queue's, and each key's) count every
+                    # claimer's runs, so claimers of this queue take turns; each
+                    # statement after the lock sees what the previous holder
+                    # committed.
                     conn.execute(self._sql["lock_transaction"], (self._db.key(f"claim {queue}"),))
                     room = claim_room(
                         limits,

@@ -65,6 +65,7 @@ def create_params(db: Database, stored: WorkflowRow) -> dict[str, Any]:
         "timeout_seconds": stored.timeout,
         "generation": stored.generation,
         "continued_as": stored.continued_as,
+        "partition_key": stored.partition_key or "",
         "channel": db.channel,
         "origin": db.origin,
     }
@@ -211,6 +212,7 @@ class Creates:
                 row.timeout,
                 row.generation,
                 row.continued_as,
+                row.partition_key or "",
             ]
             for row in rows
         ]

@@ -16,6 +16,7 @@ from replaykit.stores._rows import (
     decoders,
     inputs_value,
     outcome_value,
+    partition_key_value,
     record_from,
     workflow_from,
 )
@@ -75,6 +76,7 @@ _WORKFLOW_DECODERS = decoders(
         "status": Status,
         "inputs": inputs_value,
         "result": outcome_value,
+        "partition_key": partition_key_value,
         **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at", "deadline"), utc),
     },
 )

@@ -164,8 +164,79 @@ WHERE w.workflow_id = ready.workflow_id
 RETURNING w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app_version,
     w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
     w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
-    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as, EXISTS
+    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as,
+    w.partition_key, EXISTS
     (SELECT 1
+    FROM {s}.records r
+    WHERE r.workflow_id = w.workflow_id);
+
+-- name: claim_partitioned
+-- A partitioned queue's claim (the rule: stores/_partitions.py), in one statement:
+-- `waiting` walks the distinct keys with ENQUEUED runs by index (one probe a key,
+-- however many runs each holds); `keys` gives each its room (%(room)s, less its PENDING
+-- runs under %(concurrency)s, less its starts since %(since)s under %(starts)s; NULL:
+-- no such limit) and when it was served last; `picks` takes each key's next runs up
+-- to its room, rank by rank, the key served longest ago first, and keeps %(room)s of
+-- them. The locked rows are checked again (still ENQUEUED) and SKIP LOCKED passes any
+-- that another statement holds. `partition_key >= ''` (always true) is the predicate
+-- of the index on waiting runs by key (postgres_0012_partitions.sql). Limits per key take the queue's claim lock first
+-- (postgres/claims.py), so the counts hold across claimers.
+WITH RECURSIVE waiting(key) AS ((SELECT partition_key
+        FROM {s}.workflows
+        WHERE queue = %(queue)s AND status = 'ENQUEUED' AND app_version = %(version)s
+        AND partition_key >= ''
+        ORDER BY partition_key
+        LIMIT 1)
+    UNION ALL
+    SELECT (SELECT w.partition_key
+        FROM {s}.workflows w
+        WHERE w.queue = %(queue)s AND w.status = 'ENQUEUED' AND w.app_version = %(version)s
+        AND w.partition_key > waiting.key AND w.partition_key >= ''
+        ORDER BY w.partition_key
+        LIMIT 1)
+    FROM waiting
+    WHERE waiting.key IS NOT NULL),
+keys AS (SELECT k.key, LEAST(%(room)s::int, CASE WHEN %(concurrency)s::int IS NOT NULL THEN
+            %(concurrency)s::int - (SELECT count(*)
+                FROM {s}.workflows r
+                WHERE r.queue = %(queue)s AND r.partition_key = k.key
+                AND r.status = 'PENDING') END, CASE WHEN %(starts)s::int IS NOT NULL THEN
+            %(starts)s::int - (SELECT count(*)
+                FROM {s}.workflows r
+                WHERE r.queue = %(queue)s AND r.partition_key = k.key
+                AND r.started_at > %(since)s) END) AS free, (SELECT max(r.started_at)
+        FROM {s}.workflows r
+        WHERE r.queue = %(queue)s AND r.partition_key = k.key) AS served
+    FROM waiting k
+    WHERE k.key IS NOT NULL),
+picks AS (SELECT c.workflow_id
+    FROM keys k
+    CROSS JOIN LATERAL (SELECT n.workflow_id, n.priority, n.created_at, row_number() OVER
+            (ORDER BY n.priority, n.created_at, n.workflow_id) AS rank
+        FROM (SELECT w.workflow_id, w.priority, w.created_at
+            FROM {s}.workflows w
+            WHERE w.queue = %(queue)s AND w.status = 'ENQUEUED'
+            AND w.app_version = %(version)s AND w.partition_key = k.key
+            AND w.partition_key >= '' AND (w.wake_at IS NULL OR w.wake_at <= %(now)s)
+            ORDER BY w.priority, w.created_at, w.workflow_id
+            LIMIT GREATEST(k.free, 0)) n) c
+    ORDER BY c.rank, k.served NULLS FIRST, c.priority, c.created_at, c.workflow_id
+    LIMIT %(room)s)
+UPDATE {s}.workflows w
+SET status = 'PENDING', executor_id = %(executor)s, started_at = %(now)s, wake_at = NULL,
+    updated_at = %(now)s, deadline = CASE WHEN w.timeout_seconds IS NULL THEN w.deadline
+    ELSE LEAST(w.deadline, %(now)s + w.timeout_seconds * interval '1 second') END
+FROM (SELECT l.workflow_id
+    FROM {s}.workflows l
+    WHERE l.workflow_id IN (SELECT workflow_id
+        FROM picks) AND l.status = 'ENQUEUED'
+    FOR UPDATE OF l SKIP LOCKED) AS ready
+WHERE w.workflow_id = ready.workflow_id
+RETURNING w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app_version,
+    w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
+    w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
+    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as,
+    w.partition_key, EXISTS (SELECT 1
     FROM {s}.records r
     WHERE r.workflow_id = w.workflow_id);
 
@@ -243,12 +314,14 @@ FROM r, n;
 WITH ins AS (INSERT INTO {s}.workflows (workflow_id, name, status, inputs, result,
             executor_id, app_version, created_at, updated_at, parent_id, queue, priority,
             dedup_id, recovery_attempts, wake_at, error, started_at, trace_context,
-            forked_from, fork_position, deadline, timeout_seconds, generation, continued_as)
+            forked_from, fork_position, deadline, timeout_seconds, generation, continued_as,
+            partition_key)
     VALUES (%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s,
             %(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s,
             %(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s,
             %(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s,
-            %(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s)
+            %(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s,
+            %(partition_key)s)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING queue, status)
 SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue))
@@ -299,16 +372,17 @@ WITH input AS (SELECT (e->>0) COLLATE "C" AS workflow_id, e->>1 AS name, e->>2 A
         e->>15 AS error, (e->>16)::timestamptz AS started_at, e->>17 AS trace_context,
         (e->>18) COLLATE "C" AS forked_from, (e->>19)::int AS fork_position,
         (e->>20)::timestamptz AS deadline, (e->>21)::float8 AS timeout_seconds,
-        (e->>22)::int AS generation, (e->>23) COLLATE "C" AS continued_as
+        (e->>22)::int AS generation, (e->>23) COLLATE "C" AS continued_as, e->>24 AS
+        partition_key
     FROM jsonb_array_elements(%(rows)s::jsonb) AS e),
 ins AS (INSERT INTO {s}.workflows (workflow_id, name, status, inputs, result, executor_id,
             app_version, created_at, updated_at, parent_id, queue, priority, dedup_id,
             recovery_attempts, wake_at, error, started_at, trace_context, forked_from,
-            fork_position, deadline, timeout_seconds, generation, continued_as)
+            fork_position, deadline, timeout_seconds, generation, continued_as, partition_key)
     SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
         updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
         started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-        generation, continued_as
+        generation, continued_as, partition_key
     FROM input
     ORDER BY workflow_id
     ON CONFLICT (workflow_id) DO NOTHING
@@ -327,7 +401,8 @@ FROM ins, notified;
 SELECT w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app_version,
     w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
     w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
-    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as
+    w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as,
+    w.partition_key
 FROM (SELECT wid COLLATE "C" AS wid
     FROM unnest(%(wid)b::text[]) AS u(wid)) i
 CROSS JOIN LATERAL (SELECT *
@@ -392,7 +467,7 @@ WHERE workflow_id = ANY(%s) AND first_inputs IS NOT NULL;
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as
+    generation, continued_as, partition_key
 FROM {s}.workflows
 WHERE workflow_id = %s;
 
@@ -402,7 +477,7 @@ WHERE workflow_id = %s;
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as
+    generation, continued_as, partition_key
 FROM {s}.workflows
 WHERE workflow_id = %s
 FOR UPDATE;

@@ -18,6 +18,7 @@ from typing import Any
 from replaykit.stores import _beats as beats
 from replaykit.stores._checks import check_names
 from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
+from replaykit.stores._partitions import partition_limits
 from replaykit.stores._rows import claimed
 from replaykit.stores._rules import claim_room
 from replaykit.stores.base import ClaimLimits, WorkflowRow
@@ -33,6 +34,7 @@ _CLAIMABLE_EXISTS = SQL["claimable_exists"]
 _COUNT_RUNNING = SQL["count_running"]
 _COUNT_STARTED = SQL["count_started"]
 _CLAIM = SQL["claim"]
+_CLAIM_PARTITIONED = SQL["claim_partitioned"]
 _HEARTBEAT = SQL["heartbeat"]
 _READ_HEARTBEATS = SQL["read_heartbeats"]
 _STALE_EXECUTORS = SQL["stale_executors"]
@@ -85,7 +87,12 @@ class Claims:
             room = claim_room(limits, running=running, started_in_period=started_since, now=now)
             if room <= 0:
                 return []
-            rows = conn.execute(_CLAIM, (executor_id, queue, app_version, at, room)).fetchall()
+            if limits.partitioned:
+                concurrency, starts, since = partition_limits(limits, now)
+                params = (executor_id, queue, app_version, at, room, concurrency, starts)
+                rows = conn.execute(_CLAIM_PARTITIONED, (*params, to_micros(since))).fetchall()
+            else:
+                rows = conn.execute(_CLAIM, (executor_id, queue, app_version, at, room)).fetchall()
             taken = claimed(claimed_from, rows)
             taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
             return taken

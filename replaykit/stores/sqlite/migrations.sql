@@ -222,8 +222,28 @@ CREATE TABLE step_heartbeats (
 ) WITHOUT ROWID;
 
 
--- name: v12_cancel_requests
--- 12: cancel requests: a cancel a run was asked for (`cancel(workflow_id, grace=...)`),
+-- name: v12_partition_key
+-- 12: partition keys: a queued run's key, '' for none (the claim of a partitioned
+-- queue groups its waiting runs by key, sqlite/claims.py); indexed for that claim:
+-- the waiting runs of each key in order, and each key's PENDING runs and starts.
+ALTER TABLE workflows ADD COLUMN partition_key TEXT NOT NULL DEFAULT '';
+
+-- name: v12_workflows_by_partition_waiting
+CREATE INDEX workflows_by_partition_waiting
+ON workflows (queue, partition_key, app_version, priority, created_at, workflow_id)
+WHERE status = 'ENQUEUED';
+
+-- name: v12_workflows_by_partition_running
+CREATE INDEX workflows_by_partition_running ON workflows (queue, partition_key)
+WHERE status = 'PENDING';
+
+-- name: v12_workflows_by_partition_start
+CREATE INDEX workflows_by_partition_start ON workflows (queue, partition_key, started_at)
+WHERE started_at IS NOT NULL;
+
+
+-- name: v13_cancel_requests
+-- 13: cancel requests: a cancel a run was asked for (`cancel(workflow_id, grace=...)`),
 -- the first kept (replaykit/runtime/cancels.py); a resume and a delete drop it.
 CREATE TABLE cancel_requests (
     workflow_id TEXT PRIMARY KEY,
@@ -232,8 +252,8 @@ CREATE TABLE cancel_requests (
     requested_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 
--- name: v12_parent_close_policies
--- 12, too: parent close policies: what becomes of a child run still running when its
+-- name: v13_parent_close_policies
+-- 13, too: parent close policies: what becomes of a child run still running when its
 -- parent ends, for children whose policy is not the default ("terminate").
 CREATE TABLE parent_close_policies (
     workflow_id TEXT PRIMARY KEY,

@@ -60,7 +60,47 @@ WHERE workflow_id IN (SELECT workflow_id
 RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, EXISTS (SELECT 1
+    generation, continued_as, partition_key, EXISTS (SELECT 1
+    FROM records r
+    WHERE r.workflow_id = workflows.workflow_id);
+
+-- name: claim_partitioned
+-- A partitioned queue's claim (the rule: stores/_partitions.py): rank each key's ready
+-- runs, give each key its room (?5, less its PENDING runs under ?6, less its starts
+-- since ?8 under ?7; NULL: no such limit) and when it was served last, and take the
+-- runs within their key's room, rank by rank, the key served longest ago first, ?5 at
+-- most: (executor, queue, version, now, room, concurrency, starts, since).
+WITH ranked AS (SELECT workflow_id, partition_key, priority, created_at, row_number() OVER
+        (PARTITION BY partition_key ORDER BY priority, created_at, workflow_id) AS rank
+    FROM workflows
+    WHERE queue = ?2 AND status = 'ENQUEUED' AND app_version = ?3
+    AND (wake_at IS NULL OR wake_at <= ?4)),
+keys AS (SELECT k.key, min(?5, CASE WHEN ?6 IS NULL THEN ?5 ELSE ?6 - (SELECT count(*)
+                FROM workflows r
+                WHERE r.queue = ?2 AND r.partition_key = k.key AND r.status = 'PENDING') END,
+        CASE WHEN ?7 IS NULL THEN ?5 ELSE ?7 - (SELECT count(*)
+                FROM workflows r
+                WHERE r.queue = ?2 AND r.partition_key = k.key AND r.started_at > ?8) END)
+        AS free, (SELECT max(r.started_at)
+        FROM workflows r
+        WHERE r.queue = ?2 AND r.partition_key = k.key) AS served
+    FROM (SELECT DISTINCT partition_key AS key
+        FROM ranked) k)
+UPDATE workflows
+SET status = 'PENDING', executor_id = ?1, started_at = ?4, wake_at = NULL, updated_at = ?4,
+    deadline = CASE WHEN timeout_seconds IS NULL THEN deadline
+    ELSE min(coalesce(deadline, ?4 + CAST(timeout_seconds * 1000000 AS INTEGER)),
+        ?4 + CAST(timeout_seconds * 1000000 AS INTEGER)) END
+WHERE workflow_id IN (SELECT r.workflow_id
+    FROM ranked r
+    JOIN keys k ON k.key = r.partition_key
+    WHERE r.rank <= k.free
+    ORDER BY r.rank, k.served IS NOT NULL, k.served, r.priority, r.created_at, r.workflow_id
+    LIMIT ?5)
+RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
+    updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
+    started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
+    generation, continued_as, partition_key, EXISTS (SELECT 1
     FROM records r
     WHERE r.workflow_id = workflows.workflow_id);
 
@@ -121,8 +161,8 @@ RETURNING workflow_id, queue, created_at;
 INSERT INTO workflows (workflow_id, name, status, inputs, result, executor_id, app_version,
         created_at, updated_at, parent_id, queue, priority, dedup_id, recovery_attempts,
         wake_at, error, started_at, trace_context, forked_from, fork_position, deadline,
-        timeout_seconds, generation, continued_as)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        timeout_seconds, generation, continued_as, partition_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING;
 
 -- name: create_workflow_record
@@ -170,7 +210,7 @@ WHERE first_inputs IS NOT NULL AND workflow_id IN (SELECT value
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as
+    generation, continued_as, partition_key
 FROM workflows
 WHERE workflow_id = ?;
 

@@ -22,6 +22,7 @@ from replaykit.stores._rows import (
     decoders,
     inputs_value,
     outcome_value,
+    partition_key_value,
     record_from,
     workflow_from,
 )
@@ -145,6 +146,7 @@ def workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.timeout,
         row.generation,
         row.continued_as,
+        row.partition_key or "",
     )
 
 
@@ -155,6 +157,7 @@ _WORKFLOW_DECODERS = decoders(
         "status": Status,
         "inputs": load_inputs,
         "result": _load_outcome,
+        "partition_key": partition_key_value,
         **dict.fromkeys(
             ("created_at", "updated_at", "wake_at", "started_at", "deadline"), from_micros
         ),

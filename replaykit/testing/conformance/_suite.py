@@ -91,6 +91,12 @@ from replaykit.testing.conformance._paging import (
     check_listing_without_payloads,
     check_load_log_range,
 )
+from replaykit.testing.conformance._partitions import (
+    check_partition_keys_stored_and_listed,
+    check_partitioned_claims_limit_each_key,
+    check_partitioned_claims_serve_keys_in_turn,
+    check_partitioned_concurrent_claims,
+)
 from replaykit.testing.conformance._queues import (
     check_claim_limits,
     check_claim_order_and_readiness,
@@ -213,6 +219,10 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_deadlines_round_trip_and_claim_starts_timeouts,
     check_claim_limits,
     check_concurrent_claims,
+    check_partition_keys_stored_and_listed,
+    check_partitioned_claims_serve_keys_in_turn,
+    check_partitioned_claims_limit_each_key,
+    check_partitioned_concurrent_claims,
     check_heartbeat_and_take_over,
     check_release,
     check_list_filters,

@@ -1,4 +1,4 @@
--- replaykit schema, version 12. `{schema}` is replaced by the quoted schema name.
+-- replaykit schema, version 13. `{schema}` is replaced by the quoted schema name.
 --
 -- Cancel requests: a cancel a run was asked for (`cancel(workflow_id, grace=...)`),
 -- one row per run, the first request kept (a second cancel stops the run hard
