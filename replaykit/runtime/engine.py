@@ -255,7 +255,7 @@ class Engine(Messaging):
                 queue_run_done=self.claims.run_done,
                 tell=self.wakeups.tell_listeners,
                 post_many=lambda events: self.scheduler.post_many(events),
-                parent_ended=self.parent_ended,
+                parent_ended=self._parent_ended,
             )
             self.scheduler = Scheduler(
                 store=self.store,
@@ -815,7 +815,7 @@ class Engine(Messaging):
         """A parent close policy of "cancel": the child asked as `cancel` asks."""
         self.cancel(workflow_id, reason=detail)
 
-    def parent_ended(self, row: WorkflowRow, how: str) -> None:
+    def _parent_ended(self, row: WorkflowRow, how: str) -> None:
         """The run ended (`how`: its status, or "continued as new"): its unfinished
         children's parent close policies apply (`admin.close_children`)."""
         self.cancels.forget(row.workflow_id)
