@@ -25,5 +25,6 @@ SCENARIOS = {
     "schedule_kills": "kill -9 the worker of a schedule that ticks every second",
     "stream_kills": "kill -9 while runs write streams that a client follows",
     "deadline_kills": "kill -9 while runs' deadlines expire",
+    "batch_kills": "kill -9 an AsyncEngine inside a batch start: all or nothing",
     "bad_input": "hostile and damaged rows, bad names and escapes, through engine and CLI",
 }

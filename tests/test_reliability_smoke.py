@@ -63,6 +63,7 @@ SMOKES = [
     Smoke("schedule_kills"),
     Smoke("stream_kills"),
     Smoke("deadline_kills"),
+    Smoke("batch_kills"),
 ]
 
 

@@ -10,7 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import attrs
 
-from replaykit.errors import DuplicateDedupId, RecordConflict, RunNotPending, WorkflowNotFound
+from replaykit.errors import (
+    DuplicateDedupId,
+    RecordConflict,
+    RunNotPending,
+    StoreError,
+    WorkflowNotFound,
+)
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
@@ -23,6 +29,7 @@ __all__ = [
     "check_recordable",
     "checked_create",
     "checked_create_and_send",
+    "checked_transaction_record",
     "claim_room",
     "claimed_deadline",
     "duplicate_dedup",
@@ -272,6 +279,18 @@ def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str
             f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
             f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
         )
+
+
+def checked_transaction_record(workflow_id: str, position: int, record: object) -> Record:
+    """What a Transaction body returned, refused unless it is the Record for `position`
+    with names a store can hold."""
+    if not isinstance(record, Record) or record.position != position:
+        raise StoreError(
+            f"workflow id {workflow_id!r}: the Transaction body must return the "
+            f"Record for position {position}, not {record!r}"
+        )
+    check_record(workflow_id, record)
+    return record
 
 
 def replaces_stored(stored: Record, record: Record) -> bool:

@@ -15,7 +15,6 @@ from replaykit.errors import StoreError
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores._checks import (
     check_names,
-    check_record,
     check_write,
     refused_writes,
     storable_error,
@@ -32,7 +31,7 @@ from replaykit.stores._many import (
     write_one_by_one,
     writes_of,
 )
-from replaykit.stores._rules import check_recordable, gap_error
+from replaykit.stores._rules import check_recordable, checked_transaction_record, gap_error
 from replaykit.stores.base import (
     EventWrite,
     FinishWrite,
@@ -214,12 +213,7 @@ class Writes:
                     record = body(conn)
                 except BaseException as exc:
                     raise _BodyFailed(exc) from exc
-                if not isinstance(record, Record) or record.position != position:
-                    raise StoreError(
-                        f"workflow id {workflow_id!r}: the Transaction body must return the "
-                        f"Record for position {position}, not {record!r}"
-                    )
-                check_record(workflow_id, record)
+                record = checked_transaction_record(workflow_id, position, record)
                 params = record_params(workflow_id, record)
                 params["wake_at"] = None
                 shape = RecordShape(

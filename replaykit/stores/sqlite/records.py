@@ -17,9 +17,10 @@ import attrs
 
 from replaykit.errors import RecordConflict, StoreError
 from replaykit.log import STREAM_KINDS, Record
-from replaykit.stores._checks import check_names, check_record, check_write, refused_writes
+from replaykit.stores._checks import check_names, check_write, refused_writes
 from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import Answers, answered, from_the_batch, write_one_by_one, writes_of
+from replaykit.stores._rules import checked_transaction_record
 from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.messages import deliver
@@ -215,12 +216,7 @@ class Records:
                     "committed or rolled back the store's transaction itself; its writes may "
                     "have committed without the record. Let replaykit commit"
                 )
-            if not isinstance(record, Record) or record.position != position:
-                raise StoreError(
-                    f"workflow id {workflow_id!r}: the Transaction body must return the "
-                    f"Record for position {position}, not {record!r}"
-                )
-            check_record(workflow_id, record)
+            record = checked_transaction_record(workflow_id, position, record)
             self.write_record(conn, workflow_id, record, executor_id, None)
             return record
 
