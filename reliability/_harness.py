@@ -312,6 +312,7 @@ def worker_argv(
     lease_seconds: float = 30.0,
     recover: bool = True,
     executor_wait: float | None = None,
+    asyncio: bool = False,
 ) -> list[str]:
     """The command line of a `reliability._worker` process."""
     argv = [
@@ -331,6 +332,8 @@ def worker_argv(
         argv += ["--plan", str(plan)]
     if until_done:
         argv.append("--until-done")
+    if asyncio:
+        argv.append("--asyncio")
     if go is not None:
         argv += ["--go", str(go)]
     if queues is not None:

@@ -10,6 +10,7 @@ or runs until SIGTERM. The ledger names every launch.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import signal
@@ -38,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--poll-interval", type=float, default=0.2)
     parser.add_argument("--lease-seconds", type=float, default=30.0)
     parser.add_argument("--no-recover", action="store_true")
+    parser.add_argument(
+        "--asyncio",
+        action="store_true",
+        help="run the plan on an AsyncEngine in an asyncio loop (the Engine's async face)",
+    )
     parser.add_argument("--done-timeout", type=float, default=600.0)
     parser.add_argument(
         "--executor-wait", type=float, default=10.0, help="how long to wait for a held id"
@@ -65,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     # "*": every registered queue, and the takeovers of dead engines' runs that
     # only an engine taking queue work does; none: a producer.
     queues = None if args.queues == "*" else [] if not args.queues else args.queues.split(",")
+    if args.asyncio:
+        return asyncio.run(_serve_async(args, plan, queues, ledger, stop))
     engine = Engine(
         store,
         executor_id=args.executor_id,
@@ -95,6 +103,58 @@ def main(argv: list[str] | None = None) -> int:
             stop.wait()
     finally:
         engine.close(wait=True)
+    ledger.write(ev="exit", who=args.executor_id)
+    return 0
+
+
+async def _serve_async(
+    args: argparse.Namespace,
+    plan: dict[str, Any],
+    queues: list[str] | None,
+    ledger: Ledger,
+    stop: threading.Event,
+) -> int:
+    """The plan on an `AsyncEngine`: its starts gathered (stored as batches), its sends
+    awaited, and the wait for the runs' ends off the loop."""
+    from replaykit import AsyncEngine
+    from replaykit.registry import lookup
+
+    async with AsyncEngine(
+        args.url,
+        executor_id=args.executor_id,
+        app_version=APP_VERSION,
+        poll_interval=args.poll_interval,
+        lease_seconds=args.lease_seconds,
+        queues=queues,
+        recover=not args.no_recover,
+        executor_wait=args.executor_wait,
+    ) as engine:
+        ledger.write(ev="launch", who=args.executor_id)
+        await asyncio.gather(
+            *(
+                engine.start(
+                    lookup(run["wf"]),
+                    *run["args"],
+                    workflow_id=run["id"],
+                    **({"timeout": run["timeout"]} if "timeout" in run else {}),
+                )
+                for run in plan.get("start", [])
+            )
+        )
+        for message in plan.get("send", []):
+            await engine.send(
+                message["to"],
+                message["message"],
+                topic=message["topic"],
+                idempotency_key=message.get("key"),
+            )
+        ledger.write(ev="ready", who=args.executor_id)
+        if args.until_done:
+            done = await asyncio.to_thread(_wait_done, engine.engine, plan, stop, args.done_timeout)
+            if not done:
+                return 1
+        else:
+            await asyncio.to_thread(stop.wait)
     ledger.write(ev="exit", who=args.executor_id)
     return 0
 

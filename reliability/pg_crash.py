@@ -10,7 +10,9 @@ before starting it again. The worker is never restarted: it must ride the
 crashes out and finish every run itself. Then the ledger is checked against the
 logs: steps re-ran only when in flight at a crash; nothing lost or doubled.
 
-    python -m reliability.pg_crash [--smoke] [--seed N] [--crashes N]
+`--face asyncio` runs the worker's plan on an `AsyncEngine` in an asyncio loop.
+
+    python -m reliability.pg_crash [--smoke] [--seed N] [--crashes N] [--face asyncio]
 """
 
 from __future__ import annotations
@@ -40,11 +42,18 @@ __all__ = ["main"]
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--crashes", type=int, help="server crashes (smoke 2, full 8)")
+    parser.add_argument(
+        "--face",
+        choices=("engine", "asyncio"),
+        default="engine",
+        help="the worker's engine: Engine, or AsyncEngine in an asyncio loop",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     sc = Scenario("pg_crash", __doc__ or "", add_arguments=_arguments, argv=argv)
-    verdict = sc.report.part("postgres, private cluster")
+    face = "" if sc.args.face == "engine" else ", AsyncEngine"
+    verdict = sc.report.part(f"postgres, private cluster{face}")
     try:
         cluster = PrivateCluster(sc.workdir)
     except ClusterUnavailable as exc:
@@ -91,7 +100,13 @@ def run(sc: Scenario, verdict: Verdict, cluster: PrivateCluster) -> None:
     started = time.monotonic()
     with Processes(sc.workdir, env={LEDGER_ENV: str(ledger.path)}) as procs:
         worker = procs.spawn(
-            worker_argv(url=url, executor_id="pg-crash", plan=plan_path, until_done=True),
+            worker_argv(
+                url=url,
+                executor_id="pg-crash",
+                plan=plan_path,
+                until_done=True,
+                asyncio=sc.args.face == "asyncio",
+            ),
             name="worker",
         )
         ready = wait_until(

@@ -64,6 +64,7 @@ SMOKES = [
     Smoke("stream_kills"),
     Smoke("deadline_kills"),
     Smoke("batch_kills"),
+    Smoke("pg_crash", ("--face", "asyncio")),
 ]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import CliError, UsageError, one_line
 from replaykit.cli.options import app_dir_option, json_option, url_option
 from replaykit.cli.printer import Printer
-from replaykit.cli.specs import BadInput, import_spec, resolve_workflow
+from replaykit.cli.specs import BadInput, import_app, resolve_workflow
 from replaykit.cli.store import get_row, named_codec, store_at
 from replaykit.errors import NonDeterminismError
 from replaykit.log import Failure
@@ -84,13 +83,7 @@ def inspect_command(
     """
     from replaykit.testing.inspection import inspect_run
 
-    where = str(app_dir.resolve())
-    if where not in sys.path:
-        sys.path.insert(0, where)
-    try:
-        module, attr = import_spec(spec)
-    except BadInput as exc:
-        raise UsageError(str(exc)) from exc
+    module, attr = import_app(spec, app_dir)
     with store_at(url) as store:
         get_row(store, workflow_id)
         log = export_run(decoding(store, named_codec()), workflow_id)

@@ -3,7 +3,6 @@ keys (how many wait, the busiest) and its limits."""
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,11 @@ import attrs
 import click
 
 from replaykit.cli.echo import echo_json
-from replaykit.cli.errors import Group, UsageError
+from replaykit.cli.errors import Group
 from replaykit.cli.fit import Fit
 from replaykit.cli.options import UNITS, app_dir_option, json_option, url_option
 from replaykit.cli.printer import Printer
-from replaykit.cli.specs import BadInput, import_spec
+from replaykit.cli.specs import import_app
 from replaykit.cli.store import store_at
 from replaykit.log import Status
 from replaykit.runtime.queues import KeyCount, PartitionCounts, Queue
@@ -105,13 +104,7 @@ def _period(seconds: float) -> str:
 
 def _import_app(module: str, app_dir: Path) -> None:
     """Import the application module that registers queues (and workflows) by name."""
-    where = str(app_dir.resolve())
-    if where not in sys.path:
-        sys.path.insert(0, where)
-    try:
-        import_spec(module)
-    except BadInput as exc:
-        raise UsageError(str(exc)) from exc
+    import_app(module, app_dir)
 
 
 _app_option = click.option(

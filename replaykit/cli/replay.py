@@ -13,7 +13,7 @@ from replaykit._text import redact
 from replaykit.cli.echo import echo
 from replaykit.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, UsageError, one_line
 from replaykit.cli.options import app_dir_option
-from replaykit.cli.specs import BadInput, import_spec, resolve_workflow
+from replaykit.cli.specs import BadInput, import_app, resolve_workflow
 from replaykit.cli.store import named_codec, store_at
 from replaykit.errors import NonDeterminismError
 from replaykit.log import Log, Status
@@ -98,13 +98,7 @@ def replay_command(
     """
     if not (logs or run_ids or in_flight):
         raise UsageError("nothing to replay: give LOG files, --id ID or --in-flight")
-    where = str(app_dir.resolve())
-    if where not in sys.path:
-        sys.path.insert(0, where)
-    try:
-        module, attr = import_spec(spec)
-    except BadInput as exc:
-        raise UsageError(str(exc)) from exc
+    module, attr = import_app(spec, app_dir)
     worst = 0
     for path in logs:
         try:

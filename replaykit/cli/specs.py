@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 from typing import Any
 
-from replaykit.cli.errors import one_line
+from replaykit.cli.errors import UsageError, one_line
 from replaykit.log import Log
 from replaykit.registry import Workflow, lookup
 
-__all__ = ["BadInput", "import_spec", "parse_spec", "resolve_workflow"]
+__all__ = ["BadInput", "import_app", "import_spec", "parse_spec", "resolve_workflow"]
 
 
 class BadInput(Exception):
@@ -45,6 +47,18 @@ def import_spec(spec: str) -> tuple[Any, str]:
     except Exception as exc:
         raise BadInput(f"importing {module_name!r} failed: {one_line(exc)}") from exc
     return module, attr
+
+
+def import_app(spec: str, app_dir: Path) -> tuple[Any, str]:
+    """`import_spec` with `app_dir` first on the import path (--app-dir), a spec that
+    does not import being the command's usage error."""
+    where = str(app_dir.resolve())
+    if where not in sys.path:
+        sys.path.insert(0, where)
+    try:
+        return import_spec(spec)
+    except BadInput as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def resolve_workflow(spec: str, module: Any, attr: str, log: Log) -> Workflow[..., Any]:
