@@ -146,7 +146,7 @@ def test_mypy_checks_the_arguments_of_a_bound_start(tmp_path: Path) -> None:
     revealed = [text.split('"')[1] for _n, text in lines if "Revealed type" in text]
     assert revealed == [
         "float",
-        "replaykit.runtime.engine.WorkflowHandle[float]",
+        "replaykit.runtime.handles.WorkflowHandle[float]",
     ], out + err
     snippet_lines = textwrap.dedent(START_SNIPPET).splitlines()
     expected = {
