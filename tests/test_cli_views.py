@@ -282,6 +282,7 @@ from replaykit import Queue
 
 mail = Queue("mail", concurrency=5, worker_concurrency=2, rate_limit=(10, 60))
 idle = Queue("idle-{suffix}")
+tenants = Queue("tenants-{suffix}", partition_concurrency=2, partition_rate_limit=(10, 60))
 """
 
 
@@ -318,10 +319,12 @@ def test_queues_list_counts_from_the_store_and_limits_from_the_app(url: str, app
     lines = ok(rk(*args)).splitlines()
     assert lines[0].split() == [
         "QUEUE", "DEPTH", "DELAYED", "RUNNING", "CONCURRENCY", "PER", "WORKER", "RATE", "LIMIT",
+        "PER", "KEY",
     ]  # fmt: skip
     by_name = {line.split()[0]: line.split()[1:] for line in lines[1:]}
-    assert by_name[f"idle-{suffix}"] == ["0", "0", "0", "-", "-", "-"]  # defined, nothing in it
-    assert by_name["mail"] == ["3", "1", "1", "5", "2", "10/1m"]
+    assert by_name[f"idle-{suffix}"] == ["0", "0", "0", "-", "-", "-", "-"]  # nothing in it
+    assert by_name["mail"] == ["3", "1", "1", "5", "2", "10/1m", "-"]
+    assert by_name[f"tenants-{suffix}"][3:] == ["-", "-", "-", "2", "running,", "10/1m"]
     assert by_name["other"][3:] == ["(not", "in", "--app)"]
 
     data = json.loads(ok(rk(*args, "--json")))
@@ -331,8 +334,47 @@ def test_queues_list_counts_from_the_store_and_limits_from_the_app(url: str, app
         "concurrency": 5,
         "worker_concurrency": 2,
         "rate_limit": {"count": 10, "per_seconds": 60.0},
+        "partitioned": False,
+        "partition_concurrency": None,
+        "partition_rate_limit": None,
     }
+    assert mail["partitions"] is None  # no run of it has a key
     assert data["partial"] is False
 
     missing = rk("queues", "list", "--url", url, "--app", "no_such_module_xyz")
     assert missing.exit_code == 2 and "cannot import 'no_such_module_xyz'" in missing.stderr
+
+
+def test_queues_list_shows_how_many_keys_wait_and_the_busiest(url: str) -> None:
+    store = open_store(url)
+    try:
+        runs = [("acme", Status.ENQUEUED)] * 4 + [("acme", Status.PENDING)]
+        runs += [("globex", Status.ENQUEUED)] * 2 + [("initech", Status.PENDING)]
+        runs += [(None, Status.ENQUEUED), ("umbrella", Status.ENQUEUED)]
+        store.create_workflows(
+            [
+                WorkflowRow(f"t{n}", "job", status, queue="reports", partition_key=key)
+                for n, (key, status) in enumerate(runs)
+            ]
+        )
+    finally:
+        store.close()
+    lines = ok(rk("queues", "list", "--url", url)).splitlines()
+    assert lines[0].split() == [
+        "QUEUE", "DEPTH", "DELAYED", "RUNNING", "KEYS", "BUSIEST", "KEYS", "(WAITING/RUNNING)",
+    ]  # fmt: skip
+    # Four keys wait (runs with no key count as one); the three with most waiting.
+    assert lines[1].split() == ["reports", "8", "0", "2", "4", "acme", "4/1,", "globex", "2/0,",
+                                "(no", "key)", "1/0"]  # fmt: skip
+    listed = ok(rk("workflows", "list", "--url", url, "--partition-key", "globex"))
+    assert ids(listed) == ["t5", "t6"]
+    data = json.loads(ok(rk("queues", "list", "--url", url, "--json")))
+    (reports,) = data["queues"]
+    assert reports["partitions"] == {
+        "keys_waiting": 4,
+        "busiest": [
+            {"key": "acme", "waiting": 4, "running": 1},
+            {"key": "globex", "waiting": 2, "running": 0},
+            {"key": None, "waiting": 1, "running": 0},
+        ],
+    }

@@ -479,6 +479,26 @@ def test_queue_overview_counts_waiting_delayed_and_running(
         page,
     )
     assert rows == [("mail", "3", "1", "0"), ("reports", "0", "1", "0")]
+    assert '<td class="num keys">-</td>' in page  # no run of theirs has a partition key
+
+
+def test_queue_overview_shows_partition_keys_and_runs_filter_by_key(
+    engine: Engine, client: httpx.Client
+) -> None:
+    engine.enqueue_many("tenants", quick, [(n,) for n in range(3)], partition_key="acme")
+    engine.enqueue("tenants", quick, 7, partition_key="globex", delay=3600)
+    engine.enqueue("tenants", quick, 8, delay=3600)
+    page = client.get("/queues").text
+    assert '<td class="num keys">3</td>' in page
+    busiest = re.search(r'<td class="busiest">(.*?)</td>', page)
+    assert busiest is not None
+    assert busiest.group(1) == (
+        '<a href="/runs?queue=tenants&amp;partition_key=acme">acme</a> 3/0, '
+        "(no key) 1/0, "
+        '<a href="/runs?queue=tenants&amp;partition_key=globex">globex</a> 1/0'
+    )
+    runs = client.get("/runs", params={"queue": "tenants", "partition_key": "globex"}).text
+    assert "Runs 1 to 1 of 1" in runs and 'name="partition_key" value="globex"' in runs
 
 
 # -- who may come in ---------------------------------------------------------------------------

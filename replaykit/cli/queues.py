@@ -1,4 +1,5 @@
-"""`replaykit queues list`: each queue's depth, delayed and running runs, and its limits."""
+"""`replaykit queues list`: each queue's depth, delayed and running runs, its partition
+keys (how many wait, the busiest) and its limits."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from replaykit.cli.printer import Printer
 from replaykit.cli.specs import import_app
 from replaykit.cli.store import store_at
 from replaykit.log import Status
-from replaykit.stores.base import Store, WorkflowFilter
+from replaykit.runtime.queues import KeyCount, PartitionCounts, Queue
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["queues_group", "queues_list_command"]
 
@@ -34,13 +36,20 @@ class _QueueCounts:
     running: int = 0  # PENDING
 
 
-def _queue_counts(store: Store, now: datetime) -> tuple[dict[str, _QueueCounts], bool]:
-    """Counts per queue from the store's ENQUEUED and PENDING runs; and whether partial."""
+def _live_runs(store: Store) -> tuple[list[WorkflowRow], bool]:
+    """The store's ENQUEUED and PENDING runs (at most `_MAX_QUEUE_SCAN`); and whether partial."""
     live = store.list_workflows(
-        WorkflowFilter(status=(Status.ENQUEUED, Status.PENDING), limit=_MAX_QUEUE_SCAN + 1)
+        WorkflowFilter(
+            status=(Status.ENQUEUED, Status.PENDING), limit=_MAX_QUEUE_SCAN + 1, payloads=False
+        )
     )
+    return live[:_MAX_QUEUE_SCAN], len(live) > _MAX_QUEUE_SCAN
+
+
+def _queue_counts(live: list[WorkflowRow], now: datetime) -> dict[str, _QueueCounts]:
+    """Counts per queue from live runs."""
     counts: dict[str, _QueueCounts] = {}
-    for row in live[:_MAX_QUEUE_SCAN]:
+    for row in live:
         if row.queue is None:
             continue  # started directly, not from a queue
         entry = counts.setdefault(row.queue, _QueueCounts())
@@ -53,7 +62,36 @@ def _queue_counts(store: Store, now: datetime) -> tuple[dict[str, _QueueCounts],
                 entry.delayed += 1
         else:
             entry.running += 1
-    return counts, len(live) > _MAX_QUEUE_SCAN
+    return counts
+
+
+def _key_text(count: KeyCount) -> str:
+    key = "(no key)" if count.key is None else count.key
+    return f"{key} {count.waiting}/{count.running}"
+
+
+def _keys_json(counts: PartitionCounts | None) -> dict[str, Any] | None:
+    if counts is None:
+        return None
+    return {
+        "keys_waiting": counts.keys_waiting,
+        "busiest": [
+            {"key": k.key, "waiting": k.waiting, "running": k.running} for k in counts.busiest
+        ],
+    }
+
+
+def _per_key(queue: Queue) -> str:
+    """A queue's limits per partition key: '2 running, 10/1m', 'in turn' with none, or '-'."""
+    if not queue.partitioned:
+        return "-"
+    parts = []
+    if queue.partition_concurrency is not None:
+        parts.append(f"{queue.partition_concurrency} running")
+    if queue.partition_rate_limit is not None:
+        starts, period = queue.partition_rate_limit
+        parts.append(f"{starts}/{_period(period)}")
+    return ", ".join(parts) or "in turn"
 
 
 def _period(seconds: float) -> str:
@@ -90,19 +128,24 @@ def queues_group() -> None:
 def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json: bool) -> None:
     """Each queue's depth (ENQUEUED runs), delayed runs, running (PENDING) runs and limits.
 
+    A queue whose runs carry partition keys also shows how many keys have runs
+    waiting (KEYS) and its busiest keys, as KEY WAITING/RUNNING.
+
     The counts come from the store. The limits live in your code: with --app
     MODULE, the module is imported (as `worker` does) and its queues' limits are
     shown, with the queues that have nothing waiting or running too. No
     workflow runs.
     """
-    from replaykit.runtime.queues import Queue, registered_queues
+    from replaykit.runtime.queues import partition_counts, registered_queues
 
     registered: dict[str, Queue] = {}
     if app_module is not None:
         _import_app(app_module, app_dir)
         registered = {queue.name: queue for queue in registered_queues()}
     with store_at(url) as store:
-        counts, partial = _queue_counts(store, datetime.now(UTC))
+        live, partial = _live_runs(store)
+    counts = _queue_counts(live, datetime.now(UTC))
+    keys = partition_counts(live)
     names = sorted(set(counts) | set(registered))
 
     def limits(name: str) -> dict[str, Any] | None:
@@ -110,10 +153,16 @@ def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json
         if queue is None:
             return None
         rate = queue.rate_limit
+        key_rate = queue.partition_rate_limit
         return {
             "concurrency": queue.concurrency,
             "worker_concurrency": queue.worker_concurrency,
             "rate_limit": None if rate is None else {"count": rate[0], "per_seconds": rate[1]},
+            "partitioned": queue.partitioned,
+            "partition_concurrency": queue.partition_concurrency,
+            "partition_rate_limit": None
+            if key_rate is None
+            else {"count": key_rate[0], "per_seconds": key_rate[1]},
         }
 
     if as_json:
@@ -127,6 +176,7 @@ def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json
                         "running": counts.get(name, _QueueCounts()).running,
                         "registered": name in registered if app_module else None,
                         "limits": limits(name),
+                        "partitions": _keys_json(keys.get(name)),
                     }
                     for name in names
                 ],
@@ -142,23 +192,33 @@ def queues_list_command(url: str, app_module: str | None, app_dir: Path, as_json
         return
     at_least = "+" if partial else ""
     headers = ["QUEUE", "DEPTH", "DELAYED", "RUNNING"]
+    if keys:
+        headers += ["KEYS", "BUSIEST KEYS (WAITING/RUNNING)"]
     if app_module:
-        headers += ["CONCURRENCY", "PER WORKER", "RATE LIMIT"]
+        headers += ["CONCURRENCY", "PER WORKER", "RATE LIMIT", "PER KEY"]
     rows: list[list[str]] = []
     for name in names:
         entry = counts.get(name, _QueueCounts())
         cells = [name, f"{entry.depth}{at_least}", f"{entry.delayed}{at_least}"]
         cells.append(f"{entry.running}{at_least}")
+        if keys:
+            partitions = keys.get(name)
+            if partitions is None:
+                cells += ["-", "-"]
+            else:
+                cells.append(f"{partitions.keys_waiting}{at_least}")
+                cells.append(", ".join(_key_text(k) for k in partitions.busiest))
         if app_module:
             queue = registered.get(name)
             if queue is None:
-                cells += ["(not in --app)", "", ""]
+                cells += ["(not in --app)", "", "", ""]
             else:
                 rate = queue.rate_limit
                 cells += [
                     str(queue.concurrency) if queue.concurrency else "-",
                     str(queue.worker_concurrency) if queue.worker_concurrency else "-",
                     f"{rate[0]}/{_period(rate[1])}" if rate else "-",
+                    _per_key(queue),
                 ]
         rows.append(cells)
     Printer().table(headers, rows, fit={0: Fit(12)})

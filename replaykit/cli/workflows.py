@@ -96,6 +96,7 @@ def _newest_first(
 @click.option("--executor", help="Only runs owned by this executor id.")
 @click.option("--parent", help="Only children of this run.")
 @click.option("--queue", help="Only runs of this queue.")
+@click.option("--partition-key", metavar="KEY", help="Only runs enqueued with this partition key.")
 @click.option(
     "--since",
     callback=when_option,
@@ -133,6 +134,7 @@ def list_command(
     executor: str | None,
     parent: str | None,
     queue: str | None,
+    partition_key: str | None,
     since: datetime | None,
     until: datetime | None,
     stranded: bool,
@@ -175,6 +177,7 @@ def list_command(
         executor_id=executor,
         parent_id=parent,
         queue=queue,
+        partition_key=partition_key or None,
         since=since,
         until=until,
     )

@@ -10,20 +10,25 @@ many engines on however many machines claim at once.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import attrs
 
 from replaykit.commands import as_seconds
+from replaykit.log import Status
+from replaykit.stores.base import WorkflowRow
 
 __all__ = [
     "FilledItem",
+    "KeyCount",
+    "PartitionCounts",
     "Queue",
     "QueueItem",
     "check_partition_key",
     "fill_item",
+    "partition_counts",
     "queue_named",
     "registered_queues",
 ]
@@ -226,3 +231,42 @@ def fill_item(
         "QueueItem(*args, **kwargs, workflow_id=..., priority=..., dedup_id=..., delay=..., "
         "partition_key=...)"
     )
+
+
+@attrs.frozen
+class KeyCount:
+    """One partition key of a queue, as `replaykit queues list` and the UI show it."""
+
+    key: str | None  # None: the runs enqueued with no key
+    waiting: int  # ENQUEUED
+    running: int  # PENDING
+
+
+@attrs.frozen
+class PartitionCounts:
+    """A queue's partition keys: how many have runs waiting, and the busiest ones."""
+
+    keys_waiting: int
+    busiest: tuple[KeyCount, ...]  # most waiting first, then most running, then by key
+
+
+def partition_counts(rows: Iterable[WorkflowRow], *, top: int = 3) -> dict[str, PartitionCounts]:
+    """Per queue that holds live runs with a partition key: its keys' counts, from `rows`
+    (live runs, as a listing gives them). Queues whose runs carry no key are left out."""
+    counts: dict[str, dict[str | None, list[int]]] = {}
+    keyed: set[str] = set()
+    for row in rows:
+        if row.queue is None or row.status not in (Status.ENQUEUED, Status.PENDING):
+            continue
+        if row.partition_key is not None:
+            keyed.add(row.queue)
+        entry = counts.setdefault(row.queue, {}).setdefault(row.partition_key, [0, 0])
+        entry[0 if row.status is Status.ENQUEUED else 1] += 1
+    found: dict[str, PartitionCounts] = {}
+    for queue in keyed:
+        keys = [
+            KeyCount(key, waiting, running) for key, (waiting, running) in counts[queue].items()
+        ]
+        keys.sort(key=lambda k: (-k.waiting, -k.running, k.key or ""))
+        found[queue] = PartitionCounts(sum(k.waiting > 0 for k in keys), tuple(keys[:top]))
+    return found

@@ -385,6 +385,7 @@ def create_app(
             statuses=tuple(dict.fromkeys(statuses)),
             name=params.get("name", "").strip(),
             queue=params.get("queue", "").strip(),
+            partition_key=params.get("partition_key", "").strip(),
             page=page,
             per_page=per_page,
         )

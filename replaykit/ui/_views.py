@@ -24,6 +24,7 @@ from replaykit._text import (
 from replaykit._waiting import why_waiting
 from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
+from replaykit.runtime.queues import KeyCount, partition_counts
 from replaykit.serde import ErrorInfo
 from replaykit.stores.base import DamagedRow, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 
@@ -110,10 +111,14 @@ class RunsQuery:
     queue: str = ""
     page: int = 0  # 0 is the newest page
     per_page: int = PER_PAGE
+    partition_key: str = ""
 
     def where(self) -> WorkflowFilter:
         return WorkflowFilter(
-            status=self.statuses or None, name=self.name or None, queue=self.queue or None
+            status=self.statuses or None,
+            name=self.name or None,
+            queue=self.queue or None,
+            partition_key=self.partition_key or None,
         )
 
 
@@ -678,6 +683,10 @@ class QueueView:
     running: int  # PENDING
     parked: int
     oldest_waiting: str  # when the oldest ENQUEUED run was created
+    # A queue whose runs carry partition keys: how many keys have runs waiting, and
+    # the busiest keys (most waiting first); None for a queue whose runs have none.
+    keys_waiting: int | None = None
+    busiest: tuple[KeyCount, ...] = ()
 
 
 @attrs.frozen
@@ -702,6 +711,7 @@ def queues_page(store: Store, *, now: datetime | None = None) -> QueuesPage:
         )
     )
     partial = len(live) > MAX_LIVE_RUNS
+    keys = partition_counts(live[:MAX_LIVE_RUNS])
     counts: dict[str, dict[str, int]] = {}
     oldest: dict[str, datetime] = {}
     unqueued = 0
@@ -728,6 +738,8 @@ def queues_page(store: Store, *, now: datetime | None = None) -> QueuesPage:
             entry["running"],
             entry["parked"],
             when(oldest.get(name)) if name in oldest else "",
+            keys[name].keys_waiting if name in keys else None,
+            keys[name].busiest if name in keys else (),
         )
         for name, entry in sorted(counts.items())
     ]
