@@ -233,7 +233,13 @@ class ScheduleLoop:
             self._wanted.clear()
 
     def _read_states(self, entries: dict[str, Schedule], now: datetime) -> dict[str, ScheduleState]:
-        """The stored states, read at most once per poll interval; registers new entries."""
+        """The stored states, read at most once per poll interval; registers new entries.
+
+        An engine that defines no schedule reads nothing: the states are for carrying
+        out what was asked of its own schedules (an idle engine's one statement in
+        four was this read, for nothing)."""
+        if not entries:
+            return {}
         with self._lock:
             unregistered = [entries[n] for n in self._unregistered if n in entries]
             fresh = (
