@@ -337,6 +337,7 @@ class Engine(Messaging):
                 poll_interval=poll_interval,
                 fire=tick_starter(self.starts.create_run),
                 cancel=lambda workflow_id, reason: self.cancel(workflow_id, reason=reason),
+                claim_from=self.claims.also_claim,
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
