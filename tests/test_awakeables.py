@@ -223,8 +223,8 @@ def test_a_finished_runs_token_is_refused(engine: Engine) -> None:
         engine.complete(token, "again")
     cancelled = engine.start(approval, "o-8", workflow_id="aw-cancelled")
     other = _token(engine, "aw-cancelled")
-    engine.cancel("aw-cancelled")
-    wait_for(lambda: cancelled.status() is Status.CANCELLED, "the cancel")
+    engine.terminate("aw-cancelled")  # the hard stop: a resume goes on from the log
+    wait_for(lambda: cancelled.status() is Status.CANCELLED, "the terminate")
     with pytest.raises(RunEnded, match="resume the run first"):
         engine.fail(other, "no")
     # Resumed, it waits again and takes a completion.

@@ -14,7 +14,7 @@ import pytest
 
 from replaykit import serde
 from replaykit.commands import Step
-from replaykit.errors import Cancelled
+from replaykit.errors import Stopped
 from replaykit.log import Status
 from replaykit.runtime.beats import StepBeats, elapse
 from replaykit.runtime.clock import SystemClock, VirtualClock
@@ -87,7 +87,7 @@ def test_an_attempt_that_stops_beating_expires_and_says_where(room: StepBeats) -
     assert "step 'upload' of workflow 'sync' (id 'r-1') at position 2" in str(error)
     assert "went more than 5s without a heartbeat on attempt 1" in str(error)
     assert "it never beat after it started" in str(error)
-    with pytest.raises(Cancelled, match="abandoned after its heartbeat timeout"):
+    with pytest.raises(Stopped, match="abandoned after its heartbeat timeout"):
         beats.beat(None)  # the abandoned body stops at its next beat
     assert beats.stopped_body
 
@@ -111,7 +111,7 @@ def test_a_cancelled_run_stops_the_body_at_its_next_beat(room: StepBeats) -> Non
     beats = room.begin(ROW, STEP, 2, 1, (), scope, None)
     beats.beat(1)
     scope.stop_run()
-    with pytest.raises(Cancelled, match=r"its run was cancelled\. heartbeat\(\) raises this"):
+    with pytest.raises(Stopped, match=r"its run was cancelled\. heartbeat\(\) raises this"):
         beats.beat(2)
 
 
@@ -123,7 +123,7 @@ def test_a_write_the_store_refuses_stops_the_attempt(store: MemoryStore, room: S
     room.end(beats)
     assert scope.cancelled and scope.run_stopped
     assert "CANCELLED" in beats.refused
-    with pytest.raises(Cancelled, match="CANCELLED"):
+    with pytest.raises(Stopped, match="CANCELLED"):
         beats.beat(2)
 
 

@@ -146,8 +146,8 @@ def test_cancel_with_a_reason_then_resume_brings_the_children_back(url: str) -> 
             )  # fmt: skip
     finally:
         store.close()
-    out = ok(rk("workflows", "cancel", "parent", "--reason", "wrong customer", "--url", url))
-    assert "and the children this cancel reached with it" in out
+    out = ok(rk("workflows", "terminate", "parent", "--reason", "wrong customer", "--url", url))
+    assert "and the children this stop reached with it" in out
     assert "reason    wrong customer" in ok(rk("workflows", "show", "parent", "--url", url))
     assert row_of(url, "grandchild").status is Status.CANCELLED
 
@@ -164,7 +164,7 @@ def test_cancel_with_a_reason_then_resume_brings_the_children_back(url: str) -> 
 
     resumed = [row_of(url, i).status for i in ("parent", "child", "grandchild")]
     assert resumed == [Status.PENDING] * 3
-    ok(rk("workflows", "cancel", "parent", "--url", url))
+    ok(rk("workflows", "terminate", "parent", "--url", url))
     out = ok(rk("workflows", "resume", "parent", "--url", url))
     assert "With it, the children its cancel reached: child, grandchild." in out
 

@@ -126,7 +126,7 @@ def test_operations_print_json_for_scripts(waiting: str) -> None:
                              "--key", "k-1", "--url", url, "--json")))  # fmt: skip
     assert again["delivered"] is False
 
-    cancelled = json.loads(ok(rk("workflows", "cancel", "w-1", "--reason", "why not",
+    cancelled = json.loads(ok(rk("workflows", "terminate", "w-1", "--reason", "why not",
                                  "--url", url, "--json")))  # fmt: skip
     assert cancelled["workflow_id"] == "w-1" and cancelled["status"] == "CANCELLED"
     assert cancelled["cancelled"] is True and cancelled["error"] == "why not"

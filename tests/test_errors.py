@@ -29,6 +29,7 @@ from replaykit.errors import (
     RunNotPending,
     ScheduleNotFound,
     StepFailed,
+    Stopped,
     StoreError,
     StoreUnavailable,
     UnknownUpdate,
@@ -52,15 +53,17 @@ def test_each_error_is_caught_by_the_builtin_family_it_belongs_to() -> None:
         assert issubclass(cls, ReplayKitError)
 
 
-def test_a_cancel_is_no_exception_a_workflow_swallows_by_accident() -> None:
-    assert issubclass(Cancelled, ControlSignal) and issubclass(ControlSignal, BaseException)
-    assert not issubclass(Cancelled, Exception)
-    with pytest.raises(Cancelled):
+def test_a_hard_stop_is_no_exception_a_workflow_swallows_by_accident() -> None:
+    assert issubclass(Stopped, ControlSignal) and issubclass(ControlSignal, BaseException)
+    assert not issubclass(Stopped, Exception)
+    with pytest.raises(Stopped):
         try:
-            raise Cancelled("stop")
+            raise Stopped("stop")
         except Exception:  # what a careless workflow writes
-            pytest.fail("a cancel was caught as an Exception")
+            pytest.fail("a hard stop was caught as an Exception")
     assert set(LIVE_ONLY) == {ControlSignal, StoreError, NonDeterminismError}
+    # The cancel a workflow handles is an ordinary recorded exception, never retried.
+    assert issubclass(Cancelled, Exception) and not issubclass(Cancelled, ControlSignal)
 
 
 def test_details_of_an_error_rebuilt_without_its_init_read_empty() -> None:

@@ -162,7 +162,7 @@ def test_a_waiting_engine_takes_over_the_id_when_its_holder_stops(
     try:
         row = new.store.get_workflow("long-sleep")
         assert row is not None and row.status is Status.PENDING and row.executor_id == "deploy"
-        new.cancel("long-sleep")
+        new.terminate("long-sleep")
         assert new.handle("long-sleep").status() is Status.CANCELLED
     finally:
         new.close()

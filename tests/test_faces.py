@@ -58,6 +58,7 @@ SURFACE: dict[str, tuple[str, str]] = {
     # -- the operations every face offers ------------------------------------------------
     "backfill_schedule": (ALL, ""),
     "cancel": (ALL, ""),
+    "terminate": (ALL, ""),
     "complete": (ALL, ""),
     "close": (ALL, ""),
     "closed": (ALL, ""),

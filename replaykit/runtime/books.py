@@ -63,7 +63,7 @@ class Books:
         queue_run_done: Callable[[str, str], None],
         tell: Callable[[Wake], None],
         post_many: Callable[[list[Event]], None],
-        parent_ended: Callable[[WorkflowRow, str], None] | None = None,
+        parent_ended: Callable[[WorkflowRow, str, bool], None] | None = None,
     ) -> None:
         self.store = store
         self.records = records
@@ -77,8 +77,8 @@ class Books:
         self._queue_run_done = queue_run_done
         self._tell = tell
         self._post_many = post_many
-        # Told of each run that ended (or continued as new) having started children:
-        # their parent close policies apply.
+        # Told of each run that ended (or continued as new), and whether its log started
+        # children: their parent close policies apply.
         self._parent_ended = parent_ended
         self.finished = FinishedRuns()
 
@@ -328,9 +328,9 @@ class Books:
         return Continued(activation, live)
 
     def _close_children(self, activation: Activation, row: WorkflowRow, how: str) -> None:
-        """The run ended having started children: their parent close policies apply."""
-        if self._parent_ended is not None and _has_children(activation):
-            self._parent_ended(row, how)
+        """The run ended: its children's parent close policies apply, if it started any."""
+        if self._parent_ended is not None:
+            self._parent_ended(row, how, _has_children(activation))
 
     def fail(self, activation: Activation, error: Exception, effect: Effect | None) -> Event:
         """End the run in ERROR with a permanent error, naming where it happened."""

@@ -160,6 +160,8 @@ class CancelRequests:
 
     def forget(self, workflow_id: str) -> None:
         """The run was resumed, deleted or ended: its request is dropped."""
+        if workflow_id not in self._held and workflow_id not in self._delivered:
+            return  # most runs were never asked: no lock on a finish's path
         with self._lock:
             self._held.pop(workflow_id, None)
             self._delivered.discard(workflow_id)

@@ -793,10 +793,13 @@ class Engine(Messaging, Timing):
         """A parent close policy of "cancel": the child asked as `cancel` asks."""
         self.cancel(workflow_id, reason=detail)
 
-    def _parent_ended(self, row: WorkflowRow, how: str) -> None:
-        """The run ended (`how`: its status, or "continued as new"): its unfinished
-        children's parent close policies apply (`admin.close_children`)."""
+    def _parent_ended(self, row: WorkflowRow, how: str, has_children: bool) -> None:
+        """The run ended (`how`: its status, or "continued as new"): what this engine
+        kept of its cancel goes, and, if its log started children, their parent close
+        policies apply (`admin.close_children`)."""
         self.cancels.forget(row.workflow_id)
+        if not has_children:
+            return
         try:
             admin.close_children(
                 self.store,
