@@ -26,6 +26,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bench.queue_app import one_step
 from replaykit import Engine, Queue, QueueItem
@@ -46,11 +47,9 @@ def _drop(pg: str, schema: str) -> None:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
-def _succeeded(pg: str, schema: str) -> Callable[[], int]:
-    import psycopg
+def _succeeded(conn: Any, schema: str) -> Callable[[], int]:
     from psycopg import sql
 
-    conn = psycopg.connect(pg, autocommit=True)
     query = sql.SQL("SELECT count(*) FROM {}.workflows WHERE status = 'SUCCESS'").format(
         sql.Identifier(schema)
     )
@@ -74,19 +73,22 @@ def drain_rate(pg: str, queue: Queue, count: int, keys: int, engines: int) -> fl
                     for i in range(start, min(start + 1000, count))
                 ]
                 producer.enqueue_many(queue, one_step, items)
-        done = _succeeded(pg, schema)
-        began = time.perf_counter()
-        running = [
-            Engine(url, queues=[queue.name], app_version=VERSION, executor_id=f"e{n}")
-            for n in range(engines)
-        ]
-        try:
-            while done() < count:
-                time.sleep(0.02)
-            return count / (time.perf_counter() - began)
-        finally:
-            for engine in running:
-                engine.close()
+        import psycopg
+
+        with psycopg.connect(pg, autocommit=True) as conn:
+            done = _succeeded(conn, schema)
+            began = time.perf_counter()
+            running = [
+                Engine(url, queues=[queue.name], app_version=VERSION, executor_id=f"e{n}")
+                for n in range(engines)
+            ]
+            try:
+                while done() < count:
+                    time.sleep(0.02)
+                return count / (time.perf_counter() - began)
+            finally:
+                for engine in running:
+                    engine.close()
     finally:
         _drop(pg, schema)
 
