@@ -1,9 +1,9 @@
-"""A long step a cancel stops at once, and the resume that goes on without rerunning it.
+"""A long step a terminate stops at once, and the resume that goes on without rerunning it.
 
     python examples/preempted.py
 
 A nightly reindex runs for minutes. Marked `preemptible=True`, it is stopped the moment
-an operator cancels the run: its task is cancelled, and the step's position records
+an operator terminates the run: its task is cancelled, and the step's position records
 that it was (`StepPreempted`). A later `resume` does not run the body again by itself:
 the workflow gets `StepPreempted` at the step's `yield` and decides — here it runs a
 smaller step instead and says so.
@@ -48,8 +48,8 @@ def main() -> None:
     with Engine("memory://", poll_interval=0.1) as engine:
         engine.start(nightly, "products", workflow_id="nightly-1")
         STARTED.wait(10)
-        engine.cancel("nightly-1", reason="deploy window")
-        # The step's record lands in the cancelled run: wait until it is there.
+        engine.terminate("nightly-1", reason="deploy window")
+        # The step's record lands in the terminated run: wait until it is there.
         deadline = time.monotonic() + 10
         while not engine.steps("nightly-1") and time.monotonic() < deadline:
             time.sleep(0.05)

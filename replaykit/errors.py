@@ -50,6 +50,7 @@ __all__ = [
     "SerializationError",
     "StepFailed",
     "StepPreempted",
+    "Stopped",
     "StoreError",
     "StoreUnavailable",
     "StreamClosed",
@@ -563,8 +564,36 @@ class ControlSignal(BaseException):
     """Ends a workflow attempt without recording an outcome."""
 
 
-class Cancelled(ControlSignal):
-    """The workflow was cancelled by an operator or its parent."""
+class Stopped(ControlSignal):
+    """The runtime's own stop: the run was terminated (`terminate`, a second `cancel`,
+    a cancel's grace that ran out, a deadline) or its engine is closing.
+
+    Raised where a run's work stands (a step's next attempt, a heartbeat, a composite's
+    next look) and never recorded: a `BaseException`, so that `except Exception:` in a
+    workflow or a step body cannot swallow it. Not the `Cancelled` a workflow may catch.
+    """
+
+
+class Cancelled(NonRetryable, ReplayKitError):
+    """The run was asked to cancel (`cancel(workflow_id, grace=...)`, `CancelRun`, a
+    parent closing with `parent_close="cancel"`): raised in the workflow at its current
+    yield, and in a heartbeating step body at its next `heartbeat()`.
+
+    A workflow may catch it and run cleanup commands (steps, sends, child calls) within
+    the cancel's grace; when it then returns or raises, the run ends CANCELLED with its
+    cleanup recorded. Its delivery is a record of the log (the outcome of the command
+    the workflow yielded), so a replay raises it at the same position. An ordinary
+    exception, never retried: `except Exception:` catches it too, which is what a
+    cleanup wants; the grace bounds a workflow that swallows it. `reason` is the one
+    the cancel gave.
+    """
+
+    def __init__(self, message: str = "cancelled", reason: str = "") -> None:
+        super().__init__(message, reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "cancelled"
 
 
 #: Errors whose meaning is "the live state of this process", which the runtime

@@ -51,7 +51,7 @@ from replaykit.commands import (
     Uuid,
     WriteStream,
 )
-from replaykit.errors import InvalidCommandError, NonDeterminismError, StreamClosed
+from replaykit.errors import Cancelled, InvalidCommandError, NonDeterminismError, StreamClosed
 from replaykit.log import (
     CLOSE_STREAM_KIND,
     AllOutcome,
@@ -87,6 +87,10 @@ __all__ = [
 ]
 
 WorkflowGenerator = Generator[Command, Any, Any]
+
+#: How a recorded `replaykit.errors.Cancelled` is named in the log (`ErrorInfo`).
+CANCELLED_MODULE = Cancelled.__module__
+CANCELLED_QUALNAME = Cancelled.__qualname__
 
 
 #: The log length (positions recorded in this generation) from which
@@ -469,6 +473,12 @@ def _site(filename: str, line: int) -> str:
     return f"{_display_path(filename)}:{line}"
 
 
+def _starts_children(command: Command) -> bool:
+    if command.kind in ("start", "call"):
+        return True
+    return isinstance(command, (Race, All)) and any(_starts_children(c) for c in command.children)
+
+
 def _explain_bad_yield(value: Any) -> str:
     if value is None:
         return (
@@ -525,6 +535,8 @@ class Interpreter:
         "_position",
         "_records",
         "_waiting",
+        "cancel_delivered",
+        "has_children",
         "strict",
         "trace",
         "workflow_id",
@@ -566,6 +578,14 @@ class Interpreter:
         # `_decline`). Derived from the log as it replays, so a warm run and a run
         # rebuilt from its log hold the same; None until the first decline.
         self._declined: dict[str, int] | None = None
+        #: Whether the log delivered a cancel to this run: a record whose outcome is
+        #: `Cancelled` (raised at that yield). Derived from the log as it replays,
+        #: so a warm run and a run rebuilt from its log agree; the runtime ends such a
+        #: run CANCELLED however its generator ends, and delivers no second one.
+        self.cancel_delivered = False
+        #: Whether this generation's code yielded a `Start` or a `Call` (in a composite
+        #: too): only then does the run's end look for live children to close.
+        self.has_children = False
         self._ctx = WorkflowContext(
             workflow_id,
             workflow_name,
@@ -621,6 +641,7 @@ class Interpreter:
             self._records.append(record)
         self._position = effect.position + 1
         self._note_stream(record)
+        self._note_cancel(record.outcome)
         if (
             isinstance(effect.command, Patch)
             and isinstance(record.outcome, Value)
@@ -687,6 +708,8 @@ class Interpreter:
                     return Failed(error)
 
                 position = self._position
+                if not self.has_children and _starts_children(yielded):
+                    self.has_children = True
                 if self.trace is not None:
                     self.trace.append((position, yielded.kind, yielded.name))
 
@@ -739,6 +762,7 @@ class Interpreter:
                         )
                     self._position += 1
                     self._note_stream(record)
+                    self._note_cancel(record.outcome)
                     ok, value = decode_outcome(yielded, record.outcome)
                     continue
 
@@ -775,6 +799,14 @@ class Interpreter:
             )
         self._records = list(records)
         self._base = effect.position
+
+    def _note_cancel(self, outcome: Outcome) -> None:
+        if (
+            isinstance(outcome, Failure)
+            and outcome.error.module == CANCELLED_MODULE
+            and outcome.error.qualname == CANCELLED_QUALNAME
+        ):
+            self.cancel_delivered = True
 
     def _note_stream(self, record: Record) -> None:
         if record.kind == CLOSE_STREAM_KIND and isinstance(record.outcome, Value):

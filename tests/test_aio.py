@@ -137,7 +137,7 @@ def test_cancelling_the_awaiting_task_cancels_the_wait_not_the_run(store_url: st
             other = await engine.start(waits_for_go, "d", workflow_id="c2")
             waiter = asyncio.create_task(other.result(timeout=30))
             await asyncio.sleep(0.1)
-            assert await engine.cancel("c2")
+            assert await engine.terminate("c2")
             with pytest.raises(AwaitedWorkflowCancelled, match="c2"):
                 await waiter
             assert await other.status() is Status.CANCELLED

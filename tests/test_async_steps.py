@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from replaykit import Step
-from replaykit.errors import Cancelled
+from replaykit.errors import Stopped
 from replaykit.interpreter import Effect
 from replaykit.log import Status, Value
 from replaykit.runtime.async_steps import LAUNCH_CHUNK, AsyncSteps
@@ -117,7 +117,7 @@ def test_a_preemptible_step_cancelled_before_its_task_exists_never_runs(
     room.launch()
     _wait_for(inbox, 1)
     (event,) = inbox
-    assert isinstance(event, Carried) and isinstance(event.result, Cancelled)
+    assert isinstance(event, Carried) and isinstance(event.result, Stopped)
     pool.shutdown(wait=True)
 
 
@@ -126,7 +126,7 @@ def test_a_gone_loop_cancels_the_step_unrecorded() -> None:
     effect = _effect("add", 1)
     room.start(_activation("g1"), effect, cast(Step[Any], effect.command), _body)
     (event,) = inbox
-    assert isinstance(event, Carried) and isinstance(event.result, Cancelled)
+    assert isinstance(event, Carried) and isinstance(event.result, Stopped)
     pool.shutdown(wait=True)
 
 

@@ -50,7 +50,7 @@ def test_resume_brings_back_the_children_its_cancel_cascaded_to(shared: Any) -> 
     with Engine(shared, poll_interval=0.05) as engine:
         handle = engine.start(parent, "r1", workflow_id="r1")
         wait_status(engine, "r1-child-a", Status.PENDING)
-        assert engine.cancel("r1", reason="paused by ops")
+        assert engine.terminate("r1", reason="paused by ops")
         parent_row = engine.handle("r1").row()
         child_row = engine.handle("r1-child-a").row()
         assert parent_row.status is Status.CANCELLED and parent_row.error == "paused by ops"
@@ -67,8 +67,8 @@ def test_resume_leaves_children_cancelled_on_their_own(shared: Any) -> None:
     with Engine(shared, poll_interval=0.05) as engine:
         engine.start(two_children, "r2", workflow_id="r2")
         wait_status(engine, "r2-child-a", Status.PENDING)
-        engine.cancel("r2-child-b", reason="not this one")
-        engine.cancel("r2")
+        engine.terminate("r2-child-b", reason="not this one")
+        engine.terminate("r2")
         engine.resume("r2")
         assert engine.handle("r2-child-a").status() is Status.PENDING
         own = engine.handle("r2-child-b").row()
@@ -86,7 +86,7 @@ def test_a_cascade_to_a_queued_child_puts_it_back_on_its_queue(shared: Any) -> N
     with Engine(shared, queues=[], poll_interval=0.05) as engine:
         engine.start(queued_parent, "r3", workflow_id="r3")
         wait_status(engine, "r3-qchild", Status.ENQUEUED)
-        engine.cancel("r3")
+        engine.terminate("r3")
         assert engine.handle("r3-qchild").status() is Status.CANCELLED
         resumed = admin.resume_run(
             engine.store, "r3", executor_id=engine.executor_id, app_version=engine.app_version
@@ -135,7 +135,7 @@ def test_gc_passes_over_spared_runs_to_the_deletable_ones_behind_them(shared: An
     with Engine(shared, poll_interval=0.05) as engine:
         engine.start(starter, "g2", workflow_id="g2")
         wait_status(engine, "g2-child", Status.PENDING)
-        engine.cancel("g2-child")  # finished, but its parent still runs
+        engine.terminate("g2-child")  # finished, but its parent still runs
         done = engine.start(child, "later", workflow_id="g2-later")
         engine.send("g2-later", "y", topic="go")
         done.result(timeout=20)

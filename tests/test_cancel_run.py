@@ -4,6 +4,7 @@ its record — on the engine over every store and in the testing kit on virtual 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator, Iterator
 from datetime import timedelta
 from typing import Any, cast
@@ -119,6 +120,10 @@ def target_child() -> Generator[Any, Any, Any]:
 @workflow(name="cancel-run.boss")
 def boss(victim: str, children: bool) -> Generator[Any, Any, list[Any]]:
     changed = yield CancelRun(victim, reason="superseded", children=children)
+    # The victim gets Cancelled at its yield and ends CANCELLED; a cancel of a run that
+    # has finished changes nothing (a second cancel while it cleaned up would stop it).
+    with contextlib.suppress(AwaitedWorkflowCancelled):
+        yield Wait(victim)
     again = yield CancelRun(victim, children=children)
     try:
         yield CancelRun("nobody-has-this-id")
@@ -151,8 +156,10 @@ def test_a_workflow_cancels_another_run_once(engine: Engine) -> None:
         victim.result(timeout=5)
     row = engine.store.get_workflow("cancel-run-victim")
     assert row is not None
+    # Cancelled reached the victim at its yield; it let it propagate and ended CANCELLED.
     assert row.error == (
-        "superseded (cancelled by workflow 'cancel-run.boss' (id 'cancel-run-boss') at position 0)"
+        "superseded (cancelled by workflow 'cancel-run.boss' (id 'cancel-run-boss') at "
+        "position 0) (a cancel it handled: the workflow raised)"
     )
     # The cancel cascades to the victim's child just after the victim itself.
     wait_for(
@@ -160,37 +167,46 @@ def test_a_workflow_cancels_another_run_once(engine: Engine) -> None:
         "the victim's child is cancelled with it",
     )
 
-    # Brought back by an operator, the victim is not cancelled again by a replay of
-    # the boss, which answers its cancels from its log.
+    # Brought back by an operator, the victim replays its log, where the cancel it was
+    # delivered is history: it ends CANCELLED again by itself. The boss, rebuilt from
+    # its log, answers its cancels from there and asks the victim nothing again.
     engine.resume("cancel-run-victim")
-    wait_for(lambda: victim.status() is Status.PENDING, "the victim runs again")
+    assert engine.store.get_cancel_request("cancel-run-victim") is None
     engine.send("cancel-run-boss", "resumed", topic="go")
     changed, again, missing, itself, resumed = handle.result(timeout=10)
     assert (changed, again, resumed) == (True, False, "resumed")
     assert "CancelRun('nobody-has-this-id') found no workflow run with that id" in missing
-    assert "'cancel-run.boss' (id 'cancel-run-boss') at position 2" in missing
+    assert "'cancel-run.boss' (id 'cancel-run-boss') at position 3" in missing
     assert "CancelRun('cancel-run-boss') names this run itself" in itself
-    assert victim.status() is Status.PENDING
+    wait_for(lambda: victim.status() is Status.CANCELLED, "the resumed victim replays its end")
+    assert engine.store.get_cancel_request("cancel-run-victim") is None
+    assert [r.kind for r in engine.store.load_log("cancel-run-victim")] == ["start", "recv"]
     log = engine.store.load_log("cancel-run-boss")
-    assert [(r.kind, r.name) for r in log[:2]] == [
+    assert [(r.kind, r.name) for r in log[:3]] == [
         ("cancel_run", "cancel-run-victim"),
+        ("wait", "wait"),
         ("cancel_run", "cancel-run-victim"),
     ]
-    assert [r.outcome for r in log[:2]] == [Value(True), Value(False)]
-    assert isinstance(log[2].outcome, Failure)
-    assert log[2].outcome.error.qualname == "WorkflowNotFound"
+    assert [log[0].outcome, log[2].outcome] == [Value(True), Value(False)]
+    assert isinstance(log[3].outcome, Failure)
+    assert log[3].outcome.error.qualname == "WorkflowNotFound"
 
 
-def test_children_false_leaves_the_runs_children(engine: Engine) -> None:
+def test_a_handled_cancel_closes_the_runs_children_by_their_policy(engine: Engine) -> None:
+    # `children=False` applies to a cancel that stops the run at once (the handler's
+    # test above); a run that handles its cancel ends its children by their parent
+    # close policy when it ends, here the default, "terminate".
     engine.start(target, workflow_id="cancel-run-victim")
     wait_for(
         lambda: engine.store.get_workflow("cancel-run-grandchild") is not None,
         "the victim started its child",
     )
     handle = engine.start(boss, "cancel-run-victim", False, workflow_id="cancel-run-boss")
-    wait_for(lambda: len(engine.store.load_log("cancel-run-boss")) >= 5, "the boss's cancels")
+    wait_for(lambda: len(engine.store.load_log("cancel-run-boss")) >= 6, "the boss's cancels")
     assert engine.handle("cancel-run-victim").status() is Status.CANCELLED
-    assert engine.handle("cancel-run-grandchild").status() is Status.PENDING
+    child = engine.handle("cancel-run-grandchild").row()
+    assert child.status is Status.CANCELLED
+    assert child.error.startswith("cancelled with its parent 'cancel-run-victim': it ended")
     assert handle.status() is Status.PENDING  # waiting for "go"
 
 
@@ -208,12 +224,16 @@ def supersede() -> Generator[Any, Any, list[Any]]:
     child = yield Start(sleeper, workflow_id="kit-sleeper")
     yield Sleep(timedelta(hours=1))
     changed = yield CancelRun(child, reason="a newer order came")
-    again = yield CancelRun(child)
     try:
         yield Wait(child)
     except AwaitedWorkflowCancelled as exc:
-        return [changed, again, str(exc)]
-    return [changed, again, "not cancelled"]
+        said = str(exc)
+    else:
+        said = "not cancelled"
+    # Asked once it ended: a finished run is left as it is. (Asked while it cleaned up,
+    # a second cancel would stop it hard.)
+    again = yield CancelRun(child)
+    return [changed, again, said]
 
 
 def test_the_kit_cancels_on_virtual_time() -> None:
@@ -226,8 +246,8 @@ def test_the_kit_cancels_on_virtual_time() -> None:
         "start",
         "sleep",
         "cancel_run",
-        "cancel_run",
         "wait",
+        "cancel_run",
     ]
 
 

@@ -90,7 +90,7 @@ def _cancel_then_resume(engine: Engine, wf: Any, tag: str, expected: str) -> Non
 
 def test_a_cancel_after_a_middle_step_keeps_its_record(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.1) as engine:
-        CANCEL.append(engine.cancel)
+        CANCEL.append(engine.terminate)
         _cancel_then_resume(engine, cancelled_in_the_middle, "cw-mid", "done+plain")
         steps = [record.name for record in engine.store.load_log("cw-mid")]
         assert steps == ["cancelling", "plain"]
@@ -98,7 +98,7 @@ def test_a_cancel_after_a_middle_step_keeps_its_record(store_url: str) -> None:
 
 def test_a_cancel_after_the_last_step_keeps_its_record(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.1) as engine:
-        CANCEL.append(engine.cancel)
+        CANCEL.append(engine.terminate)
         _cancel_then_resume(engine, cancelled_at_the_end, "cw-end", "plain+done")
 
 
@@ -106,7 +106,7 @@ def test_a_cancel_in_a_busy_round_keeps_its_record(store_url: str) -> None:
     # Other runs keep the scheduler busy: the cancelled run's record goes through the
     # group commit (record_many), not the lone run's path.
     with Engine(store_url, poll_interval=0.1, max_workers=8) as engine:
-        CANCEL.append(engine.cancel)
+        CANCEL.append(engine.terminate)
         others = [engine.start(busy, f"cw-b{i}", workflow_id=f"cw-b{i}") for i in range(12)]
         _cancel_then_resume(engine, cancelled_in_the_middle, "cw-busy", "done+plain")
         assert [handle.result(timeout=30) for handle in others] == [3] * 12
@@ -122,7 +122,7 @@ def test_a_cancel_from_another_process_keeps_its_record(
         assert pg_url_or_skip is not None
         url = pg_url_or_skip
     with Engine(url, poll_interval=0.1) as engine, Client(url) as client:
-        CANCEL.append(client.cancel)
+        CANCEL.append(client.terminate)
         _cancel_then_resume(engine, cancelled_in_the_middle, "cw-client", "done+plain")
 
 
@@ -162,7 +162,7 @@ def cancelled_in_an_async_body(tag: str):
 
 def test_a_cancel_while_an_async_body_runs_lets_it_finish_and_record(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.1) as engine:
-        CANCEL.append(engine.cancel)
+        CANCEL.append(engine.terminate)
         _cancel_then_resume(engine, cancelled_in_an_async_body, "cw-async", "done+plain")
         steps = [record.name for record in engine.store.load_log("cw-async")]
         assert steps == ["cancelling", "plain"]
@@ -183,7 +183,7 @@ def test_a_run_cancelled_while_it_waits_keeps_nothing_here(store_url: str) -> No
             workflow_id = f"cw-gate-{i}"
             engine.start(waits_at_a_gate, workflow_id, workflow_id=workflow_id)
             engine.send(workflow_id, "early?", topic="other")  # makes it look again
-            engine.cancel(workflow_id)
+            engine.terminate(workflow_id)
         wait_for(
             lambda: not any(engine.scheduler.is_tracked(f"cw-gate-{i}") for i in range(20)),
             "the cancelled runs to be tracked no more",

@@ -353,10 +353,13 @@ def test_replay_refuses_bad_input_with_exit_2(runs: str, tmp_path: Path) -> None
 
 
 def test_cancel_then_resume_is_finished_by_the_applications_engine(runs: str) -> None:
-    out = ok(rk("workflows", "cancel", "wait-run", "--url", runs))
-    assert "cancelled 'wait-run'" in out
+    out = ok(rk("workflows", "terminate", "wait-run", "--url", runs))
+    assert "terminated 'wait-run'" in out
     assert row_of(runs, "wait-run").status is Status.CANCELLED
     assert "already CANCELLED" in error_line(rk("workflows", "cancel", "wait-run", "--url", runs))
+    assert "already CANCELLED" in error_line(
+        rk("workflows", "terminate", "wait-run", "--url", runs)
+    )
 
     resumed = ok(rk("workflows", "resume", "wait-run", "--url", runs))
     assert "executor id 'app'" in resumed and "'app-v1'" in resumed

@@ -127,7 +127,7 @@ def test_cancel_with_a_reason_then_resume_and_fork(shared: Any) -> None:
     ):
         handle = client.start("client-approval", "o-8", workflow_id="c-cancel")
         assert client.get_event("c-cancel", "state", timeout=20) == "waiting"
-        assert client.cancel("c-cancel", reason="customer called")
+        assert client.terminate("c-cancel", reason="customer called")
         assert handle.row().error == "customer called"
         with pytest.raises(AwaitedWorkflowCancelled, match="customer called"):
             handle.result(timeout=5)
@@ -177,7 +177,7 @@ def test_async_client_does_the_same_as_coroutines(shared: Any) -> None:
             listed = await client.list_workflows(name="client-approval")
             assert [r.workflow_id for r in listed] == ["c-aio"]
             slow_handle = await client.start("client-slow", 60, workflow_id="c-aio-slow")
-            await client.cancel("c-aio-slow", reason="not needed")
+            await client.terminate("c-aio-slow", reason="not needed")
             with pytest.raises(AwaitedWorkflowCancelled, match="not needed"):
                 await client.handle("c-aio-slow").result(timeout=5)
             assert (await slow_handle.row()).error == "not needed"

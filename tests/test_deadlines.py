@@ -429,7 +429,7 @@ def test_a_resume_drops_a_deadline_that_passed_or_sets_a_new_one(store_url: str)
         assert (handle.row().deadline, handle.row().timeout) == (None, None)
         time.sleep(0.2)
         assert handle.status() is Status.PENDING  # not cancelled again at once
-        engine.cancel(handle.workflow_id)
+        engine.terminate(handle.workflow_id)
         engine.resume(handle.workflow_id, timeout=30)
         assert handle.row().deadline == clock.now() + timedelta(seconds=30)
         clock.advance(31)

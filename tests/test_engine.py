@@ -270,7 +270,7 @@ def test_cancel_stops_a_sleeping_run_and_resume_continues_it(engine: Engine) -> 
     # Cancel once it sleeps: a cancel while "before" runs would (rightly) drop
     # that step's record and run it again on resume.
     wait_for(lambda: len(engine.steps("cancel-me")) >= 2, "the sleep's record", timeout=10)
-    assert engine.cancel("cancel-me")
+    assert engine.terminate("cancel-me")
     assert handle.status() is Status.CANCELLED
     with pytest.raises(AwaitedWorkflowCancelled):
         handle.result(timeout=5)

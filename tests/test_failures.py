@@ -6,13 +6,13 @@ import pytest
 
 from replaykit.commands import Sleep, Step
 from replaykit.errors import (
-    Cancelled,
     CodecError,
     DamagedData,
     NonDeterminismError,
     PayloadTooLarge,
     RecordConflict,
     RunNotPending,
+    Stopped,
     StoreUnavailable,
 )
 from replaykit.interpreter import Effect
@@ -36,7 +36,7 @@ from replaykit.runtime.host import LogMovedOn
         (LogMovedOn("position 3 was completed by another writer"), Verdict.REPLAY),
         (RecordConflict("owned by executor 'b'"), Verdict.STOP),
         (RunNotPending("CANCELLED", "not PENDING"), Verdict.STOP),
-        (Cancelled("cancelled"), Verdict.STOP),
+        (Stopped("stopped"), Verdict.STOP),
         (KeyboardInterrupt(), Verdict.HALT),
         (SystemExit(3), Verdict.HALT),
         (GeneratorExit(), Verdict.HALT),

@@ -37,7 +37,7 @@ from replaykit import (
     testing,
     workflow,
 )
-from replaykit.errors import Cancelled
+from replaykit.errors import Stopped
 from replaykit.log import Failure
 from replaykit.runtime.beats import WRITE_INTERVAL
 from replaykit.runtime.engine import open_store_for
@@ -269,7 +269,7 @@ def stalls_then_wakes() -> str:
         time.sleep(0.6)  # past the timeout: abandoned meanwhile
         try:
             ctx.heartbeat("attempt 1, too late")
-        except Cancelled as exc:
+        except Stopped as exc:
             ZOMBIE["stopped"] = str(exc)
             raise
         ZOMBIE["went on"] = True
@@ -423,7 +423,7 @@ def test_a_cancel_here_reaches_a_step_at_its_next_heartbeat(
     with Engine(store_url) as engine, released():
         engine.start(until_cancelled, use_async, workflow_id="stop-1")
         wait_for(lambda: BEATEN["count"] > 3, "the body beats")
-        assert engine.cancel("stop-1")
+        assert engine.terminate("stop-1")
         assert_stopped(engine, "stop-1")
         wait_for(lambda: not engine.scheduler.is_tracked("stop-1"), "its activation ends")
         assert engine.handle("stop-1").status() is Status.CANCELLED
@@ -458,7 +458,7 @@ def test_a_cancel_made_elsewhere_reaches_it_through_its_next_written_beat(
         engine.start(until_cancelled, workflow_id="stop-2")
         wait_for(lambda: BEATEN["count"] > 3, "the body beats")
         with Engine(store_url, executor_id="operator", recover=False, queues=[]) as other:
-            assert other.cancel("stop-2")
+            assert other.terminate("stop-2")
         cancelled_at = time.monotonic()
         assert_stopped(engine, "stop-2")
         # A write at most every WRITE_INTERVAL finds the run cancelled.

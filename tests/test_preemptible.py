@@ -75,7 +75,7 @@ def assert_preemption_recorded(engine: Engine, workflow_id: str, step: str) -> N
 def cancel_elsewhere(store_url: str, workflow_id: str) -> float:
     """Cancel through another engine (its own store object and executor id)."""
     with Engine(store_url, executor_id="operator", recover=False, queues=[]) as other:
-        assert other.cancel(workflow_id)
+        assert other.terminate(workflow_id)
     return time.monotonic()
 
 
@@ -155,7 +155,7 @@ def test_a_resume_finds_the_preemption_at_the_steps_yield_and_never_reruns_the_b
     with Engine(store_url) as engine:
         engine.start(catches_the_preemption, workflow_id="caught-1")
         assert STARTED.wait(10)
-        assert engine.cancel("caught-1")
+        assert engine.terminate("caught-1")
         assert_preemption_recorded(engine, "caught-1", "nap")
         wait_for(lambda: not engine.scheduler.is_tracked("caught-1"), "its activation ends")
         assert engine.resume("caught-1").result(timeout=10) == "ran a new step"

@@ -82,6 +82,14 @@ class Minutes:
     def started(self, *minutes: int) -> set[str]:
         return {minute(n).isoformat() for n in minutes}
 
+    def begun(self) -> set[str]:
+        """The ticks whose runs left their hold queue (or never waited on one)."""
+        return {tick for tick, status in self.runs().items() if status is not Status.ENQUEUED}
+
+    def held(self) -> set[str]:
+        """The ticks held back: ENQUEUED on the schedule's hold queue."""
+        return {tick for tick, status in self.runs().items() if status is Status.ENQUEUED}
+
     def finish(self, n: int) -> None:
         run_id = tick_id(self.name, minute(n))
         self.engine.send(run_id, None, "done")
@@ -125,41 +133,80 @@ def test_skip_starts_no_tick_while_a_run_is_live_on_either_engine(minutes: Any) 
 def test_buffer_one_starts_one_held_tick_when_the_live_run_ends(minutes: Any) -> None:
     m = minutes("buffer_one", engines=2)
     m.to_minute(1)
-    wait_for(lambda: set(m.runs()) == m.started(1), "the first run")
+    wait_for(lambda: m.begun() == m.started(1), "the first run")
     m.to_minute(2)
     m.to_minute(3)
-    assert set(m.runs()) == m.started(1)
-    m.finish(1)
-    # The first tick held back starts; the second was skipped.
-    wait_for(lambda: set(m.runs()) == m.started(1, 2), "the held tick's run")
-    time.sleep(0.3)
+    # The first tick that came is held (a run waiting on the hold queue); the second
+    # was skipped, one tick waiting already.
+    assert m.begun() == m.started(1) and m.held() == m.started(2)
     assert set(m.runs()) == m.started(1, 2)
+    m.finish(1)
+    wait_for(lambda: m.begun() == m.started(1, 2), "the held tick's run")
     m.finish(2)
     m.to_minute(4)
-    wait_for(lambda: set(m.runs()) == m.started(1, 2, 4), "the next tick")
+    wait_for(lambda: m.begun() == m.started(1, 2, 4), "the next tick")
 
 
 def test_buffer_all_starts_every_held_tick_in_turn(minutes: Any) -> None:
     m = minutes("buffer_all")
     m.to_minute(1)
-    wait_for(lambda: set(m.runs()) == m.started(1), "the first run")
+    wait_for(lambda: m.begun() == m.started(1), "the first run")
     m.to_minute(2)
     m.to_minute(3)
-    assert set(m.runs()) == m.started(1)
+    assert m.begun() == m.started(1) and m.held() == m.started(2, 3)
     m.finish(1)
-    wait_for(lambda: set(m.runs()) == m.started(1, 2), "the first held tick")
+    wait_for(lambda: m.begun() == m.started(1, 2), "the first held tick")
     time.sleep(0.3)
-    assert set(m.runs()) == m.started(1, 2)  # one at a time
+    assert m.held() == m.started(3)  # one at a time
     m.finish(2)
-    wait_for(lambda: set(m.runs()) == m.started(1, 2, 3), "the second held tick")
+    wait_for(lambda: m.begun() == m.started(1, 2, 3), "the second held tick")
+
+
+def test_held_ticks_outlive_the_engines_that_held_them(shared: Any) -> None:
+    clock = VirtualClock(START, autojump=False)
+    entry = Schedule("* * * * *", job, "held-durably", overlap="buffer_all")
+    prefix = "schedule:held-durably:"
+
+    def statuses(engine: Engine) -> dict[str, Status]:
+        return {
+            row.workflow_id[len(prefix) :]: row.status
+            for row in engine.list_workflows(name="overlap-job")
+            if row.workflow_id.startswith(prefix)
+        }
+
+    with engine_on(shared, clock, "first") as first:
+        first.schedules.add(entry)
+        wait_for(lambda: "held-durably" in first.store.schedule_states(), "the schedule")
+        for n in (1, 2, 3):
+            clock.advance(minute(n) + timedelta(seconds=30) - clock.now())
+            time.sleep(0.4)
+        wait_for(lambda: len(statuses(first)) == 3, "three ticks' runs")
+        assert sorted(statuses(first).values(), key=str) == sorted(
+            [Status.PENDING, Status.ENQUEUED, Status.ENQUEUED], key=str
+        )
+    # Another engine (another process, as far as the store knows) takes over.
+    with engine_on(shared, clock, "second") as second:
+        second.schedules.add(entry)
+        for n in (1, 2, 3):
+            run_id = tick_id("held-durably", minute(n))
+            wait_for(
+                lambda r=run_id: second.store.get_workflow(r).status is Status.PENDING,  # type: ignore[union-attr]
+                f"tick {n} runs",
+            )
+            assert [s for s in statuses(second).values() if s is Status.PENDING] == [
+                Status.PENDING
+            ]  # one at a time
+            second.send(run_id, None, "done")
+            second.handle(run_id).result(timeout=20)
+        assert set(statuses(second).values()) == {Status.SUCCESS}
 
 
 def test_cancel_other_cancels_the_live_run_and_starts_the_tick(minutes: Any) -> None:
     m = minutes("cancel_other")
     m.to_minute(1)
-    wait_for(lambda: set(m.runs()) == m.started(1), "the first run")
+    wait_for(lambda: m.begun() == m.started(1), "the first run")
     m.to_minute(2)
-    wait_for(lambda: set(m.runs()) == m.started(1, 2), "the new tick's run")
+    wait_for(lambda: m.begun() == m.started(1, 2), "the new tick's run")
     runs = m.runs()
     assert runs[minute(1).isoformat()] is Status.CANCELLED
     assert runs[minute(2).isoformat()] is Status.PENDING
@@ -202,6 +249,7 @@ def test_jitter_delays_each_tick_by_a_share_every_engine_agrees_on(shared: Any) 
         ({"jitter": "1m"}, TypeError, "timedelta or a number"),
         ({"jitter": 60}, ValueError, "not shorter than the 60s"),
         ({"jitter": timedelta(minutes=5)}, ValueError, "not shorter than"),
+        ({"overlap": "buffer_all", "queue": "reports"}, ValueError, "queue of its own"),
     ],
 )
 def test_bad_overlap_and_jitter_are_refused_at_declaration(

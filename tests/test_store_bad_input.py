@@ -376,6 +376,8 @@ def test_a_postgres_schema_of_version_1_is_migrated_and_forks_from_then_on(
         "ALTER TABLE {s}.heartbeats DROP COLUMN registered",
         "DROP TABLE {s}.step_heartbeats",
         "ALTER TABLE {s}.workflows DROP COLUMN partition_key",
+        "DROP TABLE {s}.cancel_requests",
+        "DROP TABLE {s}.parent_close_policies",
         "DELETE FROM {s}.schema_version WHERE version > 1",
         "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, app_version, "
         "created_at, updated_at) VALUES ('old', 'wf', 'PENDING', 'local', '', now(), now())",

@@ -18,12 +18,12 @@ import pytest
 from replaykit import Engine, Status, Step, StepFailed, Transaction, serde, workflow
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
-    Cancelled,
     DuplicateDedupId,
     NonDeterminismError,
     PayloadTooLarge,
     RecordConflict,
     SerializationError,
+    Stopped,
     StoreError,
     StoreUnavailable,
     TransactionUnsupported,
@@ -300,7 +300,7 @@ LIVE_ONLY = [
     MyOutage("down"),
     NonDeterminismError("the code yielded step 'b', the log recorded step 'a'"),
     ResultMismatch("the code returned 2 but the recorded run returned 1"),
-    Cancelled("cancelled by an operator"),
+    Stopped("stopped by an operator"),
     LogMovedOn("log moved on"),
 ]
 

@@ -812,6 +812,8 @@ def test_a_postgres_schema_of_version_9_gets_the_heartbeats_names(
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'ALTER TABLE "{pg_schema}".heartbeats DROP COLUMN registered')
         conn.execute(f'DROP TABLE "{pg_schema}".step_heartbeats')
+        conn.execute(f'DROP TABLE "{pg_schema}".cancel_requests')
+        conn.execute(f'DROP TABLE "{pg_schema}".parent_close_policies')
         conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 9')
         conn.execute(f"INSERT INTO \"{pg_schema}\".heartbeats VALUES ('old-1', 'v1', %s)", (now,))

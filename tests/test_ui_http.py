@@ -402,7 +402,7 @@ def test_resume_and_fork_go_through_the_store(
 ) -> None:
     engine.start(waiter_wf, workflow_id="w")
     wait_for(lambda: waiting(engine, "w"), "the run to wait")
-    engine.cancel("w")
+    engine.terminate("w")  # the hard stop: a resume goes on from its log
     page = client.get("/run", params={"id": "w"}).text
     assert 'id="resume"' in page and 'id="cancel"' not in page
     token = form_token(client.get("/resume", params={"id": "w"}).text)

@@ -552,12 +552,12 @@ def test_resume_continues_a_cancelled_run_from_its_log(target: Any) -> None:
     with engine_on(target) as eng:
         handle = eng.start(insert_v1, "o", workflow_id="stop-me")
         wait_waiting(eng, "stop-me", 1)
-        assert eng.cancel("stop-me")
+        assert eng.terminate("stop-me")
         assert handle.status() is Status.CANCELLED
         eng.send("stop-me", 1, topic="go")  # a cancelled run consumes nothing
         with pytest.raises(AwaitedWorkflowCancelled):
             handle.result(timeout=5)
-        assert not eng.cancel("stop-me")  # already cancelled
+        assert not eng.terminate("stop-me")  # already cancelled
     with engine_on(target) as eng:
         assert eng.recover() == []  # a cancelled run is not recovered
         eng.resume("stop-me")
@@ -681,8 +681,9 @@ def family_middle(base: str) -> Generator[Any, Any, str]:
 @workflow(name="ver-family-parent")
 def family_parent(base: str, generation: int = 0) -> Generator[Any, Any, str]:
     if generation == 0:
-        # A child of an earlier generation: it names the live id as its parent.
-        yield Start(family_leaf, "early", workflow_id=f"{base}-early")
+        # A child of an earlier generation: it names the live id as its parent, and
+        # outlives the generation that started it ("abandon": the default stops it).
+        yield Start(family_leaf, "early", workflow_id=f"{base}-early", parent_close="abandon")
         yield ContinueAsNew(base, 1)
     middle = yield Call(family_middle, base, workflow_id=f"{base}-middle")
     early = yield Wait(f"{base}-early")

@@ -30,6 +30,7 @@ from replaykit.runtime.admin import (
     live_parent,
     resume_family,
 )
+from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.stores.base import WorkflowFilter
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "fork_command",
     "gc_command",
     "resume_command",
+    "terminate_command",
 ]
 
 
@@ -70,26 +72,75 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
 @click.argument("workflow_id")
 @url_option
 @click.option(
-    "--children/--no-children", default=True, show_default=True, help="Cancel its children too."
+    "--grace",
+    type=float,
+    default=DEFAULT_GRACE,
+    show_default=True,
+    help="Seconds the workflow has to clean up after Cancelled.",
 )
 @click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
 @json_option
-def cancel_command(workflow_id: str, url: str, children: bool, reason: str, as_json: bool) -> None:
-    """Mark a run CANCELLED; the engine running it stops at its next record."""
+def cancel_command(workflow_id: str, url: str, grace: float, reason: str, as_json: bool) -> None:
+    """Ask a run to cancel: Cancelled is raised in it at its current yield, and it may
+    clean up within the grace (`terminate` stops it with no cleanup)."""
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if row.status.is_terminal:
             raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
+        try:
+            cancelled = ask_to_cancel(
+                store,
+                datetime.now(UTC),
+                workflow_id,
+                grace=grace,
+                reason=reason,
+                children=True,
+                stop=lambda wid, detail, kids: cancel_run(store, wid, children=kids, reason=detail),
+            )
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+        after = get_row(store, workflow_id)
+    if as_json:
+        echo_json({**row_json(after), "cancelled": cancelled})
+        return
+    if after.status is Status.CANCELLED:
+        echo(f"cancelled {workflow_id!r} ({row.name}) at once: it was not running.")
+        return
+    echo(
+        f"asked {workflow_id!r} ({row.name}) to cancel. The engine running it raises "
+        f"Cancelled at its current yield when it next activates it; it has {grace:g} s to "
+        f"clean up. `replaykit workflows terminate {workflow_id}` stops it now."
+    )
+
+
+@click.command("terminate")
+@click.argument("workflow_id")
+@url_option
+@click.option(
+    "--children/--no-children", default=True, show_default=True, help="Stop its children too."
+)
+@click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
+@json_option
+def terminate_command(
+    workflow_id: str, url: str, children: bool, reason: str, as_json: bool
+) -> None:
+    """Stop a run hard: CANCELLED now, no cleanup; its engine stops at its next record."""
+    with store_at(url) as store:
+        row = get_row(store, workflow_id)
+        if row.status.is_terminal:
+            raise CliError(
+                f"workflow {workflow_id!r} is already {row.status.value}; not terminated"
+            )
         cancelled = cancel_run(store, workflow_id, children=children, reason=reason)
         after = get_row(store, workflow_id)
     if as_json:
         echo_json({**row_json(after), "cancelled": cancelled})
         return
     echo(
-        f"cancelled {workflow_id!r} ({row.name}). An engine running it stops at its next record "
-        f"(a step under way finishes, but its outcome is not recorded). "
+        f"terminated {workflow_id!r} ({row.name}). An engine running it stops at its next "
+        f"record (a step under way finishes, but its outcome is not recorded). "
         f"`replaykit workflows resume {workflow_id}` continues it from its log"
-        + (", and the children this cancel reached with it." if children else ".")
+        + (", and the children this stop reached with it." if children else ".")
     )
 
 

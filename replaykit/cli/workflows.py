@@ -24,6 +24,7 @@ from replaykit.cli.operate import (
     fork_command,
     gc_command,
     resume_command,
+    terminate_command,
 )
 from replaykit.cli.options import json_option, url_option, when_option, wide_option
 from replaykit.cli.printer import Printer
@@ -272,6 +273,7 @@ for _command in (
     get_event_command,
     stream_command,
     cancel_command,
+    terminate_command,
     resume_command,
     fork_command,
     delete_command,

@@ -16,6 +16,7 @@ from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ResumedHandle
 from replaykit.runtime import admin, debounce, loop_waits, updates
 from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
+from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 
@@ -324,10 +325,23 @@ class AsyncClient(AsyncFace):
         )
         return AsyncClientHandle(self, handle.workflow_id)
 
-    async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+    async def cancel(
+        self,
+        workflow_id: str,
+        *,
+        grace: float = DEFAULT_GRACE,
+        reason: str = "",
+        children: bool = True,
+    ) -> bool:
         """`Client.cancel` as a coroutine."""
         return await self.off_loop(
-            self.client.cancel, workflow_id, children=children, reason=reason
+            self.client.cancel, workflow_id, grace=grace, reason=reason, children=children
+        )
+
+    async def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """`Client.terminate` as a coroutine."""
+        return await self.off_loop(
+            self.client.terminate, workflow_id, children=children, reason=reason
         )
 
     async def resume(

@@ -21,6 +21,7 @@ from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, schedules, streams, updates
+from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedules import ScheduleInfo
@@ -811,12 +812,37 @@ class Client:
 
     # -- operating runs ----------------------------------------------------------------------
 
-    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """Mark a run CANCELLED (and its unfinished children); False if it had finished.
+    def cancel(
+        self,
+        workflow_id: str,
+        *,
+        grace: float = DEFAULT_GRACE,
+        reason: str = "",
+        children: bool = True,
+    ) -> bool:
+        """Ask a run to cancel (`Engine.cancel`): the request is kept in the store, and
+        the engine running the run raises `Cancelled` in it at its current yield when
+        it next activates it (a wake-up, a recovery); `grace` seconds from now it may
+        be stopped. A run that does not run (ENQUEUED, PARKED), or a second cancel,
+        is stopped now as `terminate` does. False if it had finished.
+        """
+        return ask_to_cancel(
+            self.store,
+            datetime.now(UTC),
+            workflow_id,
+            grace=grace,
+            reason=reason,
+            children=children,
+            stop=lambda wid, detail, kids: self.terminate(wid, children=kids, reason=detail),
+        )
+
+    def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Mark a run CANCELLED now, with no cleanup (and its unfinished children);
+        False if it had finished.
 
         The engine running it stops at its next record. `reason` is kept as the
         run's status detail; a later `resume` brings back the children this
-        cancel reached.
+        stop reached.
         """
         self._row(workflow_id)
         return admin.cancel_run(self.store, workflow_id, children=children, reason=reason)

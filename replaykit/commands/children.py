@@ -23,6 +23,24 @@ def _workflow_name(wf: Any) -> str:
     )
 
 
+#: What becomes of a child run still running when its parent ends (returns, fails, is
+#: cancelled or terminated, continues as new): stopped hard ("terminate", the
+#: default, as Temporal's), asked to cancel so that it may clean up ("cancel"), or left
+#: to run on ("abandon"). docs/concepts.md, "Parent close policy", says why.
+PARENT_CLOSE_POLICIES = ("terminate", "cancel", "abandon")
+DEFAULT_PARENT_CLOSE = "terminate"
+
+
+def checked_parent_close(value: object, what: str) -> str:
+    if not isinstance(value, str) or value not in PARENT_CLOSE_POLICIES:
+        raise ValueError(
+            f"{what}: parent_close={value!r} is not a parent close policy; use one of "
+            + ", ".join(repr(p) for p in PARENT_CLOSE_POLICIES)
+            + f" (the default, {DEFAULT_PARENT_CLOSE!r}, stops the child when this run ends)"
+        )
+    return value
+
+
 @attrs.frozen(init=False)
 class _ChildCommand(Command):
     """What `Start` and `Call` share: the child's workflow, arguments, id and queue.
@@ -33,6 +51,10 @@ class _ChildCommand(Command):
     `engine.start`: the child's deadline is the earliest of them and of this
     run's own deadline (it inherits what remains of it). It is not how long
     this run waits: for that, `Wait(child_id, timeout=...)`.
+
+    `parent_close` says what becomes of the child if it still runs when this run
+    ends in any way: `"terminate"` (the default), `"cancel"` (a cancel it may
+    handle) or `"abandon"` (it runs on); see `PARENT_CLOSE_POLICIES`.
     """
 
     workflow: Any = attrs.field(eq=False)
@@ -42,6 +64,7 @@ class _ChildCommand(Command):
     queue: str | None
     timeout: float | None = None
     deadline: datetime | None = None
+    parent_close: str = DEFAULT_PARENT_CLOSE
 
     def __init__(
         self,
@@ -52,15 +75,16 @@ class _ChildCommand(Command):
         queue: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        parent_close: str = DEFAULT_PARENT_CLOSE,
         **kwargs: Any,
     ) -> None:
         if isinstance(wf, BoundWorkflow):
             wf, args, kwargs = unbind(wf, args, kwargs)
         name = _workflow_name(wf)
-        seconds, deadline = run_deadline(
-            timeout, deadline, what=f"{type(self).__name__}({name!r}, ...)"
-        )
-        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue, seconds, deadline)
+        what = f"{type(self).__name__}({name!r}, ...)"
+        seconds, deadline = run_deadline(timeout, deadline, what=what)
+        policy = checked_parent_close(parent_close, what)
+        self.__attrs_init__(wf, args, dict(kwargs), workflow_id, queue, seconds, deadline, policy)
 
     @property
     def name(self) -> str:
@@ -76,6 +100,8 @@ class _ChildCommand(Command):
                     "deadline": None if self.deadline is None else self.deadline.isoformat(),
                 }
             )
+        if self.parent_close != DEFAULT_PARENT_CLOSE:
+            described.append({"parent_close": self.parent_close})
         return described
 
 
@@ -110,6 +136,7 @@ class Call(_ChildCommand, Yields[T_co]):
             queue: str | None = None,
             timeout: timedelta | float | None = None,
             deadline: datetime | None = None,
+            parent_close: str = DEFAULT_PARENT_CLOSE,
             **kwargs: Any,
         ) -> None: ...
 

@@ -25,6 +25,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.commands import as_seconds, earliest_deadline
+from replaykit.commands.children import DEFAULT_PARENT_CLOSE
 from replaykit.commands.updates import check_not_reserved
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
@@ -36,6 +37,7 @@ from replaykit.errors import (
 )
 from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.otel import current_trace_context
+from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.stores import open_store
 from replaykit.stores.base import DamagedRow, OutgoingMessage, Store, WorkflowFilter, WorkflowRow
 
@@ -47,6 +49,7 @@ __all__ = [
     "cancel_timed_out",
     "cascade_note",
     "check_start",
+    "close_children",
     "collect_garbage",
     "continued_error",
     "delete_run",
@@ -396,8 +399,10 @@ def cancel_run(
     children: bool = True,
     reason: str = "",
     on_cancel: Callable[[str], None] | None = None,
+    on_ask: Callable[[str, str], object] | None = None,
 ) -> bool:
-    """Mark a run (and its unfinished children) CANCELLED; False if it had finished.
+    """Mark a run CANCELLED, and apply its unfinished children's parent close policies
+    (`close_children`); False if it had finished.
 
     `reason` is kept as the run's status detail (`workflows show` prints it);
     each child the cancel reaches gets `cascade_note(parent, reason)`, so that
@@ -414,10 +419,57 @@ def cancel_run(
     if on_cancel is not None:
         on_cancel(workflow_id)
     if children:
-        for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
-            if not child.status.is_terminal:
-                _cancel_child(store, child.workflow_id, workflow_id, reason, on_cancel)
+        close_children(store, workflow_id, reason, on_cancel=on_cancel, on_ask=on_ask)
     return changed
+
+
+def close_children(
+    store: Store,
+    parent_id: str,
+    reason: str,
+    *,
+    on_cancel: Callable[[str], None] | None = None,
+    on_ask: Callable[[str, str], object] | None = None,
+) -> None:
+    """Apply each unfinished child's parent close policy: its parent has ended (or was
+    stopped). "terminate" (the default) stops it and its own children, noted as a
+    cascade of `parent_id` (`resume_run` brings it back with the parent); "cancel" asks
+    it to cancel (`on_ask(child_id, detail)`, else through the store alone), unless it
+    was asked already; "abandon" leaves it running."""
+    for child in store.list_workflows(WorkflowFilter(parent_id=parent_id)):
+        if child.status.is_terminal:
+            continue
+        policy = store.get_parent_close(child.workflow_id) or DEFAULT_PARENT_CLOSE
+        if policy == "abandon":
+            continue
+        if policy == "cancel":
+            if store.get_cancel_request(child.workflow_id) is None:
+                _ask(store, child.workflow_id, cascade_note(parent_id, reason), on_cancel, on_ask)
+            continue
+        _cancel_child(store, child.workflow_id, parent_id, reason, on_cancel, on_ask)
+
+
+def _ask(
+    store: Store,
+    workflow_id: str,
+    detail: str,
+    on_cancel: Callable[[str], None] | None,
+    on_ask: Callable[[str, str], object] | None,
+) -> None:
+    if on_ask is not None:
+        on_ask(workflow_id, detail)
+        return
+    ask_to_cancel(
+        store,
+        datetime.now(UTC),
+        workflow_id,
+        grace=DEFAULT_GRACE,
+        reason=detail,
+        children=True,
+        stop=lambda wid, said, kids: cancel_run(
+            store, wid, children=kids, reason=said, on_cancel=on_cancel
+        ),
+    )
 
 
 def _cancel_child(
@@ -426,6 +478,7 @@ def _cancel_child(
     parent_id: str,
     reason: str,
     on_cancel: Callable[[str], None] | None,
+    on_ask: Callable[[str, str], object] | None = None,
 ) -> None:
     # The note names the run whose cancel reached this one, which is the run
     # whose resume brings it back; its own children get its id in theirs.
@@ -437,9 +490,7 @@ def _cancel_child(
     )
     if on_cancel is not None:
         on_cancel(workflow_id)
-    for child in store.list_workflows(WorkflowFilter(parent_id=workflow_id)):
-        if not child.status.is_terminal:
-            _cancel_child(store, child.workflow_id, workflow_id, reason, on_cancel)
+    close_children(store, workflow_id, reason, on_cancel=on_cancel, on_ask=on_ask)
 
 
 def cancel_timed_out(
@@ -447,6 +498,7 @@ def cancel_timed_out(
     row: WorkflowRow,
     *,
     on_cancel: Callable[[str], None] | None = None,
+    on_ask: Callable[[str, str], object] | None = None,
 ) -> WorkflowRow | None:
     """Cancel a run whose deadline passed, with a status detail that says so; the run cancelled.
 
@@ -477,7 +529,14 @@ def cancel_timed_out(
         target = parent
     assert target.deadline is not None
     detail = WorkflowDeadlineExceeded.detail(target.deadline, target.timeout)
-    if not cancel_run(store, target.workflow_id, children=True, reason=detail, on_cancel=on_cancel):
+    if not cancel_run(
+        store,
+        target.workflow_id,
+        children=True,
+        reason=detail,
+        on_cancel=on_cancel,
+        on_ask=on_ask,
+    ):
         return None
     return target
 
@@ -620,6 +679,9 @@ def resume_family(
             store, workflow_id, executor_id, app_version, now=now, new_deadline=new_deadline
         )
     resume_deadline(store, row, now, timeout=timeout, deadline=deadline)
+    if row.status is Status.CANCELLED:
+        # Its cancel (if it was one a workflow could handle) is over: a later one is new.
+        store.clear_cancel_request(workflow_id)
     changed = store.set_status(
         workflow_id,
         Status.PENDING,

@@ -40,6 +40,7 @@ from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import admin, debounce, updates
 from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
+from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.host import Entropy
@@ -524,10 +525,24 @@ class AsyncEngine(AsyncFace):
 
     # -- operating runs ----------------------------------------------------------------------
 
-    async def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """`Engine.cancel` as a coroutine: the run (and its children) CANCELLED, `reason` kept."""
+    async def cancel(
+        self,
+        workflow_id: str,
+        *,
+        grace: float = DEFAULT_GRACE,
+        reason: str = "",
+        children: bool = True,
+    ) -> bool:
+        """`Engine.cancel` as a coroutine: `Cancelled` at the run's current yield, with
+        `grace` seconds to clean up."""
         return await self.off_loop(
-            self.engine.cancel, workflow_id, children=children, reason=reason
+            self.engine.cancel, workflow_id, grace=grace, reason=reason, children=children
+        )
+
+    async def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """`Engine.terminate` as a coroutine: the run (and its children) CANCELLED now."""
+        return await self.off_loop(
+            self.engine.terminate, workflow_id, children=children, reason=reason
         )
 
     async def resume(

@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 
 from replaykit.commands import Step
-from replaykit.errors import Cancelled
+from replaykit.errors import Stopped
 from replaykit.interpreter import Effect
 from replaykit.log import Outcome
 from replaykit.runtime.attempts import Backoff
@@ -95,7 +95,7 @@ class AsyncSteps:
             loop = self.runner.async_loop()
         except RuntimeError as exc:  # the application's loop ended before the engine
             # Not the run's fault: it stops unrecorded and runs again after a restart.
-            self._post_many([Carried(activation, effect, Cancelled(str(exc)))])
+            self._post_many([Carried(activation, effect, Stopped(str(exc)))])
             return
         pending = effect.pending
         started = pending.started_at if pending and pending.started_at else self.clock.now()
@@ -122,7 +122,7 @@ class AsyncSteps:
                 loop.call_soon_threadsafe(self._start_on_loop, batch)
             except RuntimeError as exc:  # closed meanwhile
                 self._post_many(
-                    [Carried(step.activation, step.effect, Cancelled(str(exc))) for step in batch]
+                    [Carried(step.activation, step.effect, Stopped(str(exc))) for step in batch]
                 )
 
     def _start_on_loop(self, batch: list[_AsyncStep]) -> None:
@@ -161,7 +161,7 @@ class AsyncSteps:
             step.activation.scope.discard(step.cancel)
         event: Event
         if task.cancelled():
-            cancelled = Cancelled(f"step {command.name!r} was cancelled")
+            cancelled = Stopped(f"step {command.name!r} was cancelled")
             event = Carried(step.activation, step.effect, cancelled)
         elif task.exception() is not None:
             event = Carried(step.activation, step.effect, task.exception())

@@ -18,11 +18,11 @@ import attrs
 from replaykit import serde
 from replaykit.commands import Retry, Step, requested_delay
 from replaykit.errors import (
-    Cancelled,
     ControlSignal,
     PayloadTooLarge,
     SerializationError,
     StepPreempted,
+    Stopped,
 )
 from replaykit.interpreter import StepContext
 from replaykit.log import Failure, Outcome, Record, Value
@@ -144,7 +144,7 @@ def attempts(
             yield Pause(made, due, first_start)
         host.check_cancelled(row.workflow_id)
         if scope is not None and scope.cancelled:
-            raise Cancelled(f"step {command.name!r} of workflow id {row.workflow_id!r}")
+            raise Stopped(f"step {command.name!r} of workflow id {row.workflow_id!r}")
         if made and deadline is not None and host.clock.passed(deadline):
             return gave_up(row, position, command, made, deadline, due, last_error)
         attempt = made + 1

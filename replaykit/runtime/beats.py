@@ -38,11 +38,11 @@ from typing import Any
 from replaykit import serde
 from replaykit.commands import Step
 from replaykit.errors import (
-    Cancelled,
     ControlSignal,
     HeartbeatTimeout,
     RecordConflict,
     RunNotPending,
+    Stopped,
     WorkflowNotFound,
 )
 from replaykit.log import Status
@@ -189,7 +189,7 @@ class AttemptBeats:
             )
         if why:
             self.stopped_body = True
-            raise Cancelled(
+            raise Stopped(
                 f"{self._where()}: {why}. heartbeat() raises this so that the body stops; "
                 "let it propagate (a finally block runs)"
             )

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
-from replaykit.errors import Cancelled
+from replaykit.errors import Stopped
 from replaykit.interpreter import StepContext, step_context_var
 from replaykit.runtime.beats import AttemptBeats
 from replaykit.runtime.host import CancelScope
@@ -253,7 +253,7 @@ class Bodies:
             try:
                 return future.result()
             except concurrent.futures.CancelledError:
-                raise Cancelled(f"step {name!r} was cancelled") from None
+                raise Stopped(f"step {name!r} was cancelled") from None
             finally:
                 if scope is not None:
                     scope.discard(future.cancel)
@@ -288,7 +288,7 @@ class Bodies:
         future.cancel()
         if preemptible and scope is not None and scope.cancelled:
             # The run was cancelled (maybe elsewhere): abandoned, its outcome dropped.
-            raise Cancelled(f"step {name!r} was preempted: its run was cancelled")
+            raise Stopped(f"step {name!r} was preempted: its run was cancelled")
         if watched is not None and watched.expired():
             raise watched.timed_out()  # abandoned: its thread runs on, stopped at a beat
         raise TimeoutError(f"step {name!r} timed out after {timeout}s")

@@ -21,6 +21,7 @@ import attrs
 
 from replaykit import serde
 from replaykit.errors import (
+    Cancelled,
     ControlSignal,
     PayloadTooLarge,
     RecordConflict,
@@ -62,6 +63,7 @@ class Books:
         queue_run_done: Callable[[str, str], None],
         tell: Callable[[Wake], None],
         post_many: Callable[[list[Event]], None],
+        parent_ended: Callable[[WorkflowRow, str], None] | None = None,
     ) -> None:
         self.store = store
         self.records = records
@@ -75,6 +77,9 @@ class Books:
         self._queue_run_done = queue_run_done
         self._tell = tell
         self._post_many = post_many
+        # Told of each run that ended (or continued as new) having started children:
+        # their parent close policies apply.
+        self._parent_ended = parent_ended
         self.finished = FinishedRuns()
 
     # -- runs finished here ----------------------------------------------------------------
@@ -94,19 +99,21 @@ class Books:
 
     def finish(self, activation: Activation, decision: Decision, last: Record | None) -> Event:
         """Finish the run; `last` is its last record, not yet committed: they commit together."""
-        if isinstance(decision, ContinuedAsNew):
+        if isinstance(decision, ContinuedAsNew) and not _cancel_delivered(activation):
             return self._continue(activation, decision, last)
         row = activation.row_or_raise()
         try:
             if activation.progressed and row.recovery_attempts:
                 self.reset_recovery(row.workflow_id)
-            status, result = self._run_result(row, decision)
+            status, result = self._run_result(row, decision, _cancel_delivered(activation))
             finished = self.end(row, status, result, last)
             activation.outcome = finished_outcome(status, finished)
         except BaseException as exc:
             return Carried(activation, None, exc)
-        if finished:
+        if finished and status is not Status.CANCELLED:
             say_failed(activation, row, result)
+        if finished:
+            self._close_children(activation, row, f"ended {status.value}")
         return Ended(activation)
 
     def finish_many(self, batch: list[tuple[Activation, Decision, Record | None]]) -> None:
@@ -135,7 +142,7 @@ class Books:
                 row = activation.row_or_raise()
                 if activation.progressed and row.recovery_attempts:
                     self.reset_recovery(row.workflow_id)
-                status, result = self._run_result(row, decision)
+                status, result = self._run_result(row, decision, _cancel_delivered(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
                 continue
@@ -187,14 +194,25 @@ class Books:
                 else:
                     self._finished_here(row, status, result, error, answer, forgotten, last)
                     activation.outcome = finished_outcome(status, answer)
-                    if answer:
+                    if answer and status is not Status.CANCELLED:
                         say_failed(activation, row, result)
+                    if answer:
+                        self._close_children(activation, row, f"ended {status.value}")
                     events.append(Ended(activation))
             except BaseException as exc:
                 events.append(Carried(activation, None, exc))
 
-    def _run_result(self, row: WorkflowRow, decision: Decision) -> tuple[Status, Outcome]:
-        """The status and result a run ends with, from its generator's last decision."""
+    def _run_result(
+        self, row: WorkflowRow, decision: Decision, cancelled: bool = False
+    ) -> tuple[Status, Outcome]:
+        """The status and result a run ends with, from its generator's last decision.
+
+        A run its log delivered a cancel to ends CANCELLED however its generator ended
+        (returned after its cleanup, re-raised `Cancelled`, failed in its cleanup,
+        continued as new): its result is that `Cancelled`, its status detail says so.
+        """
+        if cancelled:
+            return Status.CANCELLED, self._cancelled_result(row, decision)
         if isinstance(decision, Completed):
             try:
                 data = serde.encode(
@@ -207,6 +225,22 @@ class Books:
             return Status.SUCCESS, Value(data)
         assert isinstance(decision, Failed)
         return Status.ERROR, Failure(serde.encode_error(decision.error))
+
+    def _cancelled_result(self, row: WorkflowRow, decision: Decision) -> Outcome:
+        reason = ""
+        if isinstance(decision, Failed) and isinstance(decision.error, Cancelled):
+            reason = decision.error.reason
+        else:
+            request = self.store.get_cancel_request(row.workflow_id)
+            reason = "" if request is None else request.reason
+        how = {Completed: "returned", Failed: "raised", ContinuedAsNew: "continued as new"}
+        ended = how.get(type(decision), "ended")
+        if isinstance(decision, Failed) and not isinstance(decision.error, Cancelled):
+            ended = f"failed in its cleanup ({type(decision.error).__name__}: {decision.error})"
+        # The reason first, as a terminate's detail is: "was cancelled: <reason> (...)".
+        said = reason or "cancelled"
+        error = Cancelled(f"{said} (a cancel it handled: the workflow {ended})", reason)
+        return Failure(serde.encode_error(error, with_traceback=False))
 
     def end(
         self, row: WorkflowRow, status: Status, result: Outcome, last: Record | None = None
@@ -290,7 +324,13 @@ class Books:
         # A continued generation is not a finished run: no "finished" for the id, no
         # finished-runs metric, and the queue keeps the run as in progress.
         activation.outcome = "continued"
+        self._close_children(activation, row, "continued as new")
         return Continued(activation, live)
+
+    def _close_children(self, activation: Activation, row: WorkflowRow, how: str) -> None:
+        """The run ended having started children: their parent close policies apply."""
+        if self._parent_ended is not None and _has_children(activation):
+            self._parent_ended(row, how)
 
     def fail(self, activation: Activation, error: Exception, effect: Effect | None) -> Event:
         """End the run in ERROR with a permanent error, naming where it happened."""
@@ -306,11 +346,13 @@ class Books:
             message=f"workflow {row.name!r} (id {row.workflow_id!r}){where}{doing}: {info.message}",
         )
         try:
-            self.end(row, Status.ERROR, Failure(info))
+            finished = self.end(row, Status.ERROR, Failure(info))
         except BaseException as exc:
             log.warning("workflow id %r: could not record its failure (%s)", row.workflow_id, exc)
         else:
             activation.outcome = "error"
+            if finished:
+                self._close_children(activation, row, "ended ERROR")
         return Ended(activation)
 
     def park(self, activation: Activation, why: str, cause: BaseException | None = None) -> Event:
@@ -375,3 +417,14 @@ class Books:
         self.store.set_status(
             row.workflow_id, Status.PENDING, only_from=(Status.PENDING,), error=detail
         )
+
+
+def _cancel_delivered(activation: Activation) -> bool:
+    """Whether the run's log delivered a cancel to it (`Interpreter.cancel_delivered`)."""
+    interp = activation.interp
+    return interp is not None and interp.cancel_delivered
+
+
+def _has_children(activation: Activation) -> bool:
+    interp = activation.interp
+    return interp is not None and interp.has_children

@@ -78,6 +78,9 @@ class Claims:
         self.app_version = app_version
         # None: every registered queue, looked up afresh on each claim round.
         self._queue_names = queue_names
+        # Queues claimed beside the listened ones, even by a producer: the hold queues of
+        # the schedules this engine fires (`also_claim`).
+        self._also: list[str] = []
         self.capacity = capacity
         self.lease_seconds = lease_seconds
         self.poll_interval = poll_interval
@@ -121,8 +124,22 @@ class Claims:
 
     def listened(self) -> list[Queue]:
         if self._queue_names is None:
-            return registered_queues()
-        return [queue_named(name) for name in self._queue_names]
+            queues = registered_queues()
+        else:
+            queues = [queue_named(name) for name in self._queue_names]
+        known = {queue.name for queue in queues}
+        with self._lock:
+            also = [name for name in self._also if name not in known]
+        return queues + [queue_named(name) for name in also]
+
+    def also_claim(self, queue_name: str) -> None:
+        """Claim from `queue_name` too, whatever the engine listens to: a schedule this
+        engine fires holds its ticks there (runtime/schedule_loop.py)."""
+        with self._lock:
+            if queue_name in self._also:
+                return
+            self._also.append(queue_name)
+        self.wake()
 
     def running(self) -> tuple[list[str], list[str]]:
         """(the workflows registered, the queues listened to) now, for the heartbeat.
@@ -132,10 +149,12 @@ class Claims:
         """
         # Named queues as named, declared or not: this beat must never raise.
         if self._queue_names is not None:
-            queues = sorted(self._queue_names)
+            names = set(self._queue_names)
         else:
-            queues = sorted(queue.name for queue in registered_queues())
-        return sorted(registered()), queues
+            names = {queue.name for queue in registered_queues()}
+        with self._lock:
+            names.update(self._also)
+        return sorted(registered()), sorted(names)
 
     def claim_now(self) -> int:
         """One claim round over the listened queues; returns how many runs it took."""

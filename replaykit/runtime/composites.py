@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from replaykit.commands import All, Call, Command, Race, Start, Step, facts_of
-from replaykit.errors import Cancelled
+from replaykit.errors import Stopped
 from replaykit.interpreter import Effect
 from replaykit.log import Failure, Outcome, Record, Value
 from replaykit.runtime.composite_tree import CompositeTree, Node, over_the_limit
@@ -293,7 +293,7 @@ class CompositeRun:
         *,
         look_first: bool = False,
     ) -> bool:
-        """Raise `Cancelled` if the run was cancelled; when its host is closing, only
+        """Raise `Stopped` if the run was stopped; when its host is closing, only
         once no step child still runs. Shutdown lets running children finish, and if
         they decide the composite (an `All` of steps), its record commits; what is
         still undecided then records nothing and runs again after the restart.
@@ -307,7 +307,7 @@ class CompositeRun:
             return False
         if look_first:
             return True
-        raise Cancelled(
+        raise Stopped(
             f"workflow {self.row.name!r} (id {self.row.workflow_id!r}) at position "
             f"{self.effect.position}: the engine is closing"
         )

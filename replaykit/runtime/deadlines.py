@@ -37,6 +37,8 @@ class Deadlines:
         poll_interval: float,
         watch_deadline: Callable[[str, datetime], None],
         stop_locally: Callable[[str], None],
+        grace_over: Callable[[WorkflowRow], bool] | None = None,
+        ask: Callable[[str, str], object] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -44,6 +46,11 @@ class Deadlines:
         self.poll_interval = poll_interval
         self._watch_deadline = watch_deadline
         self._stop_locally = stop_locally
+        # A cancel's grace shares the run's deadline timer (one per run): told the
+        # run when its timer fires, it stops the run if the grace has passed.
+        self._grace_over = grace_over
+        self._graces: dict[str, datetime] = {}
+        self._ask = ask  # a child whose parent close policy is "cancel" is asked so
 
     def watch(self, row: WorkflowRow) -> bool:
         """Arm the deadline of a run about to run here; True if it passed (then it is
@@ -74,16 +81,37 @@ class Deadlines:
                 workflow_id, self.clock.now() + timedelta(seconds=self.poll_interval)
             )
             return
-        if row is None or row.status.is_terminal or row.deadline is None:
+        if row is None or row.status.is_terminal:
+            self._graces.pop(workflow_id, None)
+            return
+        grace = self._graces.get(workflow_id)
+        if grace is not None and self.clock.passed(grace):
+            self._graces.pop(workflow_id, None)
+            if self._grace_over is not None and self._grace_over(row):
+                return
+            grace = None
+        if row.deadline is None:
+            if grace is not None:
+                self._watch_deadline(workflow_id, grace)
             return
         if not self.clock.passed(row.deadline):  # given a later one meanwhile (a resume)
-            self._watch_deadline(workflow_id, row.deadline)
+            self._watch_deadline(workflow_id, _earliest(row.deadline, grace))
             return
         self.expire(row)
 
+    def watch_grace(self, workflow_id: str, until: datetime) -> None:
+        """Arm the end of a cancel's grace on the run's timer (with its deadline, the
+        earlier of the two first)."""
+        self._graces[workflow_id] = until
+        row = self.store.get_workflow(workflow_id)
+        deadline = None if row is None else row.deadline
+        self._watch_deadline(workflow_id, _earliest(deadline, until))
+
     def expire(self, row: WorkflowRow) -> None:
         """Cancel a run past its deadline through the path `cancel` takes (children too)."""
-        cancelled = admin.cancel_timed_out(self.store, row, on_cancel=self._stop_locally)
+        cancelled = admin.cancel_timed_out(
+            self.store, row, on_cancel=self._stop_locally, on_ask=self._ask
+        )
         if cancelled is None:
             return
         log.info(
@@ -95,3 +123,8 @@ class Deadlines:
             ),
         )
         self.telemetry.run_finished(cancelled.name, Status.CANCELLED.value)
+
+
+def _earliest(deadline: datetime | None, grace: datetime | None) -> datetime:
+    assert deadline is not None or grace is not None
+    return min(d for d in (deadline, grace) if d is not None)

@@ -153,5 +153,13 @@ def debouncer(key: str) -> Generator[Any, Any, None]:
             break
         latest = DebounceCall.of(next_request)
         yield Reply(next_request, target)
-    yield Start(lookup(latest.workflow), *latest.args, workflow_id=target, **latest.kwargs)
+    # The target outlives this generation, which continues as new at once ("abandon":
+    # the default parent close policy would stop it).
+    yield Start(
+        lookup(latest.workflow),
+        *latest.args,
+        workflow_id=target,
+        parent_close="abandon",
+        **latest.kwargs,
+    )
     yield ContinueAsNew(key)

@@ -25,6 +25,7 @@ from replaykit.commands import (
     earliest_deadline,
     facts_of,
 )
+from replaykit.commands.children import DEFAULT_PARENT_CLOSE
 from replaykit.errors import (
     AwaitedWorkflowCancelled,
     PayloadTooLarge,
@@ -161,6 +162,10 @@ class EffectRunner(StepRunner):
     ) -> Outcome:
         child_id = child_id or self.child_id(row, position, command)
         try:
+            if command.parent_close != DEFAULT_PARENT_CLOSE:
+                # Kept before the child exists: a crash between leaves a policy for no
+                # run (harmless), never a child without its policy.
+                self.store.set_parent_close(child_id, command.parent_close)
             self.host.create_run(
                 command.workflow,
                 tuple(command.args),

@@ -32,6 +32,12 @@ from replaykit.registry import BoundWorkflow, Workflow, app_version_of, register
 from replaykit.runtime import admin, courtesy, debounce, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
+from replaykit.runtime.cancels import (
+    DEFAULT_GRACE,
+    CancelRequests,
+    checked_grace,
+    second_cancel,
+)
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
@@ -205,6 +211,15 @@ class Engine(Messaging):
                 poll_interval=poll_interval,
                 watch_deadline=self.wakeups.watch_deadline,
                 stop_locally=lambda workflow_id: self.scheduler.cancel_locally(workflow_id),
+                grace_over=lambda row: self.cancels.grace_over(row),
+                ask=self._ask_child,
+            )
+            self.cancels: CancelRequests = CancelRequests(
+                self.store,
+                self.clock,
+                stop=lambda workflow_id, detail: self.terminate(workflow_id, reason=detail),
+                wake=self.wakeups.wake,
+                watch=self.deadlines.watch_grace,
             )
             self.claims = Claims(
                 self.store,
@@ -240,6 +255,7 @@ class Engine(Messaging):
                 queue_run_done=self.claims.run_done,
                 tell=self.wakeups.tell_listeners,
                 post_many=lambda events: self.scheduler.post_many(events),
+                parent_ended=self._parent_ended,
             )
             self.scheduler = Scheduler(
                 store=self.store,
@@ -319,6 +335,7 @@ class Engine(Messaging):
                 poll_interval=poll_interval,
                 fire=tick_starter(self.starts.create_run),
                 cancel=lambda workflow_id, reason: self.cancel(workflow_id, reason=reason),
+                claim_from=self.claims.also_claim,
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
@@ -743,14 +760,44 @@ class Engine(Messaging):
 
     # -- operating runs --------------------------------------------------------------------
 
-    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """Mark a run CANCELLED (and its unfinished children, unless `children=False`).
+    def cancel(
+        self,
+        workflow_id: str,
+        *,
+        grace: float = DEFAULT_GRACE,
+        reason: str = "",
+        children: bool = True,
+    ) -> bool:
+        """Ask a run to cancel: `Cancelled` is raised in the workflow at its current
+        yield, which may catch it and clean up within `grace` seconds (default 60);
+        the run then ends CANCELLED with its cleanup recorded (docs/concepts.md).
+
+        A second cancel, or the grace's end, stops it as `terminate` does. A run
+        that does not run (ENQUEUED, PARKED) is cancelled at once (its unfinished
+        children too, unless `children=False`; a run that handles its cancel ends its
+        children by their parent close policy). False if the run had finished
+        already; `ValueError` for a grace of 0 or less.
+        """
+        grace = checked_grace(grace, workflow_id)
+        row = admin.get_run(self.store, workflow_id)
+        if row.status.is_terminal:
+            return False
+        if row.status is not Status.PENDING:
+            return self.terminate(workflow_id, children=children, reason=reason)
+        if not self.cancels.request(row, grace, reason):
+            return self.terminate(workflow_id, children=children, reason=second_cancel(reason))
+        return True
+
+    def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Stop a run hard: CANCELLED now, with no cleanup (and its unfinished children,
+        unless `children=False`).
 
         A step under way finishes and its record lands in the cancelled run (a
-        preemptible one is stopped and records `StepPreempted`); waits stop. `reason` is kept as
-        the run's status detail (`replaykit workflows show` prints it); a later
-        `resume` brings back the children this cancel reached. False if the run
-        had finished already.
+        preemptible one is stopped and records `StepPreempted`; a heartbeating one is
+        stopped at its next heartbeat, recording nothing); waits stop. `reason` is kept
+        as the run's status detail (`replaykit workflows show` prints it); a later
+        `resume` brings back the children this stop reached. False if the run had
+        finished already.
         """
         row = admin.get_run(self.store, workflow_id)
         cancelled = admin.cancel_run(
@@ -759,10 +806,36 @@ class Engine(Messaging):
             children=children,
             reason=reason,
             on_cancel=self._stop_locally,
+            on_ask=self._ask_child,
         )
         if cancelled:
             self.telemetry.run_finished(row.name, Status.CANCELLED.value)
         return cancelled
+
+    def _ask_child(self, workflow_id: str, detail: str) -> None:
+        """A parent close policy of "cancel": the child asked as `cancel` asks."""
+        self.cancel(workflow_id, reason=detail)
+
+    def _parent_ended(self, row: WorkflowRow, how: str) -> None:
+        """The run ended (`how`: its status, or "continued as new"): its unfinished
+        children's parent close policies apply (`admin.close_children`)."""
+        self.cancels.forget(row.workflow_id)
+        try:
+            admin.close_children(
+                self.store,
+                row.workflow_id,
+                f"it {how}",
+                on_cancel=self._stop_locally,
+                on_ask=self._ask_child,
+            )
+        except Exception as exc:  # its own end stands; a child left running is logged
+            log.warning(
+                "workflow %r (id %r) ended, but its children's parent close policies could "
+                "not be applied: %s",
+                row.name,
+                row.workflow_id,
+                exc,
+            )
 
     def _stop_locally(self, workflow_id: str) -> None:
         self.scheduler.cancel_locally(workflow_id)
@@ -798,6 +871,7 @@ class Engine(Messaging):
         for run_id in resumed:
             # A child put back on its queue is for a worker to claim: the
             # activation finds it not PENDING here and leaves it.
+            self.cancels.forget(run_id)
             self.notes.take_back(run_id)
         return WorkflowHandle(self, workflow_id)
 

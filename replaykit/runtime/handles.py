@@ -9,6 +9,7 @@ from replaykit.errors import UnknownWorkflowError
 from replaykit.log import Status
 from replaykit.registry import lookup
 from replaykit.runtime import admin
+from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["WorkflowHandle"]
@@ -36,6 +37,10 @@ class RunSource(Protocol):
         update_id: str | None = None,
         **kwargs: Any,
     ) -> Any: ...
+
+    def cancel(self, workflow_id: str, *, grace: float = ..., reason: str = "") -> bool: ...
+
+    def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool: ...
 
 
 class WorkflowHandle(Generic[R]):
@@ -70,6 +75,14 @@ class WorkflowHandle(Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+    def cancel(self, *, grace: float = DEFAULT_GRACE, reason: str = "") -> bool:
+        """`Engine.cancel` of this run: `Cancelled` at its current yield, `grace` to clean up."""
+        return self._engine.cancel(self.workflow_id, grace=grace, reason=reason)
+
+    def terminate(self, *, reason: str = "") -> bool:
+        """`Engine.terminate` of this run: the hard stop, with no cleanup."""
+        return self._engine.terminate(self.workflow_id, reason=reason)
 
     def update(
         self,

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import attrs
 
 from replaykit.log import Outcome, Record
+from replaykit.runtime.cancels import CancelRequests
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import LogMovedOn, RecordWriter
 from replaykit.stores.base import Store, WorkflowRow
@@ -131,6 +132,8 @@ class Host(Protocol):
     max_payload_bytes: int
     step_overrides: Mapping[str, Callable[..., Any]]
     logger: Any
+    #: The cancel requests of the runs it runs (runtime/cancels.py).
+    cancels: CancelRequests
 
     @property
     def closed(self) -> bool:
@@ -165,13 +168,19 @@ class Host(Protocol):
         finished is left as it is."""
         ...
 
-    def cancel(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """Cancel a run as `engine.cancel` does (`CancelRun`): False if it had finished;
-        `WorkflowNotFound` for an id no run has."""
+    def cancel(
+        self, workflow_id: str, *, grace: float = ..., reason: str = "", children: bool = True
+    ) -> bool:
+        """Ask a run to cancel as `engine.cancel` does (`CancelRun`): False if it had
+        finished; `WorkflowNotFound` for an id no run has."""
+        ...
+
+    def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
+        """Stop a run hard as `engine.terminate` does (a parent close policy)."""
         ...
 
     def check_cancelled(self, workflow_id: str) -> None:
-        """Raise `Cancelled` if the run was cancelled or its host is closing."""
+        """Raise `Stopped` if the run was stopped or its host is closing."""
         ...
 
     def scope_of(self, workflow_id: str) -> CancelScope | None:

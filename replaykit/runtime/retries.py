@@ -89,6 +89,8 @@ RETRIED_CALLS: dict[str, str] = {
     "get_event": "a read",
     "get_events": "a read",
     "get_step_heartbeats": "a read",
+    "get_cancel_request": "a read",
+    "get_parent_close": "a read",
     "executor_holder": "a read",
     "schedule_states": "a read",
     # Writes whose second run finds the first one's effect and adds nothing.
@@ -99,6 +101,9 @@ RETRIED_CALLS: dict[str, str] = {
     "heartbeat": "an upsert of the same row",
     "record_step_heartbeat": "writes the same beat over its step's row again",
     "set_deadline": "writes the same two values again",
+    "request_cancel": "the first request is kept: a retry finds its own and answers with it",
+    "clear_cancel_request": "a second clear finds none",
+    "set_parent_close": "an upsert of the same policy",
     "send_message": "idempotent by key; the engine keys every send and names its call",
     "create_and_send": "idempotent by id and by the message's key, its call named: a retry "
     "finds the run and is told its message was delivered",

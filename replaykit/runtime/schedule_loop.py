@@ -5,7 +5,6 @@ schedules (runtime/schedules.py holds the definitions and the operations on them
 from __future__ import annotations
 
 import builtins
-import collections
 import logging
 import threading
 import time
@@ -60,19 +59,21 @@ class ScheduleLoop:
         poll_interval: float,
         fire: Callable[[Schedule, datetime], None],
         cancel: Callable[[str, str], object] | None = None,
+        claim_from: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
         self.poll_interval = poll_interval
         self._fire = fire
         self._cancel = cancel
-        # Ticks that came while a run of their schedule was live, waiting for it to end
-        # (`overlap="buffer_one"`, `"buffer_all"`, `"cancel_other"`). Kept by this
-        # engine: every engine that saw the tick keeps it, and each starts it under the
-        # tick's one id when the live run ends.
-        self._buffered: dict[str, collections.deque[datetime]] = {}
+        # Told the hold queue of each schedule that holds ticks back, so that this
+        # engine claims the ticks it holds (`Claims.also_claim`).
+        self._claim_from = claim_from or (lambda queue_name: None)
         self._lock = threading.Lock()
         self._entries = {entry.name: entry for entry in entries}
+        for entry in self._entries.values():
+            if entry.hold_queue:
+                self._claim_from(entry.hold_queue)
         self._unregistered = set(self._entries)
         self._states: dict[str, ScheduleState] = {}
         self._states_read_at: float | None = None  # time.monotonic() of the last read
@@ -94,6 +95,8 @@ class ScheduleLoop:
             self._thread.join(timeout=5)
 
     def add(self, entry: Schedule) -> None:
+        if entry.hold_queue:
+            self._claim_from(entry.hold_queue)
         with self._lock:
             self._entries[entry.name] = entry
             self._unregistered.add(entry.name)
@@ -233,7 +236,13 @@ class ScheduleLoop:
             self._wanted.clear()
 
     def _read_states(self, entries: dict[str, Schedule], now: datetime) -> dict[str, ScheduleState]:
-        """The stored states, read at most once per poll interval; registers new entries."""
+        """The stored states, read at most once per poll interval; registers new entries.
+
+        An engine that defines no schedule reads nothing: the states are for carrying
+        out what was asked of its own schedules (an idle engine's one statement in
+        four was this read, for nothing)."""
+        if not entries:
+            return {}
         with self._lock:
             unregistered = [entries[n] for n in self._unregistered if n in entries]
             fresh = (
@@ -283,16 +292,6 @@ class ScheduleLoop:
             except Exception as exc:
                 failed.add(name)
                 self._schedule_failed(entry, exc, upcoming)
-        for name in list(self._buffered):
-            state = states.get(name)
-            if name not in entries:
-                del self._buffered[name]
-            elif not (state is not None and state.paused) and name not in failed:
-                try:
-                    self._start_buffered(entries[name])
-                except Exception as exc:
-                    failed.add(name)
-                    self._schedule_failed(entries[name], exc, upcoming)
         for name, tick in list(upcoming.items()):
             if entries[name].due(tick) <= now:
                 state = states.get(name)
@@ -426,47 +425,34 @@ class ScheduleLoop:
 
     def _start_tick(self, entry: Schedule, tick: datetime) -> None:
         """Start a tick's run, or do what the schedule's `overlap` says while an earlier
-        run of it is live."""
-        if entry.overlap == "allow_all":
-            self._fire(entry, tick)
-            return
-        live = self._live_runs(entry)
-        buffered = self._buffered.setdefault(entry.name, collections.deque())
-        if not live and not buffered:
-            self._fire(entry, tick)
-            return
-        policy = entry.overlap
-        if policy == "buffer_all" or (policy == "buffer_one" and not buffered):
-            if len(buffered) >= MAX_BACKFILL_TICKS:
-                log.warning(
-                    "schedule %r holds %d ticks behind its live run; tick %s skipped",
-                    entry.name,
-                    len(buffered),
-                    tick,
-                )
-                return
-            buffered.append(tick)
-            log.info("schedule %r: tick %s waits for its live run to end", entry.name, tick)
-        elif policy == "cancel_other":
-            buffered.clear()
-            buffered.append(tick)
-            for workflow_id in live:
-                self._cancel_live(entry, workflow_id, tick)
-        else:
-            log.info(
-                "schedule %r: tick %s skipped, a run of it is live (overlap=%r): %s",
-                entry.name,
-                tick,
-                policy,
-                ", ".join(live),
-            )
+        run of it is live.
 
-    def _start_buffered(self, entry: Schedule) -> None:
-        """Start the oldest tick held back by a live run, once no run of it is live."""
-        buffered = self._buffered.get(entry.name)
-        if buffered and not self._live_runs(entry):
-            self._fire(entry, buffered[0])
-            buffered.popleft()
+        A schedule that holds ticks back (`buffer_one`, `buffer_all`, `cancel_other`)
+        runs every tick on its hold queue, whose concurrency of 1 starts them one at a
+        time, in tick order, as the runs before end: the held ticks are ENQUEUED runs
+        in the store, which any engine claims, whatever happened to the one that saw
+        the tick come."""
+        policy = entry.overlap
+        if policy == "allow_all":
+            self._fire(entry, tick)
+            return
+        if policy == "buffer_one" and self._waiting_runs(entry):
+            self._skipped(entry, tick, "a tick waits already")
+            return
+        if policy == "skip":
+            live = self._live_runs(entry)
+            if live:
+                self._skipped(entry, tick, ", ".join(live) + " live")
+                return
+        if policy == "cancel_other":
+            for workflow_id in self._live_runs(entry):
+                self._cancel_live(entry, workflow_id, tick)
+        self._fire(entry, tick)
+
+    def _skipped(self, entry: Schedule, tick: datetime, why: str) -> None:
+        log.info(
+            "schedule %r: tick %s skipped (overlap=%r): %s", entry.name, tick, entry.overlap, why
+        )
 
     def _cancel_live(self, entry: Schedule, workflow_id: str, tick: datetime) -> None:
         reason = (
@@ -481,15 +467,20 @@ class ScheduleLoop:
         self._cancel(workflow_id, reason)
 
     def _live_runs(self, entry: Schedule) -> builtins.list[str]:
-        """The ids of the schedule's runs that are live (PENDING or ENQUEUED): its
+        """The ids of the schedule's runs that are under way (PENDING; or ENQUEUED for a
+        schedule that holds no ticks: its queue's runs that wait count as live): its
         ticks' and those asked for by hand."""
+        live = (Status.PENDING,) if entry.hold_queue else (Status.PENDING, Status.ENQUEUED)
+        return self._runs_of(entry, live)
+
+    def _waiting_runs(self, entry: Schedule) -> builtins.list[str]:
+        """The ticks a holding schedule keeps back: its runs ENQUEUED on its hold queue."""
+        return self._runs_of(entry, (Status.ENQUEUED,))
+
+    def _runs_of(self, entry: Schedule, statuses: tuple[Status, ...]) -> builtins.list[str]:
         prefix = f"schedule:{entry.name}:"
         rows = self.store.list_workflows(
-            WorkflowFilter(
-                name=entry.workflow.workflow_name,
-                status=(Status.PENDING, Status.ENQUEUED),
-                payloads=False,
-            )
+            WorkflowFilter(name=entry.workflow.workflow_name, status=statuses, payloads=False)
         )
         return [row.workflow_id for row in rows if row.workflow_id.startswith(prefix)]
 
@@ -506,7 +497,7 @@ def tick_starter(create_run: Callable[..., object]) -> Callable[[Schedule, datet
     def fire(entry: Schedule, tick: datetime) -> None:
         try:
             create_run(
-                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.queue
+                entry.workflow, (tick,), {}, workflow_id=entry.run_id(tick), queue=entry.run_queue
             )
         except Exception:
             log.exception("schedule %r could not start its run for %s", entry.name, tick)

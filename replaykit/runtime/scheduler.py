@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from replaykit.commands import All, Race, Step
-from replaykit.errors import Cancelled, ControlSignal, NonDeterminismError
+from replaykit.errors import ControlSignal, NonDeterminismError, Stopped
 from replaykit.interpreter import (
     ContinuedAsNew,
     Decision,
@@ -231,7 +231,7 @@ class Scheduler:
 
     def check_cancelled(self, workflow_id: str) -> None:
         if workflow_id in self._cancelled or self._closed:
-            raise Cancelled(f"workflow id {workflow_id!r} was cancelled or its engine closed")
+            raise Stopped(f"workflow id {workflow_id!r} was cancelled or its engine closed")
 
     # -- what others tell ------------------------------------------------------------------
 
@@ -541,6 +541,9 @@ class Scheduler:
         steps_done: Mapping[tuple[int, ...], Outcome] | None,
     ) -> None:
         """Carry out again the effect a warm run waits on (its composite's next look)."""
+        if self._cancel_due(activation):
+            self._submit(self.work.deliver_cancel, activation, effect)
+            return
         if isinstance(effect.command, (Race, All)):
             # As when it first ran: a graceful close lets its step children finish.
             with self._cv:
@@ -586,6 +589,9 @@ class Scheduler:
                     return
             if not isinstance(decision, Effect):
                 self._end_with(activation, decision)
+                return
+            if self._cancel_due(activation):
+                self._submit(self.work.deliver_cancel, activation, decision)
                 return
             command = decision.command
             if handler_for(command).preemptible(command):
@@ -634,6 +640,15 @@ class Scheduler:
             if not self._committed_ahead(activation, event):
                 return
             record, decided = event.result, following
+
+    def _cancel_due(self, activation: Activation) -> bool:
+        """A cancel request waits to be delivered to this run (its log has none yet)."""
+        interp = activation.interp
+        return (
+            interp is not None
+            and not interp.cancel_delivered
+            and self.runner.host.cancels.held(activation.workflow_id) is not None
+        )
 
     def _stepped(
         self, activation: Activation, effect: Effect, record: Record, writes: list[StepWrite]
@@ -784,9 +799,13 @@ class Scheduler:
             activation.outcome = "cancelled"
             self._end(activation)
             return
-        keep = not self._closed and self.warm.stays(workflow_id, effect, suspend)
         pending = suspend.pending if suspend.pending is not None else effect.pending
         waiting = attrs.evolve(effect, pending=pending)
+        if self._cancel_due(activation):
+            # A cancel came while it looked at its wait: delivered at that wait now.
+            self._submit(self.work.deliver_cancel, activation, waiting)
+            return
+        keep = not self._closed and self.warm.stays(workflow_id, effect, suspend)
         if keep and self.warm.due_at_once(suspend):
             # A warm run alone on an autojumping clock: the timer loop would jump
             # to its deadline and wake it; it goes on at once instead.

@@ -44,6 +44,7 @@ import attrs
 
 from replaykit.errors import ScheduleNotFound
 from replaykit.registry import Workflow
+from replaykit.runtime.queues import Queue
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import (
     MAX_NAME_BYTES,
@@ -53,6 +54,7 @@ from replaykit.stores.base import (
 )
 
 __all__ = [
+    "HOLDING_POLICIES",
     "MAX_BACKFILL_TICKS",
     "OVERLAP_POLICIES",
     "Schedule",
@@ -130,6 +132,16 @@ class Schedule:
     def __attrs_post_init__(self) -> None:
         check_names(schedule_name=self.name)
         _check_overlap(self.name, self.overlap)
+        if self.overlap in HOLDING_POLICIES:
+            if self.queue is not None:
+                raise ValueError(
+                    f"schedule {self.name!r}: overlap={self.overlap!r} runs the schedule on a "
+                    f"queue of its own ({hold_queue_name(self.name)!r}, one run at a time), so "
+                    f"it takes no queue={self.queue!r}; drop one of them"
+                )
+            # Registered with the schedule, in every process whose code defines it: the
+            # engines that fire its ticks claim its held runs.
+            Queue(hold_queue_name(self.name), concurrency=1)
         if len(self.name.encode("utf-8")) + _RUN_ID_OVERHEAD > MAX_NAME_BYTES:
             raise ValueError(
                 f"schedule name {self.name[:60]!r}... is too long: its runs' ids "
@@ -160,6 +172,16 @@ class Schedule:
         """The first tick strictly after `after` (an aware datetime), as a UTC datetime."""
         return _next_tick(self.cron, self.tz, after)
 
+    @property
+    def hold_queue(self) -> str | None:
+        """The queue a schedule that holds ticks back runs them on; None for the others."""
+        return hold_queue_name(self.name) if self.overlap in HOLDING_POLICIES else None
+
+    @property
+    def run_queue(self) -> str | None:
+        """Where a tick's run goes: the hold queue, the schedule's `queue`, or none."""
+        return self.hold_queue or self.queue
+
     def due(self, tick: datetime) -> datetime:
         """When `tick`'s run starts: the tick, plus its jitter."""
         return tick + self.jitter_for(tick)
@@ -180,6 +202,13 @@ class Schedule:
 #: are skipped); `buffer_all` keeps every one, started one at a time in order;
 #: `cancel_other` cancels the live runs and starts it once they end.
 OVERLAP_POLICIES = ("allow_all", "skip", "buffer_one", "buffer_all", "cancel_other")
+#: The policies that hold ticks back until the live run ends: their schedules run every
+#: tick on a queue of their own with a concurrency of 1 (`hold_queue_name`).
+HOLDING_POLICIES = frozenset({"buffer_one", "buffer_all", "cancel_other"})
+
+
+def hold_queue_name(schedule_name: str) -> str:
+    return f"replaykit.schedule:{schedule_name}"
 
 
 def _check_overlap(name: str, overlap: object) -> None:

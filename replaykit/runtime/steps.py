@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from replaykit.commands import Step
-from replaykit.errors import Cancelled, ControlSignal
+from replaykit.errors import ControlSignal, Stopped
 from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import Outcome, Record
 from replaykit.otel import StepToken, Telemetry
@@ -180,7 +180,7 @@ class StepRunner:
                             self.beats.end(beats)
                     if token is not None:
                         self.telemetry.end_step(token, None)
-            except Cancelled:
+            except Stopped:
                 steps.close()
                 if isinstance(request, Attempt) and preempted(command, scope, request.beats):
                     return preemption(self.host, row, position, command, request.context.attempt)
@@ -230,7 +230,7 @@ class StepRunner:
                         reply = await body
                     else:
                         reply = await within_timeout(body, command.timeout, command.name)
-                except (asyncio.CancelledError, Cancelled) as exc:
+                except (asyncio.CancelledError, Stopped) as exc:
                     # A cancelled task (a preemptible step), or a heartbeat that stopped
                     # the body (its run cancelled).
                     if traced is not None:

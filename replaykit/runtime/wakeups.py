@@ -417,6 +417,16 @@ class Wakeups:
                 }
             self._cv.notify_all()
 
+    def wake(self, workflow_id: str) -> None:
+        """Hand a suspended run back to dispatch now, whatever it waits for (a cancel
+        to deliver); a run not suspended here is left alone."""
+        with self._cv:
+            if workflow_id not in self._suspended:
+                return
+            self._forget(workflow_id)
+            self._waking += 1
+        self._hand_over([workflow_id])
+
     def poke(self) -> None:
         """Look again now (the number of busy activations changed)."""
         with self._cv:

@@ -21,6 +21,7 @@ from replaykit.registry import lookup
 from replaykit.runtime.attempts import Backoff
 from replaykit.runtime.backoffs import record_backoff, settle_backoff
 from replaykit.runtime.books import Books
+from replaykit.runtime.cancels import cancelled_failure
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.effects import EffectRunner
@@ -106,6 +107,9 @@ class Work:
             return None
         fresh = activation.fresh
         records = [] if fresh else self.store.load_log(workflow_id)
+        if not fresh:
+            # A cancel asked for elsewhere (another engine, a Client) is delivered here.
+            self.runner.host.cancels.loaded(workflow_id)
         if records and records[-1].outcome is None:
             records = settle_backoff(self.runner.host, workflow_id, records)
         try:
@@ -164,6 +168,21 @@ class Work:
         except BaseException as exc:
             result = exc
         return Carried(activation, effect, result)
+
+    def deliver_cancel(self, activation: Activation, effect: Effect) -> Event:
+        """Record the run's cancel request as the outcome of the command it waits on (or
+        is about to carry out): the generator gets `Cancelled` at that yield."""
+        try:
+            row = activation.row_or_raise()
+            request = self.runner.host.cancels.held(row.workflow_id)
+            reason = "" if request is None else request.reason
+            outcome = cancelled_failure(row, effect.position, type(effect.command).__name__, reason)
+            pending = effect.pending
+            attempts = pending.attempts if pending is not None and pending.attempts else 1
+            record = self.runner.commit(row, effect, outcome, attempts=attempts)
+        except BaseException as exc:
+            return Carried(activation, effect, exc)
+        return Carried(activation, effect, record)
 
     def read_tail(self, activation: Activation, effect: Effect) -> Event:
         """The run's records from the effect's position on: what the cache lacks."""

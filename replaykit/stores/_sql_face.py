@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from replaykit.stores.postgres import cancels as pg_cancels
     from replaykit.stores.postgres import claims as pg_claims
     from replaykit.stores.postgres import creates as pg_creates
     from replaykit.stores.postgres import holds as pg_holds
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from replaykit.stores.postgres import schedules as pg_schedules
     from replaykit.stores.postgres import step_beats as pg_step_beats
     from replaykit.stores.postgres import writes as pg_writes
+    from replaykit.stores.sqlite import cancels as lite_cancels
     from replaykit.stores.sqlite import claims as lite_claims
     from replaykit.stores.sqlite import finishes as lite_finishes
     from replaykit.stores.sqlite import lifecycle as lite_lifecycle
@@ -54,6 +56,7 @@ class SqlFace:
         messages: pg_messages.Messages | lite_messages.Messages,
         step_beats: pg_step_beats.StepBeats | lite_step_beats.StepBeats,
         schedules: pg_schedules.Schedules | lite_schedules.Schedules,
+        cancels: pg_cancels.Cancels | lite_cancels.Cancels,
     ) -> None:
         self.create_workflow = creates.create_workflow
         self.create_workflows = creates.create_workflows
@@ -90,6 +93,11 @@ class SqlFace:
         self.send_message = messages.send_message
         self.get_step_heartbeats = step_beats.get_step_heartbeats
         self.record_step_heartbeat = step_beats.record_step_heartbeat
+        self.request_cancel = cancels.request_cancel
+        self.get_cancel_request = cancels.get_cancel_request
+        self.clear_cancel_request = cancels.clear_cancel_request
+        self.set_parent_close = cancels.set_parent_close
+        self.get_parent_close = cancels.get_parent_close
         self.clear_schedule_request = schedules.clear_schedule_request
         self.delete_schedule_state = schedules.delete_schedule_state
         self.register_schedules = schedules.register_schedules

@@ -77,6 +77,7 @@ from replaykit.stores._holds import ExecutorHold
 
 __all__ = [
     "MAX_NAME_BYTES",
+    "CancelRequest",
     "ClaimLimits",
     "DamagedRow",
     "EventWrite",
@@ -319,6 +320,17 @@ class ScheduleState:
         return ScheduleSpec(
             self.name, self.workflow_name, self.cron, self.tz, self.queue, self.backfill
         )
+
+
+@attrs.frozen
+class CancelRequest:
+    """A cancel a run was asked for (`cancel(workflow_id, grace=...)`), kept until the
+    run is resumed or deleted: delivered at its current yield, and a hard stop once
+    `grace_until` passes (runtime/cancels.py)."""
+
+    reason: str
+    grace_until: datetime
+    requested_at: datetime
 
 
 @attrs.frozen
@@ -872,6 +884,33 @@ class Store(Protocol):
         beat. `WorkflowNotFound` when no run has the id; `DamagedData` naming the
         run and the step when stored details do not decode.
         """
+        ...
+
+    def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
+        """Keep `request` for the run unless it holds one already; the one it holds now.
+
+        The first request wins (equal to `request` when it was this one, so a retry
+        after a lost acknowledgement counts as the first); a later one is not kept,
+        and its caller stops the run hard (a second cancel). The caller checks that
+        the run exists and is unfinished.
+        """
+        ...
+
+    def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
+        """The cancel request the run holds, None for none."""
+        ...
+
+    def clear_cancel_request(self, workflow_id: str) -> None:
+        """Drop the run's cancel request (a resume); `delete_workflow` drops it too."""
+        ...
+
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        """Keep the parent close policy of the child run `workflow_id` (written before
+        the child is created, so no run exists yet; writing it again is the same)."""
+        ...
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        """The run's parent close policy as kept, None for none (the default)."""
         ...
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:

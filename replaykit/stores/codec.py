@@ -34,6 +34,7 @@ from replaykit.stores._checks import storable_error
 from replaykit.stores._finish import same_record
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import (
+    CancelRequest,
     ClaimLimits,
     DamagedRow,
     EventWrite,
@@ -703,6 +704,22 @@ class CodecStore:
         return self.inner.record_step_heartbeat(
             workflow_id, attrs.evolve(beat, details=details), executor_id=executor_id
         )
+
+    # A cancel's reason is an operator's words, kept as a status detail is: no payload.
+    def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
+        return self.inner.request_cancel(workflow_id, request)
+
+    def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
+        return self.inner.get_cancel_request(workflow_id)
+
+    def clear_cancel_request(self, workflow_id: str) -> None:
+        self.inner.clear_cancel_request(workflow_id)
+
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        self.inner.set_parent_close(workflow_id, policy)
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        return self.inner.get_parent_close(workflow_id)
 
     def get_step_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
         return [

@@ -65,6 +65,7 @@ from replaykit.stores._rules import (
 from replaykit.stores._step_beats import check_beat, keeps, no_run_for_heartbeats
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
+    CancelRequest,
     ClaimLimits,
     EventWrite,
     FinishWrite,
@@ -94,6 +95,8 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "claim_partitioned": "claim",
     "claimable_exists": "claim",
     "clear_schedule_backfill": "clear_schedule_request",
+    "clear_cancel_request": "clear_cancel_request",
+    "clear_parent_close": "delete_workflow",
     "clear_schedule_trigger": "clear_schedule_request",
     "continue_workflow": "continue_workflow",
     "count_running": "claim",
@@ -112,7 +115,9 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "finish_workflow": "finish_workflow",
     "fork_copy_event_marks": "create_workflow",
     "fork_set_events": "create_workflow",
+    "get_cancel_request": "get_cancel_request",
     "get_event": "get_event",
+    "get_parent_close": "get_parent_close",
     "get_events": "get_events",
     "get_first_inputs": "create_workflows",
     "get_step_heartbeats": "get_step_heartbeats",
@@ -130,6 +135,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "record_step_heartbeat": "record_step_heartbeat",
     "register_schedule": "register_schedules",
     "release": "release",
+    "request_cancel": "request_cancel",
     "request_schedule_backfill": "request_schedule_backfill",
     "request_schedule_trigger": "request_schedule_trigger",
     "schedule_backfill": "request_schedule_backfill",
@@ -138,6 +144,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "schedule_trigger": "request_schedule_trigger",
     "send_message": "send_message",
     "set_deadline": "set_deadline",
+    "set_parent_close": "set_parent_close",
     "set_schedule_paused": "set_schedule_paused",
     "set_status": "set_status",
     "take_over": "take_over",
@@ -164,6 +171,8 @@ class MemoryStore(MemorySchedules):
         self._events: dict[tuple[str, str], Any] = {}
         # (run, position, child path) -> the step's latest heartbeat.
         self._step_beats: dict[tuple[str, int, tuple[int, ...]], StepHeartbeat] = {}
+        self._cancels: dict[str, CancelRequest] = {}
+        self._parent_close: dict[str, str] = {}
         # What each run's records set: position -> (key, value), for forks.
         self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
         # (run, key) -> the call that used the key, if it named one.
@@ -897,6 +906,31 @@ class MemoryStore(MemorySchedules):
             found.sort(key=lambda beat: (beat.position, beat.child_path))
             return [attrs.evolve(beat, details=copy.deepcopy(beat.details)) for beat in found]
 
+    def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
+        check_names(workflow_id)
+        with self._lock:
+            return self._cancels.setdefault(workflow_id, request)
+
+    def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
+        check_names(workflow_id)
+        with self._lock:
+            return self._cancels.get(workflow_id)
+
+    def clear_cancel_request(self, workflow_id: str) -> None:
+        check_names(workflow_id)
+        with self._lock:
+            self._cancels.pop(workflow_id, None)
+
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        check_names(workflow_id)
+        with self._lock:
+            self._parent_close[workflow_id] = policy
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        check_names(workflow_id)
+        with self._lock:
+            return self._parent_close.get(workflow_id)
+
     def delete_workflow(self, workflow_id: str) -> bool:
         check_names(workflow_id)
         with self._lock:
@@ -917,6 +951,8 @@ class MemoryStore(MemorySchedules):
                 del self._events[key]
             for beat_key in [k for k in self._step_beats if k[0] == workflow_id]:
                 del self._step_beats[beat_key]
+            self._cancels.pop(workflow_id, None)
+            self._parent_close.pop(workflow_id, None)
         self._notify("deleted", workflow_id)
         return True
 

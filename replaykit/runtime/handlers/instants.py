@@ -59,10 +59,11 @@ class StartHandler(Handler):
 
 
 class CancelRunHandler(Handler):
-    """Cancels the other run through the engine's cancel, then records whether that
-    changed it. The status detail it writes names this run and position, so that a
-    cancel carried out again after a crash before its record (the cancel happened,
-    the record did not) knows the run's cancel for its own and answers True again."""
+    """Asks the other run to cancel through the engine's cancel (a cancel it may
+    handle), then records whether that changed it. The reason it gives names this run
+    and position, so that a cancel carried out again after a crash before its record
+    (the cancel happened, the record did not) knows the run's request for its own and
+    answers True again, without asking twice (a second cancel stops a run hard)."""
 
     def instant(
         self, carrier: Carrier, row: WorkflowRow, position: int, command: Command
@@ -77,6 +78,11 @@ class CancelRunHandler(Handler):
             )
             return Failure(serde.encode_error(error, with_traceback=False))
         detail = cancel_detail(row, position, command.reason)
+        held = carrier.store.get_cancel_request(target)
+        if held is not None and held.reason == detail:
+            # Carried out again after a crash that lost its record: this command's own
+            # request stands; asking again would be a second cancel (a hard stop).
+            return Value(True)
         try:
             changed = carrier.host.cancel(target, children=command.children, reason=detail)
         except WorkflowNotFound:
@@ -89,7 +95,9 @@ class CancelRunHandler(Handler):
             # stands is this command's own if the run says so.
             found = carrier.store.get_workflow(target)
             changed = (
-                found is not None and found.status is Status.CANCELLED and (found.error == detail)
+                found is not None
+                and found.status is Status.CANCELLED
+                and (found.error == detail or found.error.startswith(f"cancelled: {detail}"))
             )
         return Value(changed)
 

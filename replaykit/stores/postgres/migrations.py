@@ -38,6 +38,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0010_registered.sql",
     "postgres_0011_heartbeats.sql",
     "postgres_0012_partitions.sql",
+    "postgres_0013_cancel_requests.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine

@@ -205,6 +205,8 @@ class Runs:
                 "delete_workflow_events",
                 "delete_workflow_send_keys",
                 "delete_workflow_step_heartbeats",
+                "clear_cancel_request",
+                "clear_parent_close",
             ):
                 conn.execute(statements[part], (workflow_id,))
             # Its archived generations, and their logs (they have no inbox or events).

@@ -1043,3 +1043,42 @@ WHERE name = %s AND backfill_start = %s AND backfill_end = %s;
 -- Forget a schedule.
 DELETE FROM {s}.schedules
 WHERE name = %s;
+
+-- name: request_cancel
+-- Keep a run's cancel request unless it holds one; the request it holds now. The
+-- second SELECT reads the snapshot before the INSERT: a row only when one was there.
+WITH kept AS (INSERT INTO {s}.cancel_requests (workflow_id, reason, grace_until, requested_at)
+    VALUES (%(wid)s, %(reason)s, %(until)s, %(at)s)
+    ON CONFLICT (workflow_id) DO NOTHING
+    RETURNING reason, grace_until, requested_at)
+SELECT reason, grace_until, requested_at FROM kept
+UNION ALL
+SELECT reason, grace_until, requested_at FROM {s}.cancel_requests WHERE workflow_id = %(wid)s;
+
+-- name: get_cancel_request
+-- A run's cancel request, if it holds one.
+SELECT reason, grace_until, requested_at
+FROM {s}.cancel_requests
+WHERE workflow_id = %s;
+
+-- name: clear_cancel_request
+-- Drop a run's cancel request (a resume, a delete).
+DELETE FROM {s}.cancel_requests
+WHERE workflow_id = %s;
+
+-- name: set_parent_close
+-- A child run's parent close policy (written before the child is created; again: same).
+INSERT INTO {s}.parent_close_policies (workflow_id, policy)
+VALUES (%s, %s)
+ON CONFLICT (workflow_id) DO UPDATE SET policy = excluded.policy;
+
+-- name: get_parent_close
+-- A child run's parent close policy, if not the default.
+SELECT policy
+FROM {s}.parent_close_policies
+WHERE workflow_id = %s;
+
+-- name: clear_parent_close
+-- A deleted run's parent close policy.
+DELETE FROM {s}.parent_close_policies
+WHERE workflow_id = %s;

@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from replaykit.stores._sql_face import SqlFace
 from replaykit.stores.postgres.batches import Batches
+from replaykit.stores.postgres.cancels import Cancels
 from replaykit.stores.postgres.claims import Claims
 from replaykit.stores.postgres.creates import Creates
 from replaykit.stores.postgres.database import DEFAULT_SCHEMA, Database, validate_schema
@@ -92,6 +93,7 @@ class PostgresStore(SqlFace):
             messages=Messages(db),
             step_beats=StepBeats(db),
             schedules=Schedules(db),
+            cancels=Cancels(db),
         )
         db.open()
         try:

@@ -55,6 +55,8 @@ _DELETE_WHAT_IT_HELD = tuple(
         "delete_workflow_events",
         "delete_workflow_send_keys",
         "delete_workflow_step_heartbeats",
+        "clear_cancel_request",
+        "clear_parent_close",
         "delete_archived_logs",
         "delete_archived_generations",
     )

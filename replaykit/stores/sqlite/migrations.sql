@@ -240,3 +240,22 @@ WHERE status = 'PENDING';
 -- name: v12_workflows_by_partition_start
 CREATE INDEX workflows_by_partition_start ON workflows (queue, partition_key, started_at)
 WHERE started_at IS NOT NULL;
+
+
+-- name: v13_cancel_requests
+-- 13: cancel requests: a cancel a run was asked for (`cancel(workflow_id, grace=...)`),
+-- the first kept (replaykit/runtime/cancels.py); a resume and a delete drop it.
+CREATE TABLE cancel_requests (
+    workflow_id TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    grace_until INTEGER NOT NULL,
+    requested_at INTEGER NOT NULL
+) WITHOUT ROWID;
+
+-- name: v13_parent_close_policies
+-- 13, too: parent close policies: what becomes of a child run still running when its
+-- parent ends, for children whose policy is not the default ("terminate").
+CREATE TABLE parent_close_policies (
+    workflow_id TEXT PRIMARY KEY,
+    policy TEXT NOT NULL
+) WITHOUT ROWID;

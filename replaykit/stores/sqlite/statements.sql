@@ -625,3 +625,37 @@ WHERE name = ? AND backfill_start = ? AND backfill_end = ?;
 -- Forget a schedule.
 DELETE FROM schedules
 WHERE name = ?;
+
+-- name: request_cancel
+-- Keep a run's cancel request unless it holds one (read back with get_cancel_request).
+INSERT INTO cancel_requests (workflow_id, reason, grace_until, requested_at)
+VALUES (?, ?, ?, ?)
+ON CONFLICT (workflow_id) DO NOTHING;
+
+-- name: get_cancel_request
+-- A run's cancel request, if it holds one.
+SELECT reason, grace_until, requested_at
+FROM cancel_requests
+WHERE workflow_id = ?;
+
+-- name: clear_cancel_request
+-- Drop a run's cancel request (a resume, a delete).
+DELETE FROM cancel_requests
+WHERE workflow_id = ?;
+
+-- name: set_parent_close
+-- A child run's parent close policy (written before the child is created; again: same).
+INSERT INTO parent_close_policies (workflow_id, policy)
+VALUES (?, ?)
+ON CONFLICT (workflow_id) DO UPDATE SET policy = excluded.policy;
+
+-- name: get_parent_close
+-- A child run's parent close policy, if not the default.
+SELECT policy
+FROM parent_close_policies
+WHERE workflow_id = ?;
+
+-- name: clear_parent_close
+-- A deleted run's parent close policy.
+DELETE FROM parent_close_policies
+WHERE workflow_id = ?;

@@ -24,6 +24,7 @@ from replaykit.stores._group import GroupCommit, Slot
 from replaykit.stores._sql_face import SqlFace
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.sqlite import migrations
+from replaykit.stores.sqlite.cancels import Cancels
 from replaykit.stores.sqlite.claims import Claims
 from replaykit.stores.sqlite.connections import SYNCHRONOUS, Connections
 from replaykit.stores.sqlite.finishes import Finishes
@@ -96,6 +97,7 @@ class SqliteStore(SqlFace):
             messages=Messages(connections, writing, notify),
             step_beats=StepBeats(connections, writing),
             schedules=Schedules(connections, writing),
+            cancels=Cancels(connections, writing),
         )
 
     def __repr__(self) -> str:

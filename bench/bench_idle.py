@@ -1,0 +1,117 @@
+"""What an idle engine costs its database: statements per minute, by statement.
+
+    python -m bench.bench_idle [--seconds 30] [--pg URL]
+
+One engine on PostgreSQL (LISTEN on, the default), nothing to run, measured after a
+few seconds of launch: every statement it sends is counted in this process (psycopg's
+`Cursor.execute` and `executemany`, wrapped before the engine opens its pool), for
+`--seconds`. Two cases in the same run: an engine that defines no schedule, and one
+that defines a schedule firing once a year (so no tick falls in the window). Printed:
+statements per minute of each, each statement's share, and the ratio against the
+target of issue "beyond one server" (under 10 a minute). Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+
+TARGET_PER_MINUTE = 10
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+class StatementCounter:
+    """Counts the statements this process sends through psycopg, by their first words."""
+
+    def __init__(self) -> None:
+        self.counts: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+        self._patched: list[tuple[type, str, Callable[..., Any]]] = []
+
+    def install(self) -> None:
+        # `Connection.execute` sends through a cursor's `execute`: counted there, once.
+        for cls, name in ((psycopg.Cursor, "execute"), (psycopg.Cursor, "executemany")):
+            original = getattr(cls, name)
+            self._patched.append((cls, name, original))
+            setattr(cls, name, self._counting(original))
+
+    def uninstall(self) -> None:
+        for cls, name, original in self._patched:
+            setattr(cls, name, original)
+        self._patched.clear()
+
+    def _counting(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        counter = self
+
+        def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            text = query if isinstance(query, str) else repr(query)
+            with counter._lock:
+                counter.counts[" ".join(text.split())[:70]] += 1
+            return original(self, query, *args, **kwargs)
+
+        return counted
+
+    @contextmanager
+    def window(self) -> Iterator[collections.Counter[str]]:
+        with self._lock:
+            self.counts.clear()
+        taken: collections.Counter[str] = collections.Counter()
+        yield taken
+        with self._lock:
+            taken.update(self.counts)
+
+
+def measure(url: str, seconds: float, *, with_schedule: bool) -> collections.Counter[str]:
+    from replaykit import Engine, workflow
+    from replaykit.runtime.schedules import Schedule
+
+    counter = StatementCounter()
+    counter.install()
+    try:
+        schema = f"bench_idle_{uuid.uuid4().hex[:8]}"
+        with Engine(f"{url}?schema={schema}", executor_id="idle") as engine:
+            if with_schedule:
+
+                @workflow(name="bench-idle-yearly", replace=True)
+                def yearly(tick: Any) -> Any:
+                    return None
+                    yield
+
+                engine.schedules.add(Schedule("0 0 1 1 *", yearly, "bench-idle-yearly"))
+            time.sleep(3)  # past launch and recovery
+            with counter.window() as taken:
+                time.sleep(seconds)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        return taken
+    finally:
+        counter.uninstall()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_idle")
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--pg", default=DEFAULT_PG)
+    args = parser.parse_args(argv)
+    for label, with_schedule in (("no schedule", False), ("one schedule", True)):
+        taken = measure(args.pg, args.seconds, with_schedule=with_schedule)
+        total = sum(taken.values())
+        per_minute = total * 60 / args.seconds
+        print(
+            f"idle engine, {label}: {per_minute:.0f} statements a minute "
+            f"({per_minute / TARGET_PER_MINUTE:.1f}x the target of {TARGET_PER_MINUTE})"
+        )
+        for text, count in taken.most_common():
+            print(f"  {count * 60 / args.seconds:6.1f}/min  {text}")
+
+
+if __name__ == "__main__":
+    main()

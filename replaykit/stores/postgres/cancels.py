@@ -1,0 +1,62 @@
+"""Cancel requests (a run's first cancel, kept until a resume or a delete drops it) and
+parent close policies (what becomes of a child run when its parent ends)."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+from replaykit.stores._checks import check_names
+from replaykit.stores.base import CancelRequest
+from replaykit.stores.postgres.database import Database
+
+__all__ = ["Cancels"]
+
+
+class Cancels:
+    """request_cancel, get_cancel_request, clear_cancel_request, set_parent_close and
+    get_parent_close."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._sql = db.sql
+
+    def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
+        check_names(workflow_id)
+        found = self._db.one(
+            self._sql["request_cancel"],
+            {
+                "wid": workflow_id,
+                "reason": request.reason,
+                "until": request.grace_until,
+                "at": request.requested_at,
+            },
+        )
+        assert found is not None  # kept now, or held before
+        return _request(found)
+
+    def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
+        check_names(workflow_id)
+        found = self._db.one(self._sql["get_cancel_request"], (workflow_id,))
+        return None if found is None else _request(found)
+
+    def set_parent_close(self, workflow_id: str, policy: str) -> None:
+        check_names(workflow_id)
+        with self._db.connection() as conn:
+            conn.execute(self._sql["set_parent_close"], (workflow_id, policy))
+
+    def get_parent_close(self, workflow_id: str) -> str | None:
+        check_names(workflow_id)
+        found = self._db.one(self._sql["get_parent_close"], (workflow_id,))
+        return None if found is None else str(found[0])
+
+    def clear_cancel_request(self, workflow_id: str) -> None:
+        check_names(workflow_id)
+        with self._db.connection() as conn:
+            conn.execute(self._sql["clear_cancel_request"], (workflow_id,))
+
+
+def _request(found: tuple[object, ...]) -> CancelRequest:
+    reason, until, at = found
+    assert isinstance(reason, str)
+    # Sessions run in UTC: the stdlib's UTC, as the other stores return.
+    return CancelRequest(reason, until.replace(tzinfo=UTC), at.replace(tzinfo=UTC))  # type: ignore[attr-defined]
