@@ -502,3 +502,20 @@ def test_a_dead_engines_runs_still_count_against_their_key(shared: Any) -> None:
         assert second.status() is Status.ENQUEUED
         alive.cancel("held")
         assert second.result(timeout=20) == "a-2"  # its key's slot is free again
+
+
+def test_partition_counts_name_the_busiest_keys_of_each_keyed_queue() -> None:
+    from replaykit.runtime.queues import KeyCount, partition_counts
+    from replaykit.stores.base import WorkflowRow
+
+    def row(queue: str | None, key: str | None, status: Status) -> WorkflowRow:
+        return WorkflowRow("x", "wf", status, queue=queue, partition_key=key)
+
+    rows = [row("q", "a", Status.ENQUEUED)] * 3 + [row("q", "a", Status.PENDING)]
+    rows += [row("q", "b", Status.PENDING), row("q", None, Status.ENQUEUED)]
+    rows += [row("q", "c", Status.SUCCESS), row("plain", None, Status.ENQUEUED)]
+    rows += [row(None, "z", Status.PENDING)]
+    counts = partition_counts(rows, top=2)
+    assert set(counts) == {"q"}  # "plain" holds no keyed run
+    assert counts["q"].keys_waiting == 2  # "a" and the runs with no key; "b" only runs
+    assert counts["q"].busiest == (KeyCount("a", 3, 1), KeyCount(None, 1, 0))
