@@ -9,17 +9,28 @@ latest heartbeat, which `Client.get_heartbeats` reads while the step runs (so do
 attempt hangs half-way (a network read that never returns, here) and beats no more, so a
 second later it is abandoned and retried, and the retry reads `heartbeat_details` to go on
 from the last batch instead of starting over. A second import is cancelled half-way: its
-body stops at its next heartbeat, and the step records that it was stopped.
+body gets `Cancelled` at its next heartbeat, the step records it, and the workflow gets
+it at the step's yield (it could clean up there; here it lets it end the run).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Generator
 from typing import Any
 
-from replaykit import Client, Engine, Retry, Status, Step, step_context, workflow
+from replaykit import (
+    AwaitedWorkflowCancelled,
+    Client,
+    Engine,
+    Retry,
+    Status,
+    Step,
+    step_context,
+    workflow,
+)
 from replaykit.log import Failure
 
 URL = "sqlite:///heartbeats.db"
@@ -78,14 +89,15 @@ def main() -> None:
         engine.start(import_file, "other.csv", 1_000_000, workflow_id="import-other")
         while progress(client, "import-other") < 1000:
             time.sleep(0.05)
+        other = engine.handle("import-other")
         engine.cancel("import-other", reason="wrong file")
-        while not engine.steps("import-other"):  # the stop's record lands in the run
-            time.sleep(0.05)
+        with contextlib.suppress(AwaitedWorkflowCancelled):
+            other.result(timeout=30)
         [stopped] = engine.steps("import-other")
         assert isinstance(stopped.outcome, Failure)
         kind = stopped.outcome.error.type_name.rsplit(".", 1)[-1]
         rows = progress(client, "import-other")
-        assert engine.handle("import-other").status() is Status.CANCELLED
+        assert other.status() is Status.CANCELLED
         print(f"import-other: CANCELLED; the body stopped at a heartbeat ({kind}), {rows} rows in")
     HUNG.set()  # let the abandoned attempt's thread end
 

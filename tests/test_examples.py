@@ -207,9 +207,23 @@ def test_heartbeats(tmp_path: Path) -> None:
     assert "big.csv: 4000 rows imported" in out
     assert "import-big: 2 attempts; its last heartbeat said 4000 rows, on attempt 2" in out
     assert re.search(
-        r"import-other: CANCELLED; the body stopped at a heartbeat \(StepPreempted\), \d+ rows",
+        r"import-other: CANCELLED; the body stopped at a heartbeat \(Cancelled\), \d+ rows",
         out,
     ), out
+
+
+def test_saga(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "saga.py")], tmp_path)
+    assert "trip-1: booked flight-trip-1, hotel-trip-1, car-trip-1" in out
+    # A failed booking, and a cancel: the compensations run newest first, recorded.
+    assert "trip-2: failed (no car left for trip-2); undone: cancel hotel-trip-2, " in out
+    assert "was cancelled: the traveller changed plans" in out
+    assert "trip-3: undone: cancel car-trip-3, cancel hotel-trip-3, cancel flight-trip-3" in out
+    assert "trip-3: CANCELLED" in out
+    assert (
+        "trip-3 ledger: booked flight for trip-3; booked hotel for trip-3; booked car for "
+        "trip-3; cancelled car-trip-3; cancelled hotel-trip-3; cancelled flight-trip-3"
+    ) in out
 
 
 def test_preempted(tmp_path: Path) -> None:

@@ -117,7 +117,7 @@ def test_a_cancelled_warm_run_resumes_by_replay(store_url: str) -> None:
     with engine:
         handle = engine.start(waiter, workflow_id="cancel-warm")
         wait_for(lambda: engine.scheduler.is_warm("cancel-warm"))
-        engine.cancel("cancel-warm")
+        engine.terminate("cancel-warm")
         assert not engine.scheduler.is_warm("cancel-warm")
         assert handle.status() is Status.CANCELLED
         engine.resume("cancel-warm")

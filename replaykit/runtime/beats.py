@@ -38,6 +38,7 @@ from typing import Any
 from replaykit import serde
 from replaykit.commands import Step
 from replaykit.errors import (
+    Cancelled,
     ControlSignal,
     HeartbeatTimeout,
     RecordConflict,
@@ -187,6 +188,16 @@ class AttemptBeats:
                 else "the attempt was cancelled (its engine is closing, or its branch of a "
                 "Race lost or an All failed)"
             )
+        if not why:
+            reason = self._room.cancel_asked(self.workflow_id)
+            if reason is not None:
+                said = f": {reason}" if reason else ""
+                raise Cancelled(
+                    f"{self._where()}: its run was asked to cancel{said}. heartbeat() raises "
+                    "this so that the body may stop (or clean up and re-raise); the workflow "
+                    "then gets Cancelled at this step's yield",
+                    reason,
+                )
         if why:
             self.stopped_body = True
             raise Stopped(
@@ -290,6 +301,9 @@ class StepBeats:
         self._thread: threading.Thread | None = None
         self._closed = False
         self._warned = False
+        #: The reason of a cancel the run was asked for (None: none), asked at each beat:
+        #: a cancel reaches a heartbeating body at its next `heartbeat()`.
+        self.cancel_asked: Callable[[str], str | None] = lambda _workflow_id: None
         # Recovered runs: the (generation, recovery count) seen, and their first step's
         # position (`_first_since_recovery`).
         self._recovered: collections.OrderedDict[str, tuple[tuple[int, int], int]] = (

@@ -94,18 +94,34 @@ class CancelRequests:
         stop: Callable[[str, str], bool],
         wake: Callable[[str], None],
         watch: Callable[[str, datetime], None],
+        tracked: Callable[[str], bool] = lambda _workflow_id: False,
     ) -> None:
         self.store = store
         self.clock = clock
         self._stop = stop
         self._wake = wake
         self._watch = watch
+        self._tracked = tracked
         self._lock = threading.Lock()
         self._held: dict[str, CancelRequest] = {}
+        # Runs whose log holds the delivery: a heartbeating cleanup step is not told again.
+        self._delivered: set[str] = set()
 
     def held(self, workflow_id: str) -> CancelRequest | None:
         """The run's cancel request known here (a lock-free read)."""
         return self._held.get(workflow_id)
+
+    def undelivered(self, workflow_id: str) -> CancelRequest | None:
+        """The run's request if its delivery is not known here yet (a heartbeat asks)."""
+        if workflow_id in self._delivered:
+            return None
+        return self._held.get(workflow_id)
+
+    def delivered(self, workflow_id: str) -> None:
+        """The run's log holds the delivery (its generator saw `Cancelled`)."""
+        with self._lock:
+            if workflow_id in self._held:
+                self._delivered.add(workflow_id)
 
     def request(self, row: WorkflowRow, grace: float, reason: str) -> bool:
         """Ask the PENDING run `row` to cancel: True if this is its first request (it
@@ -125,14 +141,28 @@ class CancelRequests:
         if request is None:
             with self._lock:
                 self._held.pop(workflow_id, None)
+                self._delivered.discard(workflow_id)
             return None
         self._keep(workflow_id, request)
         return request
 
+    def heard(self, workflow_id: str) -> None:
+        """A store's note that `workflow_id` was asked to cancel (maybe by a `Client` or
+        another engine): a run this engine runs takes the request and is told."""
+        if self._tracked(workflow_id) and self._held.get(workflow_id) is None:
+            self.deliver(workflow_id)
+
+    def deliver(self, workflow_id: str) -> None:
+        """A request kept in the store by another hand (the testing kit): take it, arm
+        its grace, and hand the run back to be told if it waits here."""
+        if self.loaded(workflow_id) is not None:
+            self._wake(workflow_id)
+
     def forget(self, workflow_id: str) -> None:
-        """The run was resumed or deleted: its request is dropped."""
+        """The run was resumed, deleted or ended: its request is dropped."""
         with self._lock:
             self._held.pop(workflow_id, None)
+            self._delivered.discard(workflow_id)
 
     def _keep(self, workflow_id: str, request: CancelRequest) -> None:
         with self._lock:

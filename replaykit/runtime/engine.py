@@ -220,7 +220,9 @@ class Engine(Messaging):
                 stop=lambda workflow_id, detail: self.terminate(workflow_id, reason=detail),
                 wake=self.wakeups.wake,
                 watch=self.deadlines.watch_grace,
+                tracked=lambda workflow_id: self.scheduler.is_tracked(workflow_id),
             )
+            self.wakeups.listen_kind("cancel", self.cancels.heard)
             self.claims = Claims(
                 self.store,
                 self.clock,

@@ -644,11 +644,13 @@ class Scheduler:
     def _cancel_due(self, activation: Activation) -> bool:
         """A cancel request waits to be delivered to this run (its log has none yet)."""
         interp = activation.interp
-        return (
-            interp is not None
-            and not interp.cancel_delivered
-            and self.runner.host.cancels.held(activation.workflow_id) is not None
-        )
+        cancels = self.runner.host.cancels
+        if interp is None or cancels.held(activation.workflow_id) is None:
+            return False
+        if interp.cancel_delivered:
+            cancels.delivered(activation.workflow_id)  # heartbeats of its cleanup go on
+            return False
+        return True
 
     def _stepped(
         self, activation: Activation, effect: Effect, record: Record, writes: list[StepWrite]

@@ -69,6 +69,7 @@ class StepRunner:
             executor_id=host.executor_id,
             max_payload_bytes=host.max_payload_bytes,
         )
+        self.beats.cancel_asked = lambda workflow_id: _cancel_reason(host, workflow_id)
 
     def async_loop(self) -> asyncio.AbstractEventLoop:
         """The event loop async step bodies run on (`Bodies.async_loop`)."""
@@ -289,3 +290,10 @@ class StepRunner:
             woken.wait(max(seconds, 0.0))
         finally:
             scope.discard(woken.set)
+
+
+def _cancel_reason(host: Host, workflow_id: str) -> str | None:
+    """The reason of the cancel `workflow_id` was asked for here, None for none."""
+    cancels = getattr(host, "cancels", None)  # a test's own host may keep none
+    request = None if cancels is None else cancels.undelivered(workflow_id)
+    return None if request is None else request.reason

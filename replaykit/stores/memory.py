@@ -909,7 +909,10 @@ class MemoryStore(MemorySchedules):
     def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
         check_names(workflow_id)
         with self._lock:
-            return self._cancels.setdefault(workflow_id, request)
+            kept = self._cancels.setdefault(workflow_id, request)
+        if kept is request:  # the engine running the run hears of it
+            self._notify("cancel", workflow_id)
+        return kept
 
     def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
         check_names(workflow_id)

@@ -4,6 +4,7 @@ Hypothesis strategies live in `replaykit.testing.strategies` (imported on
 demand, so hypothesis is only needed by tests that use them).
 """
 
+from replaykit.testing._cancels import Cancel
 from replaykit.testing._completions import Completion
 from replaykit.testing._elapse import elapse
 from replaykit.testing._fakes import StepCall, sequence
@@ -16,6 +17,7 @@ from replaykit.testing.harness import RunResult, run
 from replaykit.testing.replay import ReplayResult, ResultMismatch, replay
 
 __all__ = [
+    "Cancel",
     "Commit",
     "Completion",
     "DeterminismReport",

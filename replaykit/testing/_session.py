@@ -42,6 +42,7 @@ from replaykit.serde import PayloadCodec
 from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import CodecStore
 from replaykit.stores.memory import MemoryStore
+from replaykit.testing._cancels import Cancel, deliver_cancel
 from replaykit.testing._clock import KitClock
 from replaykit.testing._completions import Completion, CompletionBook
 from replaykit.testing._fakes import StepCall, StepTap, fresh_fakes
@@ -459,7 +460,7 @@ class Session:
         *,
         workflow_id: str,
         fakes: Mapping[str, Callable[..., Any]],
-        messages: Sequence[Message | Update],
+        messages: Sequence[Message | Update | Cancel],
         start: datetime,
         completions: Sequence[Completion] = (),
         strict: bool,
@@ -507,7 +508,7 @@ class Session:
         self.journal: list[Write | Exec] = []
         self.calls: dict[str, list[StepCall]] = {}
         self.crashes: list[tuple[int, Commit]] = []  # (journal index, commit)
-        self.undelivered: list[tuple[Message | Update | Completion, str]] = []
+        self.undelivered: list[tuple[Message | Update | Completion | Cancel, str]] = []
         #: Updates refused at delivery (their validator, a finished run), by update id.
         self.refused_updates: dict[str, BaseException] = {}
         self.delivery_errors: list[BaseException] = []
@@ -605,6 +606,9 @@ class Session:
         if isinstance(message, Update):
             self._deliver_update(index, message, target, at)
             return
+        if isinstance(message, Cancel):
+            self._deliver_cancel(index, message, target, at)
+            return
         try:
             self.store.send_message(target, message.topic or "", self._encoded[index])
         except WorkflowNotFound as exc:
@@ -649,6 +653,22 @@ class Session:
             at,
             None,
             kit_message=index,
+        )
+
+    def _deliver_cancel(self, index: int, cancel: Cancel, target: str, at: datetime) -> None:
+        try:
+            kept = deliver_cancel(self.store, self._engine, cancel, target, at)
+        except WorkflowNotFound as exc:
+            self.undelivered.append((cancel, str(exc)))
+            return
+        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
+            self.delivery_errors.append(exc)
+            return
+        if isinstance(kept, str):
+            self.undelivered.append((cancel, kept))
+            return
+        self.journal_write(
+            0, "request_cancel", (target, kept), {}, target, at, None, kit_message=index
         )
 
     def _complete(self, index: int, at: datetime) -> None:

@@ -39,6 +39,7 @@ from replaykit.log import (
 from replaykit.registry import Workflow
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
+from replaykit.testing._cancels import Cancel
 from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import as_fake
 from replaykit.testing._real_steps import RealSteps
@@ -274,6 +275,7 @@ def check_determinism(
     messages: Iterable[Message] = (),
     updates: Iterable[Update] = (),
     completions: Iterable[Completion] = (),
+    cancels: Iterable[Cancel] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -311,13 +313,16 @@ def check_determinism(
     messages = list(messages)
     updates = list(updates)
     completions = list(completions)
-    # What every simulated process's session delivers: the messages, then the updates.
-    scripted = scripted_deliveries(messages, updates)
+    cancels = list(cancels)
+    # What every simulated process's session delivers: the messages, the updates, the
+    # cancels.
+    scripted = scripted_deliveries(messages, updates, cancels)
     settings: dict[str, Any] = {
         "steps": steps,
         "messages": messages,
         "updates": updates,
         "completions": completions,
+        "cancels": cancels,
         "clock": clock,
         "strict": strict,
         "workflow_id": workflow_id,

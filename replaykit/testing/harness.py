@@ -17,6 +17,7 @@ from replaykit.runtime.admin import run_outcome
 from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import StepHeartbeat, WorkflowFilter
+from replaykit.testing._cancels import Cancel
 from replaykit.testing._completions import Completion
 from replaykit.testing._fakes import StepCall, as_fake
 from replaykit.testing._real_steps import RealSteps
@@ -91,12 +92,13 @@ def start_session(
     real_steps: RealSteps = False,
     caller: str = "run",
     completions: Iterable[Completion] = (),
+    cancels: Iterable[Cancel] = (),
 ) -> Session:
     """A session with the root run created and the test's messages scheduled (not yet run)."""
     run_timeout, run_deadline_at = run_deadline(
         workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
     )
-    scripted = scripted_deliveries(messages, updates)
+    scripted = scripted_deliveries(messages, updates, cancels)
     completions = list(completions)
     for completion in completions:
         if not isinstance(completion, Completion):
@@ -126,8 +128,8 @@ def start_session(
 
 
 def scripted_deliveries(
-    messages: Iterable[Message], updates: Iterable[Update]
-) -> list[Message | Update]:
+    messages: Iterable[Message], updates: Iterable[Update], cancels: Iterable[Cancel] = ()
+) -> list[Message | Update | Cancel]:
     """The messages, then the updates, checked: what a session delivers (at one instant,
     in this order)."""
     messages = list(messages)
@@ -151,7 +153,14 @@ def scripted_deliveries(
             f"updates= gives update id(s) {twice} more than once; a second request under one "
             "id is not delivered (it gets the first one's reply): give each its own id"
         )
-    return [*messages, *updates]
+    cancels = list(cancels)
+    for cancel in cancels:
+        if not isinstance(cancel, Cancel):
+            raise TypeError(
+                f"cancels= takes replaykit.testing.Cancel(at=..., grace=..., reason=...) "
+                f"items, got {cancel!r}"
+            )
+    return [*messages, *updates, *cancels]
 
 
 @attrs.frozen(eq=False)
@@ -182,7 +191,7 @@ class RunResult(Generic[R]):
     crashes: tuple[Commit, ...] = ()
     #: Messages (and updates) whose target workflow did not exist when due, and
     #: completions refused when due (`CompletionRefused`: the run ended, say), with why.
-    undelivered: tuple[tuple[Message | Update | Completion, str], ...] = ()
+    undelivered: tuple[tuple[Message | Update | Completion | Cancel, str], ...] = ()
     #: The run's log as the store holds it: with `run(codec=...)`, its args, outcomes
     #: and result encoded (`{"replaykit.codec": name, "data": ...}`); else `log`.
     stored_log: Log | None = None
@@ -352,6 +361,7 @@ def run(
     messages: Iterable[Message] = (),
     updates: Iterable[Update] = (),
     completions: Iterable[Completion] = (),
+    cancels: Iterable[Cancel] = (),
     clock: VirtualClock | datetime | None = None,
     strict: bool = True,
     workflow_id: str | None = None,
@@ -390,6 +400,11 @@ def run(
       that long from the moment it is handed out, as `engine.complete(token, value)`
       does; each takes the next token of its name. One refused when it is due (the
       run ended first) is listed in `result.undelivered` with the reason.
+    - `cancels=[Cancel(at=..., grace=..., reason=...)]` cancels the run (or `to=`
+      another) at virtual times, as `engine.cancel` does: `Cancelled` at its current
+      yield, its cleanup, and the grace running out on the virtual clock (then the
+      run is stopped as `terminate` stops it). At one instant, messages and updates
+      come first, then cancels.
     - `Random()` and `Uuid()` are drawn from `seed`, so runs are reproducible.
     - `crash_at=n` (or several) simulates a process crash before the n-th store
       commit (from 0, counted over the whole run): the step body in flight has
@@ -432,6 +447,7 @@ def run(
         messages=messages,
         updates=updates,
         completions=completions,
+        cancels=cancels,
         clock=clock,
         strict=strict,
         workflow_id=workflow_id,

@@ -8,6 +8,7 @@ from datetime import UTC
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import CancelRequest
 from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 
 __all__ = ["Cancels"]
 
@@ -22,17 +23,23 @@ class Cancels:
 
     def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
         check_names(workflow_id)
-        found = self._db.one(
-            self._sql["request_cancel"],
-            {
-                "wid": workflow_id,
-                "reason": request.reason,
-                "until": request.grace_until,
-                "at": request.requested_at,
-            },
-        )
-        assert found is not None  # kept now, or held before
-        return _request(found)
+        db = self._db
+        params = {
+            "wid": workflow_id,
+            "reason": request.reason,
+            "until": request.grace_until,
+            "at": request.requested_at,
+        }
+        with db.connection() as conn, conn.transaction():
+            found = conn.execute(self._sql["request_cancel"], params).fetchone()
+            assert found is not None  # kept now, or held before
+            kept = _request(found)
+            # The engine running the run hears of it at commit, wherever it runs.
+            if kept == request and len(workflow_id.encode()) < NOTIFY_MAX_KEY:
+                conn.execute(self._sql["notify"], (db.channel, f"{db.origin}cancel:{workflow_id}"))
+        if kept == request:
+            db.tell([("cancel", workflow_id)])
+        return kept
 
     def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
         check_names(workflow_id)

@@ -10,7 +10,7 @@ from replaykit.stores.base import CancelRequest
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.values import from_micros, to_micros
-from replaykit.stores.sqlite.writer import Writer
+from replaykit.stores.sqlite.writer import Notify, Writer
 
 __all__ = ["Cancels"]
 
@@ -25,9 +25,10 @@ class Cancels:
     """request_cancel, get_cancel_request, clear_cancel_request, set_parent_close and
     get_parent_close."""
 
-    def __init__(self, connections: Connections, writer: Writer) -> None:
+    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
         self._connections = connections
         self._writer = writer
+        self._notify = notify
 
     def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
         check_names(workflow_id)
@@ -44,7 +45,10 @@ class Cancels:
             assert found is not None  # kept now, or held before
             return found
 
-        return self._writer.write(write)
+        kept = self._writer.write(write)
+        if kept == request:  # the engine running the run hears of it
+            self._notify([("cancel", workflow_id)])
+        return kept
 
     def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
         check_names(workflow_id)

@@ -97,7 +97,7 @@ class SqliteStore(SqlFace):
             messages=Messages(connections, writing, notify),
             step_beats=StepBeats(connections, writing),
             schedules=Schedules(connections, writing),
-            cancels=Cancels(connections, writing),
+            cancels=Cancels(connections, writing, notify),
         )
 
     def __repr__(self) -> str:
