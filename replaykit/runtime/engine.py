@@ -29,7 +29,7 @@ from replaykit.errors import (
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
-from replaykit.runtime import admin, courtesy, debounce, updates
+from replaykit.runtime import admin, courtesy, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
 from replaykit.runtime.cancels import (
@@ -53,8 +53,9 @@ from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
-from replaykit.runtime.schedules import Schedule, ScheduleInfo, registered_schedules
+from replaykit.runtime.schedules import registered_schedules
 from replaykit.runtime.starts import StartRequest, Starts
+from replaykit.runtime.timing import Timing
 from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
@@ -88,7 +89,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Messaging):
+class Engine(Messaging, Timing):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -734,32 +735,6 @@ class Engine(Messaging):
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""
         return admin.export_run(self.store, workflow_id)
 
-    # -- flow control ----------------------------------------------------------------------
-
-    def debounce(
-        self,
-        key: str,
-        period: timedelta | float,
-        wf: Workflow[..., Any] | BoundWorkflow[Any] | str,
-        /,
-        *args: Any,
-        max_wait: timedelta | float | None = None,
-        **kwargs: Any,
-    ) -> str:
-        """Start `wf(*args, **kwargs)` once `key` has had no `debounce` call for `period`,
-        with the last call's workflow and arguments; with `max_wait`, no later than that
-        after the window's first call. Returns the id the run will have (the same for
-        every call of one window). Durable (runtime/debounce.py, docs/queues.md)."""
-        self._check_open()
-        call = debounce.debounce_call(key, period, wf, args, kwargs, max_wait)
-        answer = self.update_with_start(
-            debounce.debouncer.bind(key),
-            debounce.DEBOUNCE_UPDATE,
-            *call.update_args(),
-            workflow_id=debounce.debouncer_id(key),
-        )
-        return str(answer)
-
     # -- operating runs --------------------------------------------------------------------
 
     def cancel(
@@ -995,63 +970,11 @@ class Engine(Messaging):
         """
         self.waits.wait_for_change(changed, deadline, idle=idle)
 
-    # -- queues and schedules --------------------------------------------------------------------
+    # -- queues (schedules and debounce: runtime/timing.py) --------------------------
 
     def claim_now(self) -> int:
         """One claim round over the listened queues; returns how many runs it took."""
         return self.claims.claim_now()
-
-    def schedule(
-        self,
-        cron: str,
-        wf: Workflow[..., Any],
-        /,
-        *,
-        name: str | None = None,
-        backfill: bool = False,
-        queue: str | None = None,
-        tz: str | None = None,
-        overlap: str = "allow_all",
-        jitter: timedelta | float = 0.0,
-    ) -> Schedule:
-        """Start `wf(tick)` once per tick of `cron` (read in time zone `tz`, default UTC),
-        across all engines that know it; `overlap` and `jitter` as `@schedule` takes them."""
-        entry = Schedule(
-            cron,
-            wf,
-            name or wf.workflow_name,
-            backfill,
-            queue,
-            tz,
-            overlap,
-            jitter.total_seconds() if isinstance(jitter, timedelta) else jitter,
-        )
-        self.schedules.add(entry)
-        return entry
-
-    def schedules_list(self) -> list[ScheduleInfo]:
-        """Every schedule this engine defines or the store knows, with its durable state."""
-        return self.schedules.list()
-
-    def pause_schedule(self, name: str) -> bool:
-        """Stop a schedule firing on every engine of the store, until resumed; True if changed."""
-        return self.schedules.pause(name)
-
-    def resume_schedule(self, name: str) -> bool:
-        """Let a paused schedule fire again (missed ticks only with `backfill=True`)."""
-        return self.schedules.resume(name)
-
-    def delete_schedule(self, name: str) -> bool:
-        """Forget a schedule's stored state; an engine whose code defines it brings it back."""
-        return self.schedules.delete(name)
-
-    def trigger_schedule(self, name: str) -> str:
-        """Start a schedule's workflow now, once (`schedule:<name>:manual:<instant>`)."""
-        return self.schedules.trigger(name)
-
-    def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """Start the runs of every tick in [start, end) not run yet; their ids."""
-        return self.schedules.backfill(name, start, end)
 
     def _queue_depths(self) -> list[tuple[str, int]]:
         """ENQUEUED runs of each queue this engine listens to: one bounded read per queue.
