@@ -78,7 +78,8 @@ def _pending(store: Any) -> list[Any]:
     from replaykit import Status
     from replaykit.stores.base import WorkflowFilter
 
-    return store.list_workflows(WorkflowFilter(status=Status.PENDING, queue=QUEUE))
+    rows: list[Any] = store.list_workflows(WorkflowFilter(status=Status.PENDING, queue=QUEUE))
+    return rows
 
 
 class _Sampler(threading.Thread):
