@@ -35,15 +35,18 @@ def _children(value: Any) -> bool:
 
 @attrs.frozen
 class CancelRun(Yields[bool]):
-    """Cancel another run, durably, as `engine.cancel(workflow_id, reason=...)` would.
+    """Ask another run to cancel, durably, as `engine.cancel(workflow_id, reason=...)`
+    would: it gets `Cancelled` at its current yield and may clean up within the
+    default grace.
 
-    Yields True if this changed the run, False if it had finished already (or was
-    cancelled before). The cancel happens once: its outcome is recorded, and a
-    replay answers from the record without cancelling again; a crash between the
-    cancel and its record answers True again when it is carried out anew. The
-    cancelled run's status detail names this run and position (and `reason`), and
-    its unfinished children are cancelled with it unless `children=False`. An id
-    no run has raises `WorkflowNotFound` at the yield (recorded); a run cannot
+    Yields True if this changed the run, False if it had finished already. The cancel
+    happens once: its outcome is recorded, and a replay answers from the record
+    without asking again; a crash between the request and its record finds the
+    request its own (the reason names this run and position, and `reason`) and
+    answers True again, without asking twice (a second cancel stops a run hard). The
+    run's children end by their parent close policies when it ends; `children=False`
+    spares them only when the cancel stops the run at once (it was not running). An
+    id no run has raises `WorkflowNotFound` at the yield (recorded); a run cannot
     cancel itself this way (return, or raise, to end it).
     """
 

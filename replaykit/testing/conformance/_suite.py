@@ -11,6 +11,10 @@ import traceback
 from collections.abc import Callable
 
 from replaykit.stores.base import Store
+from replaykit.testing.conformance._cancels import (
+    check_cancel_requests_keep_the_first,
+    check_parent_close_policies,
+)
 from replaykit.testing.conformance._events import check_event_latest_wins, check_get_events
 from replaykit.testing.conformance._families import check_move_family
 from replaykit.testing.conformance._finish_with_record import (
@@ -253,6 +257,8 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_step_heartbeats_keep_the_latest_per_step,
     check_step_heartbeats_are_refused_as_records_are,
     check_step_heartbeats_of_a_generation,
+    check_cancel_requests_keep_the_first,
+    check_parent_close_policies,
 )
 
 
