@@ -20,6 +20,7 @@ SCENARIOS = {
     "recoverers": "several processes with one executor id recover the same runs at once",
     "idempotent_start": "P processes x T threads start the same ids at one instant",
     "queue_kills": "a queue's concurrency limit while its workers are SIGKILLed",
+    "partition_kills": "a partitioned queue's per-key limit while its workers are SIGKILLed",
     "sigterm": "SIGTERM a replaykit worker mid-step and mid-All",
     "generations": "kill -9 while runs continue as new, generation after generation",
     "schedule_kills": "kill -9 the worker of a schedule that ticks every second",

@@ -36,6 +36,7 @@ from replaykit import (
 __all__ = [
     "GRACEFUL",
     "LIMITED",
+    "PARTITIONED",
     "body",
     "catch",
     "echo",
@@ -54,6 +55,13 @@ __all__ = [
 
 # A queue whose concurrency the queue scenario sets for every process alike.
 LIMITED = Queue("rel-limited", concurrency=int(os.environ.get("RELIABILITY_QUEUE_K", "3")))
+# A partitioned queue: at most this many runs of one partition key at once (the
+# partition scenario sets it for every process alike), and the queue's own limit above it.
+PARTITIONED = Queue(
+    "rel-partitioned",
+    concurrency=int(os.environ.get("RELIABILITY_PARTITION_TOTAL", "6")),
+    partition_concurrency=int(os.environ.get("RELIABILITY_PARTITION_K", "1")),
+)
 # A queue without limits, for the SIGTERM scenario's queued runs.
 GRACEFUL = Queue("rel-graceful")
 

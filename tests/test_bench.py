@@ -179,3 +179,16 @@ def test_updates_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "sqlite: 3 round trips of each kind, run warm" in out
     assert "update / send + get_event: p50" in out
+
+
+def test_partitions_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench.bench_partitions import main
+
+    main(["--count", "60", "--keys", "6", "--room", "5", "--claims", "2", "--backlog", "50"])
+    out = capsys.readouterr().out
+    assert "partition_concurrency=1:" in out and "x (target >= 0.7x)" in out
+    # The plain queue claims the lone run after the whole backlog; a partitioned one at once.
+    assert "no partitions:                           claimed in round 11" in out
+    assert "partitioned:                             claimed in round 1" in out
+    assert "claim_partitioned:" in out

@@ -13,7 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Generator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from replaykit import (
     MemoryStore,
     Status,
     Step,
+    VirtualClock,
     WorkflowNotFound,
     workflow,
 )
@@ -84,41 +85,69 @@ def _targets(engine: Engine) -> list[str]:
     return sorted(r.workflow_id for r in engine.list_workflows(name="debounce.target"))
 
 
+def _virtual() -> VirtualClock:
+    """A clock that moves only when the test says: a window closes when the test
+    moves past its period, however slow the machine is."""
+    return VirtualClock(datetime(2030, 1, 1, tzinfo=UTC), autojump=False)
+
+
+def _quiet(
+    clock: VirtualClock, seconds: float, engine: Engine | None = None, key: str = ""
+) -> None:
+    """Move the clock on; first, with an engine, wait until the key's debouncer waits for
+    its next call (its timer counts from when it began to wait)."""
+    if engine is not None:
+
+        def waiting() -> bool:
+            log = engine.store.load_log(debouncer_id(key))
+            return bool(log) and log[-1].kind == "receive_update" and log[-1].outcome is None
+
+        wait_for(waiting, f"the debouncer of {key!r} waits")
+    clock.advance(timedelta(seconds=seconds))
+
+
 def test_calls_within_the_period_start_one_run_with_the_last_arguments(store_url: str) -> None:
-    with Engine(store_url, poll_interval=0.1) as engine:
-        ids = [engine.debounce("k", 0.5, target, n, tag=f"call-{n}") for n in range(4)]
+    clock = _virtual()
+    with Engine(store_url, clock=clock, poll_interval=0.05) as engine:
+        ids = [engine.debounce("k", 10, target, n, tag=f"call-{n}") for n in range(4)]
         assert len(set(ids)) == 1
+        time.sleep(0.3)
+        assert _targets(engine) == []  # the key has not been quiet for 10 s yet
+        _quiet(clock, 11, engine, "k")
         assert _result(engine, ids[0]) == [3, "call-3"]
-        time.sleep(0.7)  # past another period: no second start of the window
-        assert _targets(engine) == [ids[0]]
+        _quiet(clock, 30)
+        time.sleep(0.3)
+        assert _targets(engine) == [ids[0]]  # one start for the window
         assert [c[0] for c in _calls] == [3]
         # The next call opens a new window, under a new id.
-        later = engine.debounce("k", 0.2, target, 9)
+        later = engine.debounce("k", 10, target, 9)
         assert later != ids[0]
+        _quiet(clock, 11, engine, "k")
         assert _result(engine, later) == [9, "t"]
         assert _targets(engine) == sorted([ids[0], later])
         # Other keys are other windows, run by their own debouncers.
-        other = engine.debounce("other", 0.2, target, 10)
+        other = engine.debounce("other", 10, target, 10)
         assert other not in (ids[0], later)
+        _quiet(clock, 11, engine, "other")
         assert _result(engine, other) == [10, "t"]
         assert engine.handle(debouncer_id("k")).row().name == DEBOUNCER_NAME
 
 
 def test_max_wait_starts_the_run_while_calls_keep_coming(store_url: str) -> None:
-    with Engine(store_url, poll_interval=0.1) as engine:
-        began = time.monotonic()
-        first = engine.debounce("busy", 0.5, target, 0, max_wait=1.5)
-        n = 0
-        # A call every 0.2 s never leaves the key quiet for 0.5 s: max_wait ends the window.
-        while not _targets(engine):
-            n += 1
-            assert engine.debounce("busy", 0.5, target, n, max_wait=1.5) == first
-            assert time.monotonic() - began < 15, "max_wait did not end the window"
-            time.sleep(0.2)
-        elapsed = time.monotonic() - began
-        assert elapsed >= 1.5
-        value = _result(engine, first)
-        assert value[0] >= 1  # a call after the first, not the first's arguments
+    clock = _virtual()
+    with Engine(store_url, clock=clock, poll_interval=0.05) as engine:
+        first = engine.debounce("busy", 10, target, 0, max_wait=25)
+        # A call every 4 s never leaves the key quiet for 10 s: max_wait ends the
+        # window 25 s after its first call, with the last call by then (at 24 s).
+        for n in range(1, 7):
+            _quiet(clock, 4, engine, "busy")
+            assert engine.debounce("busy", 10, target, n, max_wait=25) == first
+        time.sleep(0.3)
+        assert _targets(engine) == []
+        _quiet(clock, 2, engine, "busy")  # 26 s after the first call
+        assert _result(engine, first) == [6, "t"]
+        # The next call opens the next window.
+        assert engine.debounce("busy", 10, target, 7, max_wait=25) != first
 
 
 @pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
@@ -140,10 +169,13 @@ def test_a_restart_neither_loses_the_start_nor_makes_it_twice(store_url: str) ->
 
 
 def test_the_async_engine_debounces_too(store_url: str) -> None:
+    clock = _virtual()
+
     async def main() -> Any:
-        async with AsyncEngine(store_url, poll_interval=0.1) as engine:
-            ids = [await engine.debounce("async", 0.3, target, n) for n in (1, 2)]
+        async with AsyncEngine(store_url, clock=clock, poll_interval=0.05) as engine:
+            ids = [await engine.debounce("async", 10, target, n) for n in (1, 2)]
             assert ids[0] == ids[1]
+            _quiet(clock, 11, engine.engine, "async")
             return await _async_result(engine, ids[0])
 
     assert asyncio.run(main()) == [2, "t"]
@@ -163,25 +195,30 @@ async def _async_result(engine: AsyncEngine, workflow_id: str) -> Any:
 def test_clients_debounce_for_the_engine_that_runs_the_key(store_url: str) -> None:
     shared: Any = MemoryStore() if store_url.startswith("memory") else store_url
     version = "debounce-v1"
-    engine = Engine(shared, app_version=version, executor_id="deb-worker", poll_interval=0.05)
+    clock = _virtual()
+    engine = Engine(
+        shared, app_version=version, executor_id="deb-worker", poll_interval=0.05, clock=clock
+    )
     stop = threading.Event()
     server = threading.Thread(target=lambda: engine.serve(stop=stop), daemon=True)
     server.start()
     try:
         with Client(shared, app_version=version, executor_id="deb-worker") as client:
-            ids = {client.debounce("client", 0.3, "debounce.target", n, tag="c") for n in (5, 6)}
+            ids = {client.debounce("client", 10, "debounce.target", n, tag="c") for n in (5, 6)}
             assert len(ids) == 1
             (debounced,) = ids
+            _quiet(clock, 11, engine, "client")
             assert _result(engine, debounced) == [6, "c"]
 
             async def from_a_coroutine() -> str:
                 async with AsyncClient(
                     shared, app_version=version, executor_id="deb-worker"
                 ) as aclient:
-                    return await aclient.debounce("client", 0.3, "debounce.target", 7)
+                    return await aclient.debounce("client", 10, "debounce.target", 7)
 
             later = asyncio.run(from_a_coroutine())
             assert later != debounced
+            _quiet(clock, 11, engine, "client")
             assert _result(engine, later) == [7, "t"]
     finally:
         stop.set()

@@ -475,3 +475,47 @@ def test_partition_rate_limit_caps_each_keys_starts(store_url: str) -> None:
         started = [r for r in eng.list_workflows() if r.started_at is not None]
         assert sorted(r.partition_key or "" for r in started) == ["a", "a", "b", "b"]
         wait_all(eng, ids)
+
+
+def test_a_dead_engines_runs_still_count_against_their_key(shared: Any) -> None:
+    # The running count per key is read from the runs' rows: a crashed engine's runs
+    # stay PENDING, counted, before and after a live engine takes them over.
+    Queue("q-key-crash", partition_concurrency=1)
+    dead = Engine(
+        shared, queues=["q-key-crash"], executor_id="dead", poll_interval=0.05, lease_seconds=0.3
+    )
+    dead.enqueue("q-key-crash", sleeper_wf, workflow_id="held", partition_key="a")
+    wait_for(lambda: dead.handle("held").status() is Status.PENDING, "the first run claimed")
+    dead.close(wait=False)  # like a crash: it stops heartbeating and releases nothing
+    with Engine(
+        shared, queues=["q-key-crash"], executor_id="alive", poll_interval=0.05, lease_seconds=0.3
+    ) as alive:
+        second = alive.enqueue("q-key-crash", note_wf, "a-2", partition_key="a")
+        other = alive.enqueue("q-key-crash", note_wf, "b-1", partition_key="b")
+        assert other.result(timeout=20) == "b-1"
+        wait_for(
+            lambda: alive.store.get_workflow("held").executor_id == "alive",  # type: ignore[union-attr]
+            "the crashed engine's run to be taken over",
+            timeout=10,
+        )
+        time.sleep(0.3)  # claim rounds pass: key "a" is still at its limit
+        assert second.status() is Status.ENQUEUED
+        alive.cancel("held")
+        assert second.result(timeout=20) == "a-2"  # its key's slot is free again
+
+
+def test_partition_counts_name_the_busiest_keys_of_each_keyed_queue() -> None:
+    from replaykit.runtime.queues import KeyCount, partition_counts
+    from replaykit.stores.base import WorkflowRow
+
+    def row(queue: str | None, key: str | None, status: Status) -> WorkflowRow:
+        return WorkflowRow("x", "wf", status, queue=queue, partition_key=key)
+
+    rows = [row("q", "a", Status.ENQUEUED)] * 3 + [row("q", "a", Status.PENDING)]
+    rows += [row("q", "b", Status.PENDING), row("q", None, Status.ENQUEUED)]
+    rows += [row("q", "c", Status.SUCCESS), row("plain", None, Status.ENQUEUED)]
+    rows += [row(None, "z", Status.PENDING)]
+    counts = partition_counts(rows, top=2)
+    assert set(counts) == {"q"}  # "plain" holds no keyed run
+    assert counts["q"].keys_waiting == 2  # "a" and the runs with no key; "b" only runs
+    assert counts["q"].busiest == (KeyCount("a", 3, 1), KeyCount(None, 1, 0))

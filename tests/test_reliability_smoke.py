@@ -55,6 +55,7 @@ SMOKES = [
     Smoke("lost_ack"),
     Smoke("idempotent_start", ("--phase", "same")),
     Smoke("queue_kills", ("--stores", "postgres")),
+    Smoke("partition_kills", ("--stores", "postgres")),
     Smoke("sigterm", ("--phase", "step,queued-step,all")),
     Smoke("bad_input"),
     Smoke("recoverers"),

@@ -55,8 +55,9 @@ class Claims:
         per_key = (
             limits.partition_concurrency is not None or limits.partition_rate_limit is not None
         )
+        unlimited = limits.concurrency is None and limits.rate_limit is None and not per_key
         with self._db.connection() as conn:
-            if limits.concurrency is None and limits.rate_limit is None and not per_key:
+            if unlimited and not limits.partitioned:
                 # SKIP LOCKED alone keeps two claimers off the same run; on an
                 # empty queue this is one indexed read that writes nothing.
                 params["room"] = limits.limit
@@ -71,17 +72,24 @@ class Claims:
                 return []
             else:
                 with conn.transaction():
-                    # The limits (the queue's, and each key's) count every
-                    # claimer's runs, so claimers of this queue take turns; each
-                    # statement after the lock sees what the previous holder
-                    # committed.
-                    conn.execute(self._sql["lock_transaction"], (self._db.key(f"claim {queue}"),))
-                    room = claim_room(
-                        limits,
-                        running=self._count_running(conn, queue, limits),
-                        started_in_period=lambda since: self._count_started(conn, queue, since),
-                        now=now,
-                    )
+                    if limits.partitioned:
+                        # Its plan is index probes only, whatever the statistics say
+                        # of a table just filled (statements.sql, plan_by_index).
+                        conn.execute(self._sql["plan_by_index"])
+                    room = limits.limit
+                    if not unlimited:
+                        # The limits (the queue's, and each key's) count every
+                        # claimer's runs, so claimers of this queue take turns;
+                        # each statement after the lock sees what the previous
+                        # holder committed.
+                        key = self._db.key(f"claim {queue}")
+                        conn.execute(self._sql["lock_transaction"], (key,))
+                        room = claim_room(
+                            limits,
+                            running=self._count_running(conn, queue, limits),
+                            started_in_period=lambda since: self._count_started(conn, queue, since),
+                            now=now,
+                        )
                     if room <= 0:
                         return []
                     params["room"] = room
