@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from replaykit.errors import DamagedData
 from replaykit.log import Record, Status, Value, outcome_to_json
 from replaykit.stores._rows import (
     RECORD_FIELDS,
@@ -28,7 +29,7 @@ from replaykit.stores._rows import (
     record_from,
     workflow_from,
 )
-from replaykit.stores.base import DamagedData, DamagedRow, WorkflowRow
+from replaykit.stores.base import DamagedRow, WorkflowRow
 
 COLUMNS = ", ".join(WORKFLOW_FIELDS)
 RUN_DECODERS = decoders(

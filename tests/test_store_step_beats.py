@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from replaykit.errors import WorkflowNotFound
+from replaykit.errors import DamagedData, WorkflowNotFound
 from replaykit.stores._step_beats import (
     check_beat,
     heartbeat_details,
@@ -15,7 +15,7 @@ from replaykit.stores._step_beats import (
     path_of,
     path_text,
 )
-from replaykit.stores.base import DamagedData, StepHeartbeat
+from replaykit.stores.base import StepHeartbeat
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 
