@@ -272,7 +272,7 @@ def timed_run(
         left = timeout - (time.perf_counter() - began)
         if left <= 0:
             with contextlib.suppress(Exception):
-                engine.cancel(workflow_id)
+                engine.terminate(workflow_id)
             raise TimeoutError(f"not finished after {timeout:.0f} s ({EXECUTED[0] - base}/{n})")
         try:
             handle.result(timeout=min(PROGRESS_EVERY, left))

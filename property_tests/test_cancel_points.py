@@ -14,8 +14,9 @@ step one interruption point and one action are drawn:
   after the previous commit), `during` (the body's side effect is done, the body
   still runs), `returned` (the body returned; its record is on its way to the store,
   not yet committed), `committed` (the store has just committed it);
-- actions: `cancel` (then `resume` once the run is quiet), `cancel-resume` (both at
-  once, while what the cancel stopped may still be under way), `close` (a patient
+- actions: `cancel` (a `terminate`, the hard stop, then `resume` once the run is
+  quiet), `cancel-resume` (both at once, while what the stop stopped may still be
+  under way), `close` (a patient
   `Engine.close()` from another thread; a new engine on the same store recovers the
   run), `evict` (drop it from the warm cache and let its next suspension go cold, so
   that it is rebuilt by replay), or nothing.
@@ -329,10 +330,10 @@ class Driver:
             self.done.append(f"{action} at s{index}/{point}")
             engine = self.engine
             if action == "cancel":
-                engine.cancel(self.workflow_id)
+                engine.terminate(self.workflow_id)
             elif action == "cancel-resume":
                 # Resumed at once, while what the cancel stopped may still be under way.
-                engine.cancel(self.workflow_id)
+                engine.terminate(self.workflow_id)
                 engine.resume(self.workflow_id)
             elif action == "evict":
                 engine.scheduler.drop_warm(self.workflow_id)
