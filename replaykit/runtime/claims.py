@@ -132,6 +132,17 @@ class Claims:
             also = [name for name in self._also if name not in known]
         return queues + [queue_named(name) for name in also]
 
+    def queue_depths(self, cap: int) -> list[tuple[str, int]]:
+        """ENQUEUED runs of each listened queue (up to `cap`): one bounded read per queue,
+        for the queue-depth gauge (on the metric reader's thread, never the scheduler's)."""
+        depths = []
+        for queue in self.listened():
+            waiting = self.store.list_workflows(
+                WorkflowFilter(status=Status.ENQUEUED, queue=queue.name, limit=cap, payloads=False)
+            )
+            depths.append((queue.name, len(waiting)))
+        return depths
+
     def also_claim(self, queue_name: str) -> None:
         """Claim from `queue_name` too, whatever the engine listens to: a schedule this
         engine fires holds its ticks there (runtime/schedule_loop.py)."""

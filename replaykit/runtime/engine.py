@@ -61,7 +61,7 @@ from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -347,7 +347,9 @@ class Engine(Messaging, Timing):
             raise
         self._unsubscribe: Callable[[], None] = lambda: None
         if self.telemetry.metering:
-            self.telemetry.watch_queues(self._queue_depths)
+            self.telemetry.watch_queues(
+                lambda: [] if self._closed else self.claims.queue_depths(QUEUE_DEPTH_CAP)
+            )
         try:
             self._unsubscribe = self.store.subscribe(self.notes.heard)
             self.scheduler.start()
@@ -978,21 +980,6 @@ class Engine(Messaging, Timing):
     def claim_now(self) -> int:
         """One claim round over the listened queues; returns how many runs it took."""
         return self.claims.claim_now()
-
-    def _queue_depths(self) -> list[tuple[str, int]]:
-        """ENQUEUED runs of each queue this engine listens to: one bounded read per queue.
-
-        The queue-depth gauge's callback, on the metric reader's thread (never the
-        scheduler's); a closed engine reads nothing."""
-        if self._closed:
-            return []
-        depths = []
-        for queue in self.claims.listened():
-            waiting = self.store.list_workflows(
-                WorkflowFilter(status=Status.ENQUEUED, queue=queue.name, limit=QUEUE_DEPTH_CAP)
-            )
-            depths.append((queue.name, len(waiting)))
-        return depths
 
     # -- for the testing kit ------------------------------------------------------------------
 
