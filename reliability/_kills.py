@@ -6,19 +6,48 @@ other execution having run in a process that was killed.
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from reliability._check import Incident, executions
-from reliability._harness import Ledger, Processes, Verdict, wait_until, worker_argv
+from reliability._harness import Ledger, Processes, Scenario, Verdict, wait_until, worker_argv
 
-__all__ = ["kill_and_finish", "one_execution_each"]
+__all__ = ["kill_and_finish", "on_each_store", "one_execution_each"]
+
+
+def on_each_store(
+    name: str,
+    doc: str,
+    run_part: Callable[[Scenario, Verdict, str], None],
+    argv: list[str] | None,
+    *,
+    kills: str = "smoke 4, full 20",
+    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> int:
+    """A feature scenario's `main`: `--kills` and `--stores` (and `add_arguments`'), then
+    `run_part` once per store, PostgreSQL's part skipped (or, in CI, failed) when it is
+    unreachable; the exit code."""
+
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--kills", type=int, help=f"SIGKILLs per store ({kills})")
+        parser.add_argument("--stores", default="sqlite,postgres")
+        if add_arguments is not None:
+            add_arguments(parser)
+
+    sc = Scenario(name, doc, add_arguments=arguments, argv=argv)
+    for store in sc.args.stores.split(","):
+        verdict = sc.report.part(store)
+        if store == "postgres" and not sc.need_postgres(verdict):
+            continue
+        run_part(sc, verdict, store)
+    return sc.finish()
 
 
 def kill_and_finish(

@@ -31,25 +31,24 @@ from reliability._harness import (
     wait_until,
     worker_argv,
 )
-from reliability._kills import one_execution_each
+from reliability._kills import on_each_store, one_execution_each
 
 __all__ = ["main"]
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kills", type=int, help="SIGKILLs per store (smoke 4, full 25)")
     parser.add_argument("--size", type=int, help="starts per batch (smoke 20, full 200)")
-    parser.add_argument("--stores", default="sqlite,postgres")
 
 
 def main(argv: list[str] | None = None) -> int:
-    sc = Scenario("batch_kills", __doc__ or "", add_arguments=_arguments, argv=argv)
-    for store in sc.args.stores.split(","):
-        verdict = sc.report.part(store)
-        if store == "postgres" and not sc.need_postgres(verdict):
-            continue
-        run_part(sc, verdict, store)
-    return sc.finish()
+    return on_each_store(
+        "batch_kills",
+        __doc__ or "",
+        run_part,
+        argv,
+        kills="smoke 4, full 25",
+        add_arguments=_arguments,
+    )
 
 
 def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:

@@ -12,7 +12,6 @@ killed process).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -20,7 +19,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from reliability._harness import LEDGER_ENV, Ledger, Processes, Scenario, Verdict, postgres_schema
-from reliability._kills import kill_and_finish, one_execution_each
+from reliability._kills import kill_and_finish, on_each_store, one_execution_each
 
 __all__ = ["main"]
 
@@ -29,19 +28,8 @@ __all__ = ["main"]
 START_SLACK = 0.05
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kills", type=int, help="SIGKILLs per store (smoke 4, full 20)")
-    parser.add_argument("--stores", default="sqlite,postgres")
-
-
 def main(argv: list[str] | None = None) -> int:
-    sc = Scenario("deadline_kills", __doc__ or "", add_arguments=_arguments, argv=argv)
-    for store in sc.args.stores.split(","):
-        verdict = sc.report.part(store)
-        if store == "postgres" and not sc.need_postgres(verdict):
-            continue
-        run_part(sc, verdict, store)
-    return sc.finish()
+    return on_each_store("deadline_kills", __doc__ or "", run_part, argv)
 
 
 def _script(rng: Any, n: int) -> list[Any]:

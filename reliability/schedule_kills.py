@@ -12,7 +12,6 @@ from one execution (another only in a killed process).
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
@@ -33,7 +32,7 @@ from reliability._harness import (
     wait_until,
     worker_argv,
 )
-from reliability._kills import one_execution_each
+from reliability._kills import on_each_store, one_execution_each
 from replaykit.stores.base import WorkflowFilter
 
 __all__ = ["main"]
@@ -41,19 +40,8 @@ __all__ = ["main"]
 PREFIX = "schedule:rel-every-second:"
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kills", type=int, help="SIGKILLs per store (smoke 4, full 20)")
-    parser.add_argument("--stores", default="sqlite,postgres")
-
-
 def main(argv: list[str] | None = None) -> int:
-    sc = Scenario("schedule_kills", __doc__ or "", add_arguments=_arguments, argv=argv)
-    for store in sc.args.stores.split(","):
-        verdict = sc.report.part(store)
-        if store == "postgres" and not sc.need_postgres(verdict):
-            continue
-        run_part(sc, verdict, store)
-    return sc.finish()
+    return on_each_store("schedule_kills", __doc__ or "", run_part, argv)
 
 
 def run_part(sc: Scenario, verdict: Verdict, store_kind: str) -> None:
