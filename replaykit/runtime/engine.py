@@ -45,7 +45,6 @@ from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
-from replaykit.runtime.messaging import Messaging
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
@@ -89,7 +88,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Messaging, Timing):
+class Engine(Timing):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);

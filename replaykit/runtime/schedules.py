@@ -110,6 +110,11 @@ def _zone(schedule_name: str, tz: str) -> ZoneInfo:
         ) from None
 
 
+def _jitter_seconds(value: timedelta | float) -> float:
+    # Anything else goes through unchanged, for `_check_jitter` to refuse by name.
+    return value.total_seconds() if isinstance(value, timedelta) else value
+
+
 @attrs.frozen
 class Schedule:
     """Start `workflow(tick)` at every tick of `cron`, read in time zone `tz` (default UTC).
@@ -126,8 +131,9 @@ class Schedule:
     tz: str | None = None
     #: What a tick does while a run of the schedule is live (`OVERLAP_POLICIES`).
     overlap: str = "allow_all"
-    #: Seconds: each tick starts up to this much after its instant (`jitter_for`).
-    jitter: float = 0.0
+    #: Seconds (given as a timedelta or seconds): each tick starts up to this much after
+    #: its instant (`jitter_for`).
+    jitter: float = attrs.field(default=0.0, converter=_jitter_seconds)
 
     def __attrs_post_init__(self) -> None:
         check_names(schedule_name=self.name)
@@ -239,10 +245,6 @@ def _check_jitter(name: str, cron: str, tz: str | None, jitter: float) -> None:
             f"schedule {name!r}: a jitter of {jitter:g}s is not shorter than the {gap:g}s "
             f"between its ticks ({cron!r}); give a jitter under the interval"
         )
-
-
-def _seconds_of(value: timedelta | float) -> float:
-    return value.total_seconds() if isinstance(value, timedelta) else value
 
 
 def _check_fires(name: str, cron: str, tz: str | None) -> None:
@@ -483,7 +485,7 @@ def schedule(
             queue,
             tz,
             overlap,
-            _seconds_of(jitter),
+            jitter,
         )
         with _lock:
             _schedules[entry.name] = entry

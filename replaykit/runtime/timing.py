@@ -12,33 +12,19 @@ from typing import Any
 
 from replaykit.registry import BoundWorkflow, Workflow
 from replaykit.runtime import debounce
+from replaykit.runtime.messaging import Messaging
 from replaykit.runtime.schedule_loop import ScheduleLoop
 from replaykit.runtime.schedules import Schedule, ScheduleInfo
 
 __all__ = ["Timing"]
 
 
-class Timing:
-    """The engine's methods over schedules, and its debounce."""
+class Timing(Messaging):
+    """The engine's methods over schedules, and its debounce (an update-with-start of
+    the key's debouncer: `Messaging.update_with_start`)."""
 
     # Set by `Engine.__init__`.
     schedules: ScheduleLoop
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
-
-    def update_with_start(
-        self,
-        wf: Workflow[..., Any] | BoundWorkflow[Any],
-        name: str,
-        /,
-        *args: Any,
-        workflow_id: str,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        raise NotImplementedError
 
     def schedule(
         self,
@@ -63,7 +49,7 @@ class Timing:
             queue,
             tz,
             overlap,
-            jitter.total_seconds() if isinstance(jitter, timedelta) else jitter,
+            jitter,
         )
         self.schedules.add(entry)
         return entry
