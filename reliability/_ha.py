@@ -287,6 +287,7 @@ class HACluster:
                 argv,
                 capture_output=True,
                 text=True,
+                errors="replace",  # its messages are not always valid UTF-8
                 timeout=timeout,
                 env=self._env(),
                 cwd=self.dir,

@@ -160,6 +160,12 @@ def _sample(conn: Any) -> Sample:
     return Sample(time.time(), int(port_row[0]), {e: int(n) for e, n in rows}, holders)
 
 
+def _lsn(text: str) -> int:
+    """A WAL position ('16/B374D848') as a number of bytes; 0 if there is none."""
+    high, sep, low = text.partition("/")
+    return (int(high, 16) << 32) + int(low, 16) if sep else 0
+
+
 def _committed_keys(url: str) -> set[tuple[str, int]]:
     import psycopg
 
@@ -241,8 +247,8 @@ def run(sc: Scenario, verdict: Verdict, cluster: HACluster) -> None:
             if all(w.poll() is not None for w in workers.values()):
                 verdict.note(f"the engines had finished before failover {n + 1} of {failovers}")
                 break
-            replication = cluster.replication()
             before = _committed_keys(cluster.node_url(cluster.primary()))
+            replication = cluster.replication()  # the last moment before the kill
             killed_at = time.time()
             dead = cluster.kill_primary()
             incidents.append(Incident(killed_at, f"failover {n + 1}: kill -9 of {dead.name}"))
@@ -254,6 +260,10 @@ def run(sc: Scenario, verdict: Verdict, cluster: HACluster) -> None:
             )
             verdict.figure(
                 f"{label}: replication at the kill", replication["sync"] or "asynchronous"
+            )
+            verdict.figure(
+                f"{label}: bytes of WAL the standby had not flushed just before the kill",
+                _lsn(replication["wal"]) - _lsn(replication["standby_flushed"]),
             )
             _measure(verdict, label, sampler, workers, killed_at, promoted_at, promoted.port)
             after = _committed_keys(cluster.node_url(promoted))

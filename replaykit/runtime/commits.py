@@ -72,9 +72,15 @@ class RecordWriter:
 
     def fenced(self, workflow_id: str) -> None:
         """Raise `Fenced` if this engine lost its executor hold to another engine (then
-        it writes nothing more into `workflow_id`, which that engine runs now)."""
-        if self.fence is not None:
-            self.fence.check(workflow_id)
+        it writes nothing more into `workflow_id`, which that engine runs now).
+
+        Asking the hold may meet the outage that made it ask: that is retried as a
+        store call is, so the check does not end an activation that the write after it
+        would have carried through the outage (a finish carries the run's last record:
+        ending it there would run that step again)."""
+        fence = self.fence
+        if fence is not None:
+            call_with_retries(lambda: fence.check(workflow_id), stop=self._stop)
 
     # -- writing ------------------------------------------------------------------------
 

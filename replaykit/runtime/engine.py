@@ -949,7 +949,7 @@ class Engine(Timing):
 
     def check_cancelled(self, workflow_id: str) -> None:
         self.scheduler.check_cancelled(workflow_id)
-        self._fence.check(workflow_id)  # a zombie starts no step attempt
+        self.records.fenced(workflow_id)  # a zombie starts no step attempt
 
     def cancel_child(self, workflow_id: str) -> None:
         """Cancel a losing `Call`'s child run (with its own children); finished runs stay."""
