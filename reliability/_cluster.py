@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-__all__ = ["ClusterUnavailable", "PrivateCluster", "installed_versions"]
+__all__ = ["ClusterUnavailable", "PrivateCluster", "free_port", "installed_versions"]
 
 _ETC = Path("/etc/postgresql")
 _LIB = Path("/usr/lib/postgresql")
@@ -37,7 +37,7 @@ def installed_versions() -> list[str]:
     return sorted(found, key=lambda v: [int(x) for x in v.split(".") if x.isdigit()], reverse=True)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     taken = set()
     if _ETC.is_dir():
         for conf in _ETC.glob("*/*/postgresql.conf"):
@@ -72,7 +72,7 @@ class PrivateCluster:
             raise ClusterUnavailable(f"no PostgreSQL server binaries under {_LIB}")
         self.version = versions[0]
         self.name = f"rk_chaos_{uuid.uuid4().hex[:8]}"
-        self.port = _free_port()
+        self.port = free_port()
         self.root = os.geteuid() == 0
         self.datadir = workdir / "pgdata"
         self.logfile = workdir / "postgres.log"

@@ -140,6 +140,7 @@ class Books:
         for activation, decision, last in batch:
             try:
                 row = activation.row_or_raise()
+                self.records.fenced(row.workflow_id)  # a zombie finishes nothing (fence.py)
                 if activation.progressed and row.recovery_attempts:
                     self.reset_recovery(row.workflow_id)
                 status, result = self._run_result(row, decision, _cancel_delivered(activation))
@@ -247,6 +248,7 @@ class Books:
     ) -> bool:
         """Finish the run in the store; whether it was still PENDING here to finish."""
         error = error_text(result)
+        self.records.fenced(row.workflow_id)  # a zombie finishes nothing (fence.py)
         forgotten = self.finished.mark()
         try:
             finished = self.store.finish_workflow(

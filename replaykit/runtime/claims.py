@@ -18,8 +18,8 @@ from replaykit.errors import StoreUnavailable
 from replaykit.log import Status
 from replaykit.registry import registered
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.fence import Fence
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
-from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 
 __all__ = ["CLAIM_SPACING", "Claims"]
@@ -68,11 +68,10 @@ class Claims:
         poll_interval: float,
         dispatch: Dispatch,
         forget: Callable[[str], None],
-        hold: ExecutorHold,
+        fence: Fence,
     ) -> None:
         self.store = store
-        self._hold = hold
-        self._hold_lost = False
+        self._fence = fence
         self.clock = clock
         self.executor_id = executor_id
         self.app_version = app_version
@@ -173,6 +172,8 @@ class Claims:
 
     def _round(self) -> tuple[int, bool]:
         """(runs taken, whether some queue filled all the room it had: more may wait)."""
+        if self._fence.lost:
+            return 0, False  # fenced (fence.py): the id's runs are another engine's now
         taken = 0
         saturated = False
         now = self.clock.now()
@@ -309,24 +310,10 @@ class Claims:
             self._adopt(workflow_id)
 
     def _keep_hold(self) -> bool:
-        """Whether this engine still holds its executor id (a server restart drops the lock)."""
-        if self._hold.keep():
-            if self._hold_lost:
-                self._hold_lost = False
-                log.warning("engine holds executor id %r again", self.executor_id)
-            return True
-        if not self._hold_lost:
-            self._hold_lost = True
-            # Another engine took the id while this one's connection was down:
-            # both now own the id's runs. Nothing here can undo that; say it loudly.
-            log.error(
-                "engine lost its hold on executor id %r to another engine (%s) while its "
-                "connection was down; two engines with one executor id may run the same runs. "
-                "Stop one of them, and give each engine its own executor id",
-                self.executor_id,
-                self.store.executor_holder(self.executor_id, self.app_version) or "no details",
-            )
-        return False
+        """Whether this engine still holds its executor id (a server restart drops the lock,
+        and takes it again here); False for good once another engine took it: the fence
+        (fence.py) then stops this engine's writes, steps and claims, and says so."""
+        return self._fence.keep()
 
     def _adopt(self, workflow_id: str) -> None:
         row = self.store.get_workflow(workflow_id)

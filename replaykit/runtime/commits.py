@@ -27,8 +27,9 @@ from datetime import datetime
 
 import attrs
 
-from replaykit.errors import ControlSignal, RunNotPending
+from replaykit.errors import ControlSignal, RecordConflict, RunNotPending, StoreUnavailable
 from replaykit.log import Outcome, Record, Status
+from replaykit.runtime.fence import Fence
 from replaykit.runtime.retries import call_with_retries, write_with_retries
 from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite, Store, WorkflowRow
 
@@ -66,6 +67,14 @@ class RecordWriter:
         self.store = store
         self.executor_id = executor_id
         self._stop = stop
+        #: The engine's executor hold, checked before each write (fence.py); None: unfenced.
+        self.fence: Fence | None = None
+
+    def fenced(self, workflow_id: str) -> None:
+        """Raise `Fenced` if this engine lost its executor hold to another engine (then
+        it writes nothing more into `workflow_id`, which that engine runs now)."""
+        if self.fence is not None:
+            self.fence.check(workflow_id)
 
     # -- writing ------------------------------------------------------------------------
 
@@ -85,21 +94,22 @@ class RecordWriter:
         store's refusal (`RunNotPending`, `RecordConflict`) otherwise — after landing
         a completed plain record late when the refusal was a cancel."""
         workflow_id = row.workflow_id
+
+        def once() -> Record:
+            self.fenced(workflow_id)  # again on each try: an outage may have lost the hold
+            return self.store.record(
+                workflow_id,
+                record,
+                executor_id=self.executor_id,
+                consume=consume,
+                send=send,
+                event=event,
+                wake_at=wake_at,
+            )
+
         try:
             stored = write_with_retries(
-                self.store,
-                workflow_id,
-                record.position,
-                lambda: self.store.record(
-                    workflow_id,
-                    record,
-                    executor_id=self.executor_id,
-                    consume=consume,
-                    send=send,
-                    event=event,
-                    wake_at=wake_at,
-                ),
-                stop=self._stop,
+                self.store, workflow_id, record.position, once, stop=self._stop
             )
         except RunNotPending as refusal:
             if consume is None and send is None and event is None:
@@ -115,6 +125,11 @@ class RecordWriter:
         each in order: the record written, `LogMovedOn`, or the store's refusal
         (`StoreUnavailable` for a write that may or may not have committed, which the
         caller resolves with `write`)."""
+        if writes:
+            try:
+                self.fenced(writes[0][0].workflow_id)
+            except (RecordConflict, StoreUnavailable) as exc:
+                return [exc for _ in writes]
         answers = self.store.record_many(
             [
                 RecordWrite(row.workflow_id, record, executor_id=self.executor_id)
@@ -137,7 +152,12 @@ class RecordWriter:
     def through(self, row: WorkflowRow, position: int, write: Callable[[], Record]) -> Record:
         """A write the caller shapes itself (a `Transaction`'s, in its own database
         transaction), resolved after a lost acknowledgement like any other."""
-        return write_with_retries(self.store, row.workflow_id, position, write, stop=self._stop)
+
+        def once() -> Record:
+            self.fenced(row.workflow_id)
+            return write()
+
+        return write_with_retries(self.store, row.workflow_id, position, once, stop=self._stop)
 
     # -- what a write came to ----------------------------------------------------------
 

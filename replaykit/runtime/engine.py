@@ -35,6 +35,7 @@ from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
+from replaykit.runtime.fence import Fence
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.notes import Notes
@@ -171,6 +172,13 @@ class Engine(Timing):
         except BaseException:
             self.store.close()
             raise
+        # Before each write and step attempt: does this engine still hold its id (fence.py)?
+        self._fence = self.records.fence = Fence(
+            self._hold,
+            executor_id=executor_id,
+            app_version=self.app_version,
+            holder=lambda: self.store.executor_holder(executor_id, self.app_version),
+        )
         try:
             self.strict = strict
             self.clock: Clock = clock or SystemClock()
@@ -235,7 +243,7 @@ class Engine(Timing):
                     workflow_id, row=row, fresh=fresh
                 ),
                 forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
-                hold=self._hold,
+                fence=self._fence,
             )
             # Blocking work of activations: step bodies and effects that wait on the big
             # pool; the short store work around them (reading a run, finishing it,
@@ -946,6 +954,7 @@ class Engine(Timing):
 
     def check_cancelled(self, workflow_id: str) -> None:
         self.scheduler.check_cancelled(workflow_id)
+        self._fence.check(workflow_id)  # a zombie starts no step attempt
 
     def cancel_child(self, workflow_id: str) -> None:
         """Cancel a losing `Call`'s child run (with its own children); finished runs stay."""

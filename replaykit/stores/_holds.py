@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["ExecutorHold", "FileHolds", "LocalHolds", "holder_description"]
+__all__ = ["ExecutorHold", "FileHolds", "LocalHolds", "check_hold", "holder_description"]
 
 try:
     import fcntl
@@ -42,6 +42,22 @@ class ExecutorHold(Protocol):
     def release(self) -> None:
         """Let the id go (idempotent)."""
         ...
+
+
+def check_hold(hold: ExecutorHold) -> bool:
+    """Before a write: whether `hold` still holds its id, cheaply.
+
+    A hold that can be dropped behind its back (a server's session lock, gone with
+    its server in a failover) has `check()`: it asks the store again only when an
+    outage was seen since it last did, so a write costs nothing more when all is
+    well. Other holds (a file lock, this process's own) cannot be dropped while the
+    process lives: `keep()` answers at once. Raises `StoreUnavailable` when the
+    store cannot tell.
+    """
+    check = getattr(hold, "check", None)
+    if callable(check):
+        return bool(check())
+    return hold.keep()
 
 
 def holder_description() -> str:

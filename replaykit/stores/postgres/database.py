@@ -150,6 +150,10 @@ class Database:
         self.name = f"PostgresStore({self.safe_url!r}, schema={schema!r})"
         self.subscribers = Subscribers()
         self.closed = False
+        # Connection failures seen so far: an executor hold asks the server again
+        # before the next write once this moves (holds.py, `ServerHold.check`), since
+        # the outage may have been a failover that took its session lock with it.
+        self.outages = 0
         self.pool = ConnectionPool(
             url,
             min_size=pool_min,
@@ -220,12 +224,14 @@ class Database:
                 with self.pool.connection() as conn:
                     yield conn
         except PoolTimeout as exc:
+            self.outages += 1
             raise PoolExhausted(
                 f"no connection to PostgreSQL at {self.safe_url} within "
                 f"{self.connect_timeout}s ({exc})"
             ) from exc
         except psycopg.DatabaseError as exc:
             if transient(exc):
+                self.outages += 1
                 raise StoreUnavailable(f"PostgreSQL at {self.safe_url} failed: {exc}") from exc
             raise StoreError(
                 f"PostgreSQL at {self.safe_url} refused the operation "

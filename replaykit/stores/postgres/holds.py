@@ -45,6 +45,20 @@ class ServerHold:
         self._conn: psycopg.Connection[Any] | None = conn
         self._released = False
         self._lock = threading.Lock()
+        self._outages = holds.outages()  # the store's count when the hold was last confirmed
+
+    def check(self) -> bool:
+        """`keep()`, asked of the server only after an outage since the last time: a
+        failover drops the session lock with the old primary, and another engine may
+        have taken the id on the new one before this engine writes there."""
+        seen = self._holds.outages()
+        conn = self._conn
+        if seen == self._outages and conn is not None and not conn.broken and not self._released:
+            return True
+        held = self.keep()
+        if held:
+            self._outages = seen
+        return held
 
     def keep(self) -> bool:
         with self._lock:
@@ -98,6 +112,10 @@ class Holds:
         self._db = db
         self.sql = db.sql
         self._prefix = executor_prefix(db.schema)
+
+    def outages(self) -> int:
+        """How many connection failures the store has seen (`Database.outages`)."""
+        return self._db.outages
 
     def hold_executor(self, executor_id: str, app_version: str) -> ExecutorHold | None:
         check_names(executor_id=executor_id, app_version=app_version)
