@@ -27,5 +27,6 @@ SCENARIOS = {
     "stream_kills": "kill -9 while runs write streams that a client follows",
     "deadline_kills": "kill -9 while runs' deadlines expire",
     "batch_kills": "kill -9 an AsyncEngine inside a batch start: all or nothing",
+    "failover": "kill -9 the primary of a pg_auto_failover cluster under load; fail back",
     "bad_input": "hostile and damaged rows, bad names and escapes, through engine and CLI",
 }

@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
         for run in plan.get("start", []):
             # A run's timeout counts from its first start; a later worker's start finds it.
             options = {"timeout": run["timeout"]} if "timeout" in run else {}
+            if "queue" in run:  # enqueued: whichever engine claims it runs it
+                engine.enqueue(
+                    run["queue"], lookup(run["wf"]), *run["args"], workflow_id=run["id"], **options
+                )
+                continue
             engine.start(lookup(run["wf"]), *run["args"], workflow_id=run["id"], **options)
         for message in plan.get("send", []):
             engine.send(

@@ -66,11 +66,14 @@ SMOKES = [
     Smoke("deadline_kills"),
     Smoke("batch_kills"),
     Smoke("pg_crash", ("--face", "asyncio")),
+    # A pg_auto_failover cluster on loopback (reliability/_ha.py): skipped outside CI
+    # without its packages, which .ci/run installs; `-m failover` selects it.
+    Smoke("failover"),
 ]
 
 
 def _param(smoke: Smoke) -> Any:
-    marks = []
+    marks = [pytest.mark.failover] if smoke.name == "failover" else []
     if smoke.fault is not None:
         marks.append(pytest.mark.xfail(strict=True, raises=KnownFaultBroke, reason=smoke.fault))
     return pytest.param(smoke, id=smoke.id, marks=marks)
