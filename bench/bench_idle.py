@@ -7,8 +7,16 @@ few seconds of launch: every statement it sends is counted in this process (psyc
 `Cursor.execute` and `executemany`, wrapped before the engine opens its pool), for
 `--seconds`. Two cases in the same run: an engine that defines no schedule, and one
 that defines a schedule firing once a year (so no tick falls in the window). Printed:
-statements per minute of each, each statement's share, and the ratio against the
-target of issue "beyond one server" (under 10 a minute). Nothing is asserted.
+statements per minute of each, each statement's share, the ratio against the target
+of issue "beyond one server" (under 10 a minute), and the WAL the server wrote in the
+window (the whole server's: on a machine where anything else writes, an upper bound).
+Nothing is asserted.
+
+Where the statements went (docs/performance.md): a beat is one statement (the
+heartbeat upsert and the takeover of dead engines' runs together), the executor hold
+is watched on its socket rather than pinged, runs resumed elsewhere and schedule
+states are heard by notification (read again after a reconnect, and otherwise every
+300 polls), so an idle engine's only statement is its beat, every lease_seconds / 3.
 """
 
 from __future__ import annotations
@@ -69,7 +77,15 @@ class StatementCounter:
             taken.update(self.counts)
 
 
-def measure(url: str, seconds: float, *, with_schedule: bool) -> collections.Counter[str]:
+def wal_position(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        found = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+        return int(found[0]) if found else 0
+
+
+def measure(
+    url: str, seconds: float, *, with_schedule: bool
+) -> tuple[collections.Counter[str], int]:
     from replaykit import Engine, workflow
     from replaykit.runtime.schedules import Schedule
 
@@ -87,11 +103,13 @@ def measure(url: str, seconds: float, *, with_schedule: bool) -> collections.Cou
 
                 engine.schedules.add(Schedule("0 0 1 1 *", yearly, "bench-idle-yearly"))
             time.sleep(3)  # past launch and recovery
+            wal_before = wal_position(url)  # outside the counted window
             with counter.window() as taken:
                 time.sleep(seconds)
+            wal = wal_position(url) - wal_before
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        return taken
+        return taken, wal
     finally:
         counter.uninstall()
 
@@ -102,12 +120,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pg", default=DEFAULT_PG)
     args = parser.parse_args(argv)
     for label, with_schedule in (("no schedule", False), ("one schedule", True)):
-        taken = measure(args.pg, args.seconds, with_schedule=with_schedule)
+        taken, wal = measure(args.pg, args.seconds, with_schedule=with_schedule)
         total = sum(taken.values())
         per_minute = total * 60 / args.seconds
         print(
             f"idle engine, {label}: {per_minute:.0f} statements a minute "
-            f"({per_minute / TARGET_PER_MINUTE:.1f}x the target of {TARGET_PER_MINUTE})"
+            f"({per_minute / TARGET_PER_MINUTE:.1f}x the target of {TARGET_PER_MINUTE}), "
+            f"{wal * 60 / args.seconds / 1024:.1f} KiB of WAL a minute (the server's)"
         )
         for text, count in taken.most_common():
             print(f"  {count * 60 / args.seconds:6.1f}/min  {text}")

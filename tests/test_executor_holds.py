@@ -242,3 +242,69 @@ def test_a_killed_engines_id_comes_free_at_once(store_url: str) -> None:
 def test_a_negative_wait_is_refused() -> None:
     with pytest.raises(ValueError, match="executor_wait="):
         Engine("memory://", executor_wait=-1)
+
+
+def test_a_postgres_hold_is_kept_without_a_statement_and_taken_again_when_its_session_ends(
+    pg_store: Any, pg_url: str
+) -> None:
+    import psycopg
+
+    hold = pg_store.hold_executor("pinged", "v1")
+    assert hold is not None
+    first_pid = hold._conn.info.backend_pid
+
+    def last_statement(pid: int) -> str:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            found = conn.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,))
+            row = found.fetchone()
+            return "" if row is None else str(row[0])
+
+    before = last_statement(first_pid)
+    for _ in range(3):
+        assert hold.keep()
+    # An idle engine's beat asks nothing of its hold's session.
+    assert last_statement(first_pid) == before
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SELECT pg_terminate_backend(%s)", (first_pid,))
+    # The server's end of the session reaches the socket: keep() sees it and holds
+    # the id again on a new session.
+    wait_for(lambda: hold.keep() and hold._conn.info.backend_pid != first_pid, timeout=10)
+    assert pg_store.hold_executor("pinged", "v1") is None
+    hold.release()
+    again = pg_store.hold_executor("pinged", "v1")
+    assert again is not None
+    again.release()
+
+
+def test_an_idle_postgres_engine_sends_nothing_but_its_beats(pg_url: str, pg_schema: str) -> None:
+    """Issue "beyond one server": a fleet of idle engines must not load the database.
+    Counted, not timed: each beat is one statement, and nothing else is sent while
+    no run, claim, schedule change or reconnect asks for it."""
+    from bench.bench_idle import StatementCounter
+
+    @workflow(name="holds-idle-yearly", replace=True)
+    def yearly(tick: Any) -> Generator[Any, Any, None]:
+        return None
+        yield
+
+    counter = StatementCounter()
+    counter.install()
+    try:
+        with Engine(
+            f"{pg_url}?schema={pg_schema}",
+            executor_id="idle",
+            lease_seconds=1.5,
+            poll_interval=0.05,
+        ) as engine:
+            from replaykit.runtime.schedules import Schedule
+
+            engine.schedules.add(Schedule("0 0 1 1 *", yearly, "holds-idle-yearly"))
+            wait_for(lambda: "holds-idle-yearly" in engine.store.schedule_states())
+            time.sleep(1.0)  # past launch, recovery and the loop's first reads
+            with counter.window() as taken:
+                time.sleep(2.0)  # four beats, forty polls
+    finally:
+        counter.uninstall()
+    beats = sum(n for text, n in taken.items() if text.startswith("WITH seen AS (INSERT"))
+    assert 1 <= beats <= 6, dict(taken)
+    assert sum(taken.values()) == beats, dict(taken)

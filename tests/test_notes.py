@@ -35,10 +35,21 @@ class Asked:
     def notify(self, wake: Wake) -> None:
         self.calls.append(("notify", wake))
 
+    def sweep_soon(self) -> None:
+        self.calls.append(("sweep_soon", None))
+
+    def schedules_changed(self) -> None:
+        self.calls.append(("schedules_changed", None))
+
 
 def _heard(kind: str, key: str) -> list[tuple[str, object]]:
     asked = Asked()
-    notes = Notes(asked, asked, claim=lambda: asked.calls.append(("claim", None)))
+    notes = Notes(
+        asked,
+        asked,
+        claim=lambda: asked.calls.append(("claim", None)),
+        schedules_changed=asked.schedules_changed,
+    )
     notes.heard(kind, key)
     return asked.calls
 
@@ -64,8 +75,16 @@ def test_a_deleted_run_is_forgotten_before_its_waiters_wake() -> None:
     ]
 
 
-def test_a_relisten_forgets_every_finished_run() -> None:
-    assert _heard("relisten", "") == [("forget_finished", None)]
+def test_a_relisten_forgets_every_finished_run_and_looks_again_at_what_notes_tell() -> None:
+    assert _heard("relisten", "") == [
+        ("forget_finished", None),
+        ("sweep_soon", None),
+        ("schedules_changed", None),
+    ]
+
+
+def test_a_schedule_changed_elsewhere_wakes_the_schedule_loop_only() -> None:
+    assert _heard("schedule", "nightly") == [("schedules_changed", None)]
 
 
 def test_a_run_finished_elsewhere_is_dropped_and_its_deadline_forgotten() -> None:

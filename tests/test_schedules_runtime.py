@@ -506,6 +506,47 @@ def test_trigger_from_a_client_runs_in_the_engine_on_the_schedules_queue(
         assert run_ids(engine, "nightly") == {run_id, again, here}
 
 
+class CountedStates:
+    """The store as a schedule loop sees it, counting its reads of the states."""
+
+    def __init__(self, store: Store) -> None:
+        self.inner = store
+        self.reads = 0
+
+    def schedule_states(self) -> Any:
+        self.reads += 1
+        return self.inner.schedule_states()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_an_idle_loop_reads_seldom_where_notes_reach_it_and_hears_a_trigger_at_once(
+    shared: Any, store_url: str
+) -> None:
+    clock = VirtualClock(utc(2030, 1, 1, 0, 0, 30), autojump=False)
+    with Engine(
+        shared, executor_id="local", clock=clock, poll_interval=1.0, schedules=False
+    ) as engine:
+        add(engine, Schedule("0 3 * * *", tick_wf, "seldom", queue=sched_queue.name))
+        counted = CountedStates(engine.schedules.store)
+        engine.schedules.store = counted  # type: ignore[assignment]
+        time.sleep(3.5)  # three polls and a half
+        if store_url.startswith("sqlite"):
+            # Another process's change reaches it by no note: it reads at every poll.
+            assert counted.reads >= 2
+        else:
+            assert counted.reads == 0
+        client = client_store(shared)
+        try:
+            asked_at = utc(2030, 1, 1, 0, 5)
+            run_id = trigger_schedule(client, "seldom", registered=(), now=asked_at)
+            # Well within the next slow read (300 polls away): the note woke the loop.
+            wait_for(lambda: started(engine, run_id), "the engine to start it", timeout=5)
+        finally:
+            close_client(client, shared)
+
+
 def test_backfill_runs_each_tick_once_however_often_it_is_asked(shared: Any) -> None:
     target = shared
     clock = VirtualClock(utc(2030, 2, 1), autojump=False)

@@ -295,18 +295,16 @@ class Claims:
         if not self._keep_hold():
             return
         workflows, queues = self.running()
-        self.store.heartbeat(
-            self.executor_id, self.app_version, now, workflows=workflows, queues=queues
-        )
-        if self._queue_names == []:
-            # A producer: it runs what it starts and nothing else, not even the
-            # runs of a dead engine.
-            return
-        for workflow_id in self.store.take_over(
-            executor_id=self.executor_id,
-            app_version=self.app_version,
-            lease_seconds=self.lease_seconds,
-            now=now,
+        # A producer runs what it starts and nothing else, not even the runs of a dead
+        # engine; any other engine's beat takes those over in the same round trip.
+        producer = self._queue_names == []
+        for workflow_id in self.store.heartbeat(
+            self.executor_id,
+            self.app_version,
+            now,
+            workflows=workflows,
+            queues=queues,
+            lease_seconds=None if producer else self.lease_seconds,
         ):
             log.warning("took over workflow id %r from a dead engine", workflow_id)
             self._adopt(workflow_id)

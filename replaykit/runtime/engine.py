@@ -22,22 +22,14 @@ from typing import Any, TypeVar, cast
 from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import run_deadline
-from replaykit.errors import (
-    DuplicateDedupId,
-    WorkflowNotFound,
-)
+from replaykit.errors import DuplicateDedupId, WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
 from replaykit.runtime import admin, courtesy, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
-from replaykit.runtime.cancels import (
-    DEFAULT_GRACE,
-    CancelRequests,
-    checked_grace,
-    second_cancel,
-)
+from replaykit.runtime.cancels import DEFAULT_GRACE, CancelRequests, checked_grace, second_cancel
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
@@ -158,12 +150,18 @@ class Engine(Timing):
         # Inside it, the payload codec: a retried call re-encodes nothing it sent.
         self.codec = codec
         opened = open_store_for(target)
-        # Whether every delete, from wherever, reaches this engine as a note: then a
-        # run it finished lately is known to exist without a read. A store that
-        # does not say (a user's own) is asked.
-        hears_every_delete = getattr(opened, "notes_reach_every_sharer", False) is True
+        # Whether every sharer's notes reach this engine (but across a "relisten"): then
+        # a run it finished lately is known to exist without a read, and runs resumed
+        # elsewhere need no frequent sweep. A store that does not say (a user's own) is
+        # asked, and swept for.
+        notes_reach_every_sharer = getattr(opened, "notes_reach_every_sharer", False) is True
         self.store: Store = cast(
-            Store, RetryingStore(with_codec(opened, codec), stop=lambda: self._closed)
+            Store,
+            RetryingStore(
+                with_codec(opened, codec),
+                stop=lambda: self._closed,
+                runs_lost=lambda: self.wakeups.sweep_soon(),
+            ),
         )
         self.executor_id = executor_id
         # The one writer of records: every room commits through it (runtime/commits.py).
@@ -211,6 +209,7 @@ class Engine(Timing):
                 busy=lambda: self.scheduler.busy,
                 sweep=lambda: self.recovery.sweep(),
                 expire=lambda workflow_id: self.deadlines.expire_at(workflow_id),
+                notes_reach_every_sharer=notes_reach_every_sharer,
             )
             self.deadlines = Deadlines(
                 self.store,
@@ -303,14 +302,19 @@ class Engine(Timing):
                 courtesy=self.courtesy,
                 max_generations_in_a_row=max_generations_in_a_row,
             )
-            self.notes = Notes(self.scheduler, self.wakeups, claim=self.claims.wake)
+            self.notes = Notes(
+                self.scheduler,
+                self.wakeups,
+                claim=self.claims.wake,
+                schedules_changed=lambda: self.schedules.wake(),
+            )
             self.waits = Waits(
                 self.store,
                 self.clock,
                 self.wakeups,
                 self.scheduler,
                 poll_interval=poll_interval,
-                hears_every_delete=hears_every_delete,
+                hears_every_delete=notes_reach_every_sharer,
             )
             self.recovery = Recovery(
                 self.store,
@@ -346,6 +350,7 @@ class Engine(Timing):
                 fire=tick_starter(self.starts.create_run),
                 cancel=lambda workflow_id, reason: self.cancel(workflow_id, reason=reason),
                 claim_from=self.claims.also_claim,
+                notes_reach_every_sharer=notes_reach_every_sharer,
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.

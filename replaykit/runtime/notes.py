@@ -3,7 +3,8 @@
 A note may come from this process or another one (the CLI, another engine): a run
 enqueued, resumed, deleted, finished, a message or an event for a run. `Notes`
 turns each into what the rooms here must do about it: a claim round, an
-activation, a finished run forgotten, the waiters and listeners of a wake woken.
+activation, a finished run forgotten, the waiters and listeners of a wake woken, the
+schedule loop or the sweep told to look again.
 """
 
 from __future__ import annotations
@@ -39,14 +40,24 @@ class NotedWakes(Protocol):
 
     def notify(self, wake: Wake) -> None: ...
 
+    def sweep_soon(self) -> None: ...
+
 
 class Notes:
     """The store's notifications, routed to the scheduler, the wake-ups and the claims."""
 
-    def __init__(self, runs: NotedRuns, wakes: NotedWakes, *, claim: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        runs: NotedRuns,
+        wakes: NotedWakes,
+        *,
+        claim: Callable[[], None],
+        schedules_changed: Callable[[], None] = lambda: None,
+    ) -> None:
         self.runs = runs
         self.wakes = wakes
         self._claim = claim
+        self._schedules_changed = schedules_changed
 
     def take_back(self, workflow_id: str) -> None:
         """Run again here a run that was resumed: whatever this engine knew of it (a
@@ -76,7 +87,15 @@ class Notes:
             runs.drop_warm(key)
         if kind == "relisten":
             # Notes may have been lost, a delete's among them: nothing polls for one.
+            # What is read seldom because notes tell of it (runs resumed elsewhere,
+            # schedule states) is read at once.
             runs.forget_finished()
+            self.wakes.sweep_soon()
+            self._schedules_changed()
+            return
+        if kind == "schedule":
+            # An operator paused, resumed, triggered, backfilled or deleted a schedule.
+            self._schedules_changed()
             return
         if kind == "finished":
             # Finished or cancelled elsewhere: nothing of it is worth keeping warm,

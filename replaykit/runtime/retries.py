@@ -21,6 +21,7 @@ from replaykit.stores.base import Store
 __all__ = [
     "NOT_RETRIED",
     "RETRIED_CALLS",
+    "TAKES_RUNS",
     "RetryingStore",
     "call_with_retries",
     "write_with_retries",
@@ -98,7 +99,8 @@ RETRIED_CALLS: dict[str, str] = {
     "record_late": "a completed record at its position is answered unchanged: a retry finds "
     "the first attempt's",
     "create_workflows": "idempotent by id, all or nothing",
-    "heartbeat": "an upsert of the same row",
+    "heartbeat": "an upsert of the same row; runs a lost answer took over (with "
+    "lease_seconds) are this engine's and found by its sweep, which the loss brings forward",
     "record_step_heartbeat": "writes the same beat over its step's row again",
     "set_deadline": "writes the same two values again",
     "request_cancel": "the first request is kept: a retry finds its own and answers with it",
@@ -127,9 +129,13 @@ RETRIED_CALLS: dict[str, str] = {
     "clear_schedule_request": "clears only the request it names; a second clear finds none",
     # Their retry may lose the first attempt's answer, never a run: runs taken
     # are PENDING for this engine, and its sweep dispatches what it does not track.
-    "claim": "runs the lost answer named are this engine's and found by its sweep",
-    "take_over": "runs the lost answer named are this engine's and found by its sweep",
+    "claim": "runs the lost answer named are this engine's and found by its sweep, which "
+    "the loss brings forward",
+    "take_over": "runs the lost answer named are this engine's and found by its sweep, which "
+    "the loss brings forward",
 }
+#: The retried calls whose lost answer may have named runs that are this engine's now.
+TAKES_RUNS = frozenset({"claim", "take_over", "heartbeat"})
 #: The store calls that go through once, and why.
 NOT_RETRIED: dict[str, str] = {
     "record": "its caller reads the log back (write_with_retries)",
@@ -156,10 +162,21 @@ class RetryingStore:
     is seen as it is then.
     """
 
-    def __init__(self, store: Store, *, stop: Callable[[], bool], attempts: int = 8) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        stop: Callable[[], bool],
+        attempts: int = 8,
+        runs_lost: Callable[[], None] = lambda: None,
+    ) -> None:
         self.inner = store
         self._stop = stop
         self._attempts = attempts
+        # Called after a call of TAKES_RUNS was retried: the runs its lost answer
+        # named are found by the engine's sweep, which this asks for now rather than
+        # at its next turn (minutes apart on a store whose notes reach every sharer).
+        self._runs_lost = runs_lost
 
     def __repr__(self) -> str:
         return repr(self.inner)
@@ -169,13 +186,24 @@ class RetryingStore:
         if name not in RETRIED_CALLS:
             return found
         inner = self.inner
+        takes_runs = name in TAKES_RUNS
 
         def retried(*args: Any, **kwargs: Any) -> Any:
-            return call_with_retries(
-                lambda: getattr(inner, name)(*args, **kwargs),
-                stop=self._stop,
-                attempts=self._attempts,
-            )
+            lost = False
+
+            def attempt() -> Any:
+                nonlocal lost
+                try:
+                    return getattr(inner, name)(*args, **kwargs)
+                except StoreUnavailable:
+                    lost = True
+                    raise
+
+            try:
+                return call_with_retries(attempt, stop=self._stop, attempts=self._attempts)
+            finally:
+                if lost and takes_runs:
+                    self._runs_lost()
 
         retried.__name__ = name
         return retried

@@ -33,9 +33,15 @@ from replaykit.runtime.schedules import (
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import ScheduleState, Store, WorkflowFilter
 
-__all__ = ["ScheduleLoop", "tick_starter"]
+__all__ = ["READ_EVERY_WHEN_HEARD", "ScheduleLoop", "tick_starter"]
 
 log = logging.getLogger("replaykit.engine")
+
+#: Poll intervals between reads of the schedule states on a store whose notes reach
+#: every sharer: an operator's change (a pause, a trigger, a backfill, a delete) is
+#: heard at once (`wake`), as is a reconnected listener, so this read only catches a
+#: note the server refused. Elsewhere (SQLite) the states are read at every poll.
+READ_EVERY_WHEN_HEARD = 300
 
 
 class ScheduleLoop:
@@ -44,8 +50,10 @@ class ScheduleLoop:
     `fire(entry, tick)` creates the run `entry.run_id(tick)` (idempotent by
     its id, so engines that see the same tick start it once between them).
     The loop reads the store's schedule states at most once per poll interval
-    (one query): paused schedules' ticks are skipped, and requests (a trigger,
-    a backfill) made through the store are carried out. Its methods `list`,
+    (one query), or, where the store's notes reach every sharer, when one says a
+    schedule changed (`wake`) and otherwise every `READ_EVERY_WHEN_HEARD` polls:
+    paused schedules' ticks are skipped, and requests (a trigger, a backfill)
+    made through the store are carried out. Its methods `list`,
     `pause`, `resume`, `delete`, `trigger` and `backfill` are the engine's
     (`engine.schedules.pause("nightly")`).
     """
@@ -60,10 +68,14 @@ class ScheduleLoop:
         fire: Callable[[Schedule, datetime], None],
         cancel: Callable[[str, str], object] | None = None,
         claim_from: Callable[[str], None] | None = None,
+        notes_reach_every_sharer: bool = False,
     ) -> None:
         self.store = store
         self.clock = clock
         self.poll_interval = poll_interval
+        self._read_every = poll_interval * (
+            READ_EVERY_WHEN_HEARD if notes_reach_every_sharer else 1
+        )
         self._fire = fire
         self._cancel = cancel
         # Told the hold queue of each schedule that holds ticks back, so that this
@@ -236,7 +248,8 @@ class ScheduleLoop:
             self._wanted.clear()
 
     def _read_states(self, entries: dict[str, Schedule], now: datetime) -> dict[str, ScheduleState]:
-        """The stored states, read at most once per poll interval; registers new entries.
+        """The stored states, read again once they are older than `_read_every` or a
+        note said a schedule changed (`wake`); registers new entries.
 
         An engine that defines no schedule reads nothing: the states are for carrying
         out what was asked of its own schedules (an idle engine's one statement in
@@ -247,7 +260,7 @@ class ScheduleLoop:
             unregistered = [entries[n] for n in self._unregistered if n in entries]
             fresh = (
                 self._states_read_at is not None
-                and time.monotonic() - self._states_read_at < self.poll_interval
+                and time.monotonic() - self._states_read_at < self._read_every
             )
         if unregistered:
             self.store.register_schedules([entry.spec for entry in unregistered], now)

@@ -26,12 +26,18 @@ from replaykit.stores.base import Store, WorkflowFilter
 
 log = logging.getLogger("replaykit.engine")
 
-__all__ = ["PREEMPT_POLL_MAX", "SWEEP_EVERY", "PreemptWatch", "Wakeups"]
+__all__ = ["PREEMPT_POLL_MAX", "SWEEP_EVERY", "SWEEP_EVERY_WHEN_HEARD", "PreemptWatch", "Wakeups"]
 
 # Poll rounds between sweeps for PENDING runs this engine owns but does not
 # track: runs an operator resumed from another process, whose notification
 # may not reach us (SQLite has none across processes).
 SWEEP_EVERY = 10
+
+# The same where every sharer's notes reach this engine (PostgreSQL's LISTEN): a note
+# is lost only while the listener reconnects, and its "relisten" asks for a sweep at
+# once (`sweep_soon`), as does a lost answer that may have named runs of ours. What
+# is left to this slow sweep is a note the server refused (a key past its size).
+SWEEP_EVERY_WHEN_HEARD = 300
 
 
 #: The longest a preemptible step runs on after its run was cancelled elsewhere,
@@ -151,7 +157,9 @@ class Wakeups:
     `dispatch(workflow_id)` is called (never under the lock) when a run should
     run again. `busy()` says how many activations run now: an autojumping clock
     moves only when it is zero. `sweep()` is the poller's occasional look for
-    runs nobody here tracks.
+    runs nobody here tracks: every `SWEEP_EVERY` polls, or every
+    `SWEEP_EVERY_WHEN_HEARD` when `notes_reach_every_sharer`, and at the next poll
+    after `sweep_soon()`.
 
     Run deadlines (`watch_deadline`) are timers of their own: when one passes,
     `expire(workflow_id)` is called on a thread of its own (it cancels the run
@@ -168,12 +176,15 @@ class Wakeups:
         busy: Callable[[], int],
         sweep: Callable[[], None],
         expire: Callable[[str], None] | None = None,
+        notes_reach_every_sharer: bool = False,
     ) -> None:
         self.clock = clock
         self.poll_interval = poll_interval
         self._dispatch = dispatch
         self._busy = busy
         self._sweep = sweep
+        self._sweep_every = SWEEP_EVERY_WHEN_HEARD if notes_reach_every_sharer else SWEEP_EVERY
+        self._sweep_asked = False
         self._cv = threading.Condition()
         self._closed = False
         # (when, tie-breaker, workflow id, the suspension it belongs to or None).
@@ -427,6 +438,12 @@ class Wakeups:
             self._waking += 1
         self._hand_over([workflow_id])
 
+    def sweep_soon(self) -> None:
+        """Sweep at the next poll: notes may have been lost (the listener reconnected),
+        or a lost answer may have named runs that are this engine's now."""
+        with self._cv:
+            self._sweep_asked = True
+
     def poke(self) -> None:
         """Look again now (the number of busy activations changed)."""
         with self._cv:
@@ -567,7 +584,7 @@ class Wakeups:
         """Once per poll interval look again at runs that wait, and every few
         intervals for runs of ours nobody here tracks (resumed elsewhere)."""
         next_poll = time.monotonic() + self.poll_interval
-        next_sweep = time.monotonic() + SWEEP_EVERY * self.poll_interval
+        next_sweep = time.monotonic() + self._sweep_every * self.poll_interval
         while True:
             with self._cv:
                 # The condition is notified for many reasons; only time drives this loop.
@@ -576,12 +593,15 @@ class Wakeups:
                 if self._closed:
                     return
                 waiting = [(wid, s) for wid, s in self._suspended.items() if s.ready is not None]
+                asked, self._sweep_asked = self._sweep_asked, False
             now = time.monotonic()
             next_poll = now + self.poll_interval
+            if asked:
+                next_sweep = min(next_sweep, now)
             if now >= next_sweep and self._busy() == 0:
                 # A fallback for lost "resumed" notifications; a busy engine
                 # sweeps once it is idle again.
-                next_sweep = now + SWEEP_EVERY * self.poll_interval
+                next_sweep = now + self._sweep_every * self.poll_interval
                 self._sweep()
             for workflow_id, suspend in waiting:
                 if self._closed:

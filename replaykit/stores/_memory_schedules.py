@@ -21,6 +21,9 @@ class MemorySchedules:
     _lock: threading.RLock
     _schedules: dict[str, ScheduleState]
 
+    def _notify(self, kind: str, key: str) -> None:
+        raise NotImplementedError  # the store's: it tells its subscribers
+
     def schedule_states(self) -> dict[str, ScheduleState]:
         with self._lock:
             return dict(self._schedules)
@@ -58,9 +61,11 @@ class MemorySchedules:
             old = self._schedules.get(name)
             if old is None:
                 return False
-            if old.paused != paused:
-                self._schedules[name] = attrs.evolve(old, paused=paused, updated_at=now)
-            return True
+            if old.paused == paused:
+                return True
+            self._schedules[name] = attrs.evolve(old, paused=paused, updated_at=now)
+        self._notify("schedule", name)
+        return True
 
     def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
         check_names(schedule_name=name)
@@ -71,7 +76,8 @@ class MemorySchedules:
             if old.trigger_at is not None:
                 return old.trigger_at
             self._schedules[name] = attrs.evolve(old, trigger_at=at, updated_at=at)
-            return at
+        self._notify("schedule", name)
+        return at
 
     def request_schedule_backfill(
         self, name: str, start: datetime, end: datetime, now: datetime
@@ -86,7 +92,8 @@ class MemorySchedules:
             self._schedules[name] = attrs.evolve(
                 old, backfill_start=start, backfill_end=end, updated_at=now
             )
-            return start, end
+        self._notify("schedule", name)
+        return start, end
 
     def clear_schedule_request(
         self,
@@ -109,4 +116,7 @@ class MemorySchedules:
     def delete_schedule_state(self, name: str) -> bool:
         check_names(schedule_name=name)
         with self._lock:
-            return self._schedules.pop(name, None) is not None
+            if self._schedules.pop(name, None) is None:
+                return False
+        self._notify("schedule", name)
+        return True

@@ -194,13 +194,18 @@ class Store(Protocol):
         *,
         workflows: Collection[str] | None = None,
         queues: Collection[str] | None = None,
-    ) -> None:
+        lease_seconds: float | None = None,
+    ) -> list[str]:
         """Record that `executor_id` is alive (upsert), and what it runs.
 
         `workflows`: the names it has registered; `queues`: the queues it claims
         from, both as they are now (None: not said, as by an older engine; the
         row then records neither). Kept bounded (replaykit/stores/_beats.py) and
         read back, for diagnostics only, by the stores' `read_heartbeats`.
+
+        With `lease_seconds`, the beat also does what `take_over` does, in the
+        same round trip where the store can (an idle engine's beat is then one
+        statement), and returns the ids taken over; without it, `[]`.
         """
         ...
 
@@ -688,7 +693,9 @@ class Store(Protocol):
         `log.STREAM_KINDS`: a `WriteStream` value or a `CloseStream`; a
         `finish_workflow(record=)` carrying one notifies "finished", on which
         stream readers wait too), "deleted" (the workflow `delete_workflow`
-        removed: engines forget the finished row they keep of it). Stores
+        removed: engines forget the finished row they keep of it), "schedule"
+        (the schedule whose state an operator changed: paused or resumed, a
+        trigger or a backfill asked, deleted). Stores
         shared between processes also deliver other processes' commits
         (Postgres: LISTEN/NOTIFY); a notification may be lost or duplicated,
         so waiters also poll. A store that knows it may have lost some (its

@@ -333,8 +333,16 @@ class CodecStore:
         *,
         workflows: Collection[str] | None = None,
         queues: Collection[str] | None = None,
-    ) -> None:
-        self.inner.heartbeat(executor_id, app_version, now, workflows=workflows, queues=queues)
+        lease_seconds: float | None = None,
+    ) -> list[str]:
+        return self.inner.heartbeat(
+            executor_id,
+            app_version,
+            now,
+            workflows=workflows,
+            queues=queues,
+            lease_seconds=lease_seconds,
+        )
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime

@@ -332,12 +332,18 @@ class MemoryStore(MemorySchedules):
         *,
         workflows: Collection[str] | None = None,
         queues: Collection[str] | None = None,
-    ) -> None:
+        lease_seconds: float | None = None,
+    ) -> list[str]:
         check_names(executor_id=executor_id, app_version=app_version)
         names = beats.registered(workflows, queues)
         with self._lock:
             self._heartbeats[executor_id] = (app_version, now)
             self._registered[executor_id] = names
+        if lease_seconds is None:
+            return []
+        return self.take_over(
+            executor_id=executor_id, app_version=app_version, lease_seconds=lease_seconds, now=now
+        )
 
     def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
         """The last heartbeats of the engines heard from at `since` or later.

@@ -120,11 +120,15 @@ class Claims:
         *,
         workflows: Collection[str] | None = None,
         queues: Collection[str] | None = None,
-    ) -> None:
+        lease_seconds: float | None = None,
+    ) -> list[str]:
         check_names(executor_id=executor_id, app_version=app_version)
         names = beats.encode(beats.registered(workflows, queues))
-        with self._db.connection() as conn:
-            conn.execute(self._sql["heartbeat"], (executor_id, app_version, now, names))
+        if lease_seconds is None:
+            with self._db.connection() as conn:
+                conn.execute(self._sql["heartbeat"], (executor_id, app_version, now, names))
+            return []
+        return self._take_over(executor_id, app_version, lease_seconds, now, beat=True, names=names)
 
     def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
         rows = self._db.all(self._sql["read_heartbeats"], (since,), prepare=False)
@@ -134,18 +138,31 @@ class Claims:
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
     ) -> list[str]:
         check_names(executor_id=executor_id, app_version=app_version)
-        rows = self._db.all(
-            self._sql["take_over"],
-            {
-                "executor": executor_id,
-                "now": now,
-                "version": app_version,
-                "cutoff": now - timedelta(seconds=lease_seconds),
-                "key_prefix": self._prefix,
-                "key_separator": b"\x00",
-            },
-            prepare=PLAN_EACH_TIME,
-        )
+        return self._take_over(executor_id, app_version, lease_seconds, now)
+
+    def _take_over(
+        self,
+        executor_id: str,
+        app_version: str,
+        lease_seconds: float,
+        now: datetime,
+        *,
+        beat: bool = False,
+        names: str | None = None,
+    ) -> list[str]:
+        """The take_over statement; with `beat`, it upserts the heartbeat too, with
+        `names` (the registered names, as the heartbeats row keeps them)."""
+        params = {
+            "beat": beat,
+            "names": names,
+            "executor": executor_id,
+            "now": now,
+            "version": app_version,
+            "cutoff": now - timedelta(seconds=lease_seconds),
+            "key_prefix": self._prefix,
+            "key_separator": b"\x00",
+        }
+        rows = self._db.all(self._sql["take_over"], params, prepare=PLAN_EACH_TIME)
         return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
 
     def release(self, executor_id: str) -> list[str]:

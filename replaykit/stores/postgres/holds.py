@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import select
 import socket
 import threading
 from typing import Any
@@ -64,6 +65,12 @@ class ServerHold:
             if self._released:
                 return False
             if self._conn is not None and not self._conn.closed:
+                if not _heard_from(self._conn):
+                    # An idle session's socket has nothing to read until the server
+                    # ends it (a restart, a kill, a failover) or keepalives find it
+                    # gone: then it reads as an error or the end. So an engine asks
+                    # the server nothing at each beat to know its hold still stands.
+                    return True
                 try:
                     self._conn.execute(self._holds.sql["ping"])
                     return True
@@ -87,6 +94,15 @@ class ServerHold:
             pass  # the session is gone already, and its lock with it
         finally:
             conn.close()
+
+
+def _heard_from(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the server sent an idle session something (most often its end)."""
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError, psycopg.Error):
+        return True  # no socket to look at: the ping finds out what is wrong
+    return bool(readable)
 
 
 class Holds:
@@ -116,6 +132,12 @@ class Holds:
                 db.url,
                 autocommit=True,
                 connect_timeout=max(int(db.connect_timeout), 1),
+                # This side's keepalives: a server that vanished without a word makes
+                # the socket read as an error in about 25 s (see `_heard_from`).
+                keepalives=1,
+                keepalives_idle=10,
+                keepalives_interval=5,
+                keepalives_count=3,
                 # Read by `executor_holder` for whoever finds the id held; the pid
                 # is read now, not at import, for processes that fork.
                 application_name=f"replaykit engine: host {socket.gethostname()}, "

@@ -27,7 +27,9 @@ _log = logging.getLogger("replaykit.stores")
 # writes it as 7900.
 NOTIFY_MAX_KEY = 7900
 # What a notification can be about; an origin (12 hex digits) is never one of these.
-NOTE_KINDS = frozenset({"message", "event", "finished", "enqueued", "resumed", "stream", "deleted"})
+NOTE_KINDS = frozenset(
+    {"message", "event", "finished", "enqueued", "resumed", "stream", "deleted", "schedule"}
+)
 
 
 class Listener:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
 from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 from replaykit.stores.postgres.rows import utc
 
 __all__ = ["Schedules"]
@@ -51,11 +55,13 @@ class Schedules:
 
     def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
         check_names(schedule_name=name)
-        with self._db.connection() as conn:
+        with self._db.connection() as conn, conn.transaction():
             if conn.execute(self._sql["set_schedule_paused"], (paused, now, name, paused)).rowcount:
-                return True
-            found = conn.execute(self._sql["schedule_exists"], (name,)).fetchone()
-            return found is not None
+                self._note(conn, name)
+            else:
+                return conn.execute(self._sql["schedule_exists"], (name,)).fetchone() is not None
+        self._db.tell([("schedule", name)])
+        return True
 
     def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
         check_names(schedule_name=name)
@@ -67,7 +73,9 @@ class Schedules:
             if found[0] is not None:
                 return utc(found[0])
             conn.execute(self._sql["request_schedule_trigger"], (at, at, name))
-            return at
+            self._note(conn, name)
+        self._db.tell([("schedule", name)])
+        return at
 
     def request_schedule_backfill(
         self, name: str, start: datetime, end: datetime, now: datetime
@@ -80,7 +88,9 @@ class Schedules:
             if found[0] is not None and found[1] is not None:
                 return found[0].replace(tzinfo=UTC), found[1].replace(tzinfo=UTC)
             conn.execute(self._sql["request_schedule_backfill"], (start, end, now, name))
-            return start, end
+            self._note(conn, name)
+        self._db.tell([("schedule", name)])
+        return start, end
 
     def clear_schedule_request(
         self,
@@ -100,5 +110,16 @@ class Schedules:
 
     def delete_schedule_state(self, name: str) -> bool:
         check_names(schedule_name=name)
-        with self._db.connection() as conn:
-            return conn.execute(self._sql["delete_schedule_state"], (name,)).rowcount > 0
+        with self._db.connection() as conn, conn.transaction():
+            if not conn.execute(self._sql["delete_schedule_state"], (name,)).rowcount:
+                return False
+            self._note(conn, name)
+        self._db.tell([("schedule", name)])
+        return True
+
+    def _note(self, conn: psycopg.Connection[Any], name: str) -> None:
+        """Tell every engine at commit that an operator changed the schedule `name`: its
+        loop reads the states then, and otherwise seldom (runtime/schedule_loop.py)."""
+        if len(name.encode()) < NOTIFY_MAX_KEY:
+            db = self._db
+            conn.execute(self._sql["notify"], (db.channel, f"{db.origin}schedule:{name}"))

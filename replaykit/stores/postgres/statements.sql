@@ -284,6 +284,14 @@ ORDER BY executor_id;
 -- order. Each dead engine's executor key (computed by the server as PostgresStore
 -- computes it) is tried for the transaction: a live engine holds it for its session,
 -- so its runs are never moved, however late its heartbeat.
+-- With %(beat)s, the engine's heartbeat is upserted by the same statement, so that an
+-- idle engine's beat costs one round trip (a data-modifying WITH always runs to
+-- completion; the move reads the heartbeats as they were before it).
+WITH seen AS (INSERT INTO {s}.heartbeats (executor_id, app_version, seen_at, registered)
+    SELECT %(executor)s, %(version)s, %(now)s, %(names)s::json
+    WHERE %(beat)s
+    ON CONFLICT (executor_id) DO UPDATE SET app_version = excluded.app_version, seen_at =
+        excluded.seen_at, registered = excluded.registered)
 UPDATE {s}.workflows w
 SET executor_id = %(executor)s, updated_at = %(now)s
 FROM (SELECT workflow_id

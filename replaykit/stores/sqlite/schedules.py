@@ -11,7 +11,7 @@ from replaykit.stores.base import ScheduleSpec, ScheduleState
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.values import EPOCH, first, from_micros, to_micros
-from replaykit.stores.sqlite.writer import Writer
+from replaykit.stores.sqlite.writer import Notify, Writer
 
 __all__ = ["Schedules"]
 
@@ -31,9 +31,12 @@ _DELETE_SCHEDULE_STATE = SQL["delete_schedule_state"]
 class Schedules:
     """schedule_states, register_schedules, and the pause and request setters."""
 
-    def __init__(self, connections: Connections, writer: Writer) -> None:
+    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
         self._connections = connections
         self._writer = writer
+        # This process's engines hear of an operator's change at once; another
+        # process's read the states at each poll (SQLite sends nothing across).
+        self._notify = notify
 
     def schedule_states(self) -> dict[str, ScheduleState]:
         with self._connections.read() as conn:
@@ -69,12 +72,16 @@ class Schedules:
         check_names(schedule_name=name)
         params = (int(paused), to_micros(now), name, int(paused))
 
-        def update(conn: sqlite3.Connection) -> bool:
+        def update(conn: sqlite3.Connection) -> bool | None:
             if conn.execute(_SET_SCHEDULE_PAUSED, params).rowcount:
-                return True
+                return None  # changed
             return first(conn.execute(_SCHEDULE_EXISTS, (name,))) is not None
 
-        return self._writer.write(update)
+        unchanged = self._writer.write(update)
+        if unchanged is not None:
+            return unchanged
+        self._notify([("schedule", name)])
+        return True
 
     def request_schedule_trigger(self, name: str, at: datetime) -> datetime | None:
         check_names(schedule_name=name)
@@ -85,7 +92,10 @@ class Schedules:
             found = first(conn.execute(_SCHEDULE_TRIGGER, (name,)))
             return None if found is None else from_micros(found[0])
 
-        return self._writer.write(request)
+        kept = self._writer.write(request)
+        if kept is not None:
+            self._notify([("schedule", name)])
+        return kept
 
     def request_schedule_backfill(
         self, name: str, start: datetime, end: datetime, now: datetime
@@ -100,7 +110,10 @@ class Schedules:
                 return None
             return from_micros(found[0]) or EPOCH, from_micros(found[1]) or EPOCH
 
-        return self._writer.write(request)
+        kept = self._writer.write(request)
+        if kept is not None:
+            self._notify([("schedule", name)])
+        return kept
 
     def clear_schedule_request(
         self,
@@ -125,6 +138,9 @@ class Schedules:
 
     def delete_schedule_state(self, name: str) -> bool:
         check_names(schedule_name=name)
-        return self._writer.write(
+        deleted = self._writer.write(
             lambda conn: conn.execute(_DELETE_SCHEDULE_STATE, (name,)).rowcount > 0
         )
+        if deleted:
+            self._notify([("schedule", name)])
+        return deleted

@@ -96,7 +96,7 @@ class SqliteStore(SqlFace):
             changes=Lifecycle(writing, notify),
             messages=Messages(connections, writing, notify),
             step_beats=StepBeats(connections, writing),
-            schedules=Schedules(connections, writing),
+            schedules=Schedules(connections, writing, notify),
             cancels=Cancels(connections, writing, notify),
         )
 

@@ -19,7 +19,7 @@ from replaykit.testing.conformance._support import (
     _step,
 )
 
-__all__ = ["check_executor_holds", "check_heartbeat_and_take_over"]
+__all__ = ["check_beat_takes_over", "check_executor_holds", "check_heartbeat_and_take_over"]
 
 
 def check_executor_holds(store: Store) -> None:
@@ -123,4 +123,35 @@ def check_heartbeat_and_take_over(store: Store) -> None:
         "take_over of a revived executor's runs",
         [],
         store.take_over(executor_id="me", app_version="v2", lease_seconds=30, now=now),
+    )
+
+
+def check_beat_takes_over(store: Store) -> None:
+    """`heartbeat(..., lease_seconds=)` beats and takes over, as the two calls would."""
+    now = _T0 + timedelta(hours=2)
+    store.heartbeat("beat-gone", "v1", now - timedelta(seconds=100))
+    store.create_workflow(_run("beat-1", executor_id="beat-gone", app_version="v1"))
+    _equal(
+        "heartbeat without lease_seconds",
+        [],
+        store.heartbeat("beat-bystander", "v1", now),
+    )
+    _equal(
+        "heartbeat with lease_seconds, of runs whose executor's lease ran out",
+        ["beat-1"],
+        store.heartbeat("beat-me", "v1", now, workflows=["wf"], queues=[], lease_seconds=30),
+    )
+    row = store.get_workflow("beat-1")
+    _equal("owner after a beat took over", "beat-me", row.executor_id if row else None)
+    # The beat's own heartbeat was written: once it is stale, another engine takes
+    # the run over (an executor never heard from keeps its runs).
+    _equal(
+        "take_over after the beat's own heartbeat went stale",
+        ["beat-1"],
+        store.take_over(
+            executor_id="beat-later",
+            app_version="v1",
+            lease_seconds=30,
+            now=now + timedelta(seconds=100),
+        ),
     )

@@ -47,7 +47,11 @@ from replaykit.testing.conformance._heartbeats import (
     check_heartbeat_names_are_bounded,
     check_heartbeat_records_what_the_engine_runs,
 )
-from replaykit.testing.conformance._holds import check_executor_holds, check_heartbeat_and_take_over
+from replaykit.testing.conformance._holds import (
+    check_beat_takes_over,
+    check_executor_holds,
+    check_heartbeat_and_take_over,
+)
 from replaykit.testing.conformance._lifecycle import (
     check_bump_recovery,
     check_close_is_idempotent,
@@ -228,6 +232,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_partitioned_claims_limit_each_key,
     check_partitioned_concurrent_claims,
     check_heartbeat_and_take_over,
+    check_beat_takes_over,
     check_release,
     check_list_filters,
     check_list_order_ties_broken_by_id,
