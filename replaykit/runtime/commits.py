@@ -31,6 +31,7 @@ from replaykit.errors import ControlSignal, RecordConflict, RunNotPending, Store
 from replaykit.log import Outcome, Record, Status
 from replaykit.runtime.fence import Fence
 from replaykit.runtime.retries import call_with_retries, write_with_retries
+from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite, Store, WorkflowRow
 
 __all__ = ["LogMovedOn", "RecordWriter", "same_write"]
@@ -69,6 +70,17 @@ class RecordWriter:
         self._stop = stop
         #: The engine's executor hold, checked before each write (fence.py); None: unfenced.
         self.fence: Fence | None = None
+
+    def fence_with(self, hold: ExecutorHold, app_version: str) -> Fence:
+        """Check `hold` before each write from now on (fence.py); the fence."""
+        executor_id = self.executor_id
+        self.fence = Fence(
+            hold,
+            executor_id=executor_id,
+            app_version=app_version,
+            holder=lambda: self.store.executor_holder(executor_id, app_version),
+        )
+        return self.fence
 
     def fenced(self, workflow_id: str) -> None:
         """Raise `Fenced` if this engine lost its executor hold to another engine (then

@@ -35,7 +35,6 @@ from replaykit.runtime.clock import Clock, SystemClock
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
-from replaykit.runtime.fence import Fence
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.notes import Notes
@@ -173,12 +172,7 @@ class Engine(Timing):
             self.store.close()
             raise
         # Before each write and step attempt: does this engine still hold its id (fence.py)?
-        self._fence = self.records.fence = Fence(
-            self._hold,
-            executor_id=executor_id,
-            app_version=self.app_version,
-            holder=lambda: self.store.executor_holder(executor_id, self.app_version),
-        )
+        self._fence = self.records.fence_with(self._hold, self.app_version)
         try:
             self.strict = strict
             self.clock: Clock = clock or SystemClock()
