@@ -192,3 +192,15 @@ def test_partitions_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> 
     assert "no partitions:                           claimed in round 11" in out
     assert "partitioned:                             claimed in round 1" in out
     assert "claim_partitioned:" in out
+
+
+def test_fleet_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_fleet
+
+    sizes = ["--runs", "20", "--steps", "2", "--engines", "1,2"]
+    bench_fleet.main([*sizes, "--sleepers", "20", "--sleeper-engines", "1", "--sleep-margin", "4"])
+    out = capsys.readouterr().out
+    assert "2 process(es):" in out and "steps/s" in out
+    assert "20 sleepers on 1 engine process(es)" in out
+    assert "woken after due: p50" in out

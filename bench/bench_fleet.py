@@ -1,0 +1,231 @@
+"""A fleet of engine processes on one PostgreSQL: throughput by process count, and
+many sleeping runs spread over engines.
+
+    python -m bench.bench_fleet [--runs 2000] [--steps 10] [--engines 1,2,4,8]
+                                [--sleepers 0] [--sleeper-engines 2] [--pg URL]
+
+Throughput: for each process count N, a fresh schema, RUNS workflows of STEPS trivial
+steps each enqueued in batches by this process, then N `replaykit worker` processes
+started together; the time runs from their start until every run is SUCCESS. Printed:
+steps per second in all and per engine, and the ratio against one engine measured in
+the same run (issue "beyond one server": throughput should not fall when processes are
+added beyond the cores; this machine has 2, shared with PostgreSQL and this process).
+The time includes the workers' start (about half a second): give enough runs.
+
+Sleepers (with --sleepers S): S runs that each sleep until one instant, enqueued and
+claimed by --sleeper-engines worker processes. Once every run sleeps, each process's
+resident set (/proc/<pid>/status VmRSS) is read; at the instant they all wake, and each
+run returns how late its first step after the sleep ran. Printed: RSS in all and per
+sleeper, and the lateness p50/p99/max (targets: 512 MiB in all at 1,000,000 sleepers,
+woken within 1 s of due).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from bench.bench_queues import drop, stop
+from bench.queue_app import fleet, sleeper, sleepers, steps
+from replaykit import Engine, QueueItem
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSION = "bench-fleet"
+BATCH = 1000
+
+
+def start_workers(url: str, queue: str, count: int) -> list[subprocess.Popen[bytes]]:
+    return [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "replaykit",
+                "worker",
+                "bench.queue_app",
+                "--url",
+                url,
+                "--queue",
+                queue,
+                "--app-version",
+                VERSION,
+                "--executor-id",
+                f"fleet-{n}",
+                "--poll-interval",
+                "0.2",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for n in range(count)
+    ]
+
+
+def throughput(pg: str, runs: int, step_count: int, engines: int) -> float:
+    """Seconds for `engines` worker processes to finish `runs` runs of `step_count` steps."""
+    schema = f"bench_fleet_{uuid.uuid4().hex[:8]}"
+    url = f"{pg}?schema={schema}"
+    try:
+        with Engine(url, queues=[], app_version=VERSION, executor_id="producer") as engine:
+            for first in range(0, runs, BATCH):
+                items = [
+                    QueueItem(i, step_count, workflow_id=f"f{i}")
+                    for i in range(first, min(first + BATCH, runs))
+                ]
+                engine.enqueue_many(fleet, steps, items)
+            procs = start_workers(url, fleet.name, engines)
+            start = time.perf_counter()
+            try:
+                with finished_runs(pg, schema) as done:
+                    while done() < runs:
+                        time.sleep(0.05)
+                return time.perf_counter() - start
+            finally:
+                stop(procs)
+    finally:
+        drop(pg, schema)
+
+
+@contextmanager
+def finished_runs(pg: str, schema: str) -> Iterator[Callable[[], int]]:
+    """A probe of how many runs finished: one COUNT on a connection of its own."""
+    import psycopg
+    from psycopg import sql
+
+    query = sql.SQL("SELECT count(*) FROM {}.workflows WHERE status = 'SUCCESS'").format(
+        sql.Identifier(schema)
+    )
+    with psycopg.connect(pg, autocommit=True) as conn:
+
+        def count() -> int:
+            row = conn.execute(query).fetchone()
+            return int(row[0]) if row else 0
+
+        yield count
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def sleeping(pg: str, schema: str) -> int:
+    """How many runs have recorded their sleep (position 1 of the log)."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(pg, autocommit=True) as conn:
+        found = conn.execute(
+            sql.SQL(
+                "SELECT count(*) FROM {}.workflows w WHERE status = 'PENDING' AND EXISTS "
+                "(SELECT 1 FROM {}.records r WHERE r.workflow_id = w.workflow_id "
+                "AND r.position = 1)"
+            ).format(sql.Identifier(schema), sql.Identifier(schema))
+        ).fetchone()
+        return int(found[0]) if found else 0
+
+
+def sleepers_figures(pg: str, count: int, engines: int, margin: float) -> None:
+    schema = f"bench_sleep_{uuid.uuid4().hex[:8]}"
+    url = f"{pg}?schema={schema}"
+    try:
+        with Engine(url, queues=[], app_version=VERSION, executor_id="producer") as engine:
+            procs = start_workers(url, sleepers.name, engines)
+            time.sleep(2.0)
+            baseline = {proc.pid: rss_kib(proc.pid) for proc in procs}
+            # Far enough ahead for every run to be enqueued, claimed and asleep.
+            due = datetime.now(UTC) + timedelta(seconds=margin + count / 1000)
+            started = time.perf_counter()
+            for first in range(0, count, BATCH):
+                items = [
+                    QueueItem(due, workflow_id=f"z{i}")
+                    for i in range(first, min(first + BATCH, count))
+                ]
+                engine.enqueue_many(sleepers, sleeper, items)
+            try:
+                while (asleep := sleeping(pg, schema)) < count:
+                    if datetime.now(UTC) >= due:
+                        print(f"  only {asleep} of {count} runs were asleep at the due time")
+                        break
+                    time.sleep(1.0)
+                put_to_sleep = time.perf_counter() - started
+                rss = {proc.pid: rss_kib(proc.pid) for proc in procs}
+                with finished_runs(pg, schema) as done:
+                    while done() < count:
+                        time.sleep(0.2)
+            finally:
+                stop(procs)
+            lateness = sorted(
+                float(engine.outcome_value(row))
+                for row in engine.list_workflows(name="bench-sleeper", limit=count)
+            )
+        grown = sum(rss[pid] - baseline[pid] for pid in rss)
+        at_a_million = (sum(baseline.values()) + grown * 1_000_000 / count) / 1024
+        print(
+            f"{count:,} sleepers on {engines} engine process(es), asleep after "
+            f"{put_to_sleep:.0f} s: RSS {sum(rss.values()) / 1024:.0f} MiB in all "
+            f"({grown / 1024:.0f} MiB above the idle processes), "
+            f"{grown * 1024 / count:.0f} B per sleeper; "
+            f"{at_a_million:.0f} MiB in all at 1,000,000 if it grows linearly (target 512)"
+        )
+        p99 = lateness[min(len(lateness) - 1, int(len(lateness) * 0.99))]
+        print(
+            f"  woken after due: p50 {statistics.median(lateness):.2f} s, p99 {p99:.2f} s, "
+            f"max {lateness[-1]:.2f} s (target: within 1 s)"
+        )
+    finally:
+        drop(pg, schema)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_fleet")
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--engines", default="1,2,4,8")
+    parser.add_argument("--sleepers", type=int, default=0)
+    parser.add_argument("--sleeper-engines", type=int, default=2)
+    parser.add_argument(
+        "--sleep-margin",
+        type=float,
+        default=30.0,
+        help="seconds (beyond one per thousand sleepers) before the sleepers' due instant",
+    )
+    parser.add_argument(
+        "--pg",
+        default=os.environ.get("REPLAYKIT_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test"),
+    )
+    args = parser.parse_args(argv)
+    counts = [int(x) for x in args.engines.split(",")]
+    print(
+        f"{args.runs} runs of {args.steps} steps, drained by N worker processes on "
+        f"PostgreSQL ({os.cpu_count()} cores):"
+    )
+    first_rate: float | None = None
+    for engines in counts:
+        took = throughput(args.pg, args.runs, args.steps, engines)
+        rate = args.runs * args.steps / took
+        first_rate = first_rate or rate
+        print(
+            f"  {engines} process(es): {took:6.2f} s, {rate:7.0f} steps/s "
+            f"({rate / engines:6.0f} per engine), {rate / first_rate:.2f}x the first count's"
+        )
+    if args.sleepers:
+        sleepers_figures(args.pg, args.sleepers, args.sleeper_engines, args.sleep_margin)
+
+
+if __name__ == "__main__":
+    main()
