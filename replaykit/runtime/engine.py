@@ -348,7 +348,7 @@ class Engine(Timing):
             )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
-            self._hold.release()
+            self._fence.release()
             self.store.close()
             raise
         self._unsubscribe: Callable[[], None] = lambda: None
@@ -415,7 +415,7 @@ class Engine(Timing):
             except Exception as exc:  # a store outage must not turn close() into a crash
                 log.warning("could not release queue runs on close: %s", exc)
         # Last: the next engine with this id may recover its runs from now on.
-        self._hold.release()
+        self._fence.release()
         self.store.close()
 
     @property

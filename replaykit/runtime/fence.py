@@ -57,11 +57,18 @@ class Fence:
         self._holder = holder  # who holds the id now, for the message
         self._lock = threading.Lock()
         self.lost = False
+        self.released = False
+
+    def release(self) -> None:
+        """The engine lets its id go (it is closing): from now on it writes nothing, and
+        says nothing of it (no other engine took the id)."""
+        self.released = True
+        self.hold.release()
 
     def keep(self) -> bool:
         """The queue loop's periodic check: `ExecutorHold.keep()`, and False for good
-        once the id was lost."""
-        if self.lost:
+        once the id was lost or let go."""
+        if self.lost or self.released:
             return False
         if self.hold.keep():
             return True
@@ -71,6 +78,12 @@ class Fence:
     def check(self, workflow_id: str) -> None:
         """Raise `Fenced` unless this engine still holds its id (before a write to, or a
         step of, run `workflow_id`); `StoreUnavailable` when the store cannot tell."""
+        if self.released:
+            # A step that outlived close(wait=False): the next engine runs it again.
+            raise Fenced(
+                f"engine with executor id {self.executor_id!r} has closed and let the id go; "
+                f"workflow id {workflow_id!r} records nothing more here"
+            )
         if not self.lost and check_hold(self.hold):
             return
         self._lose()
