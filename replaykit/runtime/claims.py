@@ -290,6 +290,15 @@ class Claims:
             if spacing > 0:
                 time.sleep(spacing)
 
+    def announce(self) -> None:
+        """The launch's heartbeat: the engine is alive and says what it runs, before it
+        claims or takes over anything. Through a dropped connection, as every
+        launch-time store call: a launch must not fail because one answer was lost."""
+        workflows, queues = self.running()
+        self.store.heartbeat(
+            self.executor_id, self.app_version, self.clock.now(), workflows=workflows, queues=queues
+        )
+
     def _beat(self) -> None:
         now = self.clock.now()
         if not self._keep_hold():
