@@ -242,6 +242,7 @@ class Engine(Timing):
                 ),
                 forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
                 fence=self._fence,
+                notes_reach_every_sharer=notes_reach_every_sharer,
             )
             # Blocking work of activations: step bodies and effects that wait on the big
             # pool; the short store work around them (reading a run, finishing it,
