@@ -51,6 +51,10 @@ _MONITOR_SETTINGS = {
 }
 
 
+# Whether a node refuses writes: a standby, or a promoted one kept read-only for now.
+_READ_ONLY = "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only')::bool"
+
+
 def install_hint() -> str:
     return "apt-get install -y postgresql-15-auto-failover (pg_auto_failover's pg_autoctl)"
 
@@ -225,7 +229,12 @@ class HACluster:
         return node
 
     def wait_promoted(self, dead: Node, timeout: float) -> Node:
-        """Until another node than `dead` takes writes: the new primary."""
+        """Until another node than `dead` takes writes: the new primary.
+
+        Promoted is not enough: pg_auto_failover keeps the promoted standby read-only
+        (`default_transaction_read_only`) until the old primary is known demoted or its
+        demote timeout passed, so that two primaries never take writes at once; libpq's
+        `target_session_attrs=read-write` finds it only then, and so do the engines."""
         import psycopg
 
         deadline = time.monotonic() + timeout
@@ -235,7 +244,7 @@ class HACluster:
                     continue
                 try:
                     with psycopg.connect(self.node_url(node), connect_timeout=1) as conn:
-                        row = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+                        row = conn.execute(_READ_ONLY).fetchone()
                 except psycopg.Error:
                     continue
                 if row is not None and not row[0]:

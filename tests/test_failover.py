@@ -75,6 +75,31 @@ def test_a_multi_host_url_keeps_its_options_and_names_no_password() -> None:
     )
 
 
+def test_a_server_that_takes_no_writes_is_an_outage_not_a_refusal(
+    pg_store: Any, pg_url: str, pg_schema: str
+) -> None:
+    """A connection on a read-only server (a standby, a primary an HA manager demotes)
+    fails writes with SQLSTATE 25006: the primary is elsewhere for now, so the write is
+    retried on a new connection, not refused for good (and the message says why)."""
+    from datetime import UTC, datetime
+
+    from replaykit.errors import StoreUnavailable
+    from replaykit.stores.postgres import PostgresStore
+
+    read_only = PostgresStore(
+        f"{pg_url}?options=-c%20default_transaction_read_only%3Don",
+        schema=pg_schema,
+        auto_migrate=False,
+    )
+    try:
+        for _ in range(3):  # each try on another connection, the failed one dropped
+            with pytest.raises(StoreUnavailable, match="target_session_attrs=read-write"):
+                read_only.heartbeat("read-only", "v1", datetime.now(UTC))
+        assert pg_store.heartbeat("read-only", "v1", datetime.now(UTC)) is not None
+    finally:
+        read_only.close()
+
+
 def test_a_store_on_a_multi_host_url_follows_the_primary_across_a_failover(
     ha: HACluster,
 ) -> None:

@@ -22,6 +22,7 @@ no other room decides them:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
@@ -86,13 +87,26 @@ class RecordWriter:
         """Raise `Fenced` if this engine lost its executor hold to another engine (then
         it writes nothing more into `workflow_id`, which that engine runs now).
 
-        Asking the hold may meet the outage that made it ask: that is retried as a
-        store call is, so the check does not end an activation that the write after it
-        would have carried through the outage (a finish carries the run's last record:
-        ending it there would run that step again)."""
+        Asking the hold may meet the outage that made it ask: the check waits it out
+        as a record write does (until the engine closes), so it never ends an
+        activation that the write after it would have carried through the outage: a
+        finish carries the run's last record, an `All` watches its running children
+        through it, and ending either there would run those steps again."""
         fence = self.fence
-        if fence is not None:
-            call_with_retries(lambda: fence.check(workflow_id), stop=self._stop)
+        if fence is None:
+            return
+        delay = 0.05
+        while True:
+            try:
+                fence.check(workflow_id)
+                return
+            except StoreUnavailable:
+                if self._stop():
+                    raise
+                time.sleep(delay)
+                # At most half a second: after a failover this is what every write
+                # waits on, and each try is one connection attempt.
+                delay = min(delay * 2, 0.5)
 
     # -- writing ------------------------------------------------------------------------
 

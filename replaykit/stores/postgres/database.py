@@ -30,6 +30,7 @@ from replaykit.stores.postgres.statements import SQL, for_schema
 __all__ = [
     "DEFAULT_SCHEMA",
     "PLAN_EACH_TIME",
+    "READ_ONLY",
     "Database",
     "PoolExhausted",
     "redact_url",
@@ -91,8 +92,16 @@ _TRANSIENT_STATES = frozenset(
 )
 
 
+# A server that takes no writes (25006): a standby, or a primary an HA manager is
+# demoting. The primary is elsewhere for now: an outage, on a new connection (libpq's
+# target_session_attrs=read-write finds the primary; see docs/storage.md, "Failover").
+READ_ONLY = "25006"
+
+
 def transient(exc: psycopg.Error) -> bool:
     """Whether `exc` says the store is unavailable for now, rather than refusing the call."""
+    if exc.sqlstate == READ_ONLY:
+        return True
     if not isinstance(exc, psycopg.OperationalError):
         return False
     state = exc.sqlstate
@@ -216,13 +225,22 @@ class Database:
                 conn = self.held.get()
                 try:
                     yield conn
-                except BaseException:
-                    if conn.broken or conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                except BaseException as exc:
+                    if (
+                        conn.broken
+                        or conn.info.transaction_status != pq.TransactionStatus.IDLE
+                        or _read_only(exc)
+                    ):
                         self.held.drop()
                     raise
             else:
                 with self.pool.connection() as conn:
-                    yield conn
+                    try:
+                        yield conn
+                    except psycopg.Error as exc:
+                        if _read_only(exc):
+                            conn.close()  # the pool drops it: the next one finds the primary
+                        raise
         except PoolTimeout as exc:
             self.outages += 1
             raise PoolExhausted(
@@ -232,7 +250,15 @@ class Database:
         except psycopg.DatabaseError as exc:
             if transient(exc):
                 self.outages += 1
-                raise StoreUnavailable(f"PostgreSQL at {self.safe_url} failed: {exc}") from exc
+                hint = (
+                    "; the server takes no writes (a standby, or a primary being demoted): "
+                    "give every host with target_session_attrs=read-write (docs/storage.md)"
+                    if _read_only(exc)
+                    else ""
+                )
+                raise StoreUnavailable(
+                    f"PostgreSQL at {self.safe_url} failed: {exc}{hint}"
+                ) from exc
             raise StoreError(
                 f"PostgreSQL at {self.safe_url} refused the operation "
                 f"({type(exc).__name__}, SQLSTATE {exc.sqlstate or 'none'}): {exc}. This is "
@@ -261,3 +287,7 @@ class Database:
         """Tell this process's subscribers what was committed (others hear by NOTIFY)."""
         for kind, key in notes:
             self.subscribers.deliver(kind, key)
+
+
+def _read_only(exc: BaseException) -> bool:
+    return isinstance(exc, psycopg.Error) and exc.sqlstate == READ_ONLY
