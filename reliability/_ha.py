@@ -82,6 +82,7 @@ class HACluster:
         self.root = os.geteuid() == 0
         self.user = "postgres" if self.root else os.environ.get("USER", "postgres")
         self.dir: Path | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
         self.monitor = Node("monitor", 0, Path())
         self.nodes: list[Node] = []
         self.kills = 0
@@ -103,6 +104,7 @@ class HACluster:
         self.dir = Path(tempfile.mkdtemp(prefix="rk_ha_"))
         if self.root:
             shutil.chown(self.dir, user="postgres", group="postgres")
+        self._watchdog = self._watch()
         taken: set[int] = set()
         ports = []
         while len(ports) < 3:
@@ -154,6 +156,10 @@ class HACluster:
 
     def drop(self) -> None:
         """SIGKILL every keeper's process group (postmasters with them) and remove it all."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None:
+            watchdog.kill()
+            watchdog.wait()
         for node in [*self.nodes, self.monitor]:
             self._kill_keeper(node)
             pid = _postmaster_pid(node.pgdata)
@@ -308,6 +314,26 @@ class HACluster:
             raise ClusterUnavailable(f"pg_autoctl {what} exited {done.returncode}: {tail}")
         return done.stdout
 
+    def _watch(self) -> subprocess.Popen[bytes]:
+        """A process that outlives this one and removes the cluster if this one dies
+        without `drop()` (a SIGKILL, a test's timeout): the keepers live in sessions of
+        their own, so nothing else would stop them. `drop()` stops it first."""
+        assert self.dir is not None
+        folder = str(self.dir)
+        script = (
+            'while kill -0 "$1" 2>/dev/null; do sleep 1; done; '
+            'for f in "$2"/*.pgid; do [ -f "$f" ] && kill -9 -"$(cat "$f")"; done; '
+            'for f in "$2"/*/postmaster.pid; do [ -f "$f" ] && kill -9 "$(head -1 "$f")"; done; '
+            'rm -rf "$2"'
+        )
+        return subprocess.Popen(
+            ["/bin/sh", "-c", script, "rk-ha-watchdog", str(os.getpid()), folder],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
     def _run_keeper(self, node: Node) -> None:
         assert self.dir is not None
         log = open(self.dir / f"{node.name}.log", "ab")  # noqa: SIM115 - the keeper's for life
@@ -323,6 +349,8 @@ class HACluster:
             )
         finally:
             log.close()
+        # For the watchdog: the group to kill if this process dies without drop().
+        (self.dir / f"{node.name}.pgid").write_text(str(node.keeper.pid))
 
     def _kill_keeper(self, node: Node) -> None:
         keeper, node.keeper = node.keeper, None
