@@ -5,8 +5,9 @@
 One engine on PostgreSQL (LISTEN on, the default), nothing to run, measured after a
 few seconds of launch: every statement it sends is counted in this process (psycopg's
 `Cursor.execute` and `executemany`, wrapped before the engine opens its pool), for
-`--seconds`. Two cases in the same run: an engine that defines no schedule, and one
-that defines a schedule firing once a year (so no tick falls in the window). Printed:
+`--seconds`. Three cases in the same run: an engine that defines no schedule, one
+that defines a schedule firing once a year (so no tick falls in the window), and one
+with that schedule that also listens to an empty queue, as a worker does. Printed:
 statements per minute of each, each statement's share, the ratio against the target
 of issue "beyond one server" (under 10 a minute), and the WAL the server wrote in the
 window (the whole server's: on a machine where anything else writes, an upper bound).
@@ -16,7 +17,9 @@ Where the statements went (docs/performance.md): a beat is one statement (the
 heartbeat upsert and the takeover of dead engines' runs together), the executor hold
 is watched on its socket rather than pinged, runs resumed elsewhere and schedule
 states are heard by notification (read again after a reconnect, and otherwise every
-300 polls), so an idle engine's only statement is its beat, every lease_seconds / 3.
+300 polls), an empty queue is claimed from when a note says a run was put on it (or
+every 60 s), so an idle engine's statements are its beat, every lease_seconds / 3, and
+two a minute for each queue it listens to.
 """
 
 from __future__ import annotations
@@ -84,16 +87,17 @@ def wal_position(url: str) -> int:
 
 
 def measure(
-    url: str, seconds: float, *, with_schedule: bool
+    url: str, seconds: float, *, with_schedule: bool, with_queue: bool = False
 ) -> tuple[collections.Counter[str], int]:
-    from replaykit import Engine, workflow
+    from replaykit import Engine, Queue, workflow
     from replaykit.runtime.schedules import Schedule
 
     counter = StatementCounter()
     counter.install()
     try:
         schema = f"bench_idle_{uuid.uuid4().hex[:8]}"
-        with Engine(f"{url}?schema={schema}", executor_id="idle") as engine:
+        queues = [Queue("bench-idle-queue").name] if with_queue else None
+        with Engine(f"{url}?schema={schema}", executor_id="idle", queues=queues) as engine:
             if with_schedule:
 
                 @workflow(name="bench-idle-yearly", replace=True)
@@ -119,8 +123,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--pg", default=DEFAULT_PG)
     args = parser.parse_args(argv)
-    for label, with_schedule in (("no schedule", False), ("one schedule", True)):
-        taken, wal = measure(args.pg, args.seconds, with_schedule=with_schedule)
+    cases = (
+        ("no schedule", False, False),
+        ("one schedule", True, False),
+        ("one schedule, one queue (a worker)", True, True),
+    )
+    for label, with_schedule, with_queue in cases:
+        taken, wal = measure(
+            args.pg, args.seconds, with_schedule=with_schedule, with_queue=with_queue
+        )
         total = sum(taken.values())
         per_minute = total * 60 / args.seconds
         print(

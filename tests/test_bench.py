@@ -204,3 +204,13 @@ def test_fleet_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
     assert "2 process(es):" in out and "steps/s" in out
     assert "20 sleepers on 1 engine process(es)" in out
     assert "woken after due: p50" in out
+
+
+def test_retention_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_retention
+
+    bench_retention.main(["--runs", "30", "--records", "2"])
+    out = capsys.readouterr().out
+    assert "retention: 30 deleted in" in out
+    assert "one DELETE (baseline): 30 deleted in" in out

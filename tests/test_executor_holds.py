@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from conftest import wait_for
-from replaykit import Engine, Sleep, Status, workflow
+from replaykit import Engine, Queue, Sleep, Status, workflow
 from replaykit.errors import ExecutorIdInUse
 from replaykit.registry import lookup
 from replaykit.stores import open_store
@@ -290,9 +290,11 @@ def test_an_idle_postgres_engine_sends_nothing_but_its_beats(pg_url: str, pg_sch
     counter = StatementCounter()
     counter.install()
     try:
+        Queue("holds-idle-queue")
         with Engine(
             f"{pg_url}?schema={pg_schema}",
             executor_id="idle",
+            queues=["holds-idle-queue"],  # a worker's: its empty queue is claimed when told
             lease_seconds=1.5,
             poll_interval=0.05,
         ) as engine:
@@ -300,7 +302,7 @@ def test_an_idle_postgres_engine_sends_nothing_but_its_beats(pg_url: str, pg_sch
 
             engine.schedules.add(Schedule("0 0 1 1 *", yearly, "holds-idle-yearly"))
             wait_for(lambda: "holds-idle-yearly" in engine.store.schedule_states())
-            time.sleep(1.0)  # past launch, recovery and the loop's first reads
+            time.sleep(1.0)  # past launch, recovery, the first reads and an empty claim
             with counter.window() as taken:
                 time.sleep(2.0)  # four beats, forty polls
     finally:

@@ -47,7 +47,7 @@ def _heard(kind: str, key: str) -> list[tuple[str, object]]:
     notes = Notes(
         asked,
         asked,
-        claim=lambda: asked.calls.append(("claim", None)),
+        claim=lambda queue: asked.calls.append(("claim", queue)),
         schedules_changed=asked.schedules_changed,
     )
     notes.heard(kind, key)
@@ -55,7 +55,7 @@ def _heard(kind: str, key: str) -> list[tuple[str, object]]:
 
 
 def test_an_enqueued_run_starts_a_claim_round_and_wakes_nobody() -> None:
-    assert _heard("enqueued", "q") == [("claim", None)]
+    assert _heard("enqueued", "q") == [("claim", "q")]
 
 
 def test_a_resumed_run_is_taken_back_whatever_was_known_of_it() -> None:
@@ -80,6 +80,7 @@ def test_a_relisten_forgets_every_finished_run_and_looks_again_at_what_notes_tel
         ("forget_finished", None),
         ("sweep_soon", None),
         ("schedules_changed", None),
+        ("claim", None),
     ]
 
 

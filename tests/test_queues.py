@@ -519,3 +519,59 @@ def test_partition_counts_name_the_busiest_keys_of_each_keyed_queue() -> None:
     assert set(counts) == {"q"}  # "plain" holds no keyed run
     assert counts["q"].keys_waiting == 2  # "a" and the runs with no key; "b" only runs
     assert counts["q"].busiest == (KeyCount("a", 3, 1), KeyCount(None, 1, 0))
+
+
+class CountedClaims:
+    """The store as an engine's claims see it, counting its claims."""
+
+    def __init__(self, store: Any) -> None:
+        self.inner = store
+        self.claims = 0
+
+    def claim(self, *args: Any, **kwargs: Any) -> Any:
+        self.claims += 1
+        return self.inner.claim(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_an_idle_engine_claims_from_an_empty_queue_only_when_told(
+    shared: Any, store_url: str
+) -> None:
+    """Issue "beyond one server": an idle worker must not claim every poll where notes
+    reach it (PostgreSQL's LISTEN, one process's memory store); SQLite, whose other
+    processes send nothing, keeps polling."""
+    Queue("q-idle")
+    with Engine(shared, queues=["q-idle"], poll_interval=0.05, executor_id="idle") as worker:
+        time.sleep(0.3)  # the first round finds the queue empty
+        counted = CountedClaims(worker.claims.store)
+        worker.claims.store = counted  # type: ignore[assignment]
+        time.sleep(1.0)  # twenty polls
+        if store_url.startswith("sqlite"):
+            assert counted.claims >= 5
+        else:
+            assert counted.claims == 0
+        with Engine(shared, queues=[], executor_id="producer") as producer:
+            handle = producer.enqueue("q-idle", note_wf, "told", workflow_id="idle-1")
+            assert handle.result(timeout=5) == "told"  # the note woke the claims
+        assert counted.claims >= 1
+
+
+def test_a_run_put_back_on_its_queue_is_announced(store_url: str) -> None:
+    if store_url.startswith("sqlite"):
+        pytest.skip("SQLite's engines poll their queues: nothing waits for this note")
+    with Engine(store_url, queues=[], executor_id="producer") as engine:
+        Queue("q-back")
+        handle = engine.enqueue("q-back", note_wf, "x", workflow_id="back-1")
+        assert engine.store.set_status("back-1", Status.CANCELLED)
+        heard: list[tuple[str, str]] = []
+        unsubscribe = engine.store.subscribe(lambda kind, key: heard.append((kind, key)))
+        try:
+            changed = engine.store.set_status(
+                "back-1", Status.ENQUEUED, only_from=(Status.CANCELLED,)
+            )
+            assert changed and handle.status() is Status.ENQUEUED
+            wait_for(lambda: ("enqueued", "q-back") in heard, "the queue's note")
+        finally:
+            unsubscribe()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from conftest import error_line, rk
 from replaykit import Engine, Queue, Step, workflow
 from replaykit.runtime.worker import default_executor_id, run_worker
 
@@ -71,3 +72,8 @@ def test_a_default_executor_id_names_the_host_and_the_process() -> None:
     first, second = default_executor_id(), default_executor_id()
     assert first.startswith(f"{socket.gethostname()}-{os.getpid()}-")
     assert first != second
+
+
+def test_a_worker_takes_a_retention_as_a_duration() -> None:
+    said = error_line(rk("worker", __name__, "--retention", "soon"), code=2)
+    assert "'soon' is not a duration" in said and "--retention" in said

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import sys
+from datetime import timedelta
 from typing import Any
 
 import click
 
 from replaykit.cli.errors import CliError
-from replaykit.cli.options import url_option
+from replaykit.cli.options import duration_option, url_option
 
 __all__ = ["worker_command"]
 
@@ -33,6 +34,13 @@ __all__ = ["worker_command"]
     type=click.FloatRange(min=0.1),
     help="Heartbeat lease: a worker silent this long is dead and its runs move (default 30).",
 )
+@click.option(
+    "--retention",
+    callback=duration_option,
+    metavar="DURATION",
+    help="Keep finished runs this long (30d, 12h, ...), then delete them in the background "
+    "(default: keep them).",
+)
 def worker_command(
     module: str,
     url: str,
@@ -42,6 +50,7 @@ def worker_command(
     max_workers: int,
     poll_interval: float,
     lease_seconds: float | None,
+    retention: timedelta | None,
 ) -> None:
     """Import MODULE (your workflows and queues) and run them until SIGTERM or Ctrl-C.
 
@@ -64,6 +73,7 @@ def worker_command(
             app_version=app_version,
             max_workers=max_workers,
             poll_interval=poll_interval,
+            retention=retention,
             **options,
         )
     except ModuleNotFoundError as exc:

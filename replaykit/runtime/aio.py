@@ -152,6 +152,7 @@ class AsyncEngine(AsyncFace):
         meter_provider: Any = None,
         codec: PayloadCodec | None = None,
         max_generations_in_a_row: int = DEFAULT_MAX_GENERATIONS_IN_A_ROW,
+        retention: timedelta | float | None = None,
         io_workers: int = DEFAULT_IO_WORKERS,
     ) -> None:
         if io_workers < 1:
@@ -180,6 +181,7 @@ class AsyncEngine(AsyncFace):
             "meter_provider": meter_provider,
             "codec": codec,
             "max_generations_in_a_row": max_generations_in_a_row,
+            "retention": retention,
         }
         self._io_workers = io_workers
         self._engine: Engine | None = None

@@ -22,7 +22,7 @@ from replaykit.runtime.fence import Fence
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 
-__all__ = ["CLAIM_SPACING", "Claims"]
+__all__ = ["CLAIM_SPACING", "EMPTY_RECHECK", "Claims"]
 
 log = logging.getLogger("replaykit.engine")
 
@@ -41,6 +41,11 @@ DRAINED_RECHECK = 0.05
 # version, which no engine of this version will ever take (docs/versioning.md).
 STRANDED_CHECK_SECONDS = 60.0
 STRANDED_AFTER = timedelta(seconds=30)
+# Where the store's notes reach every sharer, a queue found empty (no ENQUEUED run at
+# all, delayed ones included) is claimed from again when a note says a run was put on
+# it, after a relisten, or after this many seconds: an idle engine then costs its
+# database two statements a minute for each queue, not a claim every poll.
+EMPTY_RECHECK = 60.0
 
 Dispatch = Callable[[str, WorkflowRow | None, bool], None]
 
@@ -69,6 +74,7 @@ class Claims:
         dispatch: Dispatch,
         forget: Callable[[str], None],
         fence: Fence,
+        notes_reach_every_sharer: bool = False,
     ) -> None:
         self.store = store
         self._fence = fence
@@ -92,6 +98,12 @@ class Claims:
         # so it calls a round only if none ran for DRAINED_RECHECK seconds (runs come
         # due, or are enqueued by processes whose notifications never reach here).
         self._drained: set[str] = set()
+        # Queues found empty, and when (only where notes reach every sharer); a note of
+        # an enqueue bumps its queue's count, so a round that read the queue empty
+        # before the note does not mark it empty after it (`_found_empty`).
+        self._watch_empty = notes_reach_every_sharer
+        self._empty: dict[str, float] = {}
+        self._enqueues: dict[str, int] = {}
         self._last_round = 0.0
         self._wanted = threading.Event()
         self._closed = False
@@ -108,8 +120,15 @@ class Claims:
         if self._thread.is_alive():
             self._thread.join(timeout=5)
 
-    def wake(self) -> None:
-        """Something was enqueued, or room freed up: claim again soon."""
+    def wake(self, queue: str | None = None) -> None:
+        """Something was enqueued on `queue` (None: anywhere, or notes may have been
+        lost), or room freed up: claim again soon."""
+        with self._lock:
+            if queue is None:
+                self._empty.clear()
+            else:
+                self._empty.pop(queue, None)
+                self._enqueues[queue] = self._enqueues.get(queue, 0) + 1
         self._wanted.set()
 
     def run_done(self, queue: str, workflow_id: str) -> None:
@@ -184,8 +203,9 @@ class Claims:
                 capacity = self.capacity
                 if queue.worker_concurrency is not None:
                     capacity = min(capacity, queue.worker_concurrency - len(held))
-            if capacity <= 0:
+            if capacity <= 0 or self._still_empty(queue.name):
                 continue
+            enqueues = self._enqueues.get(queue.name, 0)
             rows = self.store.claim(
                 queue.name,
                 executor_id=self.executor_id,
@@ -200,7 +220,7 @@ class Claims:
                 ),
                 now=now,
             )
-            if not rows:
+            if not rows and not self._found_empty(queue.name, enqueues):
                 try:
                     self._warn_if_stranded(queue.name)
                 except Exception:  # a diagnostic: it must not stop the claims
@@ -228,6 +248,27 @@ class Claims:
                 else:
                     self._drained.discard(queue.name)
         return taken, saturated
+
+    def _still_empty(self, queue: str) -> bool:
+        """Whether the queue was found empty lately and no note said otherwise since."""
+        with self._lock:
+            found = self._empty.get(queue)
+        return found is not None and time.monotonic() - found < EMPTY_RECHECK
+
+    def _found_empty(self, queue: str, enqueues: int) -> bool:
+        """After a claim that took nothing: whether the queue holds no run at all, which
+        is then left alone until a note names it (where notes reach every sharer)."""
+        if not self._watch_empty:
+            return False
+        waiting = self.store.list_workflows(
+            WorkflowFilter(status=Status.ENQUEUED, queue=queue, limit=1, payloads=False)
+        )
+        if waiting:
+            return False
+        with self._lock:
+            if self._enqueues.get(queue, 0) == enqueues:  # no note since the claim
+                self._empty[queue] = time.monotonic()
+        return True
 
     def _warn_if_stranded(self, queue: str) -> None:
         """Say so when a queue holds old runs of application versions this engine never claims.
@@ -283,12 +324,31 @@ class Claims:
                 saturated = False
             if saturated:
                 continue  # the room was filled: more runs may be ready right now
-            # Woken by an enqueue, a finished run (room again) or the poll interval.
-            self._wanted.wait(min(self.poll_interval, self.lease_seconds / 3))
+            # Woken by an enqueue, a finished run (room again) or the poll interval;
+            # when every queue is empty, by a note or the next beat.
+            self._wanted.wait(self._idle_wait())
             self._wanted.clear()
             spacing = CLAIM_SPACING - (time.monotonic() - last_claim)
             if spacing > 0:
                 time.sleep(spacing)
+
+    def _idle_wait(self) -> float:
+        beat = self.lease_seconds / 3
+        if self._watch_empty:
+            with self._lock:
+                empty = set(self._empty)
+            if all(queue.name in empty for queue in self.listened()):
+                return beat
+        return min(self.poll_interval, beat)
+
+    def announce(self) -> None:
+        """The launch's heartbeat: the engine is alive and says what it runs, before it
+        claims or takes over anything. Through a dropped connection, as every
+        launch-time store call: a launch must not fail because one answer was lost."""
+        workflows, queues = self.running()
+        self.store.heartbeat(
+            self.executor_id, self.app_version, self.clock.now(), workflows=workflows, queues=queues
+        )
 
     def _beat(self) -> None:
         now = self.clock.now()

@@ -41,6 +41,7 @@ from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
+from replaykit.runtime.retention import Retention, checked_retention
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
@@ -99,6 +100,7 @@ class Engine(Timing):
     inputs, results, step outcomes and failures, messages, events. Without
     one, a payload a codec encoded is refused with `CodecError` (the run is
     parked) rather than handed to a workflow; plain payloads read either way.
+    `retention` keeps finished runs that long, then deletes them (runtime/retention.py).
     """
 
     def __init__(
@@ -127,10 +129,12 @@ class Engine(Timing):
         meter_provider: Any = None,
         codec: PayloadCodec | None = None,
         max_generations_in_a_row: int = DEFAULT_MAX_GENERATIONS_IN_A_ROW,
+        retention: timedelta | float | None = None,
     ) -> None:
         # Everything is checked before anything is taken (the store, the executor hold):
         # a refused argument leaves no hold behind for the next engine to wait on.
         checked_wait(executor_wait, "Engine(executor_wait=...)")
+        keep = checked_retention(retention, "Engine(retention=...)")
         poll_interval = checked_interval(poll_interval, "Engine(poll_interval=...)")
         lease_seconds = checked_interval(lease_seconds, "Engine(lease_seconds=...)")
         checked_count(max_workers, "Engine(max_workers=...)", minimum=1)
@@ -238,6 +242,7 @@ class Engine(Timing):
                 ),
                 forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
                 fence=self._fence,
+                notes_reach_every_sharer=notes_reach_every_sharer,
             )
             # Blocking work of activations: step bodies and effects that wait on the big
             # pool; the short store work around them (reading a run, finishing it,
@@ -346,6 +351,9 @@ class Engine(Timing):
                 claim_from=self.claims.also_claim,
                 notes_reach_every_sharer=notes_reach_every_sharer,
             )
+            self.retention = Retention(
+                self.store, self.clock, keep, forget_finished=self.scheduler.forget_finished
+            )
         except BaseException:
             # Nothing runs yet: let go of what was taken, so no later engine waits on it.
             self._fence.release()
@@ -360,18 +368,10 @@ class Engine(Timing):
             self._unsubscribe = self.store.subscribe(self.notes.heard)
             self.scheduler.start()
             self.wakeups.start()
-            # Through a dropped connection, as every launch-time store call: a launch
-            # must not fail because one answer was lost (the chaos suite's cutting proxy).
-            workflows, queues = self.claims.running()
-            self.store.heartbeat(
-                self.executor_id,
-                self.app_version,
-                self.clock.now(),
-                workflows=workflows,
-                queues=queues,
-            )
+            self.claims.announce()
             self.claims.start()
             self.schedules.start()
+            self.retention.start()
             if recover:
                 self.recover()
             self.recovery.warn_stranded()
@@ -406,6 +406,7 @@ class Engine(Timing):
         self._runner.close()
         self.claims.close()
         self.schedules.close()
+        self.retention.close()
         self.wakeups.close()
         if wait:
             # Queue runs this engine held go back to their queue for others to

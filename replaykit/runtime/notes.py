@@ -51,7 +51,7 @@ class Notes:
         runs: NotedRuns,
         wakes: NotedWakes,
         *,
-        claim: Callable[[], None],
+        claim: Callable[[str | None], None],
         schedules_changed: Callable[[], None] = lambda: None,
     ) -> None:
         self.runs = runs
@@ -71,7 +71,7 @@ class Notes:
         """One notification, as `Store.subscribe` hands it: its kind and its key."""
         runs = self.runs
         if kind == "enqueued":
-            self._claim()
+            self._claim(key)
             return
         if kind == "resumed":
             # Resumed by an operator (maybe from the CLI, in another process):
@@ -92,6 +92,7 @@ class Notes:
             runs.forget_finished()
             self.wakes.sweep_soon()
             self._schedules_changed()
+            self._claim(None)
             return
         if kind == "schedule":
             # An operator paused, resumed, triggered, backfilled or deleted a schedule.

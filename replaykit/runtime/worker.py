@@ -17,6 +17,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from types import FrameType
 
 from replaykit.runtime.engine import Engine
@@ -41,6 +42,7 @@ def run_worker(
     max_workers: int = 64,
     poll_interval: float = 1.0,
     lease_seconds: float = 30.0,
+    retention: timedelta | None = None,
     stop: threading.Event | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT (or `stop` is set). Returns a process exit code."""
@@ -66,6 +68,7 @@ def run_worker(
         max_workers=max_workers,
         poll_interval=poll_interval,
         lease_seconds=lease_seconds,
+        retention=retention,
     )
     log.info(
         "worker %s (version %s) draining %s",

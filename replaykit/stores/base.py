@@ -507,6 +507,8 @@ class Store(Protocol):
         owning engine picks the run up at once. An update that only a PENDING run
         may take (`only_from=(PENDING,)`: a reset of its recovery count, say) is no
         resume and notifies nothing: the engine running the run keeps it as it is.
+        A change to ENQUEUED notifies ("enqueued", queue) where the store's notes
+        reach every sharer (an engine there claims an empty queue only when told).
         """
         ...
 

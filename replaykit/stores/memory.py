@@ -704,6 +704,8 @@ class MemoryStore(MemorySchedules):
             self._notify("finished", workflow_id)
         elif status is Status.PENDING and not stays_pending(only_from):
             self._notify("resumed", workflow_id)
+        elif status is Status.ENQUEUED and row.queue:
+            self._notify("enqueued", row.queue)
         return True
 
     def move_family(

@@ -118,8 +118,10 @@ class Runs:
         status = Status(status)
         resumed = status is Status.PENDING and not stays_pending(only_from)
         # A finish tells waiters; a resume tells the owning engine, wherever it
-        # runs, to pick the run up now.
+        # runs, to pick the run up now; a run back on its queue tells its claimers.
         note = "finished" if status.is_terminal else "resumed" if resumed else None
+        if status is Status.ENQUEUED:
+            note = "enqueued"
         found = self._db.one(
             self._sql["set_status"],
             {
@@ -137,8 +139,9 @@ class Runs:
             },
         )
         changed = bool(found and found[0])
-        if changed and note is not None:
-            self._db.tell([(note, workflow_id)])
+        about = found[1] if found and note == "enqueued" else workflow_id
+        if changed and note is not None and about:
+            self._db.tell([(note, about)])
         return changed
 
     def move_family(

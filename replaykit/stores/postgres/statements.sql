@@ -821,7 +821,8 @@ WHERE workflow_id = %(wid)s;
 
 -- name: set_status
 -- Set a run's status (from one of %(only_from)s, if not NULL), found by primary key;
--- returns how many it changed, notifying each with %(note)s if not NULL.
+-- returns how many it changed and the run's queue, notifying with %(note)s if not NULL:
+-- about the run, or about its queue for the note "enqueued" (a run put back on it).
 WITH run AS (SELECT workflow_id, status, executor_id
     FROM {s}.workflows
     WHERE workflow_id = %(wid)s
@@ -834,10 +835,11 @@ u AS (UPDATE {s}.workflows w
     FROM run
     WHERE w.workflow_id = %(wid)s AND (%(only_from)s::text[] IS NULL OR run.status =
             ANY(%(only_from)s::text[]))
-    RETURNING w.workflow_id)
+    RETURNING w.workflow_id, CASE WHEN %(note)s::text = 'enqueued' THEN w.queue ELSE
+        w.workflow_id END AS about, w.queue)
 SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || %(note)s::text || ':' ||
-            workflow_id)) FILTER (WHERE %(note)s::text IS NOT NULL AND
-        octet_length(workflow_id) < 7900)
+            about)) FILTER (WHERE %(note)s::text IS NOT NULL AND about IS NOT NULL AND
+        octet_length(about) < 7900), max(queue)
 FROM u;
 
 -- name: lock_family
