@@ -317,3 +317,15 @@ def test_debounce(tmp_path: Path) -> None:
     assert out.count("indexing todo.md") == 1
     assert "indexing todo.md: 'todo: ship it'" in out
     assert "todo.md: 3 words indexed" in out
+
+
+def test_rewind(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "rewind.py")], tmp_path)
+    assert "order-7 failed: amount 1999 read as euros, not cents" in out
+    assert "order-7 rewound: stock held for order-7; invoice INV-2 for order-7; charged" in out
+    assert "steps run: reserve, invoice, charge, charge" in out
+    assert "its history keeps the failed attempt: amount 1999 read as euros" in out
+    # Run again on the same database: a fresh order each time.
+    assert "steps run: reserve, invoice, charge, charge" in run_example(
+        [str(ROOT / "examples" / "rewind.py")], tmp_path
+    )

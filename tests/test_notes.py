@@ -60,6 +60,7 @@ def test_an_enqueued_run_starts_a_claim_round_and_wakes_nobody() -> None:
 
 def test_a_resumed_run_is_taken_back_whatever_was_known_of_it() -> None:
     assert _heard("resumed", "r") == [
+        ("forget_finished", "r"),
         ("allow", "r"),
         ("release", "r"),
         ("drop_warm", "r"),

@@ -29,6 +29,7 @@ from replaykit.runtime.admin import (
     fork_run,
     live_parent,
     resume_family,
+    rewind_run,
 )
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.stores.base import WorkflowFilter
@@ -40,6 +41,7 @@ __all__ = [
     "fork_command",
     "gc_command",
     "resume_command",
+    "rewind_command",
     "terminate_command",
 ]
 
@@ -308,6 +310,47 @@ def _confirm(question: str, *, as_json: bool = False) -> None:
         ) from None
     if not yes:
         raise click.Abort()
+
+
+@click.command("rewind")
+@click.argument("workflow_id")
+@click.option(
+    "--from",
+    "from_position",
+    type=click.IntRange(min=0),
+    required=True,
+    help="First position to run again; the records before it are kept.",
+)
+@url_option
+@click.option("--executor", help="Executor id to run it (default: the run's).")
+@click.option("--app-version", help="App version to stamp it with (default: the run's).")
+@json_option
+def rewind_command(
+    workflow_id: str,
+    from_position: int,
+    url: str,
+    executor: str | None,
+    app_version: str | None,
+    as_json: bool,
+) -> None:
+    """Run a finished or failed run again from --from, under its own id.
+
+    The attempt that ended stays in the run's history (`workflows show` lists its
+    generations); a live run is refused: cancel it first.
+    """
+    with store_at(url) as store:
+        stored = rewind_run(
+            store, workflow_id, from_position, executor_id=executor, app_version=app_version
+        )
+    if as_json:
+        echo_json({**row_json(stored), "kept_positions": from_position})
+        return
+    echo(
+        f"rewound {workflow_id!r} to position {from_position} (generation "
+        f"{stored.generation}); the attempt that ended is generation "
+        f"{stored.generation - 1} of its history. "
+        + pickup_note(stored.executor_id, stored.app_version)
+    )
 
 
 @click.command("gc")

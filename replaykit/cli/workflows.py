@@ -24,6 +24,7 @@ from replaykit.cli.operate import (
     fork_command,
     gc_command,
     resume_command,
+    rewind_command,
     terminate_command,
 )
 from replaykit.cli.options import json_option, url_option, when_option, wide_option
@@ -276,6 +277,7 @@ for _command in (
     terminate_command,
     resume_command,
     fork_command,
+    rewind_command,
     delete_command,
     gc_command,
 ):

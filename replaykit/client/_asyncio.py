@@ -386,6 +386,23 @@ class AsyncClient(AsyncFace):
         )
         return AsyncClientHandle(self, handle.workflow_id)
 
+    async def rewind(
+        self,
+        workflow_id: str,
+        position: int,
+        /,
+        *,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> AsyncClientHandle:
+        """`Client.rewind` as a coroutine."""
+        await self.off_loop(
+            functools.partial(self.client.rewind, executor_id=executor_id, app_version=app_version),
+            workflow_id,
+            position,
+        )
+        return AsyncClientHandle(self, workflow_id)
+
     async def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
         timeout = checked_wait(timeout, "result(timeout=...)")
         client = self.client

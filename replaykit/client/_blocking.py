@@ -911,6 +911,28 @@ class Client:
         self._hand_over(stored)
         return ClientHandle(self, stored.workflow_id)
 
+    def rewind(
+        self,
+        workflow_id: str,
+        position: int,
+        /,
+        *,
+        executor_id: str | None = None,
+        app_version: str | None = None,
+    ) -> ClientHandle:
+        """Run a finished or failed run again from `position`, under its own id.
+
+        The records below `position` are kept; the attempt that ended stays in the
+        run's history. The run goes to `executor_id` and `app_version` (default: the
+        run's), whose engine is told at once. A live run is refused: cancel it first.
+        """
+        self._check_open()
+        stored = admin.rewind_run(
+            self.store, workflow_id, position, executor_id=executor_id, app_version=app_version
+        )
+        self._hand_over(stored)
+        return ClientHandle(self, workflow_id)
+
     # -- internals ---------------------------------------------------------------------------
 
     def _check_open(self) -> None:

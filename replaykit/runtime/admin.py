@@ -895,6 +895,46 @@ def export_run(store: Store, workflow_id: str) -> Log:
     )
 
 
+def rewind_run(
+    store: Store,
+    workflow_id: str,
+    position: int,
+    *,
+    executor_id: str | None = None,
+    app_version: str | None = None,
+    now: datetime | None = None,
+) -> WorkflowRow:
+    """Run a finished run again from `position` under its own id (`Store.rewind_workflow`).
+
+    The attempt that ended stays in its history as the archived generation the rewind
+    made; the records below `position` are kept, the rest run again live, for
+    `executor_id` and `app_version` (default: the run's). A live run is refused: cancel
+    it first. A deadline that passed no longer applies (the run would be cancelled
+    again at once). Returns the run's row as it now is.
+    """
+    row = get_run(store, workflow_id)
+    records = store.load_log(workflow_id)
+    completed = next((r.position for r in records if r.outcome is None), len(records))
+    if isinstance(position, int) and not isinstance(position, bool) and completed < position:
+        raise ValueError(
+            f"cannot rewind workflow {row.name!r} (id {workflow_id!r}) to position "
+            f"{position}: the command at position {completed} never completed, so no run "
+            f"can go on after it; give a position from 0 to {completed}"
+        )
+    when = now or datetime.now(UTC)
+    live = store.rewind_workflow(
+        workflow_id,
+        position,
+        generation=row.generation,
+        executor_id=executor_id or row.executor_id,
+        app_version=app_version or row.app_version,
+        now=when,
+    )
+    if row.deadline is not None and row.deadline <= when:
+        store.set_deadline(workflow_id, None, None)
+    return live
+
+
 def fork_run(
     store: Store,
     source_id: str,

@@ -581,6 +581,11 @@ class AsyncEngine(AsyncFace):
         )
         return AsyncWorkflowHandle(self, handle.workflow_id)
 
+    async def rewind(self, workflow_id: str, position: int, /) -> AsyncWorkflowHandle[Any]:
+        """`Engine.rewind` as a coroutine."""
+        await self.off_loop(self.engine.rewind, workflow_id, position)
+        return AsyncWorkflowHandle(self, workflow_id)
+
     async def delete(self, workflow_id: str, *, children: bool = False) -> bool:
         return await self.off_loop(self.engine.delete, workflow_id, children=children)
 

@@ -36,6 +36,7 @@ from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.deadlines import Deadlines
 from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.handles import WorkflowHandle
+from replaykit.runtime.history import History
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.pool import WorkPool
@@ -81,7 +82,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Timing):
+class Engine(Timing, History):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -863,32 +864,6 @@ class Engine(Timing):
             self.cancels.forget(run_id)
             self.notes.take_back(run_id)
         return WorkflowHandle(self, workflow_id)
-
-    def fork(
-        self,
-        source_id: str,
-        from_position: int,
-        /,
-        *,
-        workflow_id: str | None = None,
-        app_version: str | None = None,
-    ) -> WorkflowHandle[Any]:
-        """Copy the run's records below `from_position` into a new run and run it from there.
-
-        The way to re-run a fixed version of a failed workflow without repeating
-        its completed steps. Positions from `from_position` on run again live.
-        """
-        stored, _kept = admin.fork_run(
-            self.store,
-            source_id,
-            from_position,
-            workflow_id=workflow_id,
-            executor_id=self.executor_id,
-            app_version=app_version or self.app_version,
-            now=self.clock.now(),
-        )
-        self.scheduler.dispatch(stored.workflow_id)
-        return WorkflowHandle(self, stored.workflow_id)
 
     def delete(self, workflow_id: str, *, children: bool = False) -> bool:
         """Remove a run with its log, inbox and events (cancelling it first if it runs)."""

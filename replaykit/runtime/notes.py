@@ -61,7 +61,8 @@ class Notes:
 
     def take_back(self, workflow_id: str) -> None:
         """Run again here a run that was resumed: whatever this engine knew of it (a
-        cancel, an interrupt, a warm generator) no longer holds."""
+        cancel, an interrupt, a warm generator, how it ended) no longer holds."""
+        self.runs.forget_finished(workflow_id)
         self.runs.allow(workflow_id)
         self.runs.release(workflow_id)
         self.runs.drop_warm(workflow_id)

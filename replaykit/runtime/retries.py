@@ -145,6 +145,8 @@ NOT_RETRIED: dict[str, str] = {
     "move_family": "after a lost answer a retry moves nothing more and answers no ids, which "
     "would tell the operator nothing moved: the caller hears the outage, and running the "
     "resume again is safe",
+    "rewind_workflow": "after a lost answer a retry finds the run PENDING and refuses it: "
+    "the caller hears the outage, and the run's generation says whether it happened",
     "delete_workflow": "after a lost answer, 'nothing to delete' cannot tell 'we deleted it' "
     "from 'it was never there': the caller hears the outage",
     "delete_schedule_state": "after a lost answer, 'nothing to delete' cannot tell 'we "

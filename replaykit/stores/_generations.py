@@ -1,5 +1,6 @@
 """What every store decides alike for `continue_workflow`: who may continue a run,
-when a call is the retry of one that committed, and the two rows it writes.
+when a call is the retry of one that committed, and the two rows it writes; and for
+`rewind_workflow`, which archives a finished run's attempt the same way.
 
 The memory store applies these in Python under its lock; the SQL stores read the
 run's row in their transaction, ask `continue_refusal`, and write the rows these
@@ -22,11 +23,15 @@ from replaykit.stores.base import WorkflowRow, archive_id
 
 __all__ = [
     "ALREADY_CONTINUED",
+    "REWINDABLE",
     "archived_generation",
     "check_continue_args",
+    "check_rewind",
+    "check_rewind_position",
     "continue_refusal",
     "id_taken",
     "next_generation",
+    "rewound",
     "with_first_inputs",
 ]
 
@@ -181,3 +186,69 @@ def with_first_inputs(
         )
         for row, created in answers
     ]
+
+
+#: The statuses a run may be rewound from: it ended, or was stopped with an error.
+REWINDABLE = (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.PARKED)
+
+
+def check_rewind(
+    row: WorkflowRow | None,
+    workflow_id: str,
+    position: int,
+    generation: int,
+    log_length: int | None,
+    archived: WorkflowRow | None,
+) -> WorkflowRow:
+    """The run's row if it may be rewound to `position` from `generation`; raises why not.
+
+    `log_length` None: the log is not counted yet (the SQL stores count it as they move
+    it to the archived row, then ask `check_rewind_position`)."""
+    if row is None:
+        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
+    where = f"workflow {row.name!r} (id {workflow_id!r})"
+    if row.status not in REWINDABLE:
+        raise ValueError(
+            f"{where} is {row.status.value}: only a run that ended (SUCCESS, ERROR, "
+            "CANCELLED) or was parked can be rewound. Cancel it first, then rewind it"
+        )
+    if row.generation != generation:
+        raise RecordConflict(
+            f"{where} is at generation {row.generation}, not {generation}: it was rewound "
+            "or continued meanwhile; look at it again"
+        )
+    if archived is not None:
+        raise id_taken(row, archived.workflow_id)
+    if log_length is not None:
+        check_rewind_position(row, position, log_length)
+    return row
+
+
+def check_rewind_position(row: WorkflowRow, position: int, log_length: int) -> None:
+    if (
+        isinstance(position, bool)
+        or not isinstance(position, int)
+        or not (0 <= position <= log_length)
+    ):
+        raise ValueError(
+            f"workflow {row.name!r} (id {row.workflow_id!r}) cannot be rewound to position "
+            f"{position!r}: its log has {log_length} record(s); give a position from 0 to "
+            f"{log_length}"
+        )
+
+
+def rewound(
+    row: WorkflowRow, executor_id: str, app_version: str, now: datetime
+) -> tuple[WorkflowRow, WorkflowRow]:
+    """(the archived attempt, the run's row once rewound). The attempt keeps its result
+    and error, so its history shows how it ended; the run starts its next generation
+    PENDING for `executor_id`, with the same inputs."""
+    attempt = attrs.evolve(archived_generation(row, now), result=row.result, error=row.error)
+    live = attrs.evolve(
+        next_generation(row, row.inputs, now),
+        status=Status.PENDING,
+        executor_id=executor_id,
+        app_version=app_version,
+        result=None,
+    )
+    return attempt, live

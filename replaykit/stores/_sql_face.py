@@ -81,6 +81,7 @@ class SqlFace:
         self.finish_workflow = finishes.finish_workflow
         self.bump_recovery = changes.bump_recovery
         self.continue_workflow = changes.continue_workflow
+        self.rewind_workflow = changes.rewind_workflow
         self.delete_workflow = changes.delete_workflow
         self.move_family = changes.move_family
         self.set_deadline = changes.set_deadline

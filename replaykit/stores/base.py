@@ -487,6 +487,31 @@ class Store(Protocol):
         """
         ...
 
+    def rewind_workflow(
+        self,
+        workflow_id: str,
+        position: int,
+        *,
+        generation: int,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+    ) -> WorkflowRow:
+        """Run a finished run again from `position`, under its own id (one transaction).
+
+        The run must have ended (SUCCESS, ERROR, CANCELLED) or be PARKED, and be at
+        `generation`; otherwise `ValueError` (`RecordConflict` for the generation)
+        and nothing is written. Its current generation is archived as
+        `continue_workflow` archives one (row `archive_id(workflow_id,
+        generation)`, status CONTINUED, its log moved there), keeping the attempt's
+        result and error; the records below `position` are copied back to the run;
+        the run's row starts its next generation PENDING for `executor_id` and
+        `app_version`, with the same inputs, no result and no error. Inbox, events
+        and children stay as they are. Notifies ("finished", archived id) and
+        ("resumed", id). Returns the run's row as it now is.
+        """
+        ...
+
     def set_status(
         self,
         workflow_id: str,

@@ -604,6 +604,27 @@ class CodecStore:
     ) -> bool:
         return self.inner.set_deadline(workflow_id, deadline, timeout)
 
+    def rewind_workflow(
+        self,
+        workflow_id: str,
+        position: int,
+        *,
+        generation: int,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+    ) -> WorkflowRow:
+        return self._decode_row(
+            self.inner.rewind_workflow(
+                workflow_id,
+                position,
+                generation=generation,
+                executor_id=executor_id,
+                app_version=app_version,
+                now=now,
+            )
+        )
+
     def continue_workflow(
         self,
         workflow_id: str,

@@ -32,8 +32,10 @@ from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
     check_continue_args,
+    check_rewind,
     continue_refusal,
     next_generation,
+    rewound,
 )
 from replaykit.stores._holds import ExecutorHold, LocalHolds
 from replaykit.stores._late import check_late, check_late_record, late_gap
@@ -76,6 +78,7 @@ from replaykit.stores.base import (
     StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
+    archive_id,
 )
 
 __all__ = ["NO_TWIN", "STATEMENT_TWINS", "MemoryStore"]
@@ -123,6 +126,8 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "get_step_heartbeats": "get_step_heartbeats",
     "get_workflow": "get_workflow",
     "heartbeat": "heartbeat",
+    "rewind_copy_log": "rewind_workflow",
+    "rewind_workflow": "rewind_workflow",
     "load_log": "load_log",
     "load_log_limited": "load_log",
     "lock_family": "move_family",
@@ -671,6 +676,44 @@ class MemoryStore(MemorySchedules):
             self._rows[workflow_id] = live
         self._notify("finished", archived_id)
         self._notify("stream", workflow_id)  # its generation's streams have ended
+        return live
+
+    def rewind_workflow(
+        self,
+        workflow_id: str,
+        position: int,
+        *,
+        generation: int,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+    ) -> WorkflowRow:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        archived_id = archive_id(workflow_id, generation)
+        with self._lock:
+            log = self._logs.get(workflow_id, [])
+            row = check_rewind(
+                self._rows.get(workflow_id),
+                workflow_id,
+                position,
+                generation,
+                len(log),
+                self._rows.get(archived_id),
+            )
+            attempt, live = rewound(row, executor_id, app_version, now)
+            self._rows[archived_id] = attempt
+            self._order[archived_id] = len(self._order)
+            self._logs[archived_id] = log
+            self._logs[workflow_id] = copy.deepcopy(log[:position])
+            set_by = self._set_by.get(workflow_id)
+            if set_by is not None:
+                self._set_by[archived_id] = set_by
+                self._set_by[workflow_id] = {
+                    at: mark for at, mark in set_by.items() if at < position
+                }
+            self._rows[workflow_id] = live
+        self._notify("finished", archived_id)
+        self._notify("resumed", workflow_id)
         return live
 
     def set_status(

@@ -16,13 +16,16 @@ from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
     check_continue_args,
+    check_rewind,
+    check_rewind_position,
     continue_refusal,
     id_taken,
     next_generation,
+    rewound,
 )
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
-from replaykit.stores.base import WorkflowRow
+from replaykit.stores.base import WorkflowRow, archive_id
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 from replaykit.stores.postgres.rows import json_param, utc_now, workflow_from_row
@@ -31,7 +34,8 @@ __all__ = ["Runs"]
 
 
 class Runs:
-    """continue_workflow, set_status, move_family, set_deadline, bump_recovery, delete."""
+    """continue_workflow, rewind_workflow, set_status, move_family, set_deadline,
+    bump_recovery, delete."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -102,6 +106,79 @@ class Runs:
             )
         db.tell([("finished", archived_id), ("stream", workflow_id)])
         return next_generation(row, inputs, now)
+
+    def rewind_workflow(
+        self,
+        workflow_id: str,
+        position: int,
+        *,
+        generation: int,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+    ) -> WorkflowRow:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        db, statements = self._db, self._sql
+        archived_id = archive_id(workflow_id, generation)
+        with db.connection() as conn, conn.transaction():
+            # The live row's lock first, as continue_workflow takes it.
+            found = conn.execute(statements["lock_workflow"], (workflow_id,)).fetchone()
+            other = conn.execute(statements["get_workflow"], (archived_id,)).fetchone()
+            row = check_rewind(
+                None if found is None else workflow_from_row(found),
+                workflow_id,
+                position,
+                generation,
+                None,
+                None if other is None else shown(workflow_from_row, other),
+            )
+            attempt, live = rewound(row, executor_id, app_version, now)
+            inserted = conn.execute(
+                statements["archive_generation"],
+                {
+                    "aid": archived_id,
+                    "name": attempt.name,
+                    "status": attempt.status.value,
+                    "inputs": None if attempt.inputs is None else json_param(attempt.inputs),
+                    "executor": attempt.executor_id,
+                    "version": attempt.app_version,
+                    "created": attempt.created_at,
+                    "now": now,
+                    "parent": attempt.parent_id,
+                    "started": attempt.started_at,
+                    "trace": attempt.trace_context,
+                    "generation": attempt.generation,
+                    "wid": workflow_id,
+                },
+            ).rowcount
+            if not inserted:
+                raise id_taken(row, archived_id)
+            conn.execute(
+                statements["rewind_keep_outcome"],
+                {"aid": archived_id, "wid": workflow_id},
+            )
+            moved = conn.execute(statements["archive_log"], (archived_id, workflow_id)).rowcount
+            # A refusal raises, and the transaction rolls back.
+            check_rewind_position(row, position, moved)
+            conn.execute(
+                statements["rewind_copy_log"],
+                {"wid": workflow_id, "aid": archived_id, "pos": position},
+            )
+            conn.execute(
+                statements["rewind_workflow"],
+                {
+                    "executor": executor_id,
+                    "version": app_version,
+                    "now": now,
+                    "wid": workflow_id,
+                    "generation": generation,
+                },
+            )
+            for kind, key in (("finished", archived_id), ("resumed", workflow_id)):
+                if len(key.encode()) < NOTIFY_MAX_KEY:
+                    conn.execute(statements["notify"], (db.channel, f"{db.origin}{kind}:{key}"))
+        db.tell([("finished", archived_id), ("resumed", workflow_id)])
+        return live
 
     def set_status(
         self,

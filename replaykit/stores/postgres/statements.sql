@@ -819,6 +819,34 @@ SET inputs = %(inputs)s, generation = generation + 1, wake_at = NULL, recovery_a
     generation = 0 THEN inputs ELSE first_inputs END
 WHERE workflow_id = %(wid)s;
 
+-- name: rewind_copy_log
+-- rewind_workflow: the records below a position copied back from the archived attempt,
+-- with what they set as events.
+INSERT INTO {s}.records (workflow_id, position, kind, name, outcome, digest, call_site,
+        started_at, completed_at, wake_at, attempts, event_key, event_value)
+SELECT %(wid)s, position, kind, name, outcome, digest, call_site, started_at, completed_at,
+    wake_at, attempts, event_key, event_value
+FROM {s}.records
+WHERE workflow_id = %(aid)s AND position < %(pos)s;
+
+-- name: rewind_keep_outcome
+-- rewind_workflow: the archived attempt keeps how the run ended.
+-- only: SQLite writes the archived attempt whole with create_workflow
+UPDATE {s}.workflows a
+SET result = w.result, error = w.error
+FROM {s}.workflows w
+WHERE a.workflow_id = %(aid)s AND w.workflow_id = %(wid)s;
+
+-- name: rewind_workflow
+-- rewind_workflow: the run starts its next generation PENDING for an engine, with the
+-- same inputs, no result and no error, if it is still at the generation rewound from.
+UPDATE {s}.workflows
+SET status = 'PENDING', generation = generation + 1, executor_id = %(executor)s,
+    app_version = %(version)s, result = NULL, error = '', wake_at = NULL,
+    recovery_attempts = 0, started_at = %(now)s, updated_at = %(now)s, first_inputs = CASE
+    WHEN generation = 0 THEN inputs ELSE first_inputs END
+WHERE workflow_id = %(wid)s AND generation = %(generation)s;
+
 -- name: set_status
 -- Set a run's status (from one of %(only_from)s, if not NULL), found by primary key;
 -- returns how many it changed and the run's queue, notifying with %(note)s if not NULL:

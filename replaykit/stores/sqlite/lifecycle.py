@@ -15,13 +15,16 @@ from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
     check_continue_args,
+    check_rewind,
+    check_rewind_position,
     continue_refusal,
     id_taken,
     next_generation,
+    rewound,
 )
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
-from replaykit.stores.base import WorkflowRow
+from replaykit.stores.base import WorkflowRow, archive_id
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.values import (
     dump,
@@ -39,6 +42,8 @@ _GET_WORKFLOW = SQL["get_workflow"]
 _CREATE_WORKFLOW = SQL["create_workflow"]
 _ARCHIVE_LOG = SQL["archive_log"]
 _CONTINUE_WORKFLOW = SQL["continue_workflow"]
+_REWIND_COPY_LOG = SQL["rewind_copy_log"]
+_REWIND_WORKFLOW = SQL["rewind_workflow"]
 _SET_STATUS = SQL["set_status"]
 _LOCK_FAMILY = SQL["lock_family"]
 _MOVE_FAMILY_MEMBER = SQL["move_family_member"]
@@ -105,6 +110,47 @@ class Lifecycle:
         if live.generation == generation + 1:
             # The archived generation finished, and the run's streams of it ended.
             self._notify([("finished", archived_id), ("stream", workflow_id)])
+        return live
+
+    def rewind_workflow(
+        self,
+        workflow_id: str,
+        position: int,
+        *,
+        generation: int,
+        executor_id: str,
+        app_version: str,
+        now: datetime,
+    ) -> WorkflowRow:
+        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+        archived_id = archive_id(workflow_id, generation)
+        stamp = to_micros(now)
+
+        def rewind(conn: sqlite3.Connection) -> WorkflowRow:
+            found = first(conn.execute(_GET_WORKFLOW, (workflow_id,)))
+            other = first(conn.execute(_GET_WORKFLOW, (archived_id,)))
+            row = check_rewind(
+                None if found is None else workflow_from_row(found),
+                workflow_id,
+                position,
+                generation,
+                None,
+                None if other is None else shown(workflow_from_row, other),
+            )
+            attempt, live = rewound(row, executor_id, app_version, now)
+            if not conn.execute(_CREATE_WORKFLOW, workflow_params(attempt)).rowcount:
+                raise id_taken(row, archived_id)
+            # A refusal below raises, and the write rolls back.
+            moved = conn.execute(_ARCHIVE_LOG, (archived_id, workflow_id)).rowcount
+            check_rewind_position(row, position, moved)
+            conn.execute(_REWIND_COPY_LOG, (workflow_id, archived_id, position))
+            conn.execute(
+                _REWIND_WORKFLOW, (executor_id, app_version, stamp, workflow_id, generation)
+            )
+            return live
+
+        live = self._writer.write(rewind)
+        self._notify([("finished", archived_id), ("resumed", workflow_id)])
         return live
 
     def set_status(

@@ -433,6 +433,25 @@ SET inputs = ?1, generation = generation + 1, wake_at = NULL, recovery_attempts 
     first_inputs = CASE WHEN generation = 0 THEN inputs ELSE first_inputs END
 WHERE workflow_id = ?3 AND status = 'PENDING' AND generation = ?4;
 
+-- name: rewind_copy_log
+-- rewind_workflow: the records below a position copied back from the archived attempt,
+-- with what they set as events: (run, archived, position).
+INSERT INTO records (workflow_id, position, kind, name, outcome, digest, call_site,
+        started_at, completed_at, wake_at, attempts, event_key, event_value)
+SELECT ?1, position, kind, name, outcome, digest, call_site, started_at, completed_at,
+    wake_at, attempts, event_key, event_value
+FROM records
+WHERE workflow_id = ?2 AND position < ?3;
+
+-- name: rewind_workflow
+-- rewind_workflow: the run starts its next generation PENDING for an engine, with the
+-- same inputs, no result and no error, if it is still at the generation rewound from.
+UPDATE workflows
+SET status = 'PENDING', generation = generation + 1, executor_id = ?1, app_version = ?2,
+    result = NULL, error = '', wake_at = NULL, recovery_attempts = 0, started_at = ?3,
+    updated_at = ?3, first_inputs = CASE WHEN generation = 0 THEN inputs ELSE first_inputs END
+WHERE workflow_id = ?4 AND generation = ?5;
+
 -- name: set_status
 -- Set a run's status, its owner and version where given (not NULL), its recovery count
 -- back to 0 if asked; only from one of ?8 (a JSON array of statuses) if not NULL.

@@ -10,7 +10,14 @@ from typing import Any
 
 from replaykit.errors import RecordConflict, WorkflowNotFound
 from replaykit.log import Status
-from replaykit.stores.base import MAX_NAME_BYTES, EventWrite, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import (
+    MAX_NAME_BYTES,
+    EventWrite,
+    Store,
+    WorkflowFilter,
+    WorkflowRow,
+    archive_id,
+)
 from replaykit.testing.conformance._support import (
     _T0,
     _equal,
@@ -30,6 +37,7 @@ __all__ = [
     "check_continue_workflow_retried_after_a_lost_answer",
     "check_create_finds_a_continued_run_by_its_first_inputs",
     "check_delete_takes_the_generations",
+    "check_rewind_keeps_the_attempt",
 ]
 
 _CW_INPUTS = {"args": [1, "a"], "kwargs": {"k": [2]}}
@@ -258,4 +266,63 @@ def check_create_finds_a_continued_run_by_its_first_inputs(store: Store) -> None
     found, _ = store.create_workflow(_run("fi-1", inputs=_FIRST))
     _equal(
         "first_inputs outlive the archived generation 0 being collected", _FIRST, found.first_inputs
+    )
+
+
+def check_rewind_keeps_the_attempt(store: Store) -> None:
+    """`rewind_workflow`: a finished run runs again from a position under its id, its
+    attempt archived as a generation with how it ended; refusals write nothing."""
+    store.create_workflow(_run("rw", executor_id="old", app_version="v1"))
+    for position in range(3):
+        store.record("rw", _step(position, position), executor_id="old")
+    store.finish_workflow("rw", Status.ERROR, None, executor_id="old", error="boom")
+    _raises(
+        "rewind_workflow of the wrong generation",
+        RecordConflict,
+        lambda: store.rewind_workflow(
+            "rw", 1, generation=1, executor_id="me", app_version="v2", now=_T0
+        ),
+    )
+    _raises(
+        "rewind_workflow past the end of the log",
+        ValueError,
+        lambda: store.rewind_workflow(
+            "rw", 4, generation=0, executor_id="me", app_version="v2", now=_T0
+        ),
+    )
+    unchanged = _present("the run after refused rewinds", store.get_workflow("rw"))
+    _equal(
+        "status after refused rewinds", (Status.ERROR, 0), (unchanged.status, unchanged.generation)
+    )
+    _equal("log after refused rewinds", [0, 1, 2], [r.position for r in _log_of(store, "rw")])
+    _equal("no archive after refused rewinds", None, store.get_workflow(archive_id("rw", 0)))
+    live = store.rewind_workflow("rw", 2, generation=0, executor_id="me", app_version="v2", now=_T0)
+    stored = _present("the rewound run", store.get_workflow("rw"))
+    for what, row in (("returned", live), ("stored", stored)):
+        _equal(
+            f"the rewound run as {what}",
+            (Status.PENDING, 1, "me", "v2", None, ""),
+            (row.status, row.generation, row.executor_id, row.app_version, row.result, row.error),
+        )
+    _equal("the rewound run's log", [_step(0, 0), _step(1, 1)], _log_of(store, "rw"))
+    attempt = _present("the archived attempt", store.get_workflow(archive_id("rw", 0)))
+    _equal(
+        "the archived attempt",
+        (Status.CONTINUED, "rw", 0, "boom"),
+        (attempt.status, attempt.continued_as, attempt.generation, attempt.error),
+    )
+    _equal("the archived attempt's log", 3, len(_log_of(store, archive_id("rw", 0))))
+    _raises(
+        "rewind_workflow of a live run",
+        ValueError,
+        lambda: store.rewind_workflow(
+            "rw", 0, generation=1, executor_id="me", app_version="v2", now=_T0
+        ),
+    )
+    _raises(
+        "rewind_workflow of no run",
+        WorkflowNotFound,
+        lambda: store.rewind_workflow(
+            "no-such-run", 0, generation=0, executor_id="me", app_version="v2", now=_T0
+        ),
     )

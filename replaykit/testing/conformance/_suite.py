@@ -42,6 +42,7 @@ from replaykit.testing.conformance._generations import (
     check_continue_workflow_retried_after_a_lost_answer,
     check_create_finds_a_continued_run_by_its_first_inputs,
     check_delete_takes_the_generations,
+    check_rewind_keeps_the_attempt,
 )
 from replaykit.testing.conformance._heartbeats import (
     check_heartbeat_names_are_bounded,
@@ -223,6 +224,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_continue_workflow_retried_after_a_lost_answer,
     check_continue_workflow_refusals,
     check_delete_takes_the_generations,
+    check_rewind_keeps_the_attempt,
     check_claim_order_and_readiness,
     check_deadlines_round_trip_and_claim_starts_timeouts,
     check_claim_limits,
