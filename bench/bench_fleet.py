@@ -4,13 +4,14 @@ many sleeping runs spread over engines.
     python -m bench.bench_fleet [--runs 2000] [--steps 10] [--engines 1,2,4,8]
                                 [--sleepers 0] [--sleeper-engines 2] [--pg URL]
 
-Throughput: for each process count N, a fresh schema, RUNS workflows of STEPS trivial
-steps each enqueued in batches by this process, then N `replaykit worker` processes
-started together; the time runs from their start until every run is SUCCESS. Printed:
+Throughput: for each process count N, a fresh schema, N `replaykit worker` processes,
+then RUNS workflows of STEPS trivial steps each enqueued in batches by this process, all
+due at one instant; the time runs from that instant until every run is SUCCESS. Printed:
 steps per second in all and per engine, and the ratio against one engine measured in
 the same run (issue "beyond one server": throughput should not fall when processes are
 added beyond the cores; this machine has 2, shared with PostgreSQL and this process).
-The time includes the workers' start (about half a second): give enough runs.
+The workers start first and the runs come due together once they are up, so a
+process's start (a third of a second of CPU each) is not counted.
 
 Sleepers (with --sleepers S): S runs that each sleep until one instant, enqueued and
 claimed by --sleeper-engines worker processes. Once every run sleeps, each process's
@@ -33,6 +34,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from bench.bench_queues import drop, stop
 from bench.queue_app import fleet, sleeper, sleepers, steps
@@ -73,20 +75,36 @@ def start_workers(url: str, queue: str, count: int) -> list[subprocess.Popen[byt
 
 
 def throughput(pg: str, runs: int, step_count: int, engines: int) -> float:
-    """Seconds for `engines` worker processes to finish `runs` runs of `step_count` steps."""
+    """Seconds for `engines` worker processes to finish `runs` runs of `step_count` steps,
+    from the instant the runs come due: the workers are up and idle by then (their start
+    is not counted), and every run is enqueued with a delay that ends at that instant."""
     schema = f"bench_fleet_{uuid.uuid4().hex[:8]}"
     url = f"{pg}?schema={schema}"
     try:
         with Engine(url, queues=[], app_version=VERSION, executor_id="producer") as engine:
-            for first in range(0, runs, BATCH):
-                items = [
-                    QueueItem(i, step_count, workflow_id=f"f{i}")
-                    for i in range(first, min(first + BATCH, runs))
-                ]
-                engine.enqueue_many(fleet, steps, items)
             procs = start_workers(url, fleet.name, engines)
-            start = time.perf_counter()
             try:
+                up = time.monotonic() + 60
+                beats: Any = engine.store  # read_heartbeats: the SQL stores', not the protocol's
+                while (
+                    len(beats.read_heartbeats(datetime.now(UTC) - timedelta(minutes=1))) <= engines
+                ):
+                    if time.monotonic() > up:
+                        raise RuntimeError(f"{engines} workers did not start within 60 s")
+                    time.sleep(0.1)
+                due = datetime.now(UTC) + timedelta(seconds=2 + runs / 4000)
+                for first in range(0, runs, BATCH):
+                    delay = (due - datetime.now(UTC)).total_seconds()
+                    items = [
+                        QueueItem(i, step_count, workflow_id=f"f{i}", delay=max(delay, 0.0))
+                        for i in range(first, min(first + BATCH, runs))
+                    ]
+                    engine.enqueue_many(fleet, steps, items)
+                left = (due - datetime.now(UTC)).total_seconds()
+                if left <= 0:
+                    raise RuntimeError("enqueueing took longer than the margin; give fewer runs")
+                time.sleep(left)
+                start = time.perf_counter()
                 with finished_runs(pg, schema) as done:
                     while done() < runs:
                         time.sleep(0.05)
