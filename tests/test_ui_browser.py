@@ -295,3 +295,45 @@ def test_cancel_in_the_browser_on_postgres(driver: Any, pg_url: str, pg_schema: 
         assert driver.find_element(By.ID, "status").text == "CANCELLED"
         assert status_of(store, "waiting") is Status.CANCELLED
         assert "PostgresStore" in driver.find_element(By.CLASS_NAME, "store").text
+
+
+@workflow(name="ui-browser-nightly")
+def nightly_wf(tick: Any) -> Generator[Any, Any, str]:
+    return str(tick)
+    yield
+
+
+def test_pause_and_trigger_a_schedule(driver: Any, tmp_path: Path) -> None:
+    from replaykit.runtime.schedules import Schedule
+
+    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    with Engine(url, poll_interval=0.05, executor_id="app", schedules=False) as engine:
+        engine.schedules.add(Schedule("0 3 * * *", nightly_wf, "nightly"))
+        wait_for(lambda: "nightly" in engine.store.schedule_states(), "the schedule stored")
+        store = open_for_operator(url, create=False)
+        try:
+            with running(create_app(store)) as base:
+                driver.get(f"{base}/runs")
+                go(driver, driver.find_element(By.LINK_TEXT, "Schedules"))
+                assert texts(driver, "#schedules td.name") == ["nightly"]
+                go(driver, driver.find_element(By.CSS_SELECTOR, "button[value=pause]"))
+                assert driver.find_element(By.ID, "done").text.startswith("Paused")
+                assert "paused" in driver.find_element(By.CSS_SELECTOR, "td.state").text
+                assert store.schedule_states()["nightly"].paused
+                go(driver, driver.find_element(By.CSS_SELECTOR, "button[value=trigger]"))
+                assert driver.find_element(By.ID, "done").text.startswith("Triggered")
+                wait_for(
+                    lambda: any(
+                        r.workflow_id.startswith("schedule:nightly:manual:")
+                        for r in engine.list_workflows(name="ui-browser-nightly")
+                    ),
+                    "the engine to start the triggered run",
+                )
+                driver.get(f"{base}/schedules")
+                assert "SUCCESS" in driver.find_element(By.CSS_SELECTOR, "td.runs").text or (
+                    "PENDING" in driver.find_element(By.CSS_SELECTOR, "td.runs").text
+                )
+                go(driver, driver.find_element(By.CSS_SELECTOR, "button[value=resume]"))
+                assert "active" in driver.find_element(By.CSS_SELECTOR, "td.state").text
+        finally:
+            store.close()

@@ -70,6 +70,7 @@ __all__ = [
     "ticks_between",
     "ticks_in",
     "trigger_schedule",
+    "upcoming_ticks",
 ]
 
 W = TypeVar("W", bound=Workflow[..., Any])
@@ -427,6 +428,20 @@ def _ticks_in(cron: str, tz: str | None, start: datetime, end: datetime) -> Iter
     while tick < end:
         yield tick
         tick = _next_tick(cron, tz, tick)
+
+
+def upcoming_ticks(cron: str, tz: str | None, after: datetime, count: int) -> list[datetime]:
+    """The next `count` ticks of `cron` (read in `tz`) after `after`, as UTC datetimes;
+    [] for a definition that does not parse here (a tool shows what it can)."""
+    ticks: list[datetime] = []
+    try:
+        tick = _aware("after", after)
+        for _ in range(count):
+            tick = _next_tick(cron, tz, tick)
+            ticks.append(tick)
+    except (ValueError, KeyError, LookupError):
+        return ticks
+    return ticks
 
 
 def bounded_ticks(

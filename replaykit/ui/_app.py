@@ -39,13 +39,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from replaykit._text import printable
-from replaykit.errors import CodecError, StoreError, WorkflowNotFound
+from replaykit.errors import CodecError, ScheduleNotFound, StoreError, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.runtime.admin import get_run
 from replaykit.stores._checks import check_filter, check_names
 from replaykit.stores.base import DamagedRow, Store
 from replaykit.stores.codec import CodecStore
-from replaykit.ui import _actions, _views
+from replaykit.ui import _actions, _schedules, _views
 
 __all__ = ["COOKIE", "TOKEN_HEADER", "create_app"]
 
@@ -490,6 +490,29 @@ def create_app(
         log.info("%s", done.message)
         return RedirectResponse(link("/run", id=done.workflow_id, done=action), status_code=303)
 
+    async def schedules(request: Request) -> Response:
+        view = await run_in_threadpool(_schedules.schedules_page, store)
+        done = _schedules.ACTIONS.get(request.query_params.get("done", ""), "")
+        return await render.page_off_loop("schedules.html", view=view, title="Schedules", done=done)
+
+    def schedule_action(action: str) -> Handler:
+        async def endpoint(request: Request) -> Response:
+            form = await _form(request)
+            refusal = checked_post(form, request)
+            if refusal is not None:
+                return refusal
+            name = form.get("name", "")
+            try:
+                await run_in_threadpool(_schedules.act, store, action, name)
+            except ScheduleNotFound as exc:
+                return render.error(404, "No such schedule", f"{exc}.")
+            except ValueError as exc:  # a name no schedule could have
+                raise _FormError(f"name: {exc}") from None
+            log.info("schedule %r: %s from the UI", name, action)
+            return RedirectResponse(link("/schedules", done=action), status_code=303)
+
+        return endpoint
+
     def confirm_route(action: str) -> Handler:
         async def endpoint(request: Request) -> Response:
             if request.method == "POST":
@@ -509,11 +532,16 @@ def create_app(
         Route("/runs", handled(runs)),
         Route("/run", handled(run)),
         Route("/queues", handled(queues)),
+        Route("/schedules", handled(schedules)),
         Route("/static/style.css", stylesheet),
     ]
     routes.extend(
         Route(f"/{action}", handled(confirm_route(action)), methods=["GET", "POST"])
         for action in ("cancel", "resume", "fork")
+    )
+    routes.extend(
+        Route(f"/schedules/{action}", handled(schedule_action(action)), methods=["POST"])
+        for action in _schedules.ACTIONS
     )
     app = Starlette(routes=routes, exception_handlers={404: not_found})
     app.add_middleware(_Guard, settings=settings, render=render)

@@ -5,7 +5,7 @@
 Fills a temporary SQLite store with a small shop's runs (finished, failed,
 waiting, with children, queued), serves the UI on a free loopback port and
 has Debian's chromium (through /usr/bin/chromedriver, driven by selenium)
-save runs.png, run.png and queues.png. Needs `replaykit[test]` and
+save runs.png, run.png, run-children.png, queues.png and schedules.png. Needs `replaykit[test]` and
 `apt-get install chromium chromium-driver`.
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from replaykit import All, Call, Engine, Queue, Race, Recv, SetEvent, Sleep, Step, workflow
+from replaykit.runtime.schedules import Schedule
 
 __all__ = ["main", "populate"]
 
@@ -92,6 +93,11 @@ def await_pickup(order_id: str) -> Generator[Any, Any, None]:
     yield Sleep(timedelta(hours=6))
 
 
+@workflow(name="nightly-report")
+def nightly_report(tick: Any) -> Generator[Any, Any, None]:
+    yield Step("report", notify, str(tick))
+
+
 SHIPPING = Queue("shipping", concurrency=3)
 
 
@@ -142,6 +148,13 @@ def populate(engine: Engine) -> dict[str, str]:
         lambda: all(_waiting(engine, f"pickup-{n}") for n in range(4001, 4004)),
         "the shipping queue's runs to sleep",
     )
+    engine.schedules.add(
+        Schedule("0 2 * * *", nightly_report, "nightly-report", tz="Europe/Berlin")
+    )
+    engine.schedules.add(Schedule("*/15 * * * *", send_receipt, "quarter-hourly-receipts"))
+    _until(lambda: len(engine.store.schedule_states()) == 2, "the schedules to be stored")
+    engine.schedules.trigger("nightly-report")
+    engine.schedules.pause("quarter-hourly-receipts")
     return {"failed": "order-1003", "waiting": "order-1002", "parent": "batch-17"}
 
 
@@ -176,7 +189,8 @@ def main(argv: list[str]) -> int:
                 _shoot(driver, run + ids["failed"], out / "run.png", full=True)
                 _shoot(driver, run + ids["parent"], out / "run-children.png", full=True)
                 _shoot(driver, f"{base}/queues", out / "queues.png")
-    for name in ("runs.png", "run.png", "run-children.png", "queues.png"):
+                _shoot(driver, f"{base}/schedules", out / "schedules.png")
+    for name in ("runs.png", "run.png", "run-children.png", "queues.png", "schedules.png"):
         print(out / name)
     return 0
 
