@@ -45,7 +45,7 @@ from replaykit.runtime.admin import get_run
 from replaykit.stores._checks import check_filter, check_names
 from replaykit.stores.base import DamagedRow, Store
 from replaykit.stores.codec import CodecStore
-from replaykit.ui import _actions, _schedules, _views
+from replaykit.ui import _actions, _schedules, _views, _workers
 
 __all__ = ["COOKIE", "TOKEN_HEADER", "create_app"]
 
@@ -495,6 +495,10 @@ def create_app(
         done = _schedules.ACTIONS.get(request.query_params.get("done", ""), "")
         return await render.page_off_loop("schedules.html", view=view, title="Schedules", done=done)
 
+    async def workers(request: Request) -> Response:
+        view = await run_in_threadpool(_workers.workers_page, store)
+        return await render.page_off_loop("workers.html", view=view, title="Workers")
+
     def schedule_action(action: str) -> Handler:
         async def endpoint(request: Request) -> Response:
             form = await _form(request)
@@ -533,6 +537,7 @@ def create_app(
         Route("/run", handled(run)),
         Route("/queues", handled(queues)),
         Route("/schedules", handled(schedules)),
+        Route("/workers", handled(workers)),
         Route("/static/style.css", stylesheet),
     ]
     routes.extend(

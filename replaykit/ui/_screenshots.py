@@ -5,8 +5,8 @@
 Fills a temporary SQLite store with a small shop's runs (finished, failed,
 waiting, with children, queued), serves the UI on a free loopback port and
 has Debian's chromium (through /usr/bin/chromedriver, driven by selenium)
-save runs.png, run.png, run-children.png, queues.png and schedules.png. Needs `replaykit[test]` and
-`apt-get install chromium chromium-driver`.
+save runs.png, run.png, run-children.png, queues.png, schedules.png and
+workers.png. Needs `replaykit[test]` and `apt-get install chromium chromium-driver`.
 """
 
 from __future__ import annotations
@@ -190,8 +190,9 @@ def main(argv: list[str]) -> int:
                 _shoot(driver, run + ids["parent"], out / "run-children.png", full=True)
                 _shoot(driver, f"{base}/queues", out / "queues.png")
                 _shoot(driver, f"{base}/schedules", out / "schedules.png")
-    for name in ("runs.png", "run.png", "run-children.png", "queues.png", "schedules.png"):
-        print(out / name)
+                _shoot(driver, f"{base}/workers", out / "workers.png")
+    for name in ("runs", "run", "run-children", "queues", "schedules", "workers"):
+        print(out / f"{name}.png")
     return 0
 
 
