@@ -275,7 +275,11 @@ def test_filter_the_runs_and_see_the_queues(
     driver.get(f"{base}/runs")
     driver.find_element(By.CSS_SELECTOR, "input[name=status][value=ERROR]").click()
     go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
-    assert driver.current_url == f"{base}/runs?status=ERROR&name=&queue=&partition_key="
+    assert driver.current_url == (
+        f"{base}/runs?status=ERROR&name=&queue=&partition_key=&from=&to=&refresh="
+    )
+    counts = texts(driver, "#counts a")
+    assert counts and all(text.split()[0] in {s.value for s in Status} for text in counts)
     assert texts(driver, "#runs tbody td.id a") == ["failed:1", "failed"]
     assert set(texts(driver, "#runs .badge")) == {"ERROR"}
     go(driver, driver.find_element(By.LINK_TEXT, "Queues"))

@@ -658,9 +658,16 @@ def test_a_filtered_page_counts_with_the_store_and_reads_no_payload(any_store: S
         assert page.status_code == 200, page.text
         assert "Runs 1 to 5 of 11, newest first." in page.text
         assert ids_on(page.text) == ["big-21", "big-19", "big-17", "big-15", "big-13"]
-        # One COUNT and one read of the page's own rows, without their inputs.
-        [(counted, _)] = recording.of("count_workflows")
+        # COUNTs only (the page's, then one per status for the counts bar, each with
+        # the other filters), and one read of the page's own rows, without their inputs.
+        counted = [args[0] for args, _ in recording.of("count_workflows")]
         assert counted[0].queue == "bulk" and counted[0].statuses() == (Status.ENQUEUED,)
+        assert [c.statuses() for c in counted[1:]] == [(status,) for status in Status]
+        assert all(c.queue == "bulk" for c in counted)
+        assert (
+            'class="chip s-enqueued" href="/runs?status=ENQUEUED&amp;queue=bulk">ENQUEUED 11'
+            in (page.text)
+        )
         listings = recording.of("list_workflows")
         assert len(listings) == 1 and listings[0][0][0].payloads is False
         assert listings[0][0][0].limit == 5
@@ -760,3 +767,36 @@ def test_a_ui_with_the_wrong_codec_key_says_the_key_does_not_match(tmp_path: Pat
     assert "does not match" in page.text and "not damaged" in page.text
     assert "workflows delete" not in page.text
     assert listed.status_code == 200 and "secret-run" in listed.text
+
+
+def test_runs_filter_by_creation_time_refresh_and_show_durations(
+    store: Store, client: httpx.Client
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    base = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+    for n in range(4):
+        created = base + timedelta(hours=n)
+        store.create_workflow(
+            WorkflowRow(
+                f"timed-{n}",
+                "ui-http-timed",
+                Status.SUCCESS,
+                created_at=created,
+                updated_at=created + timedelta(seconds=90),
+            )
+        )
+    page = client.get(
+        "/runs",
+        params={"name": "ui-http-timed", "from": "2030-01-01T10:00", "to": "2030-01-01T12:00"},
+    )
+    assert page.status_code == 200
+    assert ids_on(page.text) == ["timed-2", "timed-1"]
+    assert 'value="2030-01-01T10:00"' in page.text and "90.0 s" in page.text
+    assert 'class="chip s-success" href="/runs?status=SUCCESS&amp;name=ui-http-timed' in page.text
+    assert 'http-equiv="refresh"' not in page.text
+    refreshing = client.get("/runs", params={"refresh": "5"})
+    assert '<meta http-equiv="refresh" content="5">' in refreshing.text
+    bad = client.get("/runs", params={"from": "yesterday"})
+    assert bad.status_code == 400 and "type it as 2026-12-04T09:30 (UTC)" in bad.text
+    assert 'action="/run" id="open-run"' in page.text

@@ -381,6 +381,12 @@ def create_app(
             per_page = min(max(int(params.get("per_page", str(_views.PER_PAGE))), 5), 500)
         except ValueError:
             return render.error(400, "Bad page", "page and per_page are whole numbers.")
+        try:
+            created_from = _views.parse_form_time(params.get("from", ""), "from")
+            created_to = _views.parse_form_time(params.get("to", ""), "to")
+            refresh = min(max(int(params.get("refresh", "0") or "0"), 0), 3600)
+        except ValueError as exc:
+            return render.error(400, "Bad filter", f"{exc}.")
         query = _views.RunsQuery(
             statuses=tuple(dict.fromkeys(statuses)),
             name=params.get("name", "").strip(),
@@ -388,13 +394,18 @@ def create_app(
             partition_key=params.get("partition_key", "").strip(),
             page=page,
             per_page=per_page,
+            created_from=created_from,
+            created_to=created_to,
+            refresh=refresh,
         )
         try:
             check_filter(query.where())
         except ValueError as exc:
             raise _FormError(str(exc)) from None
         view = await run_in_threadpool(_views.runs_page, store, query)
-        return await render.page_off_loop("runs.html", view=view, title="Runs")
+        return await render.page_off_loop(
+            "runs.html", view=view, title="Runs", refresh=query.refresh, form_time=_views.form_time
+        )
 
     async def run(request: Request) -> Response:
         workflow_id = run_id(request)

@@ -112,6 +112,9 @@ class RunsQuery:
     page: int = 0  # 0 is the newest page
     per_page: int = PER_PAGE
     partition_key: str = ""
+    created_from: datetime | None = None  # UTC; runs created at or after it
+    created_to: datetime | None = None  # UTC; runs created before it
+    refresh: int = 0  # seconds between the page's reloads; 0: none
 
     def where(self) -> WorkflowFilter:
         return WorkflowFilter(
@@ -119,7 +122,28 @@ class RunsQuery:
             name=self.name or None,
             queue=self.queue or None,
             partition_key=self.partition_key or None,
+            since=self.created_from,
+            until=self.created_to,
         )
+
+
+def form_time(value: datetime | None) -> str:
+    """A UTC instant as the time range's inputs show it (YYYY-MM-DDTHH:MM)."""
+    return "" if value is None else value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def parse_form_time(text: str, what: str) -> datetime | None:
+    """The time range's input, read as UTC; ValueError saying what to type."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"{what} {text!r} is not a time; type it as 2026-12-04T09:30 (UTC)"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 @attrs.frozen
@@ -132,12 +156,15 @@ class RunRow:
     updated: str
     parent_id: str
     problem: str  # a failure, a parking reason or a damaged row, in one line
+    duration: str  # created to finished, or to the last change of one under way
 
 
 @attrs.frozen
 class RunsPage:
     query: RunsQuery
     rows: list[RunRow]
+    # How many runs of each status match the filters but the status (the counts bar).
+    counts: list[tuple[str, int]]
     total: int
     first: int  # 1-based number of the first row shown, 0 when none
     last: int
@@ -168,7 +195,23 @@ def _run_row(row: WorkflowRow) -> RunRow:
         updated=when(row.updated_at),
         parent_id=row.parent_id or "",
         problem=" ".join(_problem(row).split())[:200],
+        duration=_duration(row),
     )
+
+
+def _duration(row: WorkflowRow) -> str:
+    if row.created_at is None or row.updated_at is None:
+        return ""
+    seconds = max((row.updated_at - row.created_at).total_seconds(), 0.0)
+    if seconds < 1:
+        shown = f"{seconds * 1000:.0f} ms"
+    elif seconds < 120:
+        shown = f"{seconds:.1f} s"
+    elif seconds < 7200:
+        shown = f"{seconds / 60:.0f} min"
+    else:
+        shown = f"{seconds / 3600:.1f} h"
+    return shown if row.status.is_terminal else f"{shown} so far"
 
 
 def runs_page(store: Store, query: RunsQuery) -> RunsPage:
@@ -183,9 +226,15 @@ def runs_page(store: Store, query: RunsQuery) -> RunsPage:
     if end > 0:
         rows = store.list_workflows(attrs.evolve(where, limit=end - start, offset=start))
     rows.reverse()
+    any_status = attrs.evolve(where, status=None)
+    counts = [
+        (status.value, count_runs(store, attrs.evolve(any_status, status=status)))
+        for status in Status
+    ]
     return RunsPage(
         query=attrs.evolve(query, page=page),
         rows=[_run_row(row) for row in rows],
+        counts=[(status, n) for status, n in counts if n],
         total=total,
         first=total - end + 1 if rows else 0,
         last=total - end + len(rows),
