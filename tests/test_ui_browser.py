@@ -341,3 +341,20 @@ def test_pause_and_trigger_a_schedule(driver: Any, tmp_path: Path) -> None:
                 assert "active" in driver.find_element(By.CSS_SELECTOR, "td.state").text
         finally:
             store.close()
+
+
+def test_send_a_message_to_a_waiting_run(
+    driver: Any, sqlite_shop: tuple[Engine, Store, str]
+) -> None:
+    engine, _store, base = sqlite_shop
+    driver.get(f"{base}/run?id=waiting")
+    form = driver.find_element(By.ID, "send")
+    form.find_element(By.NAME, "topic").send_keys("payment")
+    form.find_element(By.NAME, "message").send_keys('{"card": "amex"}')
+    go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+    assert driver.find_element(By.ID, "done").text.startswith("Sent:")
+    result = engine.handle("waiting").result(timeout=20)
+    assert result["payment"] == {"card": "amex"}
+    driver.get(f"{base}/run?id=waiting")
+    assert driver.find_element(By.ID, "status").text == "SUCCESS"
+    assert absent(driver, By.ID, "send")

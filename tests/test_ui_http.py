@@ -800,3 +800,39 @@ def test_runs_filter_by_creation_time_refresh_and_show_durations(
     bad = client.get("/runs", params={"from": "yesterday"})
     assert bad.status_code == 400 and "type it as 2026-12-04T09:30 (UTC)" in bad.text
     assert 'action="/run" id="open-run"' in page.text
+
+
+def test_a_run_page_downloads_its_history_and_sends_a_message(
+    engine: Engine, client: httpx.Client
+) -> None:
+    import json
+
+    from replaykit.log import Log
+
+    engine.start(waiter_wf, workflow_id="asks <you>")
+    wait_for(lambda: waiting(engine, "asks <you>"), "the run to wait")
+    page = client.get("/run", params={"id": "asks <you>"})
+    token = form_token(page.text)
+    assert 'id="send"' in page.text and 'id="download"' in page.text
+    download = client.get("/run.json", params={"id": "asks <you>"})
+    assert download.status_code == 200
+    assert download.headers["content-disposition"] == 'attachment; filename="asks__you_.json"'
+    assert Log.from_json(download.text).workflow_id == "asks <you>"
+    refused = client.post(
+        "/send", params={"id": "asks <you>"}, data={"topic": "go", "message": "1", "confirm": "yes"}
+    )
+    assert refused.status_code == 403
+    bad = client.post(
+        "/send",
+        params={"id": "asks <you>"},
+        data={"topic": "go", "message": "{oops", "csrf": token, "confirm": "yes"},
+    )
+    assert bad.status_code == 400 and "not JSON" in bad.text
+    sent = client.post(
+        "/send",
+        params={"id": "asks <you>"},
+        data={"topic": "go", "message": json.dumps({"ok": 1}), "csrf": token, "confirm": "yes"},
+        follow_redirects=True,
+    )
+    assert sent.status_code == 200 and "Sent: the message waits" in sent.text
+    assert engine.handle("asks <you>").result(timeout=20) == {"ok": 1}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import logging
 import secrets
 import urllib.parse
@@ -38,10 +39,11 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from replaykit import serde
 from replaykit._text import printable
 from replaykit.errors import CodecError, ScheduleNotFound, StoreError, WorkflowNotFound
 from replaykit.log import Status
-from replaykit.runtime.admin import get_run
+from replaykit.runtime.admin import export_run, get_run, send_message
 from replaykit.stores._checks import check_filter, check_names
 from replaykit.stores.base import DamagedRow, Store
 from replaykit.stores.codec import CodecStore
@@ -506,6 +508,47 @@ def create_app(
         done = _schedules.ACTIONS.get(request.query_params.get("done", ""), "")
         return await render.page_off_loop("schedules.html", view=view, title="Schedules", done=done)
 
+    async def run_json(request: Request) -> Response:
+        workflow_id = run_id(request)
+        exported = await run_in_threadpool(export_run, store, workflow_id)
+        # The file's name says which run; only safe characters reach the header.
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in workflow_id)[:100]
+        return Response(
+            exported.to_json(),
+            media_type="application/json",
+            headers={"content-disposition": f'attachment; filename="{safe or "run"}.json"'},
+        )
+
+    async def send(request: Request) -> Response:
+        workflow_id = run_id(request)
+        form = await _form(request)
+        refusal = checked_post(form, request)
+        if refusal is not None:
+            return refusal
+        try:
+            message = json.loads(form.get("message", ""))
+        except ValueError as exc:
+            raise _FormError(
+                f'message: not JSON ({exc}); type it as JSON, such as {{"approved": true}} '
+                'or "a text"'
+            ) from None
+        topic = form.get("topic", "").strip() or None
+        try:
+            await run_in_threadpool(
+                lambda: send_message(
+                    store,
+                    workflow_id,
+                    message,
+                    topic,
+                    idempotency_key=None,
+                    max_bytes=serde.DEFAULT_MAX_PAYLOAD_BYTES,
+                )
+            )
+        except ValueError as exc:  # a topic no name may be, a message too large
+            raise _FormError(str(exc)) from None
+        log.info("message sent to %r (topic %r) from the UI", workflow_id, topic)
+        return RedirectResponse(link("/run", id=workflow_id, done="send"), status_code=303)
+
     async def workers(request: Request) -> Response:
         view = await run_in_threadpool(_workers.workers_page, store)
         return await render.page_off_loop("workers.html", view=view, title="Workers")
@@ -546,6 +589,8 @@ def create_app(
         Route("/", handled(index)),
         Route("/runs", handled(runs)),
         Route("/run", handled(run)),
+        Route("/run.json", handled(run_json)),
+        Route("/send", handled(send), methods=["POST"]),
         Route("/queues", handled(queues)),
         Route("/schedules", handled(schedules)),
         Route("/workers", handled(workers)),
@@ -575,4 +620,5 @@ _DONE = {
     "runs it (at once if that engine is running, else when it starts).",
     "fork": "This is the fork. It is PENDING; the engine with its executor id and app "
     "version runs it live from the position it was forked at.",
+    "send": "Sent: the message waits in the run's inbox until its Recv of that topic takes it.",
 }
