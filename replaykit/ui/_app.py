@@ -238,6 +238,14 @@ class _FormError(Exception):
     pass
 
 
+class _Refused(Exception):
+    """A POST refused before it acts (no form token, not confirmed): `response` says why."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__()
+        self.response = response
+
+
 async def _form(request: Request) -> dict[str, str]:
     """The urlencoded body of a POST (the UI's forms send nothing else)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -314,6 +322,8 @@ def create_app(
                 return render.error(
                     503, "The store did not answer", f"{exc}. Reload the page to try again."
                 )
+            except _Refused as refused:
+                return refused.response
             except _FormError as exc:
                 return render.error(400, "Bad request", f"{exc}; use the links and forms here.")
             except Exception as exc:
@@ -342,6 +352,14 @@ def create_app(
                 400, "Not confirmed", "Press the confirmation button on the confirmation page."
             )
         return None
+
+    async def posted(request: Request) -> dict[str, str]:
+        """The form of an action's POST, once its token and confirmation are checked."""
+        form = await _form(request)
+        refusal = checked_post(form, request)
+        if refusal is not None:
+            raise _Refused(refusal)
+        return form
 
     def codec_text(exc: CodecError) -> str:
         given = store.codec.name if isinstance(store, CodecStore) and store.codec else None
@@ -463,10 +481,7 @@ def create_app(
 
     async def act(request: Request, action: str) -> Response:
         workflow_id = run_id(request)
-        form = await _form(request)
-        refusal = checked_post(form, request)
-        if refusal is not None:
-            return refusal
+        form = await posted(request)
         try:
             if action == "cancel":
                 done = await run_in_threadpool(
@@ -521,10 +536,7 @@ def create_app(
 
     async def send(request: Request) -> Response:
         workflow_id = run_id(request)
-        form = await _form(request)
-        refusal = checked_post(form, request)
-        if refusal is not None:
-            return refusal
+        form = await posted(request)
         try:
             message = json.loads(form.get("message", ""))
         except ValueError as exc:
@@ -555,10 +567,7 @@ def create_app(
 
     def schedule_action(action: str) -> Handler:
         async def endpoint(request: Request) -> Response:
-            form = await _form(request)
-            refusal = checked_post(form, request)
-            if refusal is not None:
-                return refusal
+            form = await posted(request)
             name = form.get("name", "")
             try:
                 await run_in_threadpool(_schedules.act, store, action, name)

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import psycopg
+
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
 from replaykit.stores._checks import check_names, storable_error
@@ -64,27 +66,7 @@ class Runs:
             assert row is not None
             if refusal == ALREADY_CONTINUED:
                 return row
-            old = archived_generation(row, now)
-            inserted = conn.execute(
-                statements["archive_generation"],
-                {
-                    "aid": archived_id,
-                    "name": old.name,
-                    "status": old.status.value,
-                    "inputs": None if old.inputs is None else json_param(old.inputs),
-                    "executor": old.executor_id,
-                    "version": old.app_version,
-                    "created": old.created_at,
-                    "now": now,
-                    "parent": old.parent_id,
-                    "started": old.started_at,
-                    "trace": old.trace_context,
-                    "generation": old.generation,
-                    "wid": workflow_id,
-                },
-            ).rowcount
-            if not inserted:
-                raise id_taken(row, archived_id)
+            self._archive(conn, row, archived_generation(row, now), now)
             conn.execute(statements["archive_log"], (archived_id, workflow_id))
             conn.execute(
                 statements["continue_workflow"],
@@ -106,6 +88,32 @@ class Runs:
             )
         db.tell([("finished", archived_id), ("stream", workflow_id)])
         return next_generation(row, inputs, now)
+
+    def _archive(
+        self, conn: psycopg.Connection[Any], row: WorkflowRow, archived: WorkflowRow, now: datetime
+    ) -> None:
+        """Insert the row that keeps the run's current generation (`continue_workflow`'s
+        and `rewind_workflow`'s), or raise if its id is taken."""
+        inserted = conn.execute(
+            self._sql["archive_generation"],
+            {
+                "aid": archived.workflow_id,
+                "name": archived.name,
+                "status": archived.status.value,
+                "inputs": None if archived.inputs is None else json_param(archived.inputs),
+                "executor": archived.executor_id,
+                "version": archived.app_version,
+                "created": archived.created_at,
+                "now": now,
+                "parent": archived.parent_id,
+                "started": archived.started_at,
+                "trace": archived.trace_context,
+                "generation": archived.generation,
+                "wid": row.workflow_id,
+            },
+        ).rowcount
+        if not inserted:
+            raise id_taken(row, archived.workflow_id)
 
     def rewind_workflow(
         self,
@@ -133,26 +141,7 @@ class Runs:
                 None if other is None else shown(workflow_from_row, other),
             )
             attempt, live = rewound(row, executor_id, app_version, now)
-            inserted = conn.execute(
-                statements["archive_generation"],
-                {
-                    "aid": archived_id,
-                    "name": attempt.name,
-                    "status": attempt.status.value,
-                    "inputs": None if attempt.inputs is None else json_param(attempt.inputs),
-                    "executor": attempt.executor_id,
-                    "version": attempt.app_version,
-                    "created": attempt.created_at,
-                    "now": now,
-                    "parent": attempt.parent_id,
-                    "started": attempt.started_at,
-                    "trace": attempt.trace_context,
-                    "generation": attempt.generation,
-                    "wid": workflow_id,
-                },
-            ).rowcount
-            if not inserted:
-                raise id_taken(row, archived_id)
+            self._archive(conn, row, attempt, now)
             conn.execute(
                 statements["rewind_keep_outcome"],
                 {"aid": archived_id, "wid": workflow_id},
