@@ -658,12 +658,13 @@ def test_a_filtered_page_counts_with_the_store_and_reads_no_payload(any_store: S
         assert page.status_code == 200, page.text
         assert "Runs 1 to 5 of 11, newest first." in page.text
         assert ids_on(page.text) == ["big-21", "big-19", "big-17", "big-15", "big-13"]
-        # COUNTs only (the page's, then one per status for the counts bar, each with
-        # the other filters), and one read of the page's own rows, without their inputs.
-        counted = [args[0] for args, _ in recording.of("count_workflows")]
+        # Two counts (the page's, and one grouped by status for the counts bar, with the
+        # other filters) and one read of the page's own rows, without their inputs.
+        [(counted, _)] = recording.of("count_workflows")
         assert counted[0].queue == "bulk" and counted[0].statuses() == (Status.ENQUEUED,)
-        assert [c.statuses() for c in counted[1:]] == [(status,) for status in Status]
-        assert all(c.queue == "bulk" for c in counted)
+        [(grouped, _)] = recording.of("count_workflows_by")
+        assert grouped[0].queue == "bulk" and grouped[0].status is None
+        assert grouped[1] == "status"
         assert (
             'class="chip s-enqueued" href="/runs?status=ENQUEUED&amp;queue=bulk">ENQUEUED 11'
             in (page.text)

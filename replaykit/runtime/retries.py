@@ -85,6 +85,7 @@ RETRIED_CALLS: dict[str, str] = {
     "get_workflow": "a read",
     "list_workflows": "a read",
     "count_workflows": "a read",
+    "count_workflows_by": "a read",
     "load_log": "a read",
     "peek_message": "a read",
     "get_event": "a read",

@@ -26,6 +26,8 @@ from replaykit.stores.base import (
 )
 
 __all__ = [
+    "COUNT_FIELDS",
+    "check_count_field",
     "check_filter",
     "check_names",
     "check_record",
@@ -212,6 +214,19 @@ def check_filter(where: WorkflowFilter) -> None:
         continued_as=where.continued_as,
         partition_key=where.partition_key,
     )
+
+
+#: What `count_workflows_by` groups by: columns of the runs' table, never a name the
+#: caller makes up (the SQL stores put the field into the statement's text).
+COUNT_FIELDS = ("status", "name", "queue", "app_version", "executor_id")
+
+
+def check_count_field(field: str) -> str:
+    if field not in COUNT_FIELDS:
+        raise ValueError(
+            f"count_workflows_by cannot group by {field!r}; give one of {', '.join(COUNT_FIELDS)}"
+        )
+    return field
 
 
 def check_log_limit(limit: int | None) -> None:

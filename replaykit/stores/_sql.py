@@ -82,6 +82,19 @@ def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, 
     return f"SELECT COUNT(*) FROM {table}{matching}", params
 
 
+def counting_by(
+    where: WorkflowFilter, field: str, table: str, dialect: Dialect
+) -> tuple[str, list[Any]]:
+    """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` (checked by the
+    caller), so only a known column name reaches the statement's text."""
+    matching, params = _matching(where, dialect)
+    return (
+        f"SELECT COALESCE({field}, ''), COUNT(*) FROM {table}{matching} "
+        f"GROUP BY COALESCE({field}, '')",
+        params,
+    )
+
+
 def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
     """The WHERE clause (with its leading space; '' for none) of a listing or a count."""
     mark = dialect.placeholder

@@ -61,6 +61,7 @@ class SqlFace:
         self.create_workflow = creates.create_workflow
         self.create_workflows = creates.create_workflows
         self.count_workflows = reads.count_workflows
+        self.count_workflows_by = reads.count_workflows_by
         self.get_workflow = reads.get_workflow
         self.list_workflows = reads.list_workflows
         self.load_log = reads.load_log

@@ -275,6 +275,16 @@ class Store(Protocol):
         """
         ...
 
+    def count_workflows_by(self, where: WorkflowFilter, field: str) -> dict[str, int]:
+        """How many runs match `where`, for each value of `field` (one grouped `COUNT`).
+
+        `field` is one of `COUNT_FIELDS` ("status", "name", "queue", "app_version",
+        "executor_id"); anything else is refused with `ValueError` naming them. Values
+        no run has are left out; a run with no queue counts under "". `where`'s
+        limit, offset and payloads do not count, as for `count_workflows`.
+        """
+        ...
+
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None
     ) -> list[Record]:

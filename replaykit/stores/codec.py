@@ -370,6 +370,9 @@ class CodecStore:
     def count_workflows(self, where: WorkflowFilter) -> int:
         return self.inner.count_workflows(where)
 
+    def count_workflows_by(self, where: WorkflowFilter, field: str) -> dict[str, int]:
+        return self.inner.count_workflows_by(where, field)
+
     # -- logs ----------------------------------------------------------------------------
 
     def load_log(

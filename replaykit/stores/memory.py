@@ -19,6 +19,7 @@ from replaykit.errors import (
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status
 from replaykit.stores import _beats as beats
 from replaykit.stores._checks import (
+    check_count_field,
     check_filter,
     check_log_limit,
     check_names,
@@ -434,6 +435,18 @@ class MemoryStore(MemorySchedules):
         check_filter(where)
         with self._lock:
             return sum(1 for row in self._rows.values() if matches_filter(row, where))
+
+    def count_workflows_by(self, where: WorkflowFilter, field: str) -> dict[str, int]:
+        check_filter(where)
+        check_count_field(field)
+        counts: dict[str, int] = {}
+        with self._lock:
+            for row in self._rows.values():
+                if matches_filter(row, where):
+                    value = getattr(row, field)
+                    key = value.value if isinstance(value, Status) else (value or "")
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None

@@ -226,6 +226,7 @@ _READS = frozenset(
         "get_workflow",
         "list_workflows",
         "count_workflows",
+        "count_workflows_by",
         "load_log",
         "peek_message",
         "get_event",
@@ -245,6 +246,7 @@ _WHEN_DEAD: Mapping[str, Any] = {
     "get_workflow": None,
     "list_workflows": [],
     "count_workflows": 0,
+    "count_workflows_by": {},
     "load_log": [],
     "peek_message": None,
     "get_event": (False, None),
@@ -253,7 +255,7 @@ _WHEN_DEAD: Mapping[str, Any] = {
     # A body of the dead process may still beat: its thread is lost work, told nothing.
     "record_step_heartbeat": False,
     "release": [],
-    "heartbeat": None,
+    "heartbeat": [],  # the ids a beat took over: none
     "take_over": [],
     "claim": [],
     # The cron loop's thread: it finds no schedule and registers none.

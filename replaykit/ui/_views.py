@@ -226,15 +226,11 @@ def runs_page(store: Store, query: RunsQuery) -> RunsPage:
     if end > 0:
         rows = store.list_workflows(attrs.evolve(where, limit=end - start, offset=start))
     rows.reverse()
-    any_status = attrs.evolve(where, status=None)
-    counts = [
-        (status.value, count_runs(store, attrs.evolve(any_status, status=status)))
-        for status in Status
-    ]
+    by_status = store.count_workflows_by(attrs.evolve(where, status=None), "status")
     return RunsPage(
         query=attrs.evolve(query, page=page),
         rows=[_run_row(row) for row in rows],
-        counts=[(status, n) for status, n in counts if n],
+        counts=[(s.value, by_status[s.value]) for s in Status if by_status.get(s.value)],
         total=total,
         first=total - end + 1 if rows else 0,
         last=total - end + len(rows),

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_filter, check_log_limit, check_names
+from replaykit.stores._checks import check_count_field, check_filter, check_log_limit, check_names
 from replaykit.stores._rows import listed
-from replaykit.stores._sql import Dialect, counting, listing
+from replaykit.stores._sql import Dialect, counting, counting_by, listing
 from replaykit.stores.base import WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
@@ -60,6 +60,12 @@ class Reads:
         text, params = counting(where, "workflows", _DIALECT)
         with self._connections.read() as conn:
             return int(conn.execute(text, params).fetchone()[0])
+
+    def count_workflows_by(self, where: WorkflowFilter, field: str) -> dict[str, int]:
+        check_filter(where)
+        text, params = counting_by(where, check_count_field(field), "workflows", _DIALECT)
+        with self._connections.read() as conn:
+            return {str(value): int(count) for value, count in conn.execute(text, params)}
 
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None

@@ -7,9 +7,13 @@ from datetime import timedelta
 
 from replaykit.log import Status
 from replaykit.stores.base import Store, WorkflowFilter
-from replaykit.testing.conformance._support import _T0, _equal, _ids, _run
+from replaykit.testing.conformance._support import _T0, _equal, _ids, _raises, _run
 
-__all__ = ["check_list_filters", "check_list_order_ties_broken_by_id"]
+__all__ = [
+    "check_count_workflows_by",
+    "check_list_filters",
+    "check_list_order_ties_broken_by_id",
+]
 
 
 def check_list_filters(store: Store) -> None:
@@ -86,4 +90,45 @@ def check_list_order_ties_broken_by_id(store: Store) -> None:
         "list_workflows order: created_at, then workflow_id (code point order)",
         ["t-0", "T-b", "t-a", "t-b", "t-c"],
         _ids(store.list_workflows(WorkflowFilter())),
+    )
+
+
+def check_count_workflows_by(store: Store) -> None:
+    """`count_workflows_by`: one grouped count per field, filtered as listings are."""
+    for wid, name, status, queue in (
+        ("cb-1", "cb-a", Status.SUCCESS, "cb-q"),
+        ("cb-2", "cb-a", Status.ERROR, "cb-q"),
+        ("cb-3", "cb-a", Status.SUCCESS, None),
+        ("cb-4", "cb-b", Status.SUCCESS, "cb-q"),
+    ):
+        store.create_workflow(_run(wid, name=name, status=status, queue=queue))
+    of_a = WorkflowFilter(name="cb-a")
+    _equal(
+        "counts of cb-a by status",
+        {"SUCCESS": 2, "ERROR": 1},
+        store.count_workflows_by(of_a, "status"),
+    )
+    _equal(
+        "counts of cb-a by queue (none: '')",
+        {"cb-q": 2, "": 1},
+        store.count_workflows_by(of_a, "queue"),
+    )
+    _equal(
+        "counts of the SUCCESS runs by name",
+        {"cb-a": 2, "cb-b": 1},
+        {
+            name: n
+            for name, n in store.count_workflows_by(
+                WorkflowFilter(status=Status.SUCCESS), "name"
+            ).items()
+            if name.startswith("cb-")
+        },
+    )
+    _equal(
+        "counts of no run", {}, store.count_workflows_by(WorkflowFilter(name="cb-none"), "status")
+    )
+    _raises(
+        "count_workflows_by of a field it does not group by",
+        ValueError,
+        lambda: store.count_workflows_by(of_a, "inputs; DROP TABLE workflows"),
     )

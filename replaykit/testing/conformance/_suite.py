@@ -71,6 +71,7 @@ from replaykit.testing.conformance._lifecycle import (
     check_started_at_on_create,
 )
 from replaykit.testing.conformance._listing import (
+    check_count_workflows_by,
     check_list_filters,
     check_list_order_ties_broken_by_id,
 )
@@ -237,6 +238,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_beat_takes_over,
     check_release,
     check_list_filters,
+    check_count_workflows_by,
     check_list_order_ties_broken_by_id,
     check_datetimes_round_trip,
     check_outcomes_round_trip,
