@@ -66,6 +66,7 @@ SURFACE: dict[str, tuple[str, str]] = {
     "enqueue": (ALL, ""),
     "fail": (ALL, ""),
     "fork": (ALL, ""),
+    "rewind": (ALL, ""),
     "get_event": (ALL, ""),
     "get_events": (ALL, ""),
     "get_heartbeats": (ALL, ""),
@@ -196,6 +197,13 @@ ALLOWED: dict[tuple[str, str], dict[str, Any]] = {
     },
     ("E/C", "fork"): {
         "extra": {"executor_id": "an engine forks onto itself; a client names the engine"},
+        "return": "a ClientHandle: results come back as plain JSON values, untyped",
+    },
+    ("E/C", "rewind"): {
+        "extra": {
+            "executor_id": "an engine rewinds onto itself; a client names the engine",
+            "app_version": "an engine stamps its own version; a client restamps on request",
+        },
         "return": "a ClientHandle: results come back as plain JSON values, untyped",
     },
     ("E/C", "handle"): {"return": "a ClientHandle: results come back untyped"},

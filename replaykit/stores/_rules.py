@@ -162,10 +162,19 @@ def check_batch_dedup(
             held[key] = row.workflow_id
 
 
-def stays_pending(only_from: Sequence[Status] | None) -> bool:
-    """Whether a `set_status(PENDING, only_from=...)` can only find the run PENDING: then
-    it resumes nothing (a reset of the recovery count), and notifies nothing."""
-    return only_from is not None and {Status(s) for s in only_from} == {Status.PENDING}
+def stays_pending(
+    only_from: Sequence[Status] | None, *, error: str = "", reset_recovery: bool = False
+) -> bool:
+    """Whether a `set_status(PENDING, only_from=...)` is an engine's own bookkeeping on a
+    run it may be running (a note on why it waits, a reset of the recovery count): it can
+    only find the run PENDING and says something of it, so it resumes nothing and
+    notifies nothing. A bare re-affirm (no error, no reset) is a hand-over: the run's
+    engine is told it has it ("resumed"), wherever it runs."""
+    return (
+        only_from is not None
+        and {Status(s) for s in only_from} == {Status.PENDING}
+        and (bool(error) or reset_recovery)
+    )
 
 
 def claim_room(

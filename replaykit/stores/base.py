@@ -539,9 +539,12 @@ class Store(Protocol):
         resume on newer code); `reset_recovery` zeroes the recovery counter.
         Returns whether the row changed. A change to a terminal status notifies
         ("finished", id); a change to PENDING notifies ("resumed", id), so the
-        owning engine picks the run up at once. An update that only a PENDING run
-        may take (`only_from=(PENDING,)`: a reset of its recovery count, say) is no
-        resume and notifies nothing: the engine running the run keeps it as it is.
+        owning engine picks the run up at once; so does a bare re-affirm of a
+        PENDING run (`only_from=(PENDING,)`, no error, no reset: a client handing a run
+        to its engine). An update that only a PENDING run may take and that says
+        something of it (`only_from=(PENDING,)` with an `error` note or
+        `reset_recovery`) is no resume and notifies nothing: the engine running the run
+        keeps it as it is.
         A change to ENQUEUED notifies ("enqueued", queue) where the store's notes
         reach every sharer (an engine there claims an empty queue only when told).
         """

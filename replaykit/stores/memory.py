@@ -758,7 +758,9 @@ class MemoryStore(MemorySchedules):
             self._rows[workflow_id] = attrs.evolve(row, **changes)
         if status.is_terminal:
             self._notify("finished", workflow_id)
-        elif status is Status.PENDING and not stays_pending(only_from):
+        elif status is Status.PENDING and not stays_pending(
+            only_from, error=error, reset_recovery=reset_recovery
+        ):
             self._notify("resumed", workflow_id)
         elif status is Status.ENQUEUED and row.queue:
             self._notify("enqueued", row.queue)

@@ -182,7 +182,9 @@ class Runs:
     ) -> bool:
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         status = Status(status)
-        resumed = status is Status.PENDING and not stays_pending(only_from)
+        resumed = status is Status.PENDING and not stays_pending(
+            only_from, error=error, reset_recovery=reset_recovery
+        )
         # A finish tells waiters; a resume tells the owning engine, wherever it
         # runs, to pick the run up now; a run back on its queue tells its claimers.
         note = "finished" if status.is_terminal else "resumed" if resumed else None

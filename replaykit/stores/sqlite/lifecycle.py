@@ -185,7 +185,11 @@ class Lifecycle:
         changed = self._writer.write(lambda conn: bool(conn.execute(_SET_STATUS, params).rowcount))
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
-        elif changed and status is Status.PENDING and not stays_pending(only_from):
+        elif (
+            changed
+            and status is Status.PENDING
+            and not stays_pending(only_from, error=error, reset_recovery=reset_recovery)
+        ):
             self._notify([("resumed", workflow_id)])
         return changed
 
