@@ -837,3 +837,35 @@ def test_a_run_page_downloads_its_history_and_sends_a_message(
     )
     assert sent.status_code == 200 and "Sent: the message waits" in sent.text
     assert engine.handle("asks <you>").result(timeout=20) == {"ok": 1}
+
+
+def test_runs_search_by_id_prefix_on_every_store(any_store: Store) -> None:
+    for wid in ("order-7-a", "order-7-b", "order-70", "order-8", "ORDER-7-c", "order_7"):
+        any_store.create_workflow(WorkflowRow(wid, "ui-http-prefix", Status.SUCCESS))
+    with running(create_app(any_store)) as base, httpx.Client(base_url=base, timeout=15) as http:
+        page = http.get("/runs", params={"id": "order-7"})
+        assert page.status_code == 200, page.text
+        assert sorted(ids_on(page.text)) == ["order-7-a", "order-7-b", "order-70"]
+        assert 'name="id" value="order-7"' in page.text
+        # The counts bar keeps the search: its links carry the prefix.
+        assert 'class="chip s-success" href="/runs?id=order-7&amp;status=SUCCESS' in page.text
+        # No wildcards: _ is a character, as % is.
+        assert ids_on(http.get("/runs", params={"id": "order_"}).text) == ["order_7"]
+        assert "No runs match." in http.get("/runs", params={"id": "%"}).text
+        nul = http.get("/runs", params={"id": "a\x00b"})
+        assert nul.status_code == 400 and "NUL" in nul.text
+
+
+def test_a_run_page_refreshes_when_asked(engine: Engine, client: httpx.Client) -> None:
+    engine.start(waiter_wf, workflow_id="watched")
+    wait_for(lambda: waiting(engine, "watched"), "the run to wait")
+    page = client.get("/run", params={"id": "watched"})
+    assert page.status_code == 200 and 'id="refresh"' in page.text
+    assert 'http-equiv="refresh"' not in page.text
+    refreshing = client.get("/run", params={"id": "watched", "refresh": "3"})
+    assert '<meta http-equiv="refresh" content="3">' in refreshing.text
+    assert 'name="refresh" value="3"' in refreshing.text
+    capped = client.get("/run", params={"id": "watched", "refresh": "99999"})
+    assert '<meta http-equiv="refresh" content="3600">' in capped.text
+    bad = client.get("/run", params={"id": "watched", "refresh": "soon"})
+    assert bad.status_code == 400 and "refresh=" in bad.text

@@ -213,6 +213,7 @@ def check_filter(where: WorkflowFilter) -> None:
         forked_from=where.forked_from,
         continued_as=where.continued_as,
         partition_key=where.partition_key,
+        id_prefix=where.id_prefix,
     )
 
 

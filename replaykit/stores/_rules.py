@@ -339,6 +339,8 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
     )
     if any(wanted is not None and wanted != actual for wanted, actual in checks):
         return False
+    if where.id_prefix is not None and not row.workflow_id.startswith(where.id_prefix):
+        return False
     created = row.created_at
     if where.since is not None and (created is None or created < where.since):
         return False

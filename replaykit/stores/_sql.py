@@ -113,6 +113,11 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
     if where.partition_key is not None:
         clauses.append(f"partition_key = {mark}")
         params.append(where.partition_key)
+    if where.id_prefix is not None:
+        # substr, not LIKE: a prefix holding % or _ matches those characters only,
+        # and neither SQLite's nor PostgreSQL's collation enters into it.
+        clauses.append(f"substr(workflow_id, 1, {mark}) = {mark}")
+        params.extend((len(where.id_prefix), where.id_prefix))
     if where.since is not None:
         clauses.append(f"created_at >= {mark}")
         params.append(dialect.timestamp(where.since))

@@ -186,6 +186,9 @@ class WorkflowFilter:
     forked_from: str | None = None  # the forks of this run (indexed)
     continued_as: str | None = None  # the archived generations of this run (indexed)
     partition_key: str | None = None  # queued runs with this partition key
+    # Runs whose id starts with this (exactly, case and all: no wildcards). Matched
+    # by the store without an index: it narrows a listing, it is not a lookup.
+    id_prefix: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int | None = attrs.field(default=None, validator=_checked_limit)

@@ -417,6 +417,7 @@ def create_app(
             created_from=created_from,
             created_to=created_to,
             refresh=refresh,
+            id_prefix=params.get("id", "").strip(),
         )
         try:
             check_filter(query.where())
@@ -434,6 +435,10 @@ def create_app(
             since = max(int(request.query_params.get("since", "0")), 0)
         except ValueError:
             raise _FormError("since= is the position a page of the timeline starts at") from None
+        try:
+            refresh = min(max(int(request.query_params.get("refresh", "0") or "0"), 0), 3600)
+        except ValueError:
+            raise _FormError("refresh= is the seconds between the page's reloads") from None
         view = await run_in_threadpool(
             _views.run_page, store, workflow_id, topic=topic, log_from=since
         )
@@ -441,7 +446,12 @@ def create_app(
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         done = request.query_params.get("done", "")
         return await render.page_off_loop(
-            "run.html", view=view, title=f"Run {workflow_id}", done=_DONE.get(done, "")
+            "run.html",
+            view=view,
+            title=f"Run {workflow_id}",
+            done=_DONE.get(done, ""),
+            refresh=refresh,
+            since=since,
         )
 
     async def queues(request: Request) -> Response:

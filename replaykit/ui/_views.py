@@ -115,9 +115,11 @@ class RunsQuery:
     created_from: datetime | None = None  # UTC; runs created at or after it
     created_to: datetime | None = None  # UTC; runs created before it
     refresh: int = 0  # seconds between the page's reloads; 0: none
+    id_prefix: str = ""  # runs whose id starts with it
 
     def where(self) -> WorkflowFilter:
         return WorkflowFilter(
+            id_prefix=self.id_prefix or None,
             status=self.statuses or None,
             name=self.name or None,
             queue=self.queue or None,

@@ -71,9 +71,28 @@ def check_list_filters(store: Store) -> None:
         ),
         ("filter then page", WorkflowFilter(name="alpha", offset=1, limit=1), ["l-1"]),
         ("no match", WorkflowFilter(name="zeta"), []),
+        ("id prefix", WorkflowFilter(id_prefix="l-"), ["l-0", "l-1", "l-2", "l-3", "l-4", "l-5"]),
+        ("a whole id as prefix", WorkflowFilter(id_prefix="l-3"), ["l-3"]),
+        (
+            "id prefix and status",
+            WorkflowFilter(id_prefix="l", status=Status.PENDING),
+            ["l-0", "l-4"],
+        ),
+        ("id prefix is case-sensitive", WorkflowFilter(id_prefix="L-"), []),
+        ("id prefix has no wildcards", WorkflowFilter(id_prefix="l_"), []),
+        ("id prefix % is a character", WorkflowFilter(id_prefix="%"), []),
+        ("id prefix longer than any id", WorkflowFilter(id_prefix="l-3-x"), []),
+        (
+            "empty id prefix",
+            WorkflowFilter(id_prefix=""),
+            ["l-0", "l-1", "l-2", "l-3", "l-4", "l-5"],
+        ),
     ]
     for label, where, expected in cases:
         _equal(f"list_workflows by {label}", expected, _ids(store.list_workflows(where)))
+    _equal(
+        "count_workflows by id prefix", 1, store.count_workflows(WorkflowFilter(id_prefix="l-3"))
+    )
     rows = store.list_workflows(WorkflowFilter(name="beta"))
     _equal(
         "rows returned by list_workflows equal get_workflow's",
