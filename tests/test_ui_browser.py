@@ -276,7 +276,7 @@ def test_filter_the_runs_and_see_the_queues(
     driver.find_element(By.CSS_SELECTOR, "input[name=status][value=ERROR]").click()
     go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
     assert driver.current_url == (
-        f"{base}/runs?status=ERROR&name=&queue=&partition_key=&from=&to=&refresh="
+        f"{base}/runs?status=ERROR&id=&name=&queue=&partition_key=&from=&to=&refresh="
     )
     counts = texts(driver, "#counts a")
     assert counts and all(text.split()[0] in {s.value for s in Status} for text in counts)
