@@ -29,51 +29,23 @@ import argparse
 import os
 import statistics
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
-from bench.bench_queues import drop, stop
+from bench.bench_queues import drop, stop, workers
 from bench.queue_app import fleet, sleeper, sleepers, steps
 from replaykit import Engine, QueueItem
 
-ROOT = Path(__file__).resolve().parent.parent
 VERSION = "bench-fleet"
 BATCH = 1000
 
 
 def start_workers(url: str, queue: str, count: int) -> list[subprocess.Popen[bytes]]:
-    return [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "replaykit",
-                "worker",
-                "bench.queue_app",
-                "--url",
-                url,
-                "--queue",
-                queue,
-                "--app-version",
-                VERSION,
-                "--executor-id",
-                f"fleet-{n}",
-                "--poll-interval",
-                "0.2",
-            ],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        for n in range(count)
-    ]
+    return workers(url, count, queue=queue, version=VERSION, prefix="fleet-")
 
 
 def throughput(pg: str, runs: int, step_count: int, engines: int) -> float:

@@ -38,7 +38,10 @@ def drop(pg: str, schema: str) -> None:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
 
-def workers(url: str, count: int) -> list[subprocess.Popen[bytes]]:
+def workers(
+    url: str, count: int, *, queue: str = "bench-drain", version: str = VERSION, prefix: str = "w"
+) -> list[subprocess.Popen[bytes]]:
+    """`count` `replaykit worker` processes draining `queue` of bench.queue_app."""
     return [
         subprocess.Popen(
             [
@@ -50,11 +53,11 @@ def workers(url: str, count: int) -> list[subprocess.Popen[bytes]]:
                 "--url",
                 url,
                 "--queue",
-                "bench-drain",
+                queue,
                 "--app-version",
-                VERSION,
+                version,
                 "--executor-id",
-                f"w{n}",
+                f"{prefix}{n}",
                 "--poll-interval",
                 "0.2",
             ],

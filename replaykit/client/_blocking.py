@@ -16,15 +16,15 @@ from typing import Any, TypeVar, cast
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
+from replaykit.client._schedules import ClientSchedules
 from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, awakeables, debounce, schedules, streams, updates
+from replaykit.runtime import admin, awakeables, debounce, streams, updates
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
-from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowRow
@@ -108,7 +108,7 @@ class ResumedHandle(ClientHandle):
         self.moved: tuple[str, ...] = resumed.moved
 
 
-class Client:
+class Client(ClientSchedules):
     """Starts, messages, reads and operates runs on a store without running any.
 
     `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at
@@ -737,40 +737,6 @@ class Client:
         if (created or stored.created_at == row.created_at) and row.queue is None:
             self._hand_over(stored)
         return stored, created, delivered
-
-    # -- schedules (the store's; a client defines none) --------------------------------
-
-    def schedules_list(self) -> list[ScheduleInfo]:
-        """Every schedule the store knows (an engine whose code defines it has run)."""
-        self._check_open()
-        return schedules.list_schedules(self.store, registered=())
-
-    def pause_schedule(self, name: str) -> bool:
-        """Stop a schedule firing on every engine of the store, until resumed."""
-        self._check_open()
-        return schedules.pause_schedule(self.store, name, registered=())
-
-    def resume_schedule(self, name: str) -> bool:
-        """Let a paused schedule fire again."""
-        self._check_open()
-        return schedules.resume_schedule(self.store, name, registered=())
-
-    def delete_schedule(self, name: str) -> bool:
-        """Forget a schedule's stored state (an engine whose code defines it brings it back)."""
-        self._check_open()
-        return schedules.delete_schedule(self.store, name)
-
-    def trigger_schedule(self, name: str) -> str:
-        """Ask for one run of the schedule now: the next engine that defines it starts it.
-        Returns the id the run will have."""
-        self._check_open()
-        return schedules.trigger_schedule(self.store, name, registered=())
-
-    def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """Ask for the runs of every tick in [start, end): an engine that defines the
-        schedule starts those not run yet. Returns their ids."""
-        self._check_open()
-        return schedules.backfill_schedule(self.store, name, start, end, registered=())
 
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""

@@ -29,18 +29,10 @@ from replaykit.stores._checks import (
 )
 from replaykit.stores._families import Member, moving
 from replaykit.stores._finish import checked_finish, same_record, unlike_error
-from replaykit.stores._generations import (
-    ALREADY_CONTINUED,
-    archived_generation,
-    check_continue_args,
-    check_rewind,
-    continue_refusal,
-    next_generation,
-    rewound,
-)
 from replaykit.stores._holds import ExecutorHold, LocalHolds
 from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import finish_one_by_one, finishes_of, writes_of
+from replaykit.stores._memory_generations import MemoryGenerations
 from replaykit.stores._memory_schedules import MemorySchedules
 from replaykit.stores._partitions import pick_rows
 from replaykit.stores._rules import (
@@ -79,7 +71,6 @@ from replaykit.stores.base import (
     StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
-    archive_id,
 )
 
 __all__ = ["NO_TWIN", "STATEMENT_TWINS", "MemoryStore"]
@@ -162,7 +153,7 @@ NO_TWIN: Mapping[str, str] = {
 }
 
 
-class MemoryStore(MemorySchedules):
+class MemoryStore(MemorySchedules, MemoryGenerations):
     """Keeps everything in process memory; safe to share between threads."""
 
     #: Every engine sharing it hears every note (there is one process), so an engine
@@ -653,81 +644,6 @@ class MemoryStore(MemorySchedules):
                 record=f.record,
             ),
         )
-
-    def continue_workflow(
-        self,
-        workflow_id: str,
-        inputs: Any,
-        *,
-        generation: int,
-        executor_id: str | None,
-        now: datetime,
-    ) -> WorkflowRow:
-        archived_id = check_continue_args(workflow_id, generation, executor_id)
-        with self._lock:
-            row = self._rows.get(workflow_id)
-            refusal = continue_refusal(
-                row,
-                workflow_id,
-                inputs,
-                generation,
-                executor_id,
-                self._rows.get(archived_id),
-            )
-            assert row is not None
-            if refusal == ALREADY_CONTINUED:
-                return row
-            archived = archived_generation(row, now)
-            self._rows[archived_id] = archived
-            self._order[archived_id] = len(self._order)
-            self._logs[archived_id] = self._logs.pop(workflow_id, [])
-            self._logs[workflow_id] = []
-            set_by = self._set_by.pop(workflow_id, None)
-            if set_by is not None:
-                self._set_by[archived_id] = set_by
-            live = next_generation(row, copy.deepcopy(inputs), now)
-            self._rows[workflow_id] = live
-        self._notify("finished", archived_id)
-        self._notify("stream", workflow_id)  # its generation's streams have ended
-        return live
-
-    def rewind_workflow(
-        self,
-        workflow_id: str,
-        position: int,
-        *,
-        generation: int,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
-    ) -> WorkflowRow:
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
-        archived_id = archive_id(workflow_id, generation)
-        with self._lock:
-            log = self._logs.get(workflow_id, [])
-            row = check_rewind(
-                self._rows.get(workflow_id),
-                workflow_id,
-                position,
-                generation,
-                len(log),
-                self._rows.get(archived_id),
-            )
-            attempt, live = rewound(row, executor_id, app_version, now)
-            self._rows[archived_id] = attempt
-            self._order[archived_id] = len(self._order)
-            self._logs[archived_id] = log
-            self._logs[workflow_id] = copy.deepcopy(log[:position])
-            set_by = self._set_by.get(workflow_id)
-            if set_by is not None:
-                self._set_by[archived_id] = set_by
-                self._set_by[workflow_id] = {
-                    at: mark for at, mark in set_by.items() if at < position
-                }
-            self._rows[workflow_id] = live
-        self._notify("finished", archived_id)
-        self._notify("resumed", workflow_id)
-        return live
 
     def set_status(
         self,
