@@ -22,6 +22,7 @@ from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, streams, updates
+from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
@@ -108,7 +109,7 @@ class ResumedHandle(ClientHandle):
         self.moved: tuple[str, ...] = resumed.moved
 
 
-class Client(ClientSchedules):
+class Client(ClientSchedules, BulkActions):
     """Starts, messages, reads and operates runs on a store without running any.
 
     `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at

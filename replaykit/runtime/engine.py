@@ -29,6 +29,7 @@ from replaykit.registry import BoundWorkflow, Workflow, app_version_of, register
 from replaykit.runtime import admin, courtesy, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
+from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, CancelRequests, checked_grace, second_cancel
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
@@ -82,7 +83,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Timing, History):
+class Engine(Timing, History, BulkActions):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -871,6 +872,9 @@ class Engine(Timing, History):
         return admin.delete_run(
             self.store, workflow_id, children=children, on_cancel=self._stop_locally
         )
+
+    def _delete_one(self, workflow_id: str, children: bool) -> bool:
+        return self.delete(workflow_id, children=children)  # what delete_workflows does
 
     def garbage_collect(
         self, *, older_than: timedelta | datetime, keep_running: bool = True
