@@ -217,6 +217,7 @@ class Claims:
                     partitioned=queue.partitioned,
                     partition_concurrency=queue.partition_concurrency,
                     partition_rate_limit=queue.partition_rate_limit,
+                    partition_weights=queue.partition_weights,
                 ),
                 now=now,
             )

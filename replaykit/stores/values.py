@@ -224,6 +224,8 @@ class ClaimLimits:
     partitioned: bool = False
     partition_concurrency: int | None = None  # PENDING runs of one key
     partition_rate_limit: tuple[int, float] | None = None  # (starts, per seconds) of one key
+    # (key, weight) pairs: a key of weight w gets w runs a round of the turn; others 1.
+    partition_weights: tuple[tuple[str, int], ...] = ()
 
 
 @attrs.frozen

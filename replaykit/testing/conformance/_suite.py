@@ -105,6 +105,7 @@ from replaykit.testing.conformance._partitions import (
     check_partition_keys_stored_and_listed,
     check_partitioned_claims_limit_each_key,
     check_partitioned_claims_serve_keys_in_turn,
+    check_partitioned_claims_weigh_keys,
     check_partitioned_concurrent_claims,
 )
 from replaykit.testing.conformance._queues import (
@@ -233,6 +234,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_partition_keys_stored_and_listed,
     check_partitioned_claims_serve_keys_in_turn,
     check_partitioned_claims_limit_each_key,
+    check_partitioned_claims_weigh_keys,
     check_partitioned_concurrent_claims,
     check_heartbeat_and_take_over,
     check_beat_takes_over,
