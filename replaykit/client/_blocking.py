@@ -23,6 +23,7 @@ from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, streams, updates
+from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.overlaps import keyed_start, known_concurrency_queue, plan_enqueue
 from replaykit.runtime.queues import check_partition_key
@@ -49,7 +50,7 @@ def _check_name(name: object, what: str) -> None:
         )
 
 
-class Client(ClientSchedules):
+class Client(ClientSchedules, BulkActions):
     """Starts, messages, reads and operates runs on a store without running any.
 
     `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at

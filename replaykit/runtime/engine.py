@@ -29,6 +29,7 @@ from replaykit.registry import BoundWorkflow, Workflow, app_version_of, register
 from replaykit.runtime import admin, courtesy, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
+from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, CancelRequests, checked_grace, second_cancel
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
@@ -40,6 +41,7 @@ from replaykit.runtime.history import History
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.overlaps import keyed_start, plan_enqueue
+from replaykit.runtime.parents import close_children_after
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
@@ -84,7 +86,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Timing, History):
+class Engine(Timing, History, BulkActions):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -833,23 +835,9 @@ class Engine(Timing, History):
         kept of its cancel goes, and, if its log started children, their parent close
         policies apply (`admin.close_children`)."""
         self.cancels.forget(row.workflow_id)
-        if not has_children:
-            return
-        try:
-            admin.close_children(
-                self.store,
-                row.workflow_id,
-                f"it {how}",
-                on_cancel=self._stop_locally,
-                on_ask=self._ask_child,
-            )
-        except Exception as exc:  # its own end stands; a child left running is logged
-            log.warning(
-                "workflow %r (id %r) ended, but its children's parent close policies could "
-                "not be applied: %s",
-                row.name,
-                row.workflow_id,
-                exc,
+        if has_children:
+            close_children_after(
+                self.store, row, how, on_cancel=self._stop_locally, on_ask=self._ask_child
             )
 
     def _stop_locally(self, workflow_id: str) -> None:
@@ -896,6 +884,9 @@ class Engine(Timing, History):
         return admin.delete_run(
             self.store, workflow_id, children=children, on_cancel=self._stop_locally
         )
+
+    def _delete_one(self, workflow_id: str, children: bool) -> bool:
+        return self.delete(workflow_id, children=children)  # what delete_workflows does
 
     def garbage_collect(
         self, *, older_than: timedelta | datetime, keep_running: bool = True

@@ -344,6 +344,8 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
     created = row.created_at
     if where.since is not None and (created is None or created < where.since):
         return False
+    if where.after is not None and (created is None or (created, row.workflow_id) <= where.after):
+        return False
     return not (where.until is not None and (created is None or created >= where.until))
 
 

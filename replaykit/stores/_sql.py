@@ -124,4 +124,9 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
     if where.until is not None:
         clauses.append(f"created_at < {mark}")
         params.append(dialect.timestamp(where.until))
+    if where.after is not None:
+        # A row value: both stores compare it as the index orders, and use the index.
+        clauses.append(f"(created_at, workflow_id) > ({mark}, {mark})")
+        at, last_id = where.after
+        params.extend((dialect.timestamp(at), last_id))
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

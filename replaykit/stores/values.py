@@ -191,6 +191,11 @@ class WorkflowFilter:
     id_prefix: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # A keyset page: only runs after this (created_at, workflow_id) in the listing's
+    # order. A loop over a large selection reads its next page from where the last
+    # one ended, so runs that change or go meanwhile do not shift it (as an offset
+    # would); served by the (created_at, workflow_id) index.
+    after: tuple[datetime, str] | None = None
     limit: int | None = attrs.field(default=None, validator=_checked_limit)
     offset: int = attrs.field(default=0, validator=_checked_offset)
     # False: the rows come without their payloads, for a listing that does not

@@ -110,6 +110,26 @@ def check_list_order_ties_broken_by_id(store: Store) -> None:
         ["t-0", "T-b", "t-a", "t-b", "t-c"],
         _ids(store.list_workflows(WorkflowFilter())),
     )
+    # A keyset page goes on after a (created_at, id) in the same order, ties and all.
+    _equal(
+        "list_workflows after a run of a tie: the rest of the tie, then later runs",
+        ["t-a", "t-b", "t-c"],
+        _ids(store.list_workflows(WorkflowFilter(after=(_T0, "T-b")))),
+    )
+    _equal(
+        "list_workflows after the first run, paged",
+        ["T-b", "t-a"],
+        _ids(
+            store.list_workflows(
+                WorkflowFilter(after=(_T0 - timedelta(microseconds=1), "t-0"), limit=2)
+            )
+        ),
+    )
+    _equal(
+        "count_workflows after a run",
+        2,
+        store.count_workflows(WorkflowFilter(after=(_T0, "t-a"))),
+    )
 
 
 def check_count_workflows_by(store: Store) -> None:
