@@ -214,3 +214,14 @@ def test_retention_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "retention: 30 deleted in" in out
     assert "one DELETE (baseline): 30 deleted in" in out
+
+
+def test_operating_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_operating
+
+    bench_operating.main(["--runs", "200", "--baseline", "20", "--repeat", "2"])
+    out = capsys.readouterr().out
+    assert "200 runs written in" in out
+    assert "list: FAILED in one hour, 50" in out
+    assert "UI: runs page" in out
