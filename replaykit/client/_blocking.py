@@ -152,6 +152,7 @@ class Client(ClientSchedules, BulkActions):
         concurrency_key: str | None = None,
         concurrency_limit: int = 1,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Start a run of the workflow registered as `name`, for engines to run.
@@ -171,6 +172,7 @@ class Client(ClientSchedules, BulkActions):
 
         `concurrency_key`, `concurrency_limit` and `overlap` as `Engine.start` takes
         them: any engine that claims runs the keyed run when its key has a slot.
+        `attributes`: the run's searchable key/values (docs/operations.md).
         """
         _check_name(name, "Client.start")
         what = f"Client.start({name!r}, ...)"
@@ -195,6 +197,7 @@ class Client(ClientSchedules, BulkActions):
                 deadline=deadline,
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
+                attributes=attributes,
                 **kwargs,
             )
         if queue is not None:
@@ -206,6 +209,7 @@ class Client(ClientSchedules, BulkActions):
                 app_version=app_version,
                 timeout=timeout,
                 deadline=deadline,
+                attributes=attributes,
                 **kwargs,
             )
         self._check_open()
@@ -228,6 +232,7 @@ class Client(ClientSchedules, BulkActions):
             executor_id=target,
             timeout=seconds,
             deadline=deadline,
+            attributes=attributes,
         )
         warning = self._check_engines(row)
         stored, ours = self._create(row)
@@ -252,6 +257,7 @@ class Client(ClientSchedules, BulkActions):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
@@ -301,6 +307,7 @@ class Client(ClientSchedules, BulkActions):
             timeout=seconds,
             deadline=deadline,
             partition_key=partition_key,
+            attributes=attributes,
         )
         warning = self._check_engines(row)
         try:
@@ -340,6 +347,7 @@ class Client(ClientSchedules, BulkActions):
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> WorkflowRow:
         if not isinstance(name, str):
             hint = getattr(name, "workflow_name", None)
@@ -364,6 +372,7 @@ class Client(ClientSchedules, BulkActions):
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
             partition_key=partition_key,
+            attributes=attributes,
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:

@@ -464,6 +464,7 @@ class Engine(Timing, History, BulkActions):
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
@@ -483,6 +484,7 @@ class Engine(Timing, History, BulkActions):
             timeout=timeout,
             deadline=deadline,
             partition_key=partition_key,
+            attributes=attributes,
         )
 
     def start_batch(
@@ -491,6 +493,7 @@ class Engine(Timing, History, BulkActions):
         *,
         trace_contexts: Sequence[str | None] | None = None,
         deadlines: Sequence[tuple[float | None, datetime | None]] | None = None,
+        attributes: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> list[WorkflowRow | Exception]:
         """Start many runs, `(wf, args, kwargs, workflow_id)` each, in one statement and
         one commit; each answer is the run's row (or the existing one, by id), or the
@@ -500,9 +503,12 @@ class Engine(Timing, History, BulkActions):
         `trace_contexts`, one per start, are the trace contexts their callers had
         (`AsyncEngine` gathers starts of many tasks); without, each run gets this
         thread's current one. `deadlines`, one `(timeout seconds, deadline)` per start
-        (checked already, as `commands.run_deadline` checks them), bound the runs."""
+        (checked already, as `commands.run_deadline` checks them), bound the runs;
+        `attributes`, one mapping (or None) per start, are the runs' attributes."""
         self._check_open()
-        return self.starts.start_batch(starts, trace_contexts=trace_contexts, deadlines=deadlines)
+        return self.starts.start_batch(
+            starts, trace_contexts=trace_contexts, deadlines=deadlines, attributes=attributes
+        )
 
     def start(
         self,
@@ -515,6 +521,7 @@ class Engine(Timing, History, BulkActions):
         concurrency_key: str | None = None,
         concurrency_limit: int = 1,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
@@ -530,7 +537,8 @@ class Engine(Timing, History, BulkActions):
         With a `concurrency_key`, at most `concurrency_limit` runs of that key run at
         once, across every engine; the others wait (ENQUEUED) in order for a slot, and
         `overlap` says what this start does while a run of the key is live: "allow",
-        "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md)."""
+        "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md).
+        `attributes` are the run's searchable key/values (docs/operations.md)."""
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
         what = f"start({_name_of(wf)}, ...)"
@@ -550,10 +558,17 @@ class Engine(Timing, History, BulkActions):
                 deadline=deadline,
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
+                attributes=attributes,
                 **kwargs,
             )
         row, _created = self.create_run(
-            wf, args, kwargs, workflow_id=workflow_id, timeout=seconds, deadline=deadline
+            wf,
+            args,
+            kwargs,
+            workflow_id=workflow_id,
+            timeout=seconds,
+            deadline=deadline,
+            attributes=attributes,
         )
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
 
@@ -572,6 +587,7 @@ class Engine(Timing, History, BulkActions):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -591,6 +607,7 @@ class Engine(Timing, History, BulkActions):
         (`Queue(partition_concurrency=..., partition_rate_limit=...)`); `overlap`
         says what the enqueue does while a run of that key is live on the queue
         ("allow", "skip", "queue_one", "cancel_other": runtime/overlaps.py).
+        `attributes` as for `start`.
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
@@ -627,6 +644,7 @@ class Engine(Timing, History, BulkActions):
                 timeout=seconds,
                 deadline=deadline,
                 partition_key=partition_key,
+                attributes=attributes,
             )
         except DuplicateDedupId as exc:
             if if_exists == "return":
@@ -647,14 +665,15 @@ class Engine(Timing, History, BulkActions):
         deadline: datetime | None = None,
         if_exists: str = "raise",
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> list[WorkflowHandle[R]]:
         """Put many runs of `wf` on a queue in one statement and one commit.
 
         Each item is a tuple of positional arguments, or a `QueueItem(*args,
         workflow_id=..., priority=..., dedup_id=..., delay=..., timeout=...,
-        deadline=..., **kwargs)`; `priority`, `delay`, `timeout` and `deadline`
-        and `partition_key` here apply to items that give none (as in `enqueue`: a timeout counts
-        from each run's claim, a deadline from now). Handles come
+        deadline=..., attributes=..., **kwargs)`; `priority`, `delay`, `timeout`,
+        `deadline`, `partition_key` and `attributes` here apply to items that give none
+        (as in `enqueue`: a timeout counts from each run's claim, a deadline from now). Handles come
         back in item order; an id that exists already gives that run's handle.
         All or nothing: a `dedup_id` that a live run of the queue (or an earlier
         item) holds raises `DuplicateDedupId` and enqueues none of them; with
@@ -678,6 +697,7 @@ class Engine(Timing, History, BulkActions):
             deadline=deadline,
             if_exists=if_exists,
             partition_key=partition_key,
+            attributes=attributes,
         )
         return [WorkflowHandle(self, workflow_id, wf.result_type) for workflow_id in ids]
 

@@ -18,6 +18,7 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Record, Status
+from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
 
@@ -229,6 +230,9 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
         # A new run's first inputs are its inputs (a row copied from a continued run,
         # such as a fork's, does not bring the other run's along).
         first_inputs=row.first_inputs if row.generation > 0 else None,
+        attributes=checked_attributes(
+            row.attributes, f"workflow {row.name!r} (id {row.workflow_id!r})"
+        ),
     )
 
 

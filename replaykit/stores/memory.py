@@ -18,6 +18,7 @@ from replaykit.errors import (
 )
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status
 from replaykit.stores import _beats as beats
+from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import (
     check_count_field,
     check_filter,
@@ -142,6 +143,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "send_message": "send_message",
     "set_deadline": "set_deadline",
     "set_parent_close": "set_parent_close",
+    "set_attributes": "set_attributes",
     "set_schedule_paused": "set_schedule_paused",
     "set_status": "set_status",
     "take_over": "take_over",
@@ -721,6 +723,17 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             if row is None:
                 return False
             self._rows[workflow_id] = attrs.evolve(row, deadline=deadline, timeout=timeout)
+            return True
+
+    def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
+        check_names(workflow_id)
+        given = checked_attributes(attributes)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                return False
+            merged = {**row.attributes, **given}
+            self._rows[workflow_id] = attrs.evolve(row, attributes=merged)
             return True
 
     def bump_recovery(self, workflow_id: str) -> int:

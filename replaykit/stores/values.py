@@ -79,6 +79,9 @@ class WorkflowRow:
     # partitions serves its keys in turn and limits each key on its own; None: none
     # (the SQL stores keep '' in a NOT NULL column, so a claim can walk the keys).
     partition_key: str | None = None
+    # The run's attributes (`start(..., attributes=...)`, `SetAttributes`): typed,
+    # searchable key/values, kept in clear (stores/_attributes.py says which types).
+    attributes: dict[str, Any] = attrs.field(factory=dict)
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)

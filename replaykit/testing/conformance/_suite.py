@@ -11,6 +11,11 @@ import traceback
 from collections.abc import Callable
 
 from replaykit.stores.base import Store
+from replaykit.testing.conformance._attributes import (
+    check_attributes_refused_alike,
+    check_attributes_round_trip,
+    check_set_attributes_merges,
+)
 from replaykit.testing.conformance._cancels import (
     check_cancel_requests_keep_the_first,
     check_parent_close_policies,
@@ -270,6 +275,9 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_step_heartbeats_of_a_generation,
     check_cancel_requests_keep_the_first,
     check_parent_close_policies,
+    check_attributes_round_trip,
+    check_set_attributes_merges,
+    check_attributes_refused_alike,
 )
 
 
