@@ -25,12 +25,13 @@ from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
+from replaykit.runtime.listing import Listing
 from replaykit.runtime.overlaps import keyed_start, known_concurrency_queue, plan_enqueue
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["Client", "ClientHandle", "ResumedHandle"]
@@ -50,7 +51,7 @@ def _check_name(name: object, what: str) -> None:
         )
 
 
-class Client(ClientSchedules, BulkActions):
+class Client(ClientSchedules, BulkActions, Listing):
     """Starts, messages, reads and operates runs on a store without running any.
 
     `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at
@@ -458,58 +459,28 @@ class Client(ClientSchedules, BulkActions):
         self._row(workflow_id)
         return ClientHandle(self, workflow_id)
 
-    def list_workflows(
-        self,
-        *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """Runs matching every filter given, oldest first.
-
-        `stranded=True` lists PENDING and ENQUEUED runs stamped with another
-        version than the client's `app_version` (of `executor_id`, if given):
-        what engines of that version never pick up.
-        """
+    def _reading(self) -> None:
         self._check_open()
-        where = admin.workflow_filter(
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
-        if stranded:
-            if not self.app_version or status is not None or version is not None:
-                raise ValueError(
-                    "list_workflows(stranded=True) lists the PENDING and ENQUEUED runs of "
-                    "versions other than the client's: give Client(app_version=...) the "
-                    "version your engines run, and pass no status= or version="
-                )
-            current = self.app_version
-            return admin.stranded_runs(
-                self.store, app_version=current, executor_id=executor_id, where=where
+
+    def _stranded(
+        self,
+        where: WorkflowFilter,
+        *,
+        executor_id: str | None,
+        status: object,
+        version: str | None,
+    ) -> list[WorkflowRow]:
+        """PENDING and ENQUEUED runs stamped with another version than the client's
+        `app_version` (of `executor_id`, if given): what its engines never pick up."""
+        if not self.app_version or status is not None or version is not None:
+            raise ValueError(
+                "list_workflows(stranded=True) lists the PENDING and ENQUEUED runs of "
+                "versions other than the client's: give Client(app_version=...) the "
+                "version your engines run, and pass no status= or version="
             )
-        return self.store.list_workflows(where)
+        return admin.stranded_runs(
+            self.store, app_version=self.app_version, executor_id=executor_id, where=where
+        )
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""

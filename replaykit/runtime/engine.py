@@ -39,6 +39,7 @@ from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.history import History
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
+from replaykit.runtime.listing import Listing
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.overlaps import keyed_start, plan_enqueue
 from replaykit.runtime.parents import close_children_after
@@ -58,7 +59,7 @@ from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -86,7 +87,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Timing, History, BulkActions):
+class Engine(Timing, History, BulkActions, Listing):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -728,59 +729,25 @@ class Engine(Timing, History, BulkActions):
     def _handle_for(self, workflow_id: str, result_type: Any) -> WorkflowHandle[Any]:
         return WorkflowHandle(self, workflow_id, result_type)
 
-    def list_workflows(
+    def _stranded(
         self,
+        where: WorkflowFilter,
         *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
+        executor_id: str | None,
+        status: object,
+        version: str | None,
     ) -> list[WorkflowRow]:
-        """Runs matching every filter given, oldest first.
-
-        `stranded=True` lists the runs no engine of this version picks up: PENDING
-        runs of this executor id and ENQUEUED runs stamped with another application
-        version (`admin.stranded_runs`; `status` and `version` do not apply then).
-        """
-        where = admin.workflow_filter(
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
-        if stranded:
-            if status is not None or version is not None:
-                raise ValueError(
-                    "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
-                    "other than this engine's; it takes no status= or version="
-                )
-            return admin.stranded_runs(
-                self.store,
-                app_version=self.app_version,
-                executor_id=executor_id or self.executor_id,
-                where=where,
+        if status is not None or version is not None:
+            raise ValueError(
+                "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
+                "other than this engine's; it takes no status= or version="
             )
-        # Reads retry through a dropped connection, as the engine's own do.
-        return self.store.list_workflows(where)
+        return admin.stranded_runs(
+            self.store,
+            app_version=self.app_version,
+            executor_id=executor_id or self.executor_id,
+            where=where,
+        )
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""

@@ -33,6 +33,7 @@ __all__ = [
     "decoded_attributes",
     "encoded_attribute",
     "encoded_attributes",
+    "in_name_order",
     "is_attribute_name",
 ]
 
@@ -77,7 +78,8 @@ def checked_attributes(attributes: Mapping[str, Any] | None, who: str = "a run")
     """`attributes` as every store keeps them, or `TypeError`/`ValueError` naming `who`
     (such as "workflow 'order' (id 'o-1')") and the attribute.
 
-    Datetimes come back in UTC; lists as lists; everything else as given.
+    Datetimes come back in UTC; lists as lists; everything else as given; the names
+    in order (`in_name_order`).
     """
     if attributes is None:
         return {}
@@ -95,7 +97,13 @@ def checked_attributes(attributes: Mapping[str, Any] | None, who: str = "a run")
     for name, value in attributes.items():
         _check_name(name, who)
         checked[name] = _checked_value(name, value, who)
-    return checked
+    return in_name_order(checked)
+
+
+def in_name_order(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes in the order every store gives them back: by name (PostgreSQL's jsonb
+    keeps its own order, SQLite and memory the order given)."""
+    return dict(sorted(attributes.items()))
 
 
 def _check_name(name: Any, who: str) -> None:
@@ -191,7 +199,7 @@ def decoded_attributes(data: Any) -> dict[str, Any]:
     """The stored JSON object back as attributes (fixed-shape UTC text as datetimes)."""
     if not isinstance(data, dict):
         raise ValueError(f"a JSON {type(data).__name__} where an object of attributes is expected")
-    return {name: _decoded(value) for name, value in data.items()}
+    return in_name_order({name: _decoded(value) for name, value in data.items()})
 
 
 def _decoded(value: Any) -> Any:

@@ -21,6 +21,7 @@ from replaykit.log import Record, Status
 from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
+from replaykit.stores.where import matches
 
 __all__ = [
     "LIVE_STATUSES",
@@ -350,7 +351,9 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
         return False
     if where.after is not None and (created is None or (created, row.workflow_id) <= where.after):
         return False
-    return not (where.until is not None and (created is None or created >= where.until))
+    if where.until is not None and (created is None or created >= where.until):
+        return False
+    return where.where is None or matches(where.where, row)
 
 
 def listed_without_payloads(row: WorkflowRow) -> WorkflowRow:

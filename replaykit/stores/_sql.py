@@ -16,7 +16,10 @@ from typing import Any
 import attrs
 
 from replaykit.log import Status
+from replaykit.stores._checks import COUNT_FIELDS
+from replaykit.stores._where_sql import WhereDialect, compile_where
 from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.where import group_key
 
 __all__ = [
     "LISTED_COLUMNS",
@@ -24,6 +27,8 @@ __all__ = [
     "WORKFLOW_COLUMNS",
     "Dialect",
     "counting",
+    "counting_by",
+    "grouped_counts",
     "listing",
 ]
 
@@ -63,6 +68,8 @@ class Dialect:
     timestamp: Callable[[datetime], Any]
     no_limit: Any
     statuses: Callable[[Sequence[Status]], tuple[str, list[Any]]]
+    #: How the filter language's leaves are spelled here (`stores/_where_sql.py`).
+    language: WhereDialect
 
 
 def listing(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -85,14 +92,35 @@ def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, 
 def counting_by(
     where: WorkflowFilter, field: str, table: str, dialect: Dialect
 ) -> tuple[str, list[Any]]:
-    """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` (checked by the
-    caller), so only a known column name reaches the statement's text."""
+    """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` or an attribute's
+    name (checked by the caller); only a known column name reaches the statement's
+    text, an attribute's name is bound. Each row is its group's value column(s), then
+    the count: `grouped_counts` reads them."""
     matching, params = _matching(where, dialect)
+    if field in COUNT_FIELDS:
+        return (
+            f"SELECT COALESCE({field}, ''), COUNT(*) FROM {table}{matching} "
+            f"GROUP BY COALESCE({field}, '')",
+            params,
+        )
+    value, value_params, ordinals = dialect.language.group(field)
     return (
-        f"SELECT COALESCE({field}, ''), COUNT(*) FROM {table}{matching} "
-        f"GROUP BY COALESCE({field}, '')",
-        params,
+        f"SELECT {value}, COUNT(*) FROM {table}{matching} GROUP BY {ordinals}",
+        value_params + params,
     )
+
+
+def grouped_counts(rows: Sequence[Sequence[Any]], field: str, dialect: Dialect) -> dict[str, int]:
+    """A `counting_by` query's rows as `count_workflows_by` answers: each group's name
+    (an attribute's value as `where.group_key` names it, alike in every store) and its
+    count, groups of one name added up."""
+    if field in COUNT_FIELDS:
+        return {str(value): int(count) for value, count in rows}
+    counts: dict[str, int] = {}
+    for row in rows:
+        key = group_key(dialect.language.grouped_value(row[:-1]))
+        counts[key] = counts.get(key, 0) + int(row[-1])
+    return counts
 
 
 def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -129,4 +157,8 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
         clauses.append(f"(created_at, workflow_id) > ({mark}, {mark})")
         at, last_id = where.after
         params.extend((dialect.timestamp(at), last_id))
+    if where.where is not None:
+        compiled = compile_where(where.where, dialect.language, dialect.timestamp)
+        clauses.append(compiled.sql)
+        params.extend(compiled.params)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

@@ -18,8 +18,9 @@ from replaykit.errors import (
 )
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status
 from replaykit.stores import _beats as beats
-from replaykit.stores._attributes import checked_attributes
+from replaykit.stores._attributes import checked_attributes, in_name_order
 from replaykit.stores._checks import (
+    COUNT_FIELDS,
     check_count_field,
     check_filter,
     check_log_limit,
@@ -73,6 +74,7 @@ from replaykit.stores.base import (
     WorkflowFilter,
     WorkflowRow,
 )
+from replaykit.stores.where import group_key
 
 __all__ = ["NO_TWIN", "STATEMENT_TWINS", "MemoryStore"]
 
@@ -436,8 +438,11 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         with self._lock:
             for row in self._rows.values():
                 if matches_filter(row, where):
-                    value = getattr(row, field)
-                    key = value.value if isinstance(value, Status) else (value or "")
+                    if field in COUNT_FIELDS:
+                        value = getattr(row, field)
+                        key = value.value if isinstance(value, Status) else (value or "")
+                    else:  # an attribute
+                        key = group_key(row.attributes.get(field))
                     counts[key] = counts.get(key, 0) + 1
         return counts
 
@@ -732,7 +737,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             row = self._rows.get(workflow_id)
             if row is None:
                 return False
-            merged = {**row.attributes, **given}
+            merged = in_name_order({**row.attributes, **given})
             self._rows[workflow_id] = attrs.evolve(row, attributes=merged)
             return True
 

@@ -13,6 +13,7 @@ import attrs
 from replaykit._limits import checked_count
 from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores.where import Where, where_of
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -192,6 +193,10 @@ class WorkflowFilter:
     # Runs whose id starts with this (exactly, case and all: no wildcards). Matched
     # by the store without an index: it narrows a listing, it is not a lookup.
     id_prefix: str | None = None
+    # A filter of the filter language (`stores/where.py`): text, parsed here (a
+    # `FilterError` says where it does not parse), or its tree. It narrows what the
+    # fields above select: a run is listed when it matches them all and this.
+    where: Where | None = attrs.field(default=None, converter=where_of)
     since: datetime | None = None
     until: datetime | None = None
     # A keyset page: only runs after this (created_at, workflow_id) in the listing's

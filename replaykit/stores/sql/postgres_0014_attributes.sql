@@ -6,9 +6,9 @@
 -- a NOT NULL column with a constant default rewrites no row.
 --
 -- The GIN index (jsonb_path_ops: one hash per path and value, smaller and faster than
--- the default opclass for containment) serves the filter language's equality and `in`
--- on an attribute, which compile to containment: `attributes @>` the object of that
--- one attribute, bound as a parameter (stores/_where_sql.py). Building it reads the
+-- the default opclass) serves the filter language's equality and `in` on an
+-- attribute, which compile to one jsonpath match, `attributes @@` a bound jsonpath
+-- such as $."customer" == "42" (stores/_where_sql.py). Building it reads the
 -- whole table under a SHARE lock that holds writes back; on a large table, create it
 -- beforehand with CREATE INDEX CONCURRENTLY under this name, and this migration finds
 -- it there.

@@ -157,6 +157,10 @@ from replaykit.testing.conformance._values import (
     check_outcomes_round_trip,
     check_unicode_and_large_payloads,
 )
+from replaykit.testing.conformance._where import (
+    check_count_by_attribute,
+    check_where_filters,
+)
 from replaykit.testing.conformance._with_messages import (
     check_answer_message,
     check_create_and_send,
@@ -278,6 +282,8 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_attributes_round_trip,
     check_set_attributes_merges,
     check_attributes_refused_alike,
+    check_where_filters,
+    check_count_by_attribute,
 )
 
 
