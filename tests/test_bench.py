@@ -225,3 +225,14 @@ def test_bulk_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
     assert "bulk cancel of 40 queued runs" in out and "0 left ENQUEUED" in out
     assert "cancelled 40 of 40 matching run(s); 0 skipped" in out
     assert "during the bulk cancel" in out and "during / before = " in out
+
+
+def test_operating_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_operating
+
+    bench_operating.main(["--runs", "200", "--baseline", "20", "--repeat", "2"])
+    out = capsys.readouterr().out
+    assert "200 runs written in" in out
+    assert "list: FAILED in one hour, 50" in out
+    assert "UI: runs page" in out

@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
 from conftest import wait_for
-from replaykit import Call, Engine, Recv, SetEvent, Step, workflow
+from replaykit import Call, Engine, ReceiveUpdate, Recv, Reply, SetEvent, Step, workflow
 from replaykit._operator import open_for_operator
 from replaykit.log import Status
 from replaykit.stores.base import Store
@@ -387,3 +387,52 @@ def test_bulk_cancel_a_filtered_selection_after_confirming_the_count(
     assert row is not None and row.error == "closing the shop"
     assert status_of(store, "done") is Status.SUCCESS  # outside the selection
     assert "No runs match." in driver.find_element(By.ID, "summary").text
+
+
+@workflow(name="ui-browser-counter", updates=["add"])
+def counter_wf(start: int) -> Generator[Any, Any, int]:
+    total = start
+    while total < 100:
+        request = yield ReceiveUpdate("add")
+        if not isinstance(request.args[0], int):
+            yield Reply(
+                request, error=ValueError(f"add takes a whole number, not {request.args[0]!r}")
+            )
+            continue
+        total += request.args[0]
+        yield Reply(request, {"total": total})
+    return total
+
+
+def test_send_an_update_and_read_the_reply(driver: Any, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    with Engine(url, poll_interval=0.05, executor_id="app") as engine:
+        engine.start(counter_wf, 40, workflow_id="counter")
+        store = open_for_operator(url, create=False)
+        try:
+            with running(create_app(store)) as base:
+                driver.get(f"{base}/run?id=counter")
+                form = driver.find_element(By.ID, "update")
+                form.find_element(By.NAME, "name").send_keys("add")
+                form.find_element(By.NAME, "args").send_keys("[2]")
+                go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+                assert driver.find_element(By.ID, "done").text == "The run replied:"
+                assert '"total": 42' in driver.find_element(By.ID, "reply").text
+                go(driver, driver.find_element(By.ID, "back"))
+                form = driver.find_element(By.ID, "update")
+                form.find_element(By.NAME, "name").send_keys("add")
+                form.find_element(By.NAME, "args").send_keys(f'["{EVIL}"]')
+                go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+                refused = driver.find_element(By.ID, "refused").text
+                assert "add takes a whole number" in refused and EVIL in refused
+                assert driver.title != "owned"
+                driver.get(f"{base}/run?id=counter")
+                form = driver.find_element(By.ID, "update")
+                form.find_element(By.NAME, "name").send_keys("add")
+                form.find_element(By.NAME, "args").send_keys("{not json")
+                go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+                assert "arguments: not JSON" in driver.find_element(By.TAG_NAME, "body").text
+            engine.update("counter", "add", 58)
+            assert engine.handle("counter").result(timeout=20) == 100
+        finally:
+            store.close()

@@ -47,7 +47,7 @@ from replaykit.runtime.admin import export_run, get_run, send_message
 from replaykit.stores._checks import check_filter, check_names
 from replaykit.stores.base import DamagedRow, Store
 from replaykit.stores.codec import CodecStore
-from replaykit.ui import _actions, _bulk, _schedules, _views, _workers
+from replaykit.ui import _actions, _bulk, _schedules, _updates, _views, _workers
 
 __all__ = ["COOKIE", "TOKEN_HEADER", "create_app"]
 
@@ -616,6 +616,20 @@ def create_app(
         log.info("message sent to %r (topic %r) from the UI", workflow_id, topic)
         return RedirectResponse(link("/run", id=workflow_id, done="send"), status_code=303)
 
+    async def update(request: Request) -> Response:
+        workflow_id = run_id(request)
+        form = await posted(request)
+        try:
+            asked = _updates.parse_update_form(form)
+        except _updates.FormRefused as exc:
+            raise _FormError(str(exc)) from None
+        row = await run_in_threadpool(get_run, store, workflow_id)
+        outcome = await run_in_threadpool(_updates.send_update_form, store, workflow_id, asked)
+        log.info("update %r sent to %r from the UI", asked.name, workflow_id)
+        return await render.page_off_loop(
+            "update.html", row=row, outcome=outcome, title=f"Update {asked.name}"
+        )
+
     async def workers(request: Request) -> Response:
         view = await run_in_threadpool(_workers.workers_page, store)
         return await render.page_off_loop("workers.html", view=view, title="Workers")
@@ -656,6 +670,7 @@ def create_app(
         Route("/run", handled(run)),
         Route("/run.json", handled(run_json)),
         Route("/send", handled(send), methods=["POST"]),
+        Route("/update", handled(update), methods=["POST"]),
         Route("/queues", handled(queues)),
         Route("/schedules", handled(schedules)),
         Route("/workers", handled(workers)),
