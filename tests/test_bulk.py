@@ -348,3 +348,27 @@ def test_the_cli_sends_to_many_and_deletes_a_selection(created_url: str) -> None
     deleted = ok(rk("workflows", "delete", *url, "--status", "enqueued", "--since", "1h", "--yes"))
     assert deleted.strip() == "deleted 4 of 4 matching run(s); 0 skipped"
     assert "no workflow runs match" in ok(rk("workflows", "list", *url))
+
+
+def test_a_queued_run_cancelled_then_resumed_by_a_client_goes_back_on_its_queue(
+    shared: Any,
+) -> None:
+    """A run cancelled before any worker claimed it has no engine: a client's resume (or
+    the CLI's) puts it back on its queue rather than PENDING for no executor."""
+    with Client(shared, app_version="v1") as client:
+        for i in range(3):
+            client.enqueue("bulk-held", "bulk.order", i, workflow_id=f"b-{i}", delay=HOUR)
+        assert client.cancel_workflows(id_prefix="b-").done == 3
+        assert client.resume_workflows(id_prefix="b-").done == 3
+        rows = client.list_workflows(name="bulk.order")
+        assert {(r.status, r.executor_id, r.queue) for r in rows} == {
+            (Status.ENQUEUED, "", "bulk-held")
+        }
+    with Engine(shared, poll_interval=0.05) as engine:
+        engine.cancel("b-0")
+        engine.resume("b-0")  # an engine resumes onto itself
+        row = engine.store.get_workflow("b-0")
+        assert row is not None and (row.status, row.executor_id) == (
+            Status.PENDING,
+            engine.executor_id,
+        )

@@ -360,6 +360,35 @@ def test_send_a_message_to_a_waiting_run(
     assert absent(driver, By.ID, "send")
 
 
+def test_bulk_cancel_a_filtered_selection_after_confirming_the_count(
+    driver: Any, sqlite_shop: tuple[Engine, Store, str]
+) -> None:
+    _, store, base = sqlite_shop
+    driver.get(f"{base}/runs")
+    assert absent(driver, By.ID, "bulk-cancel")  # no filter: no bulk action offered
+    for status in ("PENDING", "ENQUEUED"):
+        driver.find_element(By.CSS_SELECTOR, f"input[name=status][value={status}]").click()
+    go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
+    assert set(texts(driver, "#runs tbody td.id a")) == {"waiting", "restock-mug"}
+    go(driver, driver.find_element(By.ID, "bulk-cancel"))
+    # The confirmation names the count; nothing has changed yet.
+    assert driver.find_element(By.TAG_NAME, "h1").text == "Cancel 2 run(s)?"
+    assert driver.find_element(By.ID, "bulk-count").text.startswith("2 run(s) match this filter")
+    assert status_of(store, "waiting") is Status.PENDING
+    driver.find_element(By.ID, "reason").send_keys("closing the shop")
+    go(driver, driver.find_element(By.ID, "confirm"))
+    assert driver.current_url == (
+        f"{base}/runs?status=ENQUEUED&status=PENDING&done=cancel&n=2&skipped=0"
+    )
+    assert driver.find_element(By.ID, "done").text.startswith("Cancelled 2 run(s); 0 skipped")
+    assert status_of(store, "waiting") is Status.CANCELLED
+    assert status_of(store, "restock-mug") is Status.CANCELLED
+    row = store.get_workflow("restock-mug")
+    assert row is not None and row.error == "closing the shop"
+    assert status_of(store, "done") is Status.SUCCESS  # outside the selection
+    assert "No runs match." in driver.find_element(By.ID, "summary").text
+
+
 @workflow(name="ui-browser-counter", updates=["add"])
 def counter_wf(start: int) -> Generator[Any, Any, int]:
     total = start

@@ -117,6 +117,10 @@ class RunsQuery:
     refresh: int = 0  # seconds between the page's reloads; 0: none
     id_prefix: str = ""  # runs whose id starts with it
 
+    def filtered(self) -> bool:
+        """Whether the list is narrowed at all (a bulk cancel needs it to be)."""
+        return self.where() != WorkflowFilter()
+
     def where(self) -> WorkflowFilter:
         return WorkflowFilter(
             id_prefix=self.id_prefix or None,
@@ -127,6 +131,19 @@ class RunsQuery:
             since=self.created_from,
             until=self.created_to,
         )
+
+
+def filter_params(query: RunsQuery) -> dict[str, Any]:
+    """The address parameters of the runs list's filter (no page): for links back to it."""
+    return {
+        "id": query.id_prefix or None,
+        "status": [s.value for s in query.statuses],
+        "name": query.name or None,
+        "queue": query.queue or None,
+        "partition_key": query.partition_key or None,
+        "from": form_time(query.created_from) or None,
+        "to": form_time(query.created_to) or None,
+    }
 
 
 def form_time(value: datetime | None) -> str:
