@@ -79,7 +79,7 @@ def test_no_filter_is_refused_unless_all(engine: Engine) -> None:
 
 
 def test_a_selection_takes_no_page_and_no_contradiction(engine: Engine) -> None:
-    with pytest.raises(ValueError, match="takes no limit or offset"):
+    with pytest.raises(ValueError, match="takes no limit, offset or count_at_most"):
         engine.cancel_workflows(WorkflowFilter(name="bulk.order", limit=10))
     with pytest.raises(ValueError, match="where= says name='a' and the keyword says 'b'"):
         engine.cancel_workflows(WorkflowFilter(name="a"), name="b")
@@ -87,6 +87,25 @@ def test_a_selection_takes_no_page_and_no_contradiction(engine: Engine) -> None:
         engine.cancel_workflows("name = 'x'")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="batch_size=0"):
         engine.cancel_workflows(name="bulk.order", batch_size=0)
+    with pytest.raises(ValueError, match="takes no limit, offset or count_at_most"):
+        engine.cancel_workflows(WorkflowFilter(name="bulk.order", count_at_most=5))
+    # An order, a cursor or a listing without payloads narrows nothing: still no filter.
+    for unfiltered in (
+        WorkflowFilter(newest_first=True),
+        WorkflowFilter(after=(datetime.now(UTC), "x")),
+        WorkflowFilter(payloads=False),
+    ):
+        with pytest.raises(ValueError, match="no filter"):
+            engine.cancel_workflows(unfiltered)
+
+
+def test_a_selection_read_newest_first_is_batched_as_well(engine: Engine) -> None:
+    ids = _queued(engine, 5)
+    done = engine.cancel_workflows(
+        WorkflowFilter(name="bulk.order", newest_first=True), batch_size=2
+    )
+    assert (done.matched, done.done) == (5, 5)
+    assert {_status(engine, wid) for wid in ids} == {Status.CANCELLED}
 
 
 # -- cancel, with its dry run, reasons, batches and a resumed interruption --------------

@@ -14,7 +14,7 @@ from __future__ import annotations
 import attrs
 
 from replaykit.runtime.admin import cancel_run
-from replaykit.runtime.bulk import ACTIONS, BulkResult, carry_out
+from replaykit.runtime.bulk import ACTIONS, BulkResult, carry_out, selects
 from replaykit.stores.base import Store, WorkflowFilter
 
 __all__ = ["BulkPreview", "NoFilter", "cancel_selection", "preview"]
@@ -45,7 +45,7 @@ class BulkPreview:
 
 
 def _checked(where: WorkflowFilter) -> WorkflowFilter:
-    if attrs.evolve(where, payloads=True) == WorkflowFilter():
+    if not selects(where):
         raise NoFilter()
     return where
 
