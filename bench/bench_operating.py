@@ -12,7 +12,8 @@ REPEAT times, p50 and p95 of:
 - a selective list: FAILED runs created in one hour, a page of 50 (`list_workflows`);
 - a list by name and status, a page of 50;
 - a count of the first filter (`count_workflows`);
-- the counts bar of the UI (`count_workflows_by(status)` over every run);
+- a count by status over every run, and as the UI's counts bar asks it (each status
+  counted up to 10,001: `WorkflowFilter(count_at_most=)`); the UI's newest 50;
 - a list and a count by an attribute (`where="customer = '42'"`), where attributes exist;
 - the UI's runs page (`GET /`, and `GET /?status=ERROR`) through the ASGI app in process,
   its whole render.
@@ -65,7 +66,8 @@ def fill(pg: str, schema: str, runs: int, now: datetime) -> None:
         span = DAYS * 86400
         made: dict[str, sql.Composable] = {
             "workflow_id": sql.SQL("'op-' || lpad(n::text, 8, '0')"),
-            "name": sql.SQL("'bench-op-' || (n % {})").format(sql.Literal(NAMES)),
+            # By n / 5, so that every name has runs of every status (n % 5).
+            "name": sql.SQL("'bench-op-' || ((n / 5) % {})").format(sql.Literal(NAMES)),
             "status": sql.SQL("({}::text[])[1 + n % {}]").format(
                 sql.Literal(list(STATUSES)), sql.Literal(len(STATUSES))
             ),
@@ -124,6 +126,12 @@ def cases(store: Store, app: Any, now: datetime) -> dict[str, Callable[[], Any]]
         "count: FAILED in one hour": lambda: store.count_workflows(hour),
         "counts bar: by status, all runs": lambda: store.count_workflows_by(
             WorkflowFilter(), "status"
+        ),
+        "counts bar as the UI asks (10,001 each)": lambda: store.count_workflows_by(
+            WorkflowFilter(count_at_most=10_001), "status"
+        ),
+        "list: newest 50, as the UI reads": lambda: store.list_workflows(
+            WorkflowFilter(newest_first=True, limit=50, payloads=False)
         ),
     }
     if "where" in attr_names(WorkflowFilter):

@@ -79,7 +79,7 @@ def test_no_filter_is_refused_unless_all(engine: Engine) -> None:
 
 
 def test_a_selection_takes_no_page_and_no_contradiction(engine: Engine) -> None:
-    with pytest.raises(ValueError, match="takes no limit or offset"):
+    with pytest.raises(ValueError, match="takes no limit, offset or count_at_most"):
         engine.cancel_workflows(WorkflowFilter(name="bulk.order", limit=10))
     with pytest.raises(ValueError, match="where= says name='a' and the keyword says 'b'"):
         engine.cancel_workflows(WorkflowFilter(name="a"), name="b")
@@ -87,6 +87,25 @@ def test_a_selection_takes_no_page_and_no_contradiction(engine: Engine) -> None:
         engine.cancel_workflows("name = 'x'")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="batch_size=0"):
         engine.cancel_workflows(name="bulk.order", batch_size=0)
+    with pytest.raises(ValueError, match="takes no limit, offset or count_at_most"):
+        engine.cancel_workflows(WorkflowFilter(name="bulk.order", count_at_most=5))
+    # An order, a cursor or a listing without payloads narrows nothing: still no filter.
+    for unfiltered in (
+        WorkflowFilter(newest_first=True),
+        WorkflowFilter(after=(datetime.now(UTC), "x")),
+        WorkflowFilter(payloads=False),
+    ):
+        with pytest.raises(ValueError, match="no filter"):
+            engine.cancel_workflows(unfiltered)
+
+
+def test_a_selection_read_newest_first_is_batched_as_well(engine: Engine) -> None:
+    ids = _queued(engine, 5)
+    done = engine.cancel_workflows(
+        WorkflowFilter(name="bulk.order", newest_first=True), batch_size=2
+    )
+    assert (done.matched, done.done) == (5, 5)
+    assert {_status(engine, wid) for wid in ids} == {Status.CANCELLED}
 
 
 # -- cancel, with its dry run, reasons, batches and a resumed interruption --------------
@@ -348,3 +367,27 @@ def test_the_cli_sends_to_many_and_deletes_a_selection(created_url: str) -> None
     deleted = ok(rk("workflows", "delete", *url, "--status", "enqueued", "--since", "1h", "--yes"))
     assert deleted.strip() == "deleted 4 of 4 matching run(s); 0 skipped"
     assert "no workflow runs match" in ok(rk("workflows", "list", *url))
+
+
+def test_a_queued_run_cancelled_then_resumed_by_a_client_goes_back_on_its_queue(
+    shared: Any,
+) -> None:
+    """A run cancelled before any worker claimed it has no engine: a client's resume (or
+    the CLI's) puts it back on its queue rather than PENDING for no executor."""
+    with Client(shared, app_version="v1") as client:
+        for i in range(3):
+            client.enqueue("bulk-held", "bulk.order", i, workflow_id=f"b-{i}", delay=HOUR)
+        assert client.cancel_workflows(id_prefix="b-").done == 3
+        assert client.resume_workflows(id_prefix="b-").done == 3
+        rows = client.list_workflows(name="bulk.order")
+        assert {(r.status, r.executor_id, r.queue) for r in rows} == {
+            (Status.ENQUEUED, "", "bulk-held")
+        }
+    with Engine(shared, poll_interval=0.05) as engine:
+        engine.cancel("b-0")
+        engine.resume("b-0")  # an engine resumes onto itself
+        row = engine.store.get_workflow("b-0")
+        assert row is not None and (row.status, row.executor_id) == (
+            Status.PENDING,
+            engine.executor_id,
+        )

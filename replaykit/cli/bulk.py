@@ -26,7 +26,7 @@ from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.options import json_option, url_option, when_option
 from replaykit.cli.store import client_at
 from replaykit.log import Status
-from replaykit.runtime.bulk import ACTIONS, DEFAULT_BATCH, BulkResult
+from replaykit.runtime.bulk import ACTIONS, DEFAULT_BATCH, BulkResult, selects
 from replaykit.stores.base import WorkflowFilter
 
 __all__ = ["SELECTION_OPTIONS", "confirm", "run_bulk", "selection_options", "send_many_command"]
@@ -162,7 +162,7 @@ def run_bulk(
     (`act(client)` returns the bound method, called with the selection's arguments)."""
     where = _filter(options)
     everything: bool = options["everything"]
-    if where == WorkflowFilter() and not everything:
+    if not selects(where) and not everything:
         raise UsageError(
             f"`workflows {command}` with neither an ID nor a filter would act on every run; "
             "select runs (--status, --name, --version, --queue, --since, --until, --id-prefix, "

@@ -272,6 +272,9 @@ def resume_command(
             f"{', '.join(resumed.moved)}."
         )
     started = "started now" if row.status is Status.ENQUEUED else "PENDING again"
+    if after.status is Status.ENQUEUED:  # cancelled before a worker claimed it
+        echo(f"resumed {workflow_id!r} ({row.name}): back on queue {row.queue!r}.{also}")
+        return
     echo(
         f"resumed {workflow_id!r} ({row.name}): {started}, {done} recorded position(s) "
         f"to replay.{also} " + pickup_note(target, app_version or row.app_version)

@@ -42,6 +42,7 @@ __all__ = [
     "BulkResult",
     "carry_out",
     "selection",
+    "selects",
 ]
 
 log = logging.getLogger("replaykit.bulk")
@@ -146,18 +147,25 @@ def selection(
                 f"{what}: where= says {field}={held!r} and the keyword says {value!r}; give it once"
             )
     chosen = attrs.evolve(base, **wanted)
-    if chosen.limit is not None or chosen.offset:
+    if chosen.limit is not None or chosen.offset or chosen.count_at_most is not None:
         raise ValueError(
             f"{what} acts on every run its filter selects, read in batches of its own: "
-            "the filter takes no limit or offset (narrow it by since=, until= or id_prefix=)"
+            "the filter takes no limit, offset or count_at_most (narrow it by since=, "
+            "until= or id_prefix=)"
         )
-    if attrs.evolve(chosen, payloads=True) == WorkflowFilter() and not everything:
+    if not selects(chosen) and not everything:
         raise ValueError(
             f"{what}() with no filter would act on every run in the store; give a filter "
             "(status=, name=, queue=, since=, until=, id_prefix= or where=), or all=True "
             "(`--all` on the command line) if every run is meant"
         )
     return chosen
+
+
+def selects(where: WorkflowFilter) -> bool:
+    """Whether `where` narrows the runs at all: its order, page and payloads do not."""
+    unordered = attrs.evolve(where, payloads=True, newest_first=False, after=None)
+    return unordered != WorkflowFilter()
 
 
 def carry_out(

@@ -9,7 +9,7 @@ the one for `count_workflows`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -78,15 +78,21 @@ def listing(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, l
     columns = WORKFLOW_COLUMNS if where.payloads else LISTED_COLUMNS
     matching, params = _matching(where, dialect)
     text = f"SELECT {columns} FROM {table}{matching}"
-    text += f" ORDER BY created_at, workflow_id LIMIT {mark} OFFSET {mark}"
+    order = "created_at DESC, workflow_id DESC" if where.newest_first else "created_at, workflow_id"
+    text += f" ORDER BY {order} LIMIT {mark} OFFSET {mark}"
     params.extend((dialect.no_limit if where.limit is None else where.limit, where.offset))
     return text, params
 
 
 def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
-    """The `count_workflows` query for `where` (its limit and offset do not count)."""
+    """The `count_workflows` query for `where` (its limit and offset do not count; its
+    `count_at_most` stops the count there, reading no more rows than that)."""
     matching, params = _matching(where, dialect)
-    return f"SELECT COUNT(*) FROM {table}{matching}", params
+    if where.count_at_most is None:
+        return f"SELECT COUNT(*) FROM {table}{matching}", params
+    mark = dialect.placeholder
+    capped = f"SELECT COUNT(*) FROM (SELECT 1 FROM {table}{matching} LIMIT {mark}) capped"
+    return capped, [*params, where.count_at_most]
 
 
 def counting_by(
@@ -95,7 +101,11 @@ def counting_by(
     """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` or an attribute's
     name (checked by the caller); only a known column name reaches the statement's
     text, an attribute's name is bound. Each row is its group's value column(s), then
-    the count: `grouped_counts` reads them."""
+    the count: `grouped_counts` reads them. By status with a `count_at_most`, one capped
+    count per status (each an index range, stopping at the cap) instead of a grouped
+    count of every row."""
+    if field == "status" and where.count_at_most is not None:
+        return _capped_by_status(where, table, dialect)
     matching, params = _matching(where, dialect)
     if field in COUNT_FIELDS:
         return (
@@ -110,17 +120,46 @@ def counting_by(
     )
 
 
-def grouped_counts(rows: Sequence[Sequence[Any]], field: str, dialect: Dialect) -> dict[str, int]:
-    """A `counting_by` query's rows as `count_workflows_by` answers: each group's name
-    (an attribute's value as `where.group_key` names it, alike in every store) and its
-    count, groups of one name added up."""
+def _capped_by_status(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
+    mark = dialect.placeholder
+    wanted = where.statuses() or tuple(Status)
+    matching, params = _matching(attrs.evolve(where, status=None), dialect)
+    rest = f" AND {matching[len(' WHERE ') :]}" if matching else ""
+    parts: list[str] = []
+    values: list[Any] = []
+    for status in wanted:
+        parts.append(
+            f"SELECT {mark}, (SELECT COUNT(*) FROM (SELECT 1 FROM {table} "
+            f"WHERE status = {mark}{rest} LIMIT {mark}) capped)"
+        )
+        values.extend((status.value, status.value, *params, where.count_at_most))
+    return " UNION ALL ".join(parts), values
+
+
+def counted_groups(rows: Iterable[Sequence[Any]], at_most: int | None) -> dict[str, int]:
+    """A `count_workflows_by` answer from its statement's (value, count) rows: groups
+    with runs only, each count capped at `at_most` where given."""
+    counts = {str(value): int(count) for value, count in rows if int(count) > 0}
+    if at_most is None:
+        return counts
+    return {value: min(count, at_most) for value, count in counts.items()}
+
+
+def grouped_counts(
+    rows: Sequence[Sequence[Any]], field: str, dialect: Dialect, at_most: int | None
+) -> dict[str, int]:
+    """A `counting_by` query's rows as `count_workflows_by` answers: a field's groups as
+    `counted_groups` reads them; an attribute's by its value as `where.group_key` names
+    it, alike in every store, groups of one name added up (each capped at `at_most`)."""
     if field in COUNT_FIELDS:
-        return {str(value): int(count) for value, count in rows}
+        return counted_groups(rows, at_most)
     counts: dict[str, int] = {}
     for row in rows:
         key = group_key(dialect.language.grouped_value(row[:-1]))
         counts[key] = counts.get(key, 0) + int(row[-1])
-    return counts
+    if at_most is None:
+        return counts
+    return {value: min(count, at_most) for value, count in counts.items()}
 
 
 def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -154,7 +193,8 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
         params.append(dialect.timestamp(where.until))
     if where.after is not None:
         # A row value: both stores compare it as the index orders, and use the index.
-        clauses.append(f"(created_at, workflow_id) > ({mark}, {mark})")
+        after = "<" if where.newest_first else ">"
+        clauses.append(f"(created_at, workflow_id) {after} ({mark}, {mark})")
         at, last_id = where.after
         params.extend((dialect.timestamp(at), last_id))
     if where.where is not None:

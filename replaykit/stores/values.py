@@ -206,6 +206,15 @@ class WorkflowFilter:
     after: tuple[datetime, str] | None = None
     limit: int | None = attrs.field(default=None, validator=_checked_limit)
     offset: int = attrs.field(default=0, validator=_checked_offset)
+    # True: a listing runs newest first (created_at, then id, both descending), and
+    # `after` then means before that (created_at, workflow_id): the next page in that
+    # order. The UI's runs list reads its first pages so without an offset.
+    newest_first: bool = False
+    # A count stops at this many (each group's, for `count_workflows_by`): where a
+    # selection holds a million runs the UI says "10,000+" instead of having the store
+    # count them all. A store may still count further; it answers the lesser. Lists
+    # ignore it.
+    count_at_most: int | None = attrs.field(default=None, validator=_checked_limit)
     # False: the rows come without their payloads, for a listing that does not
     # show them: `inputs` None, and `result` None unless it is a failure (what
     # went wrong, in a line; a value may be megabytes). Filters nothing.

@@ -79,6 +79,7 @@ from replaykit.testing.conformance._listing import (
     check_count_workflows_by,
     check_list_filters,
     check_list_order_ties_broken_by_id,
+    check_newest_first_and_counts_at_most,
 )
 from replaykit.testing.conformance._messages import (
     check_consume_is_atomic,
@@ -250,6 +251,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_release,
     check_list_filters,
     check_count_workflows_by,
+    check_newest_first_and_counts_at_most,
     check_list_order_ties_broken_by_id,
     check_datetimes_round_trip,
     check_outcomes_round_trip,
