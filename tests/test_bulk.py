@@ -83,8 +83,10 @@ def test_a_selection_takes_no_page_and_no_contradiction(engine: Engine) -> None:
         engine.cancel_workflows(WorkflowFilter(name="bulk.order", limit=10))
     with pytest.raises(ValueError, match="where= says name='a' and the keyword says 'b'"):
         engine.cancel_workflows(WorkflowFilter(name="a"), name="b")
-    with pytest.raises(TypeError, match="give a WorkflowFilter"):
-        engine.cancel_workflows("name = 'x'")  # type: ignore[arg-type]
+    # A filter's text, as list_workflows(where=...) takes it, selects; anything else not.
+    assert engine.cancel_workflows("name = 'x'", dry_run=True).matched == 0
+    with pytest.raises(TypeError, match="a filter is text"):
+        engine.cancel_workflows(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="batch_size=0"):
         engine.cancel_workflows(name="bulk.order", batch_size=0)
     with pytest.raises(ValueError, match="takes no limit, offset or count_at_most"):

@@ -122,3 +122,20 @@ def test_count_and_count_by(created_url: str) -> None:
     assert "--by: count_workflows_by cannot group by 'in'" in line
     nothing = rk("workflows", "count", "--url", created_url, "--where", "nosuch = 1")
     assert ok(nothing).strip() == "0" and "no run has an attribute 'nosuch'" in nothing.stderr
+
+
+def test_a_bulk_command_takes_where(created_url: str) -> None:
+    _fill(created_url)
+    out = ok(
+        rk("workflows", "cancel", "--url", created_url, "--where", "customer = '42'", "--dry-run")
+    )
+    assert "2" in out  # two runs of customer 42 (neither open to a cancel: both finished)
+    line = error_line(
+        rk("workflows", "cancel", "--url", created_url, "--where", "customer =", "--dry-run"),
+        code=2,
+    )
+    assert "--where: filter 'customer =', column 11: expected a value" in line
+    line = error_line(
+        rk("workflows", "cancel", "o-1", "--url", created_url, "--where", "a = 1"), code=2
+    )
+    assert "--where go with a bulk cancel" in line

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from conftest import wait_for
 from replaykit import (
     AsyncClient,
     AsyncEngine,
     Client,
     Engine,
     FilterError,
+    Recv,
     SetAttributes,
     workflow,
 )
@@ -79,3 +81,28 @@ def test_the_other_faces_take_the_same_filters(shared: Any) -> None:
     with Client(shared, app_version="v1") as client:
         assert [r.workflow_id for r in client.list_workflows(where="customer in ('7')")] == ["f-2"]
         assert client.count_workflows(where="customer = '42'", group_by="customer") == {"42": 2}
+
+
+@workflow(name="filter-wait")
+def waiting(customer: str) -> Generator[Any, Any, str]:
+    yield Recv("go")
+    return customer
+
+
+def test_a_bulk_action_takes_what_list_workflows_takes(engine: Engine) -> None:
+    for n, customer in enumerate(("42", "42", "7")):
+        engine.start(waiting, customer, workflow_id=f"b-{n}", attributes={"customer": customer})
+    text = "customer = '42' and status = 'PENDING'"
+    dry = engine.cancel_workflows(text, dry_run=True)
+    assert (dry.matched, dry.done) == (2, 2)
+    done = engine.cancel_workflows(parse_where(text), reason="customer left")
+    assert done.done == 2
+    wait_for(
+        lambda: (
+            engine.count_workflows(where="customer = '42'", group_by="status") == {"CANCELLED": 2}
+        ),
+        "customer 42's runs to be CANCELLED",
+    )
+    assert engine.count_workflows(where="customer = '7' and status = 'PENDING'") == 1
+    with pytest.raises(FilterError, match="column 10"):
+        engine.cancel_workflows("customer ~ '42'")

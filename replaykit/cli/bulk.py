@@ -23,6 +23,7 @@ from replaykit._text import printable
 from replaykit.cli.arguments import json_argument
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
+from replaykit.cli.filters import parse_filter
 from replaykit.cli.options import json_option, url_option, when_option
 from replaykit.cli.store import client_at
 from replaykit.log import Status
@@ -44,6 +45,7 @@ SELECTION_OPTIONS = (
     "until",
     "id_prefix",
     "parent",
+    "where",
     "everything",
     "dry_run",
     "batch_size",
@@ -78,6 +80,12 @@ def selection_options(fn: _F) -> _F:
         ),
         click.option("--id-prefix", metavar="TEXT", help="Without ID: runs whose id starts so."),
         click.option("--parent", metavar="ID", help="Without ID: the children of this run."),
+        click.option(
+            "--where",
+            metavar="FILTER",
+            help="Without ID: runs matching this filter, such as \"customer = '42'\" "
+            "(docs/operations.md, Filtering runs).",
+        ),
         click.option(
             "--all",
             "everything",
@@ -132,6 +140,7 @@ def _filter(options: dict[str, Any]) -> WorkflowFilter:
         id_prefix=options["id_prefix"],
         since=since,
         until=until,
+        where=None if options["where"] is None else parse_filter(options["where"]),
     )
 
 
@@ -166,7 +175,7 @@ def run_bulk(
         raise UsageError(
             f"`workflows {command}` with neither an ID nor a filter would act on every run; "
             "select runs (--status, --name, --version, --queue, --since, --until, --id-prefix, "
-            "--parent), or pass --all if every run is meant"
+            "--parent, --where), or pass --all if every run is meant"
         )
     action = ACTIONS[command.removesuffix("-many")]
     with client_at(url) as client:

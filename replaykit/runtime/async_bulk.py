@@ -14,6 +14,7 @@ from replaykit.log import Status
 from replaykit.runtime.bulk import DEFAULT_BATCH, BulkResult
 from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.where import Where
 
 __all__ = ["AsyncBulkActions", "BulkFace"]
 
@@ -51,7 +52,7 @@ class AsyncBulkActions:
 
     async def cancel_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -91,7 +92,7 @@ class AsyncBulkActions:
 
     async def terminate_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -128,7 +129,7 @@ class AsyncBulkActions:
 
     async def resume_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -163,7 +164,7 @@ class AsyncBulkActions:
 
     async def delete_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -203,7 +204,7 @@ class AsyncBulkActions:
         message: Any,
         topic: str | None = None,
         *,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
         version: str | None = None,

@@ -33,6 +33,7 @@ from replaykit.log import Status
 from replaykit.runtime import admin
 from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.where import Where
 
 __all__ = [
     "ACTIONS",
@@ -109,7 +110,7 @@ class BulkResult:
 
 
 def selection(
-    where: WorkflowFilter | None,
+    where: WorkflowFilter | str | Where | None,
     *,
     what: str,
     everything: bool,
@@ -125,10 +126,8 @@ def selection(
     by the keyword filters. Refuses a selection of every run unless `everything`, and a
     limit or offset (a bulk action reads the whole selection in keyset batches)."""
     if where is not None and not isinstance(where, WorkflowFilter):
-        raise TypeError(
-            f"{what}(where={where!r}): give a WorkflowFilter (or keyword filters such as "
-            "status=, name=, queue=, since=, until=)"
-        )
+        # What list_workflows(where=...) takes: a filter's text or its tree.
+        where = WorkflowFilter(where=where)
     base = where or WorkflowFilter()
     keywords = admin.workflow_filter(
         status=status, name=name, version=version, queue=queue, since=since, until=until
@@ -273,7 +272,7 @@ class BulkActions:
         self,
         what: str,
         act: Callable[[WorkflowRow], bool],
-        where: WorkflowFilter | None,
+        where: WorkflowFilter | str | Where | None,
         filters: dict[str, Any],
         *,
         everything: bool,
@@ -296,7 +295,7 @@ class BulkActions:
 
     def cancel_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -343,7 +342,7 @@ class BulkActions:
 
     def terminate_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -383,7 +382,7 @@ class BulkActions:
 
     def resume_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -430,7 +429,7 @@ class BulkActions:
 
     def delete_workflows(
         self,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         *,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
@@ -482,7 +481,7 @@ class BulkActions:
         message: Any,
         topic: str | None = None,
         *,
-        where: WorkflowFilter | None = None,
+        where: WorkflowFilter | str | Where | None = None,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
         version: str | None = None,
