@@ -21,6 +21,7 @@ __all__ = [
     "DamagedRow",
     "EventWrite",
     "FinishWrite",
+    "LoadedRun",
     "Message",
     "OutgoingMessage",
     "RecordWrite",
@@ -271,6 +272,16 @@ class CancelRequest:
     reason: str
     grace_until: datetime
     requested_at: datetime
+
+
+@attrs.frozen
+class LoadedRun:
+    """One run as a batch of wake-ups reads it (`load_runs`, which a store may offer
+    beside the `Store` protocol): its row, its whole log, and its cancel request."""
+
+    row: WorkflowRow
+    log: list[Record]
+    cancel: CancelRequest | None
 
 
 @attrs.frozen
