@@ -1,7 +1,10 @@
-"""Scenario: a partitioned queue's per-key limit while workers are killed.
+"""Scenario: per-key limits (a partitioned queue's, and keyed starts') while workers are
+killed.
 
 A producer enqueues R runs over a handful of partition keys, most of them on one noisy
-key, on `Queue("rel-partitioned", concurrency=total, partition_concurrency=k)`; W
+key, on `Queue("rel-partitioned", concurrency=total, partition_concurrency=k)`, and a
+client makes a third as many keyed starts (`start(..., concurrency_key=...,
+concurrency_limit=k)`, which no worker was told of: they find the keyed queue); W
 `replaykit worker` processes drain it (lease 2 s). The driver SIGKILLs a worker that
 holds runs now and then and starts a new one in its place; the dead worker's runs stay
 PENDING, counted against their key, until a live worker takes them over when its lease
@@ -78,8 +81,14 @@ def _pending(store: Any) -> list[Any]:
     from replaykit import Status
     from replaykit.stores.base import WorkflowFilter
 
-    rows: list[Any] = store.list_workflows(WorkflowFilter(status=Status.PENDING, queue=QUEUE))
-    return rows
+    rows: list[Any] = store.list_workflows(WorkflowFilter(status=Status.PENDING))
+    return [row for row in rows if row.queue in (QUEUE, _keyed_queue())]
+
+
+def _keyed_queue() -> str:
+    from replaykit.runtime.overlaps import CONCURRENCY_QUEUE_PREFIX
+
+    return f"{CONCURRENCY_QUEUE_PREFIX}{os.environ[PARTITION_K]}"
 
 
 class _Sampler(threading.Thread):
@@ -101,14 +110,14 @@ class _Sampler(threading.Thread):
                 continue
             per_key = Counter(row.partition_key for row in rows)
             self.key_peak = max(self.key_peak, max(per_key.values(), default=0))
-            self.queue_peak = max(self.queue_peak, len(rows))
+            self.queue_peak = max(self.queue_peak, sum(row.queue == QUEUE for row in rows))
             self.samples += 1
             self.stop.wait(0.005)
 
 
 def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int, total: int) -> None:
     import reliability._apps as apps
-    from replaykit import Engine, QueueItem
+    from replaykit import Client, Engine, QueueItem
     from replaykit.stores import open_store
 
     rng = sc.rng
@@ -127,6 +136,17 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int, total: int
         }
         for i in range(sc.size(24, 120))
     ]
+    # Keyed starts: their own keys (the key's limit is k too), a quarter of the runs.
+    keyed: list[dict[str, Any]] = [
+        {
+            "wf": "rel-script",
+            "id": f"c-{i}",
+            "key": rng.choice(["keyed-busy"] * 3 + ["keyed-1", "keyed-2"]),
+            "args": [random_script(rng, rng.randint(3, 5), (0.05, 0.2), 0.3)],
+        }
+        for i in range(sc.size(8, 40))
+    ]
+    runs += keyed
     key_of = {r["id"]: r["key"] for r in runs}
     with ExitStack() as stack:
         if store_kind == "postgres":
@@ -142,8 +162,22 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int, total: int
         producer.enqueue_many(
             apps.PARTITIONED,
             apps.script,
-            [QueueItem(*r["args"], workflow_id=r["id"], partition_key=r["key"]) for r in runs],
+            [
+                QueueItem(*r["args"], workflow_id=r["id"], partition_key=r["key"])
+                for r in runs
+                if r not in keyed
+            ],
         )
+        client = Client(url, app_version=APP_VERSION)
+        stack.callback(client.close)
+        for r in keyed:
+            client.start(
+                r["wf"],
+                *r["args"],
+                workflow_id=r["id"],
+                concurrency_key=r["key"],
+                concurrency_limit=k,
+            )
         sampler = _Sampler(store)
         sampler.start()
         began = time.monotonic()
@@ -217,6 +251,7 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int, total: int
         ledger_key_peak = max((peak_overlap(s) for s in by_key.values()), default=0)
         verdict.figure("runs", len(runs))
         verdict.figure("runs of the noisy key", sum(r["key"] == "noisy" for r in runs))
+        verdict.figure("keyed starts (concurrency_key, limit k)", len(keyed))
         verdict.figure("partition_concurrency k", k)
         verdict.figure("queue concurrency", total)
         verdict.figure("workers at once", workers_at_once)
@@ -229,7 +264,7 @@ def run_part(sc: Scenario, verdict: Verdict, store_kind: str, k: int, total: int
         verdict.figure("seconds to drain", round(drained, 1))
         verdict.check(
             sampler.key_peak <= k,
-            "no key ever had more than k runs PENDING (store)",
+            "no key (partition or concurrency key) ever had more than k runs PENDING (store)",
             f"peak {sampler.key_peak} > k = {k}",
         )
         verdict.check(

@@ -65,6 +65,7 @@ from replaykit.interpreter import ReplaySafeFilter, StepContext, context, logger
 from replaykit.log import Log, Record, Status
 from replaykit.registry import BoundWorkflow, Workflow, workflow
 from replaykit.runtime.aio import AsyncEngine, AsyncWorkflowHandle
+from replaykit.runtime.bulk import BulkResult
 from replaykit.runtime.clock import SystemClock, VirtualClock
 from replaykit.runtime.engine import Engine, WorkflowHandle
 from replaykit.runtime.queues import Queue, QueueItem
@@ -85,6 +86,7 @@ __all__ = [
     "Awakeable",
     "AwakeableFailed",
     "BoundWorkflow",
+    "BulkResult",
     "Call",
     "CancelRun",
     "Cancelled",

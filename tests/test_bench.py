@@ -228,3 +228,25 @@ def test_retention_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr().out
     assert "retention: 30 deleted in" in out
     assert "one DELETE (baseline): 30 deleted in" in out
+
+
+def test_bulk_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_bulk
+
+    bench_bulk.main(["--runs", "40", "--window", "0.5", "--loops", "1", "--steps", "2"])
+    out = capsys.readouterr().out
+    assert "bulk cancel of 40 queued runs" in out and "0 left ENQUEUED" in out
+    assert "cancelled 40 of 40 matching run(s); 0 skipped" in out
+    assert "during the bulk cancel" in out and "during / before = " in out
+
+
+def test_operating_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_operating
+
+    bench_operating.main(["--runs", "200", "--baseline", "20", "--repeat", "2"])
+    out = capsys.readouterr().out
+    assert "200 runs written in" in out
+    assert "list: FAILED in one hour, 50" in out
+    assert "UI: runs page" in out

@@ -181,3 +181,46 @@ def test_resume_of_an_enqueued_run_starts_it_on_the_named_engine(url: str) -> No
     with app_engine(url) as engine:
         ok(rk("workflows", "send", "later", '"ok"', "--topic", "decision", "--url", url))
         assert engine.handle("later").result(timeout=20) == "later: ok"
+
+
+def test_keyed_starts_from_the_shell(url: str) -> None:
+    start = ("workflows", "start", "cli-approve", "--url", url, "--app-version", "v1")
+    cases = [
+        ((*start, '["a"]', "--concurrency-key", "k", "--queue", QUEUE), "it takes no --queue"),
+        ((*start, '["a"]', "--concurrency-key", ""), "--concurrency-key needs a key"),
+        ((*start, '["a"]', "--executor", "app", "--concurrency-limit", "2"),
+         "--concurrency-limit limits the runs of a key"),
+        ((*start, '["a"]', "--executor", "app", "--overlap", "skip"),
+         "--overlap skip applies to the live runs of a key"),
+        ((*start, '["a"]', "--concurrency-key", "k", "--concurrency-limit", "0"),
+         "--concurrency-limit"),
+        ((*start, '["a"]', "--concurrency-key", "k", "--overlap", "buffer"), "--overlap"),
+    ]  # fmt: skip
+    for args, expected in cases:
+        assert expected in error_line(rk(*args), 2), args
+    assert row_of_or_none(url, "a") is None
+    first = ok(
+        rk(*start, '["k1"]', "--id", "k1", "--concurrency-key", "report", "--overlap", "skip")
+    )
+    assert "k1 started: 'cli-approve' ENQUEUED on queue 'replaykit.concurrency:1'" in first
+    assert "(partition 'report')" in first
+    again = ok(rk(*start, '["k2"]', "--concurrency-key", "report", "--overlap", "skip"))
+    assert again.startswith("k1 not started again (overlap=skip): the key's live run is")
+    answer = json.loads(
+        ok(rk(*start, '["k3"]', "--concurrency-key", "report", "--overlap", "skip", "--json"))
+    )
+    assert (answer["workflow_id"], answer["created"]) == ("k1", False)
+    row = row_of(url, "k1")
+    assert (row.queue, row.partition_key, row.status) == (
+        "replaykit.concurrency:1",
+        "report",
+        Status.ENQUEUED,
+    )
+
+
+def row_of_or_none(url: str, workflow_id: str) -> WorkflowRow | None:
+    store = open_store(url)
+    try:
+        return store.get_workflow(workflow_id)
+    finally:
+        store.close()

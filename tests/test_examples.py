@@ -329,3 +329,16 @@ def test_rewind(tmp_path: Path) -> None:
     assert "steps run: reserve, invoice, charge, charge" in run_example(
         [str(ROOT / "examples" / "rewind.py")], tmp_path
     )
+
+
+def test_keyed_starts(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "keyed_starts.py")], tmp_path)
+    synced = [line for line in out.splitlines() if line.endswith("synced")]
+    assert [line for line in synced if line.startswith("customer-42")] == [
+        f"customer-42 batch {batch} synced" for batch in range(3)
+    ]
+    assert len(synced) == 6
+    assert "most syncs of one customer at once: 1" in out
+    assert "second start answered with the live run: True" in out
+    assert "spec.md v2 rendered" in out
+    assert "the older preview: CANCELLED" in out

@@ -85,6 +85,12 @@ SURFACE: dict[str, tuple[str, str]] = {
     "update_with_start": (ALL, ""),
     "send_with_start": (ALL, ""),
     "debounce": (ALL, ""),
+    # The bulk actions (runtime/bulk.py, runtime/async_bulk.py): one mixin each side.
+    "cancel_workflows": (ALL, ""),
+    "terminate_workflows": (ALL, ""),
+    "resume_workflows": (ALL, ""),
+    "delete_workflows": (ALL, ""),
+    "send_many": (ALL, ""),
     # -- what only an engine does: it runs workflows, a client runs nothing ---------------
     "run": (
         ENGINES,

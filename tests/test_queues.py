@@ -418,6 +418,10 @@ def test_a_partition_key_is_a_non_empty_string(store_url: str) -> None:
         ({"partition_rate_limit": (5, 0)}, "partition_rate_limit .*positive period"),
         ({"partition_rate_limit": 5}, "partition_rate_limit must be \\(starts, period\\)"),
         ({"partitioned": "yes"}, "partitioned='yes': must be True or False"),
+        ({"partition_weights": {"gold": 0}}, "partition_weights\\['gold'\\]=0: .*1 or more"),
+        ({"partition_weights": {"gold": 1.5}}, "partition_weights\\['gold'\\]=1.5"),
+        ({"partition_weights": {7: 2}}, "key 7 is not a string"),
+        ({"partition_weights": [("gold", 2)]}, "must map partition keys to weights"),
     ],
 )
 def test_bad_partition_limits_are_refused_when_the_queue_is_declared(
@@ -427,6 +431,8 @@ def test_bad_partition_limits_are_refused_when_the_queue_is_declared(
         Queue("q-bad-limits", **options)
     declared = Queue("q-good-limits", partition_rate_limit=(3, timedelta(seconds=2)))
     assert declared.partitioned and declared.partition_rate_limit == (3, 2.0)
+    weighed = Queue("q-good-weights", partition_weights={"gold": 3, "bronze": 1})
+    assert weighed.partitioned and weighed.partition_weights == (("bronze", 1), ("gold", 3))
 
 
 def test_partition_concurrency_holds_across_engines(shared: Any) -> None:

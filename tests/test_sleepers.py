@@ -79,7 +79,9 @@ def test_a_sleeper_is_kept_as_a_bare_entry_and_wakes_once_at_its_instant(room: R
     seen = wakeups.seq()
     assert wakeups.suspend("s", Suspend(T0 + timedelta(seconds=10)), seen=seen)
     # A run that waits for a message besides is a suspension as before.
-    assert wakeups.suspend("m", Suspend(T0 + timedelta(seconds=5), (("message", "m:t"),)), seen=seen)
+    assert wakeups.suspend(
+        "m", Suspend(T0 + timedelta(seconds=5), (("message", "m:t"),)), seen=seen
+    )
     assert wakeups.sleepers_count() == 1
     assert wakeups.is_suspended("s") and wakeups.is_suspended("m")
     room.clock.advance(timedelta(seconds=9))
@@ -118,7 +120,11 @@ def test_an_autojumping_clock_jumps_to_a_bare_sleepers_instant() -> None:
     clock = VirtualClock(T0, autojump=True)
     dispatched: list[str] = []
     wakeups = Wakeups(
-        clock, poll_interval=0.02, dispatch=dispatched.append, busy=lambda: 0, sweep=lambda **_: None
+        clock,
+        poll_interval=0.02,
+        dispatch=dispatched.append,
+        busy=lambda: 0,
+        sweep=lambda **_: None,
     )
     wakeups.start()
     try:

@@ -22,7 +22,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
 from conftest import wait_for
-from replaykit import Call, Engine, Recv, SetEvent, Step, workflow
+from replaykit import Call, Engine, ReceiveUpdate, Recv, Reply, SetEvent, Step, workflow
 from replaykit._operator import open_for_operator
 from replaykit.log import Status
 from replaykit.stores.base import Store
@@ -358,3 +358,81 @@ def test_send_a_message_to_a_waiting_run(
     driver.get(f"{base}/run?id=waiting")
     assert driver.find_element(By.ID, "status").text == "SUCCESS"
     assert absent(driver, By.ID, "send")
+
+
+def test_bulk_cancel_a_filtered_selection_after_confirming_the_count(
+    driver: Any, sqlite_shop: tuple[Engine, Store, str]
+) -> None:
+    _, store, base = sqlite_shop
+    driver.get(f"{base}/runs")
+    assert absent(driver, By.ID, "bulk-cancel")  # no filter: no bulk action offered
+    for status in ("PENDING", "ENQUEUED"):
+        driver.find_element(By.CSS_SELECTOR, f"input[name=status][value={status}]").click()
+    go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
+    assert set(texts(driver, "#runs tbody td.id a")) == {"waiting", "restock-mug"}
+    go(driver, driver.find_element(By.ID, "bulk-cancel"))
+    # The confirmation names the count; nothing has changed yet.
+    assert driver.find_element(By.TAG_NAME, "h1").text == "Cancel 2 run(s)?"
+    assert driver.find_element(By.ID, "bulk-count").text.startswith("2 run(s) match this filter")
+    assert status_of(store, "waiting") is Status.PENDING
+    driver.find_element(By.ID, "reason").send_keys("closing the shop")
+    go(driver, driver.find_element(By.ID, "confirm"))
+    assert driver.current_url == (
+        f"{base}/runs?status=ENQUEUED&status=PENDING&done=cancel&n=2&skipped=0"
+    )
+    assert driver.find_element(By.ID, "done").text.startswith("Cancelled 2 run(s); 0 skipped")
+    assert status_of(store, "waiting") is Status.CANCELLED
+    assert status_of(store, "restock-mug") is Status.CANCELLED
+    row = store.get_workflow("restock-mug")
+    assert row is not None and row.error == "closing the shop"
+    assert status_of(store, "done") is Status.SUCCESS  # outside the selection
+    assert "No runs match." in driver.find_element(By.ID, "summary").text
+
+
+@workflow(name="ui-browser-counter", updates=["add"])
+def counter_wf(start: int) -> Generator[Any, Any, int]:
+    total = start
+    while total < 100:
+        request = yield ReceiveUpdate("add")
+        if not isinstance(request.args[0], int):
+            yield Reply(
+                request, error=ValueError(f"add takes a whole number, not {request.args[0]!r}")
+            )
+            continue
+        total += request.args[0]
+        yield Reply(request, {"total": total})
+    return total
+
+
+def test_send_an_update_and_read_the_reply(driver: Any, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    with Engine(url, poll_interval=0.05, executor_id="app") as engine:
+        engine.start(counter_wf, 40, workflow_id="counter")
+        store = open_for_operator(url, create=False)
+        try:
+            with running(create_app(store)) as base:
+                driver.get(f"{base}/run?id=counter")
+                form = driver.find_element(By.ID, "update")
+                form.find_element(By.NAME, "name").send_keys("add")
+                form.find_element(By.NAME, "args").send_keys("[2]")
+                go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+                assert driver.find_element(By.ID, "done").text == "The run replied:"
+                assert '"total": 42' in driver.find_element(By.ID, "reply").text
+                go(driver, driver.find_element(By.ID, "back"))
+                form = driver.find_element(By.ID, "update")
+                form.find_element(By.NAME, "name").send_keys("add")
+                form.find_element(By.NAME, "args").send_keys(f'["{EVIL}"]')
+                go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+                refused = driver.find_element(By.ID, "refused").text
+                assert "add takes a whole number" in refused and EVIL in refused
+                assert driver.title != "owned"
+                driver.get(f"{base}/run?id=counter")
+                form = driver.find_element(By.ID, "update")
+                form.find_element(By.NAME, "name").send_keys("add")
+                form.find_element(By.NAME, "args").send_keys("{not json")
+                go(driver, form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+                assert "arguments: not JSON" in driver.find_element(By.TAG_NAME, "body").text
+            engine.update("counter", "add", 58)
+            assert engine.handle("counter").result(timeout=20) == 100
+        finally:
+            store.close()

@@ -12,7 +12,7 @@ import pytest
 
 from replaykit.log import Failure, Record, Status, Value
 from replaykit.serde import ErrorInfo
-from replaykit.stores.base import WorkflowRow
+from replaykit.stores.base import WorkflowFilter, WorkflowRow
 from replaykit.stores.memory import MemoryStore
 from replaykit.ui._views import (
     MAX_SHOWN_CHARS,
@@ -68,6 +68,34 @@ def test_the_runs_list_is_paged_newest_first(store: MemoryStore) -> None:
     last = runs_page(store, RunsQuery(per_page=3, page=99))  # past the end: the last page
     assert [r.workflow_id for r in last.rows] == ["r-0"] and last.query.page == 2
     assert (last.first, last.last) == (7, 7)
+
+
+def test_the_runs_list_counts_no_further_than_its_cap(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past COUNT_CAP the page says "N+" and pages back only that far; the store is asked
+    for counts that stop there and for its rows newest first (no offset from the end)."""
+    from replaykit.ui import _views
+
+    asked: list[WorkflowFilter] = []
+    listed = store.list_workflows
+
+    def listing(where: WorkflowFilter) -> list[WorkflowRow]:
+        asked.append(where)
+        return listed(where)
+
+    monkeypatch.setattr(store, "list_workflows", listing)
+    monkeypatch.setattr(_views, "COUNT_CAP", 4)
+    page = runs_page(store, RunsQuery(per_page=3, page=5))
+    assert page.capped and page.shown(page.total) == "4+" and page.pages == 2
+    assert [r.workflow_id for r in page.rows] == ["r-3"]  # page 2 of the newest four
+    assert dict(page.counts) == {"SUCCESS": 5, "ERROR": 1}
+    assert [page.shown(n) for _, n in page.counts] == ["4+", "1"]
+    [where] = asked
+    assert where.newest_first and (where.offset, where.limit) == (3, 1)
+    assert where.count_at_most == 5
+    small = runs_page(store, RunsQuery(statuses=(Status.ERROR,)))
+    assert not small.capped and small.shown(small.total) == "1"
 
 
 def test_the_runs_list_filters_and_says_what_went_wrong_in_a_line(store: MemoryStore) -> None:

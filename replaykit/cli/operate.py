@@ -1,5 +1,8 @@
 """Operating on runs through `runtime.admin`: `workflows export|cancel|resume|fork|delete|gc`.
 
+Without an id, `cancel`, `terminate`, `resume` and `delete` act on a selection of runs
+(cli/bulk.py).
+
 `resume` and `fork` only mark a run PENDING for the executor id and app version
 that should run it: the code that can run it lives in the application, whose
 engine takes the run on its next recovery.
@@ -7,13 +10,14 @@ engine takes the run on its next recovery.
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import click
 
-from replaykit._text import json_text, printable, when_text
+from replaykit._text import json_text, when_text
+from replaykit.cli.bulk import confirm, run_bulk, selection_options, single_run
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.options import duration_option, json_option, url_option
@@ -71,7 +75,7 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
 
 
 @click.command("cancel")
-@click.argument("workflow_id")
+@click.argument("workflow_id", required=False)
 @url_option
 @click.option(
     "--grace",
@@ -81,10 +85,27 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
     help="Seconds the workflow has to clean up after Cancelled.",
 )
 @click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
+@selection_options
 @json_option
-def cancel_command(workflow_id: str, url: str, grace: float, reason: str, as_json: bool) -> None:
+def cancel_command(
+    workflow_id: str | None, url: str, grace: float, reason: str, as_json: bool, **options: Any
+) -> None:
     """Ask a run to cancel: Cancelled is raised in it at its current yield, and it may
-    clean up within the grace (`terminate` stops it with no cleanup)."""
+    clean up within the grace (`terminate` stops it with no cleanup).
+
+    Without ID, every unfinished run the options select (--status, --name, ...; or
+    --all), in batches, each keeping --reason; --dry-run prints how many.
+    """
+    if workflow_id is None:
+        run_bulk(
+            "cancel",
+            url,
+            options,
+            lambda client: lambda **kw: client.cancel_workflows(grace=grace, reason=reason, **kw),
+            as_json=as_json,
+        )
+        return
+    single_run("cancel", options)
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if row.status.is_terminal:
@@ -116,17 +137,33 @@ def cancel_command(workflow_id: str, url: str, grace: float, reason: str, as_jso
 
 
 @click.command("terminate")
-@click.argument("workflow_id")
+@click.argument("workflow_id", required=False)
 @url_option
 @click.option(
     "--children/--no-children", default=True, show_default=True, help="Stop its children too."
 )
 @click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
+@selection_options
 @json_option
 def terminate_command(
-    workflow_id: str, url: str, children: bool, reason: str, as_json: bool
+    workflow_id: str | None, url: str, children: bool, reason: str, as_json: bool, **options: Any
 ) -> None:
-    """Stop a run hard: CANCELLED now, no cleanup; its engine stops at its next record."""
+    """Stop a run hard: CANCELLED now, no cleanup; its engine stops at its next record.
+
+    Without ID, every unfinished run the options select (or --all), in batches.
+    """
+    if workflow_id is None:
+        run_bulk(
+            "terminate",
+            url,
+            options,
+            lambda client: (
+                lambda **kw: client.terminate_workflows(children=children, reason=reason, **kw)
+            ),
+            as_json=as_json,
+        )
+        return
+    single_run("terminate", options)
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if row.status.is_terminal:
@@ -147,16 +184,24 @@ def terminate_command(
 
 
 @click.command("resume")
-@click.argument("workflow_id")
+@click.argument("workflow_id", required=False)
 @url_option
 @click.option(
     "--executor",
     help="Hand the run to this executor id (default: its own; an ENQUEUED run needs one).",
 )
 @click.option("--app-version", help="Restamp the run for this app version (default: its own).")
+@click.option("--reason", help="Without ID: why, logged with each run resumed.")
+@selection_options
 @json_option
 def resume_command(
-    workflow_id: str, url: str, executor: str | None, app_version: str | None, as_json: bool
+    workflow_id: str | None,
+    url: str,
+    executor: str | None,
+    app_version: str | None,
+    reason: str | None,
+    as_json: bool,
+    **options: Any,
 ) -> None:
     """Mark a CANCELLED or PARKED run PENDING again, for its engine to continue it.
 
@@ -166,7 +211,25 @@ def resume_command(
     of earlier generations) moves onto that version with it, in one transaction,
     and the ids moved are printed: after a code edit, a child left on the old
     version would never run, and its parent would wait for it for ever.
+
+    Without ID, every CANCELLED or PARKED run the options select (or --all), each
+    staying with its own engine and version.
     """
+    if workflow_id is None:
+        if executor or app_version:
+            raise UsageError(
+                "--executor and --app-version go with one run's ID; a bulk resume leaves "
+                "each run with its own engine and version"
+            )
+        run_bulk(
+            "resume",
+            url,
+            options,
+            lambda client: lambda **kw: client.resume_workflows(reason=reason or "", **kw),
+            as_json=as_json,
+        )
+        return
+    single_run("resume", {**options, "reason": reason})
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if row.status is Status.CONTINUED:
@@ -209,6 +272,9 @@ def resume_command(
             f"{', '.join(resumed.moved)}."
         )
     started = "started now" if row.status is Status.ENQUEUED else "PENDING again"
+    if after.status is Status.ENQUEUED:  # cancelled before a worker claimed it
+        echo(f"resumed {workflow_id!r} ({row.name}): back on queue {row.queue!r}.{also}")
+        return
     echo(
         f"resumed {workflow_id!r} ({row.name}): {started}, {done} recorded position(s) "
         f"to replay.{also} " + pickup_note(target, app_version or row.app_version)
@@ -267,17 +333,42 @@ def fork_command(
 
 
 @click.command("delete")
-@click.argument("workflow_id")
+@click.argument("workflow_id", required=False)
 @url_option
 @click.option("--children", is_flag=True, help="Delete its child runs too.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--reason", help="Without ID: why, logged with each run deleted.")
+@selection_options
 @json_option
-def delete_command(workflow_id: str, url: str, children: bool, yes: bool, as_json: bool) -> None:
-    """Delete a run with its log, inbox and events (cancelling it first if it runs)."""
+def delete_command(
+    workflow_id: str | None,
+    url: str,
+    children: bool,
+    reason: str | None,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Delete a run with its log, inbox and events (cancelling it first if it runs).
+
+    Without ID, every run the options select (or --all), in batches; a child whose
+    parent is unfinished is refused and counted as failed.
+    """
+    yes: bool = options["yes"]
+    if workflow_id is None:
+        run_bulk(
+            "delete",
+            url,
+            options,
+            lambda client: (
+                lambda **kw: client.delete_workflows(children=children, reason=reason or "", **kw)
+            ),
+            as_json=as_json,
+        )
+        return
+    single_run("delete", {**options, "reason": reason})
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if not yes:
-            _confirm(
+            confirm(
                 f"delete {row.status.value} run {workflow_id!r} ({row.name}) and its log"
                 + (" and children" if children else "")
                 + "?",
@@ -290,26 +381,6 @@ def delete_command(workflow_id: str, url: str, children: bool, yes: bool, as_jso
         )
         return
     echo(f"deleted {workflow_id!r}")
-
-
-def _confirm(question: str, *, as_json: bool = False) -> None:
-    """Ask `question` on the terminal; exit 1 on "no", and say to pass --yes with no terminal.
-
-    With --json, a prompt would be mixed into the JSON: --yes is needed.
-    """
-    if as_json:
-        raise UsageError("--json prints no prompt: pass --yes to go ahead without one")
-    try:
-        yes = click.confirm(printable(question))
-    except click.Abort:
-        if sys.stdin is not None and sys.stdin.isatty():
-            raise  # Ctrl-C or Ctrl-D at the prompt: aborted, as asked
-        raise CliError(
-            "no answer to the confirmation: standard input is not a terminal (a script or a "
-            "pipe); pass --yes to go ahead without asking"
-        ) from None
-    if not yes:
-        raise click.Abort()
 
 
 @click.command("rewind")
@@ -402,7 +473,7 @@ def gc_command(
             click.echo(f"{len(matching)} {what} created before {when_text(cutoff)} UTC{kept}")
             return
         if not yes:
-            _confirm(
+            confirm(
                 f"delete {len(matching)} {what} created before {when_text(cutoff)} UTC?",
                 as_json=as_json,
             )

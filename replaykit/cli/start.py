@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import click
 
@@ -15,6 +15,7 @@ from replaykit.cli.options import duration_option, json_option, url_option
 from replaykit.cli.rows import pickup_note, row_json
 from replaykit.cli.store import client_at, get_row
 from replaykit.log import Status
+from replaykit.runtime.overlaps import START_OVERLAPS
 
 __all__ = ["send_command", "start_command"]
 
@@ -41,6 +42,27 @@ _JSON_EXAMPLE = '{"ok": true}'
     "serves its keys in turn and limits each.",
 )
 @click.option(
+    "--concurrency-key",
+    metavar="KEY",
+    help="Without --queue: at most --concurrency-limit runs of KEY at once, across every "
+    "engine; the others wait in order (any engine claims them).",
+)
+@click.option(
+    "--concurrency-limit",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="With --concurrency-key: how many runs of the key may run at once.",
+)
+@click.option(
+    "--overlap",
+    type=click.Choice(START_OVERLAPS),
+    default="allow",
+    show_default=True,
+    help="While a run of the key (--concurrency-key, or --partition-key on --queue) is "
+    "live: start anyway, skip (answer with the live run), keep one waiting, or cancel it.",
+)
+@click.option(
     "--executor", help="Without --queue: the executor id of the engine to run it (it is told)."
 )
 @click.option(
@@ -63,6 +85,9 @@ def start_command(
     queue: str | None,
     delay: timedelta | None,
     partition_key: str | None,
+    concurrency_key: str | None,
+    concurrency_limit: int,
+    overlap: str,
     executor: str | None,
     app_version: str | None,
     strict: bool,
@@ -94,9 +119,11 @@ def start_command(
             "and this command, which imports no workflow code, cannot compute the default "
             "one. Pass the version your engines are given (Engine(app_version=...))"
         )
-    if queue is None and not executor:
+    _check_keys(queue, partition_key, concurrency_key, concurrency_limit, overlap)
+    if queue is None and not executor and concurrency_key is None:
         raise UsageError(
-            "no engine would run it: pass --queue Q (any engine draining Q claims it) or "
+            "no engine would run it: pass --queue Q (any engine draining Q claims it), "
+            "--concurrency-key KEY (any engine claims it when KEY has a slot) or "
             "--executor ID (the engine with that executor id runs it)"
         )
     if delay is not None and queue is None:
@@ -112,6 +139,7 @@ def start_command(
             except _waiting.NoLatestVersion as exc:
                 raise CliError(str(exc)) from None
         existed = workflow_id is not None and client.store.get_workflow(workflow_id) is not None
+        asked_at = datetime.now(UTC)
         if queue is not None:
             handle = client.enqueue(
                 queue,
@@ -120,17 +148,29 @@ def start_command(
                 workflow_id=workflow_id,
                 delay=delay,
                 partition_key=partition_key,
+                overlap=overlap,
                 **kwargs,
             )
         else:
             handle = client.start(
-                name, *args, workflow_id=workflow_id, executor_id=executor, **kwargs
+                name,
+                *args,
+                workflow_id=workflow_id,
+                executor_id=executor,
+                concurrency_key=concurrency_key,
+                concurrency_limit=concurrency_limit,
+                overlap=overlap,
+                **kwargs,
             )
         row = handle.row()
+    # skip and queue_one answer with a run of the key made before this call.
+    live_of_key = row.created_at is not None and row.created_at < asked_at and not existed
     if as_json:
-        echo_json({**row_json(row), "created": not existed})
+        echo_json({**row_json(row), "created": not (existed or live_of_key)})
         return
     verb = "exists already (same workflow and arguments):" if existed else "started:"
+    if live_of_key:
+        verb = f"not started again (overlap={overlap}): the key's live run is"
     if row.status is Status.ENQUEUED:
         where = (
             f"ENQUEUED on queue {row.queue!r}"
@@ -142,6 +182,31 @@ def start_command(
     else:
         where = f"{row.status.value}. " + pickup_note(row.executor_id, row.app_version)
     echo(f"{row.workflow_id} {verb} {name!r} {where}")
+
+
+def _check_keys(
+    queue: str | None,
+    partition_key: str | None,
+    concurrency_key: str | None,
+    concurrency_limit: int,
+    overlap: str,
+) -> None:
+    """The key options that go together, refused before anything is written."""
+    if concurrency_key is not None and queue is not None:
+        raise UsageError(
+            "--concurrency-key puts the run on a queue of its key's own: it takes no --queue "
+            "(to limit a queue's runs per key, use --partition-key on a queue declared with "
+            "partition_concurrency)"
+        )
+    if concurrency_key == "":
+        raise UsageError("--concurrency-key needs a key: a non-empty string")
+    if concurrency_limit != 1 and concurrency_key is None:
+        raise UsageError("--concurrency-limit limits the runs of a key: it needs --concurrency-key")
+    if overlap != "allow" and concurrency_key is None and partition_key is None:
+        raise UsageError(
+            f"--overlap {overlap} applies to the live runs of a key: give --concurrency-key, "
+            "or --queue with --partition-key"
+        )
 
 
 @click.command("send")

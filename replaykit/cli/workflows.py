@@ -1,7 +1,8 @@
 """`replaykit workflows`: the group, and `list` (runs oldest or newest first, or stranded ones).
 
 The group's other commands live in rooms of their own: `versions`, `show`,
-`operate` (export, cancel, resume, fork, delete, gc), `start` (start, send),
+`operate` (export, cancel, resume, fork, delete, gc; without an id, cancel, terminate,
+resume and delete act in bulk: `bulk`, with send-many), `start` (start, send),
 `completions` (complete, fail: external completion) and `streams` (get-event, stream).
 """
 
@@ -13,6 +14,7 @@ import attrs
 import click
 
 from replaykit._text import short, when_text
+from replaykit.cli.bulk import send_many_command
 from replaykit.cli.completions import complete_command, fail_command
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import Group, UsageError
@@ -268,6 +270,7 @@ for _command in (
     export_command,
     start_command,
     send_command,
+    send_many_command,
     complete_command,
     fail_command,
     update_command,

@@ -173,6 +173,9 @@ class AsyncClient(AsyncFace):
         executor_id: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        concurrency_key: str | None = None,
+        concurrency_limit: int = 1,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.start` as a coroutine."""
@@ -186,6 +189,9 @@ class AsyncClient(AsyncFace):
             executor_id=executor_id,
             timeout=timeout,
             deadline=deadline,
+            concurrency_key=concurrency_key,
+            concurrency_limit=concurrency_limit,
+            overlap=overlap,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)
@@ -205,6 +211,7 @@ class AsyncClient(AsyncFace):
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.enqueue` as a coroutine."""
@@ -222,6 +229,7 @@ class AsyncClient(AsyncFace):
             timeout=timeout,
             deadline=deadline,
             partition_key=partition_key,
+            overlap=overlap,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)

@@ -16,13 +16,16 @@ from typing import Any, TypeVar, cast
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
+from replaykit.client._handles import ClientHandle, ResumedHandle
 from replaykit.client._schedules import ClientSchedules
 from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, streams, updates
+from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
+from replaykit.runtime.overlaps import keyed_start, known_concurrency_queue, plan_enqueue
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.waits import wait_event
@@ -47,68 +50,7 @@ def _check_name(name: object, what: str) -> None:
         )
 
 
-class ClientHandle:
-    """A run seen from a client: its id, its status, and a way to wait for its result.
-
-    Results come back as their stored JSON forms decoded without type hints
-    (the client has no workflow code to read them from): a dataclass result
-    reads as a dict. A failure is re-raised as its own class when that class
-    is imported in this process, else as `StepFailed`.
-    """
-
-    def __init__(self, client: Client, workflow_id: str) -> None:
-        self._client = client
-        self.workflow_id = workflow_id
-
-    def __repr__(self) -> str:
-        return f"<ClientHandle {self.workflow_id!r}>"
-
-    def row(self) -> WorkflowRow:
-        """The run as stored now."""
-        return self._client._row(self.workflow_id)
-
-    def status(self) -> Status:
-        """The run's status now."""
-        return self.row().status
-
-    def result(self, timeout: float | None = None) -> Any:
-        """Wait for the run to finish and return its result, or raise its failure.
-
-        A cancelled run raises `AwaitedWorkflowCancelled` (with the cancel's
-        reason); `WorkflowTimeout` if `timeout` passes first, saying what the
-        run is doing.
-        """
-        return admin.run_outcome(self._client._wait_finished(self.workflow_id, timeout))
-
-    def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Client.update` of this run: its reply to update `name`."""
-        return self._client.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
-
-
-class ResumedHandle(ClientHandle):
-    """What `Client.resume` returns: the run's handle, and what the resume changed."""
-
-    def __init__(self, client: Client, workflow_id: str, resumed: admin.Resumed) -> None:
-        super().__init__(client, workflow_id)
-        #: Every run the resume changed: the run first, then the children its cancel
-        #: reached, then the unfinished runs of its family moved onto `app_version`.
-        self.resumed: tuple[str, ...] = tuple(resumed.ids)
-        #: The unfinished runs of its family (children, grandchildren, children of
-        #: earlier generations) moved onto `app_version` with it, parents first.
-        self.moved: tuple[str, ...] = resumed.moved
-
-
-class Client(ClientSchedules):
+class Client(ClientSchedules, BulkActions):
     """Starts, messages, reads and operates runs on a store without running any.
 
     `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at
@@ -207,6 +149,9 @@ class Client(ClientSchedules):
         executor_id: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        concurrency_key: str | None = None,
+        concurrency_limit: int = 1,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> ClientHandle:
         """Start a run of the workflow registered as `name`, for engines to run.
@@ -223,8 +168,35 @@ class Client(ClientSchedules):
         bound the run as in `Engine.start`, the earlier winning: a timeout
         counts from now (this machine's clock), or, with `queue`, from the
         claim. The engine running it cancels it when it passes.
+
+        `concurrency_key`, `concurrency_limit` and `overlap` as `Engine.start` takes
+        them: any engine that claims runs the keyed run when its key has a slot.
         """
         _check_name(name, "Client.start")
+        what = f"Client.start({name!r}, ...)"
+        keyed = keyed_start(concurrency_key, concurrency_limit, overlap, what)
+        if keyed is not None and queue is not None:
+            raise ValueError(
+                f"{what}: a concurrency_key puts the run on a queue of its key's own; it takes "
+                f"no queue={queue!r} (to limit a queue's runs per key, enqueue with "
+                "partition_key= on a Queue declared with partition_concurrency=)"
+            )
+        if keyed is not None:
+            seconds, deadline = run_deadline(timeout, deadline, what=what)
+            if seconds is not None:
+                due = datetime.now(UTC) + timedelta(seconds=seconds)
+                deadline = due if deadline is None else min(deadline, due)
+            return self.enqueue(
+                keyed.queue.name,
+                name,
+                *args,
+                workflow_id=workflow_id,
+                app_version=app_version,
+                deadline=deadline,
+                partition_key=keyed.key,
+                overlap=keyed.overlap,
+                **kwargs,
+            )
         if queue is not None:
             return self.enqueue(
                 queue,
@@ -279,6 +251,7 @@ class Client(ClientSchedules):
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> ClientHandle:
         """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
@@ -290,16 +263,30 @@ class Client(ClientSchedules):
         arguments and raises `WorkflowIdConflict` otherwise. Only engines of
         the stamped version claim it. `timeout` counts from the claim,
         `deadline` holds from now (the run can time out while queued).
-        `partition_key` puts the run in that key's partition of the queue.
+        `partition_key` puts the run in that key's partition of the queue, and
+        `overlap` says what happens while a run of that key is live there.
         """
         _check_name(name, "Client.enqueue")
-        check_partition_key(partition_key, f"Client.enqueue({queue!r}, {name!r}, ...)")
+        what = f"Client.enqueue({queue!r}, {name!r}, ...)"
+        check_partition_key(partition_key, what)
         self._check_open()
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
-        seconds, deadline = run_deadline(
-            timeout, deadline, what=f"Client.enqueue({queue!r}, {name!r}, ...)"
+        seconds, deadline = run_deadline(timeout, deadline, what=what)
+        plan = plan_enqueue(
+            self.store,
+            queue,
+            partition_key,
+            overlap,
+            dedup_id,
+            cancel=lambda workflow_id, why: self.cancel(workflow_id, reason=why),
+            what=what,
         )
+        if plan.existing is not None:
+            return ClientHandle(self, plan.existing)
+        dedup_id = plan.dedup_id
+        if plan.held_is_answer:
+            if_exists = "return"
         version = self._version(name, app_version)
         row = self._new_row(
             name,
@@ -388,6 +375,8 @@ class Client(ClientSchedules):
         heartbeats once, and warns once.
         """
         queue = row.queue if row.status is Status.ENQUEUED else None
+        if queue is not None and known_concurrency_queue(queue) is not None:
+            queue = None  # a keyed start's queue: every engine that claims meets it
         key = (row.name, row.app_version, row.executor_id or None, queue)
         now = time.monotonic()
         kept = self._engine_checks.get(key)

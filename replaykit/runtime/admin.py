@@ -627,7 +627,8 @@ def resume_family(
 ) -> Resumed:
     """Make a run PENDING again for `executor_id` (default: its own); what it changed.
 
-    - CANCELLED, PARKED or PENDING: PENDING again from its log, its recovery
+    - CANCELLED, PARKED or PENDING: PENDING again from its log (a run cancelled
+      before any worker claimed it: ENQUEUED again, unless `executor_id` is given), its recovery
       count reset; becoming PENDING notifies ("resumed", id), so the engine
       owning it picks it up at once if it runs (else at its next launch). A
       CANCELLED run's children that its cancel cascaded to are resumed as
@@ -682,9 +683,12 @@ def resume_family(
     if row.status is Status.CANCELLED:
         # Its cancel (if it was one a workflow could handle) is over: a later one is new.
         store.clear_cancel_request(workflow_id)
+    # Cancelled before any worker claimed it, and no engine named: back on its queue, as
+    # its cascaded children go (PENDING for no executor, no engine would ever run it).
+    queued = row.status is Status.CANCELLED and row.queue is not None and not row.executor_id
     changed = store.set_status(
         workflow_id,
-        Status.PENDING,
+        Status.ENQUEUED if queued and not executor_id else Status.PENDING,
         only_from=only_from,
         executor_id=executor_id,
         reset_recovery=True,

@@ -289,18 +289,37 @@ class AsyncEngine(AsyncFace):
         workflow_id: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        concurrency_key: str | None = None,
+        concurrency_limit: int = 1,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
         arguments returns the existing run, another workflow or other arguments raise
-        `WorkflowIdConflict`. `timeout` and `deadline` bound the run as in
+        `WorkflowIdConflict`. `timeout` and `deadline` bound the run, and
+        `concurrency_key`, `concurrency_limit` and `overlap` limit it, as in
         `Engine.start`.
 
         The starts made in one iteration of the loop (a `gather` of many) are stored
-        together, in one statement and one commit; each caller gets its own answer.
+        together, in one statement and one commit; each caller gets its own answer
+        (a keyed start, which reads its key's live runs first, is stored alone).
         """
         loop = self._own_loop()
         wf, args, kwargs = unbind(wf, args, kwargs)
+        if concurrency_key is not None or concurrency_limit != 1 or overlap != "allow":
+            handle = await self.off_loop(
+                self.engine.start,
+                wf,
+                *args,
+                workflow_id=workflow_id,
+                timeout=timeout,
+                deadline=deadline,
+                concurrency_key=concurrency_key,
+                concurrency_limit=concurrency_limit,
+                overlap=overlap,
+                **kwargs,
+            )
+            return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
         limits = run_deadline(
             timeout, deadline, what=f"start({getattr(wf, 'workflow_name', wf)!r}, ...)"
         )
@@ -385,10 +404,12 @@ class AsyncEngine(AsyncFace):
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
-        from now, `partition_key` the run's partition)."""
+        from now, `partition_key` the run's partition, `overlap` what to do while a run
+        of that key is live)."""
         wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
@@ -403,6 +424,7 @@ class AsyncEngine(AsyncFace):
             timeout=timeout,
             deadline=deadline,
             partition_key=partition_key,
+            overlap=overlap,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)

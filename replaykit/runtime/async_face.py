@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from replaykit.log import Record, Status
 from replaykit.runtime import loop_waits, streams, updates
+from replaykit.runtime.async_bulk import AsyncBulkActions, BulkFace
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
 
@@ -27,7 +28,7 @@ __all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace"]
 T = TypeVar("T")
 
 
-class SyncFace(Protocol):
+class SyncFace(BulkFace, Protocol):
     """What an async face asks of the sync face it holds (`Engine` or `Client`). The
     methods are typed loosely: test_faces.py holds each to the public signature."""
 
@@ -84,8 +85,9 @@ class SyncFace(Protocol):
     def backfill_schedule(self) -> Callable[[str, datetime, datetime], list[str]]: ...
 
 
-class AsyncFace:
-    """The coroutines both async faces offer the same way, over `_sync()`."""
+class AsyncFace(AsyncBulkActions):
+    """The coroutines both async faces offer the same way, over `_sync()` (the bulk
+    actions in `AsyncBulkActions`, runtime/async_bulk.py)."""
 
     def _sync(self) -> SyncFace:
         """The sync face underneath; raises when this face is not open."""

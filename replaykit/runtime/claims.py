@@ -19,6 +19,7 @@ from replaykit.log import Status
 from replaykit.registry import registered
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.fence import Fence
+from replaykit.runtime.overlaps import known_concurrency_queue
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 
@@ -46,6 +47,12 @@ STRANDED_AFTER = timedelta(seconds=30)
 # it, after a relisten, or after this many seconds: an idle engine then costs its
 # database two statements a minute for each queue, not a claim every poll.
 EMPTY_RECHECK = 60.0
+
+# How often an engine that claims looks in the store for queues of keyed starts
+# (`start(..., concurrency_key=...)`, runtime/overlaps.py) that it has not met yet:
+# where notes reach every sharer, a note names such a queue when a run is put on it,
+# and the store is read only at launch and after a relisten.
+KEYED_QUEUES_RECHECK = 10.0
 
 Dispatch = Callable[[str, WorkflowRow | None, bool], None]
 
@@ -105,6 +112,7 @@ class Claims:
         self._empty: dict[str, float] = {}
         self._enqueues: dict[str, int] = {}
         self._last_round = 0.0
+        self._keyed_checked: float | None = None  # never: at the first round
         self._wanted = threading.Event()
         self._closed = False
         self._stranded_checked: dict[str, float] = {}
@@ -123,9 +131,14 @@ class Claims:
     def wake(self, queue: str | None = None) -> None:
         """Something was enqueued on `queue` (None: anywhere, or notes may have been
         lost), or room freed up: claim again soon."""
+        if queue is not None and self._claims_keyed():
+            keyed = known_concurrency_queue(queue)
+            if keyed is not None and queue not in self._also:
+                self._also_add(keyed.name)
         with self._lock:
             if queue is None:
                 self._empty.clear()
+                self._keyed_checked = None
             else:
                 self._empty.pop(queue, None)
                 self._enqueues[queue] = self._enqueues.get(queue, 0) + 1
@@ -164,11 +177,34 @@ class Claims:
     def also_claim(self, queue_name: str) -> None:
         """Claim from `queue_name` too, whatever the engine listens to: a schedule this
         engine fires holds its ticks there (runtime/schedule_loop.py)."""
-        with self._lock:
-            if queue_name in self._also:
-                return
-            self._also.append(queue_name)
+        self._also_add(queue_name)
         self.wake()
+
+    def _also_add(self, queue_name: str) -> None:
+        with self._lock:
+            if queue_name not in self._also:
+                self._also.append(queue_name)
+
+    def _claims_keyed(self) -> bool:
+        """Whether this engine claims the keyed starts of others: any but a producer."""
+        return self._queue_names != []
+
+    def _find_keyed_queues(self) -> None:
+        """Claim from the queues of keyed starts that hold waiting runs (one grouped count),
+        at the first round, after a relisten, and every KEYED_QUEUES_RECHECK seconds where
+        notes do not reach every sharer."""
+        if not self._claims_keyed():
+            return
+        checked = self._keyed_checked
+        now = time.monotonic()
+        if checked is not None and (self._watch_empty or now - checked < KEYED_QUEUES_RECHECK):
+            return
+        self._keyed_checked = now
+        counts = self.store.count_workflows_by(WorkflowFilter(status=Status.ENQUEUED), "queue")
+        for name in counts:
+            keyed = known_concurrency_queue(name) if isinstance(name, str) else None
+            if keyed is not None:
+                self._also_add(keyed.name)
 
     def running(self) -> tuple[list[str], list[str]]:
         """(the workflows registered, the queues listened to) now, for the heartbeat.
@@ -217,6 +253,7 @@ class Claims:
                     partitioned=queue.partitioned,
                     partition_concurrency=queue.partition_concurrency,
                     partition_rate_limit=queue.partition_rate_limit,
+                    partition_weights=queue.partition_weights,
                 ),
                 now=now,
             )
@@ -314,6 +351,7 @@ class Claims:
                 if monotonic - last_beat >= self.lease_seconds / 3:
                     last_beat = monotonic
                     self._beat()
+                self._find_keyed_queues()
                 last_claim = time.monotonic()
                 saturated = self._round()[1]
             except StoreUnavailable as exc:

@@ -29,6 +29,7 @@ from replaykit.registry import BoundWorkflow, Workflow, app_version_of, register
 from replaykit.runtime import admin, courtesy, updates
 from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.books import Books
+from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, CancelRequests, checked_grace, second_cancel
 from replaykit.runtime.claims import Claims
 from replaykit.runtime.clock import Clock, SystemClock
@@ -39,6 +40,8 @@ from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.history import History
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.notes import Notes
+from replaykit.runtime.overlaps import keyed_start, plan_enqueue
+from replaykit.runtime.parents import close_children_after
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
 from replaykit.runtime.recovery import Recovery, hold_executor_id
@@ -47,6 +50,7 @@ from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
 from replaykit.runtime.schedules import registered_schedules
+from replaykit.runtime.serving import serve_until_stopped
 from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.timing import Timing
 from replaykit.runtime.waits import Waits
@@ -82,7 +86,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Timing, History):
+class Engine(Timing, History, BulkActions):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -439,31 +443,12 @@ class Engine(Timing, History):
         (for up to `timeout` seconds). The one line a plain process needs to stop as
         `replaykit worker` does. Call it from the main thread; the previous signal
         handlers come back afterwards."""
-        on_main = threading.current_thread() is threading.main_thread()
-        if stop is None and not on_main:
-            raise RuntimeError(
-                "Engine.serve() hears signals only on the main thread; from another thread, "
-                "pass stop=threading.Event() and set it to stop"
-            )
-        stop = stop or threading.Event()
-        told = stop
-        previous = (
-            {sig: signal.signal(sig, lambda _sig, _frame: told.set()) for sig in signals}
-            if on_main
-            else {}
+        serve_until_stopped(
+            lambda: self.close(wait=True, timeout=timeout),
+            executor_id=self.executor_id,
+            signals=signals,
+            stop=stop,
         )
-        try:
-            while not stop.wait(0.5):  # a timed wait, so that signals get their turn
-                pass
-            log.info("engine %r stopping: running steps finish first", self.executor_id)
-        finally:
-            # The handlers stay until the close returns: a second signal meanwhile
-            # only asks again for what is under way.
-            try:
-                self.close(wait=True, timeout=timeout)
-            finally:
-                for sig, handler in previous.items():
-                    signal.signal(sig, handler)
 
     # -- starting and finding runs ------------------------------------------------------
 
@@ -530,6 +515,9 @@ class Engine(Timing, History):
         workflow_id: str | None = None,
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
+        concurrency_key: str | None = None,
+        concurrency_limit: int = 1,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
@@ -540,10 +528,33 @@ class Engine(Timing, History):
         and `deadline` (an aware datetime) bound the run, the earlier winning: when
         it passes, the run is cancelled with a status detail that says it timed out
         and `result()` raises `WorkflowDeadlineExceeded`. Its children inherit what
-        remains of it."""
+        remains of it.
+
+        With a `concurrency_key`, at most `concurrency_limit` runs of that key run at
+        once, across every engine; the others wait (ENQUEUED) in order for a slot, and
+        `overlap` says what this start does while a run of the key is live: "allow",
+        "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md)."""
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
-        seconds, deadline = run_deadline(timeout, deadline, what=f"start({_name_of(wf)}, ...)")
+        what = f"start({_name_of(wf)}, ...)"
+        seconds, deadline = run_deadline(timeout, deadline, what=what)
+        keyed = keyed_start(concurrency_key, concurrency_limit, overlap, what)
+        if keyed is not None:
+            # A timeout counts from now, as for any start, waiting for a slot included.
+            if seconds is not None:
+                due = self.clock.now() + timedelta(seconds=seconds)
+                deadline = due if deadline is None else min(deadline, due)
+            self.claims.also_claim(keyed.queue.name)
+            return self.enqueue(
+                keyed.queue,
+                wf,
+                *args,
+                workflow_id=workflow_id,
+                deadline=deadline,
+                partition_key=keyed.key,
+                overlap=keyed.overlap,
+                **kwargs,
+            )
         row, _created = self.create_run(
             wf, args, kwargs, workflow_id=workflow_id, timeout=seconds, deadline=deadline
         )
@@ -563,6 +574,7 @@ class Engine(Timing, History):
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        overlap: str = "allow",
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -579,17 +591,32 @@ class Engine(Timing, History):
 
         `partition_key` (a tenant's id, say) puts the run in that key's partition:
         a partitioned queue serves its keys in turn and holds its per-key limits
-        (`Queue(partition_concurrency=..., partition_rate_limit=...)`).
+        (`Queue(partition_concurrency=..., partition_rate_limit=...)`); `overlap`
+        says what the enqueue does while a run of that key is live on the queue
+        ("allow", "skip", "queue_one", "cancel_other": runtime/overlaps.py).
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
         name = queue.name if isinstance(queue, Queue) else queue
-        check_partition_key(partition_key, f"enqueue({name!r}, {_name_of(wf)}, ...)")
+        what = f"enqueue({name!r}, {_name_of(wf)}, ...)"
+        check_partition_key(partition_key, what)
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
-        seconds, deadline = run_deadline(
-            timeout, deadline, what=f"enqueue({name!r}, {_name_of(wf)}, ...)"
+        seconds, deadline = run_deadline(timeout, deadline, what=what)
+        plan = plan_enqueue(
+            self.store,
+            queue,
+            partition_key,
+            overlap,
+            dedup_id,
+            cancel=lambda workflow_id, why: self.cancel(workflow_id, reason=why),
+            what=what,
         )
+        if plan.existing is not None:
+            return WorkflowHandle(self, plan.existing, wf.result_type)
+        dedup_id = plan.dedup_id
+        if plan.held_is_answer:
+            if_exists = "return"
         try:
             row, _created = self.create_run(
                 wf,
@@ -811,23 +838,9 @@ class Engine(Timing, History):
         kept of its cancel goes, and, if its log started children, their parent close
         policies apply (`admin.close_children`)."""
         self.cancels.forget(row.workflow_id)
-        if not has_children:
-            return
-        try:
-            admin.close_children(
-                self.store,
-                row.workflow_id,
-                f"it {how}",
-                on_cancel=self._stop_locally,
-                on_ask=self._ask_child,
-            )
-        except Exception as exc:  # its own end stands; a child left running is logged
-            log.warning(
-                "workflow %r (id %r) ended, but its children's parent close policies could "
-                "not be applied: %s",
-                row.name,
-                row.workflow_id,
-                exc,
+        if has_children:
+            close_children_after(
+                self.store, row, how, on_cancel=self._stop_locally, on_ask=self._ask_child
             )
 
     def _stop_locally(self, workflow_id: str) -> None:
@@ -874,6 +887,9 @@ class Engine(Timing, History):
         return admin.delete_run(
             self.store, workflow_id, children=children, on_cancel=self._stop_locally
         )
+
+    def _delete_one(self, workflow_id: str, children: bool) -> bool:
+        return self.delete(workflow_id, children=children)  # what delete_workflows does
 
     def garbage_collect(
         self, *, older_than: timedelta | datetime, keep_running: bool = True

@@ -62,6 +62,27 @@ def _partition_rate(value: tuple[int, timedelta | float] | None) -> tuple[int, f
     return _checked_rate(value, "partition_rate_limit")
 
 
+def _weights(value: Mapping[str, int] | None) -> tuple[tuple[str, int], ...]:
+    """`partition_weights` as sorted (key, weight) pairs, each checked; a bad one raises
+    with what was wrong (the queue's name is added by `Queue`)."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"partition_weights must map partition keys to weights, e.g. {{'tenant-7': 3}}, "
+            f"got {value!r}"
+        )
+    for key, weight in value.items():
+        if not isinstance(key, str):
+            raise TypeError(f"partition_weights: key {key!r} is not a string (a partition key)")
+        if not isinstance(weight, int) or isinstance(weight, bool) or weight < 1:
+            raise ValueError(
+                f"partition_weights[{key!r}]={weight!r}: a weight is a whole number of runs a "
+                "round, 1 or more (a key given none has 1)"
+            )
+    return tuple(sorted(value.items()))
+
+
 def check_partition_key(key: object, what: str) -> str | None:
     """A run's `partition_key`: None, or a non-empty string; `what` names the call."""
     if key is None or (isinstance(key, str) and key):
@@ -83,7 +104,9 @@ class Queue:
       engines (`enqueue(..., partition_key=...)`);
     - `partition_rate_limit=(n, period)`: at most n runs of one key start per period;
     - `partitioned=True`: serve the keys in turn with no limit per key (either limit
-      above implies it).
+      above implies it);
+    - `partition_weights={"tenant-7": 3}`: a key's share of the turn: it takes up to 3
+      runs a round where the others take 1 (implies `partitioned`).
 
     A partitioned queue serves its keys in turn (docs/queues.md, Partitions): a key
     with a backlog delays another key's next run by one claim at most. The queue's
@@ -100,6 +123,9 @@ class Queue:
         default=None, converter=_partition_rate, kw_only=True
     )
     partitioned: bool = attrs.field(default=False, kw_only=True)
+    partition_weights: tuple[tuple[str, int], ...] = attrs.field(
+        default=None, converter=_weights, kw_only=True
+    )
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -108,7 +134,11 @@ class Queue:
             raise TypeError(
                 f"Queue({self.name!r}) partitioned={self.partitioned!r}: must be True or False"
             )
-        if self.partition_concurrency is not None or self.partition_rate_limit is not None:
+        if (
+            self.partition_concurrency is not None
+            or self.partition_rate_limit is not None
+            or self.partition_weights
+        ):
             object.__setattr__(self, "partitioned", True)
         for option in ("concurrency", "worker_concurrency", "partition_concurrency"):
             value = getattr(self, option)

@@ -214,6 +214,7 @@ def check_filter(where: WorkflowFilter) -> None:
         continued_as=where.continued_as,
         partition_key=where.partition_key,
         id_prefix=where.id_prefix,
+        after_id=None if where.after is None else where.after[1],
     )
 
 

@@ -11,11 +11,14 @@ without one share the key `''`. The rule every store follows, so that they agree
    runs, where `room` is what the queue's own limits leave (`_rules.claim_room`).
 2. Within a key, its ready runs are ranked by priority, then created_at, then
    id: rank 1 is the run the key would start next.
-3. Across keys, the claim takes runs by rank first, then the key served least
+3. Across keys, the claim takes runs by round first (a key's round is its rank
+   divided by its weight, rounded up: `Queue(partition_weights=...)`, 1 where none
+   is given, so a key of weight 3 has three runs in each round), then the key served least
    recently first (its latest `started_at`; a key never served before goes
    first), then priority, created_at and id, until `room` runs are taken.
 
-So every key gets its next run before any key gets its second, and the key
+So every key gets its next run (its next w, for weight w) before any key gets
+more, and the key
 whose turn is oldest goes first: a key with 10,000 waiting runs delays a key
 with one by at most one claim, and no key waits behind another's backlog.
 """
@@ -76,6 +79,7 @@ def fair_pick(
     room: int,
 ) -> list[str]:
     """The ids a claim takes, in the order it takes them (the module's rule)."""
+    weights = dict(limits.partition_weights)
     by_key: dict[str, list[Waiting]] = {}
     for item in waiting:
         by_key.setdefault(item.partition_key, []).append(item)
@@ -84,9 +88,10 @@ def fair_pick(
         state = states.get(key, KeyState())
         items.sort(key=lambda w: (w.priority, w.created_at, w.workflow_id))
         served = state.served
+        weight = weights.get(key, 1)
         for rank, item in enumerate(items[: key_room(limits, state, room)], start=1):
             order = (
-                rank,
+                -(-rank // weight),
                 served is not None,
                 served.replace(tzinfo=None) if served is not None else _NEVER,
                 item.priority,

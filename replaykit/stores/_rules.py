@@ -344,6 +344,13 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
     created = row.created_at
     if where.since is not None and (created is None or created < where.since):
         return False
+    if where.after is not None:
+        if created is None:
+            return False
+        key = (created, row.workflow_id)
+        passed = key < where.after if where.newest_first else key > where.after
+        if not passed:
+            return False
     return not (where.until is not None and (created is None or created >= where.until))
 
 

@@ -9,7 +9,7 @@ the one for `count_workflows`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -71,28 +71,63 @@ def listing(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, l
     columns = WORKFLOW_COLUMNS if where.payloads else LISTED_COLUMNS
     matching, params = _matching(where, dialect)
     text = f"SELECT {columns} FROM {table}{matching}"
-    text += f" ORDER BY created_at, workflow_id LIMIT {mark} OFFSET {mark}"
+    order = "created_at DESC, workflow_id DESC" if where.newest_first else "created_at, workflow_id"
+    text += f" ORDER BY {order} LIMIT {mark} OFFSET {mark}"
     params.extend((dialect.no_limit if where.limit is None else where.limit, where.offset))
     return text, params
 
 
 def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
-    """The `count_workflows` query for `where` (its limit and offset do not count)."""
+    """The `count_workflows` query for `where` (its limit and offset do not count; its
+    `count_at_most` stops the count there, reading no more rows than that)."""
     matching, params = _matching(where, dialect)
-    return f"SELECT COUNT(*) FROM {table}{matching}", params
+    if where.count_at_most is None:
+        return f"SELECT COUNT(*) FROM {table}{matching}", params
+    mark = dialect.placeholder
+    capped = f"SELECT COUNT(*) FROM (SELECT 1 FROM {table}{matching} LIMIT {mark}) capped"
+    return capped, [*params, where.count_at_most]
 
 
 def counting_by(
     where: WorkflowFilter, field: str, table: str, dialect: Dialect
 ) -> tuple[str, list[Any]]:
     """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` (checked by the
-    caller), so only a known column name reaches the statement's text."""
+    caller), so only a known column name reaches the statement's text. By status with a
+    `count_at_most`, one capped count per status (each an index range, stopping at the
+    cap) instead of a grouped count of every row."""
+    if field == "status" and where.count_at_most is not None:
+        return _capped_by_status(where, table, dialect)
     matching, params = _matching(where, dialect)
     return (
         f"SELECT COALESCE({field}, ''), COUNT(*) FROM {table}{matching} "
         f"GROUP BY COALESCE({field}, '')",
         params,
     )
+
+
+def _capped_by_status(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
+    mark = dialect.placeholder
+    wanted = where.statuses() or tuple(Status)
+    matching, params = _matching(attrs.evolve(where, status=None), dialect)
+    rest = f" AND {matching[len(' WHERE ') :]}" if matching else ""
+    parts: list[str] = []
+    values: list[Any] = []
+    for status in wanted:
+        parts.append(
+            f"SELECT {mark}, (SELECT COUNT(*) FROM (SELECT 1 FROM {table} "
+            f"WHERE status = {mark}{rest} LIMIT {mark}) capped)"
+        )
+        values.extend((status.value, status.value, *params, where.count_at_most))
+    return " UNION ALL ".join(parts), values
+
+
+def counted_groups(rows: Iterable[Sequence[Any]], at_most: int | None) -> dict[str, int]:
+    """A `count_workflows_by` answer from its statement's (value, count) rows: groups
+    with runs only, each count capped at `at_most` where given."""
+    counts = {str(value): int(count) for value, count in rows if int(count) > 0}
+    if at_most is None:
+        return counts
+    return {value: min(count, at_most) for value, count in counts.items()}
 
 
 def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -124,4 +159,10 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
     if where.until is not None:
         clauses.append(f"created_at < {mark}")
         params.append(dialect.timestamp(where.until))
+    if where.after is not None:
+        # A row value: both stores compare it as the index orders, and use the index.
+        after = "<" if where.newest_first else ">"
+        clauses.append(f"(created_at, workflow_id) {after} ({mark}, {mark})")
+        at, last_id = where.after
+        params.extend((dialect.timestamp(at), last_id))
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

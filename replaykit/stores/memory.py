@@ -421,7 +421,10 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         check_filter(where)
         with self._lock:
             rows = [r for r in self._rows.values() if matches_filter(r, where)]
-            rows.sort(key=lambda r: (r.created_at or utc_now(), r.workflow_id))
+            rows.sort(
+                key=lambda r: (r.created_at or utc_now(), r.workflow_id),
+                reverse=where.newest_first,
+            )
         rows = rows[where.offset :]
         rows = rows[: where.limit] if where.limit is not None else rows
         return rows if where.payloads else [listed_without_payloads(row) for row in rows]
@@ -429,7 +432,9 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
     def count_workflows(self, where: WorkflowFilter) -> int:
         check_filter(where)
         with self._lock:
-            return sum(1 for row in self._rows.values() if matches_filter(row, where))
+            counted = sum(1 for row in self._rows.values() if matches_filter(row, where))
+        cap = where.count_at_most
+        return counted if cap is None else min(counted, cap)
 
     def count_workflows_by(self, where: WorkflowFilter, field: str) -> dict[str, int]:
         check_filter(where)
@@ -441,7 +446,8 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                     value = getattr(row, field)
                     key = value.value if isinstance(value, Status) else (value or "")
                     counts[key] = counts.get(key, 0) + 1
-        return counts
+        cap = where.count_at_most
+        return counts if cap is None else {key: min(n, cap) for key, n in counts.items()}
 
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None

@@ -192,8 +192,22 @@ class WorkflowFilter:
     id_prefix: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # A keyset page: only runs after this (created_at, workflow_id) in the listing's
+    # order. A loop over a large selection reads its next page from where the last
+    # one ended, so runs that change or go meanwhile do not shift it (as an offset
+    # would); served by the (created_at, workflow_id) index.
+    after: tuple[datetime, str] | None = None
     limit: int | None = attrs.field(default=None, validator=_checked_limit)
     offset: int = attrs.field(default=0, validator=_checked_offset)
+    # True: a listing runs newest first (created_at, then id, both descending), and
+    # `after` then means before that (created_at, workflow_id): the next page in that
+    # order. The UI's runs list reads its first pages so without an offset.
+    newest_first: bool = False
+    # A count stops at this many (each group's, for `count_workflows_by`): where a
+    # selection holds a million runs the UI says "10,000+" instead of having the store
+    # count them all. A store may still count further; it answers the lesser. Lists
+    # ignore it.
+    count_at_most: int | None = attrs.field(default=None, validator=_checked_limit)
     # False: the rows come without their payloads, for a listing that does not
     # show them: `inputs` None, and `result` None unless it is a failure (what
     # went wrong, in a line; a value may be megabytes). Filters nothing.
@@ -220,6 +234,8 @@ class ClaimLimits:
     partitioned: bool = False
     partition_concurrency: int | None = None  # PENDING runs of one key
     partition_rate_limit: tuple[int, float] | None = None  # (starts, per seconds) of one key
+    # (key, weight) pairs: a key of weight w gets w runs a round of the turn; others 1.
+    partition_weights: tuple[tuple[str, int], ...] = ()
 
 
 @attrs.frozen

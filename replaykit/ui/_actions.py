@@ -83,6 +83,8 @@ def resume(
     target = executor_id or row.executor_id
     if not _resumed(store, workflow_id, target, app_version or None):
         raise _changed_meanwhile(store, workflow_id, "try again")
+    if get_run(store, workflow_id).status is Status.ENQUEUED:  # never claimed before
+        return Done(workflow_id, f"Resumed {workflow_id!r}: back on queue {row.queue!r}.")
     return Done(
         workflow_id,
         f"Resumed {workflow_id!r}: PENDING again. "

@@ -47,7 +47,7 @@ from replaykit.runtime.admin import export_run, get_run, send_message
 from replaykit.stores._checks import check_filter, check_names
 from replaykit.stores.base import DamagedRow, Store
 from replaykit.stores.codec import CodecStore
-from replaykit.ui import _actions, _schedules, _views, _workers
+from replaykit.ui import _actions, _bulk, _schedules, _updates, _views, _workers
 
 __all__ = ["COOKIE", "TOKEN_HEADER", "create_app"]
 
@@ -105,6 +105,7 @@ def _environment() -> jinja2.Environment:
     env.filters["site"] = lambda text: text.replace("\\", "/").rsplit("/", 1)[-1]
     env.globals["link"] = link
     env.globals["statuses"] = [s.value for s in Status]
+    env.globals["filter_params"] = _views.filter_params
     return env
 
 
@@ -384,29 +385,35 @@ def create_app(
     async def index(request: Request) -> Response:
         return RedirectResponse("/runs", status_code=303)
 
-    async def runs(request: Request) -> Response:
+    def runs_query(request: Request) -> _views.RunsQuery:
+        """The runs list's filter and page from the address (the bulk cancel's too)."""
         params = request.query_params
         statuses: list[Status] = []
         for value in params.getlist("status"):
             try:
                 statuses.append(Status(value.upper()))
             except ValueError:
-                return render.error(
-                    400,
-                    "Unknown status",
-                    f"{value!r} is not a status; use one of {', '.join(s.value for s in Status)}.",
-                )
+                raise _Refused(
+                    render.error(
+                        400,
+                        "Unknown status",
+                        f"{value!r} is not a status; use one of "
+                        f"{', '.join(s.value for s in Status)}.",
+                    )
+                ) from None
         try:
             page = max(int(params.get("page", "1")), 1) - 1
             per_page = min(max(int(params.get("per_page", str(_views.PER_PAGE))), 5), 500)
         except ValueError:
-            return render.error(400, "Bad page", "page and per_page are whole numbers.")
+            raise _Refused(
+                render.error(400, "Bad page", "page and per_page are whole numbers.")
+            ) from None
         try:
             created_from = _views.parse_form_time(params.get("from", ""), "from")
             created_to = _views.parse_form_time(params.get("to", ""), "to")
             refresh = min(max(int(params.get("refresh", "0") or "0"), 0), 3600)
         except ValueError as exc:
-            return render.error(400, "Bad filter", f"{exc}.")
+            raise _Refused(render.error(400, "Bad filter", f"{exc}.")) from None
         query = _views.RunsQuery(
             statuses=tuple(dict.fromkeys(statuses)),
             name=params.get("name", "").strip(),
@@ -423,9 +430,47 @@ def create_app(
             check_filter(query.where())
         except ValueError as exc:
             raise _FormError(str(exc)) from None
+        return query
+
+    async def runs(request: Request) -> Response:
+        query = runs_query(request)
         view = await run_in_threadpool(_views.runs_page, store, query)
         return await render.page_off_loop(
-            "runs.html", view=view, title="Runs", refresh=query.refresh, form_time=_views.form_time
+            "runs.html",
+            view=view,
+            title="Runs",
+            refresh=query.refresh,
+            form_time=_views.form_time,
+            done=_bulk_done(request),
+        )
+
+    async def bulk_cancel(request: Request) -> Response:
+        """GET: the confirmation naming the count; POST (its form): the cancel."""
+        query = runs_query(request)
+        if request.method == "POST":
+            form = await posted(request)
+            try:
+                done = await run_in_threadpool(
+                    _bulk.cancel_selection, store, query.where(), form.get("reason", "")
+                )
+            except _bulk.NoFilter as exc:
+                return render.error(400, "Choose runs first", f"{exc}.")
+            log.info("bulk cancel from the UI: %s", done.summary())
+            back = _views.filter_params(query)
+            return RedirectResponse(
+                link("/runs", **back, done="cancel", n=done.done, skipped=done.skipped),
+                status_code=303,
+            )
+        try:
+            counted = await run_in_threadpool(_bulk.preview, store, query.where())
+        except _bulk.NoFilter as exc:
+            return render.error(400, "Choose runs first", f"{exc}.")
+        return await render.page_off_loop(
+            "bulk_confirm.html",
+            title="Cancel these runs",
+            query=query,
+            counted=counted,
+            form_time=_views.form_time,
         )
 
     async def run(request: Request) -> Response:
@@ -571,6 +616,20 @@ def create_app(
         log.info("message sent to %r (topic %r) from the UI", workflow_id, topic)
         return RedirectResponse(link("/run", id=workflow_id, done="send"), status_code=303)
 
+    async def update(request: Request) -> Response:
+        workflow_id = run_id(request)
+        form = await posted(request)
+        try:
+            asked = _updates.parse_update_form(form)
+        except _updates.FormRefused as exc:
+            raise _FormError(str(exc)) from None
+        row = await run_in_threadpool(get_run, store, workflow_id)
+        outcome = await run_in_threadpool(_updates.send_update_form, store, workflow_id, asked)
+        log.info("update %r sent to %r from the UI", asked.name, workflow_id)
+        return await render.page_off_loop(
+            "update.html", row=row, outcome=outcome, title=f"Update {asked.name}"
+        )
+
     async def workers(request: Request) -> Response:
         view = await run_in_threadpool(_workers.workers_page, store)
         return await render.page_off_loop("workers.html", view=view, title="Workers")
@@ -607,9 +666,11 @@ def create_app(
     routes = [
         Route("/", handled(index)),
         Route("/runs", handled(runs)),
+        Route("/runs/cancel", handled(bulk_cancel), methods=["GET", "POST"]),
         Route("/run", handled(run)),
         Route("/run.json", handled(run_json)),
         Route("/send", handled(send), methods=["POST"]),
+        Route("/update", handled(update), methods=["POST"]),
         Route("/queues", handled(queues)),
         Route("/schedules", handled(schedules)),
         Route("/workers", handled(workers)),
@@ -627,6 +688,22 @@ def create_app(
     app.add_middleware(_Guard, settings=settings, render=render)
     app.state.form_token = settings.form_token
     return app
+
+
+def _bulk_done(request: Request) -> str:
+    """The runs list's notice after a bulk cancel: its words are the UI's, only the two
+    counts come from the address (whole numbers, or no notice)."""
+    params = request.query_params
+    if params.get("done") != "cancel":
+        return ""
+    try:
+        done, skipped = int(params.get("n", "")), int(params.get("skipped", ""))
+    except ValueError:
+        return ""
+    return (
+        f"Cancelled {done} run(s); {skipped} skipped (finished already). An engine running "
+        "one stops at its next record; Resume on a run's page continues it from its log."
+    )
 
 
 _PAST = {"cancel": "cancelled", "resume": "resumed", "fork": "forked"}

@@ -191,7 +191,8 @@ def main(argv: list[str]) -> int:
                 _shoot(driver, f"{base}/queues", out / "queues.png")
                 _shoot(driver, f"{base}/schedules", out / "schedules.png")
                 _shoot(driver, f"{base}/workers", out / "workers.png")
-    for name in ("runs", "run", "run-children", "queues", "schedules", "workers"):
+                _shoot(driver, f"{base}/runs/cancel?queue=emails", out / "bulk-cancel.png")
+    for name in ("runs", "run", "run-children", "queues", "schedules", "workers", "bulk-cancel"):
         print(out / f"{name}.png")
     return 0
 

@@ -117,6 +117,10 @@ class RunsQuery:
     refresh: int = 0  # seconds between the page's reloads; 0: none
     id_prefix: str = ""  # runs whose id starts with it
 
+    def filtered(self) -> bool:
+        """Whether the list is narrowed at all (a bulk cancel needs it to be)."""
+        return self.where() != WorkflowFilter()
+
     def where(self) -> WorkflowFilter:
         return WorkflowFilter(
             id_prefix=self.id_prefix or None,
@@ -127,6 +131,19 @@ class RunsQuery:
             since=self.created_from,
             until=self.created_to,
         )
+
+
+def filter_params(query: RunsQuery) -> dict[str, Any]:
+    """The address parameters of the runs list's filter (no page): for links back to it."""
+    return {
+        "id": query.id_prefix or None,
+        "status": [s.value for s in query.statuses],
+        "name": query.name or None,
+        "queue": query.queue or None,
+        "partition_key": query.partition_key or None,
+        "from": form_time(query.created_from) or None,
+        "to": form_time(query.created_to) or None,
+    }
 
 
 def form_time(value: datetime | None) -> str:
@@ -165,12 +182,19 @@ class RunRow:
 class RunsPage:
     query: RunsQuery
     rows: list[RunRow]
-    # How many runs of each status match the filters but the status (the counts bar).
+    # How many runs of each status match the filters but the status (the counts bar),
+    # counted up to COUNT_CAP + 1 (`shown` prints that as "10,000+").
     counts: list[tuple[str, int]]
-    total: int
+    total: int  # counted as the chips are
+
     first: int  # 1-based number of the first row shown, 0 when none
     last: int
     pages: int
+    capped: bool = False  # more runs match than the pages reach
+
+    @staticmethod
+    def shown(counted: int) -> str:
+        return shown_count(counted)
 
 
 def count_runs(store: Store, where: WorkflowFilter) -> int:
@@ -216,27 +240,46 @@ def _duration(row: WorkflowRow) -> str:
     return shown if row.status.is_terminal else f"{shown} so far"
 
 
+#: The most runs a page counts, in the summary and in each chip of the counts bar: a
+#: selection of a million runs reads "10,000+" instead of costing a count of them all
+#: (docs/ui.md). Pages go back as far as the newest this many.
+COUNT_CAP = 10_000
+
+
+def shown_count(counted: int) -> str:
+    """A capped count as the page prints it."""
+    return f"{COUNT_CAP:,}+" if counted > COUNT_CAP else str(counted)
+
+
 def runs_page(store: Store, query: RunsQuery) -> RunsPage:
-    """One page of the runs matching `query`, newest first."""
-    where = attrs.evolve(query.where(), payloads=False)  # the list shows none
+    """One page of the runs matching `query`, newest first: one capped count, one
+    capped count per status, and one read of the page's rows (newest first, so the
+    first pages read only their own rows, however many runs the store holds)."""
+    where = attrs.evolve(query.where(), payloads=False, count_at_most=COUNT_CAP + 1)
     total = count_runs(store, where)
-    pages = max(1, -(-total // query.per_page))
+    reachable = min(total, COUNT_CAP)
+    pages = max(1, -(-reachable // query.per_page))
     page = min(max(query.page, 0), pages - 1)
-    end = total - page * query.per_page
-    start = max(0, end - query.per_page)
     rows: list[WorkflowRow] = []
-    if end > 0:
-        rows = store.list_workflows(attrs.evolve(where, limit=end - start, offset=start))
-    rows.reverse()
+    if total:
+        rows = store.list_workflows(
+            attrs.evolve(
+                where,
+                newest_first=True,
+                limit=min(query.per_page, reachable - page * query.per_page),
+                offset=page * query.per_page,
+            )
+        )
     by_status = store.count_workflows_by(attrs.evolve(where, status=None), "status")
     return RunsPage(
         query=attrs.evolve(query, page=page),
         rows=[_run_row(row) for row in rows],
         counts=[(s.value, by_status[s.value]) for s in Status if by_status.get(s.value)],
         total=total,
-        first=total - end + 1 if rows else 0,
-        last=total - end + len(rows),
+        first=page * query.per_page + 1 if rows else 0,
+        last=page * query.per_page + len(rows),
         pages=pages,
+        capped=total > COUNT_CAP,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any
@@ -51,7 +52,8 @@ class Claims:
         if limits.partitioned:
             take = self._sql["claim_partitioned"]
             concurrency, starts, since = partition_limits(limits, now)
-            params.update(concurrency=concurrency, starts=starts, since=since)
+            weights = json.dumps(dict(limits.partition_weights))
+            params.update(concurrency=concurrency, starts=starts, since=since, weights=weights)
         per_key = (
             limits.partition_concurrency is not None or limits.partition_rate_limit is not None
         )

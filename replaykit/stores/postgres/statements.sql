@@ -188,9 +188,10 @@ SELECT set_config('enable_sort', 'off', true), set_config('enable_hashjoin', 'of
 -- `waiting` walks the distinct keys with ENQUEUED runs by index (one probe a key,
 -- however many runs each holds); `keys` gives each its room (%(room)s, less its PENDING
 -- runs under %(concurrency)s, less its starts since %(since)s under %(starts)s; NULL:
--- no such limit) and when it was served last; `picks` takes each key's next runs up
--- to its room, rank by rank, the key served longest ago first, and keeps %(room)s of
--- them. The locked rows are checked again (still ENQUEUED) and SKIP LOCKED passes any
+-- no such limit), its weight (%(weights)s, a JSON object; 1 for a key it does not
+-- name) and when it was served last; `picks` takes each key's next runs up to its
+-- room, round by round (a round: `weight` ranks), the key served longest ago first, and
+-- keeps %(room)s of them. The locked rows are checked again (still ENQUEUED) and SKIP LOCKED passes any
 -- that another statement holds. `partition_key >= ''` (always true) is the predicate
 -- of the index on waiting runs by key (postgres_0012_partitions.sql). Limits per key take the queue's claim lock first
 -- (postgres/claims.py), so the counts hold across claimers.
@@ -219,7 +220,8 @@ keys AS (SELECT k.key, LEAST(%(room)s::int, CASE WHEN %(concurrency)s::int IS NO
                 WHERE r.queue = %(queue)s AND r.partition_key = k.key
                 AND r.started_at > %(since)s) END) AS free, (SELECT max(r.started_at)
         FROM {s}.workflows r
-        WHERE r.queue = %(queue)s AND r.partition_key = k.key) AS served
+        WHERE r.queue = %(queue)s AND r.partition_key = k.key) AS served,
+        COALESCE((%(weights)s::jsonb ->> k.key)::int, 1) AS weight
     FROM waiting k
     WHERE k.key IS NOT NULL),
 picks AS (SELECT c.workflow_id
@@ -233,7 +235,8 @@ picks AS (SELECT c.workflow_id
             AND w.partition_key >= '' AND (w.wake_at IS NULL OR w.wake_at <= %(now)s)
             ORDER BY w.priority, w.created_at, w.workflow_id
             LIMIT GREATEST(k.free, 0)) n) c
-    ORDER BY c.rank, k.served NULLS FIRST, c.priority, c.created_at, c.workflow_id
+    ORDER BY (c.rank + k.weight - 1) / k.weight, k.served NULLS FIRST, c.priority,
+        c.created_at, c.workflow_id
     LIMIT %(room)s)
 UPDATE {s}.workflows w
 SET status = 'PENDING', executor_id = %(executor)s, started_at = %(now)s, wake_at = NULL,

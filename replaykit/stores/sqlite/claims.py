@@ -9,6 +9,7 @@ engine's runs.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable, Collection
@@ -90,7 +91,10 @@ class Claims:
             if limits.partitioned:
                 concurrency, starts, since = partition_limits(limits, now)
                 params = (executor_id, queue, app_version, at, room, concurrency, starts)
-                rows = conn.execute(_CLAIM_PARTITIONED, (*params, to_micros(since))).fetchall()
+                weights = json.dumps(dict(limits.partition_weights))
+                rows = conn.execute(
+                    _CLAIM_PARTITIONED, (*params, to_micros(since), weights)
+                ).fetchall()
             else:
                 rows = conn.execute(_CLAIM, (executor_id, queue, app_version, at, room)).fetchall()
             taken = claimed(claimed_from, rows)

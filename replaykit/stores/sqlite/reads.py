@@ -14,7 +14,7 @@ from typing import Any
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_count_field, check_filter, check_log_limit, check_names
 from replaykit.stores._rows import listed
-from replaykit.stores._sql import Dialect, counting, counting_by, listing
+from replaykit.stores._sql import Dialect, counted_groups, counting, counting_by, listing
 from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
@@ -77,7 +77,7 @@ class Reads:
         check_filter(where)
         text, params = counting_by(where, check_count_field(field), "workflows", _DIALECT)
         with self._connections.read() as conn:
-            return {str(value): int(count) for value, count in conn.execute(text, params)}
+            return counted_groups(conn.execute(text, params), where.count_at_most)
 
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None

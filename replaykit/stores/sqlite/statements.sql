@@ -67,9 +67,10 @@ RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, c
 -- name: claim_partitioned
 -- A partitioned queue's claim (the rule: stores/_partitions.py): rank each key's ready
 -- runs, give each key its room (?5, less its PENDING runs under ?6, less its starts
--- since ?8 under ?7; NULL: no such limit) and when it was served last, and take the
--- runs within their key's room, rank by rank, the key served longest ago first, ?5 at
--- most: (executor, queue, version, now, room, concurrency, starts, since).
+-- since ?8 under ?7; NULL: no such limit), its weight (?9, a JSON object; 1 for a key
+-- it does not name) and when it was served last, and take the runs within their key's
+-- room, round by round (a round: `weight` ranks), the key served longest ago first, ?5
+-- at most: (executor, queue, version, now, room, concurrency, starts, since, weights).
 WITH ranked AS (SELECT workflow_id, partition_key, priority, created_at, row_number() OVER
         (PARTITION BY partition_key ORDER BY priority, created_at, workflow_id) AS rank
     FROM workflows
@@ -83,7 +84,10 @@ keys AS (SELECT k.key, min(?5, CASE WHEN ?6 IS NULL THEN ?5 ELSE ?6 - (SELECT co
                 WHERE r.queue = ?2 AND r.partition_key = k.key AND r.started_at > ?8) END)
         AS free, (SELECT max(r.started_at)
         FROM workflows r
-        WHERE r.queue = ?2 AND r.partition_key = k.key) AS served
+        WHERE r.queue = ?2 AND r.partition_key = k.key) AS served,
+        coalesce((SELECT w.value
+            FROM json_each(?9) w
+            WHERE w.key = k.key), 1) AS weight
     FROM (SELECT DISTINCT partition_key AS key
         FROM ranked) k)
 UPDATE workflows
@@ -95,7 +99,8 @@ WHERE workflow_id IN (SELECT r.workflow_id
     FROM ranked r
     JOIN keys k ON k.key = r.partition_key
     WHERE r.rank <= k.free
-    ORDER BY r.rank, k.served IS NOT NULL, k.served, r.priority, r.created_at, r.workflow_id
+    ORDER BY (r.rank + k.weight - 1) / k.weight, k.served IS NOT NULL, k.served, r.priority,
+        r.created_at, r.workflow_id
     LIMIT ?5)
 RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,

@@ -110,6 +110,26 @@ def check_list_order_ties_broken_by_id(store: Store) -> None:
         ["t-0", "T-b", "t-a", "t-b", "t-c"],
         _ids(store.list_workflows(WorkflowFilter())),
     )
+    # A keyset page goes on after a (created_at, id) in the same order, ties and all.
+    _equal(
+        "list_workflows after a run of a tie: the rest of the tie, then later runs",
+        ["t-a", "t-b", "t-c"],
+        _ids(store.list_workflows(WorkflowFilter(after=(_T0, "T-b")))),
+    )
+    _equal(
+        "list_workflows after the first run, paged",
+        ["T-b", "t-a"],
+        _ids(
+            store.list_workflows(
+                WorkflowFilter(after=(_T0 - timedelta(microseconds=1), "t-0"), limit=2)
+            )
+        ),
+    )
+    _equal(
+        "count_workflows after a run",
+        2,
+        store.count_workflows(WorkflowFilter(after=(_T0, "t-a"))),
+    )
 
 
 def check_count_workflows_by(store: Store) -> None:
@@ -150,4 +170,57 @@ def check_count_workflows_by(store: Store) -> None:
         "count_workflows_by of a field it does not group by",
         ValueError,
         lambda: store.count_workflows_by(of_a, "inputs; DROP TABLE workflows"),
+    )
+
+
+def check_newest_first_and_counts_at_most(store: Store) -> None:
+    """`WorkflowFilter(newest_first=True)` lists in the reverse order, its `after` paging
+    on in that order; `count_at_most` caps a count, and each group of a grouped one."""
+    for wid in ("n-a", "n-b", "n-c"):
+        store.create_workflow(_run(wid, status=Status.SUCCESS, created_at=_T0))
+    store.create_workflow(_run("n-0", status=Status.SUCCESS, created_at=_T0 - timedelta(seconds=1)))
+    store.create_workflow(_run("n-x", status=Status.ERROR, created_at=_T0 + timedelta(seconds=1)))
+    _equal(
+        "list_workflows newest first: created_at, then id, both descending",
+        ["n-x", "n-c", "n-b", "n-a", "n-0"],
+        _ids(store.list_workflows(WorkflowFilter(newest_first=True))),
+    )
+    _equal(
+        "newest first, a page of two after the second",
+        ["n-b", "n-a"],
+        _ids(store.list_workflows(WorkflowFilter(newest_first=True, after=(_T0, "n-c"), limit=2))),
+    )
+    _equal(
+        "newest first with an offset",
+        ["n-a", "n-0"],
+        _ids(store.list_workflows(WorkflowFilter(newest_first=True, offset=3))),
+    )
+    _equal(
+        "count_workflows at most 2 of 5", 2, store.count_workflows(WorkflowFilter(count_at_most=2))
+    )
+    _equal(
+        "count_workflows at most 9 of 5", 5, store.count_workflows(WorkflowFilter(count_at_most=9))
+    )
+    _equal(
+        "count_workflows at most 3, filtered: the filter holds",
+        1,
+        store.count_workflows(WorkflowFilter(status=Status.ERROR, count_at_most=3)),
+    )
+    _equal(
+        "counts by status at most 2 each (groups with none left out)",
+        {"SUCCESS": 2, "ERROR": 1},
+        store.count_workflows_by(WorkflowFilter(count_at_most=2), "status"),
+    )
+    _equal(
+        "counts by status at most 2, of the SUCCESS and PARKED runs since n-a's instant",
+        {"SUCCESS": 2},
+        store.count_workflows_by(
+            WorkflowFilter(status=(Status.SUCCESS, Status.PARKED), since=_T0, count_at_most=2),
+            "status",
+        ),
+    )
+    _equal(
+        "counts by name at most 3",
+        {"wf": 3},
+        store.count_workflows_by(WorkflowFilter(count_at_most=3), "name"),
     )

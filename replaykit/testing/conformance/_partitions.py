@@ -16,6 +16,7 @@ __all__ = [
     "check_partition_keys_stored_and_listed",
     "check_partitioned_claims_limit_each_key",
     "check_partitioned_claims_serve_keys_in_turn",
+    "check_partitioned_claims_weigh_keys",
     "check_partitioned_concurrent_claims",
 ]
 
@@ -122,6 +123,33 @@ def check_partitioned_claims_limit_each_key(store: Store) -> None:
         "starts older than the period no longer count",
         ["a-3", "a-4", "b-3", "b-4"],
         sorted(_claim(store, rated, at=70)),
+    )
+
+
+def check_partitioned_claims_weigh_keys(store: Store) -> None:
+    # "gold" holds eight runs, "free" six, "idle" one; gold weighs 3 (rounds of three
+    # runs), and a weight for a key with no runs changes nothing.
+    for i in range(8):
+        _enqueue(store, f"gold-{i}", "gold", i)
+    for i in range(6):
+        _enqueue(store, f"free-{i}", "free", 10 + i)
+    _enqueue(store, "idle-0", "idle", 20)
+    weights = (("absent", 9), ("gold", 3), ("idle", 1))
+    _equal(
+        "first round: gold's three runs, and one each of the others",
+        ["free-0", "gold-0", "gold-1", "gold-2", "idle-0"],
+        sorted(_claim(store, ClaimLimits(5, partitioned=True, partition_weights=weights))),
+    )
+    _equal(
+        "next round: three of gold's runs to one of free's",
+        ["free-1", "gold-3", "gold-4", "gold-5"],
+        sorted(_claim(store, ClaimLimits(4, partitioned=True, partition_weights=weights), at=1)),
+    )
+    capped = ClaimLimits(10, partitioned=True, partition_concurrency=7, partition_weights=weights)
+    _equal(
+        "a weight never takes a key past its limit (gold runs six of seven)",
+        ["free-2", "free-3", "free-4", "free-5", "gold-6"],
+        sorted(_claim(store, capped, at=2)),
     )
 
 

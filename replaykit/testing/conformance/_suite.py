@@ -74,6 +74,7 @@ from replaykit.testing.conformance._listing import (
     check_count_workflows_by,
     check_list_filters,
     check_list_order_ties_broken_by_id,
+    check_newest_first_and_counts_at_most,
 )
 from replaykit.testing.conformance._messages import (
     check_consume_is_atomic,
@@ -105,6 +106,7 @@ from replaykit.testing.conformance._partitions import (
     check_partition_keys_stored_and_listed,
     check_partitioned_claims_limit_each_key,
     check_partitioned_claims_serve_keys_in_turn,
+    check_partitioned_claims_weigh_keys,
     check_partitioned_concurrent_claims,
 )
 from replaykit.testing.conformance._queues import (
@@ -233,12 +235,14 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_partition_keys_stored_and_listed,
     check_partitioned_claims_serve_keys_in_turn,
     check_partitioned_claims_limit_each_key,
+    check_partitioned_claims_weigh_keys,
     check_partitioned_concurrent_claims,
     check_heartbeat_and_take_over,
     check_beat_takes_over,
     check_release,
     check_list_filters,
     check_count_workflows_by,
+    check_newest_first_and_counts_at_most,
     check_list_order_ties_broken_by_id,
     check_datetimes_round_trip,
     check_outcomes_round_trip,
