@@ -34,6 +34,7 @@ __all__ = [
     "DuplicateDedupId",
     "DuplicateWorkflowError",
     "ExecutorIdInUse",
+    "FilterError",
     "HeartbeatTimeout",
     "InvalidCommandError",
     "NonDeterminismError",
@@ -393,6 +394,19 @@ class ExecutorIdInUse(StoreError):
             "host name and a process number), or stop the other engine first; to wait longer "
             "for it to stop, as in a rolling deploy, pass Engine(executor_wait=seconds)"
         )
+
+
+class FilterError(ReplayKitError, ValueError):
+    """A filter that does not parse, or asks what no run can answer (such as
+    `status < 'ERROR'`): says where (`column`, from 1) and why."""
+
+    def __init__(self, text: str, column: int, why: str) -> None:
+        self.text = text
+        self.column = column
+        self.why = why
+        pointer = " " * (column - 1) + "^"
+        shown = text if len(text) <= 200 else text[:200] + "…"
+        super().__init__(f"filter {shown!r}, column {column}: {why}\n  {shown}\n  {pointer}")
 
 
 class ScheduleNotFound(ReplayKitError, LookupError):

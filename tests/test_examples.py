@@ -342,3 +342,15 @@ def test_keyed_starts(tmp_path: Path) -> None:
     assert "second start answered with the live run: True" in out
     assert "spec.md v2 rendered" in out
     assert "the older preview: CANCELLED" in out
+
+
+def test_attributes(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "attributes.py")], tmp_path)
+    assert "customer 42's failed orders: ['order-2']" in out
+    assert "pro plan by status: {'ERROR': 1, 'SUCCESS': 1}" in out
+    assert "charged before 11:00 UTC: ['order-1']" in out
+    assert "'customer': '42', 'plan': 'pro', 'stage': 'charged'" in out
+    # Run again on the same database: the same answers, from fresh runs.
+    assert "customer 42's failed orders: ['order-2']" in run_example(
+        [str(ROOT / "examples" / "attributes.py")], tmp_path
+    )

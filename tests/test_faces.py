@@ -72,6 +72,7 @@ SURFACE: dict[str, tuple[str, str]] = {
     "get_heartbeats": (ALL, ""),
     "handle": (ALL, ""),
     "list_workflows": (ALL, ""),
+    "count_workflows": (ALL, ""),
     "pause_schedule": (ALL, ""),
     "read_stream": (ALL, ""),
     "resume": (ALL, ""),

@@ -352,6 +352,7 @@ def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
         conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
         conn.execute(f'DROP TABLE "{pg_schema}".cancel_requests')
         conn.execute(f'DROP TABLE "{pg_schema}".parent_close_policies')
+        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN attributes')
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 3')
     store = PostgresStore(pg_url, schema=pg_schema)
     try:

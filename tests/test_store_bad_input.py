@@ -378,6 +378,8 @@ def test_a_postgres_schema_of_version_1_is_migrated_and_forks_from_then_on(
         "ALTER TABLE {s}.workflows DROP COLUMN partition_key",
         "DROP TABLE {s}.cancel_requests",
         "DROP TABLE {s}.parent_close_policies",
+        "DROP INDEX {s}.workflows_by_attributes",
+        "ALTER TABLE {s}.workflows DROP COLUMN attributes",
         "DELETE FROM {s}.schema_version WHERE version > 1",
         "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, app_version, "
         "created_at, updated_at) VALUES ('old', 'wf', 'PENDING', 'local', '', now(), now())",
@@ -402,5 +404,11 @@ def test_a_postgres_schema_of_version_1_is_migrated_and_forks_from_then_on(
             WorkflowRow("fork", "wf", Status.PENDING), records=store.load_log("src"), fork_of="src"
         )
         assert store.get_event("fork", "k") == (True, 1)
+        # A run from before attributes has none, and takes them.
+        before = store.get_workflow("old")
+        assert before is not None and before.attributes == {}
+        assert store.set_attributes("old", {"customer": "42"})
+        listed = store.list_workflows(WorkflowFilter(name="wf", id_prefix="old"))
+        assert {r.workflow_id: r.attributes for r in listed}["old"] == {"customer": "42"}
     finally:
         store.close()

@@ -18,6 +18,7 @@ from replaykit.stores._sql import (
     counting,
     listing,
 )
+from replaykit.stores._where_sql import POSTGRES, SQLITE
 from replaykit.stores.base import WorkflowFilter
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -28,7 +29,11 @@ def _statuses(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
 
 
 DIALECT = Dialect(
-    placeholder="?", timestamp=lambda d: d.isoformat(), no_limit=-1, statuses=_statuses
+    placeholder="?",
+    timestamp=lambda d: d.isoformat(),
+    no_limit=-1,
+    statuses=_statuses,
+    language=SQLITE,
 )
 
 
@@ -66,3 +71,15 @@ def test_a_count_ignores_the_paging() -> None:
     text, params = counting(where, "runs", DIALECT)
     assert text == "SELECT COUNT(*) FROM runs WHERE app_version = ? AND created_at < ?"
     assert params == ["v2", T0.isoformat()]
+
+
+def test_no_text_of_a_filter_reaches_the_statement_attribute_names_included() -> None:
+    typed = "customer_x9 = 'x''; DROP TABLE runs; --' and amount_q7 > 1 or not flag_z3 in (true)"
+    for language in (SQLITE, POSTGRES):
+        mark = "?" if language is SQLITE else "%s"
+        dialect = Dialect(mark, lambda d: d.isoformat(), -1, _statuses, language)
+        text, params = listing(WorkflowFilter(where=typed, name="n"), "runs", dialect)
+        for fragment in ("DROP", "customer_x9", "amount_q7", "flag_z3"):
+            assert fragment not in text, (fragment, text)
+        assert any("DROP TABLE" in str(p) for p in params)
+        assert any("customer_x9" in str(p) for p in params)

@@ -815,6 +815,7 @@ def test_a_postgres_schema_of_version_9_gets_the_heartbeats_names(
         conn.execute(f'DROP TABLE "{pg_schema}".cancel_requests')
         conn.execute(f'DROP TABLE "{pg_schema}".parent_close_policies')
         conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
+        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN attributes')
         conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 9')
         conn.execute(f"INSERT INTO \"{pg_schema}\".heartbeats VALUES ('old-1', 'v1', %s)", (now,))
     store = PostgresStore(pg_url, schema=pg_schema)

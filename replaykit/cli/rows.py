@@ -7,6 +7,7 @@ from typing import Any
 
 from replaykit._text import format_duration
 from replaykit.log import Failure, Record, Status, outcome_to_json
+from replaykit.stores._attributes import encoded_attributes
 from replaykit.stores.base import WorkflowRow
 
 __all__ = [
@@ -62,6 +63,7 @@ def row_json(row: WorkflowRow, *, full: bool = False) -> dict[str, Any]:
         "deadline": iso(row.deadline),
         "timeout": row.timeout,
         "error": row.error,
+        "attributes": encoded_attributes(row.attributes),
     }
     if full:
         data["inputs"] = row.inputs

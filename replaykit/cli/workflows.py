@@ -18,6 +18,13 @@ from replaykit.cli.bulk import send_many_command
 from replaykit.cli.completions import complete_command, fail_command
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import Group, UsageError
+from replaykit.cli.filters import (
+    attributes_no_run_has,
+    attributes_text,
+    count_command,
+    say_unknown_attributes,
+    where_option,
+)
 from replaykit.cli.fit import Fit
 from replaykit.cli.operate import (
     cancel_command,
@@ -41,6 +48,7 @@ from replaykit.cli.versions import versions_command
 from replaykit.log import Status
 from replaykit.runtime.admin import stranded_runs
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.where import Where
 
 __all__ = ["count_runs", "list_command", "workflows"]
 
@@ -101,6 +109,7 @@ def _newest_first(
 @click.option("--parent", help="Only children of this run.")
 @click.option("--queue", help="Only runs of this queue.")
 @click.option("--partition-key", metavar="KEY", help="Only runs enqueued with this partition key.")
+@where_option
 @click.option(
     "--since",
     callback=when_option,
@@ -139,6 +148,7 @@ def list_command(
     parent: str | None,
     queue: str | None,
     partition_key: str | None,
+    where_text: Where | None,
     since: datetime | None,
     until: datetime | None,
     stranded: bool,
@@ -150,6 +160,10 @@ def list_command(
     as_json: bool,
 ) -> None:
     """Runs, oldest first (--newest: newest first).
+
+    --where FILTER keeps the runs that match a filter of the filter language, such as
+    "customer = '42' and status in ('ERROR', 'CANCELLED') and created > '2026-12-01'"
+    (docs/operations.md, "Filtering runs"), besides the other options.
 
     --stranded --app-version V lists the runs that engines of version V never
     pick up: PENDING runs (of --executor, if given) and ENQUEUED ones whose
@@ -184,6 +198,7 @@ def list_command(
         partition_key=partition_key or None,
         since=since,
         until=until,
+        where=where_text,
     )
     with store_at(url) as store:
         if stranded_for:
@@ -206,6 +221,7 @@ def list_command(
         else:
             rows = store.list_workflows(attrs.evolve(where, limit=limit, offset=offset))
             more = -1 if len(rows) == limit else 0  # -1: there may be more; unknown how many
+        unknown = [] if rows or where_text is None else attributes_no_run_has(store, where_text)
     if as_json:
         echo_json([row_json(row) for row in rows])
         return
@@ -217,10 +233,15 @@ def list_command(
             )
         else:
             click.echo("no workflow runs match")
+            say_unknown_attributes(unknown)
         return
     out = Printer(wide=wide)
+    # The attributes' column only where a run has some: listings of stores without
+    # them look as they did.
+    shown = any(row.attributes for row in rows)
     out.table(
-        ["ID", "NAME", "STATUS", "CREATED", "VERSION", "EXECUTOR", "ERROR"],
+        ["ID", "NAME", "STATUS", "CREATED", "VERSION", "EXECUTOR", "ERROR"]
+        + (["ATTRIBUTES"] if shown else []),
         [
             [
                 row.workflow_id,
@@ -231,6 +252,7 @@ def list_command(
                 row.executor_id,
                 short(run_error(row), None if wide else 50 if out.console is None else 500),
             ]
+            + ([attributes_text(row.attributes)] if shown else [])
             for row in rows
         ],
         [{2: STATUS_STYLE[row.status]} for row in rows],
@@ -240,6 +262,7 @@ def list_command(
             4: Fit(7),
             5: Fit(8),
             6: Fit(5, weight=3),
+            **({7: Fit(10, weight=3)} if shown else {}),
         },
     )
     first = "newest" if newest else "first"
@@ -265,6 +288,7 @@ def list_command(
 
 
 for _command in (
+    count_command,
     versions_command,
     show_command,
     export_command,

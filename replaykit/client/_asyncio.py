@@ -176,6 +176,7 @@ class AsyncClient(AsyncFace):
         concurrency_key: str | None = None,
         concurrency_limit: int = 1,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.start` as a coroutine."""
@@ -192,6 +193,7 @@ class AsyncClient(AsyncFace):
             concurrency_key=concurrency_key,
             concurrency_limit=concurrency_limit,
             overlap=overlap,
+            attributes=attributes,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)
@@ -212,6 +214,7 @@ class AsyncClient(AsyncFace):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> AsyncClientHandle:
         """`Client.enqueue` as a coroutine."""
@@ -230,6 +233,7 @@ class AsyncClient(AsyncFace):
             deadline=deadline,
             partition_key=partition_key,
             overlap=overlap,
+            attributes=attributes,
             **kwargs,
         )
         return AsyncClientHandle(self, handle.workflow_id)

@@ -25,12 +25,13 @@ from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, awakeables, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
+from replaykit.runtime.listing import Listing
 from replaykit.runtime.overlaps import keyed_start, known_concurrency_queue, plan_enqueue
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["Client", "ClientHandle", "ResumedHandle"]
@@ -50,7 +51,7 @@ def _check_name(name: object, what: str) -> None:
         )
 
 
-class Client(ClientSchedules, BulkActions):
+class Client(ClientSchedules, BulkActions, Listing):
     """Starts, messages, reads and operates runs on a store without running any.
 
     `Client()` opens what `Engine()` would (REPLAYKIT_URL, else SQLite at
@@ -152,6 +153,7 @@ class Client(ClientSchedules, BulkActions):
         concurrency_key: str | None = None,
         concurrency_limit: int = 1,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Start a run of the workflow registered as `name`, for engines to run.
@@ -171,6 +173,7 @@ class Client(ClientSchedules, BulkActions):
 
         `concurrency_key`, `concurrency_limit` and `overlap` as `Engine.start` takes
         them: any engine that claims runs the keyed run when its key has a slot.
+        `attributes`: the run's searchable key/values (docs/operations.md).
         """
         _check_name(name, "Client.start")
         what = f"Client.start({name!r}, ...)"
@@ -195,6 +198,7 @@ class Client(ClientSchedules, BulkActions):
                 deadline=deadline,
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
+                attributes=attributes,
                 **kwargs,
             )
         if queue is not None:
@@ -206,6 +210,7 @@ class Client(ClientSchedules, BulkActions):
                 app_version=app_version,
                 timeout=timeout,
                 deadline=deadline,
+                attributes=attributes,
                 **kwargs,
             )
         self._check_open()
@@ -228,6 +233,7 @@ class Client(ClientSchedules, BulkActions):
             executor_id=target,
             timeout=seconds,
             deadline=deadline,
+            attributes=attributes,
         )
         warning = self._check_engines(row)
         stored, ours = self._create(row)
@@ -252,6 +258,7 @@ class Client(ClientSchedules, BulkActions):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
@@ -301,6 +308,7 @@ class Client(ClientSchedules, BulkActions):
             timeout=seconds,
             deadline=deadline,
             partition_key=partition_key,
+            attributes=attributes,
         )
         warning = self._check_engines(row)
         try:
@@ -340,6 +348,7 @@ class Client(ClientSchedules, BulkActions):
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> WorkflowRow:
         if not isinstance(name, str):
             hint = getattr(name, "workflow_name", None)
@@ -364,6 +373,7 @@ class Client(ClientSchedules, BulkActions):
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
             partition_key=partition_key,
+            attributes=attributes,
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:
@@ -449,58 +459,28 @@ class Client(ClientSchedules, BulkActions):
         self._row(workflow_id)
         return ClientHandle(self, workflow_id)
 
-    def list_workflows(
-        self,
-        *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """Runs matching every filter given, oldest first.
-
-        `stranded=True` lists PENDING and ENQUEUED runs stamped with another
-        version than the client's `app_version` (of `executor_id`, if given):
-        what engines of that version never pick up.
-        """
+    def _reading(self) -> None:
         self._check_open()
-        where = admin.workflow_filter(
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
-        if stranded:
-            if not self.app_version or status is not None or version is not None:
-                raise ValueError(
-                    "list_workflows(stranded=True) lists the PENDING and ENQUEUED runs of "
-                    "versions other than the client's: give Client(app_version=...) the "
-                    "version your engines run, and pass no status= or version="
-                )
-            current = self.app_version
-            return admin.stranded_runs(
-                self.store, app_version=current, executor_id=executor_id, where=where
+
+    def _stranded(
+        self,
+        where: WorkflowFilter,
+        *,
+        executor_id: str | None,
+        status: object,
+        version: str | None,
+    ) -> list[WorkflowRow]:
+        """PENDING and ENQUEUED runs stamped with another version than the client's
+        `app_version` (of `executor_id`, if given): what its engines never pick up."""
+        if not self.app_version or status is not None or version is not None:
+            raise ValueError(
+                "list_workflows(stranded=True) lists the PENDING and ENQUEUED runs of "
+                "versions other than the client's: give Client(app_version=...) the "
+                "version your engines run, and pass no status= or version="
             )
-        return self.store.list_workflows(where)
+        return admin.stranded_runs(
+            self.store, app_version=self.app_version, executor_id=executor_id, where=where
+        )
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""

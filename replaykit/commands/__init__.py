@@ -17,6 +17,7 @@ from replaykit._durations import (
     requested_delay,
     run_deadline,
 )
+from replaykit.commands.attributes import SetAttributes
 from replaykit.commands.awakeables import Await, Awakeable, AwakeableToken
 from replaykit.commands.base import Command, CommandFacts, Yields, callable_name, facts_of
 from replaykit.commands.children import Call, ContinueAsNew, Start, Wait
@@ -53,6 +54,7 @@ __all__ = [
     "Reply",
     "Retry",
     "Send",
+    "SetAttributes",
     "SetEvent",
     "Sleep",
     "Start",

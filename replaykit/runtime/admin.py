@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -39,6 +39,7 @@ from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.otel import current_trace_context
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.stores import open_store
+from replaykit.stores._attributes import checked_attributes
 from replaykit.stores.base import DamagedRow, OutgoingMessage, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
@@ -143,15 +144,18 @@ def new_run_row(
     trace_context: str | None,
     parent_id: str | None = None,
     partition_key: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> WorkflowRow:
     """The row of a new run created `now`, as the Engine and the Client start it: ENQUEUED
-    on `queue` (for any executor), else PENDING for `executor_id`."""
+    on `queue` (for any executor), else PENDING for `executor_id`; `attributes` checked."""
     delay_seconds = as_seconds(delay, "enqueue delay")
+    workflow_id = workflow_id or str(uuid.uuid4())
+    checked = checked_attributes(attributes, f"workflow {name!r} (id {workflow_id!r})")
     if timeout is not None and queue is None:
         # A run that starts now: its clock starts now (a queued one's at its claim).
         deadline = earliest_deadline(deadline, now + timedelta(seconds=timeout))
     return WorkflowRow(
-        workflow_id=workflow_id or str(uuid.uuid4()),
+        workflow_id=workflow_id,
         name=name,
         status=Status.ENQUEUED if queue is not None else Status.PENDING,
         inputs=inputs,
@@ -167,6 +171,7 @@ def new_run_row(
         deadline=deadline,
         timeout=timeout,
         partition_key=partition_key,
+        attributes=checked,
     )
 
 
@@ -986,6 +991,7 @@ def fork_run(
         trace_context=current_trace_context(),
         forked_from=source_id,
         fork_position=from_position,
+        attributes=row.attributes,  # the same business, searchable the same way
     )
     stored, created = store.create_workflow(fork_row, records=kept, fork_of=source_id)
     if not created:

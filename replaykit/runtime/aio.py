@@ -62,12 +62,13 @@ DEFAULT_IO_WORKERS = 16
 #: go in further batches, side by side).
 START_BATCH = 500
 #: A start waiting for its batch: the request, its caller's answer, its trace context,
-#: and its (timeout seconds, deadline) as checked on the loop.
+#: its (timeout seconds, deadline) as checked on the loop, and its attributes.
 _PendingStart = tuple[
     StartRequest,
     "asyncio.Future[WorkflowRow]",
     str | None,
     tuple[float | None, datetime | None],
+    Mapping[str, Any] | None,
 ]
 #: How many poll intervals a waiter for a run this engine runs sleeps between its
 #: own looks (it is woken when the run finishes; the look is for a lost wake-up).
@@ -292,13 +293,14 @@ class AsyncEngine(AsyncFace):
         concurrency_key: str | None = None,
         concurrency_limit: int = 1,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
         arguments returns the existing run, another workflow or other arguments raise
         `WorkflowIdConflict`. `timeout` and `deadline` bound the run, and
         `concurrency_key`, `concurrency_limit` and `overlap` limit it, as in
-        `Engine.start`.
+        `Engine.start`; `attributes` are its searchable key/values.
 
         The starts made in one iteration of the loop (a `gather` of many) are stored
         together, in one statement and one commit; each caller gets its own answer
@@ -317,6 +319,7 @@ class AsyncEngine(AsyncFace):
                 concurrency_key=concurrency_key,
                 concurrency_limit=concurrency_limit,
                 overlap=overlap,
+                attributes=attributes,
                 **kwargs,
             )
             return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -326,7 +329,7 @@ class AsyncEngine(AsyncFace):
         answer: asyncio.Future[WorkflowRow] = loop.create_future()
         # Each start's own trace context: the batch is stored from one thread.
         traced = current_trace_context() if self.engine.telemetry.tracing else None
-        self._starts.append(((wf, args, kwargs, workflow_id), answer, traced, limits))
+        self._starts.append(((wf, args, kwargs, workflow_id), answer, traced, limits, attributes))
         if len(self._starts) == 1:
             loop.call_soon(self._send_starts)
         row = await answer
@@ -344,12 +347,13 @@ class AsyncEngine(AsyncFace):
         try:
             answers = await self.off_loop(
                 self.engine.start_batch,
-                [start for start, _, _, _ in batch],
-                trace_contexts=[traced for _, _, traced, _ in batch],
-                deadlines=[limits for _, _, _, limits in batch],
+                [start for start, _, _, _, _ in batch],
+                trace_contexts=[traced for _, _, traced, _, _ in batch],
+                deadlines=[limits for _, _, _, limits, _ in batch],
+                attributes=[given for _, _, _, _, given in batch],
             )
         except BaseException as exc:  # the store is out, or the engine closed: all hear it
-            for _, answer, _, _ in batch:
+            for _, answer, _, _, _ in batch:
                 if answer.done():
                     continue
                 if isinstance(exc, asyncio.CancelledError):  # the loop is going away
@@ -361,7 +365,7 @@ class AsyncEngine(AsyncFace):
             return
         answered = list(zip(batch, answers, strict=True))
         try:
-            for index, ((_, answer, _, _), result) in enumerate(answered):
+            for index, ((_, answer, _, _, _), result) in enumerate(answered):
                 if index and index % WAKE_CHUNK == 0:
                     # A caller answered goes on in the next iteration: a few per
                     # iteration, so that five hundred do not hold the loop at once.
@@ -373,7 +377,7 @@ class AsyncEngine(AsyncFace):
                 else:
                     answer.set_result(result)
         except asyncio.CancelledError:  # the loop is going away: nobody is left waiting
-            for (_, answer, _, _), _ in answered:
+            for (_, answer, _, _, _), _ in answered:
                 answer.cancel()
             raise
 
@@ -405,11 +409,12 @@ class AsyncEngine(AsyncFace):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
         from now, `partition_key` the run's partition, `overlap` what to do while a run
-        of that key is live)."""
+        of that key is live, `attributes` its key/values)."""
         wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
@@ -425,6 +430,7 @@ class AsyncEngine(AsyncFace):
             deadline=deadline,
             partition_key=partition_key,
             overlap=overlap,
+            attributes=attributes,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -442,6 +448,7 @@ class AsyncEngine(AsyncFace):
         deadline: datetime | None = None,
         if_exists: str = "raise",
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> list[AsyncWorkflowHandle[R]]:
         """`Engine.enqueue_many` as a coroutine: one statement, one commit."""
         # Items are read here, on the loop, so a generator of items is not
@@ -457,6 +464,7 @@ class AsyncEngine(AsyncFace):
             deadline=deadline,
             if_exists=if_exists,
             partition_key=partition_key,
+            attributes=attributes,
         )
         return [AsyncWorkflowHandle(self, h.workflow_id, wf.result_type) for h in handles]
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 from replaykit.log import Record, Status
 from replaykit.runtime import loop_waits, streams, updates
 from replaykit.runtime.async_bulk import AsyncBulkActions, BulkFace
 from replaykit.runtime.schedules import ScheduleInfo
 from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
+from replaykit.stores.where import Where
 
 __all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace"]
 
@@ -47,6 +48,9 @@ class SyncFace(BulkFace, Protocol):
 
     @property
     def list_workflows(self) -> Callable[..., list[WorkflowRow]]: ...
+
+    @property
+    def count_workflows(self) -> Callable[..., int | dict[str, int]]: ...
 
     @property
     def steps(self) -> Callable[[str], list[Record]]: ...
@@ -105,6 +109,7 @@ class AsyncFace(AsyncBulkActions):
     async def list_workflows(
         self,
         *,
+        where: str | Where | None = None,
         status: Status | str | Sequence[Status | str] | None = None,
         name: str | None = None,
         version: str | None = None,
@@ -121,9 +126,10 @@ class AsyncFace(AsyncBulkActions):
         stranded: bool = False,
     ) -> list[WorkflowRow]:
         """`list_workflows` of the sync face as a coroutine: runs matching every filter
-        given, oldest first."""
+        given and `where`, oldest first."""
         return await self.off_loop(
             self._sync().list_workflows,
+            where=where,
             status=status,
             name=name,
             version=version,
@@ -138,6 +144,80 @@ class AsyncFace(AsyncBulkActions):
             limit=limit,
             offset=offset,
             stranded=stranded,
+        )
+
+    @overload
+    async def count_workflows(
+        self,
+        *,
+        where: str | Where | None = None,
+        group_by: None = None,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        forked_from: str | None = None,
+        continued_as: str | None = None,
+        partition_key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int: ...
+
+    @overload
+    async def count_workflows(
+        self,
+        *,
+        where: str | Where | None = None,
+        group_by: str,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        forked_from: str | None = None,
+        continued_as: str | None = None,
+        partition_key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, int]: ...
+
+    async def count_workflows(
+        self,
+        *,
+        where: str | Where | None = None,
+        group_by: str | None = None,
+        status: Status | str | Sequence[Status | str] | None = None,
+        name: str | None = None,
+        version: str | None = None,
+        executor_id: str | None = None,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        forked_from: str | None = None,
+        continued_as: str | None = None,
+        partition_key: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> int | dict[str, int]:
+        """`count_workflows` of the sync face as a coroutine: one `COUNT` in the store,
+        or one grouped by `group_by` (a field or an attribute's name)."""
+        return await self.off_loop(
+            self._sync().count_workflows,
+            where=where,
+            group_by=group_by,
+            status=status,
+            name=name,
+            version=version,
+            executor_id=executor_id,
+            parent_id=parent_id,
+            queue=queue,
+            forked_from=forked_from,
+            continued_as=continued_as,
+            partition_key=partition_key,
+            since=since,
+            until=until,
         )
 
     async def steps(self, workflow_id: str) -> list[Record]:

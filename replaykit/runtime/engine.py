@@ -39,6 +39,7 @@ from replaykit.runtime.effects import EffectRunner
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.history import History
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
+from replaykit.runtime.listing import Listing
 from replaykit.runtime.notes import Notes
 from replaykit.runtime.overlaps import keyed_start, plan_enqueue
 from replaykit.runtime.parents import close_children_after
@@ -58,7 +59,7 @@ from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
 from replaykit.runtime.work import Work
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["DEFAULT_URL", "Engine", "WorkflowHandle", "open_store_for"]
@@ -86,7 +87,7 @@ def open_store_for(target: str | Store | None) -> Store:
     return admin.open_store_for(target)
 
 
-class Engine(Timing, History, BulkActions):
+class Engine(Timing, History, BulkActions, Listing):
     """Runs workflows against a store. A context manager; closes cleanly.
 
     `Engine()` uses SQLite at ./replaykit.db (or REPLAYKIT_URL);
@@ -467,6 +468,7 @@ class Engine(Timing, History, BulkActions):
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
@@ -486,6 +488,7 @@ class Engine(Timing, History, BulkActions):
             timeout=timeout,
             deadline=deadline,
             partition_key=partition_key,
+            attributes=attributes,
         )
 
     def start_batch(
@@ -494,6 +497,7 @@ class Engine(Timing, History, BulkActions):
         *,
         trace_contexts: Sequence[str | None] | None = None,
         deadlines: Sequence[tuple[float | None, datetime | None]] | None = None,
+        attributes: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> list[WorkflowRow | Exception]:
         """Start many runs, `(wf, args, kwargs, workflow_id)` each, in one statement and
         one commit; each answer is the run's row (or the existing one, by id), or the
@@ -503,9 +507,12 @@ class Engine(Timing, History, BulkActions):
         `trace_contexts`, one per start, are the trace contexts their callers had
         (`AsyncEngine` gathers starts of many tasks); without, each run gets this
         thread's current one. `deadlines`, one `(timeout seconds, deadline)` per start
-        (checked already, as `commands.run_deadline` checks them), bound the runs."""
+        (checked already, as `commands.run_deadline` checks them), bound the runs;
+        `attributes`, one mapping (or None) per start, are the runs' attributes."""
         self._check_open()
-        return self.starts.start_batch(starts, trace_contexts=trace_contexts, deadlines=deadlines)
+        return self.starts.start_batch(
+            starts, trace_contexts=trace_contexts, deadlines=deadlines, attributes=attributes
+        )
 
     def start(
         self,
@@ -518,6 +525,7 @@ class Engine(Timing, History, BulkActions):
         concurrency_key: str | None = None,
         concurrency_limit: int = 1,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
@@ -533,7 +541,8 @@ class Engine(Timing, History, BulkActions):
         With a `concurrency_key`, at most `concurrency_limit` runs of that key run at
         once, across every engine; the others wait (ENQUEUED) in order for a slot, and
         `overlap` says what this start does while a run of the key is live: "allow",
-        "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md)."""
+        "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md).
+        `attributes` are the run's searchable key/values (docs/operations.md)."""
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
         what = f"start({_name_of(wf)}, ...)"
@@ -553,10 +562,17 @@ class Engine(Timing, History, BulkActions):
                 deadline=deadline,
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
+                attributes=attributes,
                 **kwargs,
             )
         row, _created = self.create_run(
-            wf, args, kwargs, workflow_id=workflow_id, timeout=seconds, deadline=deadline
+            wf,
+            args,
+            kwargs,
+            workflow_id=workflow_id,
+            timeout=seconds,
+            deadline=deadline,
+            attributes=attributes,
         )
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
 
@@ -575,6 +591,7 @@ class Engine(Timing, History, BulkActions):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         overlap: str = "allow",
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -594,6 +611,7 @@ class Engine(Timing, History, BulkActions):
         (`Queue(partition_concurrency=..., partition_rate_limit=...)`); `overlap`
         says what the enqueue does while a run of that key is live on the queue
         ("allow", "skip", "queue_one", "cancel_other": runtime/overlaps.py).
+        `attributes` as for `start`.
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
@@ -630,6 +648,7 @@ class Engine(Timing, History, BulkActions):
                 timeout=seconds,
                 deadline=deadline,
                 partition_key=partition_key,
+                attributes=attributes,
             )
         except DuplicateDedupId as exc:
             if if_exists == "return":
@@ -650,14 +669,15 @@ class Engine(Timing, History, BulkActions):
         deadline: datetime | None = None,
         if_exists: str = "raise",
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> list[WorkflowHandle[R]]:
         """Put many runs of `wf` on a queue in one statement and one commit.
 
         Each item is a tuple of positional arguments, or a `QueueItem(*args,
         workflow_id=..., priority=..., dedup_id=..., delay=..., timeout=...,
-        deadline=..., **kwargs)`; `priority`, `delay`, `timeout` and `deadline`
-        and `partition_key` here apply to items that give none (as in `enqueue`: a timeout counts
-        from each run's claim, a deadline from now). Handles come
+        deadline=..., attributes=..., **kwargs)`; `priority`, `delay`, `timeout`,
+        `deadline`, `partition_key` and `attributes` here apply to items that give none
+        (as in `enqueue`: a timeout counts from each run's claim, a deadline from now). Handles come
         back in item order; an id that exists already gives that run's handle.
         All or nothing: a `dedup_id` that a live run of the queue (or an earlier
         item) holds raises `DuplicateDedupId` and enqueues none of them; with
@@ -681,6 +701,7 @@ class Engine(Timing, History, BulkActions):
             deadline=deadline,
             if_exists=if_exists,
             partition_key=partition_key,
+            attributes=attributes,
         )
         return [WorkflowHandle(self, workflow_id, wf.result_type) for workflow_id in ids]
 
@@ -711,59 +732,25 @@ class Engine(Timing, History, BulkActions):
     def _handle_for(self, workflow_id: str, result_type: Any) -> WorkflowHandle[Any]:
         return WorkflowHandle(self, workflow_id, result_type)
 
-    def list_workflows(
+    def _stranded(
         self,
+        where: WorkflowFilter,
         *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
+        executor_id: str | None,
+        status: object,
+        version: str | None,
     ) -> list[WorkflowRow]:
-        """Runs matching every filter given, oldest first.
-
-        `stranded=True` lists the runs no engine of this version picks up: PENDING
-        runs of this executor id and ENQUEUED runs stamped with another application
-        version (`admin.stranded_runs`; `status` and `version` do not apply then).
-        """
-        where = admin.workflow_filter(
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
-        if stranded:
-            if status is not None or version is not None:
-                raise ValueError(
-                    "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
-                    "other than this engine's; it takes no status= or version="
-                )
-            return admin.stranded_runs(
-                self.store,
-                app_version=self.app_version,
-                executor_id=executor_id or self.executor_id,
-                where=where,
+        if status is not None or version is not None:
+            raise ValueError(
+                "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
+                "other than this engine's; it takes no status= or version="
             )
-        # Reads retry through a dropped connection, as the engine's own do.
-        return self.store.list_workflows(where)
+        return admin.stranded_runs(
+            self.store,
+            app_version=self.app_version,
+            executor_id=executor_id or self.executor_id,
+            where=where,
+        )
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""

@@ -184,6 +184,7 @@ class QueueItem:
     timeout: timedelta | float | None = None
     deadline: datetime | None = None
     partition_key: str | None = None  # None: the batch's
+    attributes: Mapping[str, Any] | None = None  # None: the batch's
 
     def __init__(
         self,
@@ -195,6 +196,7 @@ class QueueItem:
         timeout: timedelta | float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         self.__attrs_init__(
@@ -207,6 +209,7 @@ class QueueItem:
             timeout,
             deadline,
             check_partition_key(partition_key, "QueueItem"),
+            attributes,
         )
 
 
@@ -223,6 +226,7 @@ class FilledItem:
     timeout: timedelta | float | None
     deadline: datetime | None
     partition_key: str | None = None
+    attributes: Mapping[str, Any] | None = None
 
 
 def fill_item(
@@ -235,6 +239,7 @@ def fill_item(
     timeout: timedelta | float | None,
     deadline: datetime | None,
     partition_key: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
 ) -> FilledItem:
     """What item `index` of an `enqueue_many` asks for: a `QueueItem`'s own options, else
     the batch's; a tuple or list is the workflow's positional arguments. `what` names
@@ -250,16 +255,26 @@ def fill_item(
             timeout if item.timeout is None else item.timeout,
             deadline if item.deadline is None else item.deadline,
             partition_key if item.partition_key is None else item.partition_key,
+            attributes if item.attributes is None else item.attributes,
         )
     if isinstance(item, (tuple, list)):
         return FilledItem(
-            tuple(item), {}, None, None, priority, delay, timeout, deadline, partition_key
+            tuple(item),
+            {},
+            None,
+            None,
+            priority,
+            delay,
+            timeout,
+            deadline,
+            partition_key,
+            attributes,
         )
     raise TypeError(
         f"{what}: item {index} is {item!r}; each item is a tuple of the workflow's "
         "positional arguments (a one-argument workflow takes (value,)), or "
         "QueueItem(*args, **kwargs, workflow_id=..., priority=..., dedup_id=..., delay=..., "
-        "partition_key=...)"
+        "partition_key=..., attributes=...)"
     )
 
 

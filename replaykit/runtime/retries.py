@@ -107,6 +107,7 @@ RETRIED_CALLS: dict[str, str] = {
     "request_cancel": "the first request is kept: a retry finds its own and answers with it",
     "clear_cancel_request": "a second clear finds none",
     "set_parent_close": "an upsert of the same policy",
+    "set_attributes": "writes the same values over the same names again",
     "send_message": "idempotent by key; the engine keys every send and names its call",
     "create_and_send": "idempotent by id and by the message's key, its call named: a retry "
     "finds the run and is told its message was delivered",

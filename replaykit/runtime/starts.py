@@ -10,7 +10,7 @@ nothing of the engine around it: a test builds it with a memory store and lists.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -92,6 +92,7 @@ class Starts:
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """`Engine.create_run`: store a new run (or find the one with that id), schedule it."""
         row = self.new_row(
@@ -108,6 +109,7 @@ class Starts:
             timeout=timeout,
             deadline=deadline,
             partition_key=partition_key,
+            attributes=attributes,
         )
         stored, created = self.store.create_workflow(row)
         if not created:
@@ -190,6 +192,7 @@ class Starts:
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> WorkflowRow:
         """The row of a new run created `now`, its inputs encoded and their size checked."""
         if not isinstance(wf, Workflow):
@@ -223,6 +226,7 @@ class Starts:
             trace_context=self.telemetry.context_for_new_run(parent_id),
             parent_id=parent_id,
             partition_key=partition_key,
+            attributes=attributes,
         )
 
     # -- many runs that start now ------------------------------------------------------------
@@ -233,6 +237,7 @@ class Starts:
         *,
         trace_contexts: Sequence[str | None] | None = None,
         deadlines: Sequence[tuple[float | None, datetime | None]] | None = None,
+        attributes: Sequence[Mapping[str, Any] | None] | None = None,
     ) -> list[WorkflowRow | Exception]:
         """`Engine.start_batch`: one statement and one commit; each answer is the
         run's row, or the error that start alone raised."""
@@ -266,6 +271,7 @@ class Starts:
                     now=now + timedelta(microseconds=index),
                     timeout=None if deadlines is None else deadlines[index][0],
                     deadline=None if deadlines is None else deadlines[index][1],
+                    attributes=None if attributes is None else attributes[index],
                 )
                 if trace_contexts is not None:
                     row = attrs.evolve(row, trace_context=trace_contexts[index])
@@ -315,6 +321,7 @@ class Starts:
         deadline: datetime | None = None,
         if_exists: str = "raise",
         partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """`Engine.enqueue_many`: the ids of the runs, in item order (for an item whose
         dedup id is held, with `if_exists="return"`, the holder's)."""
@@ -335,6 +342,7 @@ class Starts:
                 timeout=timeout,
                 deadline=deadline,
                 partition_key=partition_key,
+                attributes=attributes,
             )
             seconds, item_deadline = run_deadline(
                 filled.timeout, filled.deadline, what=f"{what}, item {index}"
@@ -355,6 +363,7 @@ class Starts:
                     timeout=seconds,
                     deadline=item_deadline,
                     partition_key=filled.partition_key,
+                    attributes=filled.attributes,
                 )
             )
         if not rows:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from replaykit.log import Record
+from replaykit.stores._attributes import is_attribute_name
 from replaykit.stores.base import (
     MAX_NAME_BYTES,
     EventWrite,
@@ -219,14 +220,16 @@ def check_filter(where: WorkflowFilter) -> None:
 
 
 #: What `count_workflows_by` groups by: columns of the runs' table, never a name the
-#: caller makes up (the SQL stores put the field into the statement's text).
+#: caller makes up (the SQL stores put the field into the statement's text), or an
+#: attribute's name (which they bind as a parameter).
 COUNT_FIELDS = ("status", "name", "queue", "app_version", "executor_id")
 
 
 def check_count_field(field: str) -> str:
-    if field not in COUNT_FIELDS:
+    if field not in COUNT_FIELDS and not (isinstance(field, str) and is_attribute_name(field)):
         raise ValueError(
-            f"count_workflows_by cannot group by {field!r}; give one of {', '.join(COUNT_FIELDS)}"
+            f"count_workflows_by cannot group by {field!r}; give one of "
+            f"{', '.join(COUNT_FIELDS)} or an attribute's name"
         )
     return field
 

@@ -33,12 +33,14 @@ import attrs
 from replaykit import serde
 from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, outcome_from_json
+from replaykit.stores._attributes import decoded_attributes
 from replaykit.stores.base import DamagedRow, WorkflowRow
 
 __all__ = [
     "RECORD_FIELDS",
     "WORKFLOW_FIELDS",
     "Decoders",
+    "attributes_value",
     "claimed",
     "decoded_json",
     "decoders",
@@ -158,6 +160,13 @@ def partition_key_value(stored: Any) -> str | None:
     if not isinstance(stored, str):
         raise _Unreadable(f"a {type(stored).__name__} where a partition key is expected")
     return stored or None
+
+
+def attributes_value(data: Any) -> dict[str, Any]:
+    """A run's attributes: a JSON object, fixed-shape UTC text read as datetimes."""
+    if not isinstance(data, dict):
+        raise _Unreadable(f"a JSON {_kind(data)} where an object of attributes is expected")
+    return decoded_attributes(data)
 
 
 def _why(exc: Exception, *, limit: int = 300) -> str:

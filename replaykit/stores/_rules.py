@@ -18,8 +18,10 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.log import Record, Status
+from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
+from replaykit.stores.where import matches
 
 __all__ = [
     "LIVE_STATUSES",
@@ -229,6 +231,9 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
         # A new run's first inputs are its inputs (a row copied from a continued run,
         # such as a fork's, does not bring the other run's along).
         first_inputs=row.first_inputs if row.generation > 0 else None,
+        attributes=checked_attributes(
+            row.attributes, f"workflow {row.name!r} (id {row.workflow_id!r})"
+        ),
     )
 
 
@@ -351,7 +356,9 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
         passed = key < where.after if where.newest_first else key > where.after
         if not passed:
             return False
-    return not (where.until is not None and (created is None or created >= where.until))
+    if where.until is not None and (created is None or created >= where.until):
+        return False
+    return where.where is None or matches(where.where, row)
 
 
 def listed_without_payloads(row: WorkflowRow) -> WorkflowRow:

@@ -16,7 +16,10 @@ from typing import Any
 import attrs
 
 from replaykit.log import Status
+from replaykit.stores._checks import COUNT_FIELDS
+from replaykit.stores._where_sql import WhereDialect, compile_where
 from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.where import group_key
 
 __all__ = [
     "LISTED_COLUMNS",
@@ -24,6 +27,8 @@ __all__ = [
     "WORKFLOW_COLUMNS",
     "Dialect",
     "counting",
+    "counting_by",
+    "grouped_counts",
     "listing",
 ]
 
@@ -31,7 +36,7 @@ WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
     "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
     "started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds, "
-    "generation, continued_as, partition_key"
+    "generation, continued_as, partition_key, attributes"
 )
 # `WORKFLOW_COLUMNS` for a listing without payloads (`WorkflowFilter.payloads`):
 # no inputs, and a result only where it is a failure (an ERROR run's), which
@@ -63,6 +68,8 @@ class Dialect:
     timestamp: Callable[[datetime], Any]
     no_limit: Any
     statuses: Callable[[Sequence[Status]], tuple[str, list[Any]]]
+    #: How the filter language's leaves are spelled here (`stores/_where_sql.py`).
+    language: WhereDialect
 
 
 def listing(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, list[Any]]:
@@ -91,17 +98,25 @@ def counting(where: WorkflowFilter, table: str, dialect: Dialect) -> tuple[str, 
 def counting_by(
     where: WorkflowFilter, field: str, table: str, dialect: Dialect
 ) -> tuple[str, list[Any]]:
-    """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` (checked by the
-    caller), so only a known column name reaches the statement's text. By status with a
-    `count_at_most`, one capped count per status (each an index range, stopping at the
-    cap) instead of a grouped count of every row."""
+    """The `count_workflows_by` query: `field` is one of `COUNT_FIELDS` or an attribute's
+    name (checked by the caller); only a known column name reaches the statement's
+    text, an attribute's name is bound. Each row is its group's value column(s), then
+    the count: `grouped_counts` reads them. By status with a `count_at_most`, one capped
+    count per status (each an index range, stopping at the cap) instead of a grouped
+    count of every row."""
     if field == "status" and where.count_at_most is not None:
         return _capped_by_status(where, table, dialect)
     matching, params = _matching(where, dialect)
+    if field in COUNT_FIELDS:
+        return (
+            f"SELECT COALESCE({field}, ''), COUNT(*) FROM {table}{matching} "
+            f"GROUP BY COALESCE({field}, '')",
+            params,
+        )
+    value, value_params, ordinals = dialect.language.group(field)
     return (
-        f"SELECT COALESCE({field}, ''), COUNT(*) FROM {table}{matching} "
-        f"GROUP BY COALESCE({field}, '')",
-        params,
+        f"SELECT {value}, COUNT(*) FROM {table}{matching} GROUP BY {ordinals}",
+        value_params + params,
     )
 
 
@@ -125,6 +140,23 @@ def counted_groups(rows: Iterable[Sequence[Any]], at_most: int | None) -> dict[s
     """A `count_workflows_by` answer from its statement's (value, count) rows: groups
     with runs only, each count capped at `at_most` where given."""
     counts = {str(value): int(count) for value, count in rows if int(count) > 0}
+    if at_most is None:
+        return counts
+    return {value: min(count, at_most) for value, count in counts.items()}
+
+
+def grouped_counts(
+    rows: Sequence[Sequence[Any]], field: str, dialect: Dialect, at_most: int | None
+) -> dict[str, int]:
+    """A `counting_by` query's rows as `count_workflows_by` answers: a field's groups as
+    `counted_groups` reads them; an attribute's by its value as `where.group_key` names
+    it, alike in every store, groups of one name added up (each capped at `at_most`)."""
+    if field in COUNT_FIELDS:
+        return counted_groups(rows, at_most)
+    counts: dict[str, int] = {}
+    for row in rows:
+        key = group_key(dialect.language.grouped_value(row[:-1]))
+        counts[key] = counts.get(key, 0) + int(row[-1])
     if at_most is None:
         return counts
     return {value: min(count, at_most) for value, count in counts.items()}
@@ -165,4 +197,8 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
         clauses.append(f"(created_at, workflow_id) {after} ({mark}, {mark})")
         at, last_id = where.after
         params.extend((dialect.timestamp(at), last_id))
+    if where.where is not None:
+        compiled = compile_where(where.where, dialect.language, dialect.timestamp)
+        clauses.append(compiled.sql)
+        params.extend(compiled.params)
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params

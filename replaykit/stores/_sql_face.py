@@ -89,6 +89,7 @@ class SqlFace:
         self.delete_workflow = changes.delete_workflow
         self.move_family = changes.move_family
         self.set_deadline = changes.set_deadline
+        self.set_attributes = changes.set_attributes
         self.set_status = changes.set_status
         self.answer_message = messages.answer_message
         self.create_and_send = messages.create_and_send

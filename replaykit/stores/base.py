@@ -64,7 +64,7 @@ Every method is one transaction. The runtime relies on these guarantees, and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -549,6 +549,18 @@ class Store(Protocol):
         keeps it as it is.
         A change to ENQUEUED notifies ("enqueued", queue) where the store's notes
         reach every sharer (an engine there claims an empty queue only when told).
+        """
+        ...
+
+    def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
+        """Merge `attributes` into the run's: each name given takes its new value, the
+        others stay. False if no run has the id (nothing written).
+
+        The values are checked as a run's attributes are (`stores/_attributes.py`:
+        names, types, sizes; `TypeError` or `ValueError` naming the attribute) before
+        anything is written. Any status takes them; writing the same values again
+        changes nothing, so a retry is safe. The run's other columns, `updated_at`
+        among them, are left alone.
         """
         ...
 

@@ -20,7 +20,7 @@ back as it was given (`serde.escape_payload`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NoReturn
 
@@ -619,6 +619,10 @@ class CodecStore:
         self, workflow_id: str, deadline: datetime | None, timeout: float | None
     ) -> bool:
         return self.inner.set_deadline(workflow_id, deadline, timeout)
+
+    def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
+        # Attributes are kept in clear: they are meant to be searched (docs/operations.md).
+        return self.inner.set_attributes(workflow_id, attributes)
 
     def rewind_workflow(
         self,

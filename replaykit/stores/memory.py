@@ -18,7 +18,9 @@ from replaykit.errors import (
 )
 from replaykit.log import STREAM_KINDS, Outcome, Record, Status
 from replaykit.stores import _beats as beats
+from replaykit.stores._attributes import checked_attributes, in_name_order
 from replaykit.stores._checks import (
+    COUNT_FIELDS,
     check_count_field,
     check_filter,
     check_log_limit,
@@ -73,6 +75,7 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 from replaykit.stores.values import LoadedRun
+from replaykit.stores.where import group_key
 
 __all__ = ["NO_TWIN", "STATEMENT_TWINS", "MemoryStore"]
 
@@ -146,6 +149,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "send_message": "send_message",
     "set_deadline": "set_deadline",
     "set_parent_close": "set_parent_close",
+    "set_attributes": "set_attributes",
     "set_schedule_paused": "set_schedule_paused",
     "set_status": "set_status",
     "take_over": "take_over",
@@ -443,8 +447,11 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         with self._lock:
             for row in self._rows.values():
                 if matches_filter(row, where):
-                    value = getattr(row, field)
-                    key = value.value if isinstance(value, Status) else (value or "")
+                    if field in COUNT_FIELDS:
+                        value = getattr(row, field)
+                        key = value.value if isinstance(value, Status) else (value or "")
+                    else:  # an attribute
+                        key = group_key(row.attributes.get(field))
                     counts[key] = counts.get(key, 0) + 1
         cap = where.count_at_most
         return counts if cap is None else {key: min(n, cap) for key, n in counts.items()}
@@ -743,6 +750,17 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             if row is None:
                 return False
             self._rows[workflow_id] = attrs.evolve(row, deadline=deadline, timeout=timeout)
+            return True
+
+    def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
+        check_names(workflow_id)
+        given = checked_attributes(attributes)
+        with self._lock:
+            row = self._rows.get(workflow_id)
+            if row is None:
+                return False
+            merged = in_name_order({**row.attributes, **given})
+            self._rows[workflow_id] = attrs.evolve(row, attributes=merged)
             return True
 
     def bump_recovery(self, workflow_id: str) -> int:

@@ -13,6 +13,7 @@ import attrs
 from replaykit._limits import checked_count
 from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, Status
+from replaykit.stores.where import Where, where_of
 
 __all__ = [
     "MAX_NAME_BYTES",
@@ -80,6 +81,9 @@ class WorkflowRow:
     # partitions serves its keys in turn and limits each key on its own; None: none
     # (the SQL stores keep '' in a NOT NULL column, so a claim can walk the keys).
     partition_key: str | None = None
+    # The run's attributes (`start(..., attributes=...)`, `SetAttributes`): typed,
+    # searchable key/values, kept in clear (stores/_attributes.py says which types).
+    attributes: dict[str, Any] = attrs.field(factory=dict)
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)
@@ -190,6 +194,10 @@ class WorkflowFilter:
     # Runs whose id starts with this (exactly, case and all: no wildcards). Matched
     # by the store without an index: it narrows a listing, it is not a lookup.
     id_prefix: str | None = None
+    # A filter of the filter language (`stores/where.py`): text, parsed here (a
+    # `FilterError` says where it does not parse), or its tree. It narrows what the
+    # fields above select: a run is listed when it matches them all and this.
+    where: Where | None = attrs.field(default=None, converter=where_of)
     since: datetime | None = None
     until: datetime | None = None
     # A keyset page: only runs after this (created_at, workflow_id) in the listing's

@@ -16,6 +16,7 @@ which every layer reads).
 | `Race`, `All` | a composite (`composites.py`) | its children's | its tree decides | per child |
 | `Send` | delivered with its record (keyed: once) | — | — | — |
 | `SetEvent` | the value set with its record | — | — | — |
+| `SetAttributes` | the run's attributes written, then its record | — | — | — |
 | `WriteStream`, `CloseStream` | a record named by the key | — | — | — |
 | `Sleep` | waits | its wake instant | the instant passed | `None` |
 | `Recv` | waits; consumes with its record | a message to the run | one on its topic(s) | `None` |
@@ -32,7 +33,7 @@ which every layer reads).
 
 The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
 are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
-SetEvent, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call),
+SetEvent, SetAttributes, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call),
 `instants.py` (Now, Random, Uuid, Patch, Start, CancelRun), `updates.py` (ReceiveUpdate,
 Reply) and `awakeables.py` (Awakeable, Await: external completion).
 """
@@ -58,6 +59,7 @@ from replaykit.commands import (
     Recv,
     Reply,
     Send,
+    SetAttributes,
     SetEvent,
     Sleep,
     Start,
@@ -86,7 +88,12 @@ from replaykit.runtime.handlers.waiting import (
     SleepHandler,
     WaitHandler,
 )
-from replaykit.runtime.handlers.writing import SendHandler, SetEventHandler, StreamHandler
+from replaykit.runtime.handlers.writing import (
+    SendHandler,
+    SetAttributesHandler,
+    SetEventHandler,
+    StreamHandler,
+)
 
 __all__ = ["HANDLERS", "Carrier", "Handler", "Ready", "handler_for", "topic_of"]
 
@@ -116,6 +123,7 @@ HANDLERS: dict[type[Any], Handler] = {
     All: _COMPOSITE,
     Send: SendHandler(),
     SetEvent: SetEventHandler(),
+    SetAttributes: SetAttributesHandler(),
     WriteStream: _STREAM,
     CloseStream: _STREAM,
     Sleep: SleepHandler(),

@@ -6,15 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from replaykit import serde
-from replaykit.commands import CloseStream, Send, SetEvent, WriteStream
+from replaykit.commands import CloseStream, Send, SetAttributes, SetEvent, WriteStream
 from replaykit.errors import WorkflowNotFound
 from replaykit.interpreter import Effect
 from replaykit.log import Failure, Outcome, Record, Value
 from replaykit.runtime.handlers.base import Carrier, Handler, topic_of
+from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 
-__all__ = ["SendHandler", "SetEventHandler", "StreamHandler"]
+__all__ = ["SendHandler", "SetAttributesHandler", "SetEventHandler", "StreamHandler"]
 
 
 class SendHandler(Handler):
@@ -108,3 +109,30 @@ class StreamHandler(Handler):
         what = f"the value of stream {command.key!r}"
         data = carrier.encoded(command.value, what, row, effect)
         return carrier.commit(row, effect, data if isinstance(data, Failure) else Value(data))
+
+
+class SetAttributesHandler(Handler):
+    """The run's attributes, written before the command's record: a crash between the
+    two writes them again on the resume (the same values, so nothing changes), and the
+    record keeps a replay from writing at all. A bad value fails the yield, recorded."""
+
+    def carry_out(
+        self,
+        carrier: Carrier,
+        row: WorkflowRow,
+        effect: Effect,
+        steps_done: Mapping[tuple[int, ...], Outcome] | None,
+    ) -> Record:
+        command = effect.command
+        assert isinstance(command, SetAttributes)
+        who = (
+            f"workflow {row.name!r} (id {row.workflow_id!r}) at position {effect.position}: "
+            "SetAttributes"
+        )
+        try:
+            checked = checked_attributes(command.attributes, who)
+        except (TypeError, ValueError) as exc:
+            failure = Failure(serde.encode_error(exc, with_traceback=False))
+            return carrier.commit(row, effect, failure)
+        carrier.store.set_attributes(row.workflow_id, checked)
+        return carrier.commit(row, effect, Value(None))

@@ -10,6 +10,7 @@ import psycopg
 from replaykit import serde
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status, outcome_to_json
+from replaykit.stores._attributes import encoded_attributes
 from replaykit.stores._generations import with_first_inputs
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import (
@@ -66,6 +67,7 @@ def create_params(db: Database, stored: WorkflowRow) -> dict[str, Any]:
         "generation": stored.generation,
         "continued_as": stored.continued_as,
         "partition_key": stored.partition_key or "",
+        "attributes": json_param(encoded_attributes(stored.attributes)),
         "channel": db.channel,
         "origin": db.origin,
     }
@@ -213,6 +215,7 @@ class Creates:
                 row.generation,
                 row.continued_as,
                 row.partition_key or "",
+                encoded_attributes(row.attributes),
             ]
             for row in rows
         ]

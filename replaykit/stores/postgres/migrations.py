@@ -39,6 +39,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0011_heartbeats.sql",
     "postgres_0012_partitions.sql",
     "postgres_0013_cancel_requests.sql",
+    "postgres_0014_attributes.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine

@@ -9,7 +9,14 @@ from typing import Any
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_count_field, check_filter, check_log_limit, check_names
 from replaykit.stores._rows import listed
-from replaykit.stores._sql import Dialect, counted_groups, counting, counting_by, listing
+from replaykit.stores._sql import (
+    Dialect,
+    counting,
+    counting_by,
+    grouped_counts,
+    listing,
+)
+from replaykit.stores._where_sql import POSTGRES
 from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.rows import record_from_row, workflow_from_row
@@ -27,7 +34,7 @@ def _statuses_matched(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
 
 
 # LIMIT NULL is PostgreSQL for "no limit".
-_DIALECT = Dialect("%s", lambda at: at, None, _statuses_matched)
+_DIALECT = Dialect("%s", lambda at: at, None, _statuses_matched, POSTGRES)
 
 
 class Reads:
@@ -62,7 +69,7 @@ class Reads:
         check_filter(where)
         text, params = counting_by(where, check_count_field(field), self._workflows, _DIALECT)
         rows = self._db.all(text, params, prepare=PLAN_EACH_TIME)
-        return counted_groups(rows, where.count_at_most)
+        return grouped_counts(rows, field, _DIALECT, where.count_at_most)
 
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None

@@ -13,6 +13,7 @@ from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
 from replaykit.stores._rows import (
     RECORD_FIELDS,
     WORKFLOW_FIELDS,
+    attributes_value,
     decoders,
     inputs_value,
     outcome_value,
@@ -77,6 +78,7 @@ _WORKFLOW_DECODERS = decoders(
         "inputs": inputs_value,
         "result": outcome_value,
         "partition_key": partition_key_value,
+        "attributes": attributes_value,
         **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at", "deadline"), utc),
     },
 )

@@ -4,7 +4,7 @@ next generation, and deleting them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +12,7 @@ import psycopg
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
+from replaykit.stores._attributes import checked_attributes, encoded_attributes
 from replaykit.stores._checks import check_names, storable_error
 from replaykit.stores._families import family_from_rows, moving
 from replaykit.stores._generations import (
@@ -252,6 +253,11 @@ class Runs:
         check_names(workflow_id)
         found = self._db.one(self._sql["set_deadline"], (deadline, timeout, workflow_id))
         return found is not None
+
+    def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
+        check_names(workflow_id)
+        given = json_param(encoded_attributes(checked_attributes(attributes)))
+        return self._db.one(self._sql["set_attributes"], (given, workflow_id)) is not None
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)

@@ -165,7 +165,7 @@ RETURNING w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.
     w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
     w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
     w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as,
-    w.partition_key, EXISTS
+    w.partition_key, w.attributes, EXISTS
     (SELECT 1
     FROM {s}.records r
     WHERE r.workflow_id = w.workflow_id);
@@ -252,7 +252,7 @@ RETURNING w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.
     w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
     w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
     w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as,
-    w.partition_key, EXISTS (SELECT 1
+    w.partition_key, w.attributes, EXISTS (SELECT 1
     FROM {s}.records r
     WHERE r.workflow_id = w.workflow_id);
 
@@ -339,13 +339,13 @@ WITH ins AS (INSERT INTO {s}.workflows (workflow_id, name, status, inputs, resul
             executor_id, app_version, created_at, updated_at, parent_id, queue, priority,
             dedup_id, recovery_attempts, wake_at, error, started_at, trace_context,
             forked_from, fork_position, deadline, timeout_seconds, generation, continued_as,
-            partition_key)
+            partition_key, attributes)
     VALUES (%(workflow_id)s, %(name)s, %(status)s, %(inputs)s, %(result)s, %(executor_id)s,
             %(app_version)s, %(created_at)s, %(updated_at)s, %(parent_id)s, %(queue)s,
             %(priority)s, %(dedup_id)s, %(recovery_attempts)s, %(wake_at)s, %(error)s,
             %(started_at)s, %(trace_context)s, %(forked_from)s, %(fork_position)s,
             %(deadline)s, %(timeout_seconds)s, %(generation)s, %(continued_as)s,
-            %(partition_key)s)
+            %(partition_key)s, %(attributes)s)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING queue, status)
 SELECT count(*) + 0 * count(pg_notify(%(channel)s, %(origin)s || 'enqueued:' || queue))
@@ -397,16 +397,17 @@ WITH input AS (SELECT (e->>0) COLLATE "C" AS workflow_id, e->>1 AS name, e->>2 A
         (e->>18) COLLATE "C" AS forked_from, (e->>19)::int AS fork_position,
         (e->>20)::timestamptz AS deadline, (e->>21)::float8 AS timeout_seconds,
         (e->>22)::int AS generation, (e->>23) COLLATE "C" AS continued_as, e->>24 AS
-        partition_key
+        partition_key, e->25 AS attributes
     FROM jsonb_array_elements(%(rows)s::jsonb) AS e),
 ins AS (INSERT INTO {s}.workflows (workflow_id, name, status, inputs, result, executor_id,
             app_version, created_at, updated_at, parent_id, queue, priority, dedup_id,
             recovery_attempts, wake_at, error, started_at, trace_context, forked_from,
-            fork_position, deadline, timeout_seconds, generation, continued_as, partition_key)
+            fork_position, deadline, timeout_seconds, generation, continued_as, partition_key,
+            attributes)
     SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
         updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
         started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-        generation, continued_as, partition_key
+        generation, continued_as, partition_key, attributes
     FROM input
     ORDER BY workflow_id
     ON CONFLICT (workflow_id) DO NOTHING
@@ -426,7 +427,7 @@ SELECT w.workflow_id, w.name, w.status, w.inputs, w.result, w.executor_id, w.app
     w.created_at, w.updated_at, w.parent_id, w.queue, w.priority, w.dedup_id,
     w.recovery_attempts, w.wake_at, w.error, w.started_at, w.trace_context, w.forked_from,
     w.fork_position, w.deadline, w.timeout_seconds, w.generation, w.continued_as,
-    w.partition_key
+    w.partition_key, w.attributes
 FROM (SELECT wid COLLATE "C" AS wid
     FROM unnest(%(wid)b::text[]) AS u(wid)) i
 CROSS JOIN LATERAL (SELECT *
@@ -491,7 +492,7 @@ WHERE workflow_id = ANY(%s) AND first_inputs IS NOT NULL;
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key
+    generation, continued_as, partition_key, attributes
 FROM {s}.workflows
 WHERE workflow_id = %s;
 
@@ -501,7 +502,7 @@ WHERE workflow_id = %s;
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key
+    generation, continued_as, partition_key, attributes
 FROM {s}.workflows
 WHERE workflow_id = %s
 FOR UPDATE;
@@ -923,6 +924,14 @@ WHERE workflow_id = %(wid)s;
 -- A run's deadline and timeout; returns the id if the run exists.
 UPDATE {s}.workflows
 SET deadline = %s, timeout_seconds = %s
+WHERE workflow_id = %s
+RETURNING workflow_id;
+
+-- name: set_attributes
+-- Merge attributes into a run's (the names given take their new values); returns the id
+-- if the run exists.
+UPDATE {s}.workflows
+SET attributes = attributes || %s::jsonb
 WHERE workflow_id = %s
 RETURNING workflow_id;
 

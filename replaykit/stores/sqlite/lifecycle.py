@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
+from replaykit.stores._attributes import checked_attributes, encoded_attributes
 from replaykit.stores._checks import check_names, storable_error
 from replaykit.stores._families import Member, family_from_rows, moving
 from replaykit.stores._generations import (
@@ -48,6 +49,7 @@ _SET_STATUS = SQL["set_status"]
 _LOCK_FAMILY = SQL["lock_family"]
 _MOVE_FAMILY_MEMBER = SQL["move_family_member"]
 _SET_DEADLINE = SQL["set_deadline"]
+_SET_ATTRIBUTES = SQL["set_attributes"]
 _BUMP_RECOVERY = SQL["bump_recovery"]
 # delete_workflow's statements, in the order they run: the run's row first (it
 # says whether there was a run), then what hangs off it.
@@ -224,6 +226,11 @@ class Lifecycle:
         check_names(workflow_id)
         params = (to_micros(deadline), timeout, workflow_id)
         return self._writer.write(lambda conn: bool(conn.execute(_SET_DEADLINE, params).rowcount))
+
+    def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
+        check_names(workflow_id)
+        params = (dump(encoded_attributes(checked_attributes(attributes))), workflow_id)
+        return self._writer.write(lambda conn: bool(conn.execute(_SET_ATTRIBUTES, params).rowcount))
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)

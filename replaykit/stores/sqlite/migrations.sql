@@ -259,3 +259,10 @@ CREATE TABLE parent_close_policies (
     workflow_id TEXT PRIMARY KEY,
     policy TEXT NOT NULL
 ) WITHOUT ROWID;
+
+
+-- name: v14_attributes
+-- 14: attributes: a run's typed, searchable key/values as one JSON object (text), '{}'
+-- for none, kept in clear (stores/_attributes.py). SQLite filters on them with
+-- json_extract and json_each over the runs a listing reads; no index.
+ALTER TABLE workflows ADD COLUMN attributes TEXT NOT NULL DEFAULT '{}';

@@ -14,7 +14,14 @@ from typing import Any
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_count_field, check_filter, check_log_limit, check_names
 from replaykit.stores._rows import listed
-from replaykit.stores._sql import Dialect, counted_groups, counting, counting_by, listing
+from replaykit.stores._sql import (
+    Dialect,
+    counting,
+    counting_by,
+    grouped_counts,
+    listing,
+)
+from replaykit.stores._where_sql import SQLITE
 from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
@@ -44,7 +51,7 @@ def _statuses_in(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
 
 
 # LIMIT -1 is SQLite for "no limit"; OFFSET needs a LIMIT before it.
-_DIALECT = Dialect("?", lambda at: to_micros(at), -1, _statuses_in)
+_DIALECT = Dialect("?", lambda at: to_micros(at), -1, _statuses_in, SQLITE)
 
 
 class Reads:
@@ -77,7 +84,8 @@ class Reads:
         check_filter(where)
         text, params = counting_by(where, check_count_field(field), "workflows", _DIALECT)
         with self._connections.read() as conn:
-            return counted_groups(conn.execute(text, params), where.count_at_most)
+            rows = conn.execute(text, params).fetchall()
+        return grouped_counts(rows, field, _DIALECT, where.count_at_most)
 
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None

@@ -60,7 +60,7 @@ WHERE workflow_id IN (SELECT workflow_id
 RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key, EXISTS (SELECT 1
+    generation, continued_as, partition_key, attributes, EXISTS (SELECT 1
     FROM records r
     WHERE r.workflow_id = workflows.workflow_id);
 
@@ -105,7 +105,7 @@ WHERE workflow_id IN (SELECT r.workflow_id
 RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key, EXISTS (SELECT 1
+    generation, continued_as, partition_key, attributes, EXISTS (SELECT 1
     FROM records r
     WHERE r.workflow_id = workflows.workflow_id);
 
@@ -166,8 +166,8 @@ RETURNING workflow_id, queue, created_at;
 INSERT INTO workflows (workflow_id, name, status, inputs, result, executor_id, app_version,
         created_at, updated_at, parent_id, queue, priority, dedup_id, recovery_attempts,
         wake_at, error, started_at, trace_context, forked_from, fork_position, deadline,
-        timeout_seconds, generation, continued_as, partition_key)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        timeout_seconds, generation, continued_as, partition_key, attributes)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING;
 
 -- name: create_workflow_record
@@ -215,7 +215,7 @@ WHERE first_inputs IS NOT NULL AND workflow_id IN (SELECT value
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key
+    generation, continued_as, partition_key, attributes
 FROM workflows
 WHERE workflow_id = ?;
 
@@ -519,6 +519,13 @@ WHERE workflow_id = ?6;
 -- A run's deadline and timeout; rowcount 1 if the run exists.
 UPDATE workflows
 SET deadline = ?, timeout_seconds = ?
+WHERE workflow_id = ?;
+
+-- name: set_attributes
+-- Merge attributes into a run's (the names given take their new values; no value is
+-- null, which json_patch would take for a removal); rowcount 1 if the run exists.
+UPDATE workflows
+SET attributes = json_patch(attributes, ?)
 WHERE workflow_id = ?;
 
 -- name: bump_recovery

@@ -15,9 +15,11 @@ from typing import Any
 
 from replaykit import serde
 from replaykit.log import Outcome, Record, Status, outcome_to_json
+from replaykit.stores._attributes import encoded_attributes
 from replaykit.stores._rows import (
     RECORD_FIELDS,
     WORKFLOW_FIELDS,
+    attributes_value,
     decoded_json,
     decoders,
     inputs_value,
@@ -84,6 +86,10 @@ def _load_outcome(text: str | None) -> Outcome | None:
     return None if text is None else outcome_value(decoded_json(text))
 
 
+def _load_attributes(text: str) -> dict[str, Any]:
+    return attributes_value(decoded_json(text))
+
+
 def load_inputs(text: str | None) -> Any:
     return None if text is None else inputs_value(decoded_json(text))
 
@@ -147,6 +153,7 @@ def workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.generation,
         row.continued_as,
         row.partition_key or "",
+        dump(encoded_attributes(row.attributes)),
     )
 
 
@@ -158,6 +165,7 @@ _WORKFLOW_DECODERS = decoders(
         "inputs": load_inputs,
         "result": _load_outcome,
         "partition_key": partition_key_value,
+        "attributes": _load_attributes,
         **dict.fromkeys(
             ("created_at", "updated_at", "wake_at", "started_at", "deadline"), from_micros
         ),

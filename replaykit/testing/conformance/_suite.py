@@ -11,6 +11,11 @@ import traceback
 from collections.abc import Callable
 
 from replaykit.stores.base import Store
+from replaykit.testing.conformance._attributes import (
+    check_attributes_refused_alike,
+    check_attributes_round_trip,
+    check_set_attributes_merges,
+)
 from replaykit.testing.conformance._cancels import (
     check_cancel_requests_keep_the_first,
     check_parent_close_policies,
@@ -153,6 +158,10 @@ from replaykit.testing.conformance._values import (
     check_outcomes_round_trip,
     check_unicode_and_large_payloads,
 )
+from replaykit.testing.conformance._where import (
+    check_count_by_attribute,
+    check_where_filters,
+)
 from replaykit.testing.conformance._with_messages import (
     check_answer_message,
     check_create_and_send,
@@ -272,6 +281,11 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_step_heartbeats_of_a_generation,
     check_cancel_requests_keep_the_first,
     check_parent_close_policies,
+    check_attributes_round_trip,
+    check_set_attributes_merges,
+    check_attributes_refused_alike,
+    check_where_filters,
+    check_count_by_attribute,
 )
 
 
