@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import time
 import uuid
@@ -37,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bench.bench_queues import drop, stop, workers
-from bench.queue_app import fleet, sleeper, sleepers, steps
+from bench.queue_app import fleet, steps
 from replaykit import Engine, QueueItem
 
 VERSION = "bench-fleet"
@@ -132,55 +131,12 @@ def sleeping(pg: str, schema: str) -> int:
 
 
 def sleepers_figures(pg: str, count: int, engines: int, margin: float, spread: float) -> None:
-    schema = f"bench_sleep_{uuid.uuid4().hex[:8]}"
-    url = f"{pg}?schema={schema}"
-    try:
-        with Engine(url, queues=[], app_version=VERSION, executor_id="producer") as engine:
-            procs = start_workers(url, sleepers.name, engines)
-            time.sleep(2.0)
-            baseline = {proc.pid: rss_kib(proc.pid) for proc in procs}
-            # Far enough ahead for every run to be enqueued, claimed and asleep.
-            due = datetime.now(UTC) + timedelta(seconds=margin + count / 1000)
-            started = time.perf_counter()
-            for first in range(0, count, BATCH):
-                items = [
-                    QueueItem(due + timedelta(seconds=spread * i / count), workflow_id=f"z{i}")
-                    for i in range(first, min(first + BATCH, count))
-                ]
-                engine.enqueue_many(sleepers, sleeper, items)
-            try:
-                while (asleep := sleeping(pg, schema)) < count:
-                    if datetime.now(UTC) >= due:
-                        print(f"  only {asleep} of {count} runs were asleep at the due time")
-                        break
-                    time.sleep(1.0)
-                put_to_sleep = time.perf_counter() - started
-                rss = {proc.pid: rss_kib(proc.pid) for proc in procs}
-                with finished_runs(pg, schema) as done:
-                    while done() < count:
-                        time.sleep(0.2)
-            finally:
-                stop(procs)
-            lateness = sorted(
-                float(engine.outcome_value(row))
-                for row in engine.list_workflows(name="bench-sleeper", limit=count)
-            )
-        grown = sum(rss[pid] - baseline[pid] for pid in rss)
-        at_a_million = (sum(baseline.values()) + grown * 1_000_000 / count) / 1024
-        print(
-            f"{count:,} sleepers on {engines} engine process(es), asleep after "
-            f"{put_to_sleep:.0f} s: RSS {sum(rss.values()) / 1024:.0f} MiB in all "
-            f"({grown / 1024:.0f} MiB above the idle processes), "
-            f"{grown * 1024 / count:.0f} B per sleeper; "
-            f"{at_a_million:.0f} MiB in all at 1,000,000 if it grows linearly (target 512)"
-        )
-        p99 = lateness[min(len(lateness) - 1, int(len(lateness) * 0.99))]
-        print(
-            f"  woken after due: p50 {statistics.median(lateness):.2f} s, p99 {p99:.2f} s, "
-            f"max {lateness[-1]:.2f} s (target: within 1 s)"
-        )
-    finally:
-        drop(pg, schema)
+    """bench.bench_sleepers' measure, printed (that module compares two checkouts too)."""
+    from bench import bench_sleepers
+
+    figures = bench_sleepers.measure(pg, count, engines, spread=spread, margin=margin)
+    print(f"{count:,} sleepers on {engines} engine process(es):")
+    print(bench_sleepers.table([("measured", figures)]))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -160,6 +160,8 @@ def cases(store: Store, app: Any, now: datetime) -> dict[str, Callable[[], Any]]
 
         found["UI: runs page"] = page("/")
         found["UI: runs page, FAILED"] = page("/?status=ERROR")
+        if "where" in attr_names(WorkflowFilter):
+            found["UI: runs page, where customer = '42'"] = page("/?where=customer+%3D+%2742%27")
     return found
 
 

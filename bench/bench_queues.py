@@ -39,9 +39,16 @@ def drop(pg: str, schema: str) -> None:
 
 
 def workers(
-    url: str, count: int, *, queue: str = "bench-drain", version: str = VERSION, prefix: str = "w"
+    url: str,
+    count: int,
+    *,
+    queue: str = "bench-drain",
+    version: str = VERSION,
+    prefix: str = "w",
+    root: Path = ROOT,
 ) -> list[subprocess.Popen[bytes]]:
-    """`count` `replaykit worker` processes draining `queue` of bench.queue_app."""
+    """`count` `replaykit worker` processes draining `queue` of bench.queue_app, running
+    the replaykit of the checkout at `root` (another one: bench.bench_sleepers' before)."""
     return [
         subprocess.Popen(
             [
@@ -61,8 +68,8 @@ def workers(
                 "--poll-interval",
                 "0.2",
             ],
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -203,7 +203,21 @@ def test_fleet_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "2 process(es):" in out and "steps/s" in out
     assert "20 sleepers on 1 engine process(es)" in out
-    assert "woken after due: p50" in out
+    assert "| woken after due, p50 (s) |" in out
+
+
+def test_sleepers_bench_side_by_side_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
+    require_postgres()
+    from bench import bench_sleepers
+
+    # This checkout as its own "before": the two columns and their ratios are printed.
+    before = str(bench_sleepers.ROOT)
+    bench_sleepers.main(
+        ["--sleepers", "20", "--engines", "1", "--spread", "1", "--margin", "4", "--before", before]
+    )
+    out = capsys.readouterr().out
+    assert "| | before | after | ratio |" in out
+    assert "| per sleeper (B) |" in out and "| woken after due, p99 (s; target 1) |" in out
 
 
 def test_retention_bench_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:

@@ -276,7 +276,7 @@ def test_filter_the_runs_and_see_the_queues(
     driver.find_element(By.CSS_SELECTOR, "input[name=status][value=ERROR]").click()
     go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
     assert driver.current_url == (
-        f"{base}/runs?status=ERROR&id=&name=&queue=&partition_key=&from=&to=&refresh="
+        f"{base}/runs?status=ERROR&id=&where=&name=&queue=&partition_key=&from=&to=&refresh="
     )
     counts = texts(driver, "#counts a")
     assert counts and all(text.split()[0] in {s.value for s in Status} for text in counts)
@@ -436,3 +436,43 @@ def test_send_an_update_and_read_the_reply(driver: Any, tmp_path: Path) -> None:
             assert engine.handle("counter").result(timeout=20) == 100
         finally:
             store.close()
+
+
+def test_search_runs_by_a_filter_and_by_an_attribute(driver: Any, tmp_path: Path) -> None:
+    from replaykit.stores.base import WorkflowRow
+
+    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    store = open_for_operator(url, create=True)
+    try:
+        for n, (customer, plan) in enumerate((("42", "pro"), ("42", "free"), ("7", "pro"))):
+            store.create_workflow(
+                WorkflowRow(
+                    f"order-{n}",
+                    "ui-browser-order",
+                    Status.SUCCESS,
+                    attributes={"customer": customer, "plan": plan},
+                )
+            )
+        with running(create_app(store)) as base:
+            driver.get(f"{base}/runs")
+            box = driver.find_element(By.ID, "where")
+            box.send_keys("customer = '42'")
+            go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
+            assert texts(driver, "#runs td.id a") == ["order-1", "order-0"]
+            assert driver.find_element(By.ID, "where").get_attribute("value") == "customer = '42'"
+            chip = driver.find_element(By.LINK_TEXT, "plan=free")
+            go(driver, chip)
+            assert texts(driver, "#runs td.id a") == ["order-1"]
+            assert driver.find_element(By.ID, "where").get_attribute("value") == "plan = 'free'"
+            box = driver.find_element(By.ID, "where")
+            box.clear()
+            box.send_keys("plan = 'pro' and not customer = '42'")
+            go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
+            assert texts(driver, "#runs td.id a") == ["order-2"]
+            box = driver.find_element(By.ID, "where")
+            box.clear()
+            box.send_keys("plan = ")
+            go(driver, driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]"))
+            assert "column" in driver.find_element(By.TAG_NAME, "body").text
+    finally:
+        store.close()

@@ -103,3 +103,47 @@ def test_the_selection_is_the_lists_whole_filter(http: httpx.Client, store: Stor
     assert (done.matched, done.done) == (4, 4)
     row = store.get_workflow("u-1")
     assert row is not None and row.error == "cancelled in bulk from the UI"
+
+
+def test_the_where_box_selects_for_the_bulk_cancel(created_url: str) -> None:
+    """The runs list's Where box (the filter language) is part of the selection the
+    bulk cancel counts and cancels, carried through its confirmation and back."""
+    with Client(created_url, app_version="v1") as client:
+        for i, customer in enumerate(("42", "42", "7")):
+            client.enqueue(
+                "ui-bulk-q",
+                "ui-bulk.order",
+                i,
+                workflow_id=f"w-{i}",
+                delay=3600,
+                attributes={"customer": customer},
+            )
+    store = open_store_for(created_url)
+    try:
+        with running(create_app(store)) as base, httpx.Client(base_url=base, timeout=15) as http:
+            where = "customer = '42'"
+            listing = http.get("/runs", params={"where": where})
+            assert 'id="bulk-cancel"' in listing.text
+            page = http.get("/runs/cancel", params={"where": where})
+            assert "Cancel 2 run(s)?" in page.text
+            assert "<dt>Where</dt><dd><code>customer = &#39;42&#39;</code></dd>" in page.text
+            action = re.search(r'<form method="post" action="([^"]+)"', page.text)
+            assert action is not None
+            target = action.group(1).replace("&amp;", "&")
+            done = http.post(
+                target,
+                data={"csrf": token_of(page.text), "confirm": "yes"},
+                follow_redirects=False,
+            )
+            assert done.status_code == 303 and "n=2" in done.headers["location"]
+            assert "where=customer" in done.headers["location"]
+            after = statuses(store)
+            assert (after["w-0"], after["w-1"], after["w-2"]) == (
+                Status.CANCELLED,
+                Status.CANCELLED,
+                Status.ENQUEUED,
+            )
+            bad = http.get("/runs/cancel", params={"where": "customer ="})
+            assert bad.status_code == 400
+    finally:
+        store.close()

@@ -869,3 +869,38 @@ def test_a_run_page_refreshes_when_asked(engine: Engine, client: httpx.Client) -
     assert '<meta http-equiv="refresh" content="3600">' in capped.text
     bad = client.get("/run", params={"id": "watched", "refresh": "soon"})
     assert bad.status_code == 400 and "refresh=" in bad.text
+
+
+def test_the_runs_list_searches_by_a_filter_and_shows_attributes(any_store: Store) -> None:
+    evil = "<script>alert(1)</script>"
+    for n, (customer, plan) in enumerate((("42", "pro"), ("42", "free"), ("7", "pro"))):
+        any_store.create_workflow(
+            WorkflowRow(
+                f"attr-{n}",
+                "ui-http-attr",
+                Status.ERROR if n == 1 else Status.SUCCESS,
+                attributes={"customer": customer, "plan": plan, "note": evil, "seats": n},
+            )
+        )
+    with running(create_app(any_store)) as base, httpx.Client(base_url=base, timeout=15) as http:
+        page = http.get("/runs", params={"where": "customer = '42' and plan in ('pro', 'team')"})
+        assert page.status_code == 200, page.text
+        assert ids_on(page.text) == ["attr-0"]
+        assert "Runs 1 to 1 of 1, newest first." in page.text
+        # Each attribute is a link to the runs that share it; values are escaped.
+        assert 'href="/runs?where=customer+%3D+%2742%27">customer=42</a>' in page.text
+        assert 'href="/runs?where=seats+%3D+0">seats=0</a>' in page.text
+        assert evil not in page.text and "&lt;script&gt;" in page.text
+        # The filter stays with the status chips and the pages.
+        assert "status=ERROR&amp;where=customer" in page.text or (
+            "where=customer+%3D+%2742%27+and+plan" in page.text
+        )
+        both = http.get("/runs", params={"where": "customer = '42'", "status": "ERROR"})
+        assert ids_on(both.text) == ["attr-1"]
+        none = http.get("/runs", params={"where": "region = 'eu'"})
+        assert none.status_code == 200 and "No runs match." in none.text
+        bad = http.get("/runs", params={"where": "customer = = '42'"})
+        assert bad.status_code == 400
+        assert "column 12" in bad.text and "customer = = &#39;42&#39;" in bad.text
+        run = http.get("/run", params={"id": "attr-2"})
+        assert 'id="attributes"' in run.text and ">plan=pro</a>" in run.text

@@ -45,7 +45,7 @@ class FakeRuns:
 def _room(*, hears_every_delete: bool = True) -> tuple[MemoryStore, FakeRuns, Waits]:
     store, runs, clock = MemoryStore(), FakeRuns(), VirtualClock(T0)
     wakeups = Wakeups(
-        clock, poll_interval=0.05, dispatch=lambda _id: None, busy=lambda: 0, sweep=lambda: None
+        clock, poll_interval=0.05, dispatch=lambda _id: None, busy=lambda: 0, sweep=lambda **_: None
     )
     waits = Waits(
         store, clock, wakeups, runs, poll_interval=0.05, hears_every_delete=hears_every_delete

@@ -34,7 +34,7 @@ class Room:
             poll_interval=0.05,
             dispatch=self._dispatch,
             busy=lambda: self.busy,
-            sweep=lambda: None,
+            sweep=lambda **_: None,
             expire=self.expired.append,
         )
 

@@ -137,7 +137,12 @@ class CancelRequests:
 
     def loaded(self, workflow_id: str) -> CancelRequest | None:
         """The run is about to run here from its log: take its request from the store."""
-        request = self.store.get_cancel_request(workflow_id)
+        return self.read_with_log(workflow_id, self.store.get_cancel_request(workflow_id))
+
+    def read_with_log(
+        self, workflow_id: str, request: CancelRequest | None
+    ) -> CancelRequest | None:
+        """`loaded`, with the request read beside the run's log (a batch of wake-ups)."""
         if request is None:
             with self._lock:
                 self._held.pop(workflow_id, None)

@@ -211,7 +211,9 @@ class Engine(Timing, History, BulkActions, Listing):
                 poll_interval=poll_interval,
                 dispatch=lambda workflow_id: self.scheduler.dispatch(workflow_id),
                 busy=lambda: self.scheduler.busy,
-                sweep=lambda: self.recovery.sweep(),
+                sweep=lambda thorough: self.recovery.sweep(
+                    thorough=thorough or not notes_reach_every_sharer
+                ),
                 expire=lambda workflow_id: self.deadlines.expire_at(workflow_id),
                 notes_reach_every_sharer=notes_reach_every_sharer,
             )
@@ -328,6 +330,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 app_version=self.app_version,
                 max_recovery_attempts=max_recovery_attempts,
                 poke=self.wakeups.poke,
+                tracked_count=lambda: self.wakeups.suspended_count() + self.scheduler.busy,
             )
             self.starts = Starts(
                 self.store,

@@ -10,13 +10,18 @@ milliseconds and more at a stretch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from replaykit.errors import StoreUnavailable
+from replaykit.log import Record
 from replaykit.runtime.courtesy import Courtesy
-from replaykit.runtime.events import Carried, Event, StepWrite, WrittenAhead
+from replaykit.runtime.events import Activation, Carried, Event, StepWrite, WrittenAhead
+from replaykit.stores.base import WorkflowRow
 
-__all__ = ["COMMIT_PART", "commit"]
+if TYPE_CHECKING:
+    from replaykit.runtime.work import Work
+
+__all__ = ["COMMIT_PART", "commit", "rows_and_records", "write_alone"]
 
 #: Step records per store batch while serving an application's loop.
 COMMIT_PART = 64
@@ -57,3 +62,30 @@ def commit(
                 )
             )
     return events
+
+
+def rows_and_records(writes: list[StepWrite]) -> list[tuple[WorkflowRow, Record]]:
+    """What the record writer's `write_many` takes of each write."""
+    return [(w.activation.row_or_raise(), w.record) for w in writes]
+
+
+def write_alone(
+    write: StepWrite,
+    on_pool: Callable[..., None],
+    work: Work,
+) -> None:
+    """A write whose batch hit an outage, on its own: on the bookkeeping pool, never on
+    the scheduler's thread (`_here`): a hand-over from inside the commit would lose the
+    answers gathered so far, and the round would hand the batch on to be written twice."""
+    activation: Activation = write.activation
+    if write.following is None:
+        on_pool(work.write_alone, activation, write.effect, write.record)
+    else:
+        on_pool(
+            work.write_ahead,
+            activation,
+            write.effect,
+            write.record,
+            write.following,
+            write.nondeterministic,
+        )

@@ -81,6 +81,7 @@ class Recovery:
         app_version: str,
         max_recovery_attempts: int,
         poke: Callable[[], None],
+        tracked_count: Callable[[], int] | None = None,
     ) -> None:
         self.store = store
         self.runs = runs
@@ -89,6 +90,10 @@ class Recovery:
         self.max_recovery_attempts = max_recovery_attempts
         # Tells the wake-ups that a run stopped being busy (a parked one never runs).
         self._poke = poke
+        # How many runs this engine tracks at most (suspended and busy), for a sweep
+        # at its turn on a store whose notes reach every sharer: where the store
+        # counts no more PENDING runs of ours than that, the sweep reads no rows.
+        self._tracked_count = tracked_count
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """`Engine.park`: park a run, saying why on it and once in the log."""
@@ -127,16 +132,25 @@ class Recovery:
             self.runs.dispatch(row.workflow_id)
         return recovered
 
-    def sweep(self) -> None:
-        """Dispatch PENDING runs of ours that nothing here tracks (resumed elsewhere)."""
+    def sweep(self, *, thorough: bool = True) -> None:
+        """Dispatch PENDING runs of ours that nothing here tracks (resumed elsewhere).
+
+        Not `thorough` (a sweep at its turn, where notes reach every sharer: a
+        fallback for a note lost), it first counts the PENDING runs of ours and reads
+        them only if there are more than this engine tracks: a million sleepers are
+        not listed every few minutes to find none. The rows are read without their
+        payloads (only their ids are looked at)."""
+        where = WorkflowFilter(
+            status=Status.PENDING,
+            executor_id=self.executor_id,
+            app_version=self.app_version,
+            payloads=False,
+        )
         try:
-            rows = self.store.list_workflows(
-                WorkflowFilter(
-                    status=Status.PENDING,
-                    executor_id=self.executor_id,
-                    app_version=self.app_version,
-                )
-            )
+            tracked = None if thorough else self._tracked_count
+            if tracked is not None and self.store.count_workflows(where) <= tracked():
+                return
+            rows = self.store.list_workflows(where)
         except StoreUnavailable:
             return
         for row in rows:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -43,6 +44,7 @@ from replaykit.runtime.async_steps import AsyncSteps
 from replaykit.runtime.bodies import is_async
 from replaykit.runtime.books import Books
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.cold import ColdReads
 from replaykit.runtime.commits import RecordWriter
 from replaykit.runtime.courtesy import Courtesy
 from replaykit.runtime.effects import EffectRunner
@@ -178,6 +180,19 @@ class Scheduler:
             interval=poll_interval, look=stopped_runs(store, executor_id, app_version)
         )
         self._unlisten = wakeups.listen_kind("finished", self._preempt.stopped)
+        # One batch for every step that finished since the last one (group_commit.py).
+        self._commit = functools.partial(
+            group_commit.commit,
+            write_many=lambda writes: records.write_many(group_commit.rows_and_records(writes)),
+            courtesy=self._courtesy,
+            write_alone=lambda write: group_commit.write_alone(write, self._on_pool, work),
+        )
+        self._cold = ColdReads(
+            prepare_many=work.prepare_many,
+            pool=bookkeepers,
+            post_many=self.post_many,
+            ended=self._end,
+        )
 
     # -- what others ask -----------------------------------------------------------------
 
@@ -430,6 +445,7 @@ class Scheduler:
                             activation = event.activation
                             self._close_interp(activation)
                             self._broken(activation, exc, None)
+                    self._cold.flush()
                     self._send_finishes()
                     self.async_steps.launch()
                     if writes:
@@ -440,6 +456,7 @@ class Scheduler:
                 self.async_steps.launch()
             except _HandedOver:
                 # Another thread is the scheduler now: give it what this one held.
+                self._cold.flush()
                 self._send_finishes()
                 self.async_steps.launch()
                 with self._cv:
@@ -531,6 +548,9 @@ class Scheduler:
             event = self.work.prepare(activation)
             with self._cv:
                 self._inbox.appendleft(event)
+            return
+        if activation.row is None and not self._alone():
+            self._cold.add(activation)  # read with the others begun this round (cold.py)
             return
         self._submit(self.work.prepare, activation)
 
@@ -904,36 +924,6 @@ class Scheduler:
         )
         activation.outcome = "interrupted"
         self._on_pool(self.books.note_halt, activation, detail)
-
-    def _commit(self, writes: list[StepWrite]) -> list[Event]:
-        """One batch for every step that finished since the last one (group commit,
-        runtime/group_commit.py)."""
-        return group_commit.commit(
-            writes,
-            write_many=self._record_many,
-            courtesy=self._courtesy,
-            write_alone=self._write_alone,
-        )
-
-    def _record_many(self, writes: list[StepWrite]) -> list[Any]:
-        return self.records.write_many([(w.activation.row_or_raise(), w.record) for w in writes])
-
-    def _write_alone(self, write: StepWrite) -> None:
-        # Always on the pool, never on this thread (`_here`): a hand-over from inside
-        # the commit would lose the answers gathered so far, and the round would hand
-        # the batch on to be written twice.
-        activation = write.activation
-        if write.following is None:
-            self._on_pool(self.work.write_alone, activation, write.effect, write.record)
-        else:
-            self._on_pool(
-                self.work.write_ahead,
-                activation,
-                write.effect,
-                write.record,
-                write.following,
-                write.nondeterministic,
-            )
 
     def _end(self, activation: Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""

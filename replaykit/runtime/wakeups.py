@@ -156,10 +156,10 @@ class Wakeups:
 
     `dispatch(workflow_id)` is called (never under the lock) when a run should
     run again. `busy()` says how many activations run now: an autojumping clock
-    moves only when it is zero. `sweep()` is the poller's occasional look for
-    runs nobody here tracks: every `SWEEP_EVERY` polls, or every
+    moves only when it is zero. `sweep(thorough=...)` is the poller's occasional
+    look for runs nobody here tracks: every `SWEEP_EVERY` polls, or every
     `SWEEP_EVERY_WHEN_HEARD` when `notes_reach_every_sharer`, and at the next poll
-    after `sweep_soon()`.
+    after `sweep_soon()` (then `thorough=True`).
 
     Run deadlines (`watch_deadline`) are timers of their own: when one passes,
     `expire(workflow_id)` is called on a thread of its own (it cancels the run
@@ -174,7 +174,7 @@ class Wakeups:
         poll_interval: float,
         dispatch: Callable[[str], None],
         busy: Callable[[], int],
-        sweep: Callable[[], None],
+        sweep: Callable[..., None],
         expire: Callable[[str], None] | None = None,
         notes_reach_every_sharer: bool = False,
     ) -> None:
@@ -193,7 +193,17 @@ class Wakeups:
         # Expiries that composites wait for while counted idle (virtual clocks).
         self._idle_expiries: list[tuple[datetime, int]] = []
         self._timer_seq = itertools.count()
-        self._suspended: dict[str, Suspend] = {}
+        # Every suspended run: its suspension, or for a run that waits only for an
+        # instant (a `Sleep`, not kept warm), that instant alone, the very object its
+        # entry in `_sleepers` holds. A million sleepers are a million of these: a
+        # bare entry is 0.2 KiB where a suspension and its timer were 0.35.
+        self._suspended: dict[str, Suspend | datetime] = {}
+        # (when, workflow id) of the bare sleepers; stale once `_suspended` holds
+        # another instant for the run (or nothing).
+        self._sleepers: list[tuple[datetime, str]] = []
+        # The runs whose suspension has a probe for the poller (`Suspend.ready`), so
+        # that a poll does not walk every sleeper to find them.
+        self._probed: set[str] = set()
         # Who waits on each wake: one run's id, or a set of them when several do (most
         # wakes have one waiter: a run's own inbox; a set per run cost 200 B of each).
         self._waiters: dict[Wake, str | set[str]] = {}
@@ -244,7 +254,15 @@ class Wakeups:
             self._forget(workflow_id)
             if any(self._last_notified.get(w, -1) > seen for w in suspend.waits):
                 return False
+            if not suspend.waits and suspend.ready is None and suspend.wake_at is not None:
+                # Only an instant to wait for: a bare entry (no suspension kept).
+                self._suspended[workflow_id] = at = suspend.wake_at
+                heapq.heappush(self._sleepers, (at, workflow_id))
+                self._cv.notify_all()
+                return True
             self._suspended[workflow_id] = suspend
+            if suspend.ready is not None:
+                self._probed.add(workflow_id)
             for wake in suspend.waits:
                 waiting = self._waiters.get(wake)
                 if waiting is None:
@@ -277,10 +295,19 @@ class Wakeups:
         with self._cv:
             return set(self._suspended)
 
+    def suspended_count(self) -> int:
+        return len(self._suspended)
+
+    def sleepers_count(self) -> int:
+        """How many suspended runs are bare sleepers (waiting for an instant alone)."""
+        with self._cv:
+            return sum(1 for entry in self._suspended.values() if isinstance(entry, datetime))
+
     def _forget(self, workflow_id: str) -> None:
         suspend = self._suspended.pop(workflow_id, None)
-        if suspend is None:
-            return
+        if suspend is None or isinstance(suspend, datetime):
+            return  # a bare sleeper's heap entry goes stale (`_drop_stale_sleepers`)
+        self._probed.discard(workflow_id)
         for wake in suspend.waits:
             waiting = self._waiters.get(wake)
             if waiting is None:
@@ -467,11 +494,28 @@ class Wakeups:
                 return
             heapq.heappop(self._timers)
 
+    def _drop_stale_sleepers(self) -> None:
+        while self._sleepers:
+            at, workflow_id = self._sleepers[0]
+            if self._suspended.get(workflow_id) is at:
+                return
+            heapq.heappop(self._sleepers)
+
+    def _next_timer(self) -> datetime | None:
+        """The earliest live timer of either heap (caller holds the lock)."""
+        self._drop_stale_timers()
+        self._drop_stale_sleepers()
+        if self._timers and self._sleepers:
+            return min(self._timers[0][0], self._sleepers[0][0])
+        if self._timers:
+            return self._timers[0][0]
+        return self._sleepers[0][0] if self._sleepers else None
+
     def _next_jump(self) -> datetime | None:
         """Where an autojumping clock goes when nothing runs (caller holds the lock)."""
-        self._drop_stale_timers()
         self._drop_stale_deadlines()
-        candidates = [self._timers[0][0]] if self._timers else []
+        timer = self._next_timer()
+        candidates = [] if timer is None else [timer]
         if self._deadlines:
             candidates.append(self._deadlines[0][0])
         if self._idle_expiries:
@@ -496,6 +540,12 @@ class Wakeups:
                         due.append(workflow_id)
                         self._forget(workflow_id)
                     self._drop_stale_timers()
+                self._drop_stale_sleepers()
+                while self._sleepers and clock.passed(self._sleepers[0][0]):
+                    _, workflow_id = heapq.heappop(self._sleepers)
+                    due.append(workflow_id)
+                    del self._suspended[workflow_id]
+                    self._drop_stale_sleepers()
                 expired = self._due_deadlines()
                 if expired:
                     # Counted as waking until cancelled: the clock must not jump past
@@ -521,8 +571,9 @@ class Wakeups:
                     if clock.autojump:
                         wait = min(wait, 0.05)
                     else:
-                        if self._timers:
-                            wait = min(wait, (self._timers[0][0] - now).total_seconds())
+                        timer = self._next_timer()
+                        if timer is not None:
+                            wait = min(wait, (timer - now).total_seconds())
                         if self._deadlines:
                             wait = min(wait, (self._deadlines[0][0] - now).total_seconds())
                     self._cv.wait(max(wait, 0.001))
@@ -585,6 +636,9 @@ class Wakeups:
         intervals for runs of ours nobody here tracks (resumed elsewhere)."""
         next_poll = time.monotonic() + self.poll_interval
         next_sweep = time.monotonic() + self._sweep_every * self.poll_interval
+        # Whether the next sweep was asked for (notes may have been lost): it reads
+        # every run of ours; one at its turn may first count them (Recovery.sweep).
+        thorough = False
         while True:
             with self._cv:
                 # The condition is notified for many reasons; only time drives this loop.
@@ -592,17 +646,23 @@ class Wakeups:
                     self._cv.wait(left)
                 if self._closed:
                     return
-                waiting = [(wid, s) for wid, s in self._suspended.items() if s.ready is not None]
+                waiting = [
+                    (wid, entry)
+                    for wid in self._probed
+                    if isinstance(entry := self._suspended[wid], Suspend)
+                ]
                 asked, self._sweep_asked = self._sweep_asked, False
             now = time.monotonic()
             next_poll = now + self.poll_interval
             if asked:
                 next_sweep = min(next_sweep, now)
+                thorough = True
             if now >= next_sweep and self._busy() == 0:
                 # A fallback for lost "resumed" notifications; a busy engine
                 # sweeps once it is idle again.
                 next_sweep = now + self._sweep_every * self.poll_interval
-                self._sweep()
+                self._sweep(thorough=thorough)
+                thorough = False
             for workflow_id, suspend in waiting:
                 if self._closed:
                     return

@@ -14,7 +14,11 @@ from typing import Any
 
 from replaykit import serde
 from replaykit.commands import Step
-from replaykit.errors import InvalidCommandError, NonDeterminismError, UnknownWorkflowError
+from replaykit.errors import (
+    InvalidCommandError,
+    NonDeterminismError,
+    UnknownWorkflowError,
+)
 from replaykit.interpreter import Decision, Effect, Interpreter
 from replaykit.log import Failure, Outcome, Record, Status
 from replaykit.registry import lookup
@@ -37,6 +41,7 @@ from replaykit.runtime.events import (
     WrittenAhead,
 )
 from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.values import LoadedRun
 
 __all__ = ["Work"]
 
@@ -71,10 +76,11 @@ class Work:
         # or answers True when the deadline has passed (it cancelled the run).
         self._watch_deadline = watch_deadline
 
-    def prepare(self, activation: Activation) -> Event:
-        """Read the run (unless known) and its log, and build its interpreter."""
+    def prepare(self, activation: Activation, loaded: LoadedRun | None = None) -> Event:
+        """Read the run (unless known) and its log, and build its interpreter; with
+        `loaded`, what a batch read of the run found (`prepare_many`)."""
         try:
-            interp = self._load(activation)
+            interp = self._load(activation, loaded)
         except BaseException as exc:
             return Carried(activation, None, exc)
         if interp is None:
@@ -82,9 +88,34 @@ class Work:
         activation.interp = interp
         return Prepared(activation)
 
-    def _load(self, activation: Activation) -> Interpreter | None:
+    def prepare_many(self, activations: list[Activation]) -> list[Event]:
+        """`prepare` for runs woken together, read in one batch (`cold.py`)."""
+        found = {run.row.workflow_id: run for run in self._read_many(activations)}
+        events: list[Event] = []
+        for activation in activations:
+            loaded = found.get(activation.workflow_id)
+            if loaded is None and found:
+                events.append(Ended(activation))  # read, and not there: deleted meanwhile
+            else:
+                events.append(self.prepare(activation, loaded))
+        return events
+
+    def _read_many(self, activations: list[Activation]) -> list[LoadedRun]:
+        """The batch read, or nothing (each run then reads its own, with retries)."""
+        load_runs = getattr(self.store, "load_runs", None)
+        if load_runs is None:
+            return []
+        try:
+            runs: list[LoadedRun] = load_runs([a.workflow_id for a in activations])
+        except Exception:
+            # No batch read here (AttributeError), an outage, or one damaged row among
+            # them: read run by run, so that only that run is parked, naming it.
+            return []
+        return runs
+
+    def _load(self, activation: Activation, loaded: LoadedRun | None = None) -> Interpreter | None:
         workflow_id = activation.workflow_id
-        known = activation.row
+        known = activation.row or (loaded.row if loaded is not None else None)
         row = known or self.store.get_workflow(workflow_id)
         if row is None or row.status is not Status.PENDING or self._closed():
             return None
@@ -106,8 +137,13 @@ class Work:
             self.books.end(row, Status.ERROR, Failure(serde.encode_error(exc)))
             return None
         fresh = activation.fresh
-        records = [] if fresh else self.store.load_log(workflow_id)
-        if not fresh:
+        if fresh:
+            records = []
+        elif loaded is not None:
+            records = loaded.log
+            self.runner.host.cancels.read_with_log(workflow_id, loaded.cancel)
+        else:
+            records = self.store.load_log(workflow_id)
             # A cancel asked for elsewhere (another engine, a Client) is delivered here.
             self.runner.host.cancels.loaded(workflow_id)
         if records and records[-1].outcome is None:

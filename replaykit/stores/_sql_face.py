@@ -65,6 +65,9 @@ class SqlFace:
         self.get_workflow = reads.get_workflow
         self.list_workflows = reads.list_workflows
         self.load_log = reads.load_log
+        # Not part of the protocol: the engine reads a batch of wake-ups with it where a
+        # store has it (runtime/cold.py), and one run at a time where not.
+        self.load_runs = reads.load_runs
         self.claim = claims.claim
         self.heartbeat = claims.heartbeat
         # Not part of the protocol: replaykit/_waiting.py asks for it where a store has

@@ -74,6 +74,7 @@ from replaykit.stores.base import (
     WorkflowFilter,
     WorkflowRow,
 )
+from replaykit.stores.values import LoadedRun
 from replaykit.stores.where import group_key
 
 __all__ = ["NO_TWIN", "STATEMENT_TWINS", "MemoryStore"]
@@ -125,6 +126,9 @@ STATEMENT_TWINS: Mapping[str, str] = {
     "rewind_workflow": "rewind_workflow",
     "load_log": "load_log",
     "load_log_limited": "load_log",
+    "load_runs": "load_runs",
+    "load_runs_logs": "load_runs",
+    "load_runs_cancels": "load_runs",
     "lock_family": "move_family",
     "move_family_member": "move_family",
     "peek_message": "peek_message",
@@ -461,6 +465,18 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         with self._lock:
             log = self._logs.get(workflow_id, ())
             return list(log[start:] if limit is None else log[start : start + limit])
+
+    def load_runs(self, workflow_ids: Sequence[str]) -> list[LoadedRun]:
+        """The runs of `workflow_ids` that exist, with their logs and cancel requests
+        (beside the protocol: the engine reads a batch of wake-ups with it)."""
+        for workflow_id in workflow_ids:
+            check_names(workflow_id)
+        with self._lock:
+            return [
+                LoadedRun(row, list(self._logs.get(wid, ())), self._cancels.get(wid))
+                for wid in workflow_ids
+                if (row := self._rows.get(wid)) is not None
+            ]
 
     def record(
         self,

@@ -22,6 +22,7 @@ __all__ = [
     "DamagedRow",
     "EventWrite",
     "FinishWrite",
+    "LoadedRun",
     "Message",
     "OutgoingMessage",
     "RecordWrite",
@@ -295,6 +296,16 @@ class CancelRequest:
     reason: str
     grace_until: datetime
     requested_at: datetime
+
+
+@attrs.frozen
+class LoadedRun:
+    """One run as a batch of wake-ups reads it (`load_runs`, which a store may offer
+    beside the `Store` protocol): its row, its whole log, and its cancel request."""
+
+    row: WorkflowRow
+    log: list[Record]
+    cancel: CancelRequest | None
 
 
 @attrs.frozen

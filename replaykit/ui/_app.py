@@ -425,9 +425,10 @@ def create_app(
             created_to=created_to,
             refresh=refresh,
             id_prefix=params.get("id", "").strip(),
+            where_text=params.get("where", "").strip(),
         )
         try:
-            check_filter(query.where())
+            check_filter(query.where())  # a filter that does not parse: FilterError
         except ValueError as exc:
             raise _FormError(str(exc)) from None
         return query

@@ -133,7 +133,16 @@ def populate(engine: Engine) -> dict[str, str]:
     orders = []
     for number, amount in ((1001, 4200), (1002, 1999), (1003, 8650), (1004, 1250)):
         orders.append(
-            engine.start(checkout, f"order-{number}", amount, workflow_id=f"order-{number}")
+            engine.start(
+                checkout,
+                f"order-{number}",
+                amount,
+                workflow_id=f"order-{number}",
+                attributes={
+                    "customer": str(number % 3 + 40),
+                    "plan": "pro" if amount > 2000 else "free",
+                },
+            )
         )
     _until(lambda: all(_waiting(engine, h.workflow_id) for h in orders), "the checkouts to wait")
     for order in ("order-1001", "order-1003"):

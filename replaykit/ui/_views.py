@@ -8,7 +8,7 @@ get these values and escape whatever came from the store.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +26,7 @@ from replaykit.errors import ReplayKitError
 from replaykit.log import AllOutcome, Failure, Outcome, RaceOutcome, Record, Status, Value
 from replaykit.runtime.queues import KeyCount, partition_counts
 from replaykit.serde import ErrorInfo
+from replaykit.stores._attributes import encoded_attribute
 from replaykit.stores.base import DamagedRow, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
@@ -116,6 +117,7 @@ class RunsQuery:
     created_to: datetime | None = None  # UTC; runs created before it
     refresh: int = 0  # seconds between the page's reloads; 0: none
     id_prefix: str = ""  # runs whose id starts with it
+    where_text: str = ""  # a filter of the filter language (stores/where.py)
 
     def filtered(self) -> bool:
         """Whether the list is narrowed at all (a bulk cancel needs it to be)."""
@@ -124,6 +126,7 @@ class RunsQuery:
     def where(self) -> WorkflowFilter:
         return WorkflowFilter(
             id_prefix=self.id_prefix or None,
+            where=self.where_text or None,
             status=self.statuses or None,
             name=self.name or None,
             queue=self.queue or None,
@@ -137,6 +140,7 @@ def filter_params(query: RunsQuery) -> dict[str, Any]:
     """The address parameters of the runs list's filter (no page): for links back to it."""
     return {
         "id": query.id_prefix or None,
+        "where": query.where_text or None,
         "status": [s.value for s in query.statuses],
         "name": query.name or None,
         "queue": query.queue or None,
@@ -176,6 +180,8 @@ class RunRow:
     parent_id: str
     problem: str  # a failure, a parking reason or a damaged row, in one line
     duration: str  # created to finished, or to the last change of one under way
+    # Its attributes as shown, each with the filter that finds the runs sharing it.
+    attributes: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen
@@ -222,7 +228,38 @@ def _run_row(row: WorkflowRow) -> RunRow:
         parent_id=row.parent_id or "",
         problem=" ".join(_problem(row).split())[:200],
         duration=_duration(row),
+        attributes=attribute_chips(row.attributes),
     )
+
+
+#: The attributes a row of the runs list shows, at most; the run's page has them all.
+SHOWN_ATTRIBUTES = 6
+
+
+def attribute_chips(
+    attributes: Mapping[str, Any], *, at_most: int | None = SHOWN_ATTRIBUTES
+) -> tuple[tuple[str, str], ...]:
+    """(`name=value` as shown, the filter matching it) for each of a run's attributes, in
+    name order: a click on one lists the runs that share it."""
+    chips = []
+    for name in sorted(attributes)[:at_most]:
+        value = attributes[name]
+        shown = compact_json(value) if not isinstance(value, str) else value
+        chips.append((f"{name}={shown[:40]}", f"{name} = {_literal(value)}"))
+    return tuple(chips)
+
+
+def _literal(value: Any) -> str:
+    """The filter language's literal for an attribute's value (a list: its first item,
+    which `=` finds in the list; a datetime: its stored UTC text)."""
+    if isinstance(value, list):
+        value = value[0] if value else ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(encoded_attribute(value))
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _duration(row: WorkflowRow) -> str:
@@ -407,6 +444,8 @@ class RunPage:
     # The latest heartbeat of each step whose outcome is not recorded yet.
     heartbeats: list[HeartbeatView] = attrs.field(factory=list)
     heartbeats_error: str = ""
+    # Every attribute, as shown, with the filter that lists the runs sharing it.
+    attributes: tuple[tuple[str, str], ...] = ()
 
 
 def _outcome_state(outcome: Outcome | None) -> str:
@@ -724,6 +763,7 @@ def run_page(
         error = ErrorView.of(row.result.error)
     return RunPage(
         row=row,
+        attributes=attribute_chips(row.attributes, at_most=None),
         created=when(row.created_at),
         updated=when(row.updated_at),
         started=when(row.started_at),

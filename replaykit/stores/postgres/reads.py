@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 from replaykit.log import Record, Status
@@ -16,9 +17,10 @@ from replaykit.stores._sql import (
     listing,
 )
 from replaykit.stores._where_sql import POSTGRES
-from replaykit.stores.base import WorkflowFilter, WorkflowRow
+from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.rows import record_from_row, workflow_from_row
+from replaykit.stores.values import LoadedRun
 
 __all__ = ["Reads"]
 
@@ -36,7 +38,8 @@ _DIALECT = Dialect("%s", lambda at: at, None, _statuses_matched, POSTGRES)
 
 
 class Reads:
-    """get_workflow, list_workflows, count_workflows, load_log."""
+    """get_workflow, list_workflows, count_workflows, load_log, and load_runs (a batch
+    of wake-ups' read, beside the protocol)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -78,3 +81,30 @@ class Reads:
         else:
             rows = self._db.all(self._sql["load_log_limited"], (workflow_id, since, limit))
         return [record_from_row(r, workflow_id) for r in rows]
+
+    def load_runs(self, workflow_ids: Sequence[str]) -> list[LoadedRun]:
+        """The runs of `workflow_ids` that exist, each with its whole log and its cancel
+        request: three statements on one connection however many runs (a batch of
+        wake-ups reads them together, rather than three round trips a run)."""
+        ids = list(workflow_ids)
+        for workflow_id in ids:
+            check_names(workflow_id)
+        with self._db.connection() as conn:
+            rows = conn.execute(self._sql["load_runs"], (ids,)).fetchall()
+            logs = conn.execute(self._sql["load_runs_logs"], (ids,)).fetchall()
+            cancels = conn.execute(self._sql["load_runs_cancels"], (ids,)).fetchall()
+        records: dict[str, list[Record]] = {}
+        for found in logs:
+            workflow_id = found[0]
+            records.setdefault(workflow_id, []).append(record_from_row(found[1:], workflow_id))
+        requests = {
+            # Sessions run in UTC: the stdlib's UTC, as the other stores return.
+            workflow_id: CancelRequest(reason, until.replace(tzinfo=UTC), at.replace(tzinfo=UTC))
+            for workflow_id, reason, until, at in cancels
+        }
+        loaded = []
+        for found in rows:
+            row = workflow_from_row(found)
+            wid = row.workflow_id
+            loaded.append(LoadedRun(row, records.get(wid, []), requests.get(wid)))
+        return loaded

@@ -7,6 +7,7 @@ are matched varies with the filter, so there is no one fixed text to name.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,16 +22,26 @@ from replaykit.stores._sql import (
     listing,
 )
 from replaykit.stores._where_sql import SQLITE
-from replaykit.stores.base import WorkflowFilter, WorkflowRow
+from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
-from replaykit.stores.sqlite.values import first, record_from_row, to_micros, workflow_from_row
+from replaykit.stores.sqlite.values import (
+    first,
+    from_micros,
+    record_from_row,
+    to_micros,
+    workflow_from_row,
+)
+from replaykit.stores.values import LoadedRun
 
 __all__ = ["Reads"]
 
 _GET_WORKFLOW = SQL["get_workflow"]
 _LOAD_LOG = SQL["load_log"]
 _LOAD_LOG_LIMITED = SQL["load_log_limited"]
+_LOAD_RUNS = SQL["load_runs"]
+_LOAD_RUNS_LOGS = SQL["load_runs_logs"]
+_LOAD_RUNS_CANCELS = SQL["load_runs_cancels"]
 
 
 def _statuses_in(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
@@ -44,7 +55,8 @@ _DIALECT = Dialect("?", lambda at: to_micros(at), -1, _statuses_in, SQLITE)
 
 
 class Reads:
-    """get_workflow, list_workflows, count_workflows and load_log."""
+    """get_workflow, list_workflows, count_workflows, load_log, and load_runs (a batch
+    of wake-ups' read, beside the protocol)."""
 
     def __init__(self, connections: Connections) -> None:
         self._connections = connections
@@ -86,3 +98,30 @@ class Reads:
             else:
                 rows = conn.execute(_LOAD_LOG_LIMITED, (workflow_id, since, limit)).fetchall()
         return [record_from_row(r, workflow_id) for r in rows]
+
+    def load_runs(self, workflow_ids: Sequence[str]) -> list[LoadedRun]:
+        """The runs of `workflow_ids` that exist, each with its whole log and its cancel
+        request: three statements on one reader connection however many runs."""
+        ids = list(workflow_ids)
+        for workflow_id in ids:
+            check_names(workflow_id)
+        given = json.dumps(ids)
+        with self._connections.read() as conn:
+            rows = conn.execute(_LOAD_RUNS, (given,)).fetchall()
+            logs = conn.execute(_LOAD_RUNS_LOGS, (given,)).fetchall()
+            cancels = conn.execute(_LOAD_RUNS_CANCELS, (given,)).fetchall()
+        records: dict[str, list[Record]] = {}
+        for found in logs:
+            workflow_id = found[0]
+            records.setdefault(workflow_id, []).append(record_from_row(found[1:], workflow_id))
+        requests: dict[str, CancelRequest] = {}
+        for workflow_id, reason, until, at in cancels:
+            grace_until, requested_at = from_micros(until), from_micros(at)
+            assert grace_until is not None and requested_at is not None
+            requests[workflow_id] = CancelRequest(str(reason), grace_until, requested_at)
+        loaded = []
+        for found in rows:
+            row = workflow_from_row(found)
+            wid = row.workflow_id
+            loaded.append(LoadedRun(row, records.get(wid, []), requests.get(wid)))
+        return loaded

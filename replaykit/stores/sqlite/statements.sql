@@ -236,6 +236,29 @@ WHERE workflow_id = ? AND position >= ?
 ORDER BY position
 LIMIT ?;
 
+-- name: load_runs
+-- Many runs by id (a JSON array), for a batch of wake-ups (one read instead of one per run).
+SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
+    updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
+    started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
+    generation, continued_as, partition_key
+FROM workflows
+WHERE workflow_id IN (SELECT value FROM json_each(?));
+
+-- name: load_runs_logs
+-- The whole logs of many runs (a JSON array of ids), each in order of position.
+SELECT workflow_id, position, kind, name, outcome, digest, call_site, started_at,
+    completed_at, wake_at, attempts
+FROM records
+WHERE workflow_id IN (SELECT value FROM json_each(?))
+ORDER BY workflow_id, position;
+
+-- name: load_runs_cancels
+-- The cancel requests of many runs (a JSON array of ids; those that hold one).
+SELECT workflow_id, reason, grace_until, requested_at
+FROM cancel_requests
+WHERE workflow_id IN (SELECT value FROM json_each(?));
+
 -- name: peek_message
 -- The oldest message of a run's topic.
 SELECT message_id, payload, created_at, trace_context
