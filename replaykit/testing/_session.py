@@ -131,6 +131,9 @@ class Commit:
     kind: str
     name: str
     completes: bool = True
+    # The attempt a step's record is written for (a retried step writes its start once
+    # per attempt, alike but for this): 0 for any other commit.
+    attempt: int = 0
 
     def describe(self) -> str:
         if self.kind == CONTINUE_KIND:
@@ -139,7 +142,7 @@ class Commit:
             return f"finishing workflow id {self.workflow_id!r} as {self.name}"
         what = f"{self.kind} {self.name!r}"
         if not self.completes:
-            what += " (its start)"
+            what += " (its start)" if self.attempt <= 1 else f" (its start, attempt {self.attempt})"
         return f"{what} at position {self.position} of workflow id {self.workflow_id!r}"
 
 
@@ -316,7 +319,12 @@ class JournalStore:
 
     def record(self, workflow_id: str, record: Record, **kwargs: Any) -> Record:
         commit = Commit(
-            workflow_id, record.position, record.kind, record.name, record.outcome is not None
+            workflow_id,
+            record.position,
+            record.kind,
+            record.name,
+            record.outcome is not None,
+            record.attempts if record.kind == "step" else 0,
         )
         stored: Record = self._call("record", (workflow_id, record), kwargs, commit)
         if stored is record and record.kind == Awakeable.kind:

@@ -392,7 +392,14 @@ def check_determinism(
             variant.drive()
             crash_runs += 1
             problems, shown, mark = _compare(reference, variant)
-            if not variant.crashes:
+            if not variant.crashes and not commit.completes:
+                # The start of a command that waits (a step's attempt, a Wait, a Recv) is
+                # written only when the answer is not there yet; runs going on beside
+                # this one (a child the parent cancelled ending first, say) may have it
+                # there in this schedule. No crash point there: nothing to compare but
+                # how the run ended, compared above.
+                pass
+            elif not variant.crashes:
                 problems.append(
                     f"the run never reached the commit to crash at: {commit.describe()}"
                 )
