@@ -5,8 +5,8 @@ PostgreSQL, as ratios against the same reads on a small store measured in the sa
                                     [--pg URL]
 
 Two fresh schemas get RUNS and BASELINE runs, written in bulk by one `INSERT ... SELECT`
-(20 workflow names, the five statuses in turn, created over the last 30 days, and, where
-the store keeps attributes, a customer among 1,000 and a plan among three). On each,
+(20 workflow names, the five statuses in turn, created over the last 30 days, a customer
+among 1,000 and a plan among three as attributes). On each,
 REPEAT times, p50 and p95 of:
 
 - a selective list: FAILED runs created in one hour, a page of 50 (`list_workflows`);
@@ -14,7 +14,7 @@ REPEAT times, p50 and p95 of:
 - a count of the first filter (`count_workflows`);
 - a count by status over every run, and as the UI's counts bar asks it (each status
   counted up to 10,001: `WorkflowFilter(count_at_most=)`); the UI's newest 50;
-- a list and a count by an attribute (`where="customer = '42'"`), where attributes exist;
+- a list and a count by an attribute (`where="customer = '42'"`);
 - the UI's runs page (`GET /`, and `GET /?status=ERROR`) through the ASGI app in process,
   its whole render.
 
@@ -77,12 +77,11 @@ def fill(pg: str, schema: str, runs: int, now: datetime) -> None:
             "updated_at": sql.SQL("{} - make_interval(secs => (n::float8 * {}) / {})").format(
                 sql.Literal(now), sql.Literal(span), sql.Literal(runs)
             ),
-        }
-        if "attributes" in columns:
-            made["attributes"] = sql.SQL(
+            "attributes": sql.SQL(
                 "jsonb_build_object('customer', (n % 1000)::text, "
                 "'plan', (ARRAY['free', 'pro', 'team'])[1 + n % 3])"
-            )
+            ),
+        }
         selected = [made.get(c, sql.Identifier("t", c)) for c in columns]
         conn.execute(
             sql.SQL(
@@ -134,12 +133,11 @@ def cases(store: Store, app: Any, now: datetime) -> dict[str, Callable[[], Any]]
             WorkflowFilter(newest_first=True, limit=50, payloads=False)
         ),
     }
-    if "where" in attr_names(WorkflowFilter):
-        by_customer = WorkflowFilter(where="customer = '42'", limit=50, payloads=False)  # type: ignore[call-arg]
-        found["list: where customer = '42', 50"] = lambda: store.list_workflows(by_customer)
-        found["count: where customer = '42'"] = lambda: store.count_workflows(
-            WorkflowFilter(where="customer = '42'")  # type: ignore[call-arg]
-        )
+    by_customer = WorkflowFilter(where="customer = '42'", limit=50, payloads=False)
+    found["list: where customer = '42', 50"] = lambda: store.list_workflows(by_customer)
+    found["count: where customer = '42'"] = lambda: store.count_workflows(
+        WorkflowFilter(where="customer = '42'")
+    )
     if app is not None:
         import warnings
 
@@ -160,15 +158,8 @@ def cases(store: Store, app: Any, now: datetime) -> dict[str, Callable[[], Any]]
 
         found["UI: runs page"] = page("/")
         found["UI: runs page, FAILED"] = page("/?status=ERROR")
-        if "where" in attr_names(WorkflowFilter):
-            found["UI: runs page, where customer = '42'"] = page("/?where=customer+%3D+%2742%27")
+        found["UI: runs page, where customer = '42'"] = page("/?where=customer+%3D+%2742%27")
     return found
-
-
-def attr_names(cls: Any) -> set[str]:
-    import attrs
-
-    return {field.name for field in attrs.fields(cls)}
 
 
 def measure(pg: str, runs: int, repeat: int, now: datetime) -> dict[str, tuple[float, float]]:
