@@ -39,6 +39,11 @@ __all__ = ["LogMovedOn", "RecordWriter", "same_write"]
 
 log = logging.getLogger("replaykit.engine")
 
+# Records that only say how another run ended (a `Wait`, a `Call`'s wait): written after
+# their own run was cancelled, they would record that cancel's cascade to the child as
+# the parent's answer, and a resume that brings the child back would replay it.
+_OTHER_RUNS_ENDINGS = frozenset({"wait", "call"})
+
 
 class LogMovedOn(ControlSignal):
     """A position this run was about to record had been completed by another writer.
@@ -217,6 +222,8 @@ class RecordWriter:
         """The store refused `record` because the run stopped: if a cancel stopped it and
         the record is complete, land it anyway (its effect happened)."""
         if refusal.status != Status.CANCELLED.value or record.outcome is None:
+            return
+        if record.kind in _OTHER_RUNS_ENDINGS:
             return
         workflow_id = row.workflow_id
         try:
