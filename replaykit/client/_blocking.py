@@ -22,7 +22,7 @@ from replaykit.commands import run_deadline
 from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, awakeables, debounce, streams, updates
+from replaykit.runtime import admin, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.listing import Listing
@@ -31,7 +31,7 @@ from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["Client", "ClientHandle", "ResumedHandle"]
@@ -462,6 +462,12 @@ class Client(ClientSchedules, BulkActions, Listing):
     def _reading(self) -> None:
         self._check_open()
 
+    def _writing(self) -> None:
+        self._check_open()
+
+    def _trace_context(self) -> str | None:
+        return current_trace_context()
+
     def _stranded(
         self,
         where: WorkflowFilter,
@@ -489,73 +495,7 @@ class Client(ClientSchedules, BulkActions, Listing):
 
     # -- messages and events ----------------------------------------------------------------
 
-    def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        self._check_open()
-        return admin.send_message(
-            self.store,
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
-
-    def complete(self, token: str, value: Any = None) -> None:
-        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
-
-        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
-        say why nothing was delivered.
-        """
-        self._check_open()
-        awakeables.complete(
-            self.store,
-            token,
-            value,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
-
-    def fail(self, token: str, error: str | Exception) -> None:
-        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
-        self._check_open()
-        awakeables.fail(
-            self.store,
-            token,
-            error,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
-
     # -- updates ----------------------------------------------------------------------------
-
-    def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """As `Engine.update`: the run's reply to update `name`, or the error it replied
-        with. With the workflow's code imported here, its validator runs here first;
-        without, the request goes unvalidated and the engine runs the validator before
-        delivering it (an unknown name is then found only by the timeout)."""
-        self._check_open()
-        call = self.updater.call(
-            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
-        )
-        return self.updater.update(call)
 
     def update_with_start(
         self,
@@ -712,18 +652,6 @@ class Client(ClientSchedules, BulkActions, Listing):
         timeout = checked_wait(timeout, "get_event(timeout=...)")
         self._check_open()
         return wait_event(self.store, self.listen, workflow_id, key, timeout, self.poll_interval)
-
-    def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
-        run has that id."""
-        self._check_open()
-        return self.store.get_events(workflow_id)
-
-    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """The latest heartbeat of each step of a run that beat (its details as JSON data,
-        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
-        self._check_open()
-        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

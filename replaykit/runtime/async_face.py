@@ -22,7 +22,7 @@ from replaykit.log import Record, Status
 from replaykit.runtime import loop_waits, streams, updates
 from replaykit.runtime.async_bulk import AsyncBulkActions
 from replaykit.runtime.listing import Listing
-from replaykit.runtime.messaging import Messaging
+from replaykit.runtime.outside import FromOutside
 from replaykit.runtime.timing import Timing
 from replaykit.runtime.twins import off_loop_twin
 from replaykit.stores.base import Store, WorkflowRow
@@ -79,9 +79,9 @@ class AsyncFace(AsyncBulkActions):
 
     # -- messages, events, heartbeats and streams ---------------------------------------------
 
-    send = off_loop_twin(Messaging.send)
-    complete = off_loop_twin(Messaging.complete)
-    fail = off_loop_twin(Messaging.fail)
+    send = off_loop_twin(FromOutside.send)
+    complete = off_loop_twin(FromOutside.complete)
+    fail = off_loop_twin(FromOutside.fail)
 
     async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None.
@@ -99,8 +99,8 @@ class AsyncFace(AsyncBulkActions):
             sync.poll_interval,
         )
 
-    get_events = off_loop_twin(Messaging.get_events)
-    get_heartbeats = off_loop_twin(Messaging.get_heartbeats)
+    get_events = off_loop_twin(FromOutside.get_events)
+    get_heartbeats = off_loop_twin(FromOutside.get_heartbeats)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -32,6 +32,7 @@ from replaykit.errors import DamagedData, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.runtime import admin
 from replaykit.runtime.cancels import DEFAULT_GRACE
+from replaykit.runtime.outside import FromOutside
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.where import Where
 
@@ -231,18 +232,13 @@ def _reason(reason: str, action: str) -> str:
     return reason or f"a bulk {action.removesuffix('_workflows')}"
 
 
-class BulkActions:
+class BulkActions(FromOutside):
     """A mixin of `Engine`'s and `Client`'s: the bulk actions over their single-run ones.
 
     `_delete_one` is the face's delete of one run (the engine's also forgets what it
-    kept of it); everything else is the face's public single-run method.
+    kept of it); everything else is the face's public single-run method (`send`
+    the one both faces share, `FromOutside`).
     """
-
-    # Set by the face's `__init__`.
-    store: Store
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
 
     def cancel(
         self, workflow_id: str, *, grace: float = ..., reason: str = "", children: bool = True
@@ -253,16 +249,6 @@ class BulkActions:
         raise NotImplementedError
 
     def resume(self, workflow_id: str) -> object:
-        raise NotImplementedError
-
-    def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
         raise NotImplementedError
 
     def _delete_one(self, workflow_id: str, children: bool) -> bool:
