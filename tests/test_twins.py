@@ -2,7 +2,8 @@
 
 The twin carries the sync method's public signature (parameters, annotations, overloads
 for mypy), calls the sync face's method of that name off the loop, and hands back its
-answer (or what `then` makes of it).
+answer (or what `then` makes of it); `room_method` is the same for a sync face over one of
+its rooms.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from replaykit.runtime.twins import off_loop_twin
+from replaykit.runtime.twins import off_loop_twin, room_method
 
 T = TypeVar("T")
 
@@ -121,3 +122,24 @@ def test_a_converted_twin_is_annotated_with_what_it_returns() -> None:
     assert list(inspect.signature(Face.start).parameters) == ["self", "name"]
     # The sync method keeps its own annotations.
     assert typing.get_type_hints(Sync.start)["return"] is Handle
+
+
+class Room:
+    def grow(self, by: int, *, twice: bool = False) -> int:
+        """How far it grew."""
+        return by * (2 if twice else 1)
+
+
+class Front:
+    def __init__(self) -> None:
+        self.room = Room()
+
+    grow = room_method("room", Room.grow)
+
+
+def test_a_room_method_is_the_rooms_method_on_the_face() -> None:
+    assert Front().grow(3, twice=True) == 6
+    assert inspect.signature(Front.grow) == inspect.signature(Room.grow)
+    assert typing.get_type_hints(Front.grow) == typing.get_type_hints(Room.grow)
+    assert Front.grow.__doc__ == "How far it grew."
+    assert not inspect.iscoroutinefunction(Front.grow)

@@ -19,14 +19,14 @@ from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.client._handles import ClientHandle, ResumedHandle
 from replaykit.client._schedules import ClientSchedules
 from replaykit.commands import run_deadline
-from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
+from replaykit.errors import UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.listing import Listing
-from replaykit.runtime.overlaps import keyed_start, known_concurrency_queue, plan_enqueue
+from replaykit.runtime.overlaps import enqueue_planned, keyed_start, known_concurrency_queue
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.waits import wait_event
@@ -280,45 +280,32 @@ class Client(ClientSchedules, BulkActions, Listing):
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
         seconds, deadline = run_deadline(timeout, deadline, what=what)
-        plan = plan_enqueue(
-            self.store,
-            queue,
-            partition_key,
-            overlap,
-            dedup_id,
-            cancel=lambda workflow_id, why: self.cancel(workflow_id, reason=why),
-            what=what,
-        )
-        if plan.existing is not None:
-            return ClientHandle(self, plan.existing)
-        dedup_id = plan.dedup_id
-        if plan.held_is_answer:
-            if_exists = "return"
-        version = self._version(name, app_version)
-        row = self._new_row(
-            name,
-            args,
-            kwargs,
-            workflow_id,
-            version,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
-            timeout=seconds,
-            deadline=deadline,
-            partition_key=partition_key,
-            attributes=attributes,
-        )
-        warning = self._check_engines(row)
-        try:
+
+        def create(dedup_id: str | None) -> str:
+            row = self._new_row(
+                name,
+                args,
+                kwargs,
+                workflow_id,
+                self._version(name, app_version),
+                queue=queue,
+                priority=priority,
+                dedup_id=dedup_id,
+                delay=delay,
+                timeout=seconds,
+                deadline=deadline,
+                partition_key=partition_key,
+                attributes=attributes,
+            )
+            warning = self._check_engines(row)
             stored, _ours = self._create(row)
-        except DuplicateDedupId as exc:
-            if if_exists == "return":
-                return ClientHandle(self, exc.existing_id)
-            raise
-        self._warn(warning)
-        return ClientHandle(self, stored.workflow_id)
+            self._warn(warning)
+            return stored.workflow_id
+
+        run_id = enqueue_planned(
+            self, queue, partition_key, overlap, dedup_id, if_exists, what, create
+        )
+        return ClientHandle(self, run_id)
 
     def _version(self, name: str, app_version: str | None) -> str:
         version = app_version or self.app_version

@@ -9,6 +9,9 @@ here the other way round): the same parameters, defaults, annotations and docstr
 so `inspect.signature`, `typing.get_type_hints`, `help()` and mypy (through the
 `ParamSpec`) see the public signature written once.
 
+`room_method("starts", Starts.create_run)` is the same for a sync face's method that
+only hands over to one of its rooms.
+
 A coroutine that does more than hand over (a start batched on the loop, a wait that
 holds no thread, a handle typed by its workflow's result) is written out in its face.
 """
@@ -20,7 +23,7 @@ import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
-__all__ = ["OffLoop", "off_loop_twin"]
+__all__ = ["OffLoop", "off_loop_twin", "room_method"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -79,3 +82,17 @@ def off_loop_twin(
         "On an async face, a coroutine: the call runs on the face's own threads, off the loop."
     )
     return twin
+
+
+def room_method(
+    room: str, method: Callable[Concatenate[Any, P], R]
+) -> Callable[Concatenate[Any, P], R]:
+    """A face's method that is its room's `method`: `self.<room>.<name>(...)`, with the
+    room's signature, annotations and docstring."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def forwarded(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return getattr(getattr(self, room), name)(*args, **kwargs)  # type: ignore[no-any-return]
+
+    return forwarded
