@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
 from replaykit.client._blocking import Client, ClientHandle, ResumedHandle
 from replaykit.runtime import admin, debounce, loop_waits, updates
-from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
+from replaykit.runtime.async_face import (
+    AsyncFace,
+    AsyncRunHandle,
+    call_off_loop,
+    not_open,
+    open_sync_face,
+)
 from replaykit.runtime.twins import off_loop_twin
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
@@ -111,27 +116,14 @@ class AsyncClient(AsyncFace):
         self._client: Client | None = None
         self._io: ThreadPoolExecutor | None = None
 
-    async def open(self) -> AsyncClient:
+    async def open(self) -> Self:
         """Open the store off the loop (a PostgreSQL pool connects)."""
         if self._client is not None:
             return self
-        loop = asyncio.get_running_loop()
-        io = ThreadPoolExecutor(self._io_workers, thread_name_prefix="replaykit-client")
-        try:
-            client = await loop.run_in_executor(
-                io, functools.partial(Client, self._target, **self._options)
-            )
-        except BaseException:
-            io.shutdown(wait=False, cancel_futures=True)
-            raise
-        self._io, self._client = io, client
+        _, self._io, self._client = await open_sync_face(
+            self._io_workers, "replaykit-client", lambda _: Client(self._target, **self._options)
+        )
         return self
-
-    async def __aenter__(self) -> AsyncClient:
-        return await self.open()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Release the store, off the loop (idempotent)."""
@@ -145,10 +137,7 @@ class AsyncClient(AsyncFace):
     def client(self) -> Client:
         """The sync `Client` underneath, for code on other threads."""
         if self._client is None:
-            raise RuntimeError(
-                "this AsyncClient is not open: use `async with AsyncClient(...) as client:` "
-                "or `await client.open()` first"
-            )
+            raise not_open("AsyncClient", "client")
         return self._client
 
     def _sync(self) -> Client:
@@ -167,10 +156,7 @@ class AsyncClient(AsyncFace):
         client = self.client
         if client.closed or self._io is None:
             raise RuntimeError("this AsyncClient is closed; create a new one")
-        loop = asyncio.get_running_loop()
-        # In the caller's context: its current span is what a start or a send joins.
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await loop.run_in_executor(self._io, call)
+        return await call_off_loop(asyncio.get_running_loop(), self._io, fn, args, kwargs)
 
     # -- what only hands over to the `Client` it holds (runtime/twins.py) ----------------
 

@@ -22,13 +22,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import contextvars
 import functools
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from replaykit import serde
 from replaykit._limits import checked_wait
@@ -38,7 +37,13 @@ from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import admin, debounce, updates
-from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
+from replaykit.runtime.async_face import (
+    AsyncFace,
+    AsyncRunHandle,
+    call_off_loop,
+    not_open,
+    open_sync_face,
+)
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
 from replaykit.runtime.handles import WorkflowHandle
@@ -203,32 +208,22 @@ class AsyncEngine(AsyncFace):
 
     # -- lifecycle ---------------------------------------------------------------------
 
-    async def open(self) -> AsyncEngine:
+    async def open(self) -> Self:
         """Build the engine off the loop (it reads the store and recovers runs)."""
         if self._engine is not None:
             if self._engine.closed:
                 raise RuntimeError("this AsyncEngine is closed; create a new one")
             return self
-        loop = asyncio.get_running_loop()
-        io = ThreadPoolExecutor(self._io_workers, thread_name_prefix="replaykit-aio")
-        try:
-            engine = await loop.run_in_executor(
-                io, functools.partial(Engine, self._target, step_loop=loop, **self._options)
-            )
-        except BaseException:
-            io.shutdown(wait=False, cancel_futures=True)
-            raise
+        loop, io, engine = await open_sync_face(
+            self._io_workers,
+            "replaykit-aio",
+            lambda loop: Engine(self._target, step_loop=loop, **self._options),
+        )
         self._loop, self._io, self._engine = loop, io, engine
         # One listener for every finished run, whoever waits: a waiter registers in
         # `_finish_waiters` on the loop and takes no lock of the engine's.
         self._unlisten = engine.wakeups.listen_kind("finished", self._heard_finished)
         return self
-
-    async def __aenter__(self) -> AsyncEngine:
-        return await self.open()
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
 
     async def close(self, *, wait: bool = True, timeout: float | None = None) -> None:
         """Stop taking work; with `wait`, running steps (async ones included) finish and
@@ -247,10 +242,7 @@ class AsyncEngine(AsyncFace):
     def engine(self) -> Engine:
         """The sync face of this same core, for code on other threads."""
         if self._engine is None:
-            raise RuntimeError(
-                "this AsyncEngine is not open: use `async with AsyncEngine(...) as engine:` "
-                "or `await engine.open()` first"
-            )
+            raise not_open("AsyncEngine", "engine")
         return self._engine
 
     def _sync(self) -> Engine:
@@ -264,16 +256,10 @@ class AsyncEngine(AsyncFace):
         return self._engine is not None and self._engine.closed
 
     async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Run a blocking call on the engine's I/O threads and await its answer.
-
-        Cancelling the awaiting task abandons the answer; the call itself ends
-        on its thread (a start that was under way may still have started).
-        """
-        loop = self._own_loop()
-        # In the caller's context: the span current in the awaiting task is the one
-        # a run started or a message sent from there joins (replaykit.otel).
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await loop.run_in_executor(self._io, call)
+        """Run a blocking call on the engine's I/O threads and await its answer
+        (`call_off_loop`: a start under way when its caller is cancelled may still
+        have started)."""
+        return await call_off_loop(self._own_loop(), self._io, fn, args, kwargs)
 
     def _own_loop(self) -> asyncio.AbstractEventLoop:
         engine = self.engine

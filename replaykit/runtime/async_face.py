@@ -14,9 +14,13 @@ docs/api.md lists them).
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from replaykit.log import Record, Status
 from replaykit.runtime import loop_waits, streams, updates
@@ -27,8 +31,9 @@ from replaykit.runtime.timing import Timing
 from replaykit.runtime.twins import off_loop_twin
 from replaykit.stores.base import Store, WorkflowRow
 
-__all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace"]
+__all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace", "call_off_loop", "not_open", "open_sync_face"]
 
+S = TypeVar("S")
 T = TypeVar("T")
 
 
@@ -53,6 +58,45 @@ class SyncFace(Protocol):
     def steps(self, workflow_id: str) -> list[Record]: ...
 
 
+async def open_sync_face(
+    workers: int, prefix: str, build: Callable[[asyncio.AbstractEventLoop], S]
+) -> tuple[asyncio.AbstractEventLoop, ThreadPoolExecutor, S]:
+    """An async face's opening: a pool of `workers` threads of its own, and the sync face
+    `build(loop)` makes on one of them (opening a store connects, an engine recovers),
+    off the running loop. A build that fails shuts the pool."""
+    loop = asyncio.get_running_loop()
+    io = ThreadPoolExecutor(workers, thread_name_prefix=prefix)
+    try:
+        face = await loop.run_in_executor(io, functools.partial(build, loop))
+    except BaseException:
+        io.shutdown(wait=False, cancel_futures=True)
+        raise
+    return loop, io, face
+
+
+def not_open(face: str, name: str) -> RuntimeError:
+    """What an async face that was never opened raises when it is used."""
+    return RuntimeError(
+        f"this {face} is not open: use `async with {face}(...) as {name}:` "
+        f"or `await {name}.open()` first"
+    )
+
+
+async def call_off_loop(
+    loop: asyncio.AbstractEventLoop,
+    io: ThreadPoolExecutor | None,
+    fn: Callable[..., T],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> T:
+    """`fn(*args, **kwargs)` on the face's threads `io`, awaited on `loop`. It runs in the
+    caller's context: the span current in the awaiting task is the one a run started or
+    a message sent from there joins (replaykit.otel). Cancelling the awaiting task
+    abandons the answer; the call itself ends on its thread."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await loop.run_in_executor(io, call)
+
+
 class AsyncFace(AsyncBulkActions):
     """The coroutines both async faces offer the same way, over `_sync()` (the bulk
     actions in `AsyncBulkActions`, runtime/async_bulk.py)."""
@@ -67,6 +111,18 @@ class AsyncFace(AsyncBulkActions):
 
     async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         raise NotImplementedError
+
+    async def open(self) -> Self:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     # -- reading runs ---------------------------------------------------------------------
 
