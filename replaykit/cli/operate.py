@@ -50,6 +50,16 @@ __all__ = [
 ]
 
 
+#: `fork --from` and `rewind --from`: where the run goes on from.
+from_option = click.option(
+    "--from",
+    "from_position",
+    type=click.IntRange(min=0),
+    required=True,
+    help="First position to run again; the records before it are kept.",
+)
+
+
 @click.command("export")
 @click.argument("workflow_id")
 @url_option
@@ -283,13 +293,7 @@ def resume_command(
 
 @click.command("fork")
 @click.argument("workflow_id")
-@click.option(
-    "--from",
-    "from_position",
-    type=click.IntRange(min=0),
-    required=True,
-    help="First position to run again; the records before it are kept.",
-)
+@from_option
 @url_option
 @click.option("--id", "new_id", help="The new run's id (default: ID-fork-<random>).")
 @click.option("--executor", help="Executor id to run the fork (default: the source's).")
@@ -385,13 +389,7 @@ def delete_command(
 
 @click.command("rewind")
 @click.argument("workflow_id")
-@click.option(
-    "--from",
-    "from_position",
-    type=click.IntRange(min=0),
-    required=True,
-    help="First position to run again; the records before it are kept.",
-)
+@from_option
 @url_option
 @click.option("--executor", help="Executor id to run it (default: the run's).")
 @click.option("--app-version", help="App version to stamp it with (default: the run's).")

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import attrs
 
@@ -68,6 +68,9 @@ __all__ = [
     "Write",
     "default_workflow_id",
 ]
+
+A = TypeVar("A")
+W = TypeVar("W")
 
 #: Every engine the kit starts claims this version, so each recovers the others' runs.
 APP_VERSION = "replaykit.testing"
@@ -335,23 +338,18 @@ class JournalStore:
     def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | BaseException]:
         # One commit point per write, in order, as a process writing them one by one
         # would have: a crash lands between any two of them.
-        answers: list[Record | BaseException] = []
-        for write in writes:
-            try:
-                answers.append(
-                    self.record(
-                        write.workflow_id,
-                        write.record,
-                        executor_id=write.executor_id,
-                        consume=write.consume,
-                        send=write.send,
-                        event=write.event,
-                        wake_at=write.wake_at,
-                    )
-                )
-            except (Exception, ControlSignal) as exc:
-                answers.append(exc)
-        return answers
+        return _one_by_one(
+            writes,
+            lambda write: self.record(
+                write.workflow_id,
+                write.record,
+                executor_id=write.executor_id,
+                consume=write.consume,
+                send=write.send,
+                event=write.event,
+                wake_at=write.wake_at,
+            ),
+        )
 
     def finish_workflow(
         self, workflow_id: str, status: Status, result: Outcome | None, **kwargs: Any
@@ -369,22 +367,17 @@ class JournalStore:
 
     def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | BaseException]:
         # One commit point per finish, in order, as for record_many.
-        answers: list[bool | BaseException] = []
-        for finish in finishes:
-            try:
-                answers.append(
-                    self.finish_workflow(
-                        finish.workflow_id,
-                        finish.status,
-                        finish.result,
-                        error=finish.error,
-                        executor_id=finish.executor_id,
-                        record=finish.record,
-                    )
-                )
-            except (Exception, ControlSignal) as exc:
-                answers.append(exc)
-        return answers
+        return _one_by_one(
+            finishes,
+            lambda finish: self.finish_workflow(
+                finish.workflow_id,
+                finish.status,
+                finish.result,
+                error=finish.error,
+                executor_id=finish.executor_id,
+                record=finish.record,
+            ),
+        )
 
     def continue_workflow(self, workflow_id: str, inputs: Any, **kwargs: Any) -> WorkflowRow:
         generation: int = kwargs["generation"]
@@ -946,3 +939,15 @@ class Session:
 
     def writes(self) -> list[Write]:
         return [e for e in self.journal if isinstance(e, Write)]
+
+
+def _one_by_one(items: Sequence[W], write: Callable[[W], A]) -> list[A | BaseException]:
+    """Each item's answer from `write(item)`, or what it raised, in order: a batch
+    written as a process writing its items one by one would."""
+    answers: list[A | BaseException] = []
+    for item in items:
+        try:
+            answers.append(write(item))
+        except (Exception, ControlSignal) as exc:
+            answers.append(exc)
+    return answers
