@@ -50,9 +50,9 @@ from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import Entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
-from replaykit.runtime.schedules import Schedule
 from replaykit.runtime.starts import StartRequest
-from replaykit.runtime.twins import off_loop_twin
+from replaykit.runtime.timing import Timing
+from replaykit.runtime.twins import off_loop_twin, room_method
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
@@ -555,30 +555,8 @@ class AsyncEngine(AsyncFace):
     garbage_collect = off_loop_twin(Engine.garbage_collect)
     recover = off_loop_twin(Engine.recover)
 
-    def schedule(
-        self,
-        cron: str,
-        wf: Workflow[..., Any],
-        /,
-        *,
-        name: str | None = None,
-        backfill: bool = False,
-        queue: str | None = None,
-        tz: str | None = None,
-        overlap: str = "allow_all",
-        jitter: timedelta | float = 0.0,
-    ) -> Schedule:
-        """`Engine.schedule`: no I/O here, the cron loop fires on the engine's thread."""
-        return self.engine.schedule(
-            cron,
-            wf,
-            name=name,
-            backfill=backfill,
-            queue=queue,
-            tz=tz,
-            overlap=overlap,
-            jitter=jitter,
-        )
+    # No I/O: it registers the schedule on the engine; the cron loop fires on its thread.
+    schedule = room_method("engine", Timing.schedule)
 
     claim_now = off_loop_twin(Engine.claim_now)
 
