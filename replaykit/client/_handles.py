@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any, Protocol
 
-from replaykit.log import Status
 from replaykit.runtime import admin
+from replaykit.runtime.handles import RunHandle, Updates
 from replaykit.stores.base import WorkflowRow
 
 __all__ = ["ClientHandle", "ResumedHandle", "RunReader"]
 
 
-class RunReader(Protocol):
+class RunReader(Updates, Protocol):
     """What a handle asks of its client (`Client`)."""
 
     def _row(self, workflow_id: str) -> WorkflowRow: ...
 
     def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow: ...
 
-    def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any: ...
 
-
-class ClientHandle:
+class ClientHandle(RunHandle):
     """A run seen from a client: its id, its status, and a way to wait for its result.
 
     Results come back as their stored JSON forms decoded without type hints
@@ -51,9 +39,8 @@ class ClientHandle:
         """The run as stored now."""
         return self._client._row(self.workflow_id)
 
-    def status(self) -> Status:
-        """The run's status now."""
-        return self.row().status
+    def _face(self) -> RunReader:
+        return self._client
 
     def result(self, timeout: float | None = None) -> Any:
         """Wait for the run to finish and return its result, or raise its failure.
@@ -63,20 +50,6 @@ class ClientHandle:
         run is doing.
         """
         return admin.run_outcome(self._client._wait_finished(self.workflow_id, timeout))
-
-    def update(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """`Client.update` of this run: its reply to update `name`."""
-        return self._client.update(
-            self.workflow_id, name, *args, timeout=timeout, update_id=update_id, **kwargs
-        )
 
 
 class ResumedHandle(ClientHandle):

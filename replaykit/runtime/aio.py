@@ -33,9 +33,9 @@ from replaykit import serde
 from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
-from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
+from replaykit.errors import WorkflowNotFound
 from replaykit.otel import current_trace_context
-from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
+from replaykit.registry import BoundWorkflow, Workflow, unbind
 from replaykit.runtime import admin, debounce, updates
 from replaykit.runtime.async_face import (
     AsyncFace,
@@ -46,7 +46,7 @@ from replaykit.runtime.async_face import (
 )
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
-from replaykit.runtime.handles import WorkflowHandle
+from replaykit.runtime.handles import WorkflowHandle, result_type_of
 from replaykit.runtime.host import Entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
@@ -114,12 +114,7 @@ class AsyncWorkflowHandle(AsyncRunHandle, Generic[R]):
         `WorkflowTimeout` if `timeout` passes first.
         """
         row = await self._engine.wait_finished(self.workflow_id, timeout)
-        result_type = self._result_type
-        if result_type is None:
-            try:
-                result_type = lookup(row.name).result_type
-            except UnknownWorkflowError:
-                result_type = None
+        result_type = result_type_of(row, self._result_type)
         return self._engine.engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
 
 
