@@ -19,6 +19,7 @@ from replaykit.log import Status
 from replaykit.registry import registered
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.fence import Fence
+from replaykit.runtime.loop_thread import LoopThread
 from replaykit.runtime.overlaps import known_concurrency_queue
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
@@ -57,7 +58,7 @@ KEYED_QUEUES_RECHECK = 10.0
 Dispatch = Callable[[str, WorkflowRow | None, bool], None]
 
 
-class Claims:
+class Claims(LoopThread):
     """Queue claiming, the heartbeat and takeovers, with the state they need.
 
     A producer (`queue_names` empty) claims nothing and takes no run over.
@@ -113,20 +114,9 @@ class Claims:
         self._enqueues: dict[str, int] = {}
         self._last_round = 0.0
         self._keyed_checked: float | None = None  # never: at the first round
-        self._wanted = threading.Event()
-        self._closed = False
         self._stranded_checked: dict[str, float] = {}
         self._stranded_warned: set[tuple[str, frozenset[str]]] = set()
-        self._thread = threading.Thread(target=self._loop, name="replaykit-queues", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wanted.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+        super().__init__("replaykit-queues")
 
     def wake(self, queue: str | None = None) -> None:
         """Something was enqueued on `queue` (None: anywhere, or notes may have been

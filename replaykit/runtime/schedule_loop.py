@@ -16,6 +16,7 @@ import attrs
 from replaykit.errors import ReplayKitError, ScheduleNotFound
 from replaykit.log import Status
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.loop_thread import LoopThread
 from replaykit.runtime.schedules import (
     MAX_BACKFILL_TICKS,
     Schedule,
@@ -44,7 +45,7 @@ log = logging.getLogger("replaykit.engine")
 READ_EVERY_WHEN_HEARD = 300
 
 
-class ScheduleLoop:
+class ScheduleLoop(LoopThread):
     """The cron loop of one engine: fires each schedule's ticks as they come.
 
     `fire(entry, tick)` creates the run `entry.run_id(tick)` (idempotent by
@@ -93,18 +94,7 @@ class ScheduleLoop:
         # What failed, by schedule (None: the loop as a whole), and the type of its
         # error: logged when it starts failing, or fails otherwise, not every round.
         self._failing: dict[str | None, str] = {}
-        self._wanted = threading.Event()
-        self._closed = False
-        self._thread = threading.Thread(target=self._loop, name="replaykit-schedules", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wanted.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=5)
+        super().__init__("replaykit-schedules")
 
     def add(self, entry: Schedule) -> None:
         if entry.hold_queue:
