@@ -24,7 +24,7 @@ from replaykit.runtime.overlaps import known_concurrency_queue
 from replaykit.runtime.queues import Queue, queue_named, registered_queues
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter, WorkflowRow
 
-__all__ = ["CLAIM_SPACING", "EMPTY_RECHECK", "Claims"]
+__all__ = ["CLAIM_SPACING", "EMPTY_RECHECK", "IN_FLIGHT_ROUNDS", "Claims"]
 
 log = logging.getLogger("replaykit.engine")
 
@@ -55,6 +55,19 @@ EMPTY_RECHECK = 60.0
 # and the store is read only at launch and after a relisten.
 KEYED_QUEUES_RECHECK = 10.0
 
+# How many claim rounds' worth of runs (`capacity` each) may be under way in this
+# engine (activations queued or running) before it claims more. Claims used to go on
+# while the scheduler had runs to take: a queue of 200,000 sleepers put 8,700
+# activations in flight in one engine, each with its claimed row, its log and its
+# interpreter, and the resident set kept the pages of that peak (docs/performance.md,
+# "Sleepers"); each run also waited seconds between its records behind the others.
+# A run that suspends or finishes makes room: what the queue holds waits in the store.
+IN_FLIGHT_ROUNDS = 4
+
+# How often an engine whose runs in flight fill its room looks again (no statement:
+# it reads its own count).
+ROOM_RECHECK = 0.01
+
 Dispatch = Callable[[str, WorkflowRow | None, bool], None]
 
 
@@ -83,8 +96,12 @@ class Claims(LoopThread):
         forget: Callable[[str], None],
         fence: Fence,
         notes_reach_every_sharer: bool = False,
+        busy: Callable[[], int] = lambda: 0,
     ) -> None:
         self.store = store
+        # Activations under way in the engine: claims stop at `IN_FLIGHT_ROUNDS` rounds.
+        self._busy = busy
+        self._held_back = False
         self._fence = fence
         self.clock = clock
         self.executor_id = executor_id
@@ -219,6 +236,11 @@ class Claims(LoopThread):
         """(runs taken, whether some queue filled all the room it had: more may wait)."""
         if self._fence.lost:
             return 0, False  # fenced (fence.py): the id's runs are another engine's now
+        room = self.capacity * IN_FLIGHT_ROUNDS - self._busy()
+        # Less room than half a round: wait for more rather than claim a few at a time.
+        self._held_back = room < max(self.capacity // 2, 1)
+        if self._held_back:
+            return 0, False
         taken = 0
         saturated = False
         now = self.clock.now()
@@ -226,7 +248,7 @@ class Claims(LoopThread):
         for queue in self.listened():
             with self._lock:
                 held = self._held.setdefault(queue.name, set())
-                capacity = self.capacity
+                capacity = min(self.capacity, room - taken)
                 if queue.worker_concurrency is not None:
                     capacity = min(capacity, queue.worker_concurrency - len(held))
             if capacity <= 0 or self._still_empty(queue.name):
@@ -352,6 +374,12 @@ class Claims(LoopThread):
                 saturated = False
             if saturated:
                 continue  # the room was filled: more runs may be ready right now
+            if self._held_back:
+                # Its runs in flight fill this engine: it claims again as they suspend
+                # or finish, which it sees in its own count, not in the store.
+                self._wanted.wait(ROOM_RECHECK)
+                self._wanted.clear()
+                continue
             # Woken by an enqueue, a finished run (room again) or the poll interval;
             # when every queue is empty, by a note or the next beat.
             self._wanted.wait(self._idle_wait())

@@ -21,6 +21,7 @@ from replaykit.commands import (
     Call,
     Command,
     Race,
+    Sleep,
     Start,
     earliest_deadline,
     facts_of,
@@ -299,6 +300,24 @@ class EffectRunner(StepRunner):
             self.probe(row, effect.position, (command,)),
             pending,
         )
+
+    def elapsed_sleep(self, row: WorkflowRow, effect: Effect) -> Record | None:
+        """The completion of a `Sleep` whose recorded instant has passed, not yet
+        written (None for any other effect): what `wait_for` would commit, built with
+        no store read, so that the scheduler writes it in its round's batch."""
+        pending = effect.pending
+        if (
+            type(effect.command) is not Sleep
+            or pending is None
+            or pending.outcome is not None
+            or pending.wake_at is None
+            or not self.clock.passed(pending.wake_at)
+        ):
+            return None
+        outcome = handler_for(effect.command).timed_out(row, effect.position, effect.command)
+        if self.telemetry.tracing:
+            self.telemetry.executed(row.workflow_id, effect.position)
+        return self.record_for(effect, outcome, started_at=pending.started_at)
 
     def probe(
         self,

@@ -252,6 +252,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 forget=lambda workflow_id: self.scheduler.drop_warm(workflow_id),
                 fence=self._fence,
                 notes_reach_every_sharer=notes_reach_every_sharer,
+                busy=lambda: self.scheduler.busy,
             )
             # Blocking work of activations: step bodies and effects that wait on the big
             # pool; the short store work around them (reading a run, finishing it,

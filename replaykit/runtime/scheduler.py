@@ -175,6 +175,9 @@ class Scheduler:
         # go to one bookkeeping thread together (`_send_finishes`).
         self._finishing: list[tuple[Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
+        # This round's batch of records (`_loop`'s `writes`): a Sleep found over as its
+        # run resumes puts its completion there (`_sleep_over`), beside the steps'.
+        self._writes: list[StepWrite] = []
         # Cancels a preemptible step's attempt when its run stops elsewhere.
         self._preempt = PreemptWatch(
             interval=poll_interval, look=stopped_runs(store, executor_id, app_version)
@@ -429,6 +432,7 @@ class Scheduler:
                 events = collections.deque(self._inbox)
                 self._inbox.clear()
             writes: list[StepWrite] = []
+            self._writes = writes
             try:
                 courtesy = self._courtesy
                 while events or writes:
@@ -453,6 +457,7 @@ class Scheduler:
                         # each write came to goes round as an event of its own.
                         events.extend(self._commit(writes))
                         writes = []
+                        self._writes = writes
                 self.async_steps.launch()
             except _HandedOver:
                 # Another thread is the scheduler now: give it what this one held.
@@ -564,11 +569,29 @@ class Scheduler:
         if self._cancel_due(activation):
             self._submit(self.work.deliver_cancel, activation, effect)
             return
+        if self._sleep_over(activation, effect):
+            return
         if isinstance(effect.command, (Race, All)):
             # As when it first ran: a graceful close lets its step children finish.
             with self._cv:
                 self._stepping.add(activation.workflow_id)
         self._submit(self.work.carry, activation, effect, steps_done)
+
+    def _sleep_over(self, activation: Activation, effect: Effect) -> bool:
+        """A `Sleep` whose instant passed: its completion goes into this round's batch
+        with the steps' records, and the run goes on once it is durable (a `Carried`
+        event, as from the pool). True if so.
+
+        A wave of sleepers coming due is thousands of such completions: each was a
+        write of its own from a bookkeeping thread (`Work.carry`), one transaction and
+        one thread hand-off a run, and a backlog behind them (docs/performance.md,
+        "Sleepers")."""
+        row = activation.row
+        record = None if row is None else self.runner.elapsed_sleep(row, effect)
+        if record is None:
+            return False
+        self._writes.append(StepWrite(activation, effect, record))
+        return True
 
     def _traced(self, activation: Activation) -> None:
         """The activation knows its run: its span may start at its first new work."""
@@ -617,6 +640,8 @@ class Scheduler:
             if handler_for(command).preemptible(command):
                 self._watch(activation)
             if not isinstance(command, Step):
+                if self._sleep_over(activation, decision):
+                    return
                 if isinstance(command, (Race, All)):
                     # Its step children may be under way: a graceful close lets them
                     # finish (and the composite commit, if they decide it).
