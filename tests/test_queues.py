@@ -581,3 +581,39 @@ def test_a_run_put_back_on_its_queue_is_announced(store_url: str) -> None:
             wait_for(lambda: ("enqueued", "q-back") in heard, "the queue's note")
         finally:
             unsubscribe()
+
+
+_GATE = threading.Event()
+
+
+def held_at_gate(label: str) -> str:
+    _GATE.wait(30)
+    return label
+
+
+@workflow(name="queue-gated")
+def gated_wf(label: str) -> Generator[Any, Any, str]:
+    return (yield Step("gated", held_at_gate, label))
+
+
+def test_claims_stop_at_four_rounds_of_runs_in_flight(store_url: str) -> None:
+    """An engine claims no more than `IN_FLIGHT_ROUNDS` claim rounds of runs while they
+    are under way: the rest wait in the store, not in its memory (a queue of 200,000
+    sleepers put 8,700 activations in flight in one engine), and go on as room frees."""
+    from replaykit.runtime.claims import IN_FLIGHT_ROUNDS
+
+    Queue("q-in-flight")
+    _GATE.clear()
+    # max_workers=1: claim rounds of 2, so at most 8 runs in flight.
+    with Engine(store_url, queues=["q-in-flight"], max_workers=1, poll_interval=0.05) as eng:
+        room = eng.claims.capacity * IN_FLIGHT_ROUNDS
+        ids = [eng.enqueue("q-in-flight", gated_wf, str(i)).workflow_id for i in range(20)]
+
+        def claimed() -> int:
+            return sum(1 for row in eng.list_workflows() if row.status is not Status.ENQUEUED)
+
+        wait_for(lambda: claimed() == room, "the room filled")
+        time.sleep(0.3)  # thirty rechecks of the room: none claims past it
+        assert claimed() == room and eng.scheduler.busy == room
+        _GATE.set()
+        assert wait_all(eng, ids) == [str(i) for i in range(20)]

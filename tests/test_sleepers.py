@@ -232,3 +232,32 @@ def test_load_runs_reads_rows_logs_and_cancel_requests(store_url: str) -> None:
         assert store.load_runs([]) == []
     finally:
         store.close()
+
+
+def test_sleeps_that_came_due_complete_in_the_rounds_batch(store_url: str) -> None:
+    """A Sleep found over as its run resumes is completed in the scheduler's batch of
+    records (`record_many`), never by a write of its own from a pool thread (`record`)."""
+    with Engine(store_url, poll_interval=0.1, max_cached_runs=0) as engine:
+        inner = engine.store.inner  # under the retries: the codec store
+        alone: list[Record] = []
+        batched: list[Record] = []
+        record, record_many = inner.record, inner.record_many
+
+        def counted(workflow_id: str, written: Record, **kwargs: Any) -> Any:
+            alone.append(written)
+            return record(workflow_id, written, **kwargs)
+
+        def counted_many(writes: Any) -> Any:
+            batched.extend(write.record for write in writes)
+            return record_many(writes)
+
+        inner.record, inner.record_many = counted, counted_many
+        due = time.time() + 1.5
+        ids = _start(engine, 40, due, "due-")
+        wait_for(lambda: _asleep(engine, ids), "every run asleep")
+        _check_woken_once(engine, ids, tolerance=2.0)
+    completed = [r for r in batched if r.kind == "sleep" and r.outcome is not None]
+    assert len(completed) == 40
+    assert [r for r in alone if r.kind == "sleep" and r.outcome is not None] == []
+    # The sleep's start (its instant) is what the completion keeps.
+    assert all(r.wake_at is not None and r.completed_at >= r.wake_at for r in completed)

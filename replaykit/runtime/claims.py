@@ -117,7 +117,8 @@ class Claims(LoopThread):
         self._dispatch = dispatch
         self._forget = forget
         self._lock = threading.Lock()
-        self._held: dict[str, set[str]] = {}  # queue -> runs of it this engine runs
+        # queue -> runs of it this engine runs, for the queues with a `worker_concurrency`
+        self._held: dict[str, set[str]] = {}
         # Queues whose last claim round took less than the room it had and which no
         # limit holds back: a run of theirs ending frees no room anyone waits for,
         # so it calls a round only if none ran for DRAINED_RECHECK seconds (runs come
@@ -276,8 +277,11 @@ class Claims(LoopThread):
                     log.debug(
                         "could not check queue %r for stranded runs", queue.name, exc_info=True
                     )
-            with self._lock:
-                held.update(row.workflow_id for row in rows)
+            if queue.worker_concurrency is not None:
+                # Only a per-worker limit counts what this engine runs of its queue: for
+                # any other, an id kept per run was weight (a million sleepers' ids).
+                with self._lock:
+                    held.update(row.workflow_id for row in rows)
             for row in rows:
                 # A claimed run may have a log (one released by a stopped worker);
                 # one claimed for the first time starts without reading it.

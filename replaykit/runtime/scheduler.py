@@ -175,8 +175,7 @@ class Scheduler:
         # go to one bookkeeping thread together (`_send_finishes`).
         self._finishing: list[tuple[Activation, Decision, Record | None]] = []
         self._seen: dict[str, int] = {}  # the notification count each activation began at
-        # This round's batch of records (`_loop`'s `writes`): a Sleep found over as its
-        # run resumes puts its completion there (`_sleep_over`), beside the steps'.
+        # This round's batch of records (`_loop`'s `writes`), for `_sleep_over`.
         self._writes: list[StepWrite] = []
         # Cancels a preemptible step's attempt when its run stops elsewhere.
         self._preempt = PreemptWatch(
@@ -578,20 +577,14 @@ class Scheduler:
         self._submit(self.work.carry, activation, effect, steps_done)
 
     def _sleep_over(self, activation: Activation, effect: Effect) -> bool:
-        """A `Sleep` whose instant passed: its completion goes into this round's batch
-        with the steps' records, and the run goes on once it is durable (a `Carried`
-        event, as from the pool). True if so.
-
-        A wave of sleepers coming due is thousands of such completions: each was a
-        write of its own from a bookkeeping thread (`Work.carry`), one transaction and
-        one thread hand-off a run, and a backlog behind them (docs/performance.md,
-        "Sleepers")."""
+        """A `Sleep` whose instant passed completes in this round's batch of records,
+        not in a write of its own from a pool thread (a wave of sleepers coming due
+        is thousands of them); the run goes on once it is durable. True if so."""
         row = activation.row
         record = None if row is None else self.runner.elapsed_sleep(row, effect)
-        if record is None:
-            return False
-        self._writes.append(StepWrite(activation, effect, record))
-        return True
+        if record is not None:
+            self._writes.append(StepWrite(activation, effect, record))
+        return record is not None
 
     def _traced(self, activation: Activation) -> None:
         """The activation knows its run: its span may start at its first new work."""
