@@ -596,7 +596,7 @@ def gated_wf(label: str) -> Generator[Any, Any, str]:
     return (yield Step("gated", held_at_gate, label))
 
 
-def test_claims_stop_at_four_rounds_of_runs_in_flight(store_url: str) -> None:
+def test_claims_stop_at_a_bounded_number_of_runs_in_flight(store_url: str) -> None:
     """An engine claims no more than `IN_FLIGHT_ROUNDS` claim rounds of runs while they
     are under way: the rest wait in the store, not in its memory (a queue of 200,000
     sleepers put 8,700 activations in flight in one engine), and go on as room frees."""
@@ -604,10 +604,10 @@ def test_claims_stop_at_four_rounds_of_runs_in_flight(store_url: str) -> None:
 
     Queue("q-in-flight")
     _GATE.clear()
-    # max_workers=1: claim rounds of 2, so at most 8 runs in flight.
+    # max_workers=1: claim rounds of 2, so at most 2 * IN_FLIGHT_ROUNDS runs in flight.
     with Engine(store_url, queues=["q-in-flight"], max_workers=1, poll_interval=0.05) as eng:
         room = eng.claims.capacity * IN_FLIGHT_ROUNDS
-        ids = [eng.enqueue("q-in-flight", gated_wf, str(i)).workflow_id for i in range(20)]
+        ids = [eng.enqueue("q-in-flight", gated_wf, str(i)).workflow_id for i in range(30)]
 
         def claimed() -> int:
             return sum(1 for row in eng.list_workflows() if row.status is not Status.ENQUEUED)
@@ -616,4 +616,4 @@ def test_claims_stop_at_four_rounds_of_runs_in_flight(store_url: str) -> None:
         time.sleep(0.3)  # thirty rechecks of the room: none claims past it
         assert claimed() == room and eng.scheduler.busy == room
         _GATE.set()
-        assert wait_all(eng, ids) == [str(i) for i in range(20)]
+        assert wait_all(eng, ids) == [str(i) for i in range(30)]

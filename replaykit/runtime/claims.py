@@ -62,7 +62,10 @@ KEYED_QUEUES_RECHECK = 10.0
 # interpreter, and the resident set kept the pages of that peak (docs/performance.md,
 # "Sleepers"); each run also waited seconds between its records behind the others.
 # A run that suspends or finishes makes room: what the queue holds waits in the store.
-IN_FLIGHT_ROUNDS = 4
+# Eight rounds (1,024 runs at the default `max_workers`) cover a claim statement's
+# second or so on a loaded database with a queue of 200,000 (four starved the engines:
+# they fell asleep at 670 runs a second where unbounded claims reached 1,180).
+IN_FLIGHT_ROUNDS = 8
 
 # How often an engine whose runs in flight fill its room looks again (no statement:
 # it reads its own count).
