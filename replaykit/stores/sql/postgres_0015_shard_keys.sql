@@ -55,47 +55,21 @@ INSERT INTO {schema}.run_shards (workflow_id, shard_key)
 SELECT workflow_id, shard_key
 FROM {schema}.workflows;
 
-ALTER TABLE {schema}.records ADD COLUMN shard_key text COLLATE "C";
-UPDATE {schema}.records t
-SET shard_key = COALESCE((SELECT w.shard_key
-        FROM {schema}.workflows w
-        WHERE w.workflow_id = t.workflow_id), t.workflow_id);
-ALTER TABLE {schema}.records ALTER COLUMN shard_key SET NOT NULL;
-
-ALTER TABLE {schema}.messages ADD COLUMN shard_key text COLLATE "C";
-UPDATE {schema}.messages t
-SET shard_key = COALESCE((SELECT w.shard_key
-        FROM {schema}.workflows w
-        WHERE w.workflow_id = t.workflow_id), t.workflow_id);
-ALTER TABLE {schema}.messages ALTER COLUMN shard_key SET NOT NULL;
-
-ALTER TABLE {schema}.events ADD COLUMN shard_key text COLLATE "C";
-UPDATE {schema}.events t
-SET shard_key = COALESCE((SELECT w.shard_key
-        FROM {schema}.workflows w
-        WHERE w.workflow_id = t.workflow_id), t.workflow_id);
-ALTER TABLE {schema}.events ALTER COLUMN shard_key SET NOT NULL;
-
-ALTER TABLE {schema}.send_keys ADD COLUMN shard_key text COLLATE "C";
-UPDATE {schema}.send_keys t
-SET shard_key = COALESCE((SELECT w.shard_key
-        FROM {schema}.workflows w
-        WHERE w.workflow_id = t.workflow_id), t.workflow_id);
-ALTER TABLE {schema}.send_keys ALTER COLUMN shard_key SET NOT NULL;
-
-ALTER TABLE {schema}.step_heartbeats ADD COLUMN shard_key text COLLATE "C";
-UPDATE {schema}.step_heartbeats t
-SET shard_key = COALESCE((SELECT w.shard_key
-        FROM {schema}.workflows w
-        WHERE w.workflow_id = t.workflow_id), t.workflow_id);
-ALTER TABLE {schema}.step_heartbeats ALTER COLUMN shard_key SET NOT NULL;
-
-ALTER TABLE {schema}.cancel_requests ADD COLUMN shard_key text COLLATE "C";
-UPDATE {schema}.cancel_requests t
-SET shard_key = COALESCE((SELECT w.shard_key
-        FROM {schema}.workflows w
-        WHERE w.workflow_id = t.workflow_id), t.workflow_id);
-ALTER TABLE {schema}.cancel_requests ALTER COLUMN shard_key SET NOT NULL;
+-- The other tables of a run take its key (a row of a run whose row is gone: its id).
+DO $migration$
+DECLARE
+    part text;
+BEGIN
+    FOREACH part IN ARRAY ARRAY['records', 'messages', 'events', 'send_keys', 'step_heartbeats',
+            'cancel_requests'] LOOP
+        EXECUTE format('ALTER TABLE {schema}.%I ADD COLUMN shard_key text COLLATE "C"', part);
+        EXECUTE format('UPDATE {schema}.%I t SET shard_key = COALESCE((SELECT w.shard_key '
+            'FROM {schema}.workflows w WHERE w.workflow_id = t.workflow_id), t.workflow_id)',
+            part);
+        EXECUTE format('ALTER TABLE {schema}.%I ALTER COLUMN shard_key SET NOT NULL', part);
+    END LOOP;
+END
+$migration$;
 
 -- Each table's key leads with the shard key (a sharded table's unique keys must
 -- hold it); the directory above keeps run ids unique.
