@@ -491,6 +491,7 @@ class Engine(Timing, History, BulkActions, Listing):
         concurrency_limit: int = 1,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
@@ -507,7 +508,9 @@ class Engine(Timing, History, BulkActions, Listing):
         once, across every engine; the others wait (ENQUEUED) in order for a slot, and
         `overlap` says what this start does while a run of the key is live: "allow",
         "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md).
-        `attributes` are the run's searchable key/values (docs/operations.md)."""
+        `attributes` are the run's searchable key/values (docs/operations.md).
+        `shard_key` places the run and its children's rows together on a sharded
+        database (default: the run's id; docs/storage.md, "Past one server")."""
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
         what = f"start({_name_of(wf)}, ...)"
@@ -528,6 +531,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
                 attributes=attributes,
+                shard_key=shard_key,
                 **kwargs,
             )
         row, _created = self.create_run(
@@ -538,6 +542,7 @@ class Engine(Timing, History, BulkActions, Listing):
             timeout=seconds,
             deadline=deadline,
             attributes=attributes,
+            shard_key=shard_key,
         )
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
 
@@ -557,6 +562,7 @@ class Engine(Timing, History, BulkActions, Listing):
         partition_key: str | None = None,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -576,7 +582,7 @@ class Engine(Timing, History, BulkActions, Listing):
         (`Queue(partition_concurrency=..., partition_rate_limit=...)`); `overlap`
         says what the enqueue does while a run of that key is live on the queue
         ("allow", "skip", "queue_one", "cancel_other": runtime/overlaps.py).
-        `attributes` as for `start`.
+        `attributes` and `shard_key` as for `start`.
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
@@ -601,6 +607,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 deadline=deadline,
                 partition_key=partition_key,
                 attributes=attributes,
+                shard_key=shard_key,
             )
             return row.workflow_id
 

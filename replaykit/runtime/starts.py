@@ -93,6 +93,7 @@ class Starts:
         deadline: datetime | None = None,
         partition_key: str | None = None,
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
@@ -114,6 +115,7 @@ class Starts:
             deadline=deadline,
             partition_key=partition_key,
             attributes=attributes,
+            shard_key=shard_key,
         )
         stored, created = self.store.create_workflow(row)
         if not created:
@@ -192,6 +194,7 @@ class Starts:
         deadline: datetime | None = None,
         partition_key: str | None = None,
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
     ) -> WorkflowRow:
         """The row of a new run created `now`, its inputs encoded and their size checked."""
         if not isinstance(wf, Workflow):
@@ -226,6 +229,7 @@ class Starts:
             parent_id=parent_id,
             partition_key=partition_key,
             attributes=attributes,
+            shard_key=shard_key,
         )
 
     # -- many runs that start now ------------------------------------------------------------
