@@ -91,6 +91,34 @@ def pg_schema(request: pytest.FixtureRequest) -> Iterator[str]:
     drop_schema(schema)
 
 
+def postgres_schema_at(url: str, schema: str, version: int) -> None:
+    """Make `schema` as replaykit's PostgreSQL migrations 1..`version` left it (the files
+    ship with the package and are never edited), for tests of upgrades from it."""
+    from importlib import resources
+
+    import psycopg
+    from psycopg import sql
+
+    from replaykit.stores.postgres import MIGRATIONS
+
+    quoted = sql.Identifier(schema)
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(quoted))
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {}.schema_version (version integer PRIMARY KEY, "
+                "applied_at timestamptz NOT NULL DEFAULT now())"
+            ).format(quoted)
+        )
+        for number, name in enumerate(MIGRATIONS[:version], start=1):
+            text = resources.files("replaykit.stores").joinpath("sql", name).read_text("utf-8")
+            conn.execute(sql.SQL(text).format(schema=quoted))
+            conn.execute(
+                sql.SQL("INSERT INTO {}.schema_version (version) VALUES (%s)").format(quoted),
+                (number,),
+            )
+
+
 @pytest.fixture
 def pg_url() -> str:
     require_postgres()

@@ -66,6 +66,7 @@ def fill(pg: str, schema: str, runs: int, now: datetime) -> None:
         span = DAYS * 86400
         made: dict[str, sql.Composable] = {
             "workflow_id": sql.SQL("'op-' || lpad(n::text, 8, '0')"),
+            "shard_key": sql.SQL("'op-' || lpad(n::text, 8, '0')"),
             # By n / 5, so that every name has runs of every status (n % 5).
             "name": sql.SQL("'bench-op-' || ((n / 5) % {})").format(sql.Literal(NAMES)),
             "status": sql.SQL("({}::text[])[1 + n % {}]").format(

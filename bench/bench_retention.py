@@ -47,9 +47,10 @@ def fill(engine: Engine, pg: str, schema: str, runs: int, records: int, at: date
     with psycopg.connect(pg, autocommit=True) as conn:
         conn.execute(
             sql.SQL(
-                "INSERT INTO {}.records (workflow_id, position, kind, name, outcome, digest, "
-                "call_site, started_at, completed_at, attempts) "
-                "SELECT w.workflow_id, p, 'step', 's', '{{\"value\": 1}}', '', '', %s, %s, 1 "
+                "INSERT INTO {}.records (shard_key, workflow_id, position, kind, name, outcome, "
+                "digest, call_site, started_at, completed_at, attempts) "
+                "SELECT w.shard_key, w.workflow_id, p, 'step', 's', '{{\"value\": 1}}', '', '', "
+                "%s, %s, 1 "
                 "FROM {}.workflows w, generate_series(0, %s - 1) p"
             ).format(sql.Identifier(schema), sql.Identifier(schema)),
             (at, at, records),

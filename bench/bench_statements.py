@@ -89,8 +89,9 @@ def main() -> None:
         with store._db.connection() as conn:
             conn.execute(
                 store._db.q(
-                    "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
-                    "app_version, created_at, updated_at) SELECT 'old-' || n, 'wf', 'SUCCESS', "
+                    "INSERT INTO {s}.workflows (shard_key, workflow_id, name, status, "
+                    "executor_id, app_version, created_at, updated_at) "
+                    "SELECT 'old-' || n, 'old-' || n, 'wf', 'SUCCESS', "
                     "'e1', 'v1', %(now)s, %(now)s FROM generate_series(1, %(grown)s) AS n"
                 ),
                 {"now": now, "grown": args.grown},

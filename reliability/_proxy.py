@@ -2,7 +2,8 @@
 
 It reads the wire protocol just enough to know, for each `ReadyForQuery` the
 server sends, which SQL the client's cycle ran (the statements parsed, bound or
-sent since the previous Sync). When a cycle that wrote (INSERT, UPDATE, DELETE or
+sent since the previous Sync; for the cycle that ends a transaction, every cycle of
+that transaction). When a cycle that wrote (INSERT, UPDATE, DELETE or
 COMMIT) ends with the server idle — the transaction has committed — the proxy may
 close both sockets instead of forwarding that `ReadyForQuery`: the server has
 committed, and the client never hears it. Cuts happen when armed for a pattern
@@ -52,6 +53,7 @@ class _Connection:
         self.statements: dict[str, str] = {}
         self.pending: list[str] = []  # SQL of the cycle the client is sending
         self.cycles: deque[list[str]] = deque()  # sent cycles awaiting their ReadyForQuery
+        self.transaction: list[str] = []  # SQL of the open transaction's cycles so far
         self.lock = threading.Lock()
         self.untyped_replies = 0  # single-byte answers to SSL/GSS requests
         self.closed = threading.Event()
@@ -143,8 +145,14 @@ class _Connection:
             if kind == b"Z":
                 with self.lock:
                     cycle = self.cycles.popleft() if self.cycles else []
-                if body[:1] == b"I" and self.proxy.should_cut(cycle):
-                    raise _Cut()
+                if body[:1] != b"I":
+                    # Inside a transaction: its statements count with the cycle that
+                    # commits it (a run's start is a transaction of several statements).
+                    self.transaction.extend(cycle)
+                else:
+                    cycle, self.transaction = [*self.transaction, *cycle], []
+                    if self.proxy.should_cut(cycle):
+                        raise _Cut()
             elif self.proxy.random_cut and self.proxy.roll() < self.proxy.random_cut:
                 self.proxy.cut_here("mid-reply", "")
                 raise _Cut()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import PG_URL, require_postgres
 from replaykit import Client, Status
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -342,6 +343,32 @@ def test_keyed_starts(tmp_path: Path) -> None:
     assert "second start answered with the live run: True" in out
     assert "spec.md v2 rendered" in out
     assert "the older preview: CANCELLED" in out
+
+
+def test_shard_keys(tmp_path: Path) -> None:
+    out = run_example([str(ROOT / "examples" / "shard_keys.py")], tmp_path)
+    assert "tenant-a: quote 600" in out and "tenant-b: quote 400" in out
+    assert (
+        "each tenant's family under its own key: "
+        "{'tenant-a': {'tenant-a'}, 'tenant-b': {'tenant-b'}}" in out
+    )
+    assert "a run started without a key is its own: True" in out
+
+
+def test_shard_keys_on_a_partitioned_postgres_schema(tmp_path: Path) -> None:
+    require_postgres()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "REPLAYKIT_URL": PG_URL}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "shard_keys.py"), "--partitions", "4"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    placed = re.findall(r"records of shard key '(tenant-[ab])': (\d+) in records_p\d", done.stdout)
+    assert sorted(placed) == [("tenant-a", "4"), ("tenant-b", "2")], done.stdout
 
 
 def test_attributes(tmp_path: Path) -> None:

@@ -14,7 +14,6 @@ import pytest
 from replaykit.stores.postgres.shapes import (
     RecordShape,
     finish_record_statement,
-    notify_count,
     record_statement,
 )
 
@@ -32,7 +31,6 @@ PARTS = {
     "send": "%(send_topic)s",
     "send_key": "%(send_key)s",
     "event": "%(event_key)s",
-    "stream": "'stream:'",
 }
 
 
@@ -43,6 +41,8 @@ def test_each_optional_part_is_in_the_text_only_when_the_shape_asks(shape: Recor
     text = record_statement("app", shape)
     for field, part in PARTS.items():
         assert (part in text) is getattr(shape, field), (field, text)
+    # A stream's note, as every note, is the writer's statement of its own (single.py).
+    assert "pg_notify" not in text
     previous = "p.position = %(pos)s - 1"
     assert (previous in text) is not shape.first
     assert "IS NULL OR" not in text
@@ -52,12 +52,14 @@ def test_each_optional_part_is_in_the_text_only_when_the_shape_asks(shape: Recor
 
 
 def test_every_shape_is_a_statement_of_its_own() -> None:
-    assert len({record_statement("app", shape) for shape in SHAPES}) == len(SHAPES)
+    # A stream's record is written as any other (its note goes apart).
+    written = [shape for shape in SHAPES if not shape.stream]
+    assert len({record_statement("app", shape) for shape in SHAPES}) == len(written)
 
 
 def test_a_completed_record_is_never_written_over() -> None:
     text = record_statement("app", RecordShape(True, False, False, False, False, False))
-    assert "ON CONFLICT (workflow_id, position) DO UPDATE" in text
+    assert "ON CONFLICT (shard_key, workflow_id, position) DO UPDATE" in text
     assert "WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (" in text
     assert "excluded.attempts > r.attempts" in text
 
@@ -70,18 +72,11 @@ def test_the_schema_names_every_table() -> None:
     assert " workflows " not in text and " records " not in text
 
 
-def test_a_notification_counts_rows_and_skips_keys_too_long_to_notify() -> None:
-    text = notify_count("message", "sent")
-    assert text.startswith("(SELECT count(*) + 0 * count(pg_notify(%(channel)s")
-    assert "'message:' || workflow_id" in text and "FROM sent)" in text
-    assert "FILTER (WHERE octet_length(workflow_id) <" in text
-
-
-def test_a_finish_writes_through_the_records_gate_and_notifies_the_finish() -> None:
+def test_a_finish_writes_through_the_records_gate_and_leaves_its_note_apart() -> None:
     owned = finish_record_statement("app", executor=True, first=False)
     assert "run.executor_id = %(executor)s" in owned
     assert "p.position = %(pos)s - 1" in owned
     assert "SET status = %(status)s, result = %(result)s" in owned
-    assert "'finished:' || workflow_id" in owned
+    assert "pg_notify" not in owned
     alone = finish_record_statement("app", executor=False, first=True)
     assert "%(executor)s" not in alone and "p.position" not in alone

@@ -16,7 +16,7 @@ import pytest
 from croniter import croniter
 
 import replaykit
-from conftest import wait_for
+from conftest import postgres_schema_at, wait_for
 from replaykit import Engine, Now, Queue, Status, VirtualClock, workflow
 from replaykit.runtime.schedules import (
     MAX_BACKFILL_TICKS,
@@ -326,34 +326,9 @@ def test_a_sqlite_database_of_version_3_gets_the_schedules_table(tmp_path: Path)
 def test_a_postgres_schema_of_version_3_gets_the_schedules_table(
     pg_url: str, pg_schema: str
 ) -> None:
-    import psycopg
-
     from replaykit.stores.postgres import MIGRATIONS, PostgresStore
 
-    PostgresStore(pg_url, schema=pg_schema).close()
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'DROP TABLE "{pg_schema}".schedules')
-        # What later migrations added goes too: the schema is as version 3 left it.
-        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN trace_context')
-        conn.execute(f'ALTER TABLE "{pg_schema}".messages DROP COLUMN trace_context')
-        conn.execute(
-            f'ALTER TABLE "{pg_schema}".workflows '
-            "DROP COLUMN forked_from, DROP COLUMN fork_position"
-        )
-        conn.execute(
-            f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN generation, DROP COLUMN continued_as'
-        )
-        conn.execute(
-            f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN deadline, DROP COLUMN timeout_seconds'
-        )
-        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN first_inputs')
-        conn.execute(f'ALTER TABLE "{pg_schema}".heartbeats DROP COLUMN registered')
-        conn.execute(f'DROP TABLE "{pg_schema}".step_heartbeats')
-        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
-        conn.execute(f'DROP TABLE "{pg_schema}".cancel_requests')
-        conn.execute(f'DROP TABLE "{pg_schema}".parent_close_policies')
-        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN attributes')
-        conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 3')
+    postgres_schema_at(pg_url, pg_schema, 3)
     store = PostgresStore(pg_url, schema=pg_schema)
     try:
         assert store.schema_status() == (len(MIGRATIONS), len(MIGRATIONS))

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from conftest import postgres_schema_at
 from replaykit import Engine, Recv, SetEvent, workflow
 from replaykit.cli import cli
 from replaykit.errors import StoreError, StoreUnavailable
@@ -359,28 +360,11 @@ def test_a_postgres_schema_of_version_1_is_migrated_and_forks_from_then_on(
 ) -> None:
     from replaykit.stores.postgres import MIGRATIONS, PostgresStore
 
-    PostgresStore(pg_url, schema=pg_schema).close()
-    # Back to version 1, with a run recorded then: its records remember nothing.
+    # A schema of version 1, with a run recorded then: its records remember nothing.
+    postgres_schema_at(pg_url, pg_schema, 1)
     _damage_postgres(
         pg_url,
         pg_schema,
-        "ALTER TABLE {s}.records DROP COLUMN event_key, DROP COLUMN event_value",
-        "ALTER TABLE {s}.send_keys DROP COLUMN call_id",
-        "DROP TABLE {s}.schedules",
-        "ALTER TABLE {s}.workflows DROP COLUMN trace_context",
-        "ALTER TABLE {s}.messages DROP COLUMN trace_context",
-        "ALTER TABLE {s}.workflows DROP COLUMN forked_from, DROP COLUMN fork_position",
-        "ALTER TABLE {s}.workflows DROP COLUMN deadline, DROP COLUMN timeout_seconds",
-        "ALTER TABLE {s}.workflows DROP COLUMN generation, DROP COLUMN continued_as",
-        "ALTER TABLE {s}.workflows DROP COLUMN first_inputs",
-        "ALTER TABLE {s}.heartbeats DROP COLUMN registered",
-        "DROP TABLE {s}.step_heartbeats",
-        "ALTER TABLE {s}.workflows DROP COLUMN partition_key",
-        "DROP TABLE {s}.cancel_requests",
-        "DROP TABLE {s}.parent_close_policies",
-        "DROP INDEX {s}.workflows_by_attributes",
-        "ALTER TABLE {s}.workflows DROP COLUMN attributes",
-        "DELETE FROM {s}.schema_version WHERE version > 1",
         "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, app_version, "
         "created_at, updated_at) VALUES ('old', 'wf', 'PENDING', 'local', '', now(), now())",
         "INSERT INTO {s}.records (workflow_id, position, kind, name, outcome, digest, "

@@ -77,7 +77,11 @@ def test_postgres_creates_a_batch_with_one_statement(
     seen = _count_statements(pg_store, monkeypatch)
     answers = pg_store.create_workflows([_queued(f"n-{i}", priority=i % 3) for i in range(200)])
     assert [created for _, created in answers] == [True] * 200
-    assert len(seen) == 1 and "INSERT INTO" in seen[0], seen  # autocommit: one commit
+    # The ids into the directory of ids, the runs, their queue items, then the queue's
+    # note, in one transaction.
+    assert len(seen) == 6 and seen[0] == "BEGIN" and seen[-1] == "COMMIT", seen
+    assert "run_shards" in seen[1] and ".workflows" in seen[2], seen
+    assert ".queue_items" in seen[3] and "pg_notify" in seen[4], seen
 
     seen.clear()
     answers = pg_store.create_workflows([_queued("n-0"), _queued("new"), _queued("old")])
@@ -86,14 +90,15 @@ def test_postgres_creates_a_batch_with_one_statement(
         ("new", True),
         ("old", False),
     ]
-    # The insert, then one read of the runs in the way.
-    assert len(seen) == 2 and "INSERT INTO" in seen[0] and "INSERT" not in seen[1], seen
+    # The inserts, then one read of the runs in the way.
+    assert len(seen) == 7 and "INSERT INTO" in seen[2] and "queue_items" in seen[3], seen
+    assert "pg_notify" in seen[4] and "INSERT" not in seen[5], seen
 
     seen.clear()
     pg_store.create_workflows([_queued(f"d-{i}", dedup_id=f"u-{i}") for i in range(50)])
     # With dedup_ids: the advisory locks, the check and the insert, in one transaction.
-    assert seen[0] == "BEGIN" and seen[-1] == "COMMIT" and len(seen) == 5, seen
-    assert sum("INSERT INTO" in q for q in seen) == 1
+    assert seen[0] == "BEGIN" and seen[-1] == "COMMIT" and len(seen) == 8, seen
+    assert sum("INSERT INTO" in q for q in seen) == 3
 
 
 @pytest.mark.parametrize("dedup", [None, "u-1"])
@@ -249,9 +254,10 @@ def test_postgres_batch_statements_keep_primary_key_plans(pg_url: str, pg_schema
         with store._db.connection() as conn:
             conn.execute(
                 store._db.q(
-                    "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
+                    "INSERT INTO {s}.workflows (shard_key, workflow_id, name, status, executor_id, "
                     "app_version, created_at, updated_at, queue) "
-                    "SELECT 'grown-' || n, 'wf', 'ENQUEUED', '', 'v1', %(now)s, %(now)s, 'q' "
+                    "SELECT 'grown-' || n, 'grown-' || n, 'wf', 'ENQUEUED', '', 'v1', %(now)s, "
+                    "%(now)s, 'q' "
                     "FROM generate_series(1, 4000) AS n"
                 ),
                 {"now": datetime.now(UTC)},
@@ -295,9 +301,10 @@ def test_postgres_batch_dedup_check_probes_by_id_and_dedup_id(pg_url: str, pg_sc
         with store._db.connection() as conn:
             conn.execute(
                 store._db.q(
-                    "INSERT INTO {s}.workflows (workflow_id, name, status, executor_id, "
+                    "INSERT INTO {s}.workflows (shard_key, workflow_id, name, status, executor_id, "
                     "app_version, created_at, updated_at, queue, dedup_id) "
-                    "SELECT 'grown-' || n, 'wf', CASE WHEN n %% 3 = 0 THEN 'ENQUEUED' "
+                    "SELECT 'grown-' || n, 'grown-' || n, 'wf', "
+                    "CASE WHEN n %% 3 = 0 THEN 'ENQUEUED' "
                     "ELSE 'SUCCESS' END, '', 'v1', %(now)s, %(now)s, 'q', 'd-' || (n %% 100) "
                     "FROM generate_series(1, 20000) AS n"
                 ),
@@ -316,7 +323,8 @@ def test_postgres_batch_dedup_check_probes_by_id_and_dedup_id(pg_url: str, pg_sc
                     },
                 ).fetchall()
             )
-        assert "workflows_pkey" in plan and "workflows_by_dedup" in plan, plan
+        # Whether an id exists is a probe of the directory of ids by its key.
+        assert "run_shards_pkey" in plan and "workflows_by_dedup" in plan, plan
         assert "Seq Scan on workflows" not in plan and "workflows_by_created" not in plan, plan
         # And the check still finds the live holder it should.
         with pytest.raises(DuplicateDedupId) as refused:

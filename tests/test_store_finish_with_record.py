@@ -34,16 +34,20 @@ def _state(store: Any, workflow_id: str) -> tuple[Any, ...]:
 
 
 class _CountingStatements:
-    """Counts the statements psycopg sends (each one round trip, in autocommit)."""
+    """Counts the statements psycopg sends: the writes (`texts`; each one round trip, in
+    autocommit) and the notes that go beside them (`notes`; pipelined with the write, or
+    after a batch)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import psycopg
 
         self.texts: list[str] = []
+        self.notes: list[str] = []
         execute = psycopg.Connection.execute
 
         def counting(conn: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            self.texts.append(str(query))
+            text = str(query)
+            (self.notes if "pg_notify" in text else self.texts).append(text)
             return execute(conn, query, *args, **kwargs)
 
         monkeypatch.setattr(psycopg.Connection, "execute", counting)
@@ -68,6 +72,7 @@ def test_postgres_finish_with_record_is_one_statement(
     assert store.finish_workflow("later", Status.SUCCESS, Value(2), record=_rec(1, "last"))
     assert store.finish_workflow("pending", Status.SUCCESS, Value(3), record=_rec(0, "done"))
     assert len(counted.texts) == 3, counted.texts
+    assert len(counted.notes) == 3, counted.notes  # each finish's, in its round trip
     assert _state(store, "first") == (Status.SUCCESS, Value(1), [_rec(0)])
     assert _state(store, "later") == (Status.SUCCESS, Value(2), [_rec(0), _rec(1, "last")])
     assert _state(store, "pending") == (Status.SUCCESS, Value(3), [_rec(0, "done")])
@@ -107,6 +112,8 @@ def test_postgres_batch_finishes_with_records_in_one_statement_and_falls_back_fo
     store._write_batch(slots)
     # One statement for the records, one for the finishes with records, one for the plain finish.
     assert len(counted.texts) == 3, counted.texts
+    # The batch's finishes told of in one note statement; the plain finish's beside it.
+    assert len(counted.notes) == 2, counted.notes
     outcomes = [slot.outcome() for slot in slots]
     assert outcomes[0] is True and outcomes[6] is True and outcomes[7] is True
     assert outcomes[8] is True and outcomes[9] == _rec(0, "r")

@@ -213,9 +213,17 @@ def test_postgres_record_many_falls_back_for_refusals_and_side_effects(
     # The batch statement wrote p1 and p2. Then, in input order, one statement
     # each for the records with side effects, and for what the batch did not
     # write a statement and, since it wrote nothing, its explanation.
+    # A send to a run of another shard key is a statement of its own beside its record
+    # (in one transaction), and a note goes in a statement of its own beside its write.
     record_statements = [q for q in seen if q.startswith("WITH run AS")]
+    sends = [q for q in seen if q.startswith("WITH target AS")]
+    notes = [q for q in seen if "pg_notify" in q]
+    # The unknown target's shard key is asked of the directory (and not kept).
+    lookups = [q for q in seen if q == pg_store._db.sql["shard_of"]]
     assert seen[0] == pg_store._db.sql["record_batch"]
-    assert len(record_statements) == 5 and len(seen) == 1 + 5 + 3, seen
+    assert len(record_statements) == 5 and len(sends) == 1 and len(notes) == 1, seen
+    assert len(lookups) == 2, seen
+    assert len(seen) == 1 + 5 + 3 + len(sends) + len(notes) + len(lookups), seen
     assert pg_store.peek_message("recv", "t") is None
     assert pg_store.get_event("event", "k") == (True, 3)
     assert pg_store.load_log("gone") == [] and pg_store.load_log("send") == []

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from conftest import drop_schema, fresh_schema_name
+from conftest import drop_schema, fresh_schema_name, postgres_schema_at
 from conftest import step_record as step
 from replaykit.errors import (
     StoreError,
@@ -808,15 +808,8 @@ def test_a_postgres_schema_of_version_9_gets_the_heartbeats_names(
     from replaykit.stores.postgres import MIGRATIONS, PostgresStore
 
     now = datetime.now(UTC)
-    PostgresStore(pg_url, schema=pg_schema).close()
+    postgres_schema_at(pg_url, pg_schema, 9)
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'ALTER TABLE "{pg_schema}".heartbeats DROP COLUMN registered')
-        conn.execute(f'DROP TABLE "{pg_schema}".step_heartbeats')
-        conn.execute(f'DROP TABLE "{pg_schema}".cancel_requests')
-        conn.execute(f'DROP TABLE "{pg_schema}".parent_close_policies')
-        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN partition_key')
-        conn.execute(f'ALTER TABLE "{pg_schema}".workflows DROP COLUMN attributes')
-        conn.execute(f'DELETE FROM "{pg_schema}".schema_version WHERE version > 9')
         conn.execute(f"INSERT INTO \"{pg_schema}\".heartbeats VALUES ('old-1', 'v1', %s)", (now,))
     store = PostgresStore(pg_url, schema=pg_schema)
     try:

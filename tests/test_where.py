@@ -147,10 +147,10 @@ def test_postgres_serves_an_equality_on_an_attribute_by_its_index(
             # 100,000 runs of 5,000 customers, each run's attributes its own (an order
             # id), analyzed; then a new customer's five runs, as a busy store has them.
             conn.execute(
-                f"INSERT INTO {table} (workflow_id, name, status, executor_id, app_version, "
-                "created_at, updated_at, attributes) SELECT 'r-' || n, 'order', 'SUCCESS', "
-                "'local', '', now(), now(), jsonb_build_object('customer', 'c' || (n % 5000), "
-                "'order', n) FROM generate_series(1, 100000) AS n"
+                f"INSERT INTO {table} (shard_key, workflow_id, name, status, executor_id, "
+                "app_version, created_at, updated_at, attributes) SELECT 'r-' || n, 'r-' || n, "
+                "'order', 'SUCCESS', 'local', '', now(), now(), jsonb_build_object('customer', "
+                "'c' || (n % 5000), 'order', n) FROM generate_series(1, 100000) AS n"
             )
             conn.execute(f"ANALYZE {table}")
             store.create_workflows(

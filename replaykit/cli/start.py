@@ -63,6 +63,12 @@ _JSON_EXAMPLE = '{"ok": true}'
     "live: start anyway, skip (answer with the live run), keep one waiting, or cancel it.",
 )
 @click.option(
+    "--shard-key",
+    metavar="KEY",
+    help="The key that places the run's rows (and its children's) on one shard of a "
+    "sharded database; default: the run's id (docs/storage.md, 'Past one server').",
+)
+@click.option(
     "--executor", help="Without --queue: the executor id of the engine to run it (it is told)."
 )
 @click.option(
@@ -88,6 +94,7 @@ def start_command(
     concurrency_key: str | None,
     concurrency_limit: int,
     overlap: str,
+    shard_key: str | None,
     executor: str | None,
     app_version: str | None,
     strict: bool,
@@ -132,6 +139,8 @@ def start_command(
         raise UsageError("--partition-key names a partition of a queue: it needs --queue")
     if partition_key == "":
         raise UsageError("--partition-key needs a key: a non-empty string")
+    if shard_key == "":
+        raise UsageError("--shard-key needs a key: a non-empty string")
     with client_at(url, app_version=app_version, strict=strict) as client:
         if app_version == "latest":
             try:
@@ -149,6 +158,7 @@ def start_command(
                 delay=delay,
                 partition_key=partition_key,
                 overlap=overlap,
+                shard_key=shard_key,
                 **kwargs,
             )
         else:
@@ -160,6 +170,7 @@ def start_command(
                 concurrency_key=concurrency_key,
                 concurrency_limit=concurrency_limit,
                 overlap=overlap,
+                shard_key=shard_key,
                 **kwargs,
             )
         row = handle.row()

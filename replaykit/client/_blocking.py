@@ -20,7 +20,7 @@ from replaykit.client._handles import ClientHandle, ResumedHandle
 from replaykit.client._schedules import ClientSchedules
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError
-from replaykit.log import Record, Status
+from replaykit.log import Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
@@ -154,6 +154,7 @@ class Client(ClientSchedules, BulkActions, Listing):
         concurrency_limit: int = 1,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Start a run of the workflow registered as `name`, for engines to run.
@@ -173,7 +174,8 @@ class Client(ClientSchedules, BulkActions, Listing):
 
         `concurrency_key`, `concurrency_limit` and `overlap` as `Engine.start` takes
         them: any engine that claims runs the keyed run when its key has a slot.
-        `attributes`: the run's searchable key/values (docs/operations.md).
+        `attributes`: the run's searchable key/values (docs/operations.md);
+        `shard_key`: where its rows are placed, as `Engine.start` takes it.
         """
         _check_name(name, "Client.start")
         what = f"Client.start({name!r}, ...)"
@@ -199,6 +201,7 @@ class Client(ClientSchedules, BulkActions, Listing):
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
                 attributes=attributes,
+                shard_key=shard_key,
                 **kwargs,
             )
         if queue is not None:
@@ -211,6 +214,7 @@ class Client(ClientSchedules, BulkActions, Listing):
                 timeout=timeout,
                 deadline=deadline,
                 attributes=attributes,
+                shard_key=shard_key,
                 **kwargs,
             )
         self._check_open()
@@ -234,6 +238,7 @@ class Client(ClientSchedules, BulkActions, Listing):
             timeout=seconds,
             deadline=deadline,
             attributes=attributes,
+            shard_key=shard_key,
         )
         warning = self._check_engines(row)
         stored, ours = self._create(row)
@@ -259,6 +264,7 @@ class Client(ClientSchedules, BulkActions, Listing):
         partition_key: str | None = None,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> ClientHandle:
         """Put a run of the workflow registered as `name` on `queue` (ENQUEUED until claimed).
@@ -271,7 +277,8 @@ class Client(ClientSchedules, BulkActions, Listing):
         the stamped version claim it. `timeout` counts from the claim,
         `deadline` holds from now (the run can time out while queued).
         `partition_key` puts the run in that key's partition of the queue, and
-        `overlap` says what happens while a run of that key is live there.
+        `overlap` says what happens while a run of that key is live there;
+        `shard_key` as for `start`.
         """
         _check_name(name, "Client.enqueue")
         what = f"Client.enqueue({queue!r}, {name!r}, ...)"
@@ -296,6 +303,7 @@ class Client(ClientSchedules, BulkActions, Listing):
                 deadline=deadline,
                 partition_key=partition_key,
                 attributes=attributes,
+                shard_key=shard_key,
             )
             warning = self._check_engines(row)
             stored, _ours = self._create(row)
@@ -336,6 +344,7 @@ class Client(ClientSchedules, BulkActions, Listing):
         deadline: datetime | None = None,
         partition_key: str | None = None,
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
     ) -> WorkflowRow:
         if not isinstance(name, str):
             hint = getattr(name, "workflow_name", None)
@@ -361,6 +370,7 @@ class Client(ClientSchedules, BulkActions, Listing):
             trace_context=current_trace_context(),
             partition_key=partition_key,
             attributes=attributes,
+            shard_key=shard_key,
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:
@@ -474,11 +484,6 @@ class Client(ClientSchedules, BulkActions, Listing):
         return admin.stranded_runs(
             self.store, app_version=self.app_version, executor_id=executor_id, where=where
         )
-
-    def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        self._row(workflow_id)
-        return self.store.load_log(workflow_id)
 
     # -- messages and events ----------------------------------------------------------------
 

@@ -70,8 +70,7 @@ __all__ = [
     "workflow_filter",
 ]
 
-# CONTINUED rows are earlier generations of runs that continued as new: garbage
-# collection takes them by the same age rule as finished runs.
+# CONTINUED rows (earlier generations): garbage collection ages them as finished runs.
 TERMINAL = (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.CONTINUED)
 DEFAULT_URL = "sqlite:///replaykit.db"
 #: Where a listing of stranded runs stops, so that a huge backlog cannot fill memory.
@@ -145,6 +144,7 @@ def new_run_row(
     parent_id: str | None = None,
     partition_key: str | None = None,
     attributes: Mapping[str, Any] | None = None,
+    shard_key: str | None = None,
 ) -> WorkflowRow:
     """The row of a new run created `now`, as the Engine and the Client start it: ENQUEUED
     on `queue` (for any executor), else PENDING for `executor_id`; `attributes` checked."""
@@ -172,6 +172,7 @@ def new_run_row(
         timeout=timeout,
         partition_key=partition_key,
         attributes=checked,
+        shard_key=shard_key,
     )
 
 

@@ -281,21 +281,25 @@ class AsyncEngine(AsyncFace):
         concurrency_limit: int = 1,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
         arguments returns the existing run, another workflow or other arguments raise
         `WorkflowIdConflict`. `timeout` and `deadline` bound the run, and
         `concurrency_key`, `concurrency_limit` and `overlap` limit it, as in
-        `Engine.start`; `attributes` are its searchable key/values.
+        `Engine.start`; `attributes` are its searchable key/values, `shard_key` where
+        its rows are placed (`Engine.start`).
 
         The starts made in one iteration of the loop (a `gather` of many) are stored
         together, in one statement and one commit; each caller gets its own answer
-        (a keyed start, which reads its key's live runs first, is stored alone).
+        (a keyed start, which reads its key's live runs first, and a start with a
+        shard key are stored alone).
         """
         loop = self._own_loop()
         wf, args, kwargs = unbind(wf, args, kwargs)
-        if concurrency_key is not None or concurrency_limit != 1 or overlap != "allow":
+        alone = concurrency_key is not None or concurrency_limit != 1 or overlap != "allow"
+        if alone or shard_key is not None:
             handle = await self.off_loop(
                 self.engine.start,
                 wf,
@@ -307,6 +311,7 @@ class AsyncEngine(AsyncFace):
                 concurrency_limit=concurrency_limit,
                 overlap=overlap,
                 attributes=attributes,
+                shard_key=shard_key,
                 **kwargs,
             )
             return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)
@@ -397,11 +402,12 @@ class AsyncEngine(AsyncFace):
         partition_key: str | None = None,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> AsyncWorkflowHandle[R]:
         """`Engine.enqueue` as a coroutine (`timeout` counts from the claim, `deadline`
         from now, `partition_key` the run's partition, `overlap` what to do while a run
-        of that key is live, `attributes` its key/values)."""
+        of that key is live, `attributes` its key/values, `shard_key` its rows' place)."""
         wf, args, kwargs = unbind(wf, args, kwargs)
         handle = await self.off_loop(
             self.engine.enqueue,
@@ -418,6 +424,7 @@ class AsyncEngine(AsyncFace):
             partition_key=partition_key,
             overlap=overlap,
             attributes=attributes,
+            shard_key=shard_key,
             **kwargs,
         )
         return AsyncWorkflowHandle(self, handle.workflow_id, wf.result_type)

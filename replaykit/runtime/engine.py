@@ -23,7 +23,7 @@ from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import run_deadline
 from replaykit.errors import WorkflowNotFound
-from replaykit.log import Log, Record, Status
+from replaykit.log import Log, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
 from replaykit.runtime import admin, courtesy, updates
@@ -492,6 +492,7 @@ class Engine(Timing, History, BulkActions, Listing):
         concurrency_limit: int = 1,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Start a run; idempotent by `workflow_id`: the same workflow with the same
@@ -508,7 +509,9 @@ class Engine(Timing, History, BulkActions, Listing):
         once, across every engine; the others wait (ENQUEUED) in order for a slot, and
         `overlap` says what this start does while a run of the key is live: "allow",
         "skip", "queue_one" or "cancel_other" (runtime/overlaps.py, docs/queues.md).
-        `attributes` are the run's searchable key/values (docs/operations.md)."""
+        `attributes` are the run's searchable key/values (docs/operations.md).
+        `shard_key` places the run and its children's rows together on a sharded
+        database (default: the run's id; docs/storage.md, "Past one server")."""
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
         what = f"start({_name_of(wf)}, ...)"
@@ -529,6 +532,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 partition_key=keyed.key,
                 overlap=keyed.overlap,
                 attributes=attributes,
+                shard_key=shard_key,
                 **kwargs,
             )
         row, _created = self.create_run(
@@ -539,6 +543,7 @@ class Engine(Timing, History, BulkActions, Listing):
             timeout=seconds,
             deadline=deadline,
             attributes=attributes,
+            shard_key=shard_key,
         )
         return WorkflowHandle(self, row.workflow_id, wf.result_type)
 
@@ -558,6 +563,7 @@ class Engine(Timing, History, BulkActions, Listing):
         partition_key: str | None = None,
         overlap: str = "allow",
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandle[R]:
         """Put a run on a queue (status ENQUEUED until an engine claims it).
@@ -577,7 +583,7 @@ class Engine(Timing, History, BulkActions, Listing):
         (`Queue(partition_concurrency=..., partition_rate_limit=...)`); `overlap`
         says what the enqueue does while a run of that key is live on the queue
         ("allow", "skip", "queue_one", "cancel_other": runtime/overlaps.py).
-        `attributes` as for `start`.
+        `attributes` and `shard_key` as for `start`.
         """
         self._check_open()
         wf, args, kwargs = unbind(wf, args, kwargs)
@@ -602,6 +608,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 deadline=deadline,
                 partition_key=partition_key,
                 attributes=attributes,
+                shard_key=shard_key,
             )
             return row.workflow_id
 
@@ -705,12 +712,6 @@ class Engine(Timing, History, BulkActions, Listing):
             executor_id=executor_id or self.executor_id,
             where=where,
         )
-
-    def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        if self.store.get_workflow(workflow_id) is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return self.store.load_log(workflow_id)
 
     def export_log(self, workflow_id: str) -> Log:
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""

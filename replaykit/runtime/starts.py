@@ -93,6 +93,7 @@ class Starts:
         deadline: datetime | None = None,
         partition_key: str | None = None,
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
@@ -114,6 +115,7 @@ class Starts:
             deadline=deadline,
             partition_key=partition_key,
             attributes=attributes,
+            shard_key=shard_key,
         )
         stored, created = self.store.create_workflow(row)
         if not created:
@@ -140,11 +142,6 @@ class Starts:
             args,
             kwargs,
             workflow_id=workflow_id,
-            parent_id=None,
-            queue=None,
-            priority=0,
-            dedup_id=None,
-            delay=None,
             now=self.clock.now(),
         )
 
@@ -187,16 +184,17 @@ class Starts:
         kwargs: dict[str, Any],
         *,
         workflow_id: str | None,
-        parent_id: str | None,
-        queue: str | None,
-        priority: int,
-        dedup_id: str | None,
-        delay: timedelta | float | None,
         now: datetime,
+        parent_id: str | None = None,
+        queue: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
         timeout: float | None = None,
         deadline: datetime | None = None,
         partition_key: str | None = None,
         attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
     ) -> WorkflowRow:
         """The row of a new run created `now`, its inputs encoded and their size checked."""
         if not isinstance(wf, Workflow):
@@ -231,6 +229,7 @@ class Starts:
             parent_id=parent_id,
             partition_key=partition_key,
             attributes=attributes,
+            shard_key=shard_key,
         )
 
     # -- many runs that start now ------------------------------------------------------------
@@ -267,11 +266,6 @@ class Starts:
                     args,
                     kwargs,
                     workflow_id=workflow_id,
-                    parent_id=None,
-                    queue=None,
-                    priority=0,
-                    dedup_id=None,
-                    delay=None,
                     now=now + timedelta(microseconds=index),
                     timeout=None if deadlines is None else deadlines[index][0],
                     deadline=None if deadlines is None else deadlines[index][1],
@@ -357,7 +351,6 @@ class Starts:
                     filled.args,
                     filled.kwargs,
                     workflow_id=filled.workflow_id,
-                    parent_id=None,
                     queue=name,
                     priority=filled.priority,
                     dedup_id=filled.dedup_id,

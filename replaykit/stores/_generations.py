@@ -136,6 +136,7 @@ def archived_generation(row: WorkflowRow, now: datetime) -> WorkflowRow:
         trace_context=row.trace_context,
         generation=row.generation,
         continued_as=row.workflow_id,
+        shard_key=row.shard_key,
     )
 
 

@@ -20,6 +20,7 @@ from replaykit.errors import (
 from replaykit.log import Record, Status
 from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
+from replaykit.stores._shards import check_shard_key
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
 from replaykit.stores.where import matches
 
@@ -110,13 +111,16 @@ def first_of_each_id(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
 
 
 def batch_answers(
-    rows: Sequence[WorkflowRow], existing: Mapping[str, WorkflowRow]
+    rows: Sequence[WorkflowRow],
+    existing: Mapping[str, WorkflowRow],
+    keys: Mapping[str, str | None] | None = None,
 ) -> tuple[list[tuple[WorkflowRow, bool]], list[str]]:
     """What `create_workflows` answers for each row of the batch, in input order, and the
     queues its new runs were enqueued on (each once, in order), to notify.
 
     `existing` holds the runs that stood in the way of the batch's ids; every other
     id is created by its first row, and a later row with that id finds that run.
+    `keys` holds the shard keys the store gave the new runs.
     """
     answers: list[tuple[WorkflowRow, bool]] = []
     created: dict[str, WorkflowRow] = {}
@@ -127,6 +131,8 @@ def batch_answers(
         elif row.workflow_id in created:
             answers.append((created[row.workflow_id], False))
         else:
+            if keys and row.shard_key is None:
+                row = attrs.evolve(row, shard_key=keys.get(row.workflow_id))
             created[row.workflow_id] = row
             answers.append((row, True))
             if row.status is Status.ENQUEUED and row.queue is not None:
@@ -220,6 +226,7 @@ def stamped_for_create(row: WorkflowRow, now: datetime | None = None) -> Workflo
     Raises `ValueError` if the row has a name no store takes.
     """
     check_row(row)
+    check_shard_key(row.shard_key, row.workflow_id)
     now = now or utc_now()
     created = row.created_at or now
     return attrs.evolve(

@@ -36,7 +36,7 @@ WORKFLOW_COLUMNS = (
     "workflow_id, name, status, inputs, result, executor_id, app_version, created_at, "
     "updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error, "
     "started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds, "
-    "generation, continued_as, partition_key, attributes"
+    "generation, continued_as, partition_key, attributes, shard_key"
 )
 # `WORKFLOW_COLUMNS` for a listing without payloads (`WorkflowFilter.payloads`):
 # no inputs, and a result only where it is a failure (an ERROR run's), which

@@ -59,6 +59,7 @@ from replaykit.stores._rules import (
     stays_pending,
     utc_now,
 )
+from replaykit.stores._shards import new_shard_key
 from replaykit.stores._step_beats import check_beat, keeps, no_run_for_heartbeats
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
@@ -158,6 +159,7 @@ STATEMENT_TWINS: Mapping[str, str] = {
 #: Shared statements that have no twin in memory, and why.
 NO_TWIN: Mapping[str, str] = {
     "schema_version": "a memory store has no schema: nothing is migrated",
+    "shard_of": "a memory store keeps each run's key on its row (MemoryStore._key_of)",
 }
 
 
@@ -205,6 +207,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             existing = self._rows.get(row.workflow_id)
             if existing is not None:
                 return existing, False
+            stored = self._keyed(stored, fork_of)
             if row.queue is not None and row.dedup_id is not None:
                 for other in self._rows.values():
                     if (
@@ -223,6 +226,18 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         if set_any:
             self._notify("event", row.workflow_id)
         return stored, True
+
+    def _keyed(self, row: WorkflowRow, fork_of: str | None = None) -> WorkflowRow:
+        """`row` with its shard key (stores/_shards.py: a fork's is its source's)."""
+        if row.shard_key is None:
+            source = None if fork_of is None or row.continued_as else self._rows.get(fork_of)
+            key = source.shard_key if source else new_shard_key(row, self._key_of)
+            row = attrs.evolve(row, shard_key=key)
+        return row
+
+    def _key_of(self, workflow_id: str) -> str | None:
+        row = self._rows.get(workflow_id)
+        return None if row is None else row.shard_key
 
     def _copy_events(self, source_id: str, fork_id: str, records: Sequence[Record]) -> bool:
         """Set on the fork what the copied records set in the source (under the lock)."""
@@ -265,7 +280,12 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 for r in firsts
                 if r.workflow_id in self._rows
             }
-            answers, queues = batch_answers(batch, existing)
+            keys = {
+                r.workflow_id: self._keyed(r).shard_key
+                for r in firsts
+                if r.workflow_id not in existing
+            }
+            answers, queues = batch_answers(batch, existing, keys)
             for row, created in answers:
                 if created:
                     self._rows[row.workflow_id] = row
@@ -835,6 +855,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             if existing is not None and accept is not None:
                 accept(existing)  # nothing written yet: a refusal leaves no trace
             if existing is None:
+                stored = self._keyed(stored)
                 self._rows[row.workflow_id] = stored
                 self._logs[row.workflow_id] = []
                 self._order[row.workflow_id] = len(self._order)

@@ -84,6 +84,11 @@ class WorkflowRow:
     # The run's attributes (`start(..., attributes=...)`, `SetAttributes`): typed,
     # searchable key/values, kept in clear (stores/_attributes.py says which types).
     attributes: dict[str, Any] = attrs.field(factory=dict)
+    # The key that places the run's rows on one shard (docs/storage.md, "Past one
+    # server"): given at its start, else its parent's (a fork: its source's, an
+    # archived generation: its live run's), else its own id, so a family stays
+    # together. None only on a row not yet stored: the store fills it in.
+    shard_key: str | None = None
     # Not stored: `claim` says whether the run already has records, so a run
     # claimed for the first time starts without reading its (empty) log.
     has_log: bool | None = attrs.field(default=None, eq=False)

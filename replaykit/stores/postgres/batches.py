@@ -132,6 +132,8 @@ class Batches:
                 for layer in _layers(slots):
                     items = [slot.item for slot in layer]
                     done = {row[0] for row in conn.execute(statement, params(items)).fetchall()}
+                    if what.startswith("finishes") and done:
+                        self._db.notify(conn, [("finished", key) for key in sorted(done)])
                     for slot in layer:
                         slot.set_result(answer(slot.item, done))
         except PoolExhausted:
@@ -154,7 +156,7 @@ class Batches:
             assert isinstance(item, PlainRecord)
             return item.record if item.workflow_id in written else FALL_BACK
 
-        self._write_layers(slots, "records", self._sql["record_batch"], _record_params, answer)
+        self._write_layers(slots, "records", self._sql["record_batch"], self._record_params, answer)
 
     def _write_finishes(self, slots: Sequence[Slot[Write]]) -> None:
         """Many runs finished; each owner learns whether its run changed."""
@@ -187,7 +189,7 @@ class Batches:
         for item in items:
             assert isinstance(item, Finish) and item.record is not None
             row, outcome = batch_row(item.workflow_id, item.record, item.executor_id, None)
-            row.extend((Status(item.status).value, item.error))
+            row.extend((Status(item.status).value, item.error, self._db.shard(item.workflow_id)))
             rows.append(row)
             outcomes.append(outcome)
             results.append(outcome_text(item.result))
@@ -203,6 +205,7 @@ class Batches:
     def _finish_params(self, items: Sequence[Write]) -> dict[str, Any]:
         finishes = [item for item in items if isinstance(item, Finish)]
         return {
+            "shard": [self._db.shard(item.workflow_id) for item in finishes],
             "wid": [item.workflow_id for item in finishes],
             "status": [Status(item.status).value for item in finishes],
             "result": [outcome_text(item.result) for item in finishes],
@@ -213,13 +216,13 @@ class Batches:
             "origin": self._db.origin,
         }
 
-
-def _record_params(items: Sequence[Write]) -> dict[str, Any]:
-    rows: list[list[Any]] = []
-    outcomes: list[str | None] = []
-    for item in items:
-        assert isinstance(item, PlainRecord)
-        row, outcome = batch_row(item.workflow_id, item.record, item.executor_id, item.wake_at)
-        rows.append(row)
-        outcomes.append(outcome)
-    return {"rows": serde.dumps(rows), "outcome": outcomes}
+    def _record_params(self, items: Sequence[Write]) -> dict[str, Any]:
+        rows: list[list[Any]] = []
+        outcomes: list[str | None] = []
+        for item in items:
+            assert isinstance(item, PlainRecord)
+            row, outcome = batch_row(item.workflow_id, item.record, item.executor_id, item.wake_at)
+            row.append(self._db.shard(item.workflow_id))
+            rows.append(row)
+            outcomes.append(outcome)
+        return {"rows": serde.dumps(rows), "outcome": outcomes}

@@ -31,6 +31,7 @@ class Cancels:
             "at": request.requested_at,
         }
         with db.connection() as conn, conn.transaction():
+            params["shard"] = db.shards.of(conn, workflow_id)
             found = conn.execute(self._sql["request_cancel"], params).fetchone()
             assert found is not None  # kept now, or held before
             kept = _request(found)
@@ -43,7 +44,7 @@ class Cancels:
 
     def get_cancel_request(self, workflow_id: str) -> CancelRequest | None:
         check_names(workflow_id)
-        found = self._db.one(self._sql["get_cancel_request"], (workflow_id,))
+        found = self._db.about(self._sql["get_cancel_request"], workflow_id, recheck=False)
         return None if found is None else _request(found)
 
     def set_parent_close(self, workflow_id: str, policy: str) -> None:
@@ -59,7 +60,8 @@ class Cancels:
     def clear_cancel_request(self, workflow_id: str) -> None:
         check_names(workflow_id)
         with self._db.connection() as conn:
-            conn.execute(self._sql["clear_cancel_request"], (workflow_id,))
+            key = self._db.shards.of(conn, workflow_id)
+            conn.execute(self._sql["clear_cancel_request"], (key, workflow_id))
 
 
 def _request(found: tuple[object, ...]) -> CancelRequest:

@@ -9,6 +9,7 @@ from typing import Any
 
 import psycopg
 
+from replaykit.log import Status
 from replaykit.stores import _beats as beats
 from replaykit.stores._checks import check_names
 from replaykit.stores._partitions import partition_limits
@@ -17,6 +18,7 @@ from replaykit.stores._rules import claim_room
 from replaykit.stores.base import ClaimLimits, WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.holds import executor_prefix
+from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.rows import claimed_from, utc_now
 
 __all__ = ["Claims"]
@@ -60,10 +62,11 @@ class Claims:
         unlimited = limits.concurrency is None and limits.rate_limit is None and not per_key
         with self._db.connection() as conn:
             if unlimited and not limits.partitioned:
-                # SKIP LOCKED alone keeps two claimers off the same run; on an
+                # SKIP LOCKED alone keeps two claimers off the same item; on an
                 # empty queue this is one indexed read that writes nothing.
                 params["room"] = limits.limit
-                rows = conn.execute(take, params).fetchall()
+                with conn.transaction():
+                    rows = self._take(conn, take, params)
             elif (
                 conn.execute(
                     self._sql["claimable_exists"], params, prepare=PLAN_EACH_TIME
@@ -95,10 +98,31 @@ class Claims:
                     if room <= 0:
                         return []
                     params["room"] = room
-                    rows = conn.execute(take, params).fetchall()
+                    rows = self._take(conn, take, params)
         taken = claimed(claimed_from, rows)
+        self._db.shards.learn_rows(taken)
         taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
         return taken
+
+    def _take(self, conn: psycopg.Connection[Any], take: str, params: dict[str, Any]) -> list[Any]:
+        """The claim's items taken out of the queue, then their runs started (inside the
+        claim's transaction): each statement on one shard's rows, the starts (one per
+        shard key) sent together."""
+        picked = conn.execute(take, params).fetchall()
+        if not picked:
+            return []
+        by_key: dict[str, list[str]] = {}
+        for key, workflow_id in picked:
+            by_key.setdefault(key, []).append(workflow_id)
+        starts = [{**params, "shard": key, "wid": ids} for key, ids in by_key.items()]
+        rows: list[Any] = []
+        with conn.cursor() as cur:
+            cur.executemany(self._sql["start_claimed"], starts, returning=True)
+            while True:
+                rows.extend(cur.fetchall())
+                if not cur.nextset():
+                    break
+        return rows
 
     def _count_running(self, conn: psycopg.Connection[Any], queue: str, limits: ClaimLimits) -> int:
         if limits.concurrency is None:
@@ -165,16 +189,38 @@ class Claims:
             "key_separator": b"\x00",
         }
         rows = self._db.all(self._sql["take_over"], params, prepare=PLAN_EACH_TIME)
+        for workflow_id, _, key in rows:
+            self._db.shards.learn(workflow_id, key)
         return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
 
     def release(self, executor_id: str) -> list[str]:
         check_names(executor_id=executor_id)
         db = self._db
-        rows = db.all(
-            self._sql["release"],
-            {"now": utc_now(), "executor": executor_id, "channel": db.channel, "origin": db.origin},
-            prepare=PLAN_EACH_TIME,
-        )
+        with db.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                self._sql["release"],
+                {"now": utc_now(), "executor": executor_id},
+                prepare=PLAN_EACH_TIME,
+            ).fetchall()
+            enqueue_items(db, conn, (_released(row) for row in rows))
+            db.notify(conn, [("enqueued", q) for q in sorted({r[1] for r in rows})])
         rows.sort(key=lambda r: (r[2], r[0]))
         db.tell([("enqueued", q) for q in sorted({r[1] for r in rows})])
         return [r[0] for r in rows]
+
+
+def _released(row: Any) -> WorkflowRow:
+    """A released run, from the release statement's row, as enqueue_items reads it."""
+    workflow_id, queue, created_at, key, partition_key, version, priority, wake_at = row
+    return WorkflowRow(
+        workflow_id,
+        "",
+        Status.ENQUEUED,
+        queue=queue,
+        created_at=created_at,
+        shard_key=key,
+        partition_key=partition_key,
+        app_version=version,
+        priority=priority,
+        wake_at=wake_at,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import psycopg
 
 from replaykit import serde
@@ -22,8 +23,10 @@ from replaykit.stores._rules import (
     first_of_each_id,
     stamped_for_batch,
 )
+from replaykit.stores._shards import new_shard_key
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
+from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.rows import (
     iso,
     json_param,
@@ -68,9 +71,43 @@ def create_params(db: Database, stored: WorkflowRow) -> dict[str, Any]:
         "continued_as": stored.continued_as,
         "partition_key": stored.partition_key or "",
         "attributes": json_param(encoded_attributes(stored.attributes)),
-        "channel": db.channel,
-        "origin": db.origin,
+        "shard_key": stored.shard_key,
     }
+
+
+def keyed(
+    db: Database, conn: psycopg.Connection[Any], row: WorkflowRow, fork_of: str | None = None
+) -> WorkflowRow:
+    """`row` with its shard key (stores/_shards.py: a fork's is its source's)."""
+    if row.shard_key is not None:
+        return row
+
+    def key_of(elder: str) -> str | None:
+        return db.shards.stored(conn, elder)
+
+    source_key = None if fork_of is None else key_of(fork_of)
+    if source_key is not None and row.continued_as is None:
+        return attrs.evolve(row, shard_key=source_key)
+    return attrs.evolve(row, shard_key=new_shard_key(row, key_of))
+
+
+def insert_run(db: Database, conn: psycopg.Connection[Any], stored: WorkflowRow) -> bool:
+    """Register `stored` (keyed) in the directory and insert its row, inside a transaction;
+    False if its id is taken (nothing written)."""
+    if conn.execute(db.sql["register_run"], (stored.workflow_id, stored.shard_key)).fetchone():
+        inserted = conn.execute(db.sql["create_workflow"], create_params(db, stored)).fetchone()
+        if inserted:
+            enqueue_items(db, conn, [stored])
+            if stored.status is Status.ENQUEUED and stored.queue is not None:
+                db.notify(conn, [("enqueued", stored.queue)])
+            db.shards.learn(stored.workflow_id, str(stored.shard_key))
+            return True
+        raise StoreError(
+            f"workflow id {stored.workflow_id!r}: the directory of ids took it under shard key "
+            f"{stored.shard_key!r} but a run of that key and id is stored; the schema's "
+            "run_shards table is out of step with its workflows"
+        )
+    return False
 
 
 class Creates:
@@ -84,33 +121,34 @@ class Creates:
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
         db = self._db
-        stored = checked_create(row, records, fork_of)
-        insert = self._sql["create_workflow"]
-        params = create_params(db, stored)
-        record_rows = [record_params(row.workflow_id, r) for r in records]
+        checked = checked_create(row, records, fork_of)
         deduplicated = row.queue is not None and row.dedup_id is not None
         for _ in range(5):
             got_events = False
             with db.connection() as conn:
-                if record_rows or deduplicated:
-                    with conn.transaction():
-                        if deduplicated:
-                            self._check_dedup(conn, stored)
-                        inserted = conn.execute(insert, params).fetchone()
-                        if inserted and inserted[0] and record_rows:
-                            with conn.cursor() as cur:
-                                cur.executemany(self._sql["create_workflow_record"], record_rows)
-                            if fork_of is not None:
-                                got_events = self._copy_events(conn, fork_of, row.workflow_id)
-                else:
-                    inserted = conn.execute(insert, params).fetchone()
-            if inserted and inserted[0]:
+                stored = keyed(db, conn, checked, fork_of)
+                # The id in the directory and the row in one transaction: a run is
+                # in both or in neither.
+                with conn.transaction():
+                    if deduplicated:
+                        self._check_dedup(conn, stored)
+                    inserted = insert_run(db, conn, stored)
+                    if inserted and records:
+                        key = str(stored.shard_key)
+                        with conn.cursor() as cur:
+                            cur.executemany(
+                                self._sql["create_workflow_record"],
+                                [record_params(row.workflow_id, r, key) for r in records],
+                            )
+                        if fork_of is not None:
+                            got_events = self._copy_events(conn, fork_of, stored)
+            if inserted:
                 if stored.status is Status.ENQUEUED and stored.queue is not None:
                     db.tell([("enqueued", stored.queue)])
                 if got_events:
                     db.tell([("event", row.workflow_id)])
                 return stored, True
-            found = db.one(self._sql["get_workflow"], (row.workflow_id,))
+            found = db.about(self._sql["get_workflow"], row.workflow_id)
             if found is not None:
                 return with_first_inputs(
                     [(shown(workflow_from_row, found), False)], self._first_inputs
@@ -120,19 +158,32 @@ class Creates:
             f"workflow id {row.workflow_id!r}: create_workflow kept racing with deletes"
         )
 
-    def _copy_events(self, conn: psycopg.Connection[Any], source_id: str, fork_id: str) -> bool:
+    def _copy_events(
+        self, conn: psycopg.Connection[Any], source_id: str, fork: WorkflowRow
+    ) -> bool:
         """Set on a fork what its copied records set in the source (inside its transaction).
 
         The copied records take what their originals set; then the fork gets,
         for each key, the value its last record setting that key set (and a
         notification). Whether it got any.
         """
-        conn.execute(self._sql["fork_copy_event_marks"], {"fork": fork_id, "source": source_id})
+        db, fork_id, key = self._db, fork.workflow_id, fork.shard_key
+        conn.execute(
+            self._sql["fork_copy_event_marks"],
+            {
+                "fork": fork_id,
+                "fork_shard": key,
+                "source": source_id,
+                "source_shard": db.shards.of(conn, source_id),
+            },
+        )
         found = conn.execute(
-            self._sql["fork_set_events"],
-            {"wid": fork_id, "channel": self._db.channel, "origin": self._db.origin},
+            self._sql["fork_set_events"], {"wid": fork_id, "shard": key}
         ).fetchone()
-        return bool(found and found[0])
+        if found and found[0]:
+            db.notify(conn, [("event", fork_id)])
+            return True
+        return False
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
         batch = stamped_for_batch(batch_of(rows))
@@ -141,9 +192,12 @@ class Creates:
         firsts = first_of_each_id(batch)
         deduplicated = any(r.queue is not None and r.dedup_id is not None for r in firsts)
         existing: dict[str, WorkflowRow] = {}
+        keys: dict[str, str | None] = {}
         todo = firsts
         for _ in range(5):
             with self._db.connection() as conn:
+                todo = self._keyed_batch(conn, todo)
+                keys.update((row.workflow_id, row.shard_key) for row in todo)
                 if deduplicated:
                     # The dedup check, the insert and the read of the runs in
                     # the way in one transaction: a refusal writes nothing.
@@ -156,8 +210,9 @@ class Creates:
                     except _RacedWithDelete:
                         continue
                 else:
-                    # One statement, one commit; the read only if some ids existed.
-                    inserted, found = self._insert_many(conn, todo)
+                    # The ids in the directory and the rows in one transaction.
+                    with conn.transaction():
+                        inserted, found = self._insert_many(conn, todo)
             existing.update(found)
             # A run in the way deleted before it was read: create that row again.
             todo = [r for r in todo if r.workflow_id not in inserted and r.workflow_id not in found]
@@ -169,13 +224,36 @@ class Creates:
                 f"(e.g. workflow id {todo[0].workflow_id!r})"
             )
         # Every id of the batch is now inserted or found in the way, never both.
-        answers, queues = batch_answers(batch, existing)
+        answers, queues = batch_answers(batch, existing, keys)
         self._db.tell([("enqueued", queue) for queue in queues])
         return with_first_inputs(answers, self._first_inputs)
 
+    def _keyed_batch(
+        self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]
+    ) -> list[WorkflowRow]:
+        """`rows` with their shard keys, the elders' keys looked up in one statement."""
+        elders = [
+            elder
+            for row in rows
+            if row.shard_key is None
+            for elder in (row.continued_as, row.forked_from, row.parent_id)
+            if elder is not None
+        ]
+        known = self._db.shards.stored_many(conn, elders) if elders else {}
+        return [
+            row
+            if row.shard_key is not None
+            else attrs.evolve(row, shard_key=new_shard_key(row, known.get))
+            for row in rows
+        ]
+
     def _first_inputs(self, workflow_ids: list[str]) -> dict[str, Any]:
         """The first inputs kept for these runs (those that continued as new)."""
-        rows = self._db.all(self._sql["get_first_inputs"], (workflow_ids,))
+        with self._db.connection() as conn:
+            keys = self._db.shards.of_many(conn, workflow_ids)
+            rows = conn.execute(
+                self._sql["get_first_inputs"], ([keys[i] for i in workflow_ids], workflow_ids)
+            ).fetchall()
         found: dict[str, Any] = {}
         for workflow_id, data in rows:
             try:
@@ -187,7 +265,15 @@ class Creates:
     def _insert_many(
         self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]
     ) -> tuple[set[str], dict[str, WorkflowRow]]:
-        """Insert `rows` (distinct ids) in one statement; (ids created, runs found in the way)."""
+        """Insert `rows` (distinct ids, keyed) inside a transaction: their ids in the
+        directory, then the rows of those it took; (ids created, runs found in the way)."""
+        registered = {
+            r[0]
+            for r in conn.execute(
+                self._sql["register_runs"],
+                (serde.dumps([[row.workflow_id, row.shard_key] for row in rows]),),
+            ).fetchall()
+        }
         plain = [
             [
                 row.workflow_id,
@@ -216,19 +302,36 @@ class Creates:
                 row.continued_as,
                 row.partition_key or "",
                 encoded_attributes(row.attributes),
+                row.shard_key,
             ]
             for row in rows
+            if row.workflow_id in registered
         ]
-        params = {
-            "rows": serde.dumps(plain),
-            "channel": self._db.channel,
-            "origin": self._db.origin,
-        }
-        inserted = {r[0] for r in conn.execute(self._sql["create_workflows"], params).fetchall()}
+        params = {"rows": serde.dumps(plain)}
+        inserted = (
+            {r[0] for r in conn.execute(self._sql["create_workflows"], params).fetchall()}
+            if plain
+            else set()
+        )
+        if inserted != registered:
+            raise StoreError(
+                f"create_workflows: the directory of ids took {len(registered)} ids but "
+                f"{len(inserted)} rows were inserted; the schema's run_shards table is out of "
+                "step with its workflows"
+            )
+        created = [row for row in rows if row.workflow_id in inserted]
+        enqueue_items(self._db, conn, created)
+        queues = dict.fromkeys(
+            row.queue for row in created if row.status is Status.ENQUEUED and row.queue
+        )
+        self._db.notify(conn, [("enqueued", queue) for queue in queues if queue])
+        self._db.shards.learn_rows(created)
         in_the_way = [row.workflow_id for row in rows if row.workflow_id not in inserted]
         found: dict[str, WorkflowRow] = {}
         if in_the_way:
-            for r in conn.execute(self._sql["get_workflows"], {"wid": in_the_way}).fetchall():
+            keys = self._db.shards.of_many(conn, in_the_way)
+            pairs = {"shard": [keys[i] for i in in_the_way], "wid": in_the_way}
+            for r in conn.execute(self._sql["get_workflows"], pairs).fetchall():
                 found[r[0]] = shown(workflow_from_row, r)
         return inserted, found
 

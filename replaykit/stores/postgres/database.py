@@ -25,10 +25,12 @@ from replaykit.errors import StoreError, StoreUnavailable
 from replaykit.stores._held import HeldConnection
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.postgres.rows import load_json
+from replaykit.stores.postgres.shards import ShardKeys
 from replaykit.stores.postgres.statements import SQL, for_schema
 
 __all__ = [
     "DEFAULT_SCHEMA",
+    "NOTIFY_MAX_KEY",
     "PLAN_EACH_TIME",
     "READ_ONLY",
     "Database",
@@ -41,6 +43,11 @@ __all__ = [
 
 _SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 DEFAULT_SCHEMA = "replaykit"
+
+# pg_notify refuses payloads of 8000 bytes or more; such a notification is
+# skipped (waiters poll anyway) rather than failing the write. statements.sql
+# writes it as 7900.
+NOTIFY_MAX_KEY = 7900
 
 # The `prepare` argument of statements that search runs by queue, status or
 # executor: planned each time (statements.sql's header says why).
@@ -174,6 +181,7 @@ class Database:
             name=f"replaykit-{schema}",
         )
         self.held = HeldConnection(self.pool, connect_timeout)
+        self.shards = ShardKeys(self.sql["shard_of"], self.sql["shards_of"])
 
     def open(self) -> None:
         try:
@@ -274,6 +282,32 @@ class Database:
         with self.connection() as conn:
             return conn.execute(query, params, prepare=prepare).fetchall()
 
+    def shard(self, workflow_id: str) -> str:
+        """The run's shard key (ShardKeys.of), from what this process kept or the directory."""
+        key = self.shards.known(workflow_id)
+        if key is None:
+            with self.connection() as conn:
+                key = self.shards.of(conn, workflow_id)
+        return key
+
+    def about(
+        self, query: str, workflow_id: str, *rest: Any, many: bool = False, recheck: bool = True
+    ) -> Any:
+        """`query` about one run, its parameters (shard key, id, *rest): its first row, or
+        all its rows if `many`. With `recheck`, for a query that finds nothing only when
+        the run is missing, a kept key that finds nothing is asked for again once: the
+        run may have been deleted and started again under another key."""
+        for fresh in (False, True):
+            with self.connection() as conn:
+                key = self.shards.of(conn, workflow_id, fresh=fresh)
+                cur = conn.execute(query, (key, workflow_id, *rest))
+                found = cur.fetchall() if many else cur.fetchone()
+                if found or fresh or not recheck:
+                    return found
+                if self.shards.of(conn, workflow_id, fresh=True) == key:
+                    return found
+        return found
+
     def q(self, template: str) -> str:
         """`template` with `{s}` filled in: for statements built at run time."""
         return template.replace("{s}", self.s)
@@ -282,6 +316,35 @@ class Database:
         """An advisory-lock key for `purpose` in this schema."""
         digest = hashlib.sha256(f"replaykit\x00{self.schema}\x00{purpose}".encode()).digest()
         return int.from_bytes(digest[:8], "big", signed=True)
+
+    def notify(self, conn: psycopg.Connection[Any], notes: Sequence[tuple[str, str]]) -> None:
+        """Send `notes` (kind, key) to every listener, in a statement of their own: at the
+        commit of `conn`'s transaction, or at once in autocommit (docs/storage.md, "Past
+        one server": a sharded database sends a note from the node that runs it)."""
+        payloads = [
+            f"{self.origin}{kind}:{key}"
+            for kind, key in notes
+            if len(key.encode()) < NOTIFY_MAX_KEY
+        ]
+        if payloads:
+            conn.execute(self.sql["notify_many"], (self.channel, payloads))
+
+    def telling(
+        self,
+        conn: psycopg.Connection[Any],
+        query: str,
+        params: Any,
+        notes: Sequence[tuple[str, str]],
+    ) -> Any:
+        """A write's statement and its notes, sent in one round trip (pipelined): the
+        write's first row. A write that turns out refused has told listeners of nothing
+        new; they look again only to find that."""
+        if not notes:
+            return conn.execute(query, params).fetchone()
+        with conn.pipeline():
+            cur = conn.execute(query, params)
+            self.notify(conn, notes)
+        return cur.fetchone()
 
     def tell(self, notes: Sequence[tuple[str, str]]) -> None:
         """Tell this process's subscribers what was committed (others hear by NOTIFY)."""

@@ -15,7 +15,7 @@ from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import checked_create_and_send, no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
-from replaykit.stores.postgres.creates import create_params
+from replaykit.stores.postgres.creates import insert_run, keyed
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import json_param, utc, utc_now, workflow_from_row
 
@@ -45,8 +45,13 @@ class Messages:
             workflow_id, topic, payload, idempotency_key, trace_context=trace_context
         )
         statement, params = self._send_params(message, call_id)
-        found = db.one(statement, params)
-        if not found or not found[0]:
+        for fresh in (False, True):
+            with db.connection() as conn:
+                params["shard"] = db.shards.of(conn, workflow_id, fresh=fresh)
+                found = db.telling(conn, statement, params, [("message", workflow_id)])
+            if found and found[0]:
+                break
+        else:
             raise no_run_to_send_to(workflow_id)
         if found[1]:
             db.tell([("message", workflow_id)])
@@ -79,19 +84,23 @@ class Messages:
     ) -> tuple[WorkflowRow, bool, bool]:
         stored = checked_create_and_send(row, message)
         db = self._db
-        create = create_params(db, stored)
         send, params = self._send_params(message, call_id)
         for _ in range(5):
             with db.connection() as conn, conn.transaction():
                 # The create and the send's notifications go out at the commit.
-                inserted = conn.execute(self._sql["create_workflow"], create).fetchone()
-                created = bool(inserted and inserted[0])
+                stored = keyed(db, conn, stored)
+                created = insert_run(db, conn, stored)
                 found = stored if created else self._found(conn, row.workflow_id)
+                params["shard"] = (
+                    stored.shard_key if created else db.shards.of(conn, row.workflow_id)
+                )
                 if found is None:
                     continue  # deleted since the insert found it: try again
                 if not created and accept is not None:
                     accept(found)  # raising rolls the transaction back: nothing written
                 sent = conn.execute(send, params).fetchone()
+                if sent and sent[1]:
+                    db.notify(conn, [("message", row.workflow_id)])
             if not sent or not sent[0]:
                 continue  # deleted between the two statements: nothing was written
             delivered = bool(sent[1]) or bool(sent[2])
@@ -108,12 +117,15 @@ class Messages:
 
     def _found(self, conn: psycopg.Connection[Any], workflow_id: str) -> WorkflowRow | None:
         """The run in the way of the create, as `create_workflow` answers it, or None."""
-        found = conn.execute(self._sql["get_workflow"], (workflow_id,)).fetchone()
+        key = self._db.shards.stored(conn, workflow_id, fresh=True)
+        if key is None:
+            return None
+        found = conn.execute(self._sql["get_workflow"], (key, workflow_id)).fetchone()
         if found is None:
             return None
         run = shown(workflow_from_row, found)
         if run.generation > 0 and not run.damaged and run.first_inputs is None:
-            kept = conn.execute(self._sql["get_first_inputs"], ([workflow_id],)).fetchone()
+            kept = conn.execute(self._sql["get_first_inputs"], ([key], [workflow_id])).fetchone()
             if kept is not None:
                 # Unreadable: the start is compared with the current inputs only.
                 with contextlib.suppress(Exception):
@@ -123,17 +135,15 @@ class Messages:
     def answer_message(self, workflow_id: str, message_id: int, event: EventWrite) -> bool:
         check_names(workflow_id, event_key=event.key)
         db = self._db
-        found = db.one(
-            self._sql["answer_message"],
-            {
-                "wid": workflow_id,
-                "mid": message_id,
-                "key": event.key,
-                "value": json_param(event.value),
-                "channel": db.channel,
-                "origin": db.origin,
-            },
-        )
+        params = {
+            "shard": db.shard(workflow_id),
+            "wid": workflow_id,
+            "mid": message_id,
+            "key": event.key,
+            "value": json_param(event.value),
+        }
+        with db.connection() as conn:
+            found = db.telling(conn, self._sql["answer_message"], params, [("event", workflow_id)])
         answered = bool(found and found[0])
         if answered:
             db.tell([("event", workflow_id)])
@@ -142,9 +152,11 @@ class Messages:
     def peek_message(self, workflow_id: str, topic: str | tuple[str, ...]) -> Message | None:
         topics = checked_topics(workflow_id, topic)
         if isinstance(topic, str):
-            found = self._db.one(self._sql["peek_message"], (workflow_id, topic))
+            found = self._db.about(self._sql["peek_message"], workflow_id, topic, recheck=False)
         else:
-            found = self._db.one(self._sql["peek_message_any"], (workflow_id, list(topics)))
+            found = self._db.about(
+                self._sql["peek_message_any"], workflow_id, list(topics), recheck=False
+            )
         if found is None:
             return None
         on = topic if isinstance(topic, str) else str(found[4])
@@ -152,7 +164,7 @@ class Messages:
 
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)
-        found = self._db.one(self._sql["get_event"], (workflow_id, key))
+        found = self._db.about(self._sql["get_event"], workflow_id, key, recheck=False)
         if found is None:
             return False, None
         return True, found[0]
@@ -161,7 +173,7 @@ class Messages:
         check_names(workflow_id)
         # One statement: the run's row tells "no such run" (no rows) from "no
         # events" (one row of NULLs), with no second read in between.
-        rows = self._db.all(self._sql["get_events"], (workflow_id,))
+        rows = self._db.about(self._sql["get_events"], workflow_id, many=True)
         if not rows:
             raise no_run_for_events(workflow_id)
         return {key: value for key, value in rows if key is not None}

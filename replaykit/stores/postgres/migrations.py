@@ -18,6 +18,7 @@ from psycopg import sql
 
 from replaykit.errors import StoreError, StoreUnavailable
 from replaykit.stores.postgres.database import Database, PoolExhausted
+from replaykit.stores.postgres.layout import is_partitioned, partition_schema
 
 __all__ = ["MIGRATIONS", "Migrations"]
 
@@ -40,6 +41,8 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0012_partitions.sql",
     "postgres_0013_cancel_requests.sql",
     "postgres_0014_attributes.sql",
+    "postgres_0015_shard_keys.sql",
+    "postgres_0016_queue_items.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine
@@ -130,6 +133,19 @@ class Migrations:
                     "retry, or run `replaykit migrate` when traffic is low"
                 ) from exc
         return latest
+
+    def lay_out(self, partitions: int) -> None:
+        """Partition the schema's tables of runs (layout.py) unless they are, under the
+        migrations' lock, so engines opening together do it once."""
+        db = self._db
+        with db.connection() as conn:
+            if is_partitioned(conn, db.schema):
+                return
+            with conn.transaction():
+                conn.execute(self._sql["limit_migration_lock_wait"], (_LOCK_TIMEOUT,))
+                conn.execute(self._sql["lock_transaction"], (db.key("migrate"),))
+                if not is_partitioned(conn, db.schema):
+                    partition_schema(conn, db.schema, partitions)
 
     def _migration(self, version: int) -> sql.Composed:
         name = MIGRATIONS[version - 1]

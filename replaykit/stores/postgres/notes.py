@@ -15,17 +15,13 @@ from collections.abc import Callable
 import psycopg
 from psycopg import sql
 
-from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.database import NOTIFY_MAX_KEY, Database
 from replaykit.stores.postgres.statements import SQL
 
 __all__ = ["NOTE_KINDS", "NOTIFY_MAX_KEY", "Listener", "Notes"]
 
 _log = logging.getLogger("replaykit.stores")
 
-# pg_notify refuses payloads of 8000 bytes or more; such a notification is
-# skipped (waiters poll anyway) rather than failing the write. statements.sql
-# writes it as 7900.
-NOTIFY_MAX_KEY = 7900
 # What a notification can be about; an origin (12 hex digits) is never one of these.
 NOTE_KINDS = frozenset(
     {"message", "event", "finished", "enqueued", "resumed", "stream", "deleted", "schedule"}

@@ -51,13 +51,16 @@ class Reads:
 
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
         check_names(workflow_id)
-        found = self._db.one(self._sql["get_workflow"], (workflow_id,))
+        found = self._db.about(self._sql["get_workflow"], workflow_id)
         return None if found is None else workflow_from_row(found)
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
         check_filter(where)
         text, params = listing(where, self._workflows, _DIALECT)
-        return listed(workflow_from_row, self._db.all(text, params, prepare=PLAN_EACH_TIME))
+        rows = listed(workflow_from_row, self._db.all(text, params, prepare=PLAN_EACH_TIME))
+        # A listing is how recovery and sweeps find the runs they then write to.
+        self._db.shards.learn_rows(rows)
+        return rows
 
     def count_workflows(self, where: WorkflowFilter) -> int:
         check_filter(where)
@@ -77,9 +80,13 @@ class Reads:
         check_names(workflow_id)
         check_log_limit(limit)
         if limit is None:
-            rows = self._db.all(self._sql["load_log"], (workflow_id, since))
+            rows = self._db.about(
+                self._sql["load_log"], workflow_id, since, many=True, recheck=False
+            )
         else:
-            rows = self._db.all(self._sql["load_log_limited"], (workflow_id, since, limit))
+            rows = self._db.about(
+                self._sql["load_log_limited"], workflow_id, since, limit, many=True, recheck=False
+            )
         return [record_from_row(r, workflow_id) for r in rows]
 
     def load_runs(self, workflow_ids: Sequence[str]) -> list[LoadedRun]:
@@ -90,9 +97,11 @@ class Reads:
         for workflow_id in ids:
             check_names(workflow_id)
         with self._db.connection() as conn:
-            rows = conn.execute(self._sql["load_runs"], (ids,)).fetchall()
-            logs = conn.execute(self._sql["load_runs_logs"], (ids,)).fetchall()
-            cancels = conn.execute(self._sql["load_runs_cancels"], (ids,)).fetchall()
+            keys = self._db.shards.of_many(conn, ids)
+            pairs = ([keys[i] for i in ids], ids)
+            rows = conn.execute(self._sql["load_runs"], pairs).fetchall()
+            logs = conn.execute(self._sql["load_runs_logs"], pairs).fetchall()
+            cancels = conn.execute(self._sql["load_runs_cancels"], pairs).fetchall()
         records: dict[str, list[Record]] = {}
         for found in logs:
             workflow_id = found[0]
@@ -105,6 +114,7 @@ class Reads:
         loaded = []
         for found in rows:
             row = workflow_from_row(found)
+            self._db.shards.learn(row.workflow_id, str(row.shard_key))
             wid = row.workflow_id
             loaded.append(LoadedRun(row, records.get(wid, []), requests.get(wid)))
         return loaded

@@ -97,8 +97,9 @@ def claimed_from(row: Sequence[Any]) -> WorkflowRow:
     return workflow_from_row(row, row[-1])
 
 
-def record_params(workflow_id: str, record: Record) -> dict[str, Any]:
+def record_params(workflow_id: str, record: Record, shard: str) -> dict[str, Any]:
     return {
+        "shard": shard,
         "wid": workflow_id,
         "pos": record.position,
         "kind": record.kind,

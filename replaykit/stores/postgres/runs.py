@@ -30,6 +30,7 @@ from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
 from replaykit.stores.base import WorkflowRow, archive_id
 from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 from replaykit.stores.postgres.rows import json_param, utc_now, workflow_from_row
 
@@ -59,21 +60,24 @@ class Runs:
             # The live row's lock first, as record() and finish_workflow() take it: a
             # writer that wants to record into this generation waits, then finds its
             # status or generation moved on.
-            found = conn.execute(statements["lock_workflow"], (workflow_id,)).fetchone()
+            key = db.shards.of(conn, workflow_id)
+            found = conn.execute(statements["lock_workflow"], (key, workflow_id)).fetchone()
             row = None if found is None else workflow_from_row(found)
-            other = conn.execute(statements["get_workflow"], (archived_id,)).fetchone()
+            # An archived generation lives on its run's shard.
+            other = conn.execute(statements["get_workflow"], (key, archived_id)).fetchone()
             archived = None if other is None else shown(workflow_from_row, other)
             refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
             assert row is not None
             if refusal == ALREADY_CONTINUED:
                 return row
             self._archive(conn, row, archived_generation(row, now), now)
-            conn.execute(statements["archive_log"], (archived_id, workflow_id))
+            conn.execute(statements["archive_log"], (archived_id, key, workflow_id))
             conn.execute(
                 statements["continue_workflow"],
                 {
                     "inputs": None if inputs is None else json_param(inputs),
                     "now": now,
+                    "shard": key,
                     "wid": workflow_id,
                 },
             )
@@ -94,10 +98,16 @@ class Runs:
         self, conn: psycopg.Connection[Any], row: WorkflowRow, archived: WorkflowRow, now: datetime
     ) -> None:
         """Insert the row that keeps the run's current generation (`continue_workflow`'s
-        and `rewind_workflow`'s), or raise if its id is taken."""
+        and `rewind_workflow`'s), or raise if its id is taken. It takes the run's shard key,
+        and its id goes in the directory."""
+        key = row.shard_key
+        registered = conn.execute(self._sql["register_run"], (archived.workflow_id, key)).fetchone()
+        if not registered:
+            raise id_taken(row, archived.workflow_id)
         inserted = conn.execute(
             self._sql["archive_generation"],
             {
+                "shard": key,
                 "aid": archived.workflow_id,
                 "name": archived.name,
                 "status": archived.status.value,
@@ -131,8 +141,9 @@ class Runs:
         archived_id = archive_id(workflow_id, generation)
         with db.connection() as conn, conn.transaction():
             # The live row's lock first, as continue_workflow takes it.
-            found = conn.execute(statements["lock_workflow"], (workflow_id,)).fetchone()
-            other = conn.execute(statements["get_workflow"], (archived_id,)).fetchone()
+            key = db.shards.of(conn, workflow_id)
+            found = conn.execute(statements["lock_workflow"], (key, workflow_id)).fetchone()
+            other = conn.execute(statements["get_workflow"], (key, archived_id)).fetchone()
             row = check_rewind(
                 None if found is None else workflow_from_row(found),
                 workflow_id,
@@ -145,14 +156,16 @@ class Runs:
             self._archive(conn, row, attempt, now)
             conn.execute(
                 statements["rewind_keep_outcome"],
-                {"aid": archived_id, "wid": workflow_id},
+                {"shard": key, "aid": archived_id, "wid": workflow_id},
             )
-            moved = conn.execute(statements["archive_log"], (archived_id, workflow_id)).rowcount
+            moved = conn.execute(
+                statements["archive_log"], (archived_id, key, workflow_id)
+            ).rowcount
             # A refusal raises, and the transaction rolls back.
             check_rewind_position(row, position, moved)
             conn.execute(
                 statements["rewind_copy_log"],
-                {"wid": workflow_id, "aid": archived_id, "pos": position},
+                {"shard": key, "wid": workflow_id, "aid": archived_id, "pos": position},
             )
             conn.execute(
                 statements["rewind_workflow"],
@@ -160,6 +173,7 @@ class Runs:
                     "executor": executor_id,
                     "version": app_version,
                     "now": now,
+                    "shard": key,
                     "wid": workflow_id,
                     "generation": generation,
                 },
@@ -191,22 +205,45 @@ class Runs:
         note = "finished" if status.is_terminal else "resumed" if resumed else None
         if status is Status.ENQUEUED:
             note = "enqueued"
-        found = self._db.one(
-            self._sql["set_status"],
-            {
-                "status": status.value,
-                "error": storable_error(error),
-                "now": utc_now(),
-                "executor": executor_id,
-                "version": app_version,
-                "reset": reset_recovery,
-                "wid": workflow_id,
-                "only_from": None if only_from is None else [Status(s).value for s in only_from],
-                "note": note,
-                "channel": self._db.channel,
-                "origin": self._db.origin,
-            },
-        )
+        db = self._db
+        params = {
+            "status": status.value,
+            "error": storable_error(error),
+            "now": utc_now(),
+            "executor": executor_id,
+            "version": app_version,
+            "reset": reset_recovery,
+            "wid": workflow_id,
+            "only_from": None if only_from is None else [Status(s).value for s in only_from],
+            "note": note,
+        }
+        with db.connection() as conn, conn.transaction():
+            key = params["shard"] = db.shards.of(conn, workflow_id)
+            found = conn.execute(self._sql["set_status"], params).fetchone()
+            if found and found[0] and note is not None:
+                about = found[1] if note == "enqueued" else workflow_id
+                if about:
+                    db.notify(conn, [(note, about)])
+            if found and found[0] and status is Status.ENQUEUED and found[1] is not None:
+                queue, partition_key, version, priority, created_at, wake_at = found[1:7]
+                enqueue_items(
+                    db,
+                    conn,
+                    [
+                        WorkflowRow(
+                            workflow_id,
+                            "",
+                            status,
+                            queue=queue,
+                            shard_key=key,
+                            partition_key=partition_key,
+                            app_version=version,
+                            priority=priority,
+                            created_at=created_at,
+                            wake_at=wake_at,
+                        )
+                    ],
+                )
         changed = bool(found and found[0])
         about = found[1] if found and note == "enqueued" else workflow_id
         if changed and note is not None and about:
@@ -220,7 +257,10 @@ class Runs:
         db = self._db
         now = utc_now()
         with db.connection() as conn, conn.transaction():
-            found = conn.execute(self._sql["lock_family"], (workflow_id,)).fetchall()
+            key = db.shards.of(conn, workflow_id)
+            found = conn.execute(
+                self._sql["lock_family"], {"shard": key, "wid": workflow_id}
+            ).fetchall()
             family = family_from_rows(workflow_id, found)
             moved = moving(workflow_id, family, app_version)
             notes = [("resumed", m.workflow_id) for m in moved if m.status is Status.PENDING]
@@ -235,11 +275,19 @@ class Runs:
                             "now": now,
                             "status": m.status.value,
                             "executor": executor_id,
+                            "shard": key,
                             "wid": m.workflow_id,
                         }
                         for m in moved
                     ],
                 )
+                waiting = [m for m in moved if m.status is Status.ENQUEUED and m.queue]
+                if waiting:
+                    # Their items follow them to the version they move to.
+                    cur.executemany(
+                        self._sql["move_item"],
+                        [(app_version, m.queue, m.workflow_id) for m in waiting],
+                    )
             # Told to every process on commit, as the transaction's own notifications.
             for kind, key in notes:
                 if len(key.encode()) < NOTIFY_MAX_KEY:
@@ -251,17 +299,20 @@ class Runs:
         self, workflow_id: str, deadline: datetime | None, timeout: float | None
     ) -> bool:
         check_names(workflow_id)
-        found = self._db.one(self._sql["set_deadline"], (deadline, timeout, workflow_id))
+        found = self._db.one(
+            self._sql["set_deadline"], (deadline, timeout, self._db.shard(workflow_id), workflow_id)
+        )
         return found is not None
 
     def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
         check_names(workflow_id)
         given = json_param(encoded_attributes(checked_attributes(attributes)))
-        return self._db.one(self._sql["set_attributes"], (given, workflow_id)) is not None
+        key = self._db.shard(workflow_id)
+        return self._db.one(self._sql["set_attributes"], (given, key, workflow_id)) is not None
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)
-        found = self._db.one(self._sql["bump_recovery"], (workflow_id,))
+        found = self._db.about(self._sql["bump_recovery"], workflow_id)
         if found is None:
             raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
         return int(found[0])
@@ -274,23 +325,32 @@ class Runs:
             # wants to add to it waits, then finds it gone; each later
             # statement takes a fresh snapshot that includes what finished
             # before the lock was granted.
-            if not conn.execute(statements["delete_workflow"], (workflow_id,)).rowcount:
+            key = db.shards.of(conn, workflow_id, fresh=True)
+            gone = conn.execute(statements["delete_workflow"], (key, workflow_id)).fetchone()
+            if gone is None:
                 return False
+            if gone[0] is not None:
+                conn.execute(statements["drop_item"], (gone[0], workflow_id))
             for part in (
                 "delete_workflow_records",
                 "delete_workflow_messages",
+                "delete_workflow_inbox",
                 "delete_workflow_events",
                 "delete_workflow_send_keys",
                 "delete_workflow_step_heartbeats",
                 "clear_cancel_request",
-                "clear_parent_close",
             ):
-                conn.execute(statements[part], (workflow_id,))
+                conn.execute(statements[part], (key, workflow_id))
+            conn.execute(statements["clear_parent_close"], (workflow_id,))
             # Its archived generations, and their logs (they have no inbox or events).
-            conn.execute(statements["delete_archived_generations"], (workflow_id,))
+            archived = conn.execute(
+                statements["delete_archived_generations"], {"shard": key, "wid": workflow_id}
+            ).fetchall()
+            conn.execute(statements["unregister_runs"], ([workflow_id, *(r[0] for r in archived)],))
             if len(workflow_id.encode()) < NOTIFY_MAX_KEY:
                 # Other engines forget what they keep of the run (a finished row a
                 # handle would answer from); sent at commit, as every note is.
                 conn.execute(statements["notify_deleted"], (db.channel, db.origin, workflow_id))
+        db.shards.forget([workflow_id])
         db.tell([("deleted", workflow_id)])
         return True

@@ -14,9 +14,8 @@ from __future__ import annotations
 import attrs
 
 from replaykit.stores._sql import RECORD_COLUMNS
-from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 
-__all__ = ["RecordShape", "finish_record_statement", "notify_count", "record_statement"]
+__all__ = ["RecordShape", "finish_record_statement", "record_statement"]
 
 
 @attrs.frozen
@@ -29,7 +28,7 @@ class RecordShape:
     send: bool
     send_key: bool
     event: bool
-    # A stream's value or close: notifies "stream:<workflow_id>" when written.
+    # A stream's value or close: its writer sends "stream:<workflow_id>" (single.py).
     stream: bool = False
 
 
@@ -38,7 +37,7 @@ class RecordShape:
 # the same kind and name with more attempts: _rules.replaces_stored); a
 # completed record is never overwritten. (record_batch in statements.sql says the same.)
 _COMPLETE_PENDING = (
-    "ON CONFLICT (workflow_id, position) DO UPDATE SET "
+    "ON CONFLICT (shard_key, workflow_id, position) DO UPDATE SET "
     "kind = excluded.kind, name = excluded.name, outcome = excluded.outcome, "
     "digest = excluded.digest, call_site = excluded.call_site, "
     "started_at = excluded.started_at, completed_at = excluded.completed_at, "
@@ -58,19 +57,8 @@ _COMPLETE_PENDING_SETTING = _COMPLETE_PENDING.replace(
 # "by id only").
 _LOCK_BY_ID = (
     "run AS (SELECT workflow_id, status, executor_id FROM {s}.workflows "
-    "WHERE workflow_id = %(wid)s FOR NO KEY UPDATE)"
+    "WHERE shard_key = %(shard)s AND workflow_id = %(wid)s FOR NO KEY UPDATE)"
 )
-
-
-def notify_count(kind: str, source: str) -> str:
-    """SQL counting the rows of `source`, notifying `kind:<workflow_id>` for each."""
-    # `0 * count(pg_notify(...))` evaluates the notification for every row
-    # without letting it change the count.
-    return (
-        "(SELECT count(*) + 0 * count(pg_notify(%(channel)s, "
-        f"%(origin)s || '{kind}:' || workflow_id)) "
-        f"FILTER (WHERE octet_length(workflow_id) < {NOTIFY_MAX_KEY}) FROM {source})"
-    )
 
 
 def record_statement(s: str, shape: RecordShape) -> str:
@@ -90,7 +78,8 @@ def record_statement(s: str, shape: RecordShape) -> str:
         # before `run` is scanned; alone, this one would lock the message first).
         ctes.append(
             f"msg AS (SELECT m.message_id FROM {s}.messages m, run "
-            "WHERE m.message_id = ANY(%(consume)s::bigint[]) AND m.workflow_id = %(wid)s "
+            "WHERE m.shard_key = %(shard)s AND m.workflow_id = %(wid)s "
+            "AND m.message_id = ANY(%(consume)s::bigint[]) "
             "FOR UPDATE OF m)"
         )
         gate.append("(SELECT count(*) FROM msg) = %(consume_count)s")
@@ -98,21 +87,22 @@ def record_statement(s: str, shape: RecordShape) -> str:
         # A key-share lock keeps the receiving run from being deleted under us.
         ctes.append(
             f"target AS (SELECT workflow_id FROM {s}.workflows "
-            "WHERE workflow_id = %(send_to)s FOR KEY SHARE)"
+            "WHERE shard_key = %(send_shard)s AND workflow_id = %(send_to)s FOR KEY SHARE)"
         )
         gate.append("EXISTS (SELECT 1 FROM target)")
     if not shape.first:
         gate.append(
             f"EXISTS (SELECT 1 FROM {s}.records p "
-            "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
+            "WHERE p.shard_key = %(shard)s AND p.workflow_id = %(wid)s "
+            "AND p.position = %(pos)s - 1)"
         )
     # A record that sets an event keeps what it set, so a fork that copies it
     # can set the event too (create_workflow's fork_of).
     setting = ", event_key, event_value" if shape.event else ""
     set_values = ", %(event_key)s, %(event_value)s" if shape.event else ""
     ctes.append(
-        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {RECORD_COLUMNS}{setting}) "
-        "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
+        f"ins AS (INSERT INTO {s}.records AS r (shard_key, workflow_id, {RECORD_COLUMNS}{setting}) "
+        "SELECT %(shard)s, run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
         f"%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s{set_values} "
         f"FROM run WHERE {' AND '.join(gate)} "
         f"{_COMPLETE_PENDING_SETTING if shape.event else _COMPLETE_PENDING})"
@@ -120,41 +110,50 @@ def record_statement(s: str, shape: RecordShape) -> str:
     # Only a changed deadline dirties the run's row.
     ctes.append(
         f"wake AS (UPDATE {s}.workflows w SET wake_at = %(wake_at)s FROM ins "
-        "WHERE w.workflow_id = ins.workflow_id AND w.wake_at IS DISTINCT FROM %(wake_at)s)"
+        "WHERE w.shard_key = %(shard)s AND w.workflow_id = ins.workflow_id "
+        "AND w.wake_at IS DISTINCT FROM %(wake_at)s)"
     )
     sent = "0"
     events = "0"
     if shape.consume:
         ctes.append(
             f"taken AS (DELETE FROM {s}.messages m USING msg, ins "
-            "WHERE m.message_id = msg.message_id)"
+            "WHERE m.shard_key = %(shard)s AND m.workflow_id = %(wid)s "
+            "AND m.message_id = msg.message_id)"
         )
     if shape.send:
         key_join = ""
         if shape.send_key:
             ctes.append(
-                f"used_key AS (INSERT INTO {s}.send_keys (workflow_id, key) "
-                "SELECT target.workflow_id, %(send_key)s FROM target, ins "
+                f"used_key AS (INSERT INTO {s}.send_keys (shard_key, workflow_id, key) "
+                "SELECT %(send_shard)s, target.workflow_id, %(send_key)s FROM target, ins "
                 "ON CONFLICT DO NOTHING RETURNING workflow_id)"
             )
             key_join = ", used_key"
+        # The message takes the next number of the receiving run's inbox.
         ctes.append(
-            f"sent AS (INSERT INTO {s}.messages (workflow_id, topic, payload, created_at, "
-            "trace_context) "
-            "SELECT target.workflow_id, %(send_topic)s, %(send_payload)s, %(now)s, "
-            "%(send_trace)s "
-            f"FROM target, ins{key_join} RETURNING workflow_id)"
+            f"numbered AS (INSERT INTO {s}.inboxes AS b (shard_key, workflow_id, last_message) "
+            f"SELECT %(send_shard)s, target.workflow_id, 1 FROM target, ins{key_join} "
+            "ON CONFLICT (shard_key, workflow_id) DO UPDATE "
+            "SET last_message = b.last_message + 1 RETURNING workflow_id, last_message)"
         )
-        sent = notify_count("message", "sent")
+        ctes.append(
+            f"sent AS (INSERT INTO {s}.messages (shard_key, workflow_id, message_id, topic, "
+            "payload, created_at, trace_context) "
+            "SELECT %(send_shard)s, workflow_id, last_message, %(send_topic)s, "
+            "%(send_payload)s, %(now)s, %(send_trace)s "
+            "FROM numbered RETURNING workflow_id)"
+        )
+        sent = "(SELECT count(*) FROM sent)"
     if shape.event:
         ctes.append(
-            f"ev AS (INSERT INTO {s}.events (workflow_id, key, value) "
-            "SELECT ins.workflow_id, %(event_key)s, %(event_value)s FROM ins "
-            "ON CONFLICT (workflow_id, key) DO UPDATE SET value = excluded.value "
+            f"ev AS (INSERT INTO {s}.events (shard_key, workflow_id, key, value) "
+            "SELECT %(shard)s, ins.workflow_id, %(event_key)s, %(event_value)s FROM ins "
+            "ON CONFLICT (shard_key, workflow_id, key) DO UPDATE SET value = excluded.value "
             "RETURNING workflow_id)"
         )
-        events = notify_count("event", "ev")
-    written = notify_count("stream", "ins") if shape.stream else "(SELECT count(*) FROM ins)"
+        events = "(SELECT count(*) FROM ev)"
+    written = "(SELECT count(*) FROM ins)"
     return f"WITH {', '.join(ctes)} SELECT {written}, {sent}, {events}"
 
 
@@ -165,7 +164,7 @@ def finish_record_statement(s: str, *, executor: bool, first: bool) -> str:
     through `record()`'s gate (PENDING, owner, previous position present; a
     pending position completed, a completed one left alone) and finishes the
     run only if the record was written. Returns whether the run passed the
-    finish's gate, and how many runs it finished (each one notified).
+    finish's gate, and how many runs it finished (the caller sends the note).
     """
     gate = ["run.status = 'PENDING'"]
     if executor:
@@ -174,18 +173,20 @@ def finish_record_statement(s: str, *, executor: bool, first: bool) -> str:
     if not first:
         record_gate.append(
             f"EXISTS (SELECT 1 FROM {s}.records p "
-            "WHERE p.workflow_id = %(wid)s AND p.position = %(pos)s - 1)"
+            "WHERE p.shard_key = %(shard)s AND p.workflow_id = %(wid)s "
+            "AND p.position = %(pos)s - 1)"
         )
     return (
         f"WITH {_LOCK_BY_ID.replace('{s}', s)}, "
-        f"ins AS (INSERT INTO {s}.records AS r (workflow_id, {RECORD_COLUMNS}) "
-        "SELECT run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
+        f"ins AS (INSERT INTO {s}.records AS r (shard_key, workflow_id, {RECORD_COLUMNS}) "
+        "SELECT %(shard)s, run.workflow_id, %(pos)s, %(kind)s, %(name)s, %(outcome)s, %(digest)s, "
         "%(call_site)s, %(started_at)s, %(completed_at)s, %(rwake)s, %(attempts)s "
         f"FROM run WHERE {' AND '.join(record_gate)} "
         f"{_COMPLETE_PENDING}), "
         f"u AS (UPDATE {s}.workflows w SET status = %(status)s, result = %(result)s, "
         "error = %(error)s, updated_at = %(now)s, wake_at = NULL FROM ins "
-        "WHERE w.workflow_id = ins.workflow_id RETURNING w.workflow_id) "
+        "WHERE w.shard_key = %(shard)s AND w.workflow_id = ins.workflow_id "
+        "RETURNING w.workflow_id) "
         f"SELECT EXISTS (SELECT 1 FROM run WHERE {' AND '.join(gate)}), "
-        f"{notify_count('finished', 'u')}"
+        "(SELECT count(*) FROM u)"
     )

@@ -112,7 +112,9 @@ class Single:
         if statement is None:
             statement = self._statements[shape] = record_statement(db.s, RecordShape(*shape))
         stream = shape[6]
-        params = record_params(workflow_id, record)
+        # The run's key is almost always kept (this process created, claimed or read
+        # the run); it is looked up on the write's connection otherwise.
+        params = record_params(workflow_id, record, "")
         params["wake_at"] = wake_at
         if executor_id is not None:
             params["executor"] = executor_id
@@ -120,9 +122,16 @@ class Single:
             params["consume"] = consumed
             params["consume_count"] = len(consumed)
         if send is not None or event is not None or stream:
-            params["channel"] = db.channel
-            params["origin"] = db.origin
             params["now"] = utc_now()
+        # What other processes are told if the record is written: sent in a statement
+        # of its own (Database.notify), beside the write in one round trip.
+        told = []
+        if send is not None:
+            told.append(("message", send.workflow_id))
+        if event is not None:
+            told.append(("event", workflow_id))
+        if stream:
+            told.append(("stream", workflow_id))
         if send is not None:
             params["send_to"] = send.workflow_id
             params["send_topic"] = send.topic
@@ -138,11 +147,22 @@ class Single:
         alternative = None if send is None else send.if_duplicate
         for _ in range(5):
             with db.connection() as conn:
-                if alternative is None:
-                    written, sent, events = conn.execute(statement, params).fetchone() or (0, 0, 0)
+                params["shard"] = db.shards.of(conn, workflow_id)
+                if send is not None:
+                    params["send_shard"] = db.shards.of(conn, send.workflow_id)
+                if send is not None and params["send_shard"] != params["shard"]:
+                    written, sent, events = self._record_then_send(
+                        conn, shape, params, send, alternative, told
+                    )
+                elif alternative is None:
+                    written, sent, events = self._db.telling(conn, statement, params, told) or (
+                        0,
+                        0,
+                        0,
+                    )
                 else:
                     written, sent, events = self._record_keyed_send(
-                        conn, statement, params, alternative
+                        conn, statement, params, alternative, told
                     )
                 if not written:
                     stored = self._explain(conn, workflow_id, record, executor_id, consumed, send)
@@ -166,15 +186,66 @@ class Single:
             "after 5 attempts although nothing stood in the way"
         )
 
+    def _record_then_send(
+        self,
+        conn: psycopg.Connection[Any],
+        shape: tuple[bool, ...],
+        params: dict[str, Any],
+        send: OutgoingMessage,
+        duplicate: Outcome | None,
+        told: list[tuple[str, str]],
+    ) -> tuple[int, int, int]:
+        """A record with a send to a run on another shard: the record (on its run's
+        shard), then the send (on the other's), in one transaction, so that each
+        statement names one shard key. A send that finds no run rolls the record back;
+        a keyed send that finds its key used sets the record's outcome to `duplicate`."""
+        alone = (*shape[:3], False, False, *shape[5:])
+        statement = self._statements.get(alone)
+        if statement is None:
+            statement = self._statements[alone] = record_statement(self._db.s, RecordShape(*alone))
+        db = self._db
+        keyed = send.idempotency_key is not None
+        with conn.transaction() as tx:
+            written, _, events = conn.execute(statement, params).fetchone() or (0, 0, 0)
+            if not written:
+                return 0, 0, 0
+            found = conn.execute(
+                self._sql["send_message_keyed" if keyed else "send_message"],
+                {
+                    "shard": params["send_shard"],
+                    "wid": send.workflow_id,
+                    "key": send.idempotency_key,
+                    "call": None,
+                    "topic": send.topic,
+                    "payload": json_param(send.payload),
+                    "trace": send.trace_context,
+                    "now": params["now"],
+                },
+            ).fetchone()
+            if not found or not found[0]:
+                # The target is gone: nothing of the record stays; the caller's
+                # explanation finds the target missing and says so.
+                raise psycopg.Rollback(tx)
+            sent = int(found[1])
+            if duplicate is not None and not sent:
+                conn.execute(
+                    self._sql["record_duplicate_send"],
+                    (outcome_param(duplicate), params["shard"], params["wid"], params["pos"]),
+                )
+            db.notify(conn, [note for note in told if sent or note[0] != "message"])
+            return written, sent, events
+        return 0, 0, 0  # rolled back
+
     def _record_keyed_send(
         self,
         conn: psycopg.Connection[Any],
         statement: str,
         params: dict[str, Any],
         duplicate: Outcome,
+        told: list[tuple[str, str]],
     ) -> tuple[int, int, int]:
         """The record statement, then (if its keyed send found the key used) the record's
-        outcome set to `duplicate`, in one transaction.
+        outcome set to `duplicate`, in one transaction, with its notes.
 
         Not one statement: whether the key was used is known only once the key's
         insert has waited out a concurrent sender of it, after the statement's
@@ -186,8 +257,10 @@ class Single:
             if written and not sent:
                 conn.execute(
                     self._sql["record_duplicate_send"],
-                    (outcome_param(duplicate), params["wid"], params["pos"]),
+                    (outcome_param(duplicate), params["shard"], params["wid"], params["pos"]),
                 )
+            if written:
+                self._db.notify(conn, [note for note in told if sent or note[0] != "message"])
         return written, sent, events
 
     def _explain(
@@ -234,12 +307,15 @@ class Single:
         send: OutgoingMessage | None,
     ) -> Any:
         """What stands in the way of a record at `position`, read afresh in one query."""
+        shards = self._db.shards
         found = conn.execute(
             self._sql["explain_record"],
             {
+                "shard": shards.of(conn, workflow_id),
                 "wid": workflow_id,
                 "pos": position,
                 "consume": consume or [],
+                "send_shard": None if send is None else shards.of(conn, send.workflow_id),
                 "send_to": None if send is None else send.workflow_id,
             },
         ).fetchone()
@@ -250,19 +326,19 @@ class Single:
         if finish.record is not None:
             return self._finish_with_record(finish, finish.record)
         db = self._db
-        found = db.one(
-            self._sql["finish_workflow"],
-            {
-                "status": Status(finish.status).value,
-                "result": outcome_param(finish.result),
-                "error": finish.error,
-                "now": utc_now(),
-                "wid": finish.workflow_id,
-                "executor": finish.executor_id,
-                "channel": db.channel,
-                "origin": db.origin,
-            },
-        )
+        params = {
+            "status": Status(finish.status).value,
+            "result": outcome_param(finish.result),
+            "error": finish.error,
+            "now": utc_now(),
+            "shard": db.shard(finish.workflow_id),
+            "wid": finish.workflow_id,
+            "executor": finish.executor_id,
+        }
+        with db.connection() as conn:
+            found = self._db.telling(
+                conn, self._sql["finish_workflow"], params, [("finished", finish.workflow_id)]
+            )
         return bool(found and found[0])
 
     def _finish_with_record(self, finish: Finish, record: Record) -> bool:
@@ -274,14 +350,12 @@ class Single:
             statement = self._finish_record_statements[shape] = finish_record_statement(
                 db.s, executor=shape[0], first=shape[1]
             )
-        params = record_params(finish.workflow_id, record)
+        params = record_params(finish.workflow_id, record, db.shard(finish.workflow_id))
         params.update(
             status=Status(finish.status).value,
             result=outcome_param(finish.result),
             error=finish.error,
             now=utc_now(),
-            channel=db.channel,
-            origin=db.origin,
         )
         if finish.executor_id is not None:
             params["executor"] = finish.executor_id
@@ -290,7 +364,9 @@ class Single:
         for _ in range(5):
             verdict: bool | None = None
             with db.connection() as conn:
-                passed, finished = conn.execute(statement, params).fetchone() or (False, 0)
+                passed, finished = self._db.telling(
+                    conn, statement, params, [("finished", finish.workflow_id)]
+                ) or (False, 0)
                 if passed and not finished:
                     verdict = self._explain_finish(conn, finish, record)
             if finished:

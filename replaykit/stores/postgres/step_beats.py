@@ -30,6 +30,7 @@ class StepBeats:
         found = self._db.one(
             self._sql["record_step_heartbeat"],
             {
+                "shard": self._db.shard(workflow_id),
                 "wid": workflow_id,
                 "position": beat.position,
                 "path": path_text(beat.child_path),
@@ -56,7 +57,7 @@ class StepBeats:
         check_names(workflow_id)
         # One statement: the run's row tells "no such run" (no rows) from "none
         # beat" (one row of NULLs).
-        rows = self._db.all(self._sql["get_step_heartbeats"], (workflow_id,))
+        rows = self._db.about(self._sql["get_step_heartbeats"], workflow_id, many=True)
         if not rows:
             raise no_run_for_heartbeats(workflow_id)
         beats = [

@@ -30,6 +30,7 @@ from replaykit.stores.postgres.claims import Claims
 from replaykit.stores.postgres.creates import Creates
 from replaykit.stores.postgres.database import DEFAULT_SCHEMA, Database, validate_schema
 from replaykit.stores.postgres.holds import Holds
+from replaykit.stores.postgres.layout import MAX_PARTITIONS
 from replaykit.stores.postgres.messages import Messages
 from replaykit.stores.postgres.migrations import Migrations
 from replaykit.stores.postgres.notes import Notes
@@ -49,7 +50,8 @@ class PostgresStore(SqlFace):
     Creating the store connects, then creates or migrates the schema unless
     `auto_migrate=False` (then `schema_status()` tells where it stands and
     `migrate()` brings it up to date). An unreachable server raises
-    `StoreUnavailable`.
+    `StoreUnavailable`. `partitions=N` lays a new schema's tables of runs out in N
+    hash partitions by shard key (layout.py; docs/storage.md, "Past one server").
     """
 
     #: LISTEN/NOTIFY carries every note to every engine on the schema, whatever its
@@ -65,8 +67,16 @@ class PostgresStore(SqlFace):
         pool_max: int = 20,
         connect_timeout: float = 10.0,
         auto_migrate: bool = True,
+        partitions: int | None = None,
     ) -> None:
         validate_schema(schema)
+        if partitions is not None and not (
+            isinstance(partitions, int) and 2 <= partitions <= MAX_PARTITIONS
+        ):
+            raise ValueError(
+                f"partitions must be a whole number from 2 to {MAX_PARTITIONS}, got "
+                f"{partitions!r}; leave it out for plain tables"
+            )
         if pool_min < 0 or pool_max < max(pool_min, 1):
             raise ValueError(
                 f"need 0 <= pool_min <= pool_max and pool_max >= 1, got pool_min={pool_min}, "
@@ -99,6 +109,8 @@ class PostgresStore(SqlFace):
         try:
             if auto_migrate:
                 self._migrations.migrate_at_open()
+                if partitions is not None:
+                    self._migrations.lay_out(partitions)
         except BaseException:
             db.pool.close()
             raise

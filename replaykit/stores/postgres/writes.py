@@ -214,7 +214,7 @@ class Writes:
                 except BaseException as exc:
                     raise _BodyFailed(exc) from exc
                 record = checked_transaction_record(workflow_id, position, record)
-                params = record_params(workflow_id, record)
+                params = record_params(workflow_id, record, self._db.shards.of(conn, workflow_id))
                 params["wake_at"] = None
                 shape = RecordShape(
                     executor=False,
@@ -250,7 +250,8 @@ class Writes:
     ) -> Record | None:
         """Lock the run for a Transaction; return the stored record if `position` is done."""
         found = conn.execute(
-            self._sql["lock_run_at_position"], {"wid": workflow_id, "pos": position}
+            self._sql["lock_run_at_position"],
+            {"shard": self._db.shards.of(conn, workflow_id), "wid": workflow_id, "pos": position},
         ).fetchone()
         row = None
         if found is not None:
@@ -268,8 +269,8 @@ class Writes:
         self, workflow_id: str, record: Record, *, executor_id: str | None = None
     ) -> Record:
         check_late_record(workflow_id, record, executor_id)
-        params = record_params(workflow_id, record)
         with self._db.connection() as conn, conn.transaction():
+            params = record_params(workflow_id, record, self._db.shards.of(conn, workflow_id))
             found = conn.execute(self._sql["lock_run_at_position"], params).fetchone()
             row = None
             if found is not None:

@@ -24,7 +24,7 @@ from replaykit.stores._rules import (
 )
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
-from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.queries import SQL, id_set, keyed
 from replaykit.stores.sqlite.values import (
     dump,
     first,
@@ -141,11 +141,11 @@ class Messages:
         call_id: str | None = None,
         accept: Callable[[WorkflowRow], None] | None = None,
     ) -> tuple[WorkflowRow, bool, bool]:
-        stored = checked_create_and_send(row, message)
-        params = workflow_params(stored)
+        checked = checked_create_and_send(row, message)
 
         def write(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
-            created = conn.execute(_CREATE_WORKFLOW, params).rowcount == 1
+            stored = keyed(conn, checked)
+            created = conn.execute(_CREATE_WORKFLOW, workflow_params(stored)).rowcount == 1
             found = stored if created else _found_run(conn, row.workflow_id)
             if not created and accept is not None:
                 accept(found)  # raising rolls the transaction back: nothing written
@@ -165,8 +165,8 @@ class Messages:
 
         found, created, delivered = self._writer.write(write)
         notes = []
-        if created and stored.status is Status.ENQUEUED and stored.queue is not None:
-            notes.append(("enqueued", stored.queue))
+        if created and found.status is Status.ENQUEUED and found.queue is not None:
+            notes.append(("enqueued", found.queue))
         if delivered:
             notes.append(("message", row.workflow_id))
         if notes:

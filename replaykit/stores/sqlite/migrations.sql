@@ -266,3 +266,44 @@ CREATE TABLE parent_close_policies (
 -- for none, kept in clear (stores/_attributes.py). SQLite filters on them with
 -- json_extract and json_each over the runs a listing reads; no index.
 ALTER TABLE workflows ADD COLUMN attributes TEXT NOT NULL DEFAULT '{}';
+
+
+-- name: v15_shard_keys
+-- 15: a run's shard key (docs/storage.md, "Past one server"): given at its start,
+-- else its parent's (a fork's: its source's; an archived generation's: its live
+-- run's), else its own id. A SQLite database is never sharded; the key is kept so a
+-- run reads back as it was started, and only on the run's row.
+ALTER TABLE workflows ADD COLUMN shard_key TEXT NOT NULL DEFAULT '';
+
+-- name: v15_shard_keys_of_families
+-- 15, too: existing runs take their root's id (archived generations: their live run's).
+WITH RECURSIVE family(workflow_id, shard_key) AS (
+    SELECT w.workflow_id, w.workflow_id
+    FROM workflows w
+    WHERE w.parent_id IS NULL OR NOT EXISTS (SELECT 1
+        FROM workflows p
+        WHERE p.workflow_id = w.parent_id)
+    UNION
+    SELECT c.workflow_id, f.shard_key
+    FROM workflows c
+    JOIN family f ON c.parent_id = f.workflow_id)
+UPDATE workflows
+SET shard_key = (SELECT f.shard_key
+    FROM family f
+    WHERE f.workflow_id = workflows.workflow_id)
+WHERE workflow_id IN (SELECT workflow_id
+    FROM family);
+
+-- name: v15_shard_keys_of_generations
+-- 15, too.
+UPDATE workflows
+SET shard_key = COALESCE((SELECT l.shard_key
+        FROM workflows l
+        WHERE l.workflow_id = workflows.continued_as), workflow_id)
+WHERE continued_as IS NOT NULL;
+
+-- name: v15_shard_keys_of_the_rest
+-- 15, too: a run the walk did not reach (a loop of parents) is a root of its own.
+UPDATE workflows
+SET shard_key = workflow_id
+WHERE shard_key = '';

@@ -7,13 +7,35 @@ so a name missing from the file fails at import, and a write pays no lookup.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Collection
 
-from replaykit.stores._statements import Statements
+import attrs
 
-__all__ = ["SQL", "id_set"]
+from replaykit.stores._shards import new_shard_key
+from replaykit.stores._statements import Statements
+from replaykit.stores.values import WorkflowRow
+
+__all__ = ["SQL", "id_set", "keyed"]
 
 SQL = Statements("replaykit.stores.sqlite", "statements.sql")
+_SHARD_OF = SQL["shard_of"]
+
+
+def keyed(conn: sqlite3.Connection, row: WorkflowRow, fork_of: str | None = None) -> WorkflowRow:
+    """`row` with its shard key (stores/_shards.py: a fork's is its source's), read
+    inside the write that creates it."""
+    if row.shard_key is not None:
+        return row
+
+    def key_of(elder: str) -> str | None:
+        found = conn.execute(_SHARD_OF, (elder,)).fetchone()
+        return None if found is None else str(found[0])
+
+    source_key = None if fork_of is None else key_of(fork_of)
+    if source_key is not None and row.continued_as is None:
+        return attrs.evolve(row, shard_key=source_key)
+    return attrs.evolve(row, shard_key=new_shard_key(row, key_of))
 
 
 def id_set(ids: Collection[object]) -> str:

@@ -6,6 +6,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
+
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status
 from replaykit.stores._generations import with_first_inputs
@@ -21,7 +23,7 @@ from replaykit.stores._rules import (
 )
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
-from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.queries import SQL, id_set, keyed
 from replaykit.stores.sqlite.values import (
     first,
     load_inputs,
@@ -53,13 +55,13 @@ class Runs:
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
     ) -> tuple[WorkflowRow, bool]:
-        stored = checked_create(row, records, fork_of)
-        params = workflow_params(stored)
+        checked = checked_create(row, records, fork_of)
         records_params = [record_params(row.workflow_id, r) for r in records]
         deduplicated = row.queue is not None and row.dedup_id is not None
 
         # (the row, whether created, whether the fork got events)
         def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
+            stored = keyed(conn, checked, fork_of)
             if deduplicated:
                 existing = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
                 if existing is not None:
@@ -67,7 +69,7 @@ class Runs:
                 holder = first(conn.execute(_DEDUP_HOLDER, (row.queue, row.dedup_id)))
                 if holder is not None:
                     raise duplicate_dedup(stored, holder[0])
-            if conn.execute(_CREATE_WORKFLOW, params).rowcount == 0:
+            if conn.execute(_CREATE_WORKFLOW, workflow_params(stored)).rowcount == 0:
                 existing = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
                 raise Unchanged((shown(workflow_from_row, existing), False, False))
             got_events = False
@@ -79,8 +81,8 @@ class Runs:
             return stored, True, got_events
 
         found, created, got_events = self._writer.write(insert)
-        if created and stored.status is Status.ENQUEUED and stored.queue is not None:
-            self._notify([("enqueued", stored.queue)])
+        if created and found.status is Status.ENQUEUED and found.queue is not None:
+            self._notify([("enqueued", found.queue)])
         if got_events:
             self._notify([("event", row.workflow_id)])
         return with_first_inputs([(found, created)], self._first_inputs)[0]
@@ -121,7 +123,11 @@ class Runs:
                 is_new=lambda workflow_id: workflow_id not in existing,
                 live_holder=live_holder,
             )
-            new = [workflow_params(row) for row in firsts if row.workflow_id not in existing]
+            new = []
+            for row in firsts:
+                if row.workflow_id not in existing:
+                    keys[row.workflow_id] = keyed(conn, row).shard_key
+                    new.append(workflow_params(attrs.evolve(row, shard_key=keys[row.workflow_id])))
             if not new:
                 raise Unchanged(existing)
             inserted = conn.executemany(_CREATE_WORKFLOW, new).rowcount
@@ -132,6 +138,7 @@ class Runs:
                 )
             return existing
 
-        answers, queues = batch_answers(batch, self._writer.write(insert))
+        keys: dict[str, str | None] = {}
+        answers, queues = batch_answers(batch, self._writer.write(insert), keys)
         self._notify([("enqueued", queue) for queue in queues])
         return with_first_inputs(answers, self._first_inputs)

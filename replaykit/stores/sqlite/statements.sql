@@ -60,7 +60,7 @@ WHERE workflow_id IN (SELECT workflow_id
 RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key, attributes, EXISTS (SELECT 1
+    generation, continued_as, partition_key, attributes, shard_key, EXISTS (SELECT 1
     FROM records r
     WHERE r.workflow_id = workflows.workflow_id);
 
@@ -105,7 +105,7 @@ WHERE workflow_id IN (SELECT r.workflow_id
 RETURNING workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key, attributes, EXISTS (SELECT 1
+    generation, continued_as, partition_key, attributes, shard_key, EXISTS (SELECT 1
     FROM records r
     WHERE r.workflow_id = workflows.workflow_id);
 
@@ -166,9 +166,15 @@ RETURNING workflow_id, queue, created_at;
 INSERT INTO workflows (workflow_id, name, status, inputs, result, executor_id, app_version,
         created_at, updated_at, parent_id, queue, priority, dedup_id, recovery_attempts,
         wake_at, error, started_at, trace_context, forked_from, fork_position, deadline,
-        timeout_seconds, generation, continued_as, partition_key, attributes)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        timeout_seconds, generation, continued_as, partition_key, attributes, shard_key)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (workflow_id) DO NOTHING;
+
+-- name: shard_of
+-- A run's shard key (a new run's elder's: stores/_shards.py).
+SELECT shard_key
+FROM workflows
+WHERE workflow_id = ?;
 
 -- name: create_workflow_record
 -- One of the records a new run (a fork) starts with.
@@ -215,7 +221,7 @@ WHERE first_inputs IS NOT NULL AND workflow_id IN (SELECT value
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key, attributes
+    generation, continued_as, partition_key, attributes, shard_key
 FROM workflows
 WHERE workflow_id = ?;
 
@@ -241,7 +247,7 @@ LIMIT ?;
 SELECT workflow_id, name, status, inputs, result, executor_id, app_version, created_at,
     updated_at, parent_id, queue, priority, dedup_id, recovery_attempts, wake_at, error,
     started_at, trace_context, forked_from, fork_position, deadline, timeout_seconds,
-    generation, continued_as, partition_key
+    generation, continued_as, partition_key, attributes, shard_key
 FROM workflows
 WHERE workflow_id IN (SELECT value FROM json_each(?));
 

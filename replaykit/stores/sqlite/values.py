@@ -154,6 +154,7 @@ def workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
         row.continued_as,
         row.partition_key or "",
         dump(encoded_attributes(row.attributes)),
+        row.shard_key,
     )
 
 

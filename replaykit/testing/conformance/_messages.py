@@ -73,14 +73,18 @@ def check_consume_is_atomic(store: Store) -> None:
         lambda: store.record("m-2", _step(5), consume=message.message_id),
     )
     _equal("message after a refused gap", message, store.peek_message("m-2", "t"))
+    # Message ids name a message within its run's inbox (a store may number each
+    # run's inbox on its own, as a sharded one does): an id this run's inbox does not
+    # hold is refused, whoever else may hold a message under it.
     store.send_message("m-2-other", "t", "theirs")
     theirs = _present("peek_message of the other run", store.peek_message("m-2-other", "t"))
     _raises(
-        "record() consuming another run's message",
+        "record() consuming an id its run's inbox does not hold",
         RecordConflict,
-        lambda: store.record("m-2", _step(1), consume=theirs.message_id),
+        lambda: store.record("m-2", _step(1), consume=message.message_id + 1000),
     )
     _equal("the other run's message", theirs, store.peek_message("m-2-other", "t"))
+    _equal("this run's message", message, store.peek_message("m-2", "t"))
     _raises(
         "record() consuming a message and sending to an unknown run",
         WorkflowNotFound,

@@ -145,6 +145,11 @@ from replaykit.testing.conformance._records import (
     check_record_transaction,
 )
 from replaykit.testing.conformance._schedules import check_schedule_requests, check_schedule_states
+from replaykit.testing.conformance._shards import (
+    check_shard_key_refusals,
+    check_shard_keys_given_and_inherited,
+    check_shard_keys_never_change,
+)
 from replaykit.testing.conformance._step_heartbeats import (
     check_step_heartbeats_are_refused_as_records_are,
     check_step_heartbeats_keep_the_latest_per_step,
@@ -266,6 +271,9 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_record_late,
     check_error_text_with_nul_is_kept,
     check_fork_lineage,
+    check_shard_keys_given_and_inherited,
+    check_shard_keys_never_change,
+    check_shard_key_refusals,
     check_schedule_states,
     check_schedule_requests,
     check_keyed_send_with_record,

@@ -1,0 +1,124 @@
+"""`check_store`'s checks of shard keys: the key each run's rows carry
+(docs/storage.md, "Past one server"). A run's key is the one given at its start,
+else its parent's (a fork's: its source's; an archived generation's: its live run's),
+else its own id; it never changes, and a family shares one."""
+
+from __future__ import annotations
+
+import functools
+from datetime import timedelta
+
+from replaykit.log import Status
+from replaykit.stores.base import Store, WorkflowFilter
+from replaykit.testing.conformance._support import (
+    _T0,
+    _equal,
+    _raises,
+    _run,
+    _step,
+)
+
+__all__ = [
+    "check_shard_key_refusals",
+    "check_shard_keys_given_and_inherited",
+    "check_shard_keys_never_change",
+]
+
+
+def _key(store: Store, workflow_id: str) -> str | None:
+    row = store.get_workflow(workflow_id)
+    return None if row is None else row.shard_key
+
+
+def check_shard_keys_given_and_inherited(store: Store) -> None:
+    root, _ = store.create_workflow(_run("sk-root"))
+    _equal("a root run's shard key is its own id", "sk-root", root.shard_key)
+    _equal("get_workflow returns the shard key", "sk-root", _key(store, "sk-root"))
+    child, _ = store.create_workflow(_run("sk-child", parent_id="sk-root"))
+    _equal("a child takes its parent's shard key", "sk-root", child.shard_key)
+    grandchild, _ = store.create_workflow(_run("sk-grandchild", parent_id="sk-child"))
+    _equal("a grandchild takes its family's shard key", "sk-root", grandchild.shard_key)
+    given, _ = store.create_workflow(_run("sk-given", shard_key="tenant-9"))
+    _equal("a run started with a shard key keeps it", "tenant-9", given.shard_key)
+    _equal("get_workflow returns the given key", "tenant-9", _key(store, "sk-given"))
+    under, _ = store.create_workflow(_run("sk-under", parent_id="sk-given"))
+    _equal("a child of a run with a given key takes that key", "tenant-9", under.shard_key)
+    orphan, _ = store.create_workflow(_run("sk-orphan", parent_id="sk-nobody"))
+    _equal("a run whose parent is not stored is a root of its own", "sk-orphan", orphan.shard_key)
+    again, created = store.create_workflow(_run("sk-given", shard_key="other"))
+    _equal("a start again under a taken id creates nothing", False, created)
+    _equal("the run found in the way keeps its key", "tenant-9", again.shard_key)
+    answers = store.create_workflows(
+        [
+            _run("sk-b1"),
+            _run("sk-b2", parent_id="sk-given"),
+            _run("sk-b3", shard_key="tenant-3"),
+            _run("sk-root", shard_key="elsewhere"),
+        ]
+    )
+    _equal(
+        "create_workflows gives each new run its key (and answers the one in the way)",
+        [
+            ("sk-b1", "sk-b1", True),
+            ("sk-b2", "tenant-9", True),
+            ("sk-b3", "tenant-3", True),
+            ("sk-root", "sk-root", False),
+        ],
+        [(row.workflow_id, row.shard_key, created) for row, created in answers],
+    )
+    for workflow_id, key in (("sk-b1", "sk-b1"), ("sk-b2", "tenant-9"), ("sk-b3", "tenant-3")):
+        _equal(f"get_workflow({workflow_id!r}) returns its key", key, _key(store, workflow_id))
+    listed = {
+        row.workflow_id: row.shard_key
+        for row in store.list_workflows(WorkflowFilter(name="wf"))
+        if row.workflow_id in ("sk-child", "sk-b3")
+    }
+    _equal("list_workflows returns the keys", {"sk-child": "sk-root", "sk-b3": "tenant-3"}, listed)
+
+
+def check_shard_keys_never_change(store: Store) -> None:
+    store.create_workflow(_run("skc", shard_key="family-1", executor_id="e"))
+    store.record("skc", _step(0, "one"))
+    store.send_message("skc", "inbox", "hello")
+    store.continue_workflow(
+        "skc", {"args": [2], "kwargs": {}}, generation=0, executor_id="e", now=_T0
+    )
+    _equal("a run that continued as new keeps its key", "family-1", _key(store, "skc"))
+    _equal("its archived generation has the run's key", "family-1", _key(store, "skc#0"))
+    message = store.peek_message("skc", "inbox")
+    _equal("its inbox is still found", "hello", None if message is None else message.payload)
+    store.record("skc", _step(0, "two"))
+    fork, _ = store.create_workflow(_run("skc-fork"), records=[_step(0, "two")], fork_of="skc")
+    _equal("a fork takes its source's key", "family-1", fork.shard_key)
+    _equal("the fork's log is found", 1, len(store.load_log("skc-fork")))
+    store.finish_workflow("skc", Status.SUCCESS, None)
+    store.rewind_workflow(
+        "skc", 0, generation=1, executor_id="e", app_version="", now=_T0 + timedelta(hours=1)
+    )
+    _equal("a rewound run keeps its key", "family-1", _key(store, "skc"))
+    _equal("its archived attempt has the run's key", "family-1", _key(store, "skc#1"))
+    _equal("the rewound run's log is found", 0, len(store.load_log("skc")))
+    store.delete_workflow("skc")
+    _equal("a deleted run is gone", None, store.get_workflow("skc"))
+    _equal("its archived generations are gone", None, store.get_workflow("skc#0"))
+    _, created = store.create_workflow(_run("skc", shard_key="family-2"))
+    _equal("an id deleted may be started again", True, created)
+    _equal("under the key it is given now", "family-2", _key(store, "skc"))
+    store.send_message("skc", "inbox", "again")
+    message = store.peek_message("skc", "inbox")
+    _equal(
+        "the new run's inbox holds only what was sent to it",
+        "again",
+        None if message is None else message.payload,
+    )
+
+
+def check_shard_key_refusals(store: Store) -> None:
+    bad_keys: tuple[object, ...] = ("", 7, "k" * 1001)
+    for bad in bad_keys:
+        _raises(
+            f"create_workflow refuses shard_key={bad!r:.20}",
+            ValueError,
+            functools.partial(store.create_workflow, _run("sk-bad", shard_key=bad)),
+        )
+    _equal("a refused start writes nothing", None, store.get_workflow("sk-bad"))
