@@ -20,7 +20,7 @@ from replaykit.client._handles import ClientHandle, ResumedHandle
 from replaykit.client._schedules import ClientSchedules
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError
-from replaykit.log import Record, Status
+from replaykit.log import Status
 from replaykit.otel import current_trace_context
 from replaykit.runtime import admin, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
@@ -484,11 +484,6 @@ class Client(ClientSchedules, BulkActions, Listing):
         return admin.stranded_runs(
             self.store, app_version=self.app_version, executor_id=executor_id, where=where
         )
-
-    def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        self._row(workflow_id)
-        return self.store.load_log(workflow_id)
 
     # -- messages and events ----------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Protocol, Self, TypeVar
 
-from replaykit.log import Record, Status
+from replaykit.log import Status
 from replaykit.runtime import loop_waits, streams, updates
 from replaykit.runtime.async_bulk import AsyncBulkActions
 from replaykit.runtime.listing import Listing
@@ -54,8 +54,6 @@ class SyncFace(Protocol):
 
     @property
     def updater(self) -> updates.Updater: ...
-
-    def steps(self, workflow_id: str) -> list[Record]: ...
 
 
 async def open_sync_face(
@@ -129,9 +127,7 @@ class AsyncFace(AsyncBulkActions):
     list_workflows = off_loop_twin(Listing.list_workflows)
     count_workflows = off_loop_twin(Listing.count_workflows)
 
-    async def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        return await self.off_loop(self._sync().steps, workflow_id)
+    steps = off_loop_twin(FromOutside.steps)
 
     # -- messages, events, heartbeats and streams ---------------------------------------------
 

@@ -23,7 +23,7 @@ from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import run_deadline
 from replaykit.errors import WorkflowNotFound
-from replaykit.log import Log, Record, Status
+from replaykit.log import Log, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
 from replaykit.runtime import admin, courtesy, updates
@@ -711,12 +711,6 @@ class Engine(Timing, History, BulkActions, Listing):
             executor_id=executor_id or self.executor_id,
             where=where,
         )
-
-    def steps(self, workflow_id: str) -> list[Record]:
-        """The run's log, position by position."""
-        if self.store.get_workflow(workflow_id) is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return self.store.load_log(workflow_id)
 
     def export_log(self, workflow_id: str) -> Log:
         """The run's log as `replaykit.testing.replay` and `replaykit replay` read it."""

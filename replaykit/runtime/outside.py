@@ -1,6 +1,6 @@
 """`FromOutside`: what both sync faces (`Engine`, `Client`) deliver to a run and read of
 it from outside, written once: a message, an awakeable's completion or failure, an
-update, and a run's events and step heartbeats.
+update, and a run's log, events and step heartbeats.
 
 A mixin of both. Where the faces differ it asks them: `_writing()` and `_reading()`
 raise when the face may not do it now (a closed client; an engine delivers and reads
@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from replaykit.log import Record
 from replaykit.runtime import admin, awakeables, updates
 from replaykit.stores.base import StepHeartbeat, Store
 
@@ -84,6 +85,12 @@ class FromOutside:
             max_bytes=self.max_payload_bytes,
             trace_context=self._trace_context(),
         )
+
+    def steps(self, workflow_id: str) -> list[Record]:
+        """The run's log, position by position."""
+        self._reading()
+        admin.get_run(self.store, workflow_id)  # an unknown id raises WorkflowNotFound
+        return self.store.load_log(workflow_id)
 
     def get_events(self, workflow_id: str) -> dict[str, Any]:
         """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
