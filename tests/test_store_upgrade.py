@@ -70,7 +70,8 @@ class Fixture:
 
     def unread(self, name: str, topic: str) -> list[Any]:
         """The run's messages on `topic` no one had read, oldest first."""
-        return [payload for on, payload in self.made["inboxes"][self.role(name)] if on == topic]
+        inbox = self.made["inboxes"][self.role(name)]
+        return [payload for on, payload, _trace in inbox if on == topic]
 
 
 @pytest.fixture(params=_cases())
@@ -190,7 +191,7 @@ def test_unread_messages_and_send_keys_are_kept(old: Fixture) -> None:
     store = open_store(old.url)
     try:
         inboxes = old.made["inboxes"]
-        topics = {run: {topic for topic, _ in messages} for run, messages in inboxes.items()}
+        topics = {run: {message[0] for message in messages} for run, messages in inboxes.items()}
         # Oldest first across each run's topics, as a Recv of them all takes them.
         assert drain_inboxes(store, topics) == inboxes
         # A used key delivers nothing more, whoever used it (a Send, engine.send).

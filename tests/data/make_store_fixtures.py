@@ -279,21 +279,31 @@ def make_runs(url: str) -> tuple[dict[str, str], dict[str, list[str]]]:
         roles[name] = workflow_id
         return workflow_id
 
+    from opentelemetry.sdk.trace import TracerProvider
+
+    # Traced (spans kept nowhere), so that runs and messages hold a trace context: a
+    # run started or a message sent inside `traced`, and every child and Send of a run.
+    tracing = TracerProvider()
+    traced = tracing.get_tracer("make_store_fixtures").start_as_current_span
     with Engine(
         url,
         executor_id=EXECUTOR_ID,
         app_version=APP_VERSION,
         queues=[SERVED],
         poll_interval=0.05,
+        tracer_provider=tracing,
     ) as engine:
         store = engine.store
         # SUCCESS: steps, a sleep, an event, attributes at start and set by the run, a
-        # timeout (a deadline); then a message nobody reads, sent with a key.
+        # timeout (a deadline); then messages nobody reads, one sent with a key.
         done = role("success", "fx-success")
-        engine.start(
-            steps, 3, workflow_id=done, timeout=3600, attributes={"customer": "c-1", "tier": 2}
-        ).result(timeout=30)
-        engine.send(done, {"late": 1}, "late", idempotency_key="late-1")
+        with traced("start fx-success"):
+            handle = engine.start(
+                steps, 3, workflow_id=done, timeout=3600, attributes={"customer": "c-1", "tier": 2}
+            )
+        handle.result(timeout=30)
+        with traced("send to fx-success"):
+            engine.send(done, {"late": 1}, "late", idempotency_key="late-1")
         engine.send(done, {"late": 2}, "late")
         role("beats", "fx-beats")
         engine.run(beats, 3, workflow_id="fx-beats", timeout=30)
@@ -519,7 +529,8 @@ def drain_inboxes(
     store: Store, topics: Mapping[str, Iterable[str]], only: Iterable[str] | None = None
 ) -> dict[str, list[list[Any]]]:
     """Take every message out of the runs' inboxes, oldest first across their `topics`:
-    each run's `[topic, payload]` in the order a `Recv` of all its topics would take them.
+    each run's `[topic, payload, trace context]`, in the order a `Recv` of all its topics
+    would take them.
 
     Destructive: each message is taken with `answer_message` (which also sets an event
     `fx-drained`), the one way the `Store` protocol takes a message without a record.
@@ -536,7 +547,7 @@ def drain_inboxes(
                 workflow_id, message.message_id, EventWrite("fx-drained", len(taken))
             ):
                 raise RuntimeError(f"{workflow_id}: message {message.message_id} went away")
-            taken.append([message.topic, plain(message.payload)])
+            taken.append([message.topic, plain(message.payload), message.trace_context])
         drained[workflow_id] = taken
     return drained
 
