@@ -8,15 +8,15 @@ import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_wait
-from replaykit.client._blocking import Client, ResumedHandle
+from replaykit.client._blocking import Client, ClientHandle, ResumedHandle
 from replaykit.runtime import admin, debounce, loop_waits, updates
 from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
-from replaykit.runtime.cancels import DEFAULT_GRACE
+from replaykit.runtime.twins import off_loop_twin
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
 
@@ -63,6 +63,16 @@ class AsyncResumedHandle(AsyncClientHandle):
         self.resumed: tuple[str, ...] = resumed.resumed
         #: The unfinished runs of its family moved onto `app_version` with it.
         self.moved: tuple[str, ...] = resumed.moved
+
+
+def _async_handle(face: AsyncClient, handle: ClientHandle) -> AsyncClientHandle:
+    """The async face's handle of the run a `Client` call answered with."""
+    return AsyncClientHandle(face, handle.workflow_id)
+
+
+def _async_resumed(face: AsyncClient, done: ResumedHandle) -> AsyncResumedHandle:
+    """`AsyncClient.resume`'s handle: the run, and what the resume changed."""
+    return AsyncResumedHandle(face, done.workflow_id, done)
 
 
 class AsyncClient(AsyncFace):
@@ -162,81 +172,16 @@ class AsyncClient(AsyncFace):
         call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
         return await loop.run_in_executor(self._io, call)
 
-    async def start(
-        self,
-        name: str,
-        /,
-        *args: Any,
-        workflow_id: str | None = None,
-        queue: str | None = None,
-        app_version: str | None = None,
-        executor_id: str | None = None,
-        timeout: timedelta | float | None = None,
-        deadline: datetime | None = None,
-        concurrency_key: str | None = None,
-        concurrency_limit: int = 1,
-        overlap: str = "allow",
-        attributes: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> AsyncClientHandle:
-        """`Client.start` as a coroutine."""
-        handle = await self.off_loop(
-            self.client.start,
-            name,
-            *args,
-            workflow_id=workflow_id,
-            queue=queue,
-            app_version=app_version,
-            executor_id=executor_id,
-            timeout=timeout,
-            deadline=deadline,
-            concurrency_key=concurrency_key,
-            concurrency_limit=concurrency_limit,
-            overlap=overlap,
-            attributes=attributes,
-            **kwargs,
-        )
-        return AsyncClientHandle(self, handle.workflow_id)
+    # -- what only hands over to the `Client` it holds (runtime/twins.py) ----------------
 
-    async def enqueue(
-        self,
-        queue: str,
-        name: str,
-        /,
-        *args: Any,
-        workflow_id: str | None = None,
-        priority: int = 0,
-        dedup_id: str | None = None,
-        delay: timedelta | float | None = None,
-        if_exists: str = "raise",
-        app_version: str | None = None,
-        timeout: timedelta | float | None = None,
-        deadline: datetime | None = None,
-        partition_key: str | None = None,
-        overlap: str = "allow",
-        attributes: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> AsyncClientHandle:
-        """`Client.enqueue` as a coroutine."""
-        handle = await self.off_loop(
-            self.client.enqueue,
-            queue,
-            name,
-            *args,
-            workflow_id=workflow_id,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
-            if_exists=if_exists,
-            app_version=app_version,
-            timeout=timeout,
-            deadline=deadline,
-            partition_key=partition_key,
-            overlap=overlap,
-            attributes=attributes,
-            **kwargs,
-        )
-        return AsyncClientHandle(self, handle.workflow_id)
+    start = off_loop_twin(Client.start, _async_handle, AsyncClientHandle)
+    enqueue = off_loop_twin(Client.enqueue, _async_handle, AsyncClientHandle)
+    send_with_start = off_loop_twin(Client.send_with_start, _async_handle, AsyncClientHandle)
+    cancel = off_loop_twin(Client.cancel)
+    terminate = off_loop_twin(Client.terminate)
+    resume = off_loop_twin(Client.resume, _async_resumed, AsyncResumedHandle)
+    fork = off_loop_twin(Client.fork, _async_handle, AsyncClientHandle)
+    rewind = off_loop_twin(Client.rewind, _async_handle, AsyncClientHandle)
 
     def handle(self, workflow_id: str) -> AsyncClientHandle:
         """A handle by id, made without a store read: `status()` and `result()` raise
@@ -305,115 +250,6 @@ class AsyncClient(AsyncFace):
             app_version=app_version,
         )
         return str(answer)
-
-    async def send_with_start(
-        self,
-        workflow: str,
-        message: Any,
-        /,
-        topic: str | None = None,
-        *,
-        workflow_id: str,
-        start_args: Sequence[Any] = (),
-        start_kwargs: Mapping[str, Any] | None = None,
-        queue: str | None = None,
-        executor_id: str | None = None,
-        app_version: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> AsyncClientHandle:
-        """`Client.send_with_start` as a coroutine."""
-        handle = await self.off_loop(
-            self.client.send_with_start,
-            workflow,
-            message,
-            topic,
-            workflow_id=workflow_id,
-            start_args=start_args,
-            start_kwargs=start_kwargs,
-            queue=queue,
-            executor_id=executor_id,
-            app_version=app_version,
-            idempotency_key=idempotency_key,
-        )
-        return AsyncClientHandle(self, handle.workflow_id)
-
-    async def cancel(
-        self,
-        workflow_id: str,
-        *,
-        grace: float = DEFAULT_GRACE,
-        reason: str = "",
-        children: bool = True,
-    ) -> bool:
-        """`Client.cancel` as a coroutine."""
-        return await self.off_loop(
-            self.client.cancel, workflow_id, grace=grace, reason=reason, children=children
-        )
-
-    async def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """`Client.terminate` as a coroutine."""
-        return await self.off_loop(
-            self.client.terminate, workflow_id, children=children, reason=reason
-        )
-
-    async def resume(
-        self,
-        workflow_id: str,
-        *,
-        executor_id: str | None = None,
-        app_version: str | None = None,
-        timeout: timedelta | float | None = None,
-        deadline: datetime | None = None,
-    ) -> AsyncResumedHandle:
-        """`Client.resume` as a coroutine; the handle's `resumed` and `moved` say what
-        it changed, as `ResumedHandle`'s do."""
-        done = await self.off_loop(
-            self.client.resume,
-            workflow_id,
-            executor_id=executor_id,
-            app_version=app_version,
-            timeout=timeout,
-            deadline=deadline,
-        )
-        return AsyncResumedHandle(self, workflow_id, done)
-
-    async def fork(
-        self,
-        source_id: str,
-        from_position: int,
-        /,
-        *,
-        workflow_id: str | None = None,
-        executor_id: str | None = None,
-        app_version: str | None = None,
-    ) -> AsyncClientHandle:
-        """`Client.fork` as a coroutine."""
-        handle = await self.off_loop(
-            self.client.fork,
-            source_id,
-            from_position,
-            workflow_id=workflow_id,
-            executor_id=executor_id,
-            app_version=app_version,
-        )
-        return AsyncClientHandle(self, handle.workflow_id)
-
-    async def rewind(
-        self,
-        workflow_id: str,
-        position: int,
-        /,
-        *,
-        executor_id: str | None = None,
-        app_version: str | None = None,
-    ) -> AsyncClientHandle:
-        """`Client.rewind` as a coroutine."""
-        await self.off_loop(
-            functools.partial(self.client.rewind, executor_id=executor_id, app_version=app_version),
-            workflow_id,
-            position,
-        )
-        return AsyncClientHandle(self, workflow_id)
 
     async def _wait_finished(self, workflow_id: str, timeout: float | None) -> WorkflowRow:
         timeout = checked_wait(timeout, "result(timeout=...)")

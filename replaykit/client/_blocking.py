@@ -19,19 +19,19 @@ from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.client._handles import ClientHandle, ResumedHandle
 from replaykit.client._schedules import ClientSchedules
 from replaykit.commands import run_deadline
-from replaykit.errors import DuplicateDedupId, UnknownWorkflowError
+from replaykit.errors import UnknownWorkflowError
 from replaykit.log import Record, Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, awakeables, debounce, streams, updates
+from replaykit.runtime import admin, debounce, streams, updates
 from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.listing import Listing
-from replaykit.runtime.overlaps import keyed_start, known_concurrency_queue, plan_enqueue
+from replaykit.runtime.overlaps import enqueue_planned, keyed_start, known_concurrency_queue
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
-from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store, WorkflowFilter, WorkflowRow
+from replaykit.stores.base import OutgoingMessage, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import with_codec
 
 __all__ = ["Client", "ClientHandle", "ResumedHandle"]
@@ -280,45 +280,32 @@ class Client(ClientSchedules, BulkActions, Listing):
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
         seconds, deadline = run_deadline(timeout, deadline, what=what)
-        plan = plan_enqueue(
-            self.store,
-            queue,
-            partition_key,
-            overlap,
-            dedup_id,
-            cancel=lambda workflow_id, why: self.cancel(workflow_id, reason=why),
-            what=what,
-        )
-        if plan.existing is not None:
-            return ClientHandle(self, plan.existing)
-        dedup_id = plan.dedup_id
-        if plan.held_is_answer:
-            if_exists = "return"
-        version = self._version(name, app_version)
-        row = self._new_row(
-            name,
-            args,
-            kwargs,
-            workflow_id,
-            version,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
-            timeout=seconds,
-            deadline=deadline,
-            partition_key=partition_key,
-            attributes=attributes,
-        )
-        warning = self._check_engines(row)
-        try:
+
+        def create(dedup_id: str | None) -> str:
+            row = self._new_row(
+                name,
+                args,
+                kwargs,
+                workflow_id,
+                self._version(name, app_version),
+                queue=queue,
+                priority=priority,
+                dedup_id=dedup_id,
+                delay=delay,
+                timeout=seconds,
+                deadline=deadline,
+                partition_key=partition_key,
+                attributes=attributes,
+            )
+            warning = self._check_engines(row)
             stored, _ours = self._create(row)
-        except DuplicateDedupId as exc:
-            if if_exists == "return":
-                return ClientHandle(self, exc.existing_id)
-            raise
-        self._warn(warning)
-        return ClientHandle(self, stored.workflow_id)
+            self._warn(warning)
+            return stored.workflow_id
+
+        run_id = enqueue_planned(
+            self, queue, partition_key, overlap, dedup_id, if_exists, what, create
+        )
+        return ClientHandle(self, run_id)
 
     def _version(self, name: str, app_version: str | None) -> str:
         version = app_version or self.app_version
@@ -462,6 +449,12 @@ class Client(ClientSchedules, BulkActions, Listing):
     def _reading(self) -> None:
         self._check_open()
 
+    def _writing(self) -> None:
+        self._check_open()
+
+    def _trace_context(self) -> str | None:
+        return current_trace_context()
+
     def _stranded(
         self,
         where: WorkflowFilter,
@@ -489,73 +482,7 @@ class Client(ClientSchedules, BulkActions, Listing):
 
     # -- messages and events ----------------------------------------------------------------
 
-    def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        self._check_open()
-        return admin.send_message(
-            self.store,
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
-
-    def complete(self, token: str, value: Any = None) -> None:
-        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
-
-        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
-        say why nothing was delivered.
-        """
-        self._check_open()
-        awakeables.complete(
-            self.store,
-            token,
-            value,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
-
-    def fail(self, token: str, error: str | Exception) -> None:
-        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
-        self._check_open()
-        awakeables.fail(
-            self.store,
-            token,
-            error,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
-
     # -- updates ----------------------------------------------------------------------------
-
-    def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """As `Engine.update`: the run's reply to update `name`, or the error it replied
-        with. With the workflow's code imported here, its validator runs here first;
-        without, the request goes unvalidated and the engine runs the validator before
-        delivering it (an unknown name is then found only by the timeout)."""
-        self._check_open()
-        call = self.updater.call(
-            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
-        )
-        return self.updater.update(call)
 
     def update_with_start(
         self,
@@ -712,18 +639,6 @@ class Client(ClientSchedules, BulkActions, Listing):
         timeout = checked_wait(timeout, "get_event(timeout=...)")
         self._check_open()
         return wait_event(self.store, self.listen, workflow_id, key, timeout, self.poll_interval)
-
-    def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
-        run has that id."""
-        self._check_open()
-        return self.store.get_events(workflow_id)
-
-    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """The latest heartbeat of each step of a run that beat (its details as JSON data,
-        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
-        self._check_open()
-        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

@@ -35,19 +35,19 @@ from replaykit._limits import checked_wait
 from replaykit._waiting import still_running, why_waiting
 from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError, WorkflowNotFound
-from replaykit.log import Log
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, lookup, unbind
 from replaykit.runtime import admin, debounce, updates
 from replaykit.runtime.async_face import AsyncFace, AsyncRunHandle
-from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
+from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import Entropy
 from replaykit.runtime.queues import Queue, QueueItem
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW
 from replaykit.runtime.schedules import Schedule
 from replaykit.runtime.starts import StartRequest
+from replaykit.runtime.twins import off_loop_twin
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import Store, WorkflowRow
@@ -116,6 +116,12 @@ class AsyncWorkflowHandle(AsyncRunHandle, Generic[R]):
             except UnknownWorkflowError:
                 result_type = None
         return self._engine.engine.outcome_value(row, result_type)  # type: ignore[no-any-return]
+
+
+def _async_handle(face: AsyncEngine, handle: WorkflowHandle[Any]) -> AsyncWorkflowHandle[Any]:
+    """The async face's handle of the run an `Engine` call answered with (untyped, as the
+    sync handle of a resume, fork or rewind is)."""
+    return AsyncWorkflowHandle(face, handle.workflow_id)
 
 
 class AsyncEngine(AsyncFace):
@@ -476,10 +482,7 @@ class AsyncEngine(AsyncFace):
 
     # -- reading runs ---------------------------------------------------------------------------
 
-    async def export_log(self, workflow_id: str) -> Log:
-        return await self.off_loop(self.engine.export_log, workflow_id)
-
-    # -- messages and events ------------------------------------------------------------------
+    export_log = off_loop_twin(Engine.export_log)
 
     # -- updates ------------------------------------------------------------------------------
 
@@ -557,77 +560,14 @@ class AsyncEngine(AsyncFace):
 
     # -- operating runs ----------------------------------------------------------------------
 
-    async def cancel(
-        self,
-        workflow_id: str,
-        *,
-        grace: float = DEFAULT_GRACE,
-        reason: str = "",
-        children: bool = True,
-    ) -> bool:
-        """`Engine.cancel` as a coroutine: `Cancelled` at the run's current yield, with
-        `grace` seconds to clean up."""
-        return await self.off_loop(
-            self.engine.cancel, workflow_id, grace=grace, reason=reason, children=children
-        )
-
-    async def terminate(self, workflow_id: str, *, children: bool = True, reason: str = "") -> bool:
-        """`Engine.terminate` as a coroutine: the run (and its children) CANCELLED now."""
-        return await self.off_loop(
-            self.engine.terminate, workflow_id, children=children, reason=reason
-        )
-
-    async def resume(
-        self,
-        workflow_id: str,
-        *,
-        timeout: timedelta | float | None = None,
-        deadline: datetime | None = None,
-    ) -> AsyncWorkflowHandle[Any]:
-        """`Engine.resume` as a coroutine: a cancelled or parked run (with the children its
-        cancel cascaded to) continues from its log on this engine; an enqueued one starts
-        now. A deadline that passed is dropped; `timeout` / `deadline` set a new one."""
-        handle = await self.off_loop(
-            self.engine.resume, workflow_id, timeout=timeout, deadline=deadline
-        )
-        return AsyncWorkflowHandle(self, handle.workflow_id)
-
-    async def fork(
-        self,
-        source_id: str,
-        from_position: int,
-        /,
-        *,
-        workflow_id: str | None = None,
-        app_version: str | None = None,
-    ) -> AsyncWorkflowHandle[Any]:
-        """`Engine.fork` as a coroutine."""
-        handle = await self.off_loop(
-            self.engine.fork,
-            source_id,
-            from_position,
-            workflow_id=workflow_id,
-            app_version=app_version,
-        )
-        return AsyncWorkflowHandle(self, handle.workflow_id)
-
-    async def rewind(self, workflow_id: str, position: int, /) -> AsyncWorkflowHandle[Any]:
-        """`Engine.rewind` as a coroutine."""
-        await self.off_loop(self.engine.rewind, workflow_id, position)
-        return AsyncWorkflowHandle(self, workflow_id)
-
-    async def delete(self, workflow_id: str, *, children: bool = False) -> bool:
-        return await self.off_loop(self.engine.delete, workflow_id, children=children)
-
-    async def garbage_collect(
-        self, *, older_than: timedelta | datetime, keep_running: bool = True
-    ) -> int:
-        return await self.off_loop(
-            self.engine.garbage_collect, older_than=older_than, keep_running=keep_running
-        )
-
-    async def recover(self) -> list[str]:
-        return await self.off_loop(self.engine.recover)
+    cancel = off_loop_twin(Engine.cancel)
+    terminate = off_loop_twin(Engine.terminate)
+    resume = off_loop_twin(Engine.resume, _async_handle, AsyncWorkflowHandle[Any])
+    fork = off_loop_twin(Engine.fork, _async_handle, AsyncWorkflowHandle[Any])
+    rewind = off_loop_twin(Engine.rewind, _async_handle, AsyncWorkflowHandle[Any])
+    delete = off_loop_twin(Engine.delete)
+    garbage_collect = off_loop_twin(Engine.garbage_collect)
+    recover = off_loop_twin(Engine.recover)
 
     def schedule(
         self,
@@ -654,8 +594,7 @@ class AsyncEngine(AsyncFace):
             jitter=jitter,
         )
 
-    async def claim_now(self) -> int:
-        return await self.off_loop(self.engine.claim_now)
+    claim_now = off_loop_twin(Engine.claim_now)
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """`Engine.wait_idle` off the loop (async steps keep running meanwhile)."""

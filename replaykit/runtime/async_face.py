@@ -2,8 +2,9 @@
 
 Each async face holds a sync face (`Engine`, `Client`) and runs its blocking calls on
 threads of its own (`off_loop`). Where a coroutine only hands its arguments to the
-sync face's method of the same name, or waits on the store's notifications without
-holding a thread, the logic is the same for both and lives here. What differs stays
+sync face's method of the same name (made from that method by `off_loop_twin`,
+`runtime/twins.py`), or waits on the store's notifications without holding a thread,
+the logic is the same for both and lives here. What differs stays
 in each face: opening and closing, the handles a start returns, updates (the engine
 checks its loop) and everything only one of them offers.
 
@@ -13,25 +14,28 @@ docs/api.md lists them).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar, overload
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
 
 from replaykit.log import Record, Status
 from replaykit.runtime import loop_waits, streams, updates
-from replaykit.runtime.async_bulk import AsyncBulkActions, BulkFace
-from replaykit.runtime.schedules import ScheduleInfo
-from replaykit.stores.base import StepHeartbeat, Store, WorkflowRow
-from replaykit.stores.where import Where
+from replaykit.runtime.async_bulk import AsyncBulkActions
+from replaykit.runtime.listing import Listing
+from replaykit.runtime.outside import FromOutside
+from replaykit.runtime.timing import Timing
+from replaykit.runtime.twins import off_loop_twin
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace"]
 
 T = TypeVar("T")
 
 
-class SyncFace(BulkFace, Protocol):
-    """What an async face asks of the sync face it holds (`Engine` or `Client`). The
-    methods are typed loosely: test_faces.py holds each to the public signature."""
+class SyncFace(Protocol):
+    """What an async face asks of the sync face it holds (`Engine` or `Client`) beyond
+    the methods its coroutines call by name (`runtime/twins.py`; test_faces.py holds
+    those to the public signature)."""
 
     @property
     def store(self) -> Store: ...
@@ -46,47 +50,7 @@ class SyncFace(BulkFace, Protocol):
     @property
     def updater(self) -> updates.Updater: ...
 
-    @property
-    def list_workflows(self) -> Callable[..., list[WorkflowRow]]: ...
-
-    @property
-    def count_workflows(self) -> Callable[..., int | dict[str, int]]: ...
-
-    @property
-    def steps(self) -> Callable[[str], list[Record]]: ...
-
-    @property
-    def send(self) -> Callable[..., bool]: ...
-
-    @property
-    def complete(self) -> Callable[[str, Any], None]: ...
-
-    @property
-    def fail(self) -> Callable[[str, str | Exception], None]: ...
-
-    @property
-    def get_events(self) -> Callable[[str], dict[str, Any]]: ...
-
-    @property
-    def get_heartbeats(self) -> Callable[[str], list[StepHeartbeat]]: ...
-
-    @property
-    def schedules_list(self) -> Callable[[], list[ScheduleInfo]]: ...
-
-    @property
-    def pause_schedule(self) -> Callable[[str], bool]: ...
-
-    @property
-    def resume_schedule(self) -> Callable[[str], bool]: ...
-
-    @property
-    def delete_schedule(self) -> Callable[[str], bool]: ...
-
-    @property
-    def trigger_schedule(self) -> Callable[[str], str]: ...
-
-    @property
-    def backfill_schedule(self) -> Callable[[str, datetime, datetime], list[str]]: ...
+    def steps(self, workflow_id: str) -> list[Record]: ...
 
 
 class AsyncFace(AsyncBulkActions):
@@ -106,119 +70,8 @@ class AsyncFace(AsyncBulkActions):
 
     # -- reading runs ---------------------------------------------------------------------
 
-    async def list_workflows(
-        self,
-        *,
-        where: str | Where | None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        stranded: bool = False,
-    ) -> list[WorkflowRow]:
-        """`list_workflows` of the sync face as a coroutine: runs matching every filter
-        given and `where`, oldest first."""
-        return await self.off_loop(
-            self._sync().list_workflows,
-            where=where,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-            stranded=stranded,
-        )
-
-    @overload
-    async def count_workflows(
-        self,
-        *,
-        where: str | Where | None = None,
-        group_by: None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> int: ...
-
-    @overload
-    async def count_workflows(
-        self,
-        *,
-        where: str | Where | None = None,
-        group_by: str,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> dict[str, int]: ...
-
-    async def count_workflows(
-        self,
-        *,
-        where: str | Where | None = None,
-        group_by: str | None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> int | dict[str, int]:
-        """`count_workflows` of the sync face as a coroutine: one `COUNT` in the store,
-        or one grouped by `group_by` (a field or an attribute's name)."""
-        return await self.off_loop(
-            self._sync().count_workflows,
-            where=where,
-            group_by=group_by,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-        )
+    list_workflows = off_loop_twin(Listing.list_workflows)
+    count_workflows = off_loop_twin(Listing.count_workflows)
 
     async def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""
@@ -226,26 +79,9 @@ class AsyncFace(AsyncBulkActions):
 
     # -- messages, events, heartbeats and streams ---------------------------------------------
 
-    async def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        return await self.off_loop(
-            self._sync().send, workflow_id, message, topic, idempotency_key=idempotency_key
-        )
-
-    async def complete(self, token: str, value: Any = None) -> None:
-        """`complete` as a coroutine: deliver `value` to the run's `Await(token)`, once."""
-        await self.off_loop(self._sync().complete, token, value)
-
-    async def fail(self, token: str, error: str | Exception) -> None:
-        """`fail` as a coroutine: make the run's `Await(token)` raise `error`, once."""
-        await self.off_loop(self._sync().fail, token, error)
+    send = off_loop_twin(FromOutside.send)
+    complete = off_loop_twin(FromOutside.complete)
+    fail = off_loop_twin(FromOutside.fail)
 
     async def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None.
@@ -263,13 +99,8 @@ class AsyncFace(AsyncBulkActions):
             sync.poll_interval,
         )
 
-    async def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """`get_events` as a coroutine: every event of a run, latest value per key."""
-        return await self.off_loop(self._sync().get_events, workflow_id)
-
-    async def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """`get_heartbeats` as a coroutine: each step's latest heartbeat."""
-        return await self.off_loop(self._sync().get_heartbeats, workflow_id)
+    get_events = off_loop_twin(FromOutside.get_events)
+    get_heartbeats = off_loop_twin(FromOutside.get_heartbeats)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
@@ -312,29 +143,12 @@ class AsyncFace(AsyncBulkActions):
 
     # -- schedules ------------------------------------------------------------------------
 
-    async def schedules_list(self) -> list[ScheduleInfo]:
-        """`schedules_list`, off the loop."""
-        return await self.off_loop(self._sync().schedules_list)
-
-    async def pause_schedule(self, name: str) -> bool:
-        """`pause_schedule`, off the loop."""
-        return await self.off_loop(self._sync().pause_schedule, name)
-
-    async def resume_schedule(self, name: str) -> bool:
-        """`resume_schedule`, off the loop."""
-        return await self.off_loop(self._sync().resume_schedule, name)
-
-    async def delete_schedule(self, name: str) -> bool:
-        """`delete_schedule`, off the loop."""
-        return await self.off_loop(self._sync().delete_schedule, name)
-
-    async def trigger_schedule(self, name: str) -> str:
-        """`trigger_schedule`, off the loop."""
-        return await self.off_loop(self._sync().trigger_schedule, name)
-
-    async def backfill_schedule(self, name: str, start: datetime, end: datetime) -> list[str]:
-        """`backfill_schedule`, off the loop."""
-        return await self.off_loop(self._sync().backfill_schedule, name, start, end)
+    schedules_list = off_loop_twin(Timing.schedules_list)
+    pause_schedule = off_loop_twin(Timing.pause_schedule)
+    resume_schedule = off_loop_twin(Timing.resume_schedule)
+    delete_schedule = off_loop_twin(Timing.delete_schedule)
+    trigger_schedule = off_loop_twin(Timing.trigger_schedule)
+    backfill_schedule = off_loop_twin(Timing.backfill_schedule)
 
 
 class AsyncRunHandle:

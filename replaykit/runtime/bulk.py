@@ -32,6 +32,7 @@ from replaykit.errors import DamagedData, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.runtime import admin
 from replaykit.runtime.cancels import DEFAULT_GRACE
+from replaykit.runtime.outside import FromOutside
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.where import Where
 
@@ -231,18 +232,13 @@ def _reason(reason: str, action: str) -> str:
     return reason or f"a bulk {action.removesuffix('_workflows')}"
 
 
-class BulkActions:
+class BulkActions(FromOutside):
     """A mixin of `Engine`'s and `Client`'s: the bulk actions over their single-run ones.
 
     `_delete_one` is the face's delete of one run (the engine's also forgets what it
-    kept of it); everything else is the face's public single-run method.
+    kept of it); everything else is the face's public single-run method (`send`
+    the one both faces share, `FromOutside`).
     """
-
-    # Set by the face's `__init__`.
-    store: Store
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
 
     def cancel(
         self, workflow_id: str, *, grace: float = ..., reason: str = "", children: bool = True
@@ -255,37 +251,51 @@ class BulkActions:
     def resume(self, workflow_id: str) -> object:
         raise NotImplementedError
 
-    def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        raise NotImplementedError
-
     def _delete_one(self, workflow_id: str, children: bool) -> bool:
         return admin.delete_run(self.store, workflow_id, children=children)
 
-    def _bulk(
+    def _select(
         self,
         what: str,
-        act: Callable[[WorkflowRow], bool],
         where: WorkflowFilter | str | Where | None,
-        filters: dict[str, Any],
-        *,
         everything: bool,
+        status: Status | str | Sequence[Status | str] | None,
+        name: str | None,
+        version: str | None,
+        queue: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        id_prefix: str | None,
+    ) -> WorkflowFilter:
+        """`selection` for the bulk action `what` of this face, once it is checked open:
+        the keyword filters come in the order every bulk action declares them."""
+        self._check_open()
+        return selection(
+            where,
+            what=what,
+            everything=everything,
+            status=status,
+            name=name,
+            version=version,
+            queue=queue,
+            since=since,
+            until=until,
+            id_prefix=id_prefix,
+        )
+
+    def _carry_out(
+        self,
+        chosen: WorkflowFilter,
+        act: Callable[[WorkflowRow], bool],
         dry_run: bool,
         batch_size: int,
         progress: Callable[[BulkResult], object] | None,
+        action: str,
     ) -> BulkResult:
-        self._check_open()
-        chosen = selection(where, what=what, everything=everything, **filters)
-        action = ACTIONS["send" if what == "send_many" else what.removesuffix("_workflows")]
+        """`carry_out` on this face's store: bulk action `action` by `act`, over `chosen`."""
         return carry_out(
             self.store,
-            action,
+            ACTIONS[action],
             chosen,
             act,
             dry_run=dry_run,
@@ -321,24 +331,14 @@ class BulkActions:
         are skipped and counted. `progress(result)` hears the tally after each batch.
         """
         said = _reason(reason, "cancel_workflows")
-        return self._bulk(
-            "cancel_workflows",
-            lambda row: self.cancel(row.workflow_id, grace=grace, reason=said, children=children),
-            where,
-            dict(
-                status=status,
-                name=name,
-                version=version,
-                queue=queue,
-                since=since,
-                until=until,
-                id_prefix=id_prefix,
-            ),
-            everything=all,
-            dry_run=dry_run,
-            batch_size=batch_size,
-            progress=progress,
+
+        def cancel(row: WorkflowRow) -> bool:
+            return self.cancel(row.workflow_id, grace=grace, reason=said, children=children)
+
+        chosen = self._select(
+            "cancel_workflows", where, all, status, name, version, queue, since, until, id_prefix
         )
+        return self._carry_out(chosen, cancel, dry_run, batch_size, progress, "cancel")
 
     def terminate_workflows(
         self,
@@ -361,24 +361,14 @@ class BulkActions:
         """`terminate` every unfinished run the filter selects, as `cancel_workflows`
         selects and reports (the default reason: "a bulk terminate")."""
         said = _reason(reason, "terminate_workflows")
-        return self._bulk(
-            "terminate_workflows",
-            lambda row: self.terminate(row.workflow_id, children=children, reason=said),
-            where,
-            dict(
-                status=status,
-                name=name,
-                version=version,
-                queue=queue,
-                since=since,
-                until=until,
-                id_prefix=id_prefix,
-            ),
-            everything=all,
-            dry_run=dry_run,
-            batch_size=batch_size,
-            progress=progress,
+
+        def terminate(row: WorkflowRow) -> bool:
+            return self.terminate(row.workflow_id, children=children, reason=said)
+
+        chosen = self._select(
+            "terminate_workflows", where, all, status, name, version, queue, since, until, id_prefix
         )
+        return self._carry_out(chosen, terminate, dry_run, batch_size, progress, "terminate")
 
     def resume_workflows(
         self,
@@ -408,24 +398,10 @@ class BulkActions:
             log.info("resumed workflow %r (id %r) in bulk: %s", row.name, row.workflow_id, said)
             return True
 
-        return self._bulk(
-            "resume_workflows",
-            resume,
-            where,
-            dict(
-                status=status,
-                name=name,
-                version=version,
-                queue=queue,
-                since=since,
-                until=until,
-                id_prefix=id_prefix,
-            ),
-            everything=all,
-            dry_run=dry_run,
-            batch_size=batch_size,
-            progress=progress,
+        chosen = self._select(
+            "resume_workflows", where, all, status, name, version, queue, since, until, id_prefix
         )
+        return self._carry_out(chosen, resume, dry_run, batch_size, progress, "resume")
 
     def delete_workflows(
         self,
@@ -457,24 +433,10 @@ class BulkActions:
                 log.info("deleted workflow %r (id %r) in bulk: %s", row.name, row.workflow_id, said)
             return deleted
 
-        return self._bulk(
-            "delete_workflows",
-            delete,
-            where,
-            dict(
-                status=status,
-                name=name,
-                version=version,
-                queue=queue,
-                since=since,
-                until=until,
-                id_prefix=id_prefix,
-            ),
-            everything=all,
-            dry_run=dry_run,
-            batch_size=batch_size,
-            progress=progress,
+        chosen = self._select(
+            "delete_workflows", where, all, status, name, version, queue, since, until, id_prefix
         )
+        return self._carry_out(chosen, delete, dry_run, batch_size, progress, "delete")
 
     def send_many(
         self,
@@ -508,21 +470,7 @@ class BulkActions:
             key = None if idempotency_key is None else f"{idempotency_key}:{row.workflow_id}"
             return self.send(row.workflow_id, message, topic, idempotency_key=key)
 
-        return self._bulk(
-            "send_many",
-            send,
-            where,
-            dict(
-                status=status,
-                name=name,
-                version=version,
-                queue=queue,
-                since=since,
-                until=until,
-                id_prefix=id_prefix,
-            ),
-            everything=all,
-            dry_run=dry_run,
-            batch_size=batch_size,
-            progress=progress,
+        chosen = self._select(
+            "send_many", where, all, status, name, version, queue, since, until, id_prefix
         )
+        return self._carry_out(chosen, send, dry_run, batch_size, progress, "send")

@@ -22,7 +22,7 @@ from typing import Any, TypeVar, cast
 from replaykit import serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
 from replaykit.commands import run_deadline
-from replaykit.errors import DuplicateDedupId, WorkflowNotFound
+from replaykit.errors import WorkflowNotFound
 from replaykit.log import Log, Record, Status
 from replaykit.otel import QUEUE_DEPTH_CAP, Telemetry
 from replaykit.registry import BoundWorkflow, Workflow, app_version_of, registered, unbind
@@ -41,7 +41,7 @@ from replaykit.runtime.history import History
 from replaykit.runtime.host import CancelScope, Entropy, Wake, system_entropy
 from replaykit.runtime.listing import Listing
 from replaykit.runtime.notes import Notes
-from replaykit.runtime.overlaps import keyed_start, plan_enqueue
+from replaykit.runtime.overlaps import enqueue_planned, keyed_start
 from replaykit.runtime.parents import close_children_after
 from replaykit.runtime.pool import WorkPool
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queue_named
@@ -54,6 +54,7 @@ from replaykit.runtime.schedules import registered_schedules
 from replaykit.runtime.serving import serve_until_stopped
 from replaykit.runtime.starts import StartRequest, Starts
 from replaykit.runtime.timing import Timing
+from replaykit.runtime.twins import room_method
 from replaykit.runtime.waits import Waits
 from replaykit.runtime.wakeups import Wakeups
 from replaykit.runtime.warm import DEFAULT_MAX_CACHED_RUNS, WarmCache
@@ -453,43 +454,7 @@ class Engine(Timing, History, BulkActions, Listing):
 
     # -- starting and finding runs ------------------------------------------------------
 
-    def create_run(
-        self,
-        wf: Workflow[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        *,
-        workflow_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        priority: int = 0,
-        dedup_id: str | None = None,
-        delay: timedelta | float | None = None,
-        timeout: float | None = None,
-        deadline: datetime | None = None,
-        partition_key: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
-    ) -> tuple[WorkflowRow, bool]:
-        """Store a new run (or find the existing one with that id) and schedule it.
-
-        With a `queue` the run is ENQUEUED and waits for a claim instead.
-        `timeout` (seconds, checked) and `deadline` (aware) bound the run.
-        """
-        return self.starts.create_run(
-            wf,
-            args,
-            kwargs,
-            workflow_id=workflow_id,
-            parent_id=parent_id,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
-            timeout=timeout,
-            deadline=deadline,
-            partition_key=partition_key,
-            attributes=attributes,
-        )
+    create_run = room_method("starts", Starts.create_run)
 
     def start_batch(
         self,
@@ -621,21 +586,8 @@ class Engine(Timing, History, BulkActions, Listing):
         if if_exists not in ("raise", "return"):
             raise ValueError(f"if_exists must be 'raise' or 'return', got {if_exists!r}")
         seconds, deadline = run_deadline(timeout, deadline, what=what)
-        plan = plan_enqueue(
-            self.store,
-            queue,
-            partition_key,
-            overlap,
-            dedup_id,
-            cancel=lambda workflow_id, why: self.cancel(workflow_id, reason=why),
-            what=what,
-        )
-        if plan.existing is not None:
-            return WorkflowHandle(self, plan.existing, wf.result_type)
-        dedup_id = plan.dedup_id
-        if plan.held_is_answer:
-            if_exists = "return"
-        try:
+
+        def create(dedup_id: str | None) -> str:
             row, _created = self.create_run(
                 wf,
                 args,
@@ -650,11 +602,12 @@ class Engine(Timing, History, BulkActions, Listing):
                 partition_key=partition_key,
                 attributes=attributes,
             )
-        except DuplicateDedupId as exc:
-            if if_exists == "return":
-                return WorkflowHandle(self, exc.existing_id, wf.result_type)
-            raise
-        return WorkflowHandle(self, row.workflow_id, wf.result_type)
+            return row.workflow_id
+
+        run_id = enqueue_planned(
+            self, queue, partition_key, overlap, dedup_id, if_exists, what, create
+        )
+        return WorkflowHandle(self, run_id, wf.result_type)
 
     def enqueue_many(
         self,

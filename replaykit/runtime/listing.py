@@ -72,8 +72,7 @@ class Listing:
         raises `FilterError` saying where and why.
         """
         self._reading()
-        filters = self._filter(
-            where,
+        filters = admin.workflow_filter(
             status=status,
             name=name,
             version=version,
@@ -88,6 +87,7 @@ class Listing:
             limit=limit,
             offset=offset,
         )
+        filters = attrs.evolve(filters, where=where_of(where))
         if stranded:
             return self._stranded(filters, executor_id=executor_id, status=status, version=version)
         return self.store.list_workflows(filters)
@@ -152,42 +152,6 @@ class Listing:
         "name", "queue", "app_version", "executor_id") or of an attribute, by its name
         (runs without it count under "")."""
         self._reading()
-        filters = self._filter(
-            where,
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-        )
-        if group_by is None:
-            return self.store.count_workflows(filters)
-        return self.store.count_workflows_by(filters, group_by)
-
-    @staticmethod
-    def _filter(
-        where: str | Where | None,
-        *,
-        status: Status | str | Sequence[Status | str] | None,
-        name: str | None,
-        version: str | None,
-        executor_id: str | None,
-        parent_id: str | None,
-        queue: str | None,
-        forked_from: str | None,
-        continued_as: str | None,
-        partition_key: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> WorkflowFilter:
         filters = admin.workflow_filter(
             status=status,
             name=name,
@@ -200,7 +164,8 @@ class Listing:
             partition_key=partition_key,
             since=since,
             until=until,
-            limit=limit,
-            offset=offset,
         )
-        return attrs.evolve(filters, where=where_of(where))
+        filters = attrs.evolve(filters, where=where_of(where))
+        if group_by is None:
+            return self.store.count_workflows(filters)
+        return self.store.count_workflows_by(filters, group_by)

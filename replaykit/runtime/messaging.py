@@ -1,5 +1,6 @@
-"""Talking to runs from outside: messages, completions, events, updates, streams and
-step heartbeats, as the blocking `Engine` offers them.
+"""Talking to runs from outside, as the blocking `Engine` offers it: an event waited
+for, an update or a message with a start, a stream read (messages, completions, updates,
+events and step heartbeats, which `Client` offers alike, are in `runtime/outside.py`).
 
 A mixin of `Engine`'s, so that the engine's module keeps to building the rooms and
 operating runs; each method hands its work to the room that owns it (`admin`,
@@ -17,32 +18,27 @@ from typing import Any, TypeVar
 from replaykit.errors import WorkflowNotFound
 from replaykit.otel import Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, unbind
-from replaykit.runtime import admin, awakeables, streams, updates
+from replaykit.runtime import admin, streams, updates
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import Wake
+from replaykit.runtime.outside import FromOutside
 from replaykit.runtime.starts import Starts
 from replaykit.runtime.waits import Waits
-from replaykit.stores.base import StepHeartbeat, Store
 
 __all__ = ["Messaging"]
 
 R = TypeVar("R")
 
 
-class Messaging:
-    """The engine's methods that deliver to a run, or read what it says, from outside."""
+class Messaging(FromOutside):
+    """The engine's methods that deliver to a run, or read what it says, from outside
+    (those a `Client` offers alike are in `FromOutside`, runtime/outside.py)."""
 
     # Set by `Engine.__init__`.
-    store: Store
-    max_payload_bytes: int
     poll_interval: float
     telemetry: Telemetry
     waits: Waits
     starts: Starts
-    updater: updates.Updater
-
-    def _check_open(self) -> None:
-        raise NotImplementedError
 
     def _handle_for(self, workflow_id: str, result_type: Any) -> WorkflowHandle[Any]:
         raise NotImplementedError
@@ -52,78 +48,11 @@ class Messaging:
 
     # -- messages and events from outside -----------------------------------------------
 
-    def send(
-        self,
-        workflow_id: str,
-        message: Any,
-        topic: str | None = None,
-        *,
-        idempotency_key: str | None = None,
-    ) -> bool:
-        """Deliver a message to a run's inbox; False if `idempotency_key` was used already."""
-        return admin.send_message(
-            self.store,
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context() if self.telemetry.tracing else None,
-        )
-
-    def complete(self, token: str, value: Any = None) -> None:
-        """Deliver `value` to the run's `Await(token)`, once (docs/communication.md).
-
-        `UnknownToken`, `RunEnded` or `AlreadyCompleted` (each a `CompletionRefused`)
-        say why nothing was delivered.
-        """
-        awakeables.complete(
-            self.store,
-            token,
-            value,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
-
-    def fail(self, token: str, error: str | Exception) -> None:
-        """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
-        awakeables.fail(
-            self.store,
-            token,
-            error,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
-
     def get_event(self, workflow_id: str, key: str, timeout: float | None = None) -> Any:
         """The latest value of a run's event `key`, waiting up to `timeout` for it; else None."""
         return self.waits.wait_event(workflow_id, key, timeout)
 
-    def get_events(self, workflow_id: str) -> dict[str, Any]:
-        """Every event of a run, each key with its latest value; `WorkflowNotFound` if no
-        run has that id."""
-        return self.store.get_events(workflow_id)
-
     # -- updates: a request and its reply (docs/communication.md, "Updates") ---------------
-
-    def update(
-        self,
-        workflow_id: str,
-        name: str,
-        /,
-        *args: Any,
-        timeout: timedelta | float | None = None,
-        update_id: str | None = None,
-        **kwargs: Any,
-    ) -> Any:
-        """Send update `name` to a run and return its reply (or raise the error it replied
-        with); again with the same `update_id`, the same reply. Refused, nothing sent:
-        `UnknownUpdate`, the validator's error. `UpdateRunFinished`, `UpdateTimeout`."""
-        self._check_open()
-        call = self.updater.call(
-            workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
-        )
-        return self.updater.update(call)
 
     def update_with_start(
         self,
@@ -184,11 +113,6 @@ class Messaging:
 
     def _trace_context(self) -> str | None:
         return current_trace_context() if self.telemetry.tracing else None
-
-    def get_heartbeats(self, workflow_id: str) -> list[StepHeartbeat]:
-        """The latest heartbeat of each step of a run that beat (its details as JSON data,
-        its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
-        return self.store.get_step_heartbeats(workflow_id)
 
     def read_stream(
         self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None

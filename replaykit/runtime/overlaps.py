@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from typing import Protocol
 
 import attrs
 
+from replaykit.errors import DuplicateDedupId
 from replaykit.log import Status
 from replaykit.runtime.queues import Queue, queue_named
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
@@ -39,11 +41,14 @@ from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 __all__ = [
     "CONCURRENCY_QUEUE_PREFIX",
     "START_OVERLAPS",
+    "Cancel",
     "EnqueuePlan",
+    "Enqueuing",
     "KeyedStart",
     "check_one_at_a_time",
     "check_overlap",
     "concurrency_queue",
+    "enqueue_planned",
     "keyed_start",
     "known_concurrency_queue",
     "plan_enqueue",
@@ -160,7 +165,7 @@ def settle_overlap(
     key: str,
     overlap: str,
     *,
-    cancel: Callable[[str, str], object],
+    cancel: Cancel,
     what: str,
 ) -> str | None:
     """Before a keyed start is stored: the id of the live run to answer with instead
@@ -187,8 +192,26 @@ def settle_overlap(
             return waiting[0].workflow_id
     if overlap == "cancel_other":
         for row in mine:
-            cancel(row.workflow_id, f"{what}: replaced by a newer start (overlap='cancel_other')")
+            cancel(
+                row.workflow_id,
+                reason=f"{what}: replaced by a newer start (overlap='cancel_other')",
+            )
     return None
+
+
+class Cancel(Protocol):
+    """A face's `cancel`, as an overlap policy asks it: the run, and why."""
+
+    def __call__(self, workflow_id: str, *, reason: str) -> object: ...
+
+
+class Enqueuing(Protocol):
+    """What `enqueue_planned` asks of the face that enqueues (`Engine`, `Client`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def cancel(self, workflow_id: str, *, reason: str) -> object: ...
 
 
 @attrs.frozen
@@ -208,7 +231,7 @@ def plan_enqueue(
     overlap: object,
     dedup_id: str | None,
     *,
-    cancel: Callable[[str, str], object],
+    cancel: Cancel,
     what: str,
 ) -> EnqueuePlan:
     """An enqueue's `overlap` settled against the live runs of its key (`settle_overlap`),
@@ -229,6 +252,32 @@ def plan_enqueue(
         dedup_id = skip_dedup_id(key)
     existing = settle_overlap(store, name, key, policy, cancel=cancel, what=what)
     return EnqueuePlan(existing, dedup_id, held_is_answer=policy == "skip")
+
+
+def enqueue_planned(
+    face: Enqueuing,
+    queue: Queue | str,
+    key: str | None,
+    overlap: object,
+    dedup_id: str | None,
+    if_exists: str,
+    what: str,
+    create: Callable[[str | None], str],
+) -> str:
+    """The run an enqueue answers with, for `Engine.enqueue` and `Client.enqueue` alike
+    once each checked its arguments: `overlap` settled (`plan_enqueue`), then
+    `create(dedup_id)` stores the run and gives its id. A dedup id a live run holds
+    answers with that run where `if_exists="return"` (or `overlap="skip"`) says so,
+    else its `DuplicateDedupId` is raised."""
+    plan = plan_enqueue(face.store, queue, key, overlap, dedup_id, cancel=face.cancel, what=what)
+    if plan.existing is not None:
+        return plan.existing
+    try:
+        return create(plan.dedup_id)
+    except DuplicateDedupId as exc:
+        if if_exists == "return" or plan.held_is_answer:
+            return exc.existing_id
+        raise
 
 
 def _declared(name: str) -> Queue | None:

@@ -94,7 +94,11 @@ class Starts:
         partition_key: str | None = None,
         attributes: Mapping[str, Any] | None = None,
     ) -> tuple[WorkflowRow, bool]:
-        """`Engine.create_run`: store a new run (or find the one with that id), schedule it."""
+        """Store a new run (or find the existing one with that id) and schedule it.
+
+        With a `queue` the run is ENQUEUED and waits for a claim instead.
+        `timeout` (seconds, checked) and `deadline` (aware) bound the run.
+        """
         row = self.new_row(
             wf,
             args,

@@ -1,9 +1,10 @@
 """One runtime handler per command kind: everything the runtime does for that kind.
 
 Rule 1 of this package: what a command kind does at run time lives in its handler, and
-nowhere else. A handler says how the kind is carried out and recorded, what a waiting
-kind waits on (the notification that wakes it, and the run it is about), when it is
-ready (what the store holds now), and what its timeout yields. The effect runner, the
+nowhere else. A handler says how the kind is carried out and recorded (its `act`; a
+composite's `carry_out`, which alone reads the steps done before it suspended), what a
+waiting kind waits on (the notification that wakes it, and the run it is about), when
+it is ready (what the store holds now), and what its timeout yields. The effect runner, the
 composites and the wake-ups ask `handler_for(command)`; none of them switches on the
 command's class. Adding a command kind touches its handler, the table below
 (`HANDLERS`), and the facts its class states in `commands/` (`facts_of`: what the kind may do,

@@ -97,7 +97,14 @@ class Handler:
         effect: Effect,
         steps_done: Mapping[tuple[int, ...], Outcome] | None,
     ) -> Record | Suspend:
-        """Carry out `effect` and record it, or say what it waits for."""
+        """Carry out `effect` and record it, or say what it waits for. `steps_done`, what
+        a composite's steps gave before it suspended, is a composite's alone: every other
+        kind is carried out by `act`."""
+        return self.act(carrier, row, effect)
+
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record | Suspend:
+        """Carry out `effect` of a kind that is not a composite; this default is a kind
+        that needs nothing: at once (`instant`) or by waiting (`wait_for`)."""
         facts = facts_of(effect.command)
         if facts.waits:
             return carrier.wait_for(row, effect)

@@ -23,13 +23,7 @@ class StepHandler(Handler):
         assert isinstance(command, Step)
         return command.preemptible
 
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, Step)
         pending = effect.pending
@@ -39,13 +33,7 @@ class StepHandler(Handler):
 
 
 class TransactionHandler(Handler):
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, Transaction)
         host = carrier.host

@@ -4,8 +4,6 @@ takes a message (running the update's validator first when the caller could not)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from replaykit import serde
 from replaykit.commands import Command, ReceiveUpdate, Reply
 from replaykit.commands.updates import (
@@ -16,7 +14,7 @@ from replaykit.commands.updates import (
 )
 from replaykit.errors import UnknownUpdate, UnknownWorkflowError, UpdateAlreadyAnswered
 from replaykit.interpreter import Effect
-from replaykit.log import Failure, Outcome, Record, Value
+from replaykit.log import Failure, Record, Value
 from replaykit.registry import Workflow, lookup
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready
 from replaykit.stores.base import EventWrite, WorkflowRow
@@ -77,13 +75,7 @@ class ReceiveUpdateHandler(Handler):
 class ReplyHandler(Handler):
     """Records the reply with the answer set as the run's event `reply_key(id)`."""
 
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, Reply)
         key = reply_key(command.update_id)

@@ -4,8 +4,6 @@ timeout gives."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from replaykit import serde
 from replaykit.commands import Call, Command, GetEvent, Recv, Wait
 from replaykit.interpreter import Effect
@@ -101,13 +99,7 @@ class WaitHandler(_AwaitsRun):
 class CallHandler(_AwaitsRun):
     """Starts its child once (a failed start is the outcome), then waits for it."""
 
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record | Suspend:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record | Suspend:
         command = effect.command
         assert isinstance(command, Call)
         if effect.pending is None:

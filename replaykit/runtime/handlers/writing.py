@@ -3,13 +3,11 @@ stream's value or its close. The record and what it writes commit together."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from replaykit import serde
 from replaykit.commands import CloseStream, Send, SetAttributes, SetEvent, WriteStream
 from replaykit.errors import WorkflowNotFound
 from replaykit.interpreter import Effect
-from replaykit.log import Failure, Outcome, Record, Value
+from replaykit.log import Failure, Record, Value
 from replaykit.runtime.handlers.base import Carrier, Handler, topic_of
 from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names
@@ -19,13 +17,7 @@ __all__ = ["SendHandler", "SetAttributesHandler", "SetEventHandler", "StreamHand
 
 
 class SendHandler(Handler):
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, Send)
         data = carrier.encoded(command.message, "the message", row, effect)
@@ -73,13 +65,7 @@ class SendHandler(Handler):
 
 
 class SetEventHandler(Handler):
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, SetEvent)
         data = carrier.encoded(command.value, f"the value of event {command.key!r}", row, effect)
@@ -92,13 +78,7 @@ class StreamHandler(Handler):
     """A stream's value (or its close) is a record of its own kind, named by the key: its
     position makes it exactly once, and the store tells readers ("stream", id)."""
 
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, (WriteStream, CloseStream))
         # The record's name is the key, which the stores refuse as they refuse an event
@@ -116,13 +96,7 @@ class SetAttributesHandler(Handler):
     two writes them again on the resume (the same values, so nothing changes), and the
     record keeps a replay from writing at all. A bad value fails the yield, recorded."""
 
-    def carry_out(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        effect: Effect,
-        steps_done: Mapping[tuple[int, ...], Outcome] | None,
-    ) -> Record:
+    def act(self, carrier: Carrier, row: WorkflowRow, effect: Effect) -> Record:
         command = effect.command
         assert isinstance(command, SetAttributes)
         who = (
