@@ -176,14 +176,12 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         self._logs: dict[str, list[Record]] = {}
         self._inbox: dict[str, list[Message]] = {}
         self._events: dict[tuple[str, str], Any] = {}
-        # (run, position, child path) -> the step's latest heartbeat.
-        self._step_beats: dict[tuple[str, int, tuple[int, ...]], StepHeartbeat] = {}
+        self._step_beats: dict[tuple[str, int, tuple[int, ...]], StepHeartbeat] = {}  # latest
         self._cancels: dict[str, CancelRequest] = {}
         self._parent_close: dict[str, str] = {}
         # What each run's records set: position -> (key, value), for forks.
         self._set_by: dict[str, dict[int, tuple[str, Any]]] = {}
-        # (run, key) -> the call that used the key, if it named one.
-        self._used_keys: dict[tuple[str, str], str | None] = {}
+        self._used_keys: dict[tuple[str, str], str | None] = {}  # -> the call that used it
         self._next_message_id = 1
         self._order: dict[str, int] = {}
         self._subscribers = Subscribers()
@@ -236,8 +234,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         return row
 
     def _key_of(self, workflow_id: str) -> str | None:
-        row = self._rows.get(workflow_id)
-        return None if row is None else row.shard_key
+        return getattr(self._rows.get(workflow_id), "shard_key", None)
 
     def _copy_events(self, source_id: str, fork_id: str, records: Sequence[Record]) -> bool:
         """Set on the fork what the copied records set in the source (under the lock)."""
@@ -280,11 +277,8 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 for r in firsts
                 if r.workflow_id in self._rows
             }
-            keys = {
-                r.workflow_id: self._keyed(r).shard_key
-                for r in firsts
-                if r.workflow_id not in existing
-            }
+            new = [r for r in firsts if r.workflow_id not in existing]
+            keys = {r.workflow_id: self._keyed(r).shard_key for r in new}
             answers, queues = batch_answers(batch, existing, keys)
             for row, created in answers:
                 if created:
