@@ -191,6 +191,12 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
     if where.until is not None:
         clauses.append(f"created_at < {mark}")
         params.append(dialect.timestamp(where.until))
+    if where.wakes_after is not None:
+        clauses.append(f"wake_at > {mark}")
+        params.append(dialect.timestamp(where.wakes_after))
+    if where.wakes_by is not None:
+        clauses.append(f"(wake_at IS NULL OR wake_at <= {mark})")
+        params.append(dialect.timestamp(where.wakes_by))
     if where.after is not None:
         # A row value: both stores compare it as the index orders, and use the index.
         after = "<" if where.newest_first else ">"
