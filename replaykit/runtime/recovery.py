@@ -85,8 +85,6 @@ class ParkedSleepers(Protocol):
 
     def waiting_beyond(self, instant: datetime) -> int: ...
 
-    def expect_parked(self) -> None: ...
-
 
 class Recovery:
     """The PENDING runs of this executor id and version that nothing here runs yet."""
@@ -127,19 +125,13 @@ class Recovery:
 
     def recover(self) -> list[str]:
         """`Engine.recover`: re-dispatch the unfinished runs; park crash-loopers."""
-        horizon = None if self._parked is None else self._parked.horizon()
+        # Every one, parked sleepers too: the row does not tell a sleep from a wait for a
+        # message with a timeout, which must listen again now, not at its timeout. A
+        # sleeper past the horizon is parked again as its activation suspends.
         where = WorkflowFilter(
-            status=Status.PENDING,
-            executor_id=self.executor_id,
-            app_version=self.app_version,
-            wakes_by=horizon,
+            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
         )
         rows = self.store.list_workflows(where)
-        if self._parked is not None and horizon is not None:
-            later = attrs.evolve(where, wakes_by=None, wakes_after=horizon, count_at_most=1)
-            if self.store.count_workflows(later):
-                # Asleep past the horizon: the timer scan reads them back when due.
-                self._parked.expect_parked()
         recovered: list[str] = []
         for row in rows:
             try:

@@ -346,12 +346,6 @@ class Wakeups:
         """How many suspensions were parked since the start (some may have woken)."""
         return self._parked
 
-    def expect_parked(self) -> None:
-        """The store holds sleepers of ours due past the horizon (found at launch):
-        scan for them as for those parked here."""
-        with self._cv:
-            self._parked += 1
-
     def _advance_horizon(self) -> None:
         """Move the horizon to `PARK_BEYOND` ahead, reading back the parked sleepers
         it passes over (the poll loop's, every poll)."""
