@@ -112,8 +112,8 @@ class Recovery:
         # at its turn on a store whose notes reach every sharer: where the store
         # counts no more PENDING runs of ours than that, the sweep reads no rows.
         self._tracked_count = tracked_count
-        # Sleepers due past the wake-ups' horizon are left in the store: recovery and
-        # sweeps pass over them, and the timer scan (`parked_due`) reads them back.
+        # Sleepers due past the wake-ups' horizon are left in the store: sweeps pass
+        # over them, and the timer scan (`parked_due`) reads them back.
         self._parked = parked
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
