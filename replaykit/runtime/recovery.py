@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -116,6 +116,15 @@ class Recovery:
         # over them, and the timer scan (`parked_due`) reads them back.
         self._parked = parked
 
+    def _ours(self, **narrowed: Any) -> WorkflowFilter:
+        """This executor id's PENDING runs of this version, narrowed by `narrowed`."""
+        return WorkflowFilter(
+            status=Status.PENDING,
+            executor_id=self.executor_id,
+            app_version=self.app_version,
+            **narrowed,
+        )
+
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """`Engine.park`: park a run, saying why on it and once in the log."""
         self.store.set_status(workflow_id, Status.PARKED, only_from=(Status.PENDING,), error=why)
@@ -128,10 +137,7 @@ class Recovery:
         # Every one, parked sleepers too: the row does not tell a sleep from a wait for a
         # message with a timeout, which must listen again now, not at its timeout. A
         # sleeper past the horizon is parked again as its activation suspends.
-        where = WorkflowFilter(
-            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
-        )
-        rows = self.store.list_workflows(where)
+        rows = self.store.list_workflows(self._ours())
         recovered: list[str] = []
         for row in rows:
             try:
@@ -166,13 +172,8 @@ class Recovery:
         payloads (only their ids are looked at)."""
         parked = self._parked
         horizon = parked.horizon() if parked is not None and parked.parked_count() else None
-        where = WorkflowFilter(
-            status=Status.PENDING,
-            executor_id=self.executor_id,
-            app_version=self.app_version,
-            payloads=False,
-            wakes_by=horizon,  # a parked sleeper is nobody's here, and needs no sweep
-        )
+        # A parked sleeper is nobody's here, and needs no sweep.
+        where = self._ours(payloads=False, wakes_by=horizon)
         try:
             tracked = None if thorough else self._tracked_count
             if tracked is not None:
@@ -194,15 +195,7 @@ class Recovery:
     def parked_due(self, after: datetime, until: datetime) -> list[tuple[str, datetime]]:
         """The timer scan's read: (id, instant) of the PENDING runs of ours asleep until
         an instant in (`after`, `until`] that nothing here tracks, a page at a time."""
-        where = WorkflowFilter(
-            status=Status.PENDING,
-            executor_id=self.executor_id,
-            app_version=self.app_version,
-            wakes_after=after,
-            wakes_by=until,
-            payloads=False,
-            limit=SCAN_PAGE,
-        )
+        where = self._ours(wakes_after=after, wakes_by=until, payloads=False, limit=SCAN_PAGE)
         found: list[tuple[str, datetime]] = []
         while True:
             rows = self.store.list_workflows(where)
