@@ -15,9 +15,10 @@ sleepers; once all have woken, each run's result says how late its step ran.
 
 `--before PATH` measures the checkout at PATH the same way first (its workers import
 its replaykit; this process enqueues with this one's, so the two must share a schema
-version), and prints the two side by side with their ratios: the way to show a
-change's effect on the same machine under the same load (e.g. a `git worktree` of
-`main` before the change).
+version: against an older schema, run each checkout's own bench one after the other),
+and prints the two side by side with their ratios: the way to show a change's effect
+on the same machine under the same load (e.g. a `git worktree` of `main` before the
+change).
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def measure(
                     ]
                     engine.enqueue_many(sleepers, sleeper, items)
                 while (asleep := sleeping(pg, schema)) < count:
+                    check_alive(procs)
                     if datetime.now(UTC) >= due:
                         print(f"  only {asleep:,} of {count:,} runs were asleep at the due time")
                         break
@@ -107,6 +109,7 @@ def measure(
                 rss = {proc.pid: rss_kib(proc.pid) for proc in procs}
                 with finished_runs(pg, schema) as done:
                     while wake and done() < count:
+                        check_alive(procs)
                         time.sleep(1.0)
             finally:
                 stop(procs)
@@ -115,6 +118,15 @@ def measure(
         return Figures(count, engines, asleep_after, sum(rss.values()) / 1024, grown / 1024, late)
     finally:
         drop(pg, schema)
+
+
+def check_alive(procs: list[Any]) -> None:
+    """A worker that exited (a schema newer than its checkout knows, say) would leave
+    the bench waiting for ever: say so and stop."""
+    dead = [proc for proc in procs if proc.poll() is not None]
+    if dead:
+        codes = ", ".join(f"pid {proc.pid}: exit {proc.returncode}" for proc in dead)
+        raise SystemExit(f"a worker process exited ({codes}); see its output above")
 
 
 def lateness(engine: Engine, count: int) -> list[float]:

@@ -217,6 +217,8 @@ class Engine(Timing, History, BulkActions, Listing):
                 ),
                 expire=lambda workflow_id: self.deadlines.expire_at(workflow_id),
                 notes_reach_every_sharer=notes_reach_every_sharer,
+                scan=lambda after, until: self.recovery.parked_due(after, until),
+                revive=lambda workflow_id: self.recovery.revive(workflow_id),
             )
             self.deadlines = Deadlines(
                 self.store,
@@ -234,7 +236,9 @@ class Engine(Timing, History, BulkActions, Listing):
                 stop=lambda workflow_id, detail: self.terminate(workflow_id, reason=detail),
                 wake=self.wakeups.wake,
                 watch=self.deadlines.watch_grace,
-                tracked=lambda workflow_id: self.scheduler.is_tracked(workflow_id),
+                tracked=lambda workflow_id: (
+                    self.scheduler.is_tracked(workflow_id) or self.recovery.parked_here(workflow_id)
+                ),
             )
             self.wakeups.listen_kind("cancel", self.cancels.heard)
             self.claims = Claims(
@@ -333,6 +337,7 @@ class Engine(Timing, History, BulkActions, Listing):
                 max_recovery_attempts=max_recovery_attempts,
                 poke=self.wakeups.poke,
                 tracked_count=lambda: self.wakeups.suspended_count() + self.scheduler.busy,
+                parked=self.wakeups,
             )
             self.starts = Starts(
                 self.store,

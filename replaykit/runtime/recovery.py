@@ -1,7 +1,8 @@
 """Who runs an executor id's unfinished runs: the one live engine that holds the id,
 which recovers them at launch, parks the ones that crash again and again (and those
 the books give up on), says
-once which wait under other versions, and sweeps up the ones resumed elsewhere.
+once which wait under other versions, sweeps up the ones resumed elsewhere, and reads
+back the sleepers the wake-ups parked in the store.
 """
 
 from __future__ import annotations
@@ -9,7 +10,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
+from datetime import datetime
+from typing import Any, Protocol
+
+import attrs
 
 from replaykit.errors import ExecutorIdInUse, StoreUnavailable
 from replaykit.log import Status
@@ -17,7 +21,10 @@ from replaykit.runtime import admin
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import Store, WorkflowFilter
 
-__all__ = ["LocalRuns", "Recovery", "hold_executor_id"]
+__all__ = ["LocalRuns", "ParkedSleepers", "Recovery", "hold_executor_id"]
+
+#: The timer scan reads the parked sleepers it brings back this many rows at a time.
+SCAN_PAGE = 5_000
 
 log = logging.getLogger("replaykit.engine")
 
@@ -69,6 +76,16 @@ class LocalRuns(Protocol):
     def dispatch(self, workflow_id: str) -> None: ...
 
 
+class ParkedSleepers(Protocol):
+    """What recovery asks of the wake-ups about the sleepers left in the store."""
+
+    def horizon(self) -> datetime | None: ...
+
+    def parked_count(self) -> int: ...
+
+    def waiting_beyond(self, instant: datetime) -> int: ...
+
+
 class Recovery:
     """The PENDING runs of this executor id and version that nothing here runs yet."""
 
@@ -82,6 +99,7 @@ class Recovery:
         max_recovery_attempts: int,
         poke: Callable[[], None],
         tracked_count: Callable[[], int] | None = None,
+        parked: ParkedSleepers | None = None,
     ) -> None:
         self.store = store
         self.runs = runs
@@ -94,6 +112,18 @@ class Recovery:
         # at its turn on a store whose notes reach every sharer: where the store
         # counts no more PENDING runs of ours than that, the sweep reads no rows.
         self._tracked_count = tracked_count
+        # Sleepers due past the wake-ups' horizon are left in the store: sweeps pass
+        # over them, and the timer scan (`parked_due`) reads them back.
+        self._parked = parked
+
+    def _ours(self, **narrowed: Any) -> WorkflowFilter:
+        """This executor id's PENDING runs of this version, narrowed by `narrowed`."""
+        return WorkflowFilter(
+            status=Status.PENDING,
+            executor_id=self.executor_id,
+            app_version=self.app_version,
+            **narrowed,
+        )
 
     def park(self, workflow_id: str, why: str, cause: BaseException | None = None) -> None:
         """`Engine.park`: park a run, saying why on it and once in the log."""
@@ -104,10 +134,10 @@ class Recovery:
 
     def recover(self) -> list[str]:
         """`Engine.recover`: re-dispatch the unfinished runs; park crash-loopers."""
-        where = WorkflowFilter(
-            status=Status.PENDING, executor_id=self.executor_id, app_version=self.app_version
-        )
-        rows = self.store.list_workflows(where)
+        # Every one, parked sleepers too: the row does not tell a sleep from a wait for a
+        # message with a timeout, which must listen again now, not at its timeout. A
+        # sleeper past the horizon is parked again as its activation suspends.
+        rows = self.store.list_workflows(self._ours())
         recovered: list[str] = []
         for row in rows:
             try:
@@ -140,16 +170,18 @@ class Recovery:
         them only if there are more than this engine tracks: a million sleepers are
         not listed every few minutes to find none. The rows are read without their
         payloads (only their ids are looked at)."""
-        where = WorkflowFilter(
-            status=Status.PENDING,
-            executor_id=self.executor_id,
-            app_version=self.app_version,
-            payloads=False,
-        )
+        parked = self._parked
+        horizon = parked.horizon() if parked is not None and parked.parked_count() else None
+        # A parked sleeper is nobody's here, and needs no sweep.
+        where = self._ours(payloads=False, wakes_by=horizon)
         try:
             tracked = None if thorough else self._tracked_count
-            if tracked is not None and self.store.count_workflows(where) <= tracked():
-                return
+            if tracked is not None:
+                kept = tracked()
+                if parked is not None and horizon is not None:
+                    kept -= parked.waiting_beyond(horizon)  # not in the count either
+                if self.store.count_workflows(where) <= kept:
+                    return
             rows = self.store.list_workflows(where)
         except StoreUnavailable:
             return
@@ -159,6 +191,43 @@ class Recovery:
                 # from another process on SQLite, which sends no notification across).
                 self.runs.allow(row.workflow_id)
                 self.runs.dispatch(row.workflow_id)
+
+    def parked_due(self, after: datetime, until: datetime) -> list[tuple[str, datetime]]:
+        """The timer scan's read: (id, instant) of the PENDING runs of ours asleep until
+        an instant in (`after`, `until`] that nothing here tracks, a page at a time."""
+        where = self._ours(wakes_after=after, wakes_by=until, payloads=False, limit=SCAN_PAGE)
+        found: list[tuple[str, datetime]] = []
+        while True:
+            rows = self.store.list_workflows(where)
+            for row in rows:
+                if row.wake_at is not None and not self.runs.is_tracked(row.workflow_id):
+                    found.append((row.workflow_id, row.wake_at))
+            if len(rows) < SCAN_PAGE or rows[-1].created_at is None:
+                return found
+            where = attrs.evolve(where, after=(rows[-1].created_at, rows[-1].workflow_id))
+
+    def parked_here(self, workflow_id: str) -> bool:
+        """Whether `workflow_id` may be a sleeper parked in the store by this engine: a
+        PENDING run of ours that nothing here tracks (asked only once runs were parked)."""
+        if self._parked is None or not self._parked.parked_count():
+            return False
+        if self.runs.is_tracked(workflow_id):
+            return False
+        try:
+            row = self.store.get_workflow(workflow_id)
+        except StoreUnavailable:
+            return False  # it wakes at its instant all the same
+        return (
+            row is not None
+            and row.status is Status.PENDING
+            and row.executor_id == self.executor_id
+            and row.app_version == self.app_version
+        )
+
+    def revive(self, workflow_id: str) -> None:
+        """A run wanted now (a cancel to deliver) that may be parked: run it if it is."""
+        if self.parked_here(workflow_id):
+            self.runs.dispatch(workflow_id)
 
     def warn_stranded(self) -> None:
         """Say once, at launch, that runs of this executor id wait under other versions.

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from replaykit.errors import StoreUnavailable
 from replaykit.log import Status
@@ -26,7 +26,14 @@ from replaykit.stores.base import Store, WorkflowFilter
 
 log = logging.getLogger("replaykit.engine")
 
-__all__ = ["PREEMPT_POLL_MAX", "SWEEP_EVERY", "SWEEP_EVERY_WHEN_HEARD", "PreemptWatch", "Wakeups"]
+__all__ = [
+    "PARK_BEYOND",
+    "PREEMPT_POLL_MAX",
+    "SWEEP_EVERY",
+    "SWEEP_EVERY_WHEN_HEARD",
+    "PreemptWatch",
+    "Wakeups",
+]
 
 # Poll rounds between sweeps for PENDING runs this engine owns but does not
 # track: runs an operator resumed from another process, whose notification
@@ -38,6 +45,19 @@ SWEEP_EVERY = 10
 # once (`sweep_soon`), as does a lost answer that may have named runs of ours. What
 # is left to this slow sweep is a note the server refused (a key past its size).
 SWEEP_EVERY_WHEN_HEARD = 300
+
+
+#: A sleeper due further ahead than this many seconds is parked: nothing of it is kept
+#: here, its run's row holds the instant (`WorkflowRow.wake_at`, written with the
+#: `Sleep`'s start), and the timer scan reads it back from the store this far ahead of
+#: its instant. A million runs asleep for a day cost an engine nothing until their
+#: last minute, and a restart does not read them (docs/design.md, "Parked sleepers").
+PARK_BEYOND = 60.0
+
+#: How far the horizon may fall behind `PARK_BEYOND` before the scan reads the next
+#: stretch, in seconds: a parked sleeper is read back at least `PARK_BEYOND - SCAN_EVERY`
+#: before its instant, and an engine with parked runs reads once per stretch.
+SCAN_EVERY = 15.0
 
 
 #: The longest a preemptible step runs on after its run was cancelled elsewhere,
@@ -177,6 +197,8 @@ class Wakeups:
         sweep: Callable[..., None],
         expire: Callable[[str], None] | None = None,
         notes_reach_every_sharer: bool = False,
+        scan: Callable[[datetime, datetime], list[tuple[str, datetime]]] | None = None,
+        revive: Callable[[str], None] | None = None,
     ) -> None:
         self.clock = clock
         self.poll_interval = poll_interval
@@ -185,6 +207,16 @@ class Wakeups:
         self._sweep = sweep
         self._sweep_every = SWEEP_EVERY_WHEN_HEARD if notes_reach_every_sharer else SWEEP_EVERY
         self._sweep_asked = False
+        # Parking (`PARK_BEYOND`): `scan(after, until)` answers the PENDING runs of this
+        # engine that sleep until an instant in (after, until] and that nothing here
+        # tracks; `revive(id)` runs a run that may be parked now (a cancel for it).
+        # Never on an autojumping clock, which must see every timer to jump to it.
+        self._scan = None if clock.autojump else scan
+        self._revive = revive
+        # Sleepers due after this instant are parked; the scan has read every run due
+        # by it. None: nothing is parked.
+        self._horizon: datetime | None = None
+        self._parked = 0  # how many suspensions were parked since the start
         self._cv = threading.Condition()
         self._closed = False
         # (when, tie-breaker, workflow id, the suspension it belongs to or None).
@@ -229,6 +261,8 @@ class Wakeups:
         ]
 
     def start(self) -> None:
+        if self._scan is not None:
+            self._horizon = self.clock.now() + timedelta(seconds=PARK_BEYOND)
         for thread in self._threads:
             thread.start()
 
@@ -255,6 +289,10 @@ class Wakeups:
             if any(self._last_notified.get(w, -1) > seen for w in suspend.waits):
                 return False
             if not suspend.waits and suspend.ready is None and suspend.wake_at is not None:
+                if self._horizon is not None and suspend.wake_at > self._horizon:
+                    # Parked: the scan reads it back from the store before it is due.
+                    self._parked += 1
+                    return True
                 # Only an instant to wait for: a bare entry (no suspension kept).
                 self._suspended[workflow_id] = at = suspend.wake_at
                 heapq.heappush(self._sleepers, (at, workflow_id))
@@ -297,6 +335,59 @@ class Wakeups:
 
     def suspended_count(self) -> int:
         return len(self._suspended)
+
+    def horizon(self) -> datetime | None:
+        """Sleepers due after this are parked in the store (None: none are): recovery
+        and sweeps pass over them, and the timer scan brings them back."""
+        with self._cv:
+            return self._horizon
+
+    def parked_count(self) -> int:
+        """How many suspensions were parked since the start (some may have woken)."""
+        return self._parked
+
+    def _advance_horizon(self) -> None:
+        """Move the horizon to `PARK_BEYOND` ahead, reading back the parked sleepers
+        it passes over (the poll loop's, every poll)."""
+        if self._scan is None:
+            return
+        with self._cv:
+            after = self._horizon
+            if after is None:
+                return
+            until = self.clock.now() + timedelta(seconds=PARK_BEYOND)
+            if self._parked == 0:
+                # Nothing was parked, so there is nothing to read back.
+                self._horizon = max(after, until)
+                return
+            if (until - after).total_seconds() < SCAN_EVERY:
+                return
+            # Raised before the read: a run that suspends meanwhile, due by `until`, is
+            # kept here, since the read may not see its sleep's start.
+            self._horizon = until
+        try:
+            found = self._scan(after, until)
+        except Exception as exc:  # an outage: read this stretch again next poll
+            with self._cv:
+                self._horizon = after
+            log.warning("could not read the sleepers parked in the store: %s", exc)
+            return
+        with self._cv:
+            for workflow_id, at in found:
+                if workflow_id not in self._suspended:
+                    self._suspended[workflow_id] = at
+                    heapq.heappush(self._sleepers, (at, workflow_id))
+            self._cv.notify_all()
+
+    def waiting_beyond(self, instant: datetime) -> int:
+        """How many suspended runs kept here wait for an instant after `instant` (a
+        sweep's count of the store's runs passes over them, as over parked ones)."""
+        with self._cv:
+            return sum(
+                1
+                for entry in self._suspended.values()
+                if (entry if isinstance(entry, datetime) else entry.wake_at or instant) > instant
+            )
 
     def sleepers_count(self) -> int:
         """How many suspended runs are bare sleepers (waiting for an instant alone)."""
@@ -457,13 +548,17 @@ class Wakeups:
 
     def wake(self, workflow_id: str) -> None:
         """Hand a suspended run back to dispatch now, whatever it waits for (a cancel
-        to deliver); a run not suspended here is left alone."""
+        to deliver). A run not suspended here is left alone, unless runs were parked:
+        then `revive` looks in the store for it (a parked sleeper is told at once)."""
         with self._cv:
-            if workflow_id not in self._suspended:
-                return
-            self._forget(workflow_id)
-            self._waking += 1
-        self._hand_over([workflow_id])
+            suspended = workflow_id in self._suspended
+            if suspended:
+                self._forget(workflow_id)
+                self._waking += 1
+        if suspended:
+            self._hand_over([workflow_id])
+        elif self._parked and self._revive is not None:
+            self._revive(workflow_id)  # parked, maybe: the store says whether it is ours
 
     def sweep_soon(self) -> None:
         """Sweep at the next poll: notes may have been lost (the listener reconnected),
@@ -652,6 +747,7 @@ class Wakeups:
                     if isinstance(entry := self._suspended[wid], Suspend)
                 ]
                 asked, self._sweep_asked = self._sweep_asked, False
+            self._advance_horizon()  # outside the lock: it may read the store
             now = time.monotonic()
             next_poll = now + self.poll_interval
             if asked:

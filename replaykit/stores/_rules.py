@@ -365,6 +365,11 @@ def matches_filter(row: WorkflowRow, where: WorkflowFilter) -> bool:
             return False
     if where.until is not None and (created is None or created >= where.until):
         return False
+    wake = row.wake_at
+    if where.wakes_after is not None and (wake is None or wake <= where.wakes_after):
+        return False
+    if where.wakes_by is not None and wake is not None and wake > where.wakes_by:
+        return False
     return where.where is None or matches(where.where, row)
 
 

@@ -185,12 +185,15 @@ def _matching(where: WorkflowFilter, dialect: Dialect) -> tuple[str, list[Any]]:
         # and neither SQLite's nor PostgreSQL's collation enters into it.
         clauses.append(f"substr(workflow_id, 1, {mark}) = {mark}")
         params.extend((len(where.id_prefix), where.id_prefix))
-    if where.since is not None:
-        clauses.append(f"created_at >= {mark}")
-        params.append(dialect.timestamp(where.since))
-    if where.until is not None:
-        clauses.append(f"created_at < {mark}")
-        params.append(dialect.timestamp(where.until))
+    for instant, clause in (
+        (where.since, "created_at >= {}"),
+        (where.until, "created_at < {}"),
+        (where.wakes_after, "wake_at > {}"),
+        (where.wakes_by, "(wake_at IS NULL OR wake_at <= {})"),
+    ):
+        if instant is not None:
+            clauses.append(clause.format(mark))
+            params.append(dialect.timestamp(instant))
     if where.after is not None:
         # A row value: both stores compare it as the index orders, and use the index.
         after = "<" if where.newest_first else ">"

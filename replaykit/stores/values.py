@@ -205,6 +205,13 @@ class WorkflowFilter:
     where: Where | None = attrs.field(default=None, converter=where_of)
     since: datetime | None = None
     until: datetime | None = None
+    # Runs by their wake instant (`WorkflowRow.wake_at`: when a PENDING run's timer is
+    # due, a `Sleep`'s end or a wait's expiry). `wakes_after`: only runs with one later
+    # than this. `wakes_by`: only runs with none, or one at or before this. An engine
+    # reads the sleepers it left in the store with both (its timer scan), and its
+    # recovery and sweeps pass over them with `wakes_by` (indexed for PENDING runs).
+    wakes_after: datetime | None = None
+    wakes_by: datetime | None = None
     # A keyset page: only runs after this (created_at, workflow_id) in the listing's
     # order. A loop over a large selection reads its next page from where the last
     # one ended, so runs that change or go meanwhile do not shift it (as an offset

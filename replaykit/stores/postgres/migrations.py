@@ -43,6 +43,7 @@ MIGRATIONS: tuple[str, ...] = (
     "postgres_0014_attributes.sql",
     "postgres_0015_shard_keys.sql",
     "postgres_0016_queue_items.sql",
+    "postgres_0017_wakes.sql",
 )
 
 # Bounds every lock a migration waits for: the advisory lock another engine

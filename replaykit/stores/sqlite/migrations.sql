@@ -307,3 +307,10 @@ WHERE continued_as IS NOT NULL;
 UPDATE workflows
 SET shard_key = workflow_id
 WHERE shard_key = '';
+
+-- name: v16_workflows_by_wake
+-- 16: the PENDING runs of an engine by their wake instant: its timer scan reads the
+-- sleepers it left in the store (`WorkflowFilter(wakes_after=..., wakes_by=...)`),
+-- and its recovery and sweeps pass over them (docs/design.md, "Parked sleepers").
+CREATE INDEX workflows_by_wake ON workflows (executor_id, app_version, wake_at)
+WHERE status = 'PENDING';

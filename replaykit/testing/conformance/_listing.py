@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import attrs
+
 from replaykit.log import Status
 from replaykit.stores.base import Store, WorkflowFilter
-from replaykit.testing.conformance._support import _T0, _equal, _ids, _raises, _run
+from replaykit.testing.conformance._support import (
+    _T0,
+    _equal,
+    _ids,
+    _pending,
+    _raises,
+    _run,
+    _step,
+)
 
 __all__ = [
     "check_count_workflows_by",
+    "check_list_by_wake_instant",
     "check_list_filters",
     "check_list_order_ties_broken_by_id",
 ]
@@ -98,6 +109,64 @@ def check_list_filters(store: Store) -> None:
         "rows returned by list_workflows equal get_workflow's",
         [store.get_workflow("l-2"), store.get_workflow("l-3")],
         rows,
+    )
+
+
+def check_list_by_wake_instant(store: Store) -> None:
+    """`wakes_after` and `wakes_by` select runs by the wake instant their records set
+    (an engine's timer scan, and its recovery passing over parked sleepers)."""
+    for wid in ("w-0", "w-1", "w-2", "w-3"):
+        store.create_workflow(_run(wid, executor_id="e", app_version="v"))
+    for wid, seconds in (("w-1", 10), ("w-2", 20), ("w-3", 30)):
+        at = _T0 + timedelta(seconds=seconds)
+        store.record(wid, _pending(0, wake_at=at), executor_id="e", wake_at=at)
+    # The sleep's end clears the run's wake instant.
+    store.record("w-3", _step(0, kind="sleep", name="p0"), executor_id="e")
+    _equal(
+        "a run's wake instant, as its record set it",
+        _T0 + timedelta(seconds=10),
+        (store.get_workflow("w-1") or _run("none")).wake_at,
+    )
+    cases: list[tuple[str, WorkflowFilter, list[str]]] = [
+        (
+            "wakes after (exclusive)",
+            WorkflowFilter(wakes_after=_T0 + timedelta(seconds=10)),
+            ["w-2"],
+        ),
+        ("wakes after: none is never after", WorkflowFilter(wakes_after=_T0), ["w-1", "w-2"]),
+        (
+            "wakes by (inclusive; none counts)",
+            WorkflowFilter(wakes_by=_T0 + timedelta(seconds=10)),
+            ["w-0", "w-1", "w-3"],
+        ),
+        (
+            "wakes after and by",
+            WorkflowFilter(
+                wakes_after=_T0 + timedelta(seconds=5),
+                wakes_by=_T0 + timedelta(seconds=20),
+                executor_id="e",
+                app_version="v",
+                status=Status.PENDING,
+            ),
+            ["w-1", "w-2"],
+        ),
+        (
+            "wakes by, another executor",
+            WorkflowFilter(wakes_by=_T0 + timedelta(seconds=60), executor_id="x"),
+            [],
+        ),
+    ]
+    for label, where, expected in cases:
+        where = attrs.evolve(where, id_prefix="w-")
+        _equal(f"list_workflows by {label}", expected, _ids(store.list_workflows(where)))
+    _equal(
+        "count_workflows by wake instant",
+        3,
+        store.count_workflows(
+            WorkflowFilter(
+                status=Status.PENDING, wakes_by=_T0 + timedelta(seconds=15), id_prefix="w-"
+            )
+        ),
     )
 
 

@@ -77,6 +77,7 @@ from replaykit.testing.conformance._lifecycle import (
 )
 from replaykit.testing.conformance._listing import (
     check_count_workflows_by,
+    check_list_by_wake_instant,
     check_list_filters,
     check_list_order_ties_broken_by_id,
     check_newest_first_and_counts_at_most,
@@ -255,6 +256,7 @@ STORE_CHECKS: tuple[StoreCheck, ...] = (
     check_beat_takes_over,
     check_release,
     check_list_filters,
+    check_list_by_wake_instant,
     check_count_workflows_by,
     check_newest_first_and_counts_at_most,
     check_list_order_ties_broken_by_id,
