@@ -120,6 +120,13 @@ class Room:
     def sleep(self, workflow_id: str, seconds: float) -> None:
         at = self.clock.now() + timedelta(seconds=seconds)
         self.stored[workflow_id] = at  # the Sleep's start is written before it suspends
+        assert self.wakeups.suspend(
+            workflow_id, Suspend(at, parkable=True), seen=self.wakeups.seq()
+        )
+
+    def back_off(self, workflow_id: str, seconds: float) -> None:
+        at = self.clock.now() + timedelta(seconds=seconds)
+        self.stored[workflow_id] = at
         assert self.wakeups.suspend(workflow_id, Suspend(at), seen=self.wakeups.seq())
 
 
@@ -160,6 +167,16 @@ def test_a_sleeper_past_the_horizon_is_parked_and_read_back_before_its_instant(
     wait_for(lambda: room.dispatched == ["near", "far"], "the far sleeper's wake-up")
     time.sleep(0.05)
     assert room.dispatched == ["near", "far"]  # once
+
+
+def test_a_step_back_off_past_the_horizon_stays_here(room: Room) -> None:
+    """Only a Sleep is parked: a step's back-off is few and short-lived, and the retry
+    decisions look for it among the suspended runs."""
+    room.back_off("retrying", 600)
+    room.sleep("asleep", 600)
+    assert room.wakeups.is_suspended("retrying")
+    assert not room.wakeups.is_suspended("asleep")
+    assert room.wakeups.parked_count() == 1
 
 
 def test_a_failed_read_is_read_again(room: Room) -> None:

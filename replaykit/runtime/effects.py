@@ -299,6 +299,7 @@ class EffectRunner(StepRunner):
             self.wakes_for(row, effect.position, command),
             self.probe(row, effect.position, (command,)),
             pending,
+            parkable=type(command) is Sleep,
         )
 
     def elapsed_sleep(self, row: WorkflowRow, effect: Effect) -> Record | None:

@@ -118,6 +118,10 @@ class Suspend:
     #: in its tree: what a warm run's next attempt takes instead of running them again.
     #: They live in memory only, as every step outcome before its record commits.
     steps_done: Mapping[tuple[int, ...], Outcome] | None = attrs.field(default=None, eq=False)
+    #: A Sleep's: its run's row in the store holds its instant, so the wake-ups may
+    #: leave a far one there (parked) and read it back before it is due. A step's
+    #: back-off is not: the retry decisions look for it among the suspended runs.
+    parkable: bool = attrs.field(default=False, eq=False)
 
 
 class Host(Protocol):

@@ -289,7 +289,11 @@ class Wakeups:
             if any(self._last_notified.get(w, -1) > seen for w in suspend.waits):
                 return False
             if not suspend.waits and suspend.ready is None and suspend.wake_at is not None:
-                if self._horizon is not None and suspend.wake_at > self._horizon:
+                if (
+                    self._horizon is not None
+                    and suspend.wake_at > self._horizon
+                    and suspend.parkable
+                ):
                     # Parked: the scan reads it back from the store before it is due.
                     self._parked += 1
                     return True
