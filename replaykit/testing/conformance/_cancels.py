@@ -4,11 +4,10 @@ the run."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 from replaykit.stores.base import CancelRequest, Store
-from replaykit.testing.conformance._support import _T0, _equal, _expect, _run, _wait_for
+from replaykit.testing.conformance._support import _T0, _equal, _Notes, _run
 
 __all__ = ["check_cancel_requests_keep_the_first", "check_parent_close_policies"]
 
@@ -20,29 +19,14 @@ def _request(reason: str, grace_s: int = 60) -> CancelRequest:
 def check_cancel_requests_keep_the_first(store: Store) -> None:
     store.create_workflow(_run("cr-1"))
     _equal("a run never asked to cancel", None, store.get_cancel_request("cr-1"))
-    seen: list[tuple[str, str]] = []
-    lock = threading.Lock()
-
-    def callback(kind: str, key: str) -> None:
-        with lock:
-            seen.append((kind, key))
-
-    unsubscribe = store.subscribe(callback)
-    try:
+    with _Notes(store) as notes:
         first = _request("customer asked")
         _equal("the first request is kept", first, store.request_cancel("cr-1", first))
         _equal("read back", first, store.get_cancel_request("cr-1"))
         _equal("asked again, the same (a retry)", first, store.request_cancel("cr-1", first))
         second = _request("again", 5)
         _equal("a second request finds the first", first, store.request_cancel("cr-1", second))
-
-        def told() -> bool:
-            with lock:
-                return ("cancel", "cr-1") in seen
-
-        _expect(_wait_for(told), "a note for the first request", ("cancel", "cr-1"), seen)
-    finally:
-        unsubscribe()
+        notes.wait_for("a note for the first request", ("cancel", "cr-1"))
     store.clear_cancel_request("cr-1")
     _equal("cleared (a resume)", None, store.get_cancel_request("cr-1"))
     store.clear_cancel_request("cr-1")  # a second clear finds none

@@ -5,7 +5,6 @@ already there, a racing `record`, and the notification sent once."""
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from datetime import timedelta, timezone
 from typing import Any
@@ -15,14 +14,15 @@ from replaykit.log import ErrorInfo, Failure, Record, Status, Value
 from replaykit.stores.base import Store
 from replaykit.testing.conformance._support import (
     _T0,
+    _all_at_once,
     _equal,
     _expect,
     _log_of,
+    _Notes,
     _pending,
     _raises,
     _run,
     _step,
-    _wait_for,
 )
 
 __all__ = [
@@ -245,18 +245,15 @@ def check_finish_with_an_equal_record_already_there(store: Store) -> None:
     last = _step(1, {"n": [1, 2.5, None]}, started_at=_T0, completed_at=_T0, attempts=2)
     store.create_workflow(_run("fe-1", executor_id="engine-a"), records=[_step(0)])
     store.record("fe-1", last, executor_id="engine-a")
-    _equal(
-        "finish_workflow(record=) whose record the position holds already",
-        True,
-        store.finish_workflow(
+
+    def finish_fe_1() -> bool:
+        return store.finish_workflow(
             "fe-1", Status.SUCCESS, Value(2), executor_id="engine-a", record=last
-        ),
-    )
-    _equal(
-        "run and log after a finish over its own record",
-        (Status.SUCCESS, Value(2), "", None, [_step(0), last]),
-        _finish_state(store, "fe-1"),
-    )
+        )
+
+    finished = (Status.SUCCESS, Value(2), "", None, [_step(0), last])
+    _equal("finish_workflow(record=) whose record the position holds already", True, finish_fe_1())
+    _equal("run and log after a finish over its own record", finished, _finish_state(store, "fe-1"))
     # Equal instants in another time zone are the same record.
     plus_two = timezone(timedelta(hours=2))
     store.create_workflow(_run("fe-2"))
@@ -275,47 +272,21 @@ def check_finish_with_an_equal_record_already_there(store: Store) -> None:
         "log after the finish of fe-2", [_step(0, "x", completed_at=_T0)], _log_of(store, "fe-2")
     )
     # The retry after the finish itself committed: the run is no longer PENDING.
-    _equal(
-        "finish_workflow(record=) retried after it committed",
-        False,
-        store.finish_workflow(
-            "fe-1", Status.SUCCESS, Value(2), executor_id="engine-a", record=last
-        ),
-    )
-    _equal(
-        "run and log after the retried finish",
-        (Status.SUCCESS, Value(2), "", None, [_step(0), last]),
-        _finish_state(store, "fe-1"),
-    )
+    _equal("finish_workflow(record=) retried after it committed", False, finish_fe_1())
+    _equal("run and log after the retried finish", finished, _finish_state(store, "fe-1"))
 
 
 def _race_finish_and_record(store: Store, wid: str) -> dict[str, Any]:
     """Start a finish of `wid` with its record and a record() of another outcome at once."""
-    barrier = threading.Barrier(2)
-    got: dict[str, Any] = {}
-
-    def finisher() -> None:
-        barrier.wait()
-        try:
-            got["finish"] = store.finish_workflow(
+    finish, record = _all_at_once(
+        [
+            lambda: store.finish_workflow(
                 wid, Status.SUCCESS, Value("finisher"), record=_step(1, "finisher")
-            )
-        except Exception as exc:
-            got["finish"] = exc
-
-    def recorder() -> None:
-        barrier.wait()
-        try:
-            got["record"] = store.record(wid, _step(1, "recorder"))
-        except Exception as exc:
-            got["record"] = exc
-
-    workers = [threading.Thread(target=finisher), threading.Thread(target=recorder)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    return got
+            ),
+            lambda: store.record(wid, _step(1, "recorder")),
+        ]
+    )
+    return {"finish": finish, "record": record}
 
 
 def check_finish_with_record_racing_record(store: Store) -> None:
@@ -358,23 +329,17 @@ def check_finish_with_record_racing_record(store: Store) -> None:
         store.record(w, _step(0, w))  # an equal record already there
     for w in wids[1::3]:
         store.record(w, _step(0, "other"))  # a different one: refused
-    start = threading.Barrier(len(wids))
-    answers: dict[str, Any] = {}
 
-    def finish(w: str) -> None:
-        start.wait()
-        try:
-            answers[w] = store.finish_workflow(
-                w, Status.SUCCESS, Value(w), executor_id="engine-a", record=_step(0, w)
-            )
-        except Exception as exc:
-            answers[w] = type(exc).__name__
+    def finish(w: str) -> bool:
+        return store.finish_workflow(
+            w, Status.SUCCESS, Value(w), executor_id="engine-a", record=_step(0, w)
+        )
 
-    threads = [threading.Thread(target=finish, args=(w,)) for w in wids]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    finishes = _all_at_once([functools.partial(finish, w) for w in wids])
+    answers = {
+        w: type(got).__name__ if isinstance(got, BaseException) else got
+        for w, got in zip(wids, finishes, strict=True)
+    }
     _equal(
         "concurrent finish_workflow(record=) of many runs",
         {w: (RecordConflict.__name__ if i % 3 == 1 else True) for i, w in enumerate(wids)},
@@ -396,24 +361,15 @@ def check_finish_with_record_notifies_once(store: Store) -> None:
     store.create_workflow(_run("fn-1"), records=[_step(0)])
     store.create_workflow(_run("fn-2"), records=[_step(0, "first")])
     store.create_workflow(_run("fn-3", status=Status.CANCELLED))
-    seen: list[tuple[str, str]] = []
     visible: list[Any] = []
-    failures: list[str] = []
-    lock = threading.Lock()
 
-    def callback(kind: str, key: str) -> None:
+    def look(kind: str, key: str) -> None:
         # After the commit: the record and the finish can both be read already.
-        try:
-            if kind == "finished" and key == "fn-1":
-                row = store.get_workflow("fn-1")
-                visible.append((row.status if row else None, len(store.load_log("fn-1"))))
-        except Exception as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
-        with lock:
-            seen.append((kind, key))
+        if kind == "finished" and key == "fn-1":
+            row = store.get_workflow("fn-1")
+            visible.append((row.status if row else None, len(store.load_log("fn-1"))))
 
-    unsubscribe = store.subscribe(callback)
-    try:
+    with _Notes(store, look) as notes:
         store.finish_workflow("fn-1", Status.SUCCESS, Value(1), record=_step(1))
         _raises(
             "finish_workflow(record=) over a different completed record",
@@ -421,26 +377,12 @@ def check_finish_with_record_notifies_once(store: Store) -> None:
             lambda: store.finish_workflow("fn-2", Status.SUCCESS, Value(1), record=_step(0)),
         )
         store.finish_workflow("fn-3", Status.SUCCESS, Value(1), record=_step(0))
-
-        def heard() -> bool:
-            with lock:
-                return ("finished", "fn-1") in seen
-
-        _expect(
-            _wait_for(heard),
-            "notification for finish_workflow(record=)",
-            ("finished", "fn-1"),
-            seen,
-        )
+        notes.wait_for("notification for finish_workflow(record=)", ("finished", "fn-1"))
         time.sleep(0.3)  # room for a duplicate, or for the refused finishes, to arrive
-        with lock:
-            mine = [n for n in seen if n[1] in ("fn-1", "fn-2", "fn-3")]
         _equal(
             "notifications of one finish with a record and two refused ones",
             [("finished", "fn-1")],
-            mine,
+            [n for n in notes.seen() if n[1] in ("fn-1", "fn-2", "fn-3")],
         )
-        _equal("errors from the store called inside a subscriber", [], failures)
+        _equal("errors from the store called inside a subscriber", [], notes.failures)
         _equal("what the callback read", [(Status.SUCCESS, 2)], visible)
-    finally:
-        unsubscribe()

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from replaykit.log import ErrorInfo, Failure, Status, Value
@@ -14,11 +13,11 @@ from replaykit.testing.conformance._support import (
     _equal,
     _expect,
     _log_of,
+    _Notes,
     _pending,
     _present,
     _run,
     _step,
-    _wait_for,
 )
 
 __all__ = [
@@ -80,15 +79,7 @@ def check_finish_many_finishes_each(store: Store) -> None:
     store.record("fm-waits", _pending(0, wake_at=_T0), wake_at=_T0)
     store.create_workflow(_run("fm-queued", status=Status.ENQUEUED, executor_id=""))
     store.finish_workflow("fm-done", Status.SUCCESS, Value("first"))
-    notes: list[tuple[str, str]] = []
-    lock = threading.Lock()
-
-    def heard(kind: str, key: str) -> None:
-        with lock:
-            notes.append((kind, key))
-
-    unsubscribe = store.subscribe(heard)
-    try:
+    with _Notes(store) as notes:
         answers = store.finish_many(
             [
                 FinishWrite("fm-ok", Status.SUCCESS, Value({"n": 1}), executor_id="engine-a"),
@@ -107,22 +98,14 @@ def check_finish_many_finishes_each(store: Store) -> None:
             _finish_kinds(answers),
         )
         finished = {"fm-ok", "fm-failed", "fm-waits"}
-
-        def all_heard() -> bool:
-            with lock:
-                return {("finished", wid) for wid in finished} <= set(notes)
-
-        _expect(
-            _wait_for(all_heard),
+        notes.wait_for(
             "a 'finished' note for each run finish_many finished",
-            sorted(finished),
-            notes,
+            *[("finished", wid) for wid in sorted(finished)],
         )
-        with lock:
-            stray = sorted(key for kind, key in notes if kind == "finished" and key not in finished)
+        stray = sorted(
+            key for kind, key in notes.seen() if kind == "finished" and key not in finished
+        )
         _equal("'finished' notes of runs finish_many did not finish", [], stray)
-    finally:
-        unsubscribe()
     ok = _present("fm-ok after finish_many", store.get_workflow("fm-ok"))
     _equal("fm-ok: status and result", (Status.SUCCESS, Value({"n": 1})), (ok.status, ok.result))
     failed = _present("fm-failed after finish_many", store.get_workflow("fm-failed"))

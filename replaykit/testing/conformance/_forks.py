@@ -106,44 +106,29 @@ def check_fork_lineage(store: Store) -> None:
         store.record("fl-src", _step(position))
     log = _log_of(store, "fl-src")
     _equal("lineage of a run not forked", (None, None), _lineage(store.get_workflow("fl-src")))
-    fork, created = store.create_workflow(
-        _run(
-            "fl-fork-2",
-            created_at=_T0 + timedelta(seconds=1),
-            forked_from="fl-src",
-            fork_position=2,
-        ),
-        records=log[:2],
-        fork_of="fl-src",
-    )
+
+    def fork(wid: str, of: str, position: int, age: int) -> tuple[WorkflowRow, bool]:
+        """`of`'s fork at `position`, created `age` seconds after `fl-src`."""
+        row = _run(
+            wid,
+            created_at=_T0 + timedelta(seconds=age),
+            forked_from=of,
+            fork_position=position,
+        )
+        return store.create_workflow(row, records=log[:position], fork_of=of)
+
+    fork_2, created = fork("fl-fork-2", "fl-src", 2, 1)
     _equal("create_workflow of a fork created it", True, created)
-    _equal("lineage create_workflow returns for a fork", ("fl-src", 2), _lineage(fork))
+    _equal("lineage create_workflow returns for a fork", ("fl-src", 2), _lineage(fork_2))
     _equal("lineage of a fork read back", ("fl-src", 2), _lineage(store.get_workflow("fl-fork-2")))
     _equal("log of a fork at position 2", log[:2], _log_of(store, "fl-fork-2"))
-    store.create_workflow(
-        _run(
-            "fl-fork-0",
-            created_at=_T0 + timedelta(seconds=2),
-            forked_from="fl-src",
-            fork_position=0,
-        ),
-        fork_of="fl-src",
-    )
+    fork("fl-fork-0", "fl-src", 0, 2)
     _equal(
         "lineage of a fork at position 0 (no records copied)",
         ("fl-src", 0),
         _lineage(store.get_workflow("fl-fork-0")),
     )
-    store.create_workflow(
-        _run(
-            "fl-fork-of-fork",
-            created_at=_T0 + timedelta(seconds=3),
-            forked_from="fl-fork-2",
-            fork_position=1,
-        ),
-        records=log[:1],
-        fork_of="fl-fork-2",
-    )
+    fork("fl-fork-of-fork", "fl-fork-2", 1, 3)  # fl-fork-2's first record is fl-src's
     store.create_workflows(
         [
             _queued(

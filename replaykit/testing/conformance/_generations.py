@@ -276,27 +276,26 @@ def check_rewind_keeps_the_attempt(store: Store) -> None:
     for position in range(3):
         store.record("rw", _step(position, position), executor_id="old")
     store.finish_workflow("rw", Status.ERROR, None, executor_id="old", error="boom")
-    _raises(
-        "rewind_workflow of the wrong generation",
-        RecordConflict,
-        lambda: store.rewind_workflow(
-            "rw", 1, generation=1, executor_id="me", app_version="v2", now=_T0
-        ),
-    )
-    _raises(
-        "rewind_workflow past the end of the log",
-        ValueError,
-        lambda: store.rewind_workflow(
-            "rw", 4, generation=0, executor_id="me", app_version="v2", now=_T0
-        ),
-    )
+
+    def rewind(workflow_id: str, position: int, generation: int) -> WorkflowRow:
+        return store.rewind_workflow(
+            workflow_id,
+            position,
+            generation=generation,
+            executor_id="me",
+            app_version="v2",
+            now=_T0,
+        )
+
+    _raises("rewind_workflow of the wrong generation", RecordConflict, lambda: rewind("rw", 1, 1))
+    _raises("rewind_workflow past the end of the log", ValueError, lambda: rewind("rw", 4, 0))
     unchanged = _present("the run after refused rewinds", store.get_workflow("rw"))
     _equal(
         "status after refused rewinds", (Status.ERROR, 0), (unchanged.status, unchanged.generation)
     )
     _equal("log after refused rewinds", [0, 1, 2], [r.position for r in _log_of(store, "rw")])
     _equal("no archive after refused rewinds", None, store.get_workflow(archive_id("rw", 0)))
-    live = store.rewind_workflow("rw", 2, generation=0, executor_id="me", app_version="v2", now=_T0)
+    live = rewind("rw", 2, 0)
     stored = _present("the rewound run", store.get_workflow("rw"))
     for what, row in (("returned", live), ("stored", stored)):
         _equal(
@@ -312,17 +311,5 @@ def check_rewind_keeps_the_attempt(store: Store) -> None:
         (attempt.status, attempt.continued_as, attempt.generation, attempt.error),
     )
     _equal("the archived attempt's log", 3, len(_log_of(store, archive_id("rw", 0))))
-    _raises(
-        "rewind_workflow of a live run",
-        ValueError,
-        lambda: store.rewind_workflow(
-            "rw", 0, generation=1, executor_id="me", app_version="v2", now=_T0
-        ),
-    )
-    _raises(
-        "rewind_workflow of no run",
-        WorkflowNotFound,
-        lambda: store.rewind_workflow(
-            "no-such-run", 0, generation=0, executor_id="me", app_version="v2", now=_T0
-        ),
-    )
+    _raises("rewind_workflow of a live run", ValueError, lambda: rewind("rw", 0, 1))
+    _raises("rewind_workflow of no run", WorkflowNotFound, lambda: rewind("no-such-run", 0, 0))

@@ -4,7 +4,6 @@ and the store closed."""
 
 from __future__ import annotations
 
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -16,10 +15,12 @@ from replaykit.stores.base import ClaimLimits, EventWrite, Store, WorkflowFilter
 from replaykit.testing.conformance._support import (
     _T0,
     _aware_utc,
+    _claimed_new,
     _equal,
     _expect,
     _ids,
     _log_of,
+    _Notes,
     _present,
     _queued,
     _raises,
@@ -326,19 +327,11 @@ def check_create_many_dedup(store: Store) -> None:
 
 def check_create_many_notifies_once_per_queue(store: Store) -> None:
     store.create_workflow(_queued("mn-0", queue="c"))
-    seen: list[tuple[str, str]] = []
-    lock = threading.Lock()
+    with _Notes(store) as notes:
 
-    def callback(kind: str, key: str) -> None:
-        with lock:
-            seen.append((kind, key))
+        def enqueued() -> list[str]:
+            return sorted(key for kind, key in notes.seen() if kind == "enqueued")
 
-    def enqueued() -> list[str]:
-        with lock:
-            return sorted(key for kind, key in seen if kind == "enqueued")
-
-    unsubscribe = store.subscribe(callback)
-    try:
         store.create_workflows(
             [
                 _queued("mn-1", queue="a"),
@@ -361,14 +354,12 @@ def check_create_many_notifies_once_per_queue(store: Store) -> None:
             ["a", "b"],
             enqueued(),
         )
-        with lock:
-            seen.clear()
+        notes.clear()
         store.create_workflow(_queued("mn-6", queue="d", dedup_id="x"))
         _expect(
             _wait_for(lambda: enqueued() == ["d"]), "notification of a create", ["d"], enqueued()
         )
-        with lock:
-            seen.clear()
+        notes.clear()
         _raises(
             "create_workflows reusing a live dedup_id",
             DuplicateDedupId,
@@ -379,8 +370,6 @@ def check_create_many_notifies_once_per_queue(store: Store) -> None:
         store.create_workflows([_queued("mn-1", queue="a"), _queued("mn-6", queue="d")])
         time.sleep(0.2)
         _equal("notifications of a refused batch and of a batch of existing ids", [], enqueued())
-    finally:
-        unsubscribe()
 
 
 def check_create_many_then_claim(store: Store) -> None:
@@ -411,14 +400,7 @@ def check_create_many_then_claim(store: Store) -> None:
     rest = claim(100)
     _equal("claim of the rest of the batch", ["cm-m", "cm-a", "cm-late"], _ids(rest))
     for row in [*first, *rest]:
-        _equal(f"status of claimed {row.workflow_id}", Status.PENDING, row.status)
-        _equal(f"claimed {row.workflow_id} as stored", store.get_workflow(row.workflow_id), row)
-        _expect(
-            row.has_log in (False, None),
-            f"has_log of {row.workflow_id}, created in a batch",
-            "False (or None)",
-            row.has_log,
-        )
+        _claimed_new(store, row, "created in a batch")
     _equal("claim after the delay", ["cm-delayed"], _ids(claim(100, now + timedelta(seconds=1))))
 
 

@@ -239,25 +239,8 @@ def check_send_key_outlives_its_message(store: Store) -> None:
 
 
 def _drain(store: Store, workflow_id: str, topic: str) -> list[Any]:
-    """Consume the inbox of `topic` through record(), as the runtime does."""
-    payloads: list[Any] = []
-    position = len(store.load_log(workflow_id))
-    while (message := store.peek_message(workflow_id, topic)) is not None:
-        store.record(
-            workflow_id,
-            Record(position, "recv", topic, Value(message.payload)),
-            consume=message.message_id,
-        )
-        payloads.append(message.payload)
-        position += 1
-        # A store that does not consume would keep handing back the same message.
-        _expect(
-            len(payloads) <= 1000,
-            f"consuming the inbox of {topic!r}",
-            "an end",
-            f"{len(payloads)} messages, the last {message!r}",
-        )
-    return payloads
+    """Consume the inbox of `topic` through record(), as the runtime does: its payloads."""
+    return [payload for _, payload in _drain_any(store, workflow_id, topic)]
 
 
 def check_fifo_per_topic(store: Store) -> None:
@@ -280,15 +263,16 @@ def check_fifo_per_topic(store: Store) -> None:
     _equal("topic b in FIFO order", ["b1", "b2"], _drain(store, "q-1", "b"))
 
 
-def _drain_any(store: Store, workflow_id: str, topics: tuple[str, ...]) -> list[Any]:
-    """Consume the oldest message of any of `topics` through record(), as `Recv(topics)`
-    does: (topic, payload) of each, in the order taken."""
+def _drain_any(store: Store, workflow_id: str, topics: str | tuple[str, ...]) -> list[Any]:
+    """Consume the oldest message of any of `topics` (or of the one topic) through
+    record(), as `Recv(topics)` does: (topic, payload) of each, in the order taken."""
     taken: list[Any] = []
     position = len(store.load_log(workflow_id))
+    name = topics if isinstance(topics, str) else "(" + ",".join(topics) + ")"
     while (message := store.peek_message(workflow_id, topics)) is not None:
         store.record(
             workflow_id,
-            Record(position, "recv", "(" + ",".join(topics) + ")", Value(message.payload)),
+            Record(position, "recv", name, Value(message.payload)),
             consume=message.message_id,
         )
         taken.append((message.topic, message.payload))
@@ -379,53 +363,29 @@ def check_keyed_send_with_record(store: Store) -> None:
     (another run, the same run, `send_message`); the record says which, in its commit."""
     for wid in ("ks-a", "ks-b", "ks-to", "ks-other"):
         store.create_workflow(_run(wid))
-    _equal(
-        "record() of a keyed send with a new key",
-        _sent(0),
-        store.record("ks-a", _sent(0), send=_keyed("ks-to", "from a", "invoice-7")),
-    )
-    _equal(
-        "record() of a keyed send whose key another run used",
-        _sent(0, delivered=False),
-        store.record("ks-b", _sent(0), send=_keyed("ks-to", "from b", "invoice-7")),
-    )
+
+    def keyed_send(
+        what: str, wid: str, position: int, to: str, payload: str, key: str, delivered: bool
+    ) -> None:
+        got = store.record(wid, _sent(position), send=_keyed(to, payload, key))
+        _equal(f"record() of a keyed send {what}", _sent(position, delivered), got)
+
+    def by_hand(what: str, payload: str, key: str, delivered: bool) -> None:
+        got = store.send_message("ks-to", "invoice", payload, idempotency_key=key)
+        _equal(f"send_message with a key {what}", delivered, got)
+
+    keyed_send("with a new key", "ks-a", 0, "ks-to", "from a", "invoice-7", True)
+    keyed_send("whose key another run used", "ks-b", 0, "ks-to", "from b", "invoice-7", False)
     _equal("log of the duplicate's sender", [_sent(0, False)], _log_of(store, "ks-b"))
-    _equal(
-        "record() of a keyed send with the key to another run",
-        _sent(1),
-        store.record("ks-a", _sent(1), send=_keyed("ks-other", "from a", "invoice-7")),
-    )
-    _equal(
-        "record() of a keyed send whose key this run used at another position",
-        _sent(2, delivered=False),
-        store.record("ks-a", _sent(2), send=_keyed("ks-to", "again", "invoice-7")),
-    )
-    _equal(
-        "send_message with a key first",
-        True,
-        store.send_message("ks-to", "invoice", "by hand", idempotency_key="by-hand"),
-    )
-    _equal(
-        "record() of a keyed send whose key send_message used",
-        _sent(3, delivered=False),
-        store.record("ks-a", _sent(3), send=_keyed("ks-to", "late", "by-hand")),
-    )
+    keyed_send("with the key to another run", "ks-a", 1, "ks-other", "from a", "invoice-7", True)
+    keyed_send("whose key this run used before", "ks-a", 2, "ks-to", "again", "invoice-7", False)
+    by_hand("first", "by hand", "by-hand", True)
+    keyed_send("whose key send_message used", "ks-a", 3, "ks-to", "late", "by-hand", False)
     store.record("ks-a", _sent(4), send=_keyed("ks-to", "first", "in-workflow"))
-    _equal(
-        "send_message with a key a keyed send used",
-        False,
-        store.send_message("ks-to", "invoice", "by hand", idempotency_key="in-workflow"),
-    )
-    _equal(
-        "record() of a keyed send at a completed position returns the stored record",
-        _sent(0, delivered=False),
-        store.record("ks-b", _sent(0), send=_keyed("ks-to", "never", "unused")),
-    )
-    _equal(
-        "a key whose write wrote nothing is unused",
-        True,
-        store.send_message("ks-to", "invoice", "now", idempotency_key="unused"),
-    )
+    by_hand("a keyed send used", "by hand", "in-workflow", False)
+    # At a completed position the store answers the stored record and sends nothing.
+    keyed_send("at a completed position", "ks-b", 0, "ks-to", "never", "unused", False)
+    by_hand("whose write wrote nothing is unused", "now", "unused", True)
     _equal(
         "messages each key delivered, once",
         ["from a", "by hand", "first", "now"],

@@ -3,9 +3,7 @@ for each change a waiter waits on, and for each record written to a stream."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND, Record, Status, StreamCursor, Value
@@ -14,6 +12,7 @@ from replaykit.testing.conformance._support import (
     _answer_kinds,
     _equal,
     _expect,
+    _Notes,
     _run,
     _step,
     _wait_for,
@@ -25,128 +24,77 @@ __all__ = ["check_notifications", "check_stream_records_notify"]
 def check_notifications(store: Store) -> None:
     store.create_workflow(_run("n-1"))
     store.create_workflow(_run("n-2"))
-    seen: list[tuple[str, str]] = []
     visible: list[tuple[str, bool]] = []
-    lock = threading.Lock()
 
-    failures: list[str] = []
-
-    def callback(kind: str, key: str) -> None:
+    def look(kind: str, key: str) -> None:
         # Runs after the commit, so what it announces can already be read, and
         # reading it must not wait for anything the write still holds.
-        try:
-            if kind == "message" and key == "n-1":
-                visible.append(("message", store.peek_message("n-1", "t") is not None))
-            if kind == "finished" and key == "n-1":
-                row = store.get_workflow("n-1")
-                visible.append(("finished", row is not None and row.status.is_terminal))
-        except Exception as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
-        with lock:
-            seen.append((kind, key))
+        if kind == "message" and key == "n-1":
+            visible.append(("message", store.peek_message("n-1", "t") is not None))
+        if kind == "finished" and key == "n-1":
+            row = store.get_workflow("n-1")
+            visible.append(("finished", row is not None and row.status.is_terminal))
 
-    unsubscribe = store.subscribe(callback)
-
-    def saw(kind: str, key: str) -> Callable[[], bool]:
-        def check() -> bool:
-            with lock:
-                return (kind, key) in seen
-
-        return check
-
-    store.send_message("n-1", "t", "hi")
-    _expect(
-        _wait_for(saw("message", "n-1")), "notification for send_message", ("message", "n-1"), seen
-    )
-    store.record("n-2", _step(0), send=OutgoingMessage("n-1", "t", "again"))
-    store.record("n-2", _step(1), event=EventWrite("k", 1))
-    _expect(
-        _wait_for(saw("event", "n-2")),
-        "notification for an event set by record()",
-        ("event", "n-2"),
-        seen,
-    )
-    store.finish_workflow("n-1", Status.SUCCESS, Value(1))
-    _expect(
-        _wait_for(saw("finished", "n-1")),
-        "notification for finish_workflow",
-        ("finished", "n-1"),
-        seen,
-    )
-    store.set_status("n-2", Status.CANCELLED)
-    _expect(
-        _wait_for(saw("finished", "n-2")),
-        "notification for set_status(CANCELLED)",
-        ("finished", "n-2"),
-        seen,
-    )
-    # A resume says so, to the engine that owns the run; an update that only a
-    # PENDING run may take (a reset of its recovery count) resumes nothing and says
-    # nothing: its engine may hold the run in memory, and must keep it.
-    store.create_workflow(_run("n-4"))
-    store.set_status("n-4", Status.PENDING, only_from=[Status.PENDING], reset_recovery=True)
-    store.set_status("n-4", Status.CANCELLED)
-    store.set_status("n-4", Status.PENDING)
-    _expect(
-        _wait_for(saw("resumed", "n-4")),
-        "notification for set_status(PENDING) of a cancelled run",
-        ("resumed", "n-4"),
-        seen,
-    )
-    with lock:  # notes arrive in commit order: one for the reset would be here by now
-        resumes = [n for n in seen if n == ("resumed", "n-4")]
-    _equal("notifications for resetting a PENDING run's recovery count", 1, len(resumes))
-    # Engines answer handles from the finished rows they keep until this says the
-    # run is gone. A delete of no run says nothing (notes arrive in commit order,
-    # so one for it would come before the next delete's).
-    store.delete_workflow("n-never")
-    store.delete_workflow("n-2")
-    _expect(
-        _wait_for(saw("deleted", "n-2")),
-        "notification for delete_workflow",
-        ("deleted", "n-2"),
-        seen,
-    )
-    with lock:
-        _equal("notifications for deleting no run", [], [n for n in seen if n[1] == "n-never"])
-    _equal("errors from the store called inside a subscriber", [], failures)
-    _expect(
-        all(ok for _, ok in visible),
-        "the announced change is visible in the callback",
-        "all True",
-        visible,
-    )
-    unsubscribe()
-    unsubscribe()
+    with _Notes(store, look) as notes:
+        store.send_message("n-1", "t", "hi")
+        notes.wait_for("notification for send_message", ("message", "n-1"))
+        store.record("n-2", _step(0), send=OutgoingMessage("n-1", "t", "again"))
+        store.record("n-2", _step(1), event=EventWrite("k", 1))
+        notes.wait_for("notification for an event set by record()", ("event", "n-2"))
+        store.finish_workflow("n-1", Status.SUCCESS, Value(1))
+        notes.wait_for("notification for finish_workflow", ("finished", "n-1"))
+        store.set_status("n-2", Status.CANCELLED)
+        notes.wait_for("notification for set_status(CANCELLED)", ("finished", "n-2"))
+        # A resume says so, to the engine that owns the run; an update that only a
+        # PENDING run may take (a reset of its recovery count) resumes nothing and says
+        # nothing: its engine may hold the run in memory, and must keep it.
+        store.create_workflow(_run("n-4"))
+        store.set_status("n-4", Status.PENDING, only_from=[Status.PENDING], reset_recovery=True)
+        store.set_status("n-4", Status.CANCELLED)
+        store.set_status("n-4", Status.PENDING)
+        notes.wait_for(
+            "notification for set_status(PENDING) of a cancelled run", ("resumed", "n-4")
+        )
+        # Notes arrive in commit order: one for the reset would be here by now.
+        resumes = [n for n in notes.seen() if n == ("resumed", "n-4")]
+        _equal("notifications for resetting a PENDING run's recovery count", 1, len(resumes))
+        # Engines answer handles from the finished rows they keep until this says the
+        # run is gone. A delete of no run says nothing (notes arrive in commit order,
+        # so one for it would come before the next delete's).
+        store.delete_workflow("n-never")
+        store.delete_workflow("n-2")
+        notes.wait_for("notification for delete_workflow", ("deleted", "n-2"))
+        _equal(
+            "notifications for deleting no run",
+            [],
+            [n for n in notes.seen() if n[1] == "n-never"],
+        )
+        _equal("errors from the store called inside a subscriber", [], notes.failures)
+        _expect(
+            all(ok for _, ok in visible),
+            "the announced change is visible in the callback",
+            "all True",
+            visible,
+        )
+    notes.unsubscribe()  # a second time: nothing happens
     store.create_workflow(_run("n-3"))
-    with lock:
-        seen.clear()
+    notes.clear()
     store.send_message("n-3", "t", "unheard")
     store.finish_workflow("n-3", Status.SUCCESS, None)
     time.sleep(0.2)
-    with lock:
-        after = list(seen)
-    _equal("notifications after unsubscribe", [], [n for n in after if n[1] == "n-3"])
+    _equal("notifications after unsubscribe", [], [n for n in notes.seen() if n[1] == "n-3"])
 
 
 def check_stream_records_notify(store: Store) -> None:
     """A stream's records are plain records (in the log, in order) that notify readers."""
     for wid in ("sn-1", "sn-2", "sn-3"):
         store.create_workflow(_run(wid))
-    seen: list[tuple[str, str]] = []
     visible: list[list[Any]] = []
-    failures: list[str] = []
-    lock = threading.Lock()
 
-    def callback(kind: str, key: str) -> None:
+    def look(kind: str, key: str) -> None:
         # After the commit: a reader woken by it finds the value in the log.
-        try:
-            if kind == "stream" and key == "sn-1":
-                visible.append(StreamCursor("tokens").take(store.load_log("sn-1")))
-        except Exception as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
-        with lock:
-            seen.append((kind, key))
+        if kind == "stream" and key == "sn-1":
+            visible.append(StreamCursor("tokens").take(store.load_log("sn-1")))
 
     def write(position: int, value: Any) -> Record:
         return Record(position, WRITE_STREAM_KIND, "tokens", Value(value))
@@ -154,8 +102,7 @@ def check_stream_records_notify(store: Store) -> None:
     def close(position: int) -> Record:
         return Record(position, CLOSE_STREAM_KIND, "tokens", Value(None))
 
-    unsubscribe = store.subscribe(callback)
-    try:
+    with _Notes(store, look) as notes:
         store.record("sn-1", write(0, "Hel"))
         store.record("sn-1", _step(1))
         store.record("sn-1", write(2, "lo"))
@@ -169,21 +116,18 @@ def check_stream_records_notify(store: Store) -> None:
         store.record("sn-2", close(1))
 
         def heard() -> bool:
-            with lock:
-                return [n for n in seen if n == ("stream", "sn-1")] == [
-                    ("stream", "sn-1")
-                ] * 2 and (("stream", "sn-2") in seen and seen.count(("stream", "sn-2")) >= 2)
+            seen = notes.seen()
+            return seen.count(("stream", "sn-1")) == 2 and seen.count(("stream", "sn-2")) >= 2
 
         _expect(
             _wait_for(heard),
             "a stream notification per stream record, by record() and record_many()",
             "('stream', 'sn-1') twice, ('stream', 'sn-2') twice",
-            seen,
+            notes.seen(),
         )
         store.record("sn-1", write(2, "again"))  # a completed position: nothing written
         time.sleep(0.3)  # room for a wrong notification to arrive
-        with lock:
-            mine = list(seen)
+        mine = notes.seen()
         _equal(
             "stream notifications of sn-1 (none for its step, none for a rewrite)",
             2,
@@ -194,7 +138,7 @@ def check_stream_records_notify(store: Store) -> None:
             [],
             [n for n in mine if n[1] == "sn-3"],
         )
-        _equal("errors from the store called inside a subscriber", [], failures)
+        _equal("errors from the store called inside a subscriber", [], notes.failures)
         _expect(
             ["Hel"] in visible and ["Hel", "lo"] in visible,
             "what a stream notification announced is in the log",
@@ -204,5 +148,3 @@ def check_stream_records_notify(store: Store) -> None:
         cursor = StreamCursor("tokens")
         _equal("sn-2's stream", [{"done": 1}], cursor.take(store.load_log("sn-2")))
         _equal("sn-2's stream is closed", True, cursor.closed)
-    finally:
-        unsubscribe()

@@ -3,14 +3,13 @@ per key (the rule: replaykit/stores/_partitions.py)."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from datetime import timedelta
 from typing import Any
 
 from replaykit.log import Status, Value
 from replaykit.stores.base import ClaimLimits, Store, WorkflowFilter
-from replaykit.testing.conformance._support import _T0, _equal, _ids, _queued
+from replaykit.testing.conformance._support import _T0, _claimed_at_once, _equal, _ids, _queued
 
 __all__ = [
     "check_partition_keys_stored_and_listed",
@@ -157,33 +156,8 @@ def check_partitioned_concurrent_claims(store: Store) -> None:
     for key in ("k1", "k2", "k3"):
         for i in range(8):
             _enqueue(store, f"{key}-{i}", key, i)
-    claimers = 5
-    barrier = threading.Barrier(claimers)
-    results: list[Any] = [None] * claimers
     limits = ClaimLimits(2, partition_concurrency=2, partitioned=True)
-
-    def claim(index: int) -> None:
-        barrier.wait()
-        try:
-            taken: list[str] = []
-            for _ in range(4):
-                taken += _claim(store, limits, executor=f"e{index}")
-            results[index] = taken
-        except BaseException as exc:
-            results[index] = exc
-
-    workers = [threading.Thread(target=claim, args=(i,)) for i in range(claimers)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    _equal(
-        "exceptions from concurrent claims",
-        [],
-        [r for r in results if isinstance(r, BaseException)],
-    )
-    taken = [wid for r in results for wid in r]
-    _equal("runs claimed twice", [], sorted({w for w in taken if taken.count(w) > 1}))
+    taken = _claimed_at_once(5, lambda executor: _claim(store, limits, executor=executor))
     _equal(
         "runs of each key claimed by 5 engines at once under partition_concurrency=2",
         {"k1": 2, "k2": 2, "k3": 2},

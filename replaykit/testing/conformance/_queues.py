@@ -3,7 +3,6 @@ timeouts started by a claim, `ClaimLimits`, concurrent claimers, and `release`."
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,11 +11,13 @@ from replaykit.stores.base import ClaimLimits, Store, WorkflowRow
 from replaykit.testing.conformance._support import (
     _T0,
     _aware_utc,
+    _claimed_at_once,
+    _claimed_new,
     _equal,
     _expect,
     _ids,
+    _Notes,
     _run,
-    _wait_for,
 )
 
 __all__ = [
@@ -35,6 +36,11 @@ def _enqueue(store: Store, wid: str, **fields: Any) -> None:
     store.create_workflow(_run(wid, status=Status.ENQUEUED, **fields))
 
 
+def _claim(store: Store, executor: str, limits: ClaimLimits, now: datetime) -> list[WorkflowRow]:
+    """A claim of queue "q" by `executor`, an engine of version v1."""
+    return store.claim("q", executor_id=executor, app_version="v1", limits=limits, now=now)
+
+
 def check_claim_order_and_readiness(store: Store) -> None:
     now = _T0 + timedelta(hours=1)
     _enqueue(store, "cl-late", priority=5, created_at=_T0)
@@ -47,7 +53,7 @@ def check_claim_order_and_readiness(store: Store) -> None:
     _enqueue(store, "cl-v2", app_version="v2")
     _enqueue(store, "cl-other", queue="other")
     store.create_workflow(_run("cl-pending", queue="q", app_version="v1"))
-    claimed = store.claim("q", executor_id="e1", app_version="v1", limits=ClaimLimits(100), now=now)
+    claimed = _claim(store, "e1", ClaimLimits(100), now)
     _equal(
         "claim order: priority, then created_at, then id; delayed, other versions and "
         "other queues left",
@@ -55,30 +61,16 @@ def check_claim_order_and_readiness(store: Store) -> None:
         _ids(claimed),
     )
     for row in claimed:
-        _equal(f"status of claimed {row.workflow_id}", Status.PENDING, row.status)
+        _claimed_new(store, row, "claimed for the first time")
         _equal(f"executor of claimed {row.workflow_id}", "e1", row.executor_id)
         _equal(f"started_at of claimed {row.workflow_id}", now, row.started_at)
         _equal(f"wake_at of claimed {row.workflow_id}", None, row.wake_at)
-        _equal(f"claimed {row.workflow_id} as stored", store.get_workflow(row.workflow_id), row)
-        # None ("not known") is allowed: the engine then reads the log.
-        _expect(
-            row.has_log in (False, None),
-            f"has_log of {row.workflow_id}, claimed for the first time",
-            "False (or None)",
-            row.has_log,
-        )
     _equal(
         "a second claim",
         [],
-        store.claim("q", executor_id="e2", app_version="v1", limits=ClaimLimits(100), now=now),
+        _claim(store, "e2", ClaimLimits(100), now),
     )
-    later = store.claim(
-        "q",
-        executor_id="e2",
-        app_version="v1",
-        limits=ClaimLimits(100),
-        now=now + timedelta(seconds=1),
-    )
+    later = _claim(store, "e2", ClaimLimits(100), now + timedelta(seconds=1))
     _equal("a claim after the delay", ["cl-delayed"], _ids(later))
     delayed = store.get_workflow("cl-v2")
     _equal("run of another version", Status.ENQUEUED, delayed.status if delayed else None)
@@ -110,29 +102,23 @@ def check_deadlines_round_trip_and_claim_starts_timeouts(store: Store) -> None:
         [_deadline_of(store.get_workflow(wid)) for wid in ("dl-many-a", "dl-many-b")],
     )
     now = _T0 + timedelta(hours=1)
-    _enqueue(store, "dl-q-timeout", timeout=30.0, created_at=_T0)
-    _enqueue(
-        store,
-        "dl-q-earlier",
-        timeout=3600.0,
-        deadline=now + timedelta(seconds=10),
-        created_at=_T0 + timedelta(seconds=1),
-    )
-    _enqueue(
-        store,
-        "dl-q-later",
-        timeout=5.0,
-        deadline=now + timedelta(days=1),
-        created_at=_T0 + timedelta(seconds=2),
-    )
-    _enqueue(
-        store,
-        "dl-q-absolute",
-        deadline=now - timedelta(seconds=1),
-        created_at=_T0 + timedelta(seconds=3),
-    )
-    _enqueue(store, "dl-q-none", created_at=_T0 + timedelta(seconds=4))
-    claimed = store.claim("q", executor_id="e1", app_version="v1", limits=ClaimLimits(10), now=now)
+    # Queued runs (their timeout and deadline as created), oldest first.
+    queued: list[tuple[str, float | None, datetime | None]] = [
+        ("dl-q-timeout", 30.0, None),
+        ("dl-q-earlier", 3600.0, now + timedelta(seconds=10)),
+        ("dl-q-later", 5.0, now + timedelta(days=1)),
+        ("dl-q-absolute", None, now - timedelta(seconds=1)),
+        ("dl-q-none", None, None),
+    ]
+    for age, (wid, timeout, deadline_at) in enumerate(queued):
+        _enqueue(
+            store,
+            wid,
+            timeout=timeout,
+            deadline=deadline_at,
+            created_at=_T0 + timedelta(seconds=age),
+        )
+    claimed = _claim(store, "e1", ClaimLimits(10), now)
     expected = {
         "dl-q-timeout": (now + timedelta(seconds=30), 30.0),
         "dl-q-earlier": (now + timedelta(seconds=10), 3600.0),
@@ -154,13 +140,7 @@ def check_deadlines_round_trip_and_claim_starts_timeouts(store: Store) -> None:
             _deadline_of(store.get_workflow(row.workflow_id)),
         )
     store.release("e1")
-    again = store.claim(
-        "q",
-        executor_id="e2",
-        app_version="v1",
-        limits=ClaimLimits(10),
-        now=now + timedelta(minutes=1),
-    )
+    again = _claim(store, "e2", ClaimLimits(10), now + timedelta(minutes=1))
     _equal(
         "a run released and claimed again keeps the deadline its first claim set",
         now + timedelta(seconds=30),
@@ -194,7 +174,7 @@ def check_claim_limits(store: Store) -> None:
     )
 
     def claim(limits: ClaimLimits) -> list[str]:
-        return _ids(store.claim("q", executor_id="e", app_version="v1", limits=limits, now=now))
+        return _ids(_claim(store, "e", limits, now))
 
     _equal("claim with limit 0", [], claim(ClaimLimits(0)))
     _equal("claim with limit 2", ["lim-0", "lim-1"], claim(ClaimLimits(2)))
@@ -224,49 +204,17 @@ def check_concurrent_claims(store: Store) -> None:
     now = _T0 + timedelta(hours=1)
     for i in range(30):
         _enqueue(store, f"cc-{i:02d}", created_at=_T0 + timedelta(seconds=i))
-    claimers = 6
-    barrier = threading.Barrier(claimers)
-    results: list[Any] = [None] * claimers
 
-    def claim(index: int) -> None:
-        barrier.wait()
-        try:
-            taken: list[str] = []
-            for _ in range(4):
-                taken += _ids(
-                    store.claim(
-                        "q",
-                        executor_id=f"e{index}",
-                        app_version="v1",
-                        limits=ClaimLimits(3, concurrency=7),
-                        now=now,
-                    )
-                )
-            results[index] = taken
-        except BaseException as exc:
-            results[index] = exc
+    def claim(executor: str) -> list[str]:
+        limits = ClaimLimits(3, concurrency=7)
+        return _ids(_claim(store, executor, limits, now))
 
-    workers = [threading.Thread(target=claim, args=(i,)) for i in range(claimers)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    errors = [r for r in results if isinstance(r, BaseException)]
-    _equal("exceptions from concurrent claims", [], errors)
-    taken = [wid for r in results for wid in r]
-    _equal("runs claimed twice", [], sorted({w for w in taken if taken.count(w) > 1}))
+    taken = _claimed_at_once(6, claim)
     _equal("runs claimed under concurrency 7 by 6 engines at once", 7, len(taken))
     _equal("which runs were claimed", [f"cc-{i:02d}" for i in range(7)], sorted(taken))
 
 
 def check_release(store: Store) -> None:
-    seen: list[tuple[str, str]] = []
-    lock = threading.Lock()
-
-    def callback(kind: str, key: str) -> None:
-        with lock:
-            seen.append((kind, key))
-
     for wid, executor, queue in (
         ("rl-1", "e", "qa"),
         ("rl-2", "e", "qb"),
@@ -281,8 +229,7 @@ def check_release(store: Store) -> None:
         )
     store.create_workflow(_run("rl-done", executor_id="e", queue="qa", status=Status.SUCCESS))
     store.record("rl-1", Record(0, "step", "began", Value(1)))
-    unsubscribe = store.subscribe(callback)
-    try:
+    with _Notes(store) as notes:
         released = store.release("e")
         _equal("runs released", ["rl-1", "rl-2", "rl-3"], sorted(released))
         statuses = {}
@@ -301,17 +248,7 @@ def check_release(store: Store) -> None:
             },
             statuses,
         )
-
-        def heard() -> bool:
-            with lock:
-                return {("enqueued", "qa"), ("enqueued", "qb")} <= set(seen)
-
-        _expect(
-            _wait_for(heard),
-            "notifications for released queues",
-            [("enqueued", "qa"), ("enqueued", "qb")],
-            seen,
-        )
+        notes.wait_for("notifications for released queues", ("enqueued", "qa"), ("enqueued", "qb"))
         _equal("a second release", [], store.release("e"))
         again = store.claim(
             "qa", executor_id="g", app_version="", limits=ClaimLimits(9), now=datetime.now(UTC)
@@ -326,5 +263,3 @@ def check_release(store: Store) -> None:
             {"rl-1": "True (or None)", "rl-3": "False (or None)"},
             has_log,
         )
-    finally:
-        unsubscribe()

@@ -15,12 +15,12 @@ from replaykit.testing.conformance._support import (
     _equal,
     _expect,
     _log_of,
+    _Notes,
     _pending,
     _present,
     _raises,
     _run,
     _step,
-    _wait_for,
 )
 
 __all__ = [
@@ -330,25 +330,16 @@ def check_record_many_alongside_record(store: Store) -> None:
 def check_record_many_notifications(store: Store) -> None:
     for wid in ("rn-1", "rn-2", "rn-3", "rn-to"):
         store.create_workflow(_run(wid))
-    seen: list[tuple[str, str]] = []
     visible: list[tuple[str, Any]] = []
-    failures: list[str] = []
-    lock = threading.Lock()
 
-    def callback(kind: str, key: str) -> None:
-        try:
-            if kind == "message" and key == "rn-to":
-                found = store.peek_message("rn-to", "t")
-                visible.append((kind, found.payload if found else None))
-            if kind == "event" and key == "rn-2":
-                visible.append((kind, store.get_event("rn-2", "k")))
-        except Exception as exc:
-            failures.append(f"{type(exc).__name__}: {exc}")
-        with lock:
-            seen.append((kind, key))
+    def look(kind: str, key: str) -> None:
+        if kind == "message" and key == "rn-to":
+            found = store.peek_message("rn-to", "t")
+            visible.append((kind, found.payload if found else None))
+        if kind == "event" and key == "rn-2":
+            visible.append((kind, store.get_event("rn-2", "k")))
 
-    unsubscribe = store.subscribe(callback)
-    try:
+    with _Notes(store, look) as notes:
         answers = store.record_many(
             [
                 RecordWrite("rn-1", _step(0), send=OutgoingMessage("rn-to", "t", "hi")),
@@ -357,23 +348,11 @@ def check_record_many_notifications(store: Store) -> None:
             ]
         )
         _equal("record_many answers", ["record"] * 3, _answer_kinds(answers))
-
-        def heard() -> bool:
-            with lock:
-                return {("message", "rn-to"), ("event", "rn-2")} <= set(seen)
-
-        _expect(
-            _wait_for(heard),
-            "notifications of record_many",
-            [("message", "rn-to"), ("event", "rn-2")],
-            seen,
-        )
-        _equal("errors from the store called inside a subscriber", [], failures)
+        notes.wait_for("notifications of record_many", ("message", "rn-to"), ("event", "rn-2"))
+        _equal("errors from the store called inside a subscriber", [], notes.failures)
         _expect(
             ("message", "hi") in visible and ("event", (True, 7)) in visible,
             "what record_many announced is visible in the callback",
             [("message", "hi"), ("event", (True, 7))],
             visible,
         )
-    finally:
-        unsubscribe()

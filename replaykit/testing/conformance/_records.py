@@ -5,7 +5,7 @@ another executor), a wake time, concurrent writers, `record_transaction`, and
 
 from __future__ import annotations
 
-import threading
+import functools
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,11 +16,13 @@ from replaykit.log import ErrorInfo, Failure, Record, Status, Value
 from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite, Store
 from replaykit.testing.conformance._support import (
     _T0,
+    _all_at_once,
     _equal,
     _expect,
     _log_of,
     _pending,
     _present,
+    _raised,
     _raises,
     _run,
     _step,
@@ -280,23 +282,10 @@ def check_concurrent_writers_adopt(store: Store) -> None:
     store.create_workflow(_run("r-8"))
     store.record("r-8", _step(0))
     threads = 8
-    barrier = threading.Barrier(threads)
-    results: list[Any] = [None] * threads
-
-    def write(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = store.record("r-8", _step(1, f"writer {index}"))
-        except BaseException as exc:
-            results[index] = exc
-
-    workers = [threading.Thread(target=write, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    errors = [r for r in results if isinstance(r, BaseException)]
-    _equal("exceptions from concurrent record() of one position", [], errors)
+    results = _all_at_once(
+        [functools.partial(store.record, "r-8", _step(1, f"writer {i}")) for i in range(threads)]
+    )
+    _equal("exceptions from concurrent record() of one position", [], _raised(results))
     log = _log_of(store, "r-8")
     _equal("log length after concurrent writers", 2, len(log))
     _equal("what every concurrent writer got back", [log[1]] * threads, results)

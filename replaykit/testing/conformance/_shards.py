@@ -31,20 +31,18 @@ def _key(store: Store, workflow_id: str) -> str | None:
 
 
 def check_shard_keys_given_and_inherited(store: Store) -> None:
-    root, _ = store.create_workflow(_run("sk-root"))
-    _equal("a root run's shard key is its own id", "sk-root", root.shard_key)
-    _equal("get_workflow returns the shard key", "sk-root", _key(store, "sk-root"))
-    child, _ = store.create_workflow(_run("sk-child", parent_id="sk-root"))
-    _equal("a child takes its parent's shard key", "sk-root", child.shard_key)
-    grandchild, _ = store.create_workflow(_run("sk-grandchild", parent_id="sk-child"))
-    _equal("a grandchild takes its family's shard key", "sk-root", grandchild.shard_key)
-    given, _ = store.create_workflow(_run("sk-given", shard_key="tenant-9"))
-    _equal("a run started with a shard key keeps it", "tenant-9", given.shard_key)
-    _equal("get_workflow returns the given key", "tenant-9", _key(store, "sk-given"))
-    under, _ = store.create_workflow(_run("sk-under", parent_id="sk-given"))
-    _equal("a child of a run with a given key takes that key", "tenant-9", under.shard_key)
-    orphan, _ = store.create_workflow(_run("sk-orphan", parent_id="sk-nobody"))
-    _equal("a run whose parent is not stored is a root of its own", "sk-orphan", orphan.shard_key)
+    # Each start in turn, what its shard key must be, and why.
+    for row, key, why in (
+        (_run("sk-root"), "sk-root", "a root run's shard key is its own id"),
+        (_run("sk-child", parent_id="sk-root"), "sk-root", "a child takes its parent's shard key"),
+        (_run("sk-grandchild", parent_id="sk-child"), "sk-root", "a grandchild takes its family's"),
+        (_run("sk-given", shard_key="tenant-9"), "tenant-9", "a run started with a key keeps it"),
+        (_run("sk-under", parent_id="sk-given"), "tenant-9", "a child of a run with a given key"),
+        (_run("sk-orphan", parent_id="sk-nobody"), "sk-orphan", "a run whose parent is not stored"),
+    ):
+        created_row, _ = store.create_workflow(row)
+        _equal(why, key, created_row.shard_key)
+        _equal(f"{why}, as get_workflow returns it", key, _key(store, row.workflow_id))
     again, created = store.create_workflow(_run("sk-given", shard_key="other"))
     _equal("a start again under a taken id creates nothing", False, created)
     _equal("the run found in the way keeps its key", "tenant-9", again.shard_key)

@@ -9,8 +9,10 @@ area uses stays in that area's module.
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -22,8 +24,12 @@ __all__ = [
     "_NOTIFY_WAIT",
     "_T0",
     "_CheckFailed",
+    "_Notes",
+    "_all_at_once",
     "_answer_kinds",
     "_aware_utc",
+    "_claimed_at_once",
+    "_claimed_new",
     "_equal",
     "_expect",
     "_ids",
@@ -31,6 +37,7 @@ __all__ = [
     "_pending",
     "_present",
     "_queued",
+    "_raised",
     "_raises",
     "_run",
     "_step",
@@ -140,3 +147,101 @@ _BAD_NAMES = {
     "NUL-holding": "a\x00b",
     "lone-surrogate": "a\ud800b",
 }
+
+
+def _all_at_once(calls: Sequence[Callable[[], _V]]) -> list[_V | BaseException]:
+    """Each call in a thread of its own, all let go at once (a barrier), so that a store's
+    writers meet; each call's answer, or what it raised, in the order of `calls`."""
+    barrier = threading.Barrier(len(calls))
+    answers: list[_V | BaseException] = [RuntimeError("not called")] * len(calls)
+
+    def call(index: int) -> None:
+        barrier.wait()
+        try:
+            answers[index] = calls[index]()
+        except BaseException as exc:
+            answers[index] = exc
+
+    workers = [threading.Thread(target=call, args=(i,)) for i in range(len(calls))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return answers
+
+
+def _raised(answers: Sequence[object]) -> list[BaseException]:
+    return [a for a in answers if isinstance(a, BaseException)]
+
+
+class _Notes:
+    """What one subscriber of a store hears: its `(kind, key)` notes, in order.
+
+    `look`, if given, is called inside the callback before the note is kept: a store
+    notifies after its commit, so what a note announces can be read there already, and
+    reading it must not wait on the write. What `look` raises is kept in `failures`.
+    Use it as a context manager, so that the subscription ends with the check.
+    """
+
+    def __init__(self, store: Store, look: Callable[[str, str], None] | None = None) -> None:
+        self._store = store
+        self._look = look
+        self._lock = threading.Lock()
+        self._seen: list[tuple[str, str]] = []
+        self.failures: list[str] = []
+        self.unsubscribe: Callable[[], None] = lambda: None
+
+    def __enter__(self) -> _Notes:
+        self.unsubscribe = self._store.subscribe(self._note)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.unsubscribe()
+
+    def _note(self, kind: str, key: str) -> None:
+        if self._look is not None:
+            try:
+                self._look(kind, key)
+            except Exception as exc:
+                self.failures.append(f"{type(exc).__name__}: {exc}")
+        with self._lock:
+            self._seen.append((kind, key))
+
+    def seen(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self._seen)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+    def wait_for(self, what: str, *notes: tuple[str, str]) -> None:
+        """Fail with `what` unless every one of `notes` arrives in time."""
+        _expect(_wait_for(lambda: set(notes) <= set(self.seen())), what, list(notes), self.seen())
+
+
+def _claimed_at_once(engines: int, claim: Callable[[str], list[str]]) -> list[str]:
+    """`engines` engines claiming four times each, all at once (`claim(executor_id)` is
+    one claim's ids): every id taken, once none raised and none took another's run."""
+
+    def engine(executor_id: str) -> list[str]:
+        return [wid for _ in range(4) for wid in claim(executor_id)]
+
+    answers = _all_at_once([functools.partial(engine, f"e{i}") for i in range(engines)])
+    _equal("exceptions from concurrent claims", [], _raised(answers))
+    taken = [wid for answer in answers if not isinstance(answer, BaseException) for wid in answer]
+    _equal("runs claimed twice", [], sorted({w for w in taken if taken.count(w) > 1}))
+    return taken
+
+
+def _claimed_new(store: Store, row: WorkflowRow, how: str) -> None:
+    """A run claimed for the first time (`how` it came): PENDING, as stored, and no log yet
+    (`has_log` False, or None: "not known", and the engine then reads the log)."""
+    _equal(f"status of claimed {row.workflow_id}", Status.PENDING, row.status)
+    _equal(f"claimed {row.workflow_id} as stored", store.get_workflow(row.workflow_id), row)
+    _expect(
+        row.has_log in (False, None),
+        f"has_log of {row.workflow_id}, {how}",
+        "False (or None)",
+        row.has_log,
+    )

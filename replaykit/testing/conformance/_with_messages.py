@@ -4,14 +4,13 @@ message in one transaction (`create_and_send`), and a message answered without a
 
 from __future__ import annotations
 
-import threading
-
 from replaykit.log import Record, Status, Value
 from replaykit.stores.base import EventWrite, OutgoingMessage, Store, WorkflowRow
 from replaykit.testing.conformance._support import (
     _equal,
     _expect,
     _log_of,
+    _Notes,
     _present,
     _raises,
     _run,
@@ -30,15 +29,7 @@ class _Refused(Exception):
 
 
 def check_create_and_send(store: Store) -> None:
-    heard: list[tuple[str, str]] = []
-    lock = threading.Lock()
-
-    def note(kind: str, key: str) -> None:
-        with lock:
-            heard.append((kind, key))
-
-    unsubscribe = store.subscribe(note)
-    try:
+    with _Notes(store) as notes:
         row = _run("cs-1", inputs={"args": [1], "kwargs": {}})
         sent = OutgoingMessage("cs-1", "t", {"n": 1}, idempotency_key="k-1")
         stored, created, delivered = store.create_and_send(row, sent, call_id="call-1")
@@ -53,12 +44,7 @@ def check_create_and_send(store: Store) -> None:
         )
         message = _present("the message delivered with the start", store.peek_message("cs-1", "t"))
         _equal("its payload", {"n": 1}, message.payload)
-        _expect(
-            _wait_for(lambda: ("message", "cs-1") in heard),
-            "a message notification after create_and_send",
-            ("message", "cs-1"),
-            heard,
-        )
+        notes.wait_for("a message notification after create_and_send", ("message", "cs-1"))
 
         seen: list[WorkflowRow] = []
         again = store.create_and_send(row, sent, call_id="call-1", accept=seen.append)
@@ -80,14 +66,9 @@ def check_create_and_send(store: Store) -> None:
         _equal("one message per key, in order", {"n": 2}, latest.payload)
         queued = _run("cs-q", status=Status.ENQUEUED, queue="q", app_version="v1", executor_id="")
         store.create_and_send(queued, OutgoingMessage("cs-q", "t", 1, idempotency_key="kq"))
-        _expect(
-            _wait_for(lambda: ("enqueued", "q") in heard),
-            "an enqueued notification for a queued run created with a message",
-            ("enqueued", "q"),
-            heard,
+        notes.wait_for(
+            "an enqueued notification for a queued run created with a message", ("enqueued", "q")
         )
-    finally:
-        unsubscribe()
     _raises(
         "create_and_send with a message for another run",
         ValueError,
