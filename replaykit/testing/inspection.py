@@ -25,7 +25,7 @@ from replaykit.errors import NonDeterminismError
 from replaykit.interpreter import Effect, Interpreter, decode_outcome
 from replaykit.log import Log, Record
 from replaykit.registry import Workflow
-from replaykit.testing.replay import load_log
+from replaykit.testing.replay import log_of_workflow
 
 __all__ = ["FrameLocals", "Inspection", "inspect_run"]
 
@@ -109,13 +109,7 @@ def inspect_run(
     the log up to it (with `strict`, arguments compared too). The workflow's code
     between commands runs, as in `replay()`; no step runs.
     """
-    if not isinstance(wf, Workflow):
-        raise TypeError(f"inspect_run() expected a function decorated with @workflow, got {wf!r}")
-    log = load_log(log)
-    if log.workflow_name and log.workflow_name != wf.workflow_name:
-        raise ValueError(
-            f"this log was recorded by workflow {log.workflow_name!r}, not {wf.workflow_name!r}"
-        )
+    log = log_of_workflow(wf, log, "inspect_run")
     if not 0 <= position < len(log):
         raise _out_of_range(log, position)
     if not args and not kwargs:

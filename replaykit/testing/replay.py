@@ -23,7 +23,7 @@ from replaykit.interpreter import Completed, ContinuedAsNew, Effect, Interpreter
 from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.registry import Workflow
 
-__all__ = ["ReplayResult", "ResultMismatch", "load_log", "replay"]
+__all__ = ["ReplayResult", "ResultMismatch", "load_log", "log_of_workflow", "replay"]
 
 _FIX_ADVICE = (
     "To change a workflow that has runs in flight: guard the new code with "
@@ -78,6 +78,20 @@ def load_log(source: Log | str | os.PathLike[str]) -> Log:
         f"replay() takes a Log, the JSON text of one (log.to_json()), or a path to such a "
         f"file; got {type(source).__qualname__}"
     )
+
+
+def log_of_workflow(
+    wf: Workflow[..., Any], source: Log | str | os.PathLike[str], caller: str
+) -> Log:
+    """`source` loaded, once `wf` is a workflow and the log is one of its runs'."""
+    if not isinstance(wf, Workflow):
+        raise TypeError(f"{caller}() expected a function decorated with @workflow, got {wf!r}")
+    log = load_log(source)
+    if log.workflow_name and log.workflow_name != wf.workflow_name:
+        raise ValueError(
+            f"this log was recorded by workflow {log.workflow_name!r}, not {wf.workflow_name!r}"
+        )
+    return log
 
 
 def _error_key(exc: BaseException) -> tuple[str, str]:
@@ -174,13 +188,7 @@ def replay(
     a finished run replays to another result. `strict=True` also compares
     each command's arguments.
     """
-    if not isinstance(wf, Workflow):
-        raise TypeError(f"replay() expected a function decorated with @workflow, got {wf!r}")
-    log = load_log(log)
-    if log.workflow_name and log.workflow_name != wf.workflow_name:
-        raise ValueError(
-            f"this log was recorded by workflow {log.workflow_name!r}, not {wf.workflow_name!r}"
-        )
+    log = log_of_workflow(wf, log, "replay")
     if not args and not kwargs:
         decoded_args, kwargs = wf.decode_inputs(log.args)
         args = tuple(decoded_args)
@@ -243,30 +251,26 @@ def replay(
             workflow_id=workflow_id,
             position=len(log),
         )
+    result: Any
+    error: BaseException | None = None
     if isinstance(decision, ContinuedAsNew):
         # This generation ended by starting the next; its arguments are the next's.
-        return ReplayResult(
-            workflow_name=wf.workflow_name,
-            workflow_id=workflow_id,
-            positions=len(log),
-            reached_end=True,
-            finished=True,
-            status=Status.CONTINUED,
-            result=(decision.args, decision.kwargs),
-            commands=tuple(trace),
-        )
-    ok = isinstance(decision, Completed)
-    value = decision.value if isinstance(decision, Completed) else decision.error
-    if check_result and finished_log:
-        _check_result(log, interp, ok, value, wf.workflow_name, workflow_id)
+        status, result = Status.CONTINUED, (decision.args, decision.kwargs)
+    else:
+        ok = isinstance(decision, Completed)
+        value = decision.value if isinstance(decision, Completed) else decision.error
+        if check_result and finished_log:
+            _check_result(log, interp, ok, value, wf.workflow_name, workflow_id)
+        status = Status.SUCCESS if ok else Status.ERROR
+        result, error = (value, None) if ok else (None, value)
     return ReplayResult(
         workflow_name=wf.workflow_name,
         workflow_id=workflow_id,
         positions=len(log),
         reached_end=True,
         finished=True,
-        status=Status.SUCCESS if ok else Status.ERROR,
-        result=value if ok else None,
-        error=None if ok else value,
+        status=status,
+        result=result,
+        error=error,
         commands=tuple(trace),
     )
