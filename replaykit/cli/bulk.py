@@ -24,7 +24,7 @@ from replaykit.cli.arguments import json_argument
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.filters import parse_filter
-from replaykit.cli.options import json_option, url_option, when_option
+from replaykit.cli.options import json_option, status_option, url_option, when_option
 from replaykit.cli.store import client_at
 from replaykit.log import Status
 from replaykit.runtime.bulk import ACTIONS, DEFAULT_BATCH, BulkResult, selects
@@ -56,13 +56,7 @@ SELECTION_OPTIONS = (
 def selection_options(fn: _F) -> _F:
     """The options that select runs for a bulk action, and how it runs."""
     decorators = [
-        click.option(
-            "--status",
-            "statuses",
-            multiple=True,
-            type=click.Choice([s.value for s in Status], case_sensitive=False),
-            help="Without ID: runs in this status (repeat for several).",
-        ),
+        status_option("Without ID: runs in this status (repeat for several)."),
         click.option("--name", help="Without ID: runs of this workflow name."),
         click.option("--version", help="Without ID: runs of this app version."),
         click.option("--queue", help="Without ID: runs of this queue."),

@@ -10,7 +10,7 @@ import click
 
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import UsageError
-from replaykit.cli.options import json_option, url_option, when_option
+from replaykit.cli.options import json_option, status_option, url_option, when_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.store import store_at
 from replaykit.errors import FilterError
@@ -92,13 +92,7 @@ def say_unknown_attributes(names: list[str]) -> None:
     metavar="FIELD",
     help="Count per value of status, name, queue, app_version, executor_id or an attribute.",
 )
-@click.option(
-    "--status",
-    "statuses",
-    multiple=True,
-    type=click.Choice([s.value for s in Status], case_sensitive=False),
-    help="Only runs in this status (repeat for several).",
-)
+@status_option()
 @click.option("--name", help="Only runs of this workflow name.")
 @click.option("--queue", help="Only runs of this queue.")
 @click.option("--since", callback=when_option, metavar="TIME", help="Created at or after.")

@@ -11,6 +11,7 @@ engine takes the run on its next recovery.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from replaykit.runtime.admin import (
     rewind_run,
 )
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
-from replaykit.stores.base import WorkflowFilter
+from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 
 __all__ = [
     "cancel_command",
@@ -84,6 +85,14 @@ def export_command(workflow_id: str, url: str, output: Path | None) -> None:
     echo(f"wrote the log of {workflow_id!r} to {output}", err=True)
 
 
+def _unfinished_row(store: Store, workflow_id: str, not_done: str) -> WorkflowRow:
+    """The run, refused when it has finished already (it is `not_done`)."""
+    row = get_row(store, workflow_id)
+    if row.status.is_terminal:
+        raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; {not_done}")
+    return row
+
+
 @click.command("cancel")
 @click.argument("workflow_id", required=False)
 @url_option
@@ -111,15 +120,13 @@ def cancel_command(
             "cancel",
             url,
             options,
-            lambda client: lambda **kw: client.cancel_workflows(grace=grace, reason=reason, **kw),
+            lambda client: partial(client.cancel_workflows, grace=grace, reason=reason),
             as_json=as_json,
         )
         return
     single_run("cancel", options)
     with store_at(url) as store:
-        row = get_row(store, workflow_id)
-        if row.status.is_terminal:
-            raise CliError(f"workflow {workflow_id!r} is already {row.status.value}; not cancelled")
+        row = _unfinished_row(store, workflow_id, "not cancelled")
         try:
             cancelled = ask_to_cancel(
                 store,
@@ -167,19 +174,13 @@ def terminate_command(
             "terminate",
             url,
             options,
-            lambda client: (
-                lambda **kw: client.terminate_workflows(children=children, reason=reason, **kw)
-            ),
+            lambda client: partial(client.terminate_workflows, children=children, reason=reason),
             as_json=as_json,
         )
         return
     single_run("terminate", options)
     with store_at(url) as store:
-        row = get_row(store, workflow_id)
-        if row.status.is_terminal:
-            raise CliError(
-                f"workflow {workflow_id!r} is already {row.status.value}; not terminated"
-            )
+        row = _unfinished_row(store, workflow_id, "not terminated")
         cancelled = cancel_run(store, workflow_id, children=children, reason=reason)
         after = get_row(store, workflow_id)
     if as_json:
@@ -235,7 +236,7 @@ def resume_command(
             "resume",
             url,
             options,
-            lambda client: lambda **kw: client.resume_workflows(reason=reason or "", **kw),
+            lambda client: partial(client.resume_workflows, reason=reason or ""),
             as_json=as_json,
         )
         return
@@ -362,9 +363,7 @@ def delete_command(
             "delete",
             url,
             options,
-            lambda client: (
-                lambda **kw: client.delete_workflows(children=children, reason=reason or "", **kw)
-            ),
+            lambda client: partial(client.delete_workflows, children=children, reason=reason or ""),
             as_json=as_json,
         )
         return

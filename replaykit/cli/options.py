@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import click
 
+from replaykit.log import Status
 from replaykit.runtime.engine import DEFAULT_URL
 
 __all__ = [
@@ -20,6 +21,8 @@ __all__ = [
     "json_option",
     "parse_duration",
     "parse_when",
+    "status_option",
+    "store_url_option",
     "url_option",
     "when_option",
     "wide_option",
@@ -108,14 +111,34 @@ def duration_option(
     return _parsed(parse_duration, ctx, param, value)
 
 
-url_option = click.option(
-    "--url",
-    envvar="REPLAYKIT_URL",
-    default=DEFAULT_URL,
-    show_default=True,
-    show_envvar=True,
-    help="The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://.",
+def store_url_option(help: str) -> Callable[[_F], _F]:
+    """--url, the store (else $REPLAYKIT_URL, else the default); `help` says what of it."""
+    return click.option(
+        "--url",
+        envvar="REPLAYKIT_URL",
+        default=DEFAULT_URL,
+        show_default=True,
+        show_envvar=True,
+        help=help,
+    )
+
+
+url_option = store_url_option(
+    "The store: sqlite:///path.db, postgresql://...[?schema=name] or memory://."
 )
+
+
+def status_option(
+    help: str = "Only runs in this status (repeat for several).",
+) -> Callable[[_F], _F]:
+    """--status, repeatable, into the parameter `statuses`."""
+    return click.option(
+        "--status",
+        "statuses",
+        multiple=True,
+        type=click.Choice([s.value for s in Status], case_sensitive=False),
+        help=help,
+    )
 
 
 def app_dir_option(imported: str) -> Callable[[_F], _F]:

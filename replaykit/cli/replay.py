@@ -12,14 +12,13 @@ from replaykit._operator import decoding
 from replaykit._text import redact
 from replaykit.cli.echo import echo
 from replaykit.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, UsageError, one_line
-from replaykit.cli.options import app_dir_option
+from replaykit.cli.options import app_dir_option, store_url_option
 from replaykit.cli.specs import BadInput, import_app, resolve_workflow
 from replaykit.cli.store import named_codec, store_at
 from replaykit.errors import NonDeterminismError
 from replaykit.log import Log, Status
 from replaykit.registry import Workflow
 from replaykit.runtime.admin import export_run
-from replaykit.runtime.engine import DEFAULT_URL
 from replaykit.stores.base import WorkflowFilter
 
 __all__ = ["replay_command"]
@@ -52,14 +51,7 @@ def _read_log(path: Path) -> Log:
     is_flag=True,
     help="Also replay every PENDING or PARKED run of the workflow(s) in the store at --url.",
 )
-@click.option(
-    "--url",
-    envvar="REPLAYKIT_URL",
-    default=DEFAULT_URL,
-    show_default=True,
-    show_envvar=True,
-    help="The store that --id and --in-flight read (only read).",
-)
+@store_url_option("The store that --id and --in-flight read (only read).")
 @click.option(
     "--strict/--no-strict",
     default=True,

@@ -36,7 +36,13 @@ from replaykit.cli.operate import (
     rewind_command,
     terminate_command,
 )
-from replaykit.cli.options import json_option, url_option, when_option, wide_option
+from replaykit.cli.options import (
+    json_option,
+    status_option,
+    url_option,
+    when_option,
+    wide_option,
+)
 from replaykit.cli.printer import Printer
 from replaykit.cli.rows import STATUS_STYLE, row_json, run_error
 from replaykit.cli.show import show_command
@@ -96,13 +102,7 @@ def _newest_first(
 
 @workflows.command("list")
 @url_option
-@click.option(
-    "--status",
-    "statuses",
-    multiple=True,
-    type=click.Choice([s.value for s in Status], case_sensitive=False),
-    help="Only runs in this status (repeat for several).",
-)
+@status_option()
 @click.option("--name", help="Only runs of this workflow name.")
 @click.option("--version", "app_version", help="Only runs stamped with this app version.")
 @click.option("--executor", help="Only runs owned by this executor id.")
