@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from replaykit.commands.base import ALONE, CommandFacts, Yields
+from replaykit.commands.base import NEVER_UNDONE, CommandFacts, Yields, alone
 
 #: The longest record name a `SetAttributes` takes (its attributes' names, sorted and
 #: joined); a longer join is cut there, the same way on every replay.
@@ -40,10 +40,8 @@ class SetAttributes(Yields[None]):
     """
 
     kind: ClassVar[str] = "set_attributes"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        in_composite=False,
-        why_not_child="it writes the run's attributes when it is carried out, which a losing "
-        "child could never undo; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"it writes the run's attributes when it is carried out, {NEVER_UNDONE}"
     )
     attributes: Mapping[str, Any] = attrs.field(hash=False)
 

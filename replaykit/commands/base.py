@@ -109,6 +109,13 @@ class CommandFacts:
 
 
 ALONE = "yield it on its own, before or after the composite"
+#: Why a command whose effect is carried out with its record is never a child.
+NEVER_UNDONE = "which a losing child could never undo"
+
+
+def alone(why: str, *, instant: bool = False) -> CommandFacts:
+    """The facts of a command never yielded inside `Race` / `All`: `why`, then `ALONE`."""
+    return CommandFacts(instant=instant, in_composite=False, why_not_child=f"{why}; {ALONE}")
 
 
 def facts_of(command: Command) -> CommandFacts:

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, NamedTuple, overload
 import attrs
 
 from replaykit._durations import as_seconds
-from replaykit.commands.base import ALONE, CommandFacts, T_co, Yields
+from replaykit.commands.base import NEVER_UNDONE, CommandFacts, T_co, Yields, alone
 from replaykit.commands.updates import check_not_reserved
 
 
@@ -38,10 +38,8 @@ class Send(Yields[bool | None]):
     """
 
     kind: ClassVar[str] = "send"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        in_composite=False,
-        why_not_child="its message is delivered in the same commit as its own record, which a "
-        "losing child could never undo; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"its message is delivered in the same commit as its own record, {NEVER_UNDONE}"
     )
     workflow_id: str
     message: Any
@@ -182,10 +180,8 @@ class SetEvent(Yields[None]):
     """Publish `value` under `key` for this workflow; the latest value wins."""
 
     kind: ClassVar[str] = "set_event"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        in_composite=False,
-        why_not_child="its value is published in the same commit as its own record, which a "
-        "losing child could never undo; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"its value is published in the same commit as its own record, {NEVER_UNDONE}"
     )
     key: str = attrs.field()
     value: Any

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from replaykit.commands.base import ALONE, CommandFacts, Yields
+from replaykit.commands.base import NEVER_UNDONE, CommandFacts, Yields, alone
 
 
 def _target(value: Any) -> str:
@@ -51,11 +51,8 @@ class CancelRun(Yields[bool]):
     """
 
     kind: ClassVar[str] = "cancel_run"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        instant=True,
-        in_composite=False,
-        why_not_child="it cancels the other run when it is carried out, which a losing child "
-        "could never undo; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"it cancels the other run when it is carried out, {NEVER_UNDONE}", instant=True
     )
     workflow_id: str = attrs.field(converter=_target)
     reason: str = attrs.field(default="", converter=_reason)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, overload
 import attrs
 
 from replaykit._durations import Retry, as_seconds
-from replaykit.commands.base import ALONE, Command, CommandFacts, R, T, Ts, Yields
+from replaykit.commands.base import Command, CommandFacts, R, T, Ts, Yields, alone
 
 
 @attrs.frozen(init=False)
@@ -171,9 +171,8 @@ class Transaction(Yields[Any]):
     """Run `fn(conn, *args)` inside the store transaction that records its outcome."""
 
     kind: ClassVar[str] = "transaction"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        in_composite=False,
-        why_not_child="its body runs inside the transaction that commits its own record; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        "its body runs inside the transaction that commits its own record"
     )
     tx_name: str
     fn: Callable[..., Any] = attrs.field(eq=False)

@@ -6,8 +6,11 @@ from typing import Any, ClassVar
 
 import attrs
 
-from replaykit.commands.base import ALONE, CommandFacts, Yields
+from replaykit.commands.base import CommandFacts, Yields, alone
 from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND
+
+# Why no stream command is a child: its readers look for a record of its own.
+_ONE_RECORD = "and a composite keeps its children inside its one record"
 
 
 def _stream_key(value: Any) -> str:
@@ -30,11 +33,8 @@ class WriteStream(Yields[None]):
     """
 
     kind: ClassVar[str] = WRITE_STREAM_KIND
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        instant=True,
-        in_composite=False,
-        why_not_child="readers find a stream's values in records of their own, and a "
-        "composite keeps its children inside its one record; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"readers find a stream's values in records of their own, {_ONE_RECORD}", instant=True
     )
     key: str = attrs.field(converter=_stream_key)
     value: Any = None
@@ -60,11 +60,8 @@ class CloseStream(Yields[None]):
     """
 
     kind: ClassVar[str] = CLOSE_STREAM_KIND
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        instant=True,
-        in_composite=False,
-        why_not_child="readers find a stream's end in a record of its own, and a "
-        "composite keeps its children inside its one record; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"readers find a stream's end in a record of its own, {_ONE_RECORD}", instant=True
     )
     key: str = attrs.field(converter=_stream_key)
 

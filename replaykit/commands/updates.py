@@ -25,7 +25,7 @@ from replaykit import serde
 from replaykit._durations import as_seconds
 from replaykit._update_names import UPDATE_PREFIX, check_update_id, check_update_name
 from replaykit.commands.awakeables import COMPLETION_TOPIC
-from replaykit.commands.base import ALONE, Command, CommandFacts, T_co, Yields
+from replaykit.commands.base import NEVER_UNDONE, Command, CommandFacts, T_co, Yields, alone
 from replaykit.errors import DamagedData
 
 __all__ = [
@@ -199,10 +199,8 @@ class Reply(Yields[None]):
     """
 
     kind: ClassVar[str] = "reply"
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        in_composite=False,
-        why_not_child="its answer is kept for the caller in the same commit as its own record, "
-        "which a losing child could never undo; " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        f"its answer is kept for the caller in the same commit as its own record, {NEVER_UNDONE}"
     )
     update_id: str
     update_name: str

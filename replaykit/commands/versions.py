@@ -6,17 +6,15 @@ from typing import ClassVar
 
 import attrs
 
-from replaykit.commands.base import ALONE, Command, CommandFacts
+from replaykit.commands.base import Command, CommandFacts, alone
 
 
 @attrs.frozen
 class _PatchMarker(Command):
     """What both markers are: instant, alone, and named by the patch."""
 
-    facts: ClassVar[CommandFacts] = CommandFacts(
-        instant=True,
-        in_composite=False,
-        why_not_child="a patch marker takes a position of its own (or none, on old runs); " + ALONE,
+    facts: ClassVar[CommandFacts] = alone(
+        "a patch marker takes a position of its own (or none, on old runs)", instant=True
     )
     patch_name: str
 
