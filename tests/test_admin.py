@@ -23,6 +23,7 @@ from replaykit.errors import (
 )
 from replaykit.log import Failure, Record, Status, Value
 from replaykit.runtime import admin
+from replaykit.runtime.run_filters import workflow_filter
 from replaykit.serde import ErrorInfo
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.memory import MemoryStore
@@ -114,10 +115,10 @@ def test_a_runs_outcome_is_its_value_or_its_failure_raised() -> None:
 
 
 def test_the_list_filter_takes_statuses_by_name() -> None:
-    where = admin.workflow_filter(status=["PENDING", Status.ERROR], version="v2", limit=5)
+    where = workflow_filter(status=["PENDING", Status.ERROR], version="v2", limit=5)
     assert where.statuses() == (Status.PENDING, Status.ERROR)
     assert (where.app_version, where.limit) == ("v2", 5)
-    assert admin.workflow_filter(status="SUCCESS").statuses() == (Status.SUCCESS,)
+    assert workflow_filter(status="SUCCESS").statuses() == (Status.SUCCESS,)
 
 
 def test_a_send_is_keyed_so_a_retry_delivers_once() -> None:
@@ -153,7 +154,7 @@ def test_garbage_collection_deletes_old_finished_runs_only() -> None:
     store.create_workflow(WorkflowRow("live-old", "w", Status.PENDING, created_at=old))
     store.create_workflow(WorkflowRow("done-new", "w", Status.SUCCESS, created_at=new))
     assert admin.collect_garbage(store, T0 - timedelta(days=1)) == 1
-    assert {r.workflow_id for r in store.list_workflows(admin.workflow_filter())} == {
+    assert {r.workflow_id for r in store.list_workflows(workflow_filter())} == {
         "live-old",
         "done-new",
     }

@@ -14,6 +14,7 @@ from conftest import wait_for
 from replaykit import Engine, Sleep, Status, Step, VirtualClock, workflow
 from replaykit.runtime import admin, retention
 from replaykit.runtime.retention import Retention, checked_retention
+from replaykit.runtime.run_filters import workflow_filter
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.memory import MemoryStore
 
@@ -87,6 +88,6 @@ def test_a_collection_asked_to_stop_ends_between_runs() -> None:
         return len(asked) > 2  # two runs deleted, then told to stop
 
     assert admin.collect_garbage(store, T0, stop=stop) == 2
-    assert len(store.list_workflows(admin.workflow_filter())) == 3
+    assert len(store.list_workflows(workflow_filter())) == 3
     collector = Retention(store, VirtualClock(T0), timedelta(days=1))
     assert collector.collect() == 3  # the next collection takes the rest

@@ -67,7 +67,6 @@ __all__ = [
     "run_outcome",
     "send_message",
     "stranded_runs",
-    "workflow_filter",
 ]
 
 # CONTINUED rows (earlier generations): garbage collection ages them as finished runs.
@@ -275,45 +274,6 @@ def continued_error(row: WorkflowRow) -> RunContinued:
         f"run {live!r}, which continued as new; it has no result of its own. Ask run "
         f"{live!r} for the result",
         continued_as=row.continued_as,
-    )
-
-
-def workflow_filter(
-    *,
-    status: Status | str | Sequence[Status | str] | None = None,
-    name: str | None = None,
-    version: str | None = None,
-    executor_id: str | None = None,
-    parent_id: str | None = None,
-    queue: str | None = None,
-    forked_from: str | None = None,
-    continued_as: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    limit: int | None = None,
-    offset: int = 0,
-    partition_key: str | None = None,
-) -> WorkflowFilter:
-    """The store's filter from the keyword arguments `list_workflows` takes."""
-    statuses: Any = status
-    if isinstance(status, str):
-        statuses = Status(status)
-    elif status is not None and not isinstance(status, Status):
-        statuses = tuple(Status(s) for s in status)
-    return WorkflowFilter(
-        status=statuses,
-        name=name,
-        executor_id=executor_id,
-        app_version=version,
-        parent_id=parent_id,
-        queue=queue,
-        forked_from=forked_from,
-        continued_as=continued_as,
-        partition_key=partition_key,
-        since=since,
-        until=until,
-        limit=limit,
-        offset=offset,
     )
 
 

@@ -22,9 +22,8 @@ action adds:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Unpack
 
 import attrs
 
@@ -33,6 +32,7 @@ from replaykit.log import Status
 from replaykit.runtime import admin
 from replaykit.runtime.cancels import DEFAULT_GRACE
 from replaykit.runtime.outside import FromOutside
+from replaykit.runtime.run_filters import BulkFilters, check_keywords, workflow_filter
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.where import Where
 
@@ -115,13 +115,7 @@ def selection(
     *,
     what: str,
     everything: bool,
-    status: Status | str | Sequence[Status | str] | None = None,
-    name: str | None = None,
-    version: str | None = None,
-    queue: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    id_prefix: str | None = None,
+    **filters: Unpack[BulkFilters],
 ) -> WorkflowFilter:
     """The runs a bulk action `what` (e.g. "cancel_workflows") acts on: `where` narrowed
     by the keyword filters. Refuses a selection of every run unless `everything`, and a
@@ -130,16 +124,13 @@ def selection(
         # What list_workflows(where=...) takes: a filter's text or its tree.
         where = WorkflowFilter(where=where)
     base = where or WorkflowFilter()
-    keywords = admin.workflow_filter(
-        status=status, name=name, version=version, queue=queue, since=since, until=until
-    )
+    check_keywords(what, filters, BulkFilters)
+    keywords = workflow_filter(**filters)
     wanted: dict[str, Any] = {
         field: getattr(keywords, field)
-        for field in ("status", "name", "app_version", "queue", "since", "until")
+        for field in ("status", "name", "app_version", "queue", "since", "until", "id_prefix")
         if getattr(keywords, field) is not None
     }
-    if id_prefix is not None:
-        wanted["id_prefix"] = id_prefix
     for field, value in wanted.items():
         held = getattr(base, field)
         if held is not None and held != value:
@@ -259,29 +250,11 @@ class BulkActions(FromOutside):
         what: str,
         where: WorkflowFilter | str | Where | None,
         everything: bool,
-        status: Status | str | Sequence[Status | str] | None,
-        name: str | None,
-        version: str | None,
-        queue: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        id_prefix: str | None,
+        filters: BulkFilters,
     ) -> WorkflowFilter:
-        """`selection` for the bulk action `what` of this face, once it is checked open:
-        the keyword filters come in the order every bulk action declares them."""
+        """`selection` for the bulk action `what` of this face, once it is checked open."""
         self._check_open()
-        return selection(
-            where,
-            what=what,
-            everything=everything,
-            status=status,
-            name=name,
-            version=version,
-            queue=queue,
-            since=since,
-            until=until,
-            id_prefix=id_prefix,
-        )
+        return selection(where, what=what, everything=everything, **filters)
 
     def _carry_out(
         self,
@@ -307,13 +280,6 @@ class BulkActions(FromOutside):
         self,
         where: WorkflowFilter | str | Where | None = None,
         *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        queue: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        id_prefix: str | None = None,
         all: bool = False,
         reason: str = "",
         grace: float = DEFAULT_GRACE,
@@ -321,6 +287,7 @@ class BulkActions(FromOutside):
         dry_run: bool = False,
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[BulkResult], object] | None = None,
+        **filters: Unpack[BulkFilters],
     ) -> BulkResult:
         """`cancel` every unfinished run the filter selects (`where` and the keyword
         filters, all of which must match), in batches; finished runs are skipped.
@@ -335,28 +302,20 @@ class BulkActions(FromOutside):
         def cancel(row: WorkflowRow) -> bool:
             return self.cancel(row.workflow_id, grace=grace, reason=said, children=children)
 
-        chosen = self._select(
-            "cancel_workflows", where, all, status, name, version, queue, since, until, id_prefix
-        )
+        chosen = self._select("cancel_workflows", where, all, filters)
         return self._carry_out(chosen, cancel, dry_run, batch_size, progress, "cancel")
 
     def terminate_workflows(
         self,
         where: WorkflowFilter | str | Where | None = None,
         *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        queue: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        id_prefix: str | None = None,
         all: bool = False,
         reason: str = "",
         children: bool = True,
         dry_run: bool = False,
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[BulkResult], object] | None = None,
+        **filters: Unpack[BulkFilters],
     ) -> BulkResult:
         """`terminate` every unfinished run the filter selects, as `cancel_workflows`
         selects and reports (the default reason: "a bulk terminate")."""
@@ -365,27 +324,19 @@ class BulkActions(FromOutside):
         def terminate(row: WorkflowRow) -> bool:
             return self.terminate(row.workflow_id, children=children, reason=said)
 
-        chosen = self._select(
-            "terminate_workflows", where, all, status, name, version, queue, since, until, id_prefix
-        )
+        chosen = self._select("terminate_workflows", where, all, filters)
         return self._carry_out(chosen, terminate, dry_run, batch_size, progress, "terminate")
 
     def resume_workflows(
         self,
         where: WorkflowFilter | str | Where | None = None,
         *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        queue: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        id_prefix: str | None = None,
         all: bool = False,
         reason: str = "",
         dry_run: bool = False,
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[BulkResult], object] | None = None,
+        **filters: Unpack[BulkFilters],
     ) -> BulkResult:
         """`resume` every CANCELLED or PARKED run the filter selects (with the children
         their cancels reached); other runs are skipped. An engine resumes them onto
@@ -398,28 +349,20 @@ class BulkActions(FromOutside):
             log.info("resumed workflow %r (id %r) in bulk: %s", row.name, row.workflow_id, said)
             return True
 
-        chosen = self._select(
-            "resume_workflows", where, all, status, name, version, queue, since, until, id_prefix
-        )
+        chosen = self._select("resume_workflows", where, all, filters)
         return self._carry_out(chosen, resume, dry_run, batch_size, progress, "resume")
 
     def delete_workflows(
         self,
         where: WorkflowFilter | str | Where | None = None,
         *,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        queue: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        id_prefix: str | None = None,
         all: bool = False,
         reason: str = "",
         children: bool = False,
         dry_run: bool = False,
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[BulkResult], object] | None = None,
+        **filters: Unpack[BulkFilters],
     ) -> BulkResult:
         """Delete every run the filter selects with its log, inbox and events
         (cancelling it first if it runs), as `delete` does one. A run whose parent is
@@ -433,9 +376,7 @@ class BulkActions(FromOutside):
                 log.info("deleted workflow %r (id %r) in bulk: %s", row.name, row.workflow_id, said)
             return deleted
 
-        chosen = self._select(
-            "delete_workflows", where, all, status, name, version, queue, since, until, id_prefix
-        )
+        chosen = self._select("delete_workflows", where, all, filters)
         return self._carry_out(chosen, delete, dry_run, batch_size, progress, "delete")
 
     def send_many(
@@ -444,18 +385,12 @@ class BulkActions(FromOutside):
         topic: str | None = None,
         *,
         where: WorkflowFilter | str | Where | None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        queue: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        id_prefix: str | None = None,
         all: bool = False,
         idempotency_key: str | None = None,
         dry_run: bool = False,
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[BulkResult], object] | None = None,
+        **filters: Unpack[BulkFilters],
     ) -> BulkResult:
         """`send` `message` on `topic` to every unfinished run the filter selects.
 
@@ -470,7 +405,5 @@ class BulkActions(FromOutside):
             key = None if idempotency_key is None else f"{idempotency_key}:{row.workflow_id}"
             return self.send(row.workflow_id, message, topic, idempotency_key=key)
 
-        chosen = self._select(
-            "send_many", where, all, status, name, version, queue, since, until, id_prefix
-        )
+        chosen = self._select("send_many", where, all, filters)
         return self._carry_out(chosen, send, dry_run, batch_size, progress, "send")

@@ -10,14 +10,11 @@ keyword given and `where`. Whatever `list_workflows(where=...)` takes,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-from typing import overload
+from typing import Unpack, overload
 
 import attrs
 
-from replaykit.log import Status
-from replaykit.runtime import admin
+from replaykit.runtime.run_filters import ListFilters, check_keywords, workflow_filter
 from replaykit.stores.base import Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.where import Where, where_of
 
@@ -48,23 +45,15 @@ class Listing:
         self,
         *,
         where: str | Where | None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
         stranded: bool = False,
+        **filters: Unpack[ListFilters],
     ) -> list[WorkflowRow]:
         """Runs matching every filter given and `where` (the filter language,
-        docs/operations.md), oldest first.
+        docs/operations.md), oldest first. The keyword filters: `status`, `name`,
+        `version`, `queue`, `since`, `until`, `executor_id`, `parent_id`, `forked_from`,
+        `continued_as`, `partition_key` (`ListFilters`).
 
         `stranded=True` lists the runs no engine of this version picks up: PENDING runs
         of the executor id and ENQUEUED runs stamped with another application version
@@ -72,25 +61,17 @@ class Listing:
         raises `FilterError` saying where and why.
         """
         self._reading()
-        filters = admin.workflow_filter(
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-            limit=limit,
-            offset=offset,
-        )
-        filters = attrs.evolve(filters, where=where_of(where))
+        check_keywords("list_workflows", filters, ListFilters)
+        chosen = workflow_filter(limit=limit, offset=offset, **filters)
+        chosen = attrs.evolve(chosen, where=where_of(where))
         if stranded:
-            return self._stranded(filters, executor_id=executor_id, status=status, version=version)
-        return self.store.list_workflows(filters)
+            return self._stranded(
+                chosen,
+                executor_id=filters.get("executor_id"),
+                status=filters.get("status"),
+                version=filters.get("version"),
+            )
+        return self.store.list_workflows(chosen)
 
     @overload
     def count_workflows(
@@ -98,36 +79,12 @@ class Listing:
         *,
         where: str | Where | None = None,
         group_by: None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        **filters: Unpack[ListFilters],
     ) -> int: ...
 
     @overload
     def count_workflows(
-        self,
-        *,
-        where: str | Where | None = None,
-        group_by: str,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        self, *, where: str | Where | None = None, group_by: str, **filters: Unpack[ListFilters]
     ) -> dict[str, int]: ...
 
     def count_workflows(
@@ -135,37 +92,15 @@ class Listing:
         *,
         where: str | Where | None = None,
         group_by: str | None = None,
-        status: Status | str | Sequence[Status | str] | None = None,
-        name: str | None = None,
-        version: str | None = None,
-        executor_id: str | None = None,
-        parent_id: str | None = None,
-        queue: str | None = None,
-        forked_from: str | None = None,
-        continued_as: str | None = None,
-        partition_key: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        **filters: Unpack[ListFilters],
     ) -> int | dict[str, int]:
         """How many runs `list_workflows` would list with the same filters (one `COUNT`
         in the store); with `group_by`, how many for each value of a field ("status",
         "name", "queue", "app_version", "executor_id") or of an attribute, by its name
         (runs without it count under "")."""
         self._reading()
-        filters = admin.workflow_filter(
-            status=status,
-            name=name,
-            version=version,
-            executor_id=executor_id,
-            parent_id=parent_id,
-            queue=queue,
-            forked_from=forked_from,
-            continued_as=continued_as,
-            partition_key=partition_key,
-            since=since,
-            until=until,
-        )
-        filters = attrs.evolve(filters, where=where_of(where))
+        check_keywords("count_workflows", filters, ListFilters)
+        chosen = attrs.evolve(workflow_filter(**filters), where=where_of(where))
         if group_by is None:
-            return self.store.count_workflows(filters)
-        return self.store.count_workflows_by(filters, group_by)
+            return self.store.count_workflows(chosen)
+        return self.store.count_workflows_by(chosen, group_by)
