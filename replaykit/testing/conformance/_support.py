@@ -1,6 +1,7 @@
 """What the store checks share: their failure, their expectations, their rows and records,
-and the few helpers more than one area uses (waiting for a notification, a queued row,
-the names no store takes).
+and the few helpers more than one area uses (waiting for a notification, a subscriber's
+notes, writers let go at once, engines claiming at once, a queued row, the names no store
+takes).
 
 `check_store`'s checks live in the modules by area beside this one; they all take
 these helpers from here, so that no check module imports another. A helper only one
