@@ -30,12 +30,12 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench import bench_sleepers
 from bench.bench_queues import drop, stop, workers
+from bench.fleet_probes import finished_runs
 from bench.queue_app import fleet, steps
 from replaykit import Engine, QueueItem
 
@@ -88,52 +88,8 @@ def throughput(pg: str, runs: int, step_count: int, engines: int) -> float:
         drop(pg, schema)
 
 
-@contextmanager
-def finished_runs(pg: str, schema: str) -> Iterator[Callable[[], int]]:
-    """A probe of how many runs finished: one COUNT on a connection of its own."""
-    import psycopg
-    from psycopg import sql
-
-    query = sql.SQL("SELECT count(*) FROM {}.workflows WHERE status = 'SUCCESS'").format(
-        sql.Identifier(schema)
-    )
-    with psycopg.connect(pg, autocommit=True) as conn:
-
-        def count() -> int:
-            row = conn.execute(query).fetchone()
-            return int(row[0]) if row else 0
-
-        yield count
-
-
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-def sleeping(pg: str, schema: str) -> int:
-    """How many runs have recorded their sleep (position 1 of the log)."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(pg, autocommit=True) as conn:
-        found = conn.execute(
-            sql.SQL(
-                "SELECT count(*) FROM {}.workflows w WHERE status = 'PENDING' AND EXISTS "
-                "(SELECT 1 FROM {}.records r WHERE r.workflow_id = w.workflow_id "
-                "AND r.position = 1)"
-            ).format(sql.Identifier(schema), sql.Identifier(schema))
-        ).fetchone()
-        return int(found[0]) if found else 0
-
-
 def sleepers_figures(pg: str, count: int, engines: int, margin: float, spread: float) -> None:
     """bench.bench_sleepers' measure, printed (that module compares two checkouts too)."""
-    from bench import bench_sleepers
-
     figures = bench_sleepers.measure(pg, count, engines, spread=spread, margin=margin)
     print(f"{count:,} sleepers on {engines} engine process(es):")
     print(bench_sleepers.table([("measured", figures)]))

@@ -33,8 +33,8 @@ from typing import Any
 
 import attrs
 
-from bench.bench_fleet import finished_runs, rss_kib, sleeping
 from bench.bench_queues import ROOT, drop, stop, workers
+from bench.fleet_probes import finished_runs, rss_kib, sleeping
 from bench.queue_app import sleeper, sleepers
 from replaykit import Engine, QueueItem
 
