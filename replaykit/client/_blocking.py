@@ -29,6 +29,7 @@ from replaykit.runtime.listing import Listing
 from replaykit.runtime.overlaps import enqueue_planned, keyed_start, known_concurrency_queue
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
+from replaykit.runtime.run_filters import ListFilters
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowFilter, WorkflowRow
@@ -465,16 +466,10 @@ class Client(ClientSchedules, BulkActions, Listing):
     def _trace_context(self) -> str | None:
         return current_trace_context()
 
-    def _stranded(
-        self,
-        where: WorkflowFilter,
-        *,
-        executor_id: str | None,
-        status: object,
-        version: str | None,
-    ) -> list[WorkflowRow]:
+    def _stranded(self, where: WorkflowFilter, filters: ListFilters) -> list[WorkflowRow]:
         """PENDING and ENQUEUED runs stamped with another version than the client's
         `app_version` (of `executor_id`, if given): what its engines never pick up."""
+        status, version = filters.get("status"), filters.get("version")
         if not self.app_version or status is not None or version is not None:
             raise ValueError(
                 "list_workflows(stranded=True) lists the PENDING and ENQUEUED runs of "
@@ -482,7 +477,10 @@ class Client(ClientSchedules, BulkActions, Listing):
                 "version your engines run, and pass no status= or version="
             )
         return admin.stranded_runs(
-            self.store, app_version=self.app_version, executor_id=executor_id, where=where
+            self.store,
+            app_version=self.app_version,
+            executor_id=filters.get("executor_id"),
+            where=where,
         )
 
     # -- messages and events ----------------------------------------------------------------

@@ -48,6 +48,7 @@ from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, queu
 from replaykit.runtime.recovery import Recovery, hold_executor_id
 from replaykit.runtime.retention import Retention, checked_retention
 from replaykit.runtime.retries import RetryingStore
+from replaykit.runtime.run_filters import ListFilters
 from replaykit.runtime.schedule_loop import ScheduleLoop, tick_starter
 from replaykit.runtime.scheduler import DEFAULT_MAX_GENERATIONS_IN_A_ROW, Scheduler
 from replaykit.runtime.schedules import registered_schedules
@@ -698,14 +699,8 @@ class Engine(Timing, History, BulkActions, Listing):
     def _handle_for(self, workflow_id: str, result_type: Any) -> WorkflowHandle[Any]:
         return WorkflowHandle(self, workflow_id, result_type)
 
-    def _stranded(
-        self,
-        where: WorkflowFilter,
-        *,
-        executor_id: str | None,
-        status: object,
-        version: str | None,
-    ) -> list[WorkflowRow]:
+    def _stranded(self, where: WorkflowFilter, filters: ListFilters) -> list[WorkflowRow]:
+        status, version = filters.get("status"), filters.get("version")
         if status is not None or version is not None:
             raise ValueError(
                 "list_workflows(stranded=True) lists PENDING and ENQUEUED runs of versions "
@@ -714,7 +709,7 @@ class Engine(Timing, History, BulkActions, Listing):
         return admin.stranded_runs(
             self.store,
             app_version=self.app_version,
-            executor_id=executor_id or self.executor_id,
+            executor_id=filters.get("executor_id") or self.executor_id,
             where=where,
         )
 

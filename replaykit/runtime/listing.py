@@ -30,14 +30,7 @@ class Listing:
         """Raise if this face may not read now (a closed client); an engine reads after
         its close, as it always has."""
 
-    def _stranded(
-        self,
-        where: WorkflowFilter,
-        *,
-        executor_id: str | None,
-        status: object,
-        version: str | None,
-    ) -> list[WorkflowRow]:
+    def _stranded(self, where: WorkflowFilter, filters: ListFilters) -> list[WorkflowRow]:
         """`list_workflows(stranded=True)`: what this face means by stranded runs."""
         raise NotImplementedError
 
@@ -65,12 +58,7 @@ class Listing:
         chosen = workflow_filter(limit=limit, offset=offset, **filters)
         chosen = attrs.evolve(chosen, where=where_of(where))
         if stranded:
-            return self._stranded(
-                chosen,
-                executor_id=filters.get("executor_id"),
-                status=filters.get("status"),
-                version=filters.get("version"),
-            )
+            return self._stranded(chosen, filters)
         return self.store.list_workflows(chosen)
 
     @overload
