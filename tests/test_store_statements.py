@@ -53,3 +53,48 @@ def test_a_statement_only_one_dialect_needs_says_why() -> None:
     assert parse_statements(text, source="t") == {"a": "SELECT pg_advisory_lock(1);"}
     with pytest.raises(StatementError, match="without saying why"):
         dialect_only("-- name: a\n-- only:\nSELECT 1;\n", source="t")
+
+
+def test_a_part_is_set_into_each_statement_that_names_it() -> None:
+    text = """\
+-- part: live_runs
+-- The runs still going.
+live AS (SELECT id
+    FROM runs
+    WHERE status = 'PENDING')
+
+-- name: count_live
+WITH {part:live_runs}
+SELECT count(*) FROM live;
+
+-- name: first_live
+WITH {part:live_runs}
+SELECT min(id) FROM live;
+"""
+    live = "live AS (SELECT id\n    FROM runs\n    WHERE status = 'PENDING')"
+    assert parse_statements(text, source="t.sql") == {
+        "count_live": f"WITH {live}\nSELECT count(*) FROM live;",
+        "first_live": f"WITH {live}\nSELECT min(id) FROM live;",
+    }
+
+
+def test_a_missing_or_unused_part_is_refused() -> None:
+    with pytest.raises(StatementError, match=r"uses part 'gone', which the file does not"):
+        parse_statements("-- name: a\nSELECT {part:gone};\n", source="t.sql")
+    unused = "-- part: spare\nSELECT 2\n-- name: a\nSELECT 1;\n"
+    with pytest.raises(StatementError, match=r"part 'spare' is used by no statement"):
+        parse_statements(unused, source="t.sql")
+    twice = "-- part: p\nSELECT 2\n-- part: p\nSELECT 3\n-- name: a\nSELECT {part:p};\n"
+    with pytest.raises(StatementError, match=r"line 3: part 'p' is defined twice"):
+        parse_statements(twice, source="t.sql")
+
+
+def test_the_postgres_batches_share_their_gate_as_parts() -> None:
+    from replaykit.stores.postgres.statements import SQL
+
+    locked = "FOR NO KEY UPDATE) w\n    WHERE w.status = 'PENDING'"
+    for name in ("record_batch", "finish_batch", "finish_with_record_batch"):
+        assert "{part:" not in SQL[name]
+        assert locked in SQL[name], name
+    gate = "WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL"
+    assert gate in SQL["record_batch"] and gate in SQL["finish_with_record_batch"]

@@ -14,6 +14,13 @@ Both dialects answer the same questions under the same names
 each). A statement only one dialect needs — a PostgreSQL advisory lock, SQLite's
 switch to WAL — says so in a comment line `-- only: <why the other has none>`
 right under its name.
+
+A piece of SQL that several statements share word for word (the gate a batch of
+records passes, the runs a batch locks) is a part: a block that starts at a line
+`-- part: locked_runs`, written once, and set into each statement that names it on
+a line `{part:locked_runs}` when the file is read. A part is no statement of its own
+(it has no twin in the other dialect), and a part that no statement uses, or a use
+of a part the file lacks, is refused.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from importlib import resources
 
 __all__ = ["StatementError", "Statements", "dialect_only", "parse_statements"]
 
-_NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>\S*)\s*$")
+_NAME_LINE = re.compile(r"^--\s*(?P<kind>name|part):\s*(?P<name>\S*)\s*$")
+_PART_USE = re.compile(r"\{part:(?P<name>[^}]*)\}")
 _ONLY_LINE = re.compile(r"^--\s*only:\s*(?P<why>.*?)\s*$")
 _VALID_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -49,12 +57,22 @@ def dialect_only(text: str, *, source: str) -> dict[str, str]:
 
 def _parse(text: str, *, source: str) -> tuple[dict[str, str], dict[str, str]]:
     statements: dict[str, str] = {}
+    parts: dict[str, str] = {}
     only: dict[str, str] = {}
     name: str | None = None
+    is_part = False
     body: list[str] = []
 
     def close(line_number: int) -> None:
         if name is None:
+            return
+        if is_part:
+            part = _strip_leading_comments(body)
+            if not part:
+                raise StatementError(
+                    f"{source}: part {name!r} (ending before line {line_number}) has no SQL"
+                )
+            parts[name] = part
             return
         for line in body:
             if line.strip() and not line.strip().startswith("--"):
@@ -78,16 +96,15 @@ def _parse(text: str, *, source: str) -> tuple[dict[str, str], dict[str, str]]:
         match = _NAME_LINE.match(line.strip())
         if match is not None:
             close(number)
-            name = match["name"]
+            name, is_part = match["name"], match["kind"] == "part"
+            what = "part" if is_part else "statement"
             if not _VALID_NAME.match(name):
                 raise StatementError(
-                    f"{source}, line {number}: statement name {name!r} must be lowercase "
+                    f"{source}, line {number}: {what} name {name!r} must be lowercase "
                     "letters, digits and underscores, starting with a letter"
                 )
-            if name in statements:
-                raise StatementError(
-                    f"{source}, line {number}: statement {name!r} is defined twice"
-                )
+            if name in (parts if is_part else statements):
+                raise StatementError(f"{source}, line {number}: {what} {name!r} is defined twice")
             body = []
         elif name is None:
             if line.strip() and not line.strip().startswith("--"):
@@ -97,7 +114,30 @@ def _parse(text: str, *, source: str) -> tuple[dict[str, str], dict[str, str]]:
         else:
             body.append(line)
     close(len(lines) + 1)
-    return statements, only
+    return _with_parts(statements, parts, source=source), only
+
+
+def _with_parts(
+    statements: dict[str, str], parts: dict[str, str], *, source: str
+) -> dict[str, str]:
+    """Each statement with the parts it names set in; every part must be used."""
+    used: set[str] = set()
+
+    def part(match: re.Match[str]) -> str:
+        wanted = match["name"]
+        if wanted not in parts:
+            raise StatementError(
+                f"{source}: a statement uses part {wanted!r}, which the file does not "
+                f"define (its parts: {', '.join(sorted(parts)) or 'none'})"
+            )
+        used.add(wanted)
+        return parts[wanted]
+
+    built = {name: _PART_USE.sub(part, sql) for name, sql in statements.items()}
+    unused = sorted(set(parts) - used)
+    if unused:
+        raise StatementError(f"{source}: part {unused[0]!r} is used by no statement")
+    return built
 
 
 def _strip_leading_comments(lines: list[str]) -> str:

@@ -695,21 +695,11 @@ WHERE w.shard_key = %s AND w.workflow_id = %s
 ORDER BY b.position, b.child_path;
 
 
--- name: record_batch
--- Many plain records (no side effects) of distinct runs in one statement. The same
--- gate as the one-record write per row: the run PENDING (and owned by the executor
--- named, if any), the previous position present, a completed position never
--- overwritten. Returns the ids of the runs whose record was written; the caller sends
--- every other one down the one-record path, which explains refusals. Runs are locked
--- in id order so two batches never wait for each other crosswise.
--- only: one statement per batch; SQLite's writer runs a batch in one transaction
-WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS kind, e->>3
-        AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, (e->>6)::timestamptz AS
-        started_at, (e->>7)::timestamptz AS completed_at, (e->>8)::timestamptz AS rwake,
-        (e->>9)::int AS attempts, e->>10 AS executor, (e->>11)::timestamptz AS wake_at,
-        (e->>12) COLLATE "C" AS shard
-    FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n)
-    JOIN unnest(%(outcome)b::text[]) WITH ORDINALITY AS o(outcome, n) USING (n)),
+-- part: locked_pending_runs
+-- The runs of a batch's `input` (shard, wid, executor) that may be written: each
+-- PENDING and owned by the executor named, if any, locked in id order so two batches
+-- never wait for each other crosswise. `OFFSET 0` keeps each lookup a primary-key
+-- probe the planner does not flatten into a join.
 run AS (SELECT w.shard_key, w.workflow_id
     FROM (SELECT shard, wid, executor
         FROM input
@@ -719,7 +709,13 @@ run AS (SELECT w.shard_key, w.workflow_id
         WHERE w.shard_key = i.shard AND w.workflow_id = i.wid
         OFFSET 0
         FOR NO KEY UPDATE) w
-    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)),
+    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor))
+
+-- part: gated_records
+-- The records of a batch's `input` that pass the one-record write's gate, written:
+-- the run locked above, the previous position present, a completed position never
+-- overwritten (a pending one only by a completion, or by the same command with more
+-- attempts). Returns the runs whose record was written.
 ins AS (INSERT INTO {s}.records AS r (shard_key, workflow_id, position, kind, name,
             outcome, digest, call_site, started_at, completed_at, wake_at, attempts)
     SELECT i.shard, i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site,
@@ -737,7 +733,25 @@ ins AS (INSERT INTO {s}.records AS r (shard_key, workflow_id, position, kind, na
         excluded.completed_at, wake_at = excluded.wake_at, attempts = excluded.attempts
     WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (excluded.kind = r.kind
             AND excluded.name = r.name AND excluded.attempts > r.attempts))
-    RETURNING r.shard_key, r.workflow_id),
+    RETURNING r.shard_key, r.workflow_id)
+
+-- name: record_batch
+-- Many plain records (no side effects) of distinct runs in one statement. The same
+-- gate as the one-record write per row: the run PENDING (and owned by the executor
+-- named, if any), the previous position present, a completed position never
+-- overwritten. Returns the ids of the runs whose record was written; the caller sends
+-- every other one down the one-record path, which explains refusals. Runs are locked
+-- in id order so two batches never wait for each other crosswise.
+-- only: one statement per batch; SQLite's writer runs a batch in one transaction
+WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS kind, e->>3
+        AS name, o.outcome, e->>4 AS digest, e->>5 AS call_site, (e->>6)::timestamptz AS
+        started_at, (e->>7)::timestamptz AS completed_at, (e->>8)::timestamptz AS rwake,
+        (e->>9)::int AS attempts, e->>10 AS executor, (e->>11)::timestamptz AS wake_at,
+        (e->>12) COLLATE "C" AS shard
+    FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n)
+    JOIN unnest(%(outcome)b::text[]) WITH ORDINALITY AS o(outcome, n) USING (n)),
+{part:locked_pending_runs},
+{part:gated_records},
 wake AS (UPDATE {s}.workflows w
     SET wake_at = i.wake_at
     FROM ins
@@ -828,16 +842,7 @@ WITH input AS (SELECT shard COLLATE "C" AS shard, wid COLLATE "C" AS wid, status
     FROM unnest(%(shard)b::text[], %(wid)b::text[], %(status)b::text[], %(result)b::text[],
             %(error)b::text[], %(executor)b::text[]) AS i(shard, wid, status, result, error,
             executor)),
-run AS (SELECT w.shard_key, w.workflow_id
-    FROM (SELECT shard, wid, executor
-        FROM input
-        ORDER BY wid) i
-    CROSS JOIN LATERAL (SELECT w.shard_key, w.workflow_id, w.status, w.executor_id
-        FROM {s}.workflows w
-        WHERE w.shard_key = i.shard AND w.workflow_id = i.wid
-        OFFSET 0
-        FOR NO KEY UPDATE) w
-    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)),
+{part:locked_pending_runs},
 u AS (UPDATE {s}.workflows w
     SET status = i.status, result = i.result::json, error = i.error, updated_at = %(now)s,
         wake_at = NULL
@@ -864,34 +869,8 @@ WITH input AS (SELECT (e->>0) COLLATE "C" AS wid, (e->>1)::int AS pos, e->>2 AS 
     FROM json_array_elements(%(rows)s::json) WITH ORDINALITY AS r(e, n)
     JOIN unnest(%(outcome)b::text[], %(result)b::text[]) WITH ORDINALITY AS o(outcome,
             result, n) USING (n)),
-run AS (SELECT w.shard_key, w.workflow_id
-    FROM (SELECT shard, wid, executor
-        FROM input
-        ORDER BY wid) i
-    CROSS JOIN LATERAL (SELECT w.shard_key, w.workflow_id, w.status, w.executor_id
-        FROM {s}.workflows w
-        WHERE w.shard_key = i.shard AND w.workflow_id = i.wid
-        OFFSET 0
-        FOR NO KEY UPDATE) w
-    WHERE w.status = 'PENDING' AND (i.executor IS NULL OR w.executor_id = i.executor)),
-ins AS (INSERT INTO {s}.records AS r (shard_key, workflow_id, position, kind, name,
-            outcome, digest, call_site, started_at, completed_at, wake_at, attempts)
-    SELECT i.shard, i.wid, i.pos, i.kind, i.name, i.outcome::json, i.digest, i.call_site,
-        i.started_at, i.completed_at, i.rwake, i.attempts
-    FROM input i
-    JOIN run ON run.workflow_id = i.wid
-    LEFT JOIN LATERAL (SELECT 1 AS found
-        FROM {s}.records p
-        WHERE p.shard_key = i.shard AND p.workflow_id = i.wid AND p.position = i.pos - 1
-        LIMIT 1) prev ON true
-    WHERE i.pos = 0 OR prev.found IS NOT NULL
-    ON CONFLICT (shard_key, workflow_id, position) DO UPDATE SET kind = excluded.kind, name =
-        excluded.name, outcome = excluded.outcome, digest = excluded.digest, call_site =
-        excluded.call_site, started_at = excluded.started_at, completed_at =
-        excluded.completed_at, wake_at = excluded.wake_at, attempts = excluded.attempts
-    WHERE r.outcome IS NULL AND (excluded.outcome IS NOT NULL OR (excluded.kind = r.kind
-            AND excluded.name = r.name AND excluded.attempts > r.attempts))
-    RETURNING r.shard_key, r.workflow_id),
+{part:locked_pending_runs},
+{part:gated_records},
 u AS (UPDATE {s}.workflows w
     SET status = i.status, result = i.result::json, error = i.error, updated_at = %(now)s,
         wake_at = NULL
