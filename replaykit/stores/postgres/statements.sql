@@ -1008,23 +1008,32 @@ WHERE shard_key = %s AND workflow_id = %s
 RETURNING recovery_attempts;
 
 
--- name: send_message
--- A message to a run (locked KEY SHARE so it is not deleted meanwhile), numbered next in
--- the run's inbox; returns (runs found, messages sent, false).
-WITH target AS (SELECT workflow_id
+-- part: message_target
+-- The run a message is sent to, locked KEY SHARE so it is not deleted meanwhile (no
+-- row: no such run, and nothing is sent).
+target AS (SELECT workflow_id
     FROM {s}.workflows
     WHERE shard_key = %(shard)s AND workflow_id = %(wid)s
-    FOR KEY SHARE),
-numbered AS (INSERT INTO {s}.inboxes AS b (shard_key, workflow_id, last_message)
-    SELECT %(shard)s, workflow_id, 1
-    FROM target
-    ON CONFLICT (shard_key, workflow_id) DO UPDATE SET last_message = b.last_message + 1
-    RETURNING workflow_id, last_message),
+    FOR KEY SHARE)
+
+-- part: numbered_message
+-- The message itself, under the number `numbered` took in the run's inbox.
 sent AS (INSERT INTO {s}.messages (shard_key, workflow_id, message_id, topic, payload,
             created_at, trace_context)
     SELECT %(shard)s, workflow_id, last_message, %(topic)s, %(payload)s, %(now)s, %(trace)s
     FROM numbered
     RETURNING workflow_id)
+
+-- name: send_message
+-- A message to a run (locked KEY SHARE so it is not deleted meanwhile), numbered next in
+-- the run's inbox; returns (runs found, messages sent, false).
+WITH {part:message_target},
+numbered AS (INSERT INTO {s}.inboxes AS b (shard_key, workflow_id, last_message)
+    SELECT %(shard)s, workflow_id, 1
+    FROM target
+    ON CONFLICT (shard_key, workflow_id) DO UPDATE SET last_message = b.last_message + 1
+    RETURNING workflow_id, last_message),
+{part:numbered_message}
 SELECT (SELECT count(*)
     FROM target), (SELECT count(*)
     FROM sent), false;
@@ -1050,10 +1059,7 @@ FROM ev;
 -- sent, whether an earlier attempt of this same call used the key). The statement's
 -- snapshot does not see its own insert of the key.
 -- only: one statement; SQLite runs use_send_key, send_message, send_key_used_by_call
-WITH target AS (SELECT workflow_id
-    FROM {s}.workflows
-    WHERE shard_key = %(shard)s AND workflow_id = %(wid)s
-    FOR KEY SHARE),
+WITH {part:message_target},
 used_key AS (INSERT INTO {s}.send_keys (shard_key, workflow_id, key, call_id)
     SELECT %(shard)s, workflow_id, %(key)s, %(call)s
     FROM target
@@ -1064,11 +1070,7 @@ numbered AS (INSERT INTO {s}.inboxes AS b (shard_key, workflow_id, last_message)
     FROM used_key
     ON CONFLICT (shard_key, workflow_id) DO UPDATE SET last_message = b.last_message + 1
     RETURNING workflow_id, last_message),
-sent AS (INSERT INTO {s}.messages (shard_key, workflow_id, message_id, topic, payload,
-            created_at, trace_context)
-    SELECT %(shard)s, workflow_id, last_message, %(topic)s, %(payload)s, %(now)s, %(trace)s
-    FROM numbered
-    RETURNING workflow_id)
+{part:numbered_message}
 SELECT (SELECT count(*)
     FROM target), (SELECT count(*)
     FROM sent), EXISTS (SELECT 1
