@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import os
@@ -460,7 +461,7 @@ async def _sleepers(spec: dict[str, Any]) -> dict[str, Any]:
             # measure_sleepers is blocking: it runs on a thread, and each batch on the loop.
             return asyncio.run_coroutine_threadsafe(start_batch(prefix, how_many), loop).result()
 
-        metrics = await asyncio.to_thread(
+        metrics: dict[str, Any] = await asyncio.to_thread(
             measure_sleepers, start, spec["sleepers"], WARM_SLEEPERS, spec["mode"]
         )
         # Checked after the readings, so the checks' own allocations are not counted.
@@ -633,9 +634,7 @@ def case_lag(args: argparse.Namespace, places: Places) -> dict[str, dict[str, An
         progress(f"lag: AsyncEngine, {body} bodies")
         with place(places, "postgres", "aio_lag") as url:
             found[f"aio-{body}"] = _guard(
-                lambda url=url, body=body: asyncio.run(
-                    aio_throughput(url, body, args.n, args.steps, timeout=args.timeout, lag=True)
-                )
+                functools.partial(_run_lagged, url, body, args.n, args.steps, timeout=args.timeout)
             )
     progress("lag: the loop idle while the sync Engine works")
     with place(places, "postgres", "aio_lag") as url:
@@ -643,6 +642,13 @@ def case_lag(args: argparse.Namespace, places: Places) -> dict[str, dict[str, An
             lambda: asyncio.run(lag_beside_sync(url, args.n, args.steps, timeout=args.timeout))
         )
     return found
+
+
+def _run_lagged(
+    url: str, body: str, workflows: int, steps: int, *, timeout: float
+) -> dict[str, Any]:
+    """`aio_throughput` with the lag ticker, on a loop of its own."""
+    return asyncio.run(aio_throughput(url, body, workflows, steps, timeout=timeout, lag=True))
 
 
 def _guard(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 from bench.places import Places, check_postgres
@@ -53,7 +53,7 @@ def poll(done: int) -> int:
 
 
 @workflow(name="bench.can_poller")
-def poller(done: int, total: int, every: int):
+def poller(done: int, total: int, every: int) -> Generator[Any, Any, int]:
     """`total` iterations of Step + Sleep(60); continues as new every `every` (0: never)."""
     while True:
         done = yield Step("poll", poll, done)

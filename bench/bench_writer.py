@@ -90,7 +90,7 @@ class _Bench:
             self.floor.execute("PRAGMA synchronous = NORMAL")
             self.floor.execute(_FLOOR)
         self.inner = inner
-        store: Store = RetryingStore(CodecStore(inner, None), stop=lambda: False)  # type: ignore[assignment]
+        store: Store = RetryingStore(CodecStore(inner, None), stop=lambda: False)
         self.store = store
         self.writer = RecordWriter(store, executor_id="bench", stop=lambda: False)
 
