@@ -75,12 +75,12 @@ def test_a_batch_dedup_is_refused_against_the_store_and_within_the_batch() -> No
 
 def test_only_an_engines_own_note_on_a_pending_run_stays_pending() -> None:
     # A note on why it waits, or a reset of its recovery count: no resume, no note.
-    assert stays_pending([Status.PENDING], error="waits for version v2")
-    assert stays_pending([Status.PENDING], reset_recovery=True)
+    assert stays_pending({"only_from": [Status.PENDING], "error": "waits for version v2"})
+    assert stays_pending({"only_from": [Status.PENDING], "reset_recovery": True})
     # A bare re-affirm is a hand-over: the run's engine is told ("resumed").
-    assert not stays_pending([Status.PENDING])
-    assert not stays_pending([Status.PENDING, Status.PARKED], error="x")
-    assert not stays_pending(None, reset_recovery=True)
+    assert not stays_pending({"only_from": [Status.PENDING]})
+    assert not stays_pending({"only_from": [Status.PENDING, Status.PARKED], "error": "x"})
+    assert not stays_pending({"only_from": None, "reset_recovery": True})
 
 
 def test_claim_room_is_the_least_the_limits_allow() -> None:

@@ -239,7 +239,7 @@ def check_rewind_position(row: WorkflowRow, position: int, log_length: int) -> N
 
 
 def rewound(
-    row: WorkflowRow, executor_id: str, app_version: str, now: datetime
+    row: WorkflowRow, *, generation: int, executor_id: str, app_version: str, now: datetime
 ) -> tuple[WorkflowRow, WorkflowRow]:
     """(the archived attempt, the run's row once rewound). The attempt keeps its result
     and error, so its history shows how it ended; the run starts its next generation

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import threading
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from replaykit.log import Record
 from replaykit.stores._checks import check_names
@@ -22,6 +22,7 @@ from replaykit.stores._generations import (
     rewound,
 )
 from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.options import Rewind
 
 __all__ = ["MemoryGenerations"]
 
@@ -76,15 +77,13 @@ class MemoryGenerations:
         return live
 
     def rewind_workflow(
-        self,
-        workflow_id: str,
-        position: int,
-        *,
-        generation: int,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
+        self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
+        executor_id, app_version, generation = (
+            options["executor_id"],
+            options["app_version"],
+            options["generation"],
+        )
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         archived_id = archive_id(workflow_id, generation)
         with self._lock:
@@ -97,7 +96,7 @@ class MemoryGenerations:
                 len(log),
                 self._rows.get(archived_id),
             )
-            attempt, live = rewound(row, executor_id, app_version, now)
+            attempt, live = rewound(row, **options)
             self._rows[archived_id] = attempt
             self._order[archived_id] = len(self._order)
             self._logs[archived_id] = log

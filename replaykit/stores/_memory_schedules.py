@@ -6,11 +6,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Unpack
 
 import attrs
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
+from replaykit.stores.options import ClearRequest
 
 __all__ = ["MemorySchedules"]
 
@@ -95,13 +97,8 @@ class MemorySchedules:
         self._notify("schedule", name)
         return start, end
 
-    def clear_schedule_request(
-        self,
-        name: str,
-        *,
-        trigger_at: datetime | None = None,
-        backfill: tuple[datetime, datetime] | None = None,
-    ) -> None:
+    def clear_schedule_request(self, name: str, **options: Unpack[ClearRequest]) -> None:
+        trigger_at, backfill = options.get("trigger_at"), options.get("backfill")
         check_names(schedule_name=name)
         with self._lock:
             state = self._schedules.get(name)

@@ -22,6 +22,7 @@ from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores._shards import check_shard_key
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
+from replaykit.stores.options import StatusChange
 from replaykit.stores.where import matches
 
 __all__ = [
@@ -170,18 +171,17 @@ def check_batch_dedup(
             held[key] = row.workflow_id
 
 
-def stays_pending(
-    only_from: Sequence[Status] | None, *, error: str = "", reset_recovery: bool = False
-) -> bool:
+def stays_pending(change: StatusChange) -> bool:
     """Whether a `set_status(PENDING, only_from=...)` is an engine's own bookkeeping on a
     run it may be running (a note on why it waits, a reset of the recovery count): it can
     only find the run PENDING and says something of it, so it resumes nothing and
     notifies nothing. A bare re-affirm (no error, no reset) is a hand-over: the run's
     engine is told it has it ("resumed"), wherever it runs."""
+    only_from = change.get("only_from")
     return (
         only_from is not None
         and {Status(s) for s in only_from} == {Status.PENDING}
-        and (bool(error) or reset_recovery)
+        and (bool(change.get("error")) or change.get("reset_recovery", False))
     )
 
 

@@ -64,12 +64,21 @@ Every method is one transaction. The runtime relies on these guarantees, and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Unpack, runtime_checkable
 
 from replaykit.log import Outcome, Record, Status, archive_id
 from replaykit.stores._holds import ExecutorHold
+from replaykit.stores.options import (
+    ClearRequest,
+    FinishOptions,
+    HeartbeatOptions,
+    RecordOptions,
+    Rewind,
+    SendOptions,
+    StatusChange,
+)
 from replaykit.stores.values import (
     MAX_NAME_BYTES,
     CancelRequest,
@@ -92,15 +101,22 @@ __all__ = [
     "MAX_NAME_BYTES",
     "CancelRequest",
     "ClaimLimits",
+    "ClearRequest",
     "DamagedRow",
     "EventWrite",
+    "FinishOptions",
     "FinishWrite",
+    "HeartbeatOptions",
     "LoadedRun",
     "Message",
     "OutgoingMessage",
+    "RecordOptions",
     "RecordWrite",
+    "Rewind",
     "ScheduleSpec",
     "ScheduleState",
+    "SendOptions",
+    "StatusChange",
     "StepHeartbeat",
     "Store",
     "WorkflowFilter",
@@ -189,14 +205,7 @@ class Store(Protocol):
         ...
 
     def heartbeat(
-        self,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
-        *,
-        workflows: Collection[str] | None = None,
-        queues: Collection[str] | None = None,
-        lease_seconds: float | None = None,
+        self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
         """Record that `executor_id` is alive (upsert), and what it runs.
 
@@ -300,17 +309,7 @@ class Store(Protocol):
         """
         ...
 
-    def record(
-        self,
-        workflow_id: str,
-        record: Record,
-        *,
-        executor_id: str | None = None,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record:
+    def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
         """Write `record` at its position; return what the position now holds.
 
         - no record there: insert it (pending or completed);
@@ -404,10 +403,7 @@ class Store(Protocol):
         workflow_id: str,
         status: Status,
         result: Outcome | None,
-        *,
-        error: str = "",
-        executor_id: str | None = None,
-        record: Record | None = None,
+        **options: Unpack[FinishOptions],
     ) -> bool:
         """Move a PENDING run to a terminal status with its result, and its last record.
 
@@ -500,14 +496,7 @@ class Store(Protocol):
         ...
 
     def rewind_workflow(
-        self,
-        workflow_id: str,
-        position: int,
-        *,
-        generation: int,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
+        self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
         """Run a finished run again from `position`, under its own id (one transaction).
 
@@ -524,17 +513,7 @@ class Store(Protocol):
         """
         ...
 
-    def set_status(
-        self,
-        workflow_id: str,
-        status: Status,
-        *,
-        only_from: Sequence[Status] | None = None,
-        error: str = "",
-        executor_id: str | None = None,
-        reset_recovery: bool = False,
-        app_version: str | None = None,
-    ) -> bool:
+    def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
         """Change a run's status (only from `only_from` when given).
 
         `executor_id` reassigns ownership; `app_version` restamps the run (a
@@ -602,14 +581,7 @@ class Store(Protocol):
         ...
 
     def send_message(
-        self,
-        workflow_id: str,
-        topic: str,
-        payload: Any,
-        *,
-        idempotency_key: str | None = None,
-        call_id: str | None = None,
-        trace_context: str | None = None,
+        self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
         """Append to a run's inbox; False (and nothing sent) if the key was used before.
 
@@ -815,13 +787,7 @@ class Store(Protocol):
         """
         ...
 
-    def clear_schedule_request(
-        self,
-        name: str,
-        *,
-        trigger_at: datetime | None = None,
-        backfill: tuple[datetime, datetime] | None = None,
-    ) -> None:
+    def clear_schedule_request(self, name: str, **options: Unpack[ClearRequest]) -> None:
         """Clear the pending trigger if it is still `trigger_at`, the backfill if still `backfill`.
 
         A request made after the one carried out is kept. Clearing what is not

@@ -20,9 +20,9 @@ back as it was given (`serde.escape_payload`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Unpack
 
 import attrs
 
@@ -49,6 +49,15 @@ from replaykit.stores.base import (
     WorkflowFilter,
     WorkflowRow,
     archive_id,
+)
+from replaykit.stores.options import (
+    ClearRequest,
+    FinishOptions,
+    HeartbeatOptions,
+    RecordOptions,
+    Rewind,
+    SendOptions,
+    StatusChange,
 )
 from replaykit.stores.values import LoadedRun
 
@@ -327,23 +336,9 @@ class CodecStore:
         return rows
 
     def heartbeat(
-        self,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
-        *,
-        workflows: Collection[str] | None = None,
-        queues: Collection[str] | None = None,
-        lease_seconds: float | None = None,
+        self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
-        return self.inner.heartbeat(
-            executor_id,
-            app_version,
-            now,
-            workflows=workflows,
-            queues=queues,
-            lease_seconds=lease_seconds,
-        )
+        return self.inner.heartbeat(executor_id, app_version, now, **options)
 
     def take_over(
         self, *, executor_id: str, app_version: str, lease_seconds: float, now: datetime
@@ -399,27 +394,9 @@ class CodecStore:
             for run in self.inner.load_runs(workflow_ids)  # type: ignore[attr-defined]
         ]
 
-    def record(
-        self,
-        workflow_id: str,
-        record: Record,
-        *,
-        executor_id: str | None = None,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record:
+    def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
         written = self._encode_record(record)
-        stored = self.inner.record(
-            workflow_id,
-            written,
-            executor_id=executor_id,
-            consume=consume,
-            send=self._encode_send(send),
-            event=self._encode_event(event),
-            wake_at=wake_at,
-        )
+        stored = self.inner.record(workflow_id, written, **self._encode_options(options))
         return self._answer(stored, written, record, workflow_id)
 
     def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | Exception]:
@@ -446,6 +423,16 @@ class CodecStore:
         written = self._encode_record(record)
         stored = self.inner.record_late(workflow_id, written, executor_id=executor_id)
         return self._answer(stored, written, record, workflow_id)
+
+    def _encode_options(self, options: RecordOptions) -> RecordOptions:
+        """`record()`'s options with the message and the event they carry encoded."""
+        send, event = options.get("send"), options.get("event")
+        if send is None and event is None:
+            return options
+        encoded = options.copy()
+        encoded["send"] = self._encode_send(send)
+        encoded["event"] = self._encode_event(event)
+        return encoded
 
     def _encode_write(self, write: RecordWrite) -> RecordWrite:
         record = self._encode_record(write.record)
@@ -486,12 +473,10 @@ class CodecStore:
         workflow_id: str,
         status: Status,
         result: Outcome | None,
-        *,
-        error: str = "",
-        executor_id: str | None = None,
-        record: Record | None = None,
+        **options: Unpack[FinishOptions],
     ) -> bool:
-        encoded_result, error = self._encode_result(result, error)
+        executor_id, record = options.get("executor_id"), options.get("record")
+        encoded_result, error = self._encode_result(result, options.get("error", ""))
         try:
             return self.inner.finish_workflow(
                 workflow_id,
@@ -586,26 +571,8 @@ class CodecStore:
             error = encoded_result.error.message
         return encoded_result, error
 
-    def set_status(
-        self,
-        workflow_id: str,
-        status: Status,
-        *,
-        only_from: Sequence[Status] | None = None,
-        error: str = "",
-        executor_id: str | None = None,
-        reset_recovery: bool = False,
-        app_version: str | None = None,
-    ) -> bool:
-        return self.inner.set_status(
-            workflow_id,
-            status,
-            only_from=only_from,
-            error=error,
-            executor_id=executor_id,
-            reset_recovery=reset_recovery,
-            app_version=app_version,
-        )
+    def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
+        return self.inner.set_status(workflow_id, status, **options)
 
     def bump_recovery(self, workflow_id: str) -> int:
         return self.inner.bump_recovery(workflow_id)
@@ -625,25 +592,9 @@ class CodecStore:
         return self.inner.set_attributes(workflow_id, attributes)
 
     def rewind_workflow(
-        self,
-        workflow_id: str,
-        position: int,
-        *,
-        generation: int,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
+        self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
-        return self._decode_row(
-            self.inner.rewind_workflow(
-                workflow_id,
-                position,
-                generation=generation,
-                executor_id=executor_id,
-                app_version=app_version,
-                now=now,
-            )
-        )
+        return self._decode_row(self.inner.rewind_workflow(workflow_id, position, **options))
 
     def continue_workflow(
         self,
@@ -687,23 +638,9 @@ class CodecStore:
     # -- messages and events ---------------------------------------------------------------
 
     def send_message(
-        self,
-        workflow_id: str,
-        topic: str,
-        payload: Any,
-        *,
-        idempotency_key: str | None = None,
-        call_id: str | None = None,
-        trace_context: str | None = None,
+        self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
-        return self.inner.send_message(
-            workflow_id,
-            topic,
-            self._encode(payload),
-            idempotency_key=idempotency_key,
-            call_id=call_id,
-            trace_context=trace_context,
-        )
+        return self.inner.send_message(workflow_id, topic, self._encode(payload), **options)
 
     def create_and_send(
         self,
@@ -808,14 +745,8 @@ class CodecStore:
     ) -> tuple[datetime, datetime] | None:
         return self.inner.request_schedule_backfill(name, start, end, now)
 
-    def clear_schedule_request(
-        self,
-        name: str,
-        *,
-        trigger_at: datetime | None = None,
-        backfill: tuple[datetime, datetime] | None = None,
-    ) -> None:
-        self.inner.clear_schedule_request(name, trigger_at=trigger_at, backfill=backfill)
+    def clear_schedule_request(self, name: str, **options: Unpack[ClearRequest]) -> None:
+        self.inner.clear_schedule_request(name, **options)
 
     def delete_schedule_state(self, name: str) -> bool:
         return self.inner.delete_schedule_state(name)

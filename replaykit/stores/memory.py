@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 
@@ -74,6 +74,13 @@ from replaykit.stores.base import (
     StepHeartbeat,
     WorkflowFilter,
     WorkflowRow,
+)
+from replaykit.stores.options import (
+    FinishOptions,
+    HeartbeatOptions,
+    RecordOptions,
+    SendOptions,
+    StatusChange,
 )
 from replaykit.stores.values import LoadedRun
 from replaykit.stores.where import group_key
@@ -344,20 +351,14 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             return claimed
 
     def heartbeat(
-        self,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
-        *,
-        workflows: Collection[str] | None = None,
-        queues: Collection[str] | None = None,
-        lease_seconds: float | None = None,
+        self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
         check_names(executor_id=executor_id, app_version=app_version)
-        names = beats.registered(workflows, queues)
+        names = beats.registered(options.get("workflows"), options.get("queues"))
         with self._lock:
             self._heartbeats[executor_id] = (app_version, now)
             self._registered[executor_id] = names
+        lease_seconds = options.get("lease_seconds")
         if lease_seconds is None:
             return []
         return self.take_over(
@@ -492,22 +493,10 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 if (row := self._rows.get(wid)) is not None
             ]
 
-    def record(
-        self,
-        workflow_id: str,
-        record: Record,
-        *,
-        executor_id: str | None = None,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record:
+    def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
         notes: list[tuple[str, str]] = []
         with self._lock:
-            stored = self._record_locked(
-                workflow_id, record, executor_id, consume, send, event, wake_at, notes
-            )
+            stored = self._record_locked(RecordWrite(workflow_id, record, **options), notes)
         for kind, key in notes:
             self._notify(kind, key)
         return stored
@@ -519,36 +508,17 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         with self._lock:
             for write in batch:
                 try:
-                    answers.append(
-                        self._record_locked(
-                            write.workflow_id,
-                            write.record,
-                            write.executor_id,
-                            write.consume,
-                            write.send,
-                            write.event,
-                            write.wake_at,
-                            notes,
-                        )
-                    )
+                    answers.append(self._record_locked(write, notes))
                 except Exception as exc:
                     answers.append(exc)
         for kind, key in notes:
             self._notify(kind, key)
         return answers
 
-    def _record_locked(
-        self,
-        workflow_id: str,
-        record: Record,
-        executor_id: str | None,
-        consume: int | Sequence[int] | None,
-        send: OutgoingMessage | None,
-        event: EventWrite | None,
-        wake_at: datetime | None,
-        notes: list[tuple[str, str]],
-    ) -> Record:
+    def _record_locked(self, write: RecordWrite, notes: list[tuple[str, str]]) -> Record:
         """`record()` under the lock; appends the notifications to send after it."""
+        workflow_id, record, executor_id = write.workflow_id, write.record, write.executor_id
+        send, event = write.send, write.event
         check_write(workflow_id, record, executor_id, send, event)
         row = self._rows.get(workflow_id)
         check_recordable(row, workflow_id, executor_id)
@@ -561,7 +531,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 return stored
         elif position != len(log):
             raise gap_error(row.name, workflow_id, position, len(log))
-        if consume is not None:
+        if (consume := write.consume) is not None:
             ids = [consume] if isinstance(consume, int) else list(consume)
             inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
             missing = [i for i in ids if i not in inbox_ids]
@@ -595,8 +565,8 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             log[position] = record
         else:
             log.append(record)
-        if row.wake_at != wake_at:
-            self._rows[workflow_id] = attrs.evolve(row, updated_at=utc_now(), wake_at=wake_at)
+        if row.wake_at != write.wake_at:
+            self._rows[workflow_id] = attrs.evolve(row, updated_at=utc_now(), wake_at=write.wake_at)
         if send is not None and delivered:
             notes.append(("message", send.workflow_id))
         if event is not None:
@@ -645,13 +615,11 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         workflow_id: str,
         status: Status,
         result: Outcome | None,
-        *,
-        error: str = "",
-        executor_id: str | None = None,
-        record: Record | None = None,
+        **options: Unpack[FinishOptions],
     ) -> bool:
-        last = checked_finish(workflow_id, executor_id, record)
-        error = storable_error(error)
+        executor_id = options.get("executor_id")
+        last = checked_finish(workflow_id, executor_id, options.get("record"))
+        error = storable_error(options.get("error", ""))
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None or row.status is not Status.PENDING:
@@ -688,19 +656,11 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             ),
         )
 
-    def set_status(
-        self,
-        workflow_id: str,
-        status: Status,
-        *,
-        only_from: Sequence[Status] | None = None,
-        error: str = "",
-        executor_id: str | None = None,
-        reset_recovery: bool = False,
-        app_version: str | None = None,
-    ) -> bool:
+    def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
+        executor_id, app_version = options.get("executor_id"), options.get("app_version")
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
-        error = storable_error(error)
+        error = storable_error(options.get("error", ""))
+        only_from = options.get("only_from")
         with self._lock:
             row = self._rows.get(workflow_id)
             if row is None:
@@ -710,16 +670,14 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             changes: dict[str, Any] = {"status": status, "error": error, "updated_at": utc_now()}
             if executor_id is not None:
                 changes["executor_id"] = executor_id
-            if reset_recovery:
+            if options.get("reset_recovery", False):
                 changes["recovery_attempts"] = 0
             if app_version is not None:
                 changes["app_version"] = app_version
             self._rows[workflow_id] = attrs.evolve(row, **changes)
         if status.is_terminal:
             self._notify("finished", workflow_id)
-        elif status is Status.PENDING and not stays_pending(
-            only_from, error=error, reset_recovery=reset_recovery
-        ):
+        elif status is Status.PENDING and not stays_pending(options):
             self._notify("resumed", workflow_id)
         elif status is Status.ENQUEUED and row.queue:
             self._notify("enqueued", row.queue)
@@ -788,19 +746,18 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             return row.recovery_attempts
 
     def send_message(
-        self,
-        workflow_id: str,
-        topic: str,
-        payload: Any,
-        *,
-        idempotency_key: str | None = None,
-        call_id: str | None = None,
-        trace_context: str | None = None,
+        self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
+        idempotency_key = options.get("idempotency_key")
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         with self._lock:
             delivered = self._deliver(
-                workflow_id, topic, payload, idempotency_key, call_id, trace_context
+                workflow_id,
+                topic,
+                payload,
+                idempotency_key,
+                options.get("call_id"),
+                options.get("trace_context"),
             )
         if delivered:
             self._notify("message", workflow_id)

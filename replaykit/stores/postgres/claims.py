@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 
@@ -16,6 +15,7 @@ from replaykit.stores._partitions import partition_limits
 from replaykit.stores._rows import claimed
 from replaykit.stores._rules import claim_room
 from replaykit.stores.base import ClaimLimits, WorkflowRow
+from replaykit.stores.options import HeartbeatOptions
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.holds import executor_prefix
 from replaykit.stores.postgres.items import enqueue_items
@@ -139,15 +139,10 @@ class Claims:
         return int(found[0]) if found else 0
 
     def heartbeat(
-        self,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
-        *,
-        workflows: Collection[str] | None = None,
-        queues: Collection[str] | None = None,
-        lease_seconds: float | None = None,
+        self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
+        workflows, queues = options.get("workflows"), options.get("queues")
+        lease_seconds = options.get("lease_seconds")
         check_names(executor_id=executor_id, app_version=app_version)
         names = beats.encode(beats.registered(workflows, queues))
         if lease_seconds is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 import psycopg
@@ -15,6 +15,7 @@ from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import checked_create_and_send, no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
+from replaykit.stores.options import SendOptions
 from replaykit.stores.postgres.creates import insert_run, keyed
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import json_param, utc, utc_now, workflow_from_row
@@ -30,15 +31,10 @@ class Messages:
         self._sql = db.sql
 
     def send_message(
-        self,
-        workflow_id: str,
-        topic: str,
-        payload: Any,
-        *,
-        idempotency_key: str | None = None,
-        call_id: str | None = None,
-        trace_context: str | None = None,
+        self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
+        idempotency_key, call_id = options.get("idempotency_key"), options.get("call_id")
+        trace_context = options.get("trace_context")
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         db = self._db
         message = OutgoingMessage(

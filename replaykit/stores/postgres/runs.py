@@ -4,9 +4,9 @@ next generation, and deleting them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 
@@ -29,6 +29,7 @@ from replaykit.stores._generations import (
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
 from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.options import Rewind, StatusChange
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
@@ -127,15 +128,13 @@ class Runs:
             raise id_taken(row, archived.workflow_id)
 
     def rewind_workflow(
-        self,
-        workflow_id: str,
-        position: int,
-        *,
-        generation: int,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
+        self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
+        executor_id, app_version, generation = (
+            options["executor_id"],
+            options["app_version"],
+            options["generation"],
+        )
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         db, statements = self._db, self._sql
         archived_id = archive_id(workflow_id, generation)
@@ -152,8 +151,8 @@ class Runs:
                 None,
                 None if other is None else shown(workflow_from_row, other),
             )
-            attempt, live = rewound(row, executor_id, app_version, now)
-            self._archive(conn, row, attempt, now)
+            attempt, live = rewound(row, **options)
+            self._archive(conn, row, attempt, options["now"])
             conn.execute(
                 statements["rewind_keep_outcome"],
                 {"shard": key, "aid": archived_id, "wid": workflow_id},
@@ -172,7 +171,7 @@ class Runs:
                 {
                     "executor": executor_id,
                     "version": app_version,
-                    "now": now,
+                    "now": options["now"],
                     "shard": key,
                     "wid": workflow_id,
                     "generation": generation,
@@ -184,22 +183,13 @@ class Runs:
         db.tell([("finished", archived_id), ("resumed", workflow_id)])
         return live
 
-    def set_status(
-        self,
-        workflow_id: str,
-        status: Status,
-        *,
-        only_from: Sequence[Status] | None = None,
-        error: str = "",
-        executor_id: str | None = None,
-        reset_recovery: bool = False,
-        app_version: str | None = None,
-    ) -> bool:
+    def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
+        only_from, error = options.get("only_from"), options.get("error", "")
+        executor_id, app_version = options.get("executor_id"), options.get("app_version")
+        reset_recovery = options.get("reset_recovery", False)
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         status = Status(status)
-        resumed = status is Status.PENDING and not stays_pending(
-            only_from, error=error, reset_recovery=reset_recovery
-        )
+        resumed = status is Status.PENDING and not stays_pending(options)
         # A finish tells waiters; a resume tells the owning engine, wherever it
         # runs, to pick the run up now; a run back on its queue tells its claimers.
         note = "finished" if status.is_terminal else "resumed" if resumed else None

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
+from replaykit.stores.options import ClearRequest
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 from replaykit.stores.postgres.rows import utc
@@ -92,13 +93,8 @@ class Schedules:
         self._db.tell([("schedule", name)])
         return start, end
 
-    def clear_schedule_request(
-        self,
-        name: str,
-        *,
-        trigger_at: datetime | None = None,
-        backfill: tuple[datetime, datetime] | None = None,
-    ) -> None:
+    def clear_schedule_request(self, name: str, **options: Unpack[ClearRequest]) -> None:
+        trigger_at, backfill = options.get("trigger_at"), options.get("backfill")
         check_names(schedule_name=name)
         if trigger_at is None and backfill is None:
             return

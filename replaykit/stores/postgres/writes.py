@@ -6,8 +6,7 @@ Transaction's body or a late record.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import psycopg
 
@@ -33,12 +32,11 @@ from replaykit.stores._many import (
 )
 from replaykit.stores._rules import check_recordable, checked_transaction_record, gap_error
 from replaykit.stores.base import (
-    EventWrite,
     FinishWrite,
-    OutgoingMessage,
     RecordWrite,
     WorkflowRow,
 )
+from replaykit.stores.options import FinishOptions, RecordOptions
 from replaykit.stores.postgres.batches import Batches
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import is_stream, record_from_row, record_params
@@ -65,17 +63,9 @@ class Writes:
         self._single = single
         self._batches = batches
 
-    def record(
-        self,
-        workflow_id: str,
-        record: Record,
-        *,
-        executor_id: str | None = None,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record:
+    def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
+        executor_id, consume = options.get("executor_id"), options.get("consume")
+        send, event, wake_at = options.get("send"), options.get("event"), options.get("wake_at")
         check_write(workflow_id, record, executor_id, send, event)
         # A stream's record notifies its readers, as an event's does: the one-record
         # statement does that, the batch statement notifies nothing.
@@ -138,12 +128,10 @@ class Writes:
         workflow_id: str,
         status: Status,
         result: Outcome | None,
-        *,
-        error: str = "",
-        executor_id: str | None = None,
-        record: Record | None = None,
+        **options: Unpack[FinishOptions],
     ) -> bool:
-        last = checked_finish(workflow_id, executor_id, record)
+        executor_id, error = options.get("executor_id"), options.get("error", "")
+        last = checked_finish(workflow_id, executor_id, options.get("record"))
         finish = Finish(workflow_id, status, result, storable_error(error), executor_id, last)
         changed = self._batches.group.submit(finish)
         fell_back = changed is FALL_BACK

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from replaykit.stores import _beats as beats
 from replaykit.stores._checks import check_names
@@ -23,6 +23,7 @@ from replaykit.stores._partitions import partition_limits
 from replaykit.stores._rows import claimed
 from replaykit.stores._rules import claim_room
 from replaykit.stores.base import ClaimLimits, WorkflowRow
+from replaykit.stores.options import HeartbeatOptions
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.values import claimed_from, first, from_micros, to_micros
@@ -104,15 +105,10 @@ class Claims:
         return self._writer.write(take)
 
     def heartbeat(
-        self,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
-        *,
-        workflows: Collection[str] | None = None,
-        queues: Collection[str] | None = None,
-        lease_seconds: float | None = None,
+        self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
+        workflows, queues = options.get("workflows"), options.get("queues")
+        lease_seconds = options.get("lease_seconds")
         check_names(executor_id=executor_id, app_version=app_version)
         names = beats.encode(beats.registered(workflows, queues))
         params = (executor_id, app_version, to_micros(now), names)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import Unpack
 
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores._checks import storable_error
 from replaykit.stores._finish import checked_finish
 from replaykit.stores._many import finishes_from_the_batch, finishes_of
 from replaykit.stores.base import FinishWrite
+from replaykit.stores.options import FinishOptions
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.refusals import last_record_stands
@@ -35,11 +37,10 @@ class Finishes:
         workflow_id: str,
         status: Status,
         result: Outcome | None,
-        *,
-        error: str = "",
-        executor_id: str | None = None,
-        record: Record | None = None,
+        **options: Unpack[FinishOptions],
     ) -> bool:
+        executor_id, error = options.get("executor_id"), options.get("error", "")
+        record = options.get("record")
         last = checked_finish(workflow_id, executor_id, record)
         changed = self._writer.write(
             _finish_body(workflow_id, status, result, error, executor_id, last)

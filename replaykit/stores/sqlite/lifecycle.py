@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
@@ -26,6 +26,7 @@ from replaykit.stores._generations import (
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
 from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.options import Rewind, StatusChange
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.values import (
     dump,
@@ -115,18 +116,16 @@ class Lifecycle:
         return live
 
     def rewind_workflow(
-        self,
-        workflow_id: str,
-        position: int,
-        *,
-        generation: int,
-        executor_id: str,
-        app_version: str,
-        now: datetime,
+        self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
+        executor_id, app_version, generation = (
+            options["executor_id"],
+            options["app_version"],
+            options["generation"],
+        )
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         archived_id = archive_id(workflow_id, generation)
-        stamp = to_micros(now)
+        stamp = to_micros(options["now"])
 
         def rewind(conn: sqlite3.Connection) -> WorkflowRow:
             found = first(conn.execute(_GET_WORKFLOW, (workflow_id,)))
@@ -139,7 +138,7 @@ class Lifecycle:
                 None,
                 None if other is None else shown(workflow_from_row, other),
             )
-            attempt, live = rewound(row, executor_id, app_version, now)
+            attempt, live = rewound(row, **options)
             if not conn.execute(_CREATE_WORKFLOW, workflow_params(attempt)).rowcount:
                 raise id_taken(row, archived_id)
             # A refusal below raises, and the write rolls back.
@@ -155,17 +154,10 @@ class Lifecycle:
         self._notify([("finished", archived_id), ("resumed", workflow_id)])
         return live
 
-    def set_status(
-        self,
-        workflow_id: str,
-        status: Status,
-        *,
-        only_from: Sequence[Status] | None = None,
-        error: str = "",
-        executor_id: str | None = None,
-        reset_recovery: bool = False,
-        app_version: str | None = None,
-    ) -> bool:
+    def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
+        only_from, error = options.get("only_from"), options.get("error", "")
+        executor_id, app_version = options.get("executor_id"), options.get("app_version")
+        reset_recovery = options.get("reset_recovery", False)
         check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         status = Status(status)
         allowed = None
@@ -187,11 +179,7 @@ class Lifecycle:
         changed = self._writer.write(lambda conn: bool(conn.execute(_SET_STATUS, params).rowcount))
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
-        elif (
-            changed
-            and status is Status.PENDING
-            and not stays_pending(only_from, error=error, reset_recovery=reset_recovery)
-        ):
+        elif changed and status is Status.PENDING and not stays_pending(options):
             self._notify([("resumed", workflow_id)])
         return changed
 

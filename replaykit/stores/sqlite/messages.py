@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 
@@ -23,6 +23,7 @@ from replaykit.stores._rules import (
     no_run_to_send_to,
 )
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
+from replaykit.stores.options import SendOptions
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set, keyed
 from replaykit.stores.sqlite.values import (
@@ -108,15 +109,10 @@ class Messages:
         self._notify = notify
 
     def send_message(
-        self,
-        workflow_id: str,
-        topic: str,
-        payload: Any,
-        *,
-        idempotency_key: str | None = None,
-        call_id: str | None = None,
-        trace_context: str | None = None,
+        self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
+        idempotency_key, call_id = options.get("idempotency_key"), options.get("call_id")
+        trace_context = options.get("trace_context")
         check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         delivered = self._writer.write(
             lambda conn: deliver(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 
@@ -21,7 +21,8 @@ from replaykit.stores._checks import check_names, check_write, refused_writes
 from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import Answers, answered, from_the_batch, write_one_by_one, writes_of
 from replaykit.stores._rules import checked_transaction_record
-from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite
+from replaykit.stores.base import RecordWrite
+from replaykit.stores.options import RecordOptions
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.messages import deliver
 from replaykit.stores.sqlite.queries import SQL, id_set
@@ -86,22 +87,11 @@ class Records:
                 "to this database?"
             )
 
-    def record(
-        self,
-        workflow_id: str,
-        record: Record,
-        *,
-        executor_id: str | None = None,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record:
-        check_write(workflow_id, record, executor_id, send, event)
+    def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
+        write = RecordWrite(workflow_id, record, **options)
+        check_write(workflow_id, record, write.executor_id, write.send, write.event)
         notes: list[tuple[str, str]] = []
-        body = self._record_body(
-            workflow_id, record, executor_id, consume, send, event, wake_at, notes
-        )
+        body = self._record_body(write, notes)
         stored = self._writer.write(body)
         self._notify(notes)
         return stored
@@ -118,19 +108,7 @@ class Records:
         for index, refused in refused_writes(batch).items():
             answers[index] = refused
         taken = [i for i, answer in enumerate(answers) if answer is None]
-        bodies = {
-            i: self._record_body(
-                batch[i].workflow_id,
-                batch[i].record,
-                batch[i].executor_id,
-                batch[i].consume,
-                batch[i].send,
-                batch[i].event,
-                batch[i].wake_at,
-                notes[i],
-            )
-            for i in taken
-        }
+        bodies = {i: self._record_body(batch[i], notes[i]) for i in taken}
         alone = from_the_batch(answers, taken, self._writer.submit_many(list(bodies.values())))
         write_one_by_one(batch, answers, alone, lambda i: self._writer.write_alone(bodies[i]))
         done = answered(answers)
@@ -139,17 +117,11 @@ class Records:
         return done
 
     def _record_body(
-        self,
-        workflow_id: str,
-        record: Record,
-        executor_id: str | None,
-        consume: int | Sequence[int] | None,
-        send: OutgoingMessage | None,
-        event: EventWrite | None,
-        wake_at: datetime | None,
-        notes: list[tuple[str, str]],
+        self, asked: RecordWrite, notes: list[tuple[str, str]]
     ) -> Callable[[sqlite3.Connection], Record]:
         """The transaction body of one record() write; `notes` gets its notifications."""
+        workflow_id, record, executor_id = asked.workflow_id, asked.record, asked.executor_id
+        consume, send, event, wake_at = asked.consume, asked.send, asked.event, asked.wake_at
 
         def write(conn: sqlite3.Connection) -> Record:
             # A body that ran in a batch that then fell back runs again: what

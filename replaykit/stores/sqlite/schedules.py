@@ -5,9 +5,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Unpack
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
+from replaykit.stores.options import ClearRequest
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.values import EPOCH, first, from_micros, to_micros
@@ -115,13 +117,8 @@ class Schedules:
             self._notify([("schedule", name)])
         return kept
 
-    def clear_schedule_request(
-        self,
-        name: str,
-        *,
-        trigger_at: datetime | None = None,
-        backfill: tuple[datetime, datetime] | None = None,
-    ) -> None:
+    def clear_schedule_request(self, name: str, **options: Unpack[ClearRequest]) -> None:
+        trigger_at, backfill = options.get("trigger_at"), options.get("backfill")
         check_names(schedule_name=name)
 
         def clear(conn: sqlite3.Connection) -> None:

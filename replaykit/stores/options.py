@@ -1,0 +1,94 @@
+"""The keyword options of the `Store` protocol's writes, declared once.
+
+Seven of the protocol's methods take keyword options beyond what they write to
+(`record`'s side effects, `set_status`'s conditions, ...). Spelled out, each list
+stood five times: in the protocol, the codec store that forwards it, and the
+memory, SQLite and PostgreSQL stores. Here each is a typed dict the methods take as
+`**options` (PEP 692): a type checker still checks every keyword and its type at
+every call, and a store that spells its keywords out instead still satisfies the
+protocol. What each option means is said once, in `stores/base.py`; an option left
+out means what the protocol says its default is (`None`, or as noted here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import TypedDict
+
+from replaykit.log import Record, Status
+from replaykit.stores.values import EventWrite, OutgoingMessage
+
+__all__ = [
+    "ClearRequest",
+    "FinishOptions",
+    "HeartbeatOptions",
+    "RecordOptions",
+    "Rewind",
+    "SendOptions",
+    "StatusChange",
+]
+
+
+class RecordOptions(TypedDict, total=False):
+    """`record()`'s side effects and gates; `RecordWrite` holds the same with the run
+    and the record, as `record_many()` takes them."""
+
+    executor_id: str | None
+    consume: int | Sequence[int] | None
+    send: OutgoingMessage | None
+    event: EventWrite | None
+    wake_at: datetime | None
+
+
+class FinishOptions(TypedDict, total=False):
+    """`finish_workflow()`'s keywords (`error` left out: ""); `FinishWrite` holds the
+    same with the run, its status and its result."""
+
+    error: str
+    executor_id: str | None
+    record: Record | None
+
+
+class HeartbeatOptions(TypedDict, total=False):
+    """What `heartbeat()` records beside the executor's liveness."""
+
+    workflows: Collection[str] | None
+    queues: Collection[str] | None
+    lease_seconds: float | None
+
+
+class StatusChange(TypedDict, total=False):
+    """`set_status()`'s conditions and what else it changes (`error` left out: "",
+    `reset_recovery` left out: False)."""
+
+    only_from: Sequence[Status] | None
+    error: str
+    executor_id: str | None
+    reset_recovery: bool
+    app_version: str | None
+
+
+class Rewind(TypedDict):
+    """`rewind_workflow()`'s keywords, all required: the generation being archived and
+    who runs the next one from when."""
+
+    generation: int
+    executor_id: str
+    app_version: str
+    now: datetime
+
+
+class SendOptions(TypedDict, total=False):
+    """`send_message()`'s once-only key, the caller's id and its trace."""
+
+    idempotency_key: str | None
+    call_id: str | None
+    trace_context: str | None
+
+
+class ClearRequest(TypedDict, total=False):
+    """Which of a schedule's requests `clear_schedule_request()` clears, if still so."""
+
+    trigger_at: datetime | None
+    backfill: tuple[datetime, datetime] | None
