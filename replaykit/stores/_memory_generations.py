@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import threading
-from datetime import datetime
 from typing import Any, Unpack
 
 from replaykit.log import Record
@@ -22,7 +21,10 @@ from replaykit.stores._generations import (
     rewound,
 )
 from replaykit.stores.base import WorkflowRow, archive_id
-from replaykit.stores.options import Rewind
+from replaykit.stores.options import (
+    Continuation,
+    Rewind,
+)
 
 __all__ = ["MemoryGenerations"]
 
@@ -40,14 +42,9 @@ class MemoryGenerations:
         raise NotImplementedError  # the store's: it tells its subscribers
 
     def continue_workflow(
-        self,
-        workflow_id: str,
-        inputs: Any,
-        *,
-        generation: int,
-        executor_id: str | None,
-        now: datetime,
+        self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]
     ) -> WorkflowRow:
+        generation, executor_id, now = options["generation"], options["executor_id"], options["now"]
         archived_id = check_continue_args(workflow_id, generation, executor_id)
         with self._lock:
             row = self._rows.get(workflow_id)

@@ -12,7 +12,9 @@ import attrs
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
-from replaykit.stores.options import ClearRequest
+from replaykit.stores.options import (
+    ClearRequest,
+)
 
 __all__ = ["MemorySchedules"]
 

@@ -22,7 +22,9 @@ from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores._shards import check_shard_key
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
-from replaykit.stores.options import StatusChange
+from replaykit.stores.options import (
+    StatusChange,
+)
 from replaykit.stores.where import matches
 
 __all__ = [

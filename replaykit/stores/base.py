@@ -71,7 +71,10 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from replaykit.log import Outcome, Record, Status, archive_id
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.options import (
+    ClaimTerms,
     ClearRequest,
+    Continuation,
+    CreateAndSendOptions,
     FinishOptions,
     HeartbeatOptions,
     RecordOptions,
@@ -101,7 +104,10 @@ __all__ = [
     "MAX_NAME_BYTES",
     "CancelRequest",
     "ClaimLimits",
+    "ClaimTerms",
     "ClearRequest",
+    "Continuation",
+    "CreateAndSendOptions",
     "DamagedRow",
     "EventWrite",
     "FinishOptions",
@@ -178,15 +184,7 @@ class Store(Protocol):
         """
         ...
 
-    def claim(
-        self,
-        queue: str,
-        *,
-        executor_id: str,
-        app_version: str,
-        limits: ClaimLimits,
-        now: datetime,
-    ) -> list[WorkflowRow]:
+    def claim(self, queue: str, **terms: Unpack[ClaimTerms]) -> list[WorkflowRow]:
         """Move ready ENQUEUED runs of `queue` and `app_version` to PENDING for `executor_id`.
 
         Ready: `wake_at` is None or <= now. Order: priority (lower first), then
@@ -456,13 +454,7 @@ class Store(Protocol):
         ...
 
     def continue_workflow(
-        self,
-        workflow_id: str,
-        inputs: Any,
-        *,
-        generation: int,
-        executor_id: str | None,
-        now: datetime,
+        self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]
     ) -> WorkflowRow:
         """Archive the run's current generation and start the next under the same id.
 
@@ -596,12 +588,7 @@ class Store(Protocol):
         ...
 
     def create_and_send(
-        self,
-        row: WorkflowRow,
-        message: OutgoingMessage,
-        *,
-        call_id: str | None = None,
-        accept: Callable[[WorkflowRow], None] | None = None,
+        self, row: WorkflowRow, message: OutgoingMessage, **options: Unpack[CreateAndSendOptions]
     ) -> tuple[WorkflowRow, bool, bool]:
         """Create `row` unless its id exists, and deliver `message` to that run, in one
         transaction (send-with-start, update-with-start).

@@ -35,7 +35,6 @@ from replaykit.stores._finish import same_record
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import (
     CancelRequest,
-    ClaimLimits,
     DamagedRow,
     EventWrite,
     FinishWrite,
@@ -51,7 +50,10 @@ from replaykit.stores.base import (
     archive_id,
 )
 from replaykit.stores.options import (
+    ClaimTerms,
     ClearRequest,
+    Continuation,
+    CreateAndSendOptions,
     FinishOptions,
     HeartbeatOptions,
     RecordOptions,
@@ -313,18 +315,8 @@ class CodecStore:
             assert exc.row is not None
             return exc.row
 
-    def claim(
-        self,
-        queue: str,
-        *,
-        executor_id: str,
-        app_version: str,
-        limits: ClaimLimits,
-        now: datetime,
-    ) -> list[WorkflowRow]:
-        claimed = self.inner.claim(
-            queue, executor_id=executor_id, app_version=app_version, limits=limits, now=now
-        )
+    def claim(self, queue: str, **terms: Unpack[ClaimTerms]) -> list[WorkflowRow]:
+        claimed = self.inner.claim(queue, **terms)
         rows: list[WorkflowRow] = []
         for row in claimed:
             try:
@@ -597,22 +589,11 @@ class CodecStore:
         return self._decode_row(self.inner.rewind_workflow(workflow_id, position, **options))
 
     def continue_workflow(
-        self,
-        workflow_id: str,
-        inputs: Any,
-        *,
-        generation: int,
-        executor_id: str | None,
-        now: datetime,
+        self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]
     ) -> WorkflowRow:
+        generation, executor_id = options["generation"], options["executor_id"]
         try:
-            row = self.inner.continue_workflow(
-                workflow_id,
-                self._encode(inputs),
-                generation=generation,
-                executor_id=executor_id,
-                now=now,
-            )
+            row = self.inner.continue_workflow(workflow_id, self._encode(inputs), **options)
         except RecordConflict:
             # The store knows a retried continue by its inputs, which an encrypting
             # codec encodes differently each time: compare them decoded here.
@@ -643,13 +624,9 @@ class CodecStore:
         return self.inner.send_message(workflow_id, topic, self._encode(payload), **options)
 
     def create_and_send(
-        self,
-        row: WorkflowRow,
-        message: OutgoingMessage,
-        *,
-        call_id: str | None = None,
-        accept: Callable[[WorkflowRow], None] | None = None,
+        self, row: WorkflowRow, message: OutgoingMessage, **options: Unpack[CreateAndSendOptions]
     ) -> tuple[WorkflowRow, bool, bool]:
+        call_id, accept = options.get("call_id"), options.get("accept")
         # The run in the way is compared decoded, as a start compares it.
         checked = None if accept is None else (lambda found: accept(self._listed(found)))
         sent = self._encode_send(message)

@@ -64,7 +64,6 @@ from replaykit.stores._step_beats import check_beat, keeps, no_run_for_heartbeat
 from replaykit.stores._subscribers import Subscribers
 from replaykit.stores.base import (
     CancelRequest,
-    ClaimLimits,
     EventWrite,
     FinishWrite,
     Message,
@@ -76,6 +75,8 @@ from replaykit.stores.base import (
     WorkflowRow,
 )
 from replaykit.stores.options import (
+    ClaimTerms,
+    CreateAndSendOptions,
     FinishOptions,
     HeartbeatOptions,
     RecordOptions,
@@ -296,15 +297,9 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             self._notify("enqueued", queue)
         return answers
 
-    def claim(
-        self,
-        queue: str,
-        *,
-        executor_id: str,
-        app_version: str,
-        limits: ClaimLimits,
-        now: datetime,
-    ) -> list[WorkflowRow]:
+    def claim(self, queue: str, **terms: Unpack[ClaimTerms]) -> list[WorkflowRow]:
+        executor_id, app_version = terms["executor_id"], terms["app_version"]
+        limits, now = terms["limits"], terms["now"]
         check_names(queue=queue, executor_id=executor_id, app_version=app_version)
         with self._lock:
             room = claim_room(
@@ -793,13 +788,9 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         return True
 
     def create_and_send(
-        self,
-        row: WorkflowRow,
-        message: OutgoingMessage,
-        *,
-        call_id: str | None = None,
-        accept: Callable[[WorkflowRow], None] | None = None,
+        self, row: WorkflowRow, message: OutgoingMessage, **options: Unpack[CreateAndSendOptions]
     ) -> tuple[WorkflowRow, bool, bool]:
+        call_id, accept = options.get("call_id"), options.get("accept")
         stored = checked_create_and_send(row, message)
         with self._lock:
             existing = self._rows.get(row.workflow_id)

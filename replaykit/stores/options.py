@@ -1,26 +1,29 @@
-"""The keyword options of the `Store` protocol's writes, declared once.
+"""The keywords of the `Store` protocol's methods, declared once.
 
-Seven of the protocol's methods take keyword options beyond what they write to
-(`record`'s side effects, `set_status`'s conditions, ...). Spelled out, each list
-stood five times: in the protocol, the codec store that forwards it, and the
-memory, SQLite and PostgreSQL stores. Here each is a typed dict the methods take as
-`**options` (PEP 692): a type checker still checks every keyword and its type at
+Ten of the protocol's methods take keywords beyond what they act on (`record`'s side
+effects, `set_status`'s conditions, `claim`'s claimant and limits, ...). Spelled out,
+each list stood five times: in the protocol, the codec store that forwards it, and
+the memory, SQLite and PostgreSQL stores. Here each is a typed dict the methods take
+as `**options` (PEP 692): a type checker still checks every keyword and its type at
 every call, and a store that spells its keywords out instead still satisfies the
-protocol. What each option means is said once, in `stores/base.py`; an option left
-out means what the protocol says its default is (`None`, or as noted here).
+protocol. What each keyword means is said once, in `stores/base.py`; an optional one
+left out means what the protocol says its default is (`None`, or as noted here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import TypedDict
 
 from replaykit.log import Record, Status
-from replaykit.stores.values import EventWrite, OutgoingMessage
+from replaykit.stores.values import ClaimLimits, EventWrite, OutgoingMessage, WorkflowRow
 
 __all__ = [
+    "ClaimTerms",
     "ClearRequest",
+    "Continuation",
+    "CreateAndSendOptions",
     "FinishOptions",
     "HeartbeatOptions",
     "RecordOptions",
@@ -28,6 +31,16 @@ __all__ = [
     "SendOptions",
     "StatusChange",
 ]
+
+
+class ClaimTerms(TypedDict):
+    """`claim()`'s keywords, all required: who claims, for which version, within which
+    limits, at what instant."""
+
+    executor_id: str
+    app_version: str
+    limits: ClaimLimits
+    now: datetime
 
 
 class RecordOptions(TypedDict, total=False):
@@ -79,12 +92,28 @@ class Rewind(TypedDict):
     now: datetime
 
 
+class Continuation(TypedDict):
+    """`continue_workflow()`'s keywords, all required: the generation being archived,
+    the executor that runs the next (None: whoever holds the run), and the instant."""
+
+    generation: int
+    executor_id: str | None
+    now: datetime
+
+
 class SendOptions(TypedDict, total=False):
     """`send_message()`'s once-only key, the caller's id and its trace."""
 
     idempotency_key: str | None
     call_id: str | None
     trace_context: str | None
+
+
+class CreateAndSendOptions(TypedDict, total=False):
+    """`create_and_send()`'s caller id and its check of a run already there."""
+
+    call_id: str | None
+    accept: Callable[[WorkflowRow], None] | None
 
 
 class ClearRequest(TypedDict, total=False):

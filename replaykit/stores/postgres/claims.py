@@ -15,7 +15,10 @@ from replaykit.stores._partitions import partition_limits
 from replaykit.stores._rows import claimed
 from replaykit.stores._rules import claim_room
 from replaykit.stores.base import ClaimLimits, WorkflowRow
-from replaykit.stores.options import HeartbeatOptions
+from replaykit.stores.options import (
+    ClaimTerms,
+    HeartbeatOptions,
+)
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.holds import executor_prefix
 from replaykit.stores.postgres.items import enqueue_items
@@ -32,15 +35,9 @@ class Claims:
         self._sql = db.sql
         self._prefix = executor_prefix(db.schema)
 
-    def claim(
-        self,
-        queue: str,
-        *,
-        executor_id: str,
-        app_version: str,
-        limits: ClaimLimits,
-        now: datetime,
-    ) -> list[WorkflowRow]:
+    def claim(self, queue: str, **terms: Unpack[ClaimTerms]) -> list[WorkflowRow]:
+        executor_id, app_version = terms["executor_id"], terms["app_version"]
+        limits, now = terms["limits"], terms["now"]
         check_names(queue=queue, executor_id=executor_id, app_version=app_version)
         if limits.limit <= 0:
             return []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import Any, Unpack
 
 import attrs
@@ -15,7 +14,10 @@ from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import checked_create_and_send, no_run_for_events, no_run_to_send_to
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
-from replaykit.stores.options import SendOptions
+from replaykit.stores.options import (
+    CreateAndSendOptions,
+    SendOptions,
+)
 from replaykit.stores.postgres.creates import insert_run, keyed
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import json_param, utc, utc_now, workflow_from_row
@@ -71,13 +73,9 @@ class Messages:
         }
 
     def create_and_send(
-        self,
-        row: WorkflowRow,
-        message: OutgoingMessage,
-        *,
-        call_id: str | None = None,
-        accept: Callable[[WorkflowRow], None] | None = None,
+        self, row: WorkflowRow, message: OutgoingMessage, **options: Unpack[CreateAndSendOptions]
     ) -> tuple[WorkflowRow, bool, bool]:
+        call_id, accept = options.get("call_id"), options.get("accept")
         stored = checked_create_and_send(row, message)
         db = self._db
         send, params = self._send_params(message, call_id)

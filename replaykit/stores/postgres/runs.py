@@ -29,7 +29,11 @@ from replaykit.stores._generations import (
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
 from replaykit.stores.base import WorkflowRow, archive_id
-from replaykit.stores.options import Rewind, StatusChange
+from replaykit.stores.options import (
+    Continuation,
+    Rewind,
+    StatusChange,
+)
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
@@ -47,14 +51,9 @@ class Runs:
         self._sql = db.sql
 
     def continue_workflow(
-        self,
-        workflow_id: str,
-        inputs: Any,
-        *,
-        generation: int,
-        executor_id: str | None,
-        now: datetime,
+        self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]
     ) -> WorkflowRow:
+        generation, executor_id, now = options["generation"], options["executor_id"], options["now"]
         db, statements = self._db, self._sql
         archived_id = check_continue_args(workflow_id, generation, executor_id)
         with db.connection() as conn, conn.transaction():

@@ -36,7 +36,10 @@ from replaykit.stores.base import (
     RecordWrite,
     WorkflowRow,
 )
-from replaykit.stores.options import FinishOptions, RecordOptions
+from replaykit.stores.options import (
+    FinishOptions,
+    RecordOptions,
+)
 from replaykit.stores.postgres.batches import Batches
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import is_stream, record_from_row, record_params

@@ -22,8 +22,11 @@ from replaykit.stores._holds import ExecutorHold, FileHolds, LocalHolds
 from replaykit.stores._partitions import partition_limits
 from replaykit.stores._rows import claimed
 from replaykit.stores._rules import claim_room
-from replaykit.stores.base import ClaimLimits, WorkflowRow
-from replaykit.stores.options import HeartbeatOptions
+from replaykit.stores.base import WorkflowRow
+from replaykit.stores.options import (
+    ClaimTerms,
+    HeartbeatOptions,
+)
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.values import claimed_from, first, from_micros, to_micros
@@ -60,15 +63,9 @@ class Claims:
             else FileHolds(os.path.abspath(path))
         )
 
-    def claim(
-        self,
-        queue: str,
-        *,
-        executor_id: str,
-        app_version: str,
-        limits: ClaimLimits,
-        now: datetime,
-    ) -> list[WorkflowRow]:
+    def claim(self, queue: str, **terms: Unpack[ClaimTerms]) -> list[WorkflowRow]:
+        executor_id, app_version = terms["executor_id"], terms["app_version"]
+        limits, now = terms["limits"], terms["now"]
         check_names(queue=queue, executor_id=executor_id, app_version=app_version)
         at = to_micros(now)
         if limits.limit <= 0:

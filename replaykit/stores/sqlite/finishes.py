@@ -11,7 +11,9 @@ from replaykit.stores._checks import storable_error
 from replaykit.stores._finish import checked_finish
 from replaykit.stores._many import finishes_from_the_batch, finishes_of
 from replaykit.stores.base import FinishWrite
-from replaykit.stores.options import FinishOptions
+from replaykit.stores.options import (
+    FinishOptions,
+)
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.refusals import last_record_stands

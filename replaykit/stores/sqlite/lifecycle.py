@@ -26,7 +26,11 @@ from replaykit.stores._generations import (
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
 from replaykit.stores.base import WorkflowRow, archive_id
-from replaykit.stores.options import Rewind, StatusChange
+from replaykit.stores.options import (
+    Continuation,
+    Rewind,
+    StatusChange,
+)
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.values import (
     dump,
@@ -79,14 +83,9 @@ class Lifecycle:
         self._notify = notify
 
     def continue_workflow(
-        self,
-        workflow_id: str,
-        inputs: Any,
-        *,
-        generation: int,
-        executor_id: str | None,
-        now: datetime,
+        self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]
     ) -> WorkflowRow:
+        generation, executor_id, now = options["generation"], options["executor_id"], options["now"]
         archived_id = check_continue_args(workflow_id, generation, executor_id)
         inputs_text = None if inputs is None else dump(inputs)
         stamp = to_micros(now)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable
 from typing import Any, Unpack
 
 import attrs
@@ -23,7 +22,10 @@ from replaykit.stores._rules import (
     no_run_to_send_to,
 )
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
-from replaykit.stores.options import SendOptions
+from replaykit.stores.options import (
+    CreateAndSendOptions,
+    SendOptions,
+)
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set, keyed
 from replaykit.stores.sqlite.values import (
@@ -130,13 +132,9 @@ class Messages:
         return delivered
 
     def create_and_send(
-        self,
-        row: WorkflowRow,
-        message: OutgoingMessage,
-        *,
-        call_id: str | None = None,
-        accept: Callable[[WorkflowRow], None] | None = None,
+        self, row: WorkflowRow, message: OutgoingMessage, **options: Unpack[CreateAndSendOptions]
     ) -> tuple[WorkflowRow, bool, bool]:
+        call_id, accept = options.get("call_id"), options.get("accept")
         checked = checked_create_and_send(row, message)
 
         def write(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:

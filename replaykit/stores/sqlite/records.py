@@ -22,7 +22,9 @@ from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import Answers, answered, from_the_batch, write_one_by_one, writes_of
 from replaykit.stores._rules import checked_transaction_record
 from replaykit.stores.base import RecordWrite
-from replaykit.stores.options import RecordOptions
+from replaykit.stores.options import (
+    RecordOptions,
+)
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.messages import deliver
 from replaykit.stores.sqlite.queries import SQL, id_set

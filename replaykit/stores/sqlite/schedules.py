@@ -9,7 +9,9 @@ from typing import Unpack
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
-from replaykit.stores.options import ClearRequest
+from replaykit.stores.options import (
+    ClearRequest,
+)
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.values import EPOCH, first, from_micros, to_micros
