@@ -20,6 +20,7 @@ from replaykit.errors import RecordConflict, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.options import Rewind
 
 __all__ = [
     "ALREADY_CONTINUED",
@@ -27,6 +28,7 @@ __all__ = [
     "archived_generation",
     "check_continue_args",
     "check_rewind",
+    "check_rewind_args",
     "check_rewind_position",
     "continue_refusal",
     "id_taken",
@@ -191,6 +193,13 @@ def with_first_inputs(
 
 #: The statuses a run may be rewound from: it ended, or was stopped with an error.
 REWINDABLE = (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.PARKED)
+
+
+def check_rewind_args(workflow_id: str, options: Rewind) -> str:
+    """Refuse bad names before anything is read; the id the rewound generation is
+    archived under."""
+    check_names(workflow_id, executor_id=options["executor_id"], app_version=options["app_version"])
+    return archive_id(workflow_id, options["generation"])
 
 
 def check_rewind(

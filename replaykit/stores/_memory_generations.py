@@ -10,17 +10,17 @@ import threading
 from typing import Any, Unpack
 
 from replaykit.log import Record
-from replaykit.stores._checks import check_names
 from replaykit.stores._generations import (
     ALREADY_CONTINUED,
     archived_generation,
     check_continue_args,
     check_rewind,
+    check_rewind_args,
     continue_refusal,
     next_generation,
     rewound,
 )
-from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.base import WorkflowRow
 from replaykit.stores.options import (
     Continuation,
     Rewind,
@@ -76,13 +76,7 @@ class MemoryGenerations:
     def rewind_workflow(
         self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
-        executor_id, app_version, generation = (
-            options["executor_id"],
-            options["app_version"],
-            options["generation"],
-        )
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
-        archived_id = archive_id(workflow_id, generation)
+        archived_id, generation = check_rewind_args(workflow_id, options), options["generation"]
         with self._lock:
             log = self._logs.get(workflow_id, [])
             row = check_rewind(

@@ -20,6 +20,7 @@ from replaykit.stores._generations import (
     archived_generation,
     check_continue_args,
     check_rewind,
+    check_rewind_args,
     check_rewind_position,
     continue_refusal,
     id_taken,
@@ -28,7 +29,7 @@ from replaykit.stores._generations import (
 )
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
-from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.base import WorkflowRow
 from replaykit.stores.options import (
     Continuation,
     Rewind,
@@ -129,14 +130,8 @@ class Runs:
     def rewind_workflow(
         self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
-        executor_id, app_version, generation = (
-            options["executor_id"],
-            options["app_version"],
-            options["generation"],
-        )
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         db, statements = self._db, self._sql
-        archived_id = archive_id(workflow_id, generation)
+        archived_id, generation = check_rewind_args(workflow_id, options), options["generation"]
         with db.connection() as conn, conn.transaction():
             # The live row's lock first, as continue_workflow takes it.
             key = db.shards.of(conn, workflow_id)
@@ -168,8 +163,8 @@ class Runs:
             conn.execute(
                 statements["rewind_workflow"],
                 {
-                    "executor": executor_id,
-                    "version": app_version,
+                    "executor": options["executor_id"],
+                    "version": options["app_version"],
                     "now": options["now"],
                     "shard": key,
                     "wid": workflow_id,

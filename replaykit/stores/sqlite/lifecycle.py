@@ -17,6 +17,7 @@ from replaykit.stores._generations import (
     archived_generation,
     check_continue_args,
     check_rewind,
+    check_rewind_args,
     check_rewind_position,
     continue_refusal,
     id_taken,
@@ -25,7 +26,7 @@ from replaykit.stores._generations import (
 )
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import stays_pending
-from replaykit.stores.base import WorkflowRow, archive_id
+from replaykit.stores.base import WorkflowRow
 from replaykit.stores.options import (
     Continuation,
     Rewind,
@@ -117,13 +118,7 @@ class Lifecycle:
     def rewind_workflow(
         self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
-        executor_id, app_version, generation = (
-            options["executor_id"],
-            options["app_version"],
-            options["generation"],
-        )
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
-        archived_id = archive_id(workflow_id, generation)
+        archived_id, generation = check_rewind_args(workflow_id, options), options["generation"]
         stamp = to_micros(options["now"])
 
         def rewind(conn: sqlite3.Connection) -> WorkflowRow:
@@ -145,7 +140,8 @@ class Lifecycle:
             check_rewind_position(row, position, moved)
             conn.execute(_REWIND_COPY_LOG, (workflow_id, archived_id, position))
             conn.execute(
-                _REWIND_WORKFLOW, (executor_id, app_version, stamp, workflow_id, generation)
+                _REWIND_WORKFLOW,
+                (options["executor_id"], options["app_version"], stamp, workflow_id, generation),
             )
             return live
 
