@@ -75,6 +75,23 @@ def test_every_statement_is_run_by_a_room() -> None:
     assert unused == []
 
 
+def test_every_statement_a_room_names_is_in_the_file() -> None:
+    # The rooms name their statements where they run them, so a misspelt name would
+    # fail only when that path runs: it is caught here, for every room at once.
+    named = {
+        name
+        for path in Path(package.__file__).parent.glob("*.py")
+        for name in re.findall(r'SQL\["(\w+)"\]', path.read_text("utf-8"))
+    }
+    assert len(named) > 50  # the scan found the rooms' names
+    assert sorted(named - set(SQL)) == []
+
+
+def test_a_missing_statement_names_its_file() -> None:
+    with pytest.raises(KeyError, match=r"no statement 'nope' in replaykit/stores/sqlite/"):
+        SQL["nope"]
+
+
 def test_the_pragmas_answer(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
     try:

@@ -7,28 +7,16 @@ import sqlite3
 
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import CancelRequest
-from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import from_micros, to_micros
-from replaykit.stores.sqlite.writer import Notify, Writer
 
 __all__ = ["Cancels"]
 
-_REQUEST_CANCEL = SQL["request_cancel"]
-_GET_CANCEL_REQUEST = SQL["get_cancel_request"]
-_CLEAR_CANCEL_REQUEST = SQL["clear_cancel_request"]
-_SET_PARENT_CLOSE = SQL["set_parent_close"]
-_GET_PARENT_CLOSE = SQL["get_parent_close"]
 
-
-class Cancels:
+class Cancels(Room):
     """request_cancel, get_cancel_request, clear_cancel_request, set_parent_close and
     get_parent_close."""
-
-    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        self._notify = notify
 
     def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
         check_names(workflow_id)
@@ -40,7 +28,7 @@ class Cancels:
         )
 
         def write(conn: sqlite3.Connection) -> CancelRequest:
-            conn.execute(_REQUEST_CANCEL, values)
+            conn.execute(SQL["request_cancel"], values)
             found = _read(conn, workflow_id)
             assert found is not None  # kept now, or held before
             return found
@@ -57,21 +45,23 @@ class Cancels:
 
     def set_parent_close(self, workflow_id: str, policy: str) -> None:
         check_names(workflow_id)
-        self._writer.write(lambda conn: conn.execute(_SET_PARENT_CLOSE, (workflow_id, policy)))
+        self._writer.write(
+            lambda conn: conn.execute(SQL["set_parent_close"], (workflow_id, policy))
+        )
 
     def get_parent_close(self, workflow_id: str) -> str | None:
         check_names(workflow_id)
         with self._connections.read() as conn:
-            found = conn.execute(_GET_PARENT_CLOSE, (workflow_id,)).fetchone()
+            found = conn.execute(SQL["get_parent_close"], (workflow_id,)).fetchone()
         return None if found is None else str(found[0])
 
     def clear_cancel_request(self, workflow_id: str) -> None:
         check_names(workflow_id)
-        self._writer.write(lambda conn: conn.execute(_CLEAR_CANCEL_REQUEST, (workflow_id,)))
+        self._writer.write(lambda conn: conn.execute(SQL["clear_cancel_request"], (workflow_id,)))
 
 
 def _read(conn: sqlite3.Connection, workflow_id: str) -> CancelRequest | None:
-    found = conn.execute(_GET_CANCEL_REQUEST, (workflow_id,)).fetchone()
+    found = conn.execute(SQL["get_cancel_request"], (workflow_id,)).fetchone()
     if found is None:
         return None
     reason, until, at = found

@@ -29,31 +29,19 @@ from replaykit.stores.options import (
 )
 from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import claimed_from, first, from_micros, to_micros
 from replaykit.stores.sqlite.values import now as utc_now
 from replaykit.stores.sqlite.writer import Notify, Writer
 
 __all__ = ["Claims"]
 
-_CLAIMABLE_EXISTS = SQL["claimable_exists"]
-_COUNT_RUNNING = SQL["count_running"]
-_COUNT_STARTED = SQL["count_started"]
-_CLAIM = SQL["claim"]
-_CLAIM_PARTITIONED = SQL["claim_partitioned"]
-_HEARTBEAT = SQL["heartbeat"]
-_READ_HEARTBEATS = SQL["read_heartbeats"]
-_STALE_EXECUTORS = SQL["stale_executors"]
-_TAKE_OVER = SQL["take_over"]
-_RELEASE = SQL["release"]
 
-
-class Claims:
+class Claims(Room):
     """claim, heartbeat, take_over, hold_executor, executor_holder and release."""
 
     def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        self._notify = notify
+        super().__init__(connections, writer, notify)
         path = connections.path
         # A database in memory or behind a URI has no file to lock beside it:
         # its executor holds exclude engines of this process only.
@@ -72,16 +60,16 @@ class Claims:
             return []
         # Engines poll for claims; an empty queue should not take the write lock.
         with self._connections.read() as conn:
-            if first(conn.execute(_CLAIMABLE_EXISTS, (queue, app_version, at))) is None:
+            if first(conn.execute(SQL["claimable_exists"], (queue, app_version, at))) is None:
                 return []
 
         def take(conn: sqlite3.Connection) -> list[WorkflowRow]:
             running = 0
             if limits.concurrency is not None:
-                running = first(conn.execute(_COUNT_RUNNING, (queue,)))[0]
+                running = first(conn.execute(SQL["count_running"], (queue,)))[0]
 
             def started_since(since: datetime) -> int:
-                return int(first(conn.execute(_COUNT_STARTED, (queue, to_micros(since))))[0])
+                return int(first(conn.execute(SQL["count_started"], (queue, to_micros(since))))[0])
 
             room = claim_room(limits, running=running, started_in_period=started_since, now=now)
             if room <= 0:
@@ -91,10 +79,12 @@ class Claims:
                 params = (executor_id, queue, app_version, at, room, concurrency, starts)
                 weights = json.dumps(dict(limits.partition_weights))
                 rows = conn.execute(
-                    _CLAIM_PARTITIONED, (*params, to_micros(since), weights)
+                    SQL["claim_partitioned"], (*params, to_micros(since), weights)
                 ).fetchall()
             else:
-                rows = conn.execute(_CLAIM, (executor_id, queue, app_version, at, room)).fetchall()
+                rows = conn.execute(
+                    SQL["claim"], (executor_id, queue, app_version, at, room)
+                ).fetchall()
             taken = claimed(claimed_from, rows)
             taken.sort(key=lambda r: (r.priority, r.created_at or now, r.workflow_id))
             return taken
@@ -109,7 +99,7 @@ class Claims:
         check_names(executor_id=executor_id, app_version=app_version)
         names = beats.encode(beats.registered(workflows, queues))
         params = (executor_id, app_version, to_micros(now), names)
-        self._writer.write(lambda conn: conn.execute(_HEARTBEAT, params))
+        self._writer.write(lambda conn: conn.execute(SQL["heartbeat"], params))
         # Two local transactions: a statement here costs no server a round trip.
         if lease_seconds is None:
             return []
@@ -119,7 +109,7 @@ class Claims:
 
     def read_heartbeats(self, since: datetime) -> list[beats.Heartbeat]:
         with self._connections.read() as conn:
-            rows = conn.execute(_READ_HEARTBEATS, (to_micros(since),)).fetchall()
+            rows = conn.execute(SQL["read_heartbeats"], (to_micros(since),)).fetchall()
         return [
             beats.Heartbeat(r[0], r[1], from_micros(r[2]) or since, beats.decode(r[3]))
             for r in rows
@@ -137,14 +127,16 @@ class Claims:
         probes: dict[str, Callable[[], None] | None] = {}
 
         def move(conn: sqlite3.Connection) -> list[str]:
-            stale = [r[0] for r in conn.execute(_STALE_EXECUTORS, (executor_id, cutoff))]
+            stale = [r[0] for r in conn.execute(SQL["stale_executors"], (executor_id, cutoff))]
             for stale_id in stale:
                 if stale_id not in probes:
                     probes[stale_id] = self._holds.probe(stale_id, app_version)
             dead = [stale_id for stale_id in stale if probes[stale_id] is not None]
             if not dead:
                 return []
-            rows = conn.execute(_TAKE_OVER, (executor_id, at, app_version, id_set(dead))).fetchall()
+            rows = conn.execute(
+                SQL["take_over"], (executor_id, at, app_version, id_set(dead))
+            ).fetchall()
             return [r[0] for r in sorted(rows, key=lambda r: (r[1], r[0]))]
 
         try:
@@ -167,7 +159,7 @@ class Claims:
         params = (to_micros(utc_now()), executor_id)
 
         def put_back(conn: sqlite3.Connection) -> list[Any]:
-            return conn.execute(_RELEASE, params).fetchall()
+            return conn.execute(SQL["release"], params).fetchall()
 
         rows = sorted(self._writer.write(put_back), key=lambda r: (r[2], r[0]))
         self._notify([("enqueued", q) for q in sorted({r[1] for r in rows})])

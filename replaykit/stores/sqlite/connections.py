@@ -30,9 +30,6 @@ _log = logging.getLogger("replaykit.stores")
 
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
-_JOURNAL_MODE = SQL["journal_mode"]
-_SWITCH_TO_WAL = SQL["switch_to_wal"]
-
 
 class Connections:
     """The database file's connections; `close` closes them all, once."""
@@ -105,7 +102,7 @@ class Connections:
         delay = 0.005
         while True:
             try:
-                return first(conn.execute(_SWITCH_TO_WAL))[0]
+                return first(conn.execute(SQL["switch_to_wal"]))[0]
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() >= deadline:
                     raise StoreUnavailable(
@@ -116,7 +113,7 @@ class Connections:
 
     def journal_mode(self) -> str:
         with self.read() as conn:
-            return str(first(conn.execute(_JOURNAL_MODE))[0])
+            return str(first(conn.execute(SQL["journal_mode"]))[0])
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -14,25 +14,17 @@ from replaykit.stores.base import FinishWrite
 from replaykit.stores.options import (
     FinishOptions,
 )
-from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.refusals import last_record_stands
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import dump_outcome, now, record_params, to_micros
-from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
+from replaykit.stores.sqlite.writer import Unchanged
 
 __all__ = ["Finishes"]
 
-_APPEND_LAST_RECORD = SQL["append_last_record"]
-_FINISH_WORKFLOW = SQL["finish_workflow"]
 
-
-class Finishes:
+class Finishes(Room):
     """finish_workflow and finish_many."""
-
-    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        self._notify = notify
 
     def finish_workflow(
         self,
@@ -102,12 +94,12 @@ def _finish_body(
 
     def finish(conn: sqlite3.Connection) -> bool:
         if last is not None and last_params is not None:
-            written = conn.execute(_APPEND_LAST_RECORD, last_params).rowcount
+            written = conn.execute(SQL["append_last_record"], last_params).rowcount
             if not written and not last_record_stands(conn, workflow_id, last, executor_id):
                 return False
         # A savepoint of its own (group commit) or a transaction: a refusal
         # raised above, or a finish that changes nothing, leaves no record.
-        if not conn.execute(_FINISH_WORKFLOW, params).rowcount:
+        if not conn.execute(SQL["finish_workflow"], params).rowcount:
             if last is not None:
                 raise Unchanged(False)
             return False

@@ -45,21 +45,8 @@ from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
 
 __all__ = ["Lifecycle"]
 
-_GET_WORKFLOW = SQL["get_workflow"]
-_CREATE_WORKFLOW = SQL["create_workflow"]
-_ARCHIVE_LOG = SQL["archive_log"]
-_CONTINUE_WORKFLOW = SQL["continue_workflow"]
-_REWIND_COPY_LOG = SQL["rewind_copy_log"]
-_REWIND_WORKFLOW = SQL["rewind_workflow"]
-_SET_STATUS = SQL["set_status"]
-_LOCK_FAMILY = SQL["lock_family"]
-_MOVE_FAMILY_MEMBER = SQL["move_family_member"]
-_SET_DEADLINE = SQL["set_deadline"]
-_SET_ATTRIBUTES = SQL["set_attributes"]
-_BUMP_RECOVERY = SQL["bump_recovery"]
 # delete_workflow's statements, in the order they run: the run's row first (it
 # says whether there was a run), then what hangs off it.
-_DELETE_WORKFLOW = SQL["delete_workflow"]
 _DELETE_WHAT_IT_HELD = tuple(
     SQL[name]
     for name in (
@@ -92,9 +79,9 @@ class Lifecycle:
         stamp = to_micros(now)
 
         def move(conn: sqlite3.Connection) -> WorkflowRow:
-            found = first(conn.execute(_GET_WORKFLOW, (workflow_id,)))
+            found = first(conn.execute(SQL["get_workflow"], (workflow_id,)))
             row = None if found is None else workflow_from_row(found)
-            other = first(conn.execute(_GET_WORKFLOW, (archived_id,)))
+            other = first(conn.execute(SQL["get_workflow"], (archived_id,)))
             archived = None if other is None else shown(workflow_from_row, other)
             refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
             assert row is not None
@@ -102,11 +89,11 @@ class Lifecycle:
                 raise Unchanged(row)
             # The archived generation is a run's row of its own, under its own id.
             if not conn.execute(
-                _CREATE_WORKFLOW, workflow_params(archived_generation(row, now))
+                SQL["create_workflow"], workflow_params(archived_generation(row, now))
             ).rowcount:
                 raise id_taken(row, archived_id)
-            conn.execute(_ARCHIVE_LOG, (archived_id, workflow_id))
-            conn.execute(_CONTINUE_WORKFLOW, (inputs_text, stamp, workflow_id, generation))
+            conn.execute(SQL["archive_log"], (archived_id, workflow_id))
+            conn.execute(SQL["continue_workflow"], (inputs_text, stamp, workflow_id, generation))
             return next_generation(row, inputs, now)
 
         live = self._writer.write(move)
@@ -122,8 +109,8 @@ class Lifecycle:
         stamp = to_micros(options["now"])
 
         def rewind(conn: sqlite3.Connection) -> WorkflowRow:
-            found = first(conn.execute(_GET_WORKFLOW, (workflow_id,)))
-            other = first(conn.execute(_GET_WORKFLOW, (archived_id,)))
+            found = first(conn.execute(SQL["get_workflow"], (workflow_id,)))
+            other = first(conn.execute(SQL["get_workflow"], (archived_id,)))
             row = check_rewind(
                 None if found is None else workflow_from_row(found),
                 workflow_id,
@@ -133,14 +120,14 @@ class Lifecycle:
                 None if other is None else shown(workflow_from_row, other),
             )
             attempt, live = rewound(row, **options)
-            if not conn.execute(_CREATE_WORKFLOW, workflow_params(attempt)).rowcount:
+            if not conn.execute(SQL["create_workflow"], workflow_params(attempt)).rowcount:
                 raise id_taken(row, archived_id)
             # A refusal below raises, and the write rolls back.
-            moved = conn.execute(_ARCHIVE_LOG, (archived_id, workflow_id)).rowcount
+            moved = conn.execute(SQL["archive_log"], (archived_id, workflow_id)).rowcount
             check_rewind_position(row, position, moved)
-            conn.execute(_REWIND_COPY_LOG, (workflow_id, archived_id, position))
+            conn.execute(SQL["rewind_copy_log"], (workflow_id, archived_id, position))
             conn.execute(
-                _REWIND_WORKFLOW,
+                SQL["rewind_workflow"],
                 (options["executor_id"], options["app_version"], stamp, workflow_id, generation),
             )
             return live
@@ -171,7 +158,9 @@ class Lifecycle:
             None if allowed is None else id_set(allowed),
         )
 
-        changed = self._writer.write(lambda conn: bool(conn.execute(_SET_STATUS, params).rowcount))
+        changed = self._writer.write(
+            lambda conn: bool(conn.execute(SQL["set_status"], params).rowcount)
+        )
         if changed and status.is_terminal:
             self._notify([("finished", workflow_id)])
         elif changed and status is Status.PENDING and not stays_pending(options):
@@ -185,11 +174,11 @@ class Lifecycle:
         stamp = to_micros(utc_now())
 
         def move(conn: sqlite3.Connection) -> list[Member]:
-            found = conn.execute(_LOCK_FAMILY, (workflow_id,)).fetchall()
+            found = conn.execute(SQL["lock_family"], (workflow_id,)).fetchall()
             family = family_from_rows(workflow_id, found)
             moved = moving(workflow_id, family, app_version)
             conn.executemany(
-                _MOVE_FAMILY_MEMBER,
+                SQL["move_family_member"],
                 [
                     (app_version, stamp, m.status.value, executor_id, m.status.value, m.workflow_id)
                     for m in moved
@@ -208,18 +197,22 @@ class Lifecycle:
     ) -> bool:
         check_names(workflow_id)
         params = (to_micros(deadline), timeout, workflow_id)
-        return self._writer.write(lambda conn: bool(conn.execute(_SET_DEADLINE, params).rowcount))
+        return self._writer.write(
+            lambda conn: bool(conn.execute(SQL["set_deadline"], params).rowcount)
+        )
 
     def set_attributes(self, workflow_id: str, attributes: Mapping[str, Any]) -> bool:
         check_names(workflow_id)
         params = (dump(encoded_attributes(checked_attributes(attributes))), workflow_id)
-        return self._writer.write(lambda conn: bool(conn.execute(_SET_ATTRIBUTES, params).rowcount))
+        return self._writer.write(
+            lambda conn: bool(conn.execute(SQL["set_attributes"], params).rowcount)
+        )
 
     def bump_recovery(self, workflow_id: str) -> int:
         check_names(workflow_id)
 
         def bump(conn: sqlite3.Connection) -> int:
-            found = first(conn.execute(_BUMP_RECOVERY, (workflow_id,)))
+            found = first(conn.execute(SQL["bump_recovery"], (workflow_id,)))
             if found is None:
                 raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
             return int(found[0])
@@ -230,7 +223,7 @@ class Lifecycle:
         check_names(workflow_id)
 
         def delete(conn: sqlite3.Connection) -> bool:
-            if not conn.execute(_DELETE_WORKFLOW, (workflow_id,)).rowcount:
+            if not conn.execute(SQL["delete_workflow"], (workflow_id,)).rowcount:
                 return False
             for statement in _DELETE_WHAT_IT_HELD:
                 conn.execute(statement, (workflow_id,))

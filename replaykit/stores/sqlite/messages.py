@@ -26,8 +26,8 @@ from replaykit.stores.options import (
     CreateAndSendOptions,
     SendOptions,
 )
-from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set, keyed
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import (
     dump,
     first,
@@ -38,23 +38,9 @@ from replaykit.stores.sqlite.values import (
     workflow_from_row,
     workflow_params,
 )
-from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
+from replaykit.stores.sqlite.writer import Unchanged
 
 __all__ = ["Messages", "deliver"]
-
-_RUN_EXISTS = SQL["run_exists"]
-_USE_SEND_KEY = SQL["use_send_key"]
-_SEND_KEY_USED_BY_CALL = SQL["send_key_used_by_call"]
-_SEND_MESSAGE = SQL["send_message"]
-_PEEK_MESSAGE = SQL["peek_message"]
-_PEEK_MESSAGE_ANY = SQL["peek_message_any"]
-_GET_EVENT = SQL["get_event"]
-_GET_EVENTS = SQL["get_events"]
-_CREATE_WORKFLOW = SQL["create_workflow"]
-_GET_WORKFLOW = SQL["get_workflow"]
-_GET_FIRST_INPUTS = SQL["get_first_inputs"]
-_CONSUME_MESSAGES = SQL["consume_messages"]
-_SET_EVENT = SQL["set_event"]
 
 
 def deliver(
@@ -71,29 +57,33 @@ def deliver(
 
     The same call again raises `Unchanged(True)`: its earlier attempt delivered.
     """
-    if first(conn.execute(_RUN_EXISTS, (workflow_id,))) is None:
+    if first(conn.execute(SQL["run_exists"], (workflow_id,))) is None:
         raise no_run_to_send_to(workflow_id)
     if idempotency_key is not None:
-        fresh = conn.execute(_USE_SEND_KEY, (workflow_id, idempotency_key, call_id)).rowcount
+        fresh = conn.execute(SQL["use_send_key"], (workflow_id, idempotency_key, call_id)).rowcount
         if not fresh:
             if call_id is None:
                 return False
             # The same call again: its earlier attempt delivered the message.
             raise Unchanged(
-                first(conn.execute(_SEND_KEY_USED_BY_CALL, (workflow_id, idempotency_key, call_id)))
+                first(
+                    conn.execute(
+                        SQL["send_key_used_by_call"], (workflow_id, idempotency_key, call_id)
+                    )
+                )
                 is not None
             )
     conn.execute(
-        _SEND_MESSAGE, (workflow_id, topic, dump(payload), to_micros(now()), trace_context)
+        SQL["send_message"], (workflow_id, topic, dump(payload), to_micros(now()), trace_context)
     )
     return True
 
 
 def _found_run(conn: sqlite3.Connection, workflow_id: str) -> WorkflowRow:
     """The run in the way of a create, as `create_workflow` answers it (first inputs kept)."""
-    row = shown(workflow_from_row, first(conn.execute(_GET_WORKFLOW, (workflow_id,))))
+    row = shown(workflow_from_row, first(conn.execute(SQL["get_workflow"], (workflow_id,))))
     if row.generation > 0 and not row.damaged and row.first_inputs is None:
-        kept = first(conn.execute(_GET_FIRST_INPUTS, (id_set([workflow_id]),)))
+        kept = first(conn.execute(SQL["get_first_inputs"], (id_set([workflow_id]),)))
         if kept is not None:
             # Unreadable: the start is compared with the current inputs only.
             with contextlib.suppress(Exception):
@@ -101,14 +91,9 @@ def _found_run(conn: sqlite3.Connection, workflow_id: str) -> WorkflowRow:
     return row
 
 
-class Messages:
+class Messages(Room):
     """send_message, create_and_send, answer_message, peek_message, get_event and
     get_events."""
-
-    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        self._notify = notify
 
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
@@ -139,7 +124,7 @@ class Messages:
 
         def write(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
             stored = keyed(conn, checked)
-            created = conn.execute(_CREATE_WORKFLOW, workflow_params(stored)).rowcount == 1
+            created = conn.execute(SQL["create_workflow"], workflow_params(stored)).rowcount == 1
             found = stored if created else _found_run(conn, row.workflow_id)
             if not created and accept is not None:
                 accept(found)  # raising rolls the transaction back: nothing written
@@ -172,10 +157,10 @@ class Messages:
         value = dump(event.value)
 
         def write(conn: sqlite3.Connection) -> bool:
-            taken = conn.execute(_CONSUME_MESSAGES, (workflow_id, id_set([message_id])))
+            taken = conn.execute(SQL["consume_messages"], (workflow_id, id_set([message_id])))
             if not taken.fetchall():
                 return False
-            conn.execute(_SET_EVENT, (workflow_id, event.key, value))
+            conn.execute(SQL["set_event"], (workflow_id, event.key, value))
             return True
 
         answered = self._writer.write(write)
@@ -187,9 +172,11 @@ class Messages:
         topics = checked_topics(workflow_id, topic)
         with self._connections.read() as conn:
             if isinstance(topic, str):
-                found = first(conn.execute(_PEEK_MESSAGE, (workflow_id, topic)))
+                found = first(conn.execute(SQL["peek_message"], (workflow_id, topic)))
             else:
-                found = first(conn.execute(_PEEK_MESSAGE_ANY, (workflow_id, dump(list(topics)))))
+                found = first(
+                    conn.execute(SQL["peek_message_any"], (workflow_id, dump(list(topics))))
+                )
         if found is None:
             return None
         on = topic if isinstance(topic, str) else str(found[4])
@@ -199,7 +186,7 @@ class Messages:
     def get_event(self, workflow_id: str, key: str) -> tuple[bool, Any]:
         check_names(workflow_id, event_key=key)
         with self._connections.read() as conn:
-            found = first(conn.execute(_GET_EVENT, (workflow_id, key)))
+            found = first(conn.execute(SQL["get_event"], (workflow_id, key)))
         if found is None:
             return False, None
         return True, event_value(decoded_json, found[0], workflow_id, key)
@@ -209,7 +196,7 @@ class Messages:
         # One statement: the run's row tells "no such run" (no rows) from "no
         # events" (one row of NULLs), with no second read in between.
         with self._connections.read() as conn:
-            rows = conn.execute(_GET_EVENTS, (workflow_id,)).fetchall()
+            rows = conn.execute(SQL["get_events"], (workflow_id,)).fetchall()
         if not rows:
             raise no_run_for_events(workflow_id)
         return {

@@ -46,14 +46,12 @@ def _migrations(statements: Statements) -> tuple[tuple[str, ...], ...]:
 #: commit the surrounding BEGIN IMMEDIATE.
 MIGRATIONS = _migrations(Statements("replaykit.stores.sqlite", "migrations.sql"))
 
-_SCHEMA_VERSION = SQL["schema_version"]
-
 
 def migrate(writer: Writer, path: str) -> None:
     """Bring the database at `path` to the latest schema (a write of its own)."""
 
     def apply(conn: sqlite3.Connection) -> None:
-        version = first(conn.execute(_SCHEMA_VERSION))[0]
+        version = first(conn.execute(SQL["schema_version"]))[0]
         if version > len(MIGRATIONS):
             raise StoreError(
                 f"SQLite database {path!r} has schema version {version}, but this "
@@ -72,4 +70,4 @@ def migrate(writer: Writer, path: str) -> None:
 def schema_status(connections: Connections) -> tuple[int, int]:
     """(the database's schema version, the latest version this replaykit knows)."""
     with connections.read() as conn:
-        return first(conn.execute(_SCHEMA_VERSION))[0], len(MIGRATIONS)
+        return first(conn.execute(SQL["schema_version"]))[0], len(MIGRATIONS)

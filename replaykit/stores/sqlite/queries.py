@@ -1,7 +1,8 @@
 """The SQLite store's statements (statements.sql) by name, read once at import.
 
-Each room binds the statements it runs to module constants when it is imported,
-so a name missing from the file fails at import, and a write pays no lookup.
+Each room names a statement where it runs it (`SQL["claim"]`), as the PostgreSQL
+store's rooms do: a dict's lookup. `tests/test_sqlite_statements.py` holds every
+name a room uses to the file, and every statement in the file to a room that runs it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from replaykit.stores.values import WorkflowRow
 __all__ = ["SQL", "id_set", "keyed"]
 
 SQL = Statements("replaykit.stores.sqlite", "statements.sql")
-_SHARD_OF = SQL["shard_of"]
 
 
 def keyed(conn: sqlite3.Connection, row: WorkflowRow, fork_of: str | None = None) -> WorkflowRow:
@@ -29,7 +29,7 @@ def keyed(conn: sqlite3.Connection, row: WorkflowRow, fork_of: str | None = None
         return row
 
     def key_of(elder: str) -> str | None:
-        found = conn.execute(_SHARD_OF, (elder,)).fetchone()
+        found = conn.execute(SQL["shard_of"], (elder,)).fetchone()
         return None if found is None else str(found[0])
 
     source_key = None if fork_of is None else key_of(fork_of)

@@ -36,13 +36,6 @@ from replaykit.stores.values import LoadedRun
 
 __all__ = ["Reads"]
 
-_GET_WORKFLOW = SQL["get_workflow"]
-_LOAD_LOG = SQL["load_log"]
-_LOAD_LOG_LIMITED = SQL["load_log_limited"]
-_LOAD_RUNS = SQL["load_runs"]
-_LOAD_RUNS_LOGS = SQL["load_runs_logs"]
-_LOAD_RUNS_CANCELS = SQL["load_runs_cancels"]
-
 
 def _statuses_in(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
     if not statuses:
@@ -64,7 +57,7 @@ class Reads:
     def get_workflow(self, workflow_id: str) -> WorkflowRow | None:
         check_names(workflow_id)
         with self._connections.read() as conn:
-            row = first(conn.execute(_GET_WORKFLOW, (workflow_id,)))
+            row = first(conn.execute(SQL["get_workflow"], (workflow_id,)))
         return None if row is None else workflow_from_row(row)
 
     def list_workflows(self, where: WorkflowFilter) -> list[WorkflowRow]:
@@ -94,9 +87,9 @@ class Reads:
         check_log_limit(limit)
         with self._connections.read() as conn:
             if limit is None:
-                rows = conn.execute(_LOAD_LOG, (workflow_id, since)).fetchall()
+                rows = conn.execute(SQL["load_log"], (workflow_id, since)).fetchall()
             else:
-                rows = conn.execute(_LOAD_LOG_LIMITED, (workflow_id, since, limit)).fetchall()
+                rows = conn.execute(SQL["load_log_limited"], (workflow_id, since, limit)).fetchall()
         return [record_from_row(r, workflow_id) for r in rows]
 
     def load_runs(self, workflow_ids: Sequence[str]) -> list[LoadedRun]:
@@ -107,9 +100,9 @@ class Reads:
             check_names(workflow_id)
         given = json.dumps(ids)
         with self._connections.read() as conn:
-            rows = conn.execute(_LOAD_RUNS, (given,)).fetchall()
-            logs = conn.execute(_LOAD_RUNS_LOGS, (given,)).fetchall()
-            cancels = conn.execute(_LOAD_RUNS_CANCELS, (given,)).fetchall()
+            rows = conn.execute(SQL["load_runs"], (given,)).fetchall()
+            logs = conn.execute(SQL["load_runs_logs"], (given,)).fetchall()
+            cancels = conn.execute(SQL["load_runs_cancels"], (given,)).fetchall()
         records: dict[str, list[Record]] = {}
         for found in logs:
             workflow_id = found[0]

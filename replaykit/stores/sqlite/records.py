@@ -25,10 +25,10 @@ from replaykit.stores.base import RecordWrite
 from replaykit.stores.options import (
     RecordOptions,
 )
-from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.messages import deliver
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.refusals import log_length, refusal, run_owner
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import (
     dump,
     dump_outcome,
@@ -37,18 +37,9 @@ from replaykit.stores.sqlite.values import (
     record_params,
     to_micros,
 )
-from replaykit.stores.sqlite.writer import BodyFailed, Notify, Unchanged, Writer
+from replaykit.stores.sqlite.writer import BodyFailed, Unchanged
 
 __all__ = ["Records"]
-
-_APPEND_RECORD = SQL["append_record"]
-_SET_WAKE_AT = SQL["set_wake_at"]
-_CONSUME_MESSAGES = SQL["consume_messages"]
-_RECORD_DUPLICATE_SEND = SQL["record_duplicate_send"]
-_SET_EVENT = SQL["set_event"]
-_MARK_RECORD_EVENT = SQL["mark_record_event"]
-_GET_RECORD = SQL["get_record"]
-_RECORD_LATE = SQL["record_late"]
 
 
 def _consumed_error(workflow_id: str, message_ids: Sequence[int]) -> RecordConflict:
@@ -57,13 +48,8 @@ def _consumed_error(workflow_id: str, message_ids: Sequence[int]) -> RecordConfl
     )
 
 
-class Records:
+class Records(Room):
     """record, record_many, record_transaction and record_late."""
-
-    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        self._notify = notify
 
     def write_record(
         self,
@@ -75,14 +61,14 @@ class Records:
     ) -> None:
         """Write `record` or raise: `Unchanged(stored)` or the protocol's errors."""
         params = (*record_params(workflow_id, record), executor_id, to_micros(wake_at))
-        if conn.execute(_APPEND_RECORD, params).rowcount:
+        if conn.execute(SQL["append_record"], params).rowcount:
             return
         stored = refusal(conn, workflow_id, record.position, record, executor_id)
         if stored is not None:
             raise Unchanged(stored)
         # Only the run's deadline stood in the way.
-        conn.execute(_SET_WAKE_AT, (to_micros(wake_at), workflow_id))
-        if not conn.execute(_APPEND_RECORD, params).rowcount:
+        conn.execute(SQL["set_wake_at"], (to_micros(wake_at), workflow_id))
+        if not conn.execute(SQL["append_record"], params).rowcount:
             raise StoreError(
                 f"workflow id {workflow_id!r}: position {record.position} could not be "
                 "recorded although nothing stood in the way; is another program writing "
@@ -149,14 +135,16 @@ class Records:
                     # Whether the key was used is known only now, inside the
                     # transaction; the record written above says so before commit.
                     conn.execute(
-                        _RECORD_DUPLICATE_SEND,
+                        SQL["record_duplicate_send"],
                         (dump_outcome(send.if_duplicate), workflow_id, record.position),
                     )
                     written = attrs.evolve(record, outcome=send.if_duplicate)
             if event is not None:
                 value = dump(event.value)
-                conn.execute(_SET_EVENT, (workflow_id, event.key, value))
-                conn.execute(_MARK_RECORD_EVENT, (event.key, value, workflow_id, record.position))
+                conn.execute(SQL["set_event"], (workflow_id, event.key, value))
+                conn.execute(
+                    SQL["mark_record_event"], (event.key, value, workflow_id, record.position)
+                )
                 notes.append(("event", workflow_id))
             return written
 
@@ -209,14 +197,14 @@ class Records:
             row = run_owner(conn, workflow_id)
             check_late(row, workflow_id, executor_id)
             assert row is not None
-            stored = first(conn.execute(_GET_RECORD, (workflow_id, record.position)))
+            stored = first(conn.execute(SQL["get_record"], (workflow_id, record.position)))
             if stored is not None and stored[3] is not None:
                 return record_from_row(stored, workflow_id)
             if stored is None and record.position > 0:
                 length = log_length(conn, workflow_id)
                 if length != record.position:
                     raise late_gap(row.name, workflow_id, record.position, length)
-            conn.execute(_RECORD_LATE, params)
+            conn.execute(SQL["record_late"], params)
             return record
 
         return self._writer.write(land)
@@ -226,7 +214,7 @@ def _consume(conn: sqlite3.Connection, workflow_id: str, consume: int | Sequence
     ids = [consume] if isinstance(consume, int) else list(consume)
     if not ids:
         return
-    taken = conn.execute(_CONSUME_MESSAGES, (workflow_id, id_set(ids))).fetchall()
+    taken = conn.execute(SQL["consume_messages"], (workflow_id, id_set(ids))).fetchall()
     if len(taken) != len(ids):
         gone = sorted(set(ids) - {r[0] for r in taken}) or ids
         raise _consumed_error(workflow_id, gone)

@@ -19,14 +19,10 @@ from replaykit.stores.sqlite.values import first, record_from_row
 
 __all__ = ["get_record", "last_record_stands", "log_length", "refusal", "run_owner"]
 
-_RUN_OWNER = SQL["run_owner"]
-_GET_RECORD = SQL["get_record"]
-_LOG_LENGTH = SQL["log_length"]
-
 
 def run_owner(conn: sqlite3.Connection, workflow_id: str) -> WorkflowRow | None:
     """The run's name, status and executor (other fields left default); None if missing."""
-    found = first(conn.execute(_RUN_OWNER, (workflow_id,)))
+    found = first(conn.execute(SQL["run_owner"], (workflow_id,)))
     if found is None:
         return None
     return WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
@@ -34,12 +30,12 @@ def run_owner(conn: sqlite3.Connection, workflow_id: str) -> WorkflowRow | None:
 
 def get_record(conn: sqlite3.Connection, workflow_id: str, position: int) -> Record | None:
     """The stored record at `position`, or None."""
-    stored = first(conn.execute(_GET_RECORD, (workflow_id, position)))
+    stored = first(conn.execute(SQL["get_record"], (workflow_id, position)))
     return None if stored is None else record_from_row(stored, workflow_id)
 
 
 def log_length(conn: sqlite3.Connection, workflow_id: str) -> int:
-    return int(first(conn.execute(_LOG_LENGTH, (workflow_id,)))[0])
+    return int(first(conn.execute(SQL["log_length"], (workflow_id,)))[0])
 
 
 def refusal(
@@ -56,7 +52,7 @@ def refusal(
     row = run_owner(conn, workflow_id)
     check_recordable(row, workflow_id, executor_id)
     assert row is not None
-    stored = first(conn.execute(_GET_RECORD, (workflow_id, position)))
+    stored = first(conn.execute(SQL["get_record"], (workflow_id, position)))
     if stored is not None:
         if stored[3] is not None:
             return record_from_row(stored, workflow_id)
@@ -64,7 +60,7 @@ def refusal(
             return None  # completing a pending record
         pending = record_from_row(stored, workflow_id)
         return None if replaces_stored(pending, record) else pending
-    if position > 0 and first(conn.execute(_GET_RECORD, (workflow_id, position - 1))) is None:
+    if position > 0 and first(conn.execute(SQL["get_record"], (workflow_id, position - 1))) is None:
         raise gap_error(row.name, workflow_id, position, log_length(conn, workflow_id))
     return None
 
@@ -79,7 +75,7 @@ def last_record_stands(
     which counts as written. Otherwise raises `RecordConflict`.
     """
     # The status as stored, not as a Status: a value no Status has is not PENDING.
-    found = first(conn.execute(_RUN_OWNER, (workflow_id,)))
+    found = first(conn.execute(SQL["run_owner"], (workflow_id,)))
     if found is None or found[1] != Status.PENDING.value:
         return False
     if executor_id is not None and found[2] != executor_id:

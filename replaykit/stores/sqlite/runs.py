@@ -22,8 +22,8 @@ from replaykit.stores._rules import (
     stamped_for_batch,
 )
 from replaykit.stores.base import WorkflowRow
-from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL, id_set, keyed
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import (
     first,
     load_inputs,
@@ -31,26 +31,13 @@ from replaykit.stores.sqlite.values import (
     workflow_from_row,
     workflow_params,
 )
-from replaykit.stores.sqlite.writer import Notify, Unchanged, Writer
+from replaykit.stores.sqlite.writer import Unchanged
 
 __all__ = ["Runs"]
 
-_GET_WORKFLOW = SQL["get_workflow"]
-_DEDUP_HOLDER = SQL["dedup_holder"]
-_CREATE_WORKFLOW = SQL["create_workflow"]
-_CREATE_WORKFLOW_RECORD = SQL["create_workflow_record"]
-_FORK_COPY_EVENT_MARKS = SQL["fork_copy_event_marks"]
-_FORK_SET_EVENTS = SQL["fork_set_events"]
-_GET_FIRST_INPUTS = SQL["get_first_inputs"]
 
-
-class Runs:
+class Runs(Room):
     """create_workflow and create_workflows."""
-
-    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        self._notify = notify
 
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None
@@ -63,21 +50,23 @@ class Runs:
         def insert(conn: sqlite3.Connection) -> tuple[WorkflowRow, bool, bool]:
             stored = keyed(conn, checked, fork_of)
             if deduplicated:
-                existing = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
+                existing = first(conn.execute(SQL["get_workflow"], (row.workflow_id,)))
                 if existing is not None:
                     raise Unchanged((shown(workflow_from_row, existing), False, False))
-                holder = first(conn.execute(_DEDUP_HOLDER, (row.queue, row.dedup_id)))
+                holder = first(conn.execute(SQL["dedup_holder"], (row.queue, row.dedup_id)))
                 if holder is not None:
                     raise duplicate_dedup(stored, holder[0])
-            if conn.execute(_CREATE_WORKFLOW, workflow_params(stored)).rowcount == 0:
-                existing = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
+            if conn.execute(SQL["create_workflow"], workflow_params(stored)).rowcount == 0:
+                existing = first(conn.execute(SQL["get_workflow"], (row.workflow_id,)))
                 raise Unchanged((shown(workflow_from_row, existing), False, False))
             got_events = False
             if records_params:
-                conn.executemany(_CREATE_WORKFLOW_RECORD, records_params)
+                conn.executemany(SQL["create_workflow_record"], records_params)
                 if fork_of is not None:
-                    conn.execute(_FORK_COPY_EVENT_MARKS, (row.workflow_id, fork_of))
-                    got_events = conn.execute(_FORK_SET_EVENTS, (row.workflow_id,)).rowcount > 0
+                    conn.execute(SQL["fork_copy_event_marks"], (row.workflow_id, fork_of))
+                    got_events = (
+                        conn.execute(SQL["fork_set_events"], (row.workflow_id,)).rowcount > 0
+                    )
             return stored, True, got_events
 
         found, created, got_events = self._writer.write(insert)
@@ -90,7 +79,7 @@ class Runs:
     def _first_inputs(self, workflow_ids: list[str]) -> dict[str, Any]:
         """The first inputs kept for these runs (those that continued as new)."""
         with self._connections.read() as conn:
-            rows = conn.execute(_GET_FIRST_INPUTS, (id_set(workflow_ids),)).fetchall()
+            rows = conn.execute(SQL["get_first_inputs"], (id_set(workflow_ids),)).fetchall()
         found: dict[str, Any] = {}
         for workflow_id, text in rows:
             try:
@@ -110,12 +99,12 @@ class Runs:
             # here are the ones the insert creates.
             existing: dict[str, WorkflowRow] = {}
             for row in firsts:
-                found = first(conn.execute(_GET_WORKFLOW, (row.workflow_id,)))
+                found = first(conn.execute(SQL["get_workflow"], (row.workflow_id,)))
                 if found is not None:
                     existing[row.workflow_id] = shown(workflow_from_row, found)
 
             def live_holder(row: WorkflowRow) -> str | None:
-                holder = first(conn.execute(_DEDUP_HOLDER, (row.queue, row.dedup_id)))
+                holder = first(conn.execute(SQL["dedup_holder"], (row.queue, row.dedup_id)))
                 return None if holder is None else str(holder[0])
 
             check_batch_dedup(
@@ -130,7 +119,7 @@ class Runs:
                     new.append(workflow_params(attrs.evolve(row, shard_key=keys[row.workflow_id])))
             if not new:
                 raise Unchanged(existing)
-            inserted = conn.executemany(_CREATE_WORKFLOW, new).rowcount
+            inserted = conn.executemany(SQL["create_workflow"], new).rowcount
             if inserted != len(new):
                 raise StoreError(
                     f"create_workflows inserted {inserted} of {len(new)} new runs inside one "

@@ -12,39 +12,22 @@ from replaykit.stores.base import ScheduleSpec, ScheduleState
 from replaykit.stores.options import (
     ClearRequest,
 )
-from replaykit.stores.sqlite.connections import Connections
 from replaykit.stores.sqlite.queries import SQL
+from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import EPOCH, first, from_micros, to_micros
-from replaykit.stores.sqlite.writer import Notify, Writer
 
 __all__ = ["Schedules"]
 
-_SCHEDULE_STATES = SQL["schedule_states"]
-_REGISTER_SCHEDULE = SQL["register_schedule"]
-_SET_SCHEDULE_PAUSED = SQL["set_schedule_paused"]
-_SCHEDULE_EXISTS = SQL["schedule_exists"]
-_REQUEST_SCHEDULE_TRIGGER = SQL["request_schedule_trigger"]
-_SCHEDULE_TRIGGER = SQL["schedule_trigger"]
-_REQUEST_SCHEDULE_BACKFILL = SQL["request_schedule_backfill"]
-_SCHEDULE_BACKFILL = SQL["schedule_backfill"]
-_CLEAR_SCHEDULE_TRIGGER = SQL["clear_schedule_trigger"]
-_CLEAR_SCHEDULE_BACKFILL = SQL["clear_schedule_backfill"]
-_DELETE_SCHEDULE_STATE = SQL["delete_schedule_state"]
 
+class Schedules(Room):
+    """schedule_states, register_schedules, and the pause and request setters.
 
-class Schedules:
-    """schedule_states, register_schedules, and the pause and request setters."""
-
-    def __init__(self, connections: Connections, writer: Writer, notify: Notify) -> None:
-        self._connections = connections
-        self._writer = writer
-        # This process's engines hear of an operator's change at once; another
-        # process's read the states at each poll (SQLite sends nothing across).
-        self._notify = notify
+    This process's engines hear of an operator's change at once; another process's
+    read the states at each poll (SQLite sends nothing across processes)."""
 
     def schedule_states(self) -> dict[str, ScheduleState]:
         with self._connections.read() as conn:
-            rows = conn.execute(_SCHEDULE_STATES).fetchall()
+            rows = conn.execute(SQL["schedule_states"]).fetchall()
         return {
             r[0]: ScheduleState(
                 r[0],
@@ -70,16 +53,16 @@ class Schedules:
             (s.name, s.workflow_name, s.cron, s.tz, s.queue, int(s.backfill), to_micros(now))
             for s in specs
         ]
-        self._writer.write(lambda conn: conn.executemany(_REGISTER_SCHEDULE, params))
+        self._writer.write(lambda conn: conn.executemany(SQL["register_schedule"], params))
 
     def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
         check_names(schedule_name=name)
         params = (int(paused), to_micros(now), name, int(paused))
 
         def update(conn: sqlite3.Connection) -> bool | None:
-            if conn.execute(_SET_SCHEDULE_PAUSED, params).rowcount:
+            if conn.execute(SQL["set_schedule_paused"], params).rowcount:
                 return None  # changed
-            return first(conn.execute(_SCHEDULE_EXISTS, (name,))) is not None
+            return first(conn.execute(SQL["schedule_exists"], (name,))) is not None
 
         unchanged = self._writer.write(update)
         if unchanged is not None:
@@ -92,8 +75,8 @@ class Schedules:
         micros = to_micros(at)
 
         def request(conn: sqlite3.Connection) -> datetime | None:
-            conn.execute(_REQUEST_SCHEDULE_TRIGGER, (micros, micros, name))
-            found = first(conn.execute(_SCHEDULE_TRIGGER, (name,)))
+            conn.execute(SQL["request_schedule_trigger"], (micros, micros, name))
+            found = first(conn.execute(SQL["schedule_trigger"], (name,)))
             return None if found is None else from_micros(found[0])
 
         kept = self._writer.write(request)
@@ -108,8 +91,8 @@ class Schedules:
         params = (to_micros(start), to_micros(end), to_micros(now), name)
 
         def request(conn: sqlite3.Connection) -> tuple[datetime, datetime] | None:
-            conn.execute(_REQUEST_SCHEDULE_BACKFILL, params)
-            found = first(conn.execute(_SCHEDULE_BACKFILL, (name,)))
+            conn.execute(SQL["request_schedule_backfill"], params)
+            found = first(conn.execute(SQL["schedule_backfill"], (name,)))
             if found is None:
                 return None
             return from_micros(found[0]) or EPOCH, from_micros(found[1]) or EPOCH
@@ -125,10 +108,10 @@ class Schedules:
 
         def clear(conn: sqlite3.Connection) -> None:
             if trigger_at is not None:
-                conn.execute(_CLEAR_SCHEDULE_TRIGGER, (name, to_micros(trigger_at)))
+                conn.execute(SQL["clear_schedule_trigger"], (name, to_micros(trigger_at)))
             if backfill is not None:
                 conn.execute(
-                    _CLEAR_SCHEDULE_BACKFILL,
+                    SQL["clear_schedule_backfill"],
                     (name, to_micros(backfill[0]), to_micros(backfill[1])),
                 )
 
@@ -138,7 +121,7 @@ class Schedules:
     def delete_schedule_state(self, name: str) -> bool:
         check_names(schedule_name=name)
         deleted = self._writer.write(
-            lambda conn: conn.execute(_DELETE_SCHEDULE_STATE, (name,)).rowcount > 0
+            lambda conn: conn.execute(SQL["delete_schedule_state"], (name,)).rowcount > 0
         )
         if deleted:
             self._notify([("schedule", name)])

@@ -24,9 +24,6 @@ from replaykit.stores.sqlite.writer import Writer
 
 __all__ = ["StepBeats"]
 
-_RECORD_STEP_HEARTBEAT = SQL["record_step_heartbeat"]
-_GET_STEP_HEARTBEATS = SQL["get_step_heartbeats"]
-
 
 class StepBeats:
     """record_step_heartbeat and get_step_heartbeats."""
@@ -52,7 +49,7 @@ class StepBeats:
         )
 
         def write(conn: sqlite3.Connection) -> bool:
-            if conn.execute(_RECORD_STEP_HEARTBEAT, values).rowcount:
+            if conn.execute(SQL["record_step_heartbeat"], values).rowcount:
                 return True
             # Not written: refused (raises, naming why), or a stale beat (False).
             check_recordable(run_owner(conn, workflow_id), workflow_id, executor_id)
@@ -66,7 +63,7 @@ class StepBeats:
         # One statement: the run's row tells "no such run" (no rows) from "none
         # beat" (one row of NULLs).
         with self._connections.read() as conn:
-            rows = conn.execute(_GET_STEP_HEARTBEATS, (workflow_id,)).fetchall()
+            rows = conn.execute(SQL["get_step_heartbeats"], (workflow_id,)).fetchall()
         if not rows:
             raise no_run_for_heartbeats(workflow_id)
         beats = []
