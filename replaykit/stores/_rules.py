@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import attrs
 
@@ -22,9 +23,7 @@ from replaykit.stores._attributes import checked_attributes
 from replaykit.stores._checks import check_names, check_record, check_row, storable_error
 from replaykit.stores._shards import check_shard_key
 from replaykit.stores.base import ClaimLimits, OutgoingMessage, WorkflowFilter, WorkflowRow
-from replaykit.stores.options import (
-    StatusChange,
-)
+from replaykit.stores.options import SendOptions, StatusChange
 from replaykit.stores.where import matches
 
 __all__ = [
@@ -35,6 +34,7 @@ __all__ = [
     "check_recordable",
     "checked_create",
     "checked_create_and_send",
+    "checked_send",
     "checked_transaction_record",
     "claim_room",
     "claimed_deadline",
@@ -255,6 +255,17 @@ def checked_create(row: WorkflowRow, records: Sequence[Record], fork_of: str | N
     if fork_of is not None:
         check_names(fork_of)
     return stored
+
+
+def checked_send(
+    workflow_id: str, topic: str, payload: Any, options: SendOptions
+) -> OutgoingMessage:
+    """`send_message()`'s message, its names checked before anything is read."""
+    key = options.get("idempotency_key")
+    check_names(workflow_id, topic=topic, idempotency_key=key)
+    return OutgoingMessage(
+        workflow_id, topic, payload, key, trace_context=options.get("trace_context")
+    )
 
 
 def checked_create_and_send(row: WorkflowRow, message: OutgoingMessage) -> WorkflowRow:

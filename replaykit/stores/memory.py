@@ -45,6 +45,7 @@ from replaykit.stores._rules import (
     check_recordable,
     checked_create,
     checked_create_and_send,
+    checked_send,
     claim_room,
     claimed_deadline,
     duplicate_dedup,
@@ -541,13 +542,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 raise no_run_to_send_to(send.workflow_id)
             for message_id in ids:
                 self._take_message(workflow_id, message_id)
-        delivered = send is not None and self._deliver(
-            send.workflow_id,
-            send.topic,
-            send.payload,
-            send.idempotency_key,
-            trace_context=send.trace_context,
-        )
+        delivered = send is not None and self._deliver(send)
         if send is not None and not delivered and send.if_duplicate is not None:
             record = attrs.evolve(record, outcome=send.if_duplicate)
         if event is not None:
@@ -743,30 +738,15 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
-        idempotency_key = options.get("idempotency_key")
-        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
+        message = checked_send(workflow_id, topic, payload, options)
         with self._lock:
-            delivered = self._deliver(
-                workflow_id,
-                topic,
-                payload,
-                idempotency_key,
-                options.get("call_id"),
-                options.get("trace_context"),
-            )
+            delivered = self._deliver(message, options.get("call_id"))
         if delivered:
             self._notify("message", workflow_id)
         return delivered
 
-    def _deliver(
-        self,
-        workflow_id: str,
-        topic: str,
-        payload: Any,
-        idempotency_key: str | None,
-        call_id: str | None = None,
-        trace_context: str | None = None,
-    ) -> bool:
+    def _deliver(self, sent: OutgoingMessage, call_id: str | None = None) -> bool:
+        workflow_id, idempotency_key = sent.workflow_id, sent.idempotency_key
         if workflow_id not in self._rows:
             raise no_run_to_send_to(workflow_id)
         if idempotency_key is not None:
@@ -778,10 +758,10 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         message = Message(
             self._next_message_id,
             workflow_id,
-            topic,
-            copy.deepcopy(payload),
+            sent.topic,
+            copy.deepcopy(sent.payload),
             utc_now(),
-            trace_context,
+            sent.trace_context,
         )
         self._next_message_id += 1
         self._inbox.setdefault(workflow_id, []).append(message)
@@ -801,14 +781,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 self._rows[row.workflow_id] = stored
                 self._logs[row.workflow_id] = []
                 self._order[row.workflow_id] = len(self._order)
-            delivered = self._deliver(
-                row.workflow_id,
-                message.topic,
-                message.payload,
-                message.idempotency_key,
-                call_id,
-                message.trace_context,
-            )
+            delivered = self._deliver(message, call_id)
         if existing is None and stored.status is Status.ENQUEUED and stored.queue is not None:
             self._notify("enqueued", stored.queue)
         if delivered:

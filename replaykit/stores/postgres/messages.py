@@ -12,7 +12,12 @@ from replaykit.errors import StoreError
 from replaykit.log import Status
 from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rows import inputs_value, shown
-from replaykit.stores._rules import checked_create_and_send, no_run_for_events, no_run_to_send_to
+from replaykit.stores._rules import (
+    checked_create_and_send,
+    checked_send,
+    no_run_for_events,
+    no_run_to_send_to,
+)
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
 from replaykit.stores.options import (
     CreateAndSendOptions,
@@ -35,14 +40,9 @@ class Messages:
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
-        idempotency_key, call_id = options.get("idempotency_key"), options.get("call_id")
-        trace_context = options.get("trace_context")
-        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
         db = self._db
-        message = OutgoingMessage(
-            workflow_id, topic, payload, idempotency_key, trace_context=trace_context
-        )
-        statement, params = self._send_params(message, call_id)
+        message = checked_send(workflow_id, topic, payload, options)
+        statement, params = self._send_params(message, options.get("call_id"))
         for fresh in (False, True):
             with db.connection() as conn:
                 params["shard"] = db.shards.of(conn, workflow_id, fresh=fresh)

@@ -18,6 +18,7 @@ from replaykit.stores._checks import check_names, checked_topics
 from replaykit.stores._rows import decoded_json, event_value, message_payload, shown
 from replaykit.stores._rules import (
     checked_create_and_send,
+    checked_send,
     no_run_for_events,
     no_run_to_send_to,
 )
@@ -43,20 +44,12 @@ from replaykit.stores.sqlite.writer import Unchanged
 __all__ = ["Messages", "deliver"]
 
 
-def deliver(
-    conn: sqlite3.Connection,
-    workflow_id: str,
-    topic: str,
-    payload: Any,
-    idempotency_key: str | None,
-    call_id: str | None = None,
-    *,
-    trace_context: str | None = None,
-) -> bool:
+def deliver(conn: sqlite3.Connection, message: OutgoingMessage, call_id: str | None = None) -> bool:
     """A message into the run's inbox, in the caller's transaction; False if its key was used.
 
     The same call again raises `Unchanged(True)`: its earlier attempt delivered.
     """
+    workflow_id, idempotency_key = message.workflow_id, message.idempotency_key
     if first(conn.execute(SQL["run_exists"], (workflow_id,))) is None:
         raise no_run_to_send_to(workflow_id)
     if idempotency_key is not None:
@@ -74,7 +67,14 @@ def deliver(
                 is not None
             )
     conn.execute(
-        SQL["send_message"], (workflow_id, topic, dump(payload), to_micros(now()), trace_context)
+        SQL["send_message"],
+        (
+            workflow_id,
+            message.topic,
+            dump(message.payload),
+            to_micros(now()),
+            message.trace_context,
+        ),
     )
     return True
 
@@ -98,20 +98,11 @@ class Messages(Room):
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]
     ) -> bool:
-        idempotency_key, call_id = options.get("idempotency_key"), options.get("call_id")
-        trace_context = options.get("trace_context")
-        check_names(workflow_id, topic=topic, idempotency_key=idempotency_key)
-        delivered = self._writer.write(
-            lambda conn: deliver(
-                conn,
-                workflow_id,
-                topic,
-                payload,
-                idempotency_key,
-                call_id,
-                trace_context=trace_context,
-            )
+        message, call_id = (
+            checked_send(workflow_id, topic, payload, options),
+            options.get("call_id"),
         )
+        delivered = self._writer.write(lambda conn: deliver(conn, message, call_id))
         if delivered:
             self._notify([("message", workflow_id)])
         return delivered
@@ -129,15 +120,7 @@ class Messages(Room):
             if not created and accept is not None:
                 accept(found)  # raising rolls the transaction back: nothing written
             try:
-                delivered = deliver(
-                    conn,
-                    row.workflow_id,
-                    message.topic,
-                    message.payload,
-                    message.idempotency_key,
-                    call_id,
-                    trace_context=message.trace_context,
-                )
+                delivered = deliver(conn, message, call_id)
             except Unchanged as same_call:  # its earlier attempt created and delivered
                 raise Unchanged((found, False, bool(same_call.value))) from None
             return found, created, delivered

@@ -122,14 +122,7 @@ class Records(Room):
             if consume is not None:
                 _consume(conn, workflow_id, consume)
             if send is not None:
-                if deliver(
-                    conn,
-                    send.workflow_id,
-                    send.topic,
-                    send.payload,
-                    send.idempotency_key,
-                    trace_context=send.trace_context,
-                ):
+                if deliver(conn, send):
                     notes.append(("message", send.workflow_id))
                 elif send.if_duplicate is not None:
                     # Whether the key was used is known only now, inside the
