@@ -7,8 +7,9 @@ from replaykit import serde
 from replaykit.commands import Await, AwakeableToken, Command
 from replaykit.log import Failure, Outcome, Value
 from replaykit.runtime.awakeables import completion_outcome
-from replaykit.runtime.handlers.base import Carrier, Handler, Ready
-from replaykit.stores.base import WorkflowRow
+from replaykit.runtime.handlers.base import Carrier, Handler
+from replaykit.runtime.handlers.waiting import TakesMessage
+from replaykit.stores.base import Message, WorkflowRow
 
 __all__ = ["AwaitHandler", "AwakeableHandler"]
 
@@ -34,26 +35,24 @@ class AwakeableHandler(Handler):
         return Value(str(token))
 
 
-class AwaitHandler(Handler):
+class AwaitHandler(TakesMessage):
     """Ready when the token's completion is in the run's inbox; consumes it with the record."""
 
-    def ready(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        position: int,
-        command: Command,
-        target: str | None = None,
-    ) -> Ready | None:
+    def topics(self, command: Command) -> str:
         assert isinstance(command, Await)
-        parts = command.parts
-        if parts.workflow_id != row.workflow_id:
-            return Ready(_foreign_token(row, position, command))
-        message = carrier.store.peek_message(row.workflow_id, parts.topic)
-        if message is None:
-            return None
-        outcome = completion_outcome(message.payload, row.workflow_id, parts.topic)
-        return Ready(outcome, consume=message.message_id, trace_context=message.trace_context)
+        return command.parts.topic
+
+    def refused(self, row: WorkflowRow, position: int, command: Command) -> Outcome | None:
+        assert isinstance(command, Await)
+        if command.parts.workflow_id != row.workflow_id:
+            return _foreign_token(row, position, command)
+        return None
+
+    def taken(
+        self, carrier: Carrier, row: WorkflowRow, command: Command, message: Message
+    ) -> Outcome:
+        assert isinstance(command, Await)
+        return completion_outcome(message.payload, row.workflow_id, command.parts.topic)
 
 
 def _foreign_token(row: WorkflowRow, position: int, command: Await[object]) -> Failure:

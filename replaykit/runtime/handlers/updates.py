@@ -14,10 +14,11 @@ from replaykit.commands.updates import (
 )
 from replaykit.errors import UnknownUpdate, UnknownWorkflowError, UpdateAlreadyAnswered
 from replaykit.interpreter import Effect
-from replaykit.log import Failure, Record, Value
+from replaykit.log import Failure, Outcome, Record, Value
 from replaykit.registry import Workflow, lookup
-from replaykit.runtime.handlers.base import Carrier, Handler, Ready
-from replaykit.stores.base import EventWrite, WorkflowRow
+from replaykit.runtime.handlers.base import Carrier, Handler
+from replaykit.runtime.handlers.waiting import TakesMessage
+from replaykit.stores.base import EventWrite, Message, WorkflowRow
 
 __all__ = ["ReceiveUpdateHandler", "ReplyHandler"]
 
@@ -29,47 +30,46 @@ def _workflow_of(row: WorkflowRow) -> Workflow[..., object] | None:
         return None  # a run this process cannot look up declares nothing it can check
 
 
-class ReceiveUpdateHandler(Handler):
+class ReceiveUpdateHandler(TakesMessage):
     """Ready with the oldest request of its update name. A request the caller did not
     validate (it had no workflow code) is validated here first; one the validator
     refuses is answered with its error and taken out of the inbox, leaving no record,
     and the next request is looked at."""
 
-    def ready(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        position: int,
-        command: Command,
-        target: str | None = None,
-    ) -> Ready | None:
+    def topics(self, command: Command) -> str:
         assert isinstance(command, ReceiveUpdate)
-        name = command.update_name
+        return request_topic(command.update_name)
+
+    def refused(self, row: WorkflowRow, position: int, command: Command) -> Outcome | None:
+        assert isinstance(command, ReceiveUpdate)
         wf = _workflow_of(row)
+        name = command.update_name
         unknown = None if wf is None else wf.unknown_update(name, workflow_id=row.workflow_id)
-        if unknown is not None:
-            error = UnknownUpdate(f"{unknown} (ReceiveUpdate at position {position})")
-            return Ready(Failure(serde.encode_error(error, with_traceback=False)))
-        store = carrier.store
-        topic = request_topic(name)
-        while True:
-            message = store.peek_message(row.workflow_id, topic)
-            if message is None:
+        if unknown is None:
+            return None
+        error = UnknownUpdate(f"{unknown} (ReceiveUpdate at position {position})")
+        return Failure(serde.encode_error(error, with_traceback=False))
+
+    def taken(
+        self, carrier: Carrier, row: WorkflowRow, command: Command, message: Message
+    ) -> Outcome | None:
+        assert isinstance(command, ReceiveUpdate)
+        request, validated = taken_request(message.payload, row.workflow_id, message.message_id)
+        wf = None if validated else _workflow_of(row)
+        if wf is not None:
+            try:
+                wf.check_update(
+                    command.update_name,
+                    request["args"],
+                    request["kwargs"],
+                    workflow_id=row.workflow_id,
+                )
+            except Exception as refusal:
+                answer = EventWrite(reply_key(request["update_id"]), reply_data(error=refusal))
+                # Gone already (another engine answered or took it): look again.
+                carrier.store.answer_message(row.workflow_id, message.message_id, answer)
                 return None
-            request, validated = taken_request(message.payload, row.workflow_id, message.message_id)
-            if not validated and wf is not None:
-                try:
-                    wf.check_update(
-                        name, request["args"], request["kwargs"], workflow_id=row.workflow_id
-                    )
-                except Exception as refusal:
-                    answer = EventWrite(reply_key(request["update_id"]), reply_data(error=refusal))
-                    # Gone already (another engine answered or took it): look again.
-                    store.answer_message(row.workflow_id, message.message_id, answer)
-                    continue
-            return Ready(
-                Value(request), consume=message.message_id, trace_context=message.trace_context
-            )
+        return Value(request)
 
 
 class ReplyHandler(Handler):

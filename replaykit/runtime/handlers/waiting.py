@@ -10,16 +10,26 @@ from replaykit.interpreter import Effect
 from replaykit.log import Failure, Outcome, Record, Value, received_data
 from replaykit.runtime.handlers.base import Carrier, Handler, Ready, topic_of
 from replaykit.runtime.host import Suspend
-from replaykit.stores.base import WorkflowRow
+from replaykit.stores.base import Message, WorkflowRow
 
-__all__ = ["CallHandler", "GetEventHandler", "RecvHandler", "SleepHandler", "WaitHandler"]
+__all__ = [
+    "CallHandler",
+    "GetEventHandler",
+    "RecvHandler",
+    "SleepHandler",
+    "TakesMessage",
+    "WaitHandler",
+]
 
 
 class SleepHandler(Handler):
     """Waits for its wake instant alone (`facts_of(Sleep).wakes_on` is None)."""
 
 
-class RecvHandler(Handler):
+class TakesMessage(Handler):
+    """Ready with the oldest message on its topic(s) in the run's inbox, which its record
+    consumes: `Recv`, and the kinds that take theirs as it does (`Await`, `ReceiveUpdate`)."""
+
     def ready(
         self,
         carrier: Carrier,
@@ -28,55 +38,97 @@ class RecvHandler(Handler):
         command: Command,
         target: str | None = None,
     ) -> Ready | None:
+        refused = self.refused(row, position, command)
+        if refused is not None:
+            return Ready(refused)
+        while True:
+            message = carrier.store.peek_message(row.workflow_id, self.topics(command))
+            if message is None:
+                return None
+            outcome = self.taken(carrier, row, command, message)
+            if outcome is not None:
+                consume, trace = message.message_id, message.trace_context
+                return Ready(outcome, consume=consume, trace_context=trace)
+
+    def topics(self, command: Command) -> str | tuple[str, ...]:
+        """The topic, or the topics, its message comes on."""
+        raise NotImplementedError
+
+    def refused(self, row: WorkflowRow, position: int, command: Command) -> Outcome | None:
+        """The failure it is ready with before any message (None: it waits for one)."""
+        return None
+
+    def taken(
+        self, carrier: Carrier, row: WorkflowRow, command: Command, message: Message
+    ) -> Outcome | None:
+        """The outcome `message` gives; None when it was dealt with here (answered, gone
+        from the inbox), and the next one is looked at."""
+        raise NotImplementedError
+
+
+class RecvHandler(TakesMessage):
+    def topics(self, command: Command) -> str | tuple[str, ...]:
         assert isinstance(command, Recv)
-        topics = command.topics
-        if topics is None:
-            assert not isinstance(command.topic, tuple)
-            message = carrier.store.peek_message(row.workflow_id, topic_of(command.topic))
-        else:
-            message = carrier.store.peek_message(row.workflow_id, topics)
-        if message is None:
-            return None
+        if command.topics is not None:
+            return command.topics
+        assert not isinstance(command.topic, tuple)
+        return topic_of(command.topic)
+
+    def taken(
+        self, carrier: Carrier, row: WorkflowRow, command: Command, message: Message
+    ) -> Outcome | None:
+        assert isinstance(command, Recv)
+        if command.topics is None:
+            return Value(message.payload)
         # Several topics: the record says which one the message came on (`Received`).
-        data = message.payload if topics is None else received_data(message.topic, message.payload)
-        return Ready(Value(data), consume=message.message_id, trace_context=message.trace_context)
+        return Value(received_data(message.topic, message.payload))
 
 
-class GetEventHandler(Handler):
+class _AboutRun(Handler):
+    """Ready once the run it is about (`target`) holds what it waits for (`found`)."""
+
+    def ready(
+        self,
+        carrier: Carrier,
+        row: WorkflowRow,
+        position: int,
+        command: Command,
+        target: str | None = None,
+    ) -> Ready | None:
+        about = target or self.target(carrier, row, position, command)
+        assert about is not None
+        outcome = self.found(carrier, row, position, command, about)
+        return None if outcome is None else Ready(outcome)
+
+    def found(
+        self, carrier: Carrier, row: WorkflowRow, position: int, command: Command, about: str
+    ) -> Outcome | None:
+        """What the run `about` holds that completes the command (None: nothing yet)."""
+        raise NotImplementedError
+
+
+class GetEventHandler(_AboutRun):
     def target(
         self, carrier: Carrier, row: WorkflowRow, position: int, command: Command
     ) -> str | None:
         assert isinstance(command, GetEvent)
         return command.workflow_id
 
-    def ready(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        position: int,
-        command: Command,
-        target: str | None = None,
-    ) -> Ready | None:
+    def found(
+        self, carrier: Carrier, row: WorkflowRow, position: int, command: Command, about: str
+    ) -> Outcome | None:
         assert isinstance(command, GetEvent)
-        found, value = carrier.store.get_event(command.workflow_id, command.key)
-        return Ready(Value(value)) if found else None
+        found, value = carrier.store.get_event(about, command.key)
+        return Value(value) if found else None
 
 
-class _AwaitsRun(Handler):
-    """Ready with the outcome of the run it is about (`target`) once that run finished."""
+class _AwaitsRun(_AboutRun):
+    """Ready with the outcome of the run it is about once that run finished."""
 
-    def ready(
-        self,
-        carrier: Carrier,
-        row: WorkflowRow,
-        position: int,
-        command: Command,
-        target: str | None = None,
-    ) -> Ready | None:
-        awaited = target or self.target(carrier, row, position, command)
-        assert awaited is not None
-        finished = carrier.finished_outcome(row, position, awaited)
-        return None if finished is None else Ready(finished)
+    def found(
+        self, carrier: Carrier, row: WorkflowRow, position: int, command: Command, about: str
+    ) -> Outcome | None:
+        return carrier.finished_outcome(row, position, about)
 
 
 class WaitHandler(_AwaitsRun):
