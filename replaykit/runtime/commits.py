@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TypedDict, Unpack
 
 import attrs
 
@@ -35,7 +36,7 @@ from replaykit.runtime.retries import call_with_retries, write_with_retries
 from replaykit.stores._holds import ExecutorHold
 from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite, Store, WorkflowRow
 
-__all__ = ["LogMovedOn", "RecordWriter", "same_write"]
+__all__ = ["CommitOptions", "LogMovedOn", "RecordWriter", "same_write"]
 
 log = logging.getLogger("replaykit.engine")
 
@@ -43,6 +44,17 @@ log = logging.getLogger("replaykit.engine")
 # their own run was cancelled, they would record that cancel's cascade to the child as
 # the parent's answer, and a resume that brings the child back would replay it.
 _OTHER_RUNS_ENDINGS = frozenset({"wait", "call"})
+
+
+class CommitOptions(TypedDict, total=False):
+    """What a record's commit writes with it, as `Store.record` takes it
+    (`RecordOptions` but the executor, which the writer adds): the handlers' `commit`
+    and the writer's `write` take these alike and hand them on whole."""
+
+    consume: int | Sequence[int] | None
+    send: OutgoingMessage | None
+    event: EventWrite | None
+    wake_at: datetime | None
 
 
 class LogMovedOn(ControlSignal):
@@ -115,16 +127,7 @@ class RecordWriter:
 
     # -- writing ------------------------------------------------------------------------
 
-    def write(
-        self,
-        row: WorkflowRow,
-        record: Record,
-        *,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
-    ) -> Record:
+    def write(self, row: WorkflowRow, record: Record, **options: Unpack[CommitOptions]) -> Record:
         """Commit `record` alone; the record its position now holds (ours).
 
         Raises `LogMovedOn` if another writer completed the position first, and the
@@ -134,24 +137,17 @@ class RecordWriter:
 
         def once() -> Record:
             self.fenced(workflow_id)  # again on each try: an outage may have lost the hold
-            return self.store.record(
-                workflow_id,
-                record,
-                executor_id=self.executor_id,
-                consume=consume,
-                send=send,
-                event=event,
-                wake_at=wake_at,
-            )
+            return self.store.record(workflow_id, record, executor_id=self.executor_id, **options)
 
         try:
             stored = write_with_retries(
                 self.store, workflow_id, record.position, once, stop=self._stop
             )
         except RunNotPending as refusal:
-            if consume is None and send is None and event is None:
+            if not any(options.get(side) is not None for side in ("consume", "send", "event")):
                 self.land_late(row, record, refusal)
             raise
+        send = options.get("send")
         also = None if send is None else send.if_duplicate
         return self.check_written(row, record, stored, also=also)
 

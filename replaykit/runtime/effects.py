@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import attrs
 
@@ -38,11 +38,12 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import Effect
 from replaykit.log import Failure, Outcome, Record, Status, Value
+from replaykit.runtime.commits import CommitOptions
 from replaykit.runtime.composites import CompositeRun
 from replaykit.runtime.handlers import Ready, handler_for
 from replaykit.runtime.host import Suspend, Wake
 from replaykit.runtime.steps import StepRunner
-from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
+from replaykit.stores.base import WorkflowRow
 
 __all__ = ["EffectRunner", "WaitProbe"]
 
@@ -112,17 +113,13 @@ class EffectRunner(StepRunner):
         *,
         started_at: datetime | None = None,
         attempts: int = 1,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
+        **options: Unpack[CommitOptions],
     ) -> Record:
+        wake_at = options.get("wake_at")
         record = self.record_for(
             effect, outcome, started_at=started_at, attempts=attempts, wake_at=wake_at
         )
-        written = self.host.records.write(
-            row, record, consume=consume, send=send, event=event, wake_at=wake_at
-        )
+        written = self.host.records.write(row, record, **options)
         if self.telemetry.tracing:
             self.telemetry.executed(row.workflow_id, effect.position)
         return written

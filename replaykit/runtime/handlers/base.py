@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 import attrs
 
@@ -15,8 +15,9 @@ from replaykit.interpreter import Effect
 from replaykit.log import Outcome, Record, Value
 from replaykit.otel import Telemetry
 from replaykit.runtime.clock import Clock
+from replaykit.runtime.commits import CommitOptions
 from replaykit.runtime.host import Entropy, Host, Suspend, Wake
-from replaykit.stores.base import EventWrite, OutgoingMessage, Store, WorkflowRow
+from replaykit.stores.base import Store, WorkflowRow
 
 __all__ = ["Carrier", "Handler", "Ready", "topic_of"]
 
@@ -47,10 +48,7 @@ class Carrier(Protocol):
         *,
         started_at: datetime | None = None,
         attempts: int = 1,
-        consume: int | Sequence[int] | None = None,
-        send: OutgoingMessage | None = None,
-        event: EventWrite | None = None,
-        wake_at: datetime | None = None,
+        **options: Unpack[CommitOptions],
     ) -> Record: ...
 
     def encoded(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any: ...
