@@ -38,7 +38,7 @@ from replaykit.runtime.endings import continued_inputs, error_text, finished_out
 from replaykit.runtime.events import Activation, Carried, Continued, Ended, Event
 from replaykit.runtime.finished import FinishedRuns
 from replaykit.runtime.host import Wake
-from replaykit.stores.base import FinishWrite, Store, WorkflowRow
+from replaykit.stores.base import FinishOptions, FinishWrite, Store, WorkflowRow
 
 __all__ = ["Books"]
 
@@ -156,14 +156,7 @@ class Books:
             answers = list(
                 self.store.finish_many(
                     [
-                        FinishWrite(
-                            row.workflow_id,
-                            status,
-                            result,
-                            error=error,
-                            executor_id=self.executor_id,
-                            record=last,
-                        )
+                        FinishWrite(row.workflow_id, status, result, **self._said(error, last))
                         for _, _, row, status, result, error, last in finishing
                     ]
                 )
@@ -252,12 +245,7 @@ class Books:
         forgotten = self.finished.mark()
         try:
             finished = self.store.finish_workflow(
-                row.workflow_id,
-                status,
-                result,
-                error=error,
-                executor_id=self.executor_id,
-                record=last,
+                row.workflow_id, status, result, **self._said(error, last)
             )
         except RecordConflict as exc:
             if last is None:
@@ -266,6 +254,11 @@ class Books:
             raise LogMovedOn(str(exc)) from exc
         self._finished_here(row, status, result, error, finished, forgotten, last)
         return finished
+
+    def _said(self, error: str, last: Record | None) -> FinishOptions:
+        """What a finish from here says beside the run, its status and its result,
+        alone (`finish_workflow`) or with others (`finish_many`)."""
+        return {"error": error, "executor_id": self.executor_id, "record": last}
 
     def _finished_here(
         self,

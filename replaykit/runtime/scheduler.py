@@ -946,18 +946,12 @@ class Scheduler:
     def _end(self, activation: Activation) -> None:
         """The activation is over; another begins at once if the run must look again."""
         workflow_id = activation.workflow_id
-        self._unwatch(activation)
-        if self._telemetry.tracing:
-            self._telemetry.end(workflow_id, activation.outcome)
-        seen = self.wakeups.seq()
+        seen = self._leave(activation)
         with self._cv:
             if self._scopes.get(workflow_id) is activation.scope:
                 self._scopes.pop(workflow_id, None)
             if workflow_id in self._rerun and not self._closed and workflow_id not in self._halted:
-                self._rerun.discard(workflow_id)
-                self._seen[workflow_id] = seen
-                self._inbox.append(Begin(Activation(workflow_id, None, False)))
-                self._notify_loop()
+                self._again(Activation(workflow_id, None, False), seen)
                 return
             self._rerun.discard(workflow_id)
             self._active.discard(workflow_id)
@@ -970,6 +964,23 @@ class Scheduler:
             self.wakeups.forget_notifications(seen)
         else:
             self.wakeups.poke()
+
+    def _leave(self, activation: Activation) -> int:
+        """What an activation's end does first, outside the lock: its preemption watch
+        and its span end; the notification count it had seen by then."""
+        self._unwatch(activation)
+        if self._telemetry.tracing:
+            self._telemetry.end(activation.workflow_id, activation.outcome)
+        return self.wakeups.seq()
+
+    def _again(self, activation: Activation, seen: int) -> None:
+        """(Under `_cv`.) The run goes on at once as `activation`, still active and
+        counted busy, having seen the notifications up to `seen`."""
+        workflow_id = activation.workflow_id
+        self._rerun.discard(workflow_id)
+        self._seen[workflow_id] = seen
+        self._inbox.append(Begin(activation))
+        self._notify_loop()
 
     def _close_interp(self, activation: Activation) -> None:
         if activation.interp is not None:
@@ -995,10 +1006,7 @@ class Scheduler:
         workflow_id = activation.workflow_id
         self._close_interp(activation)
         self.drop_warm(workflow_id)
-        self._unwatch(activation)
-        if self._telemetry.tracing:
-            self._telemetry.end(workflow_id, activation.outcome)
-        seen = self.wakeups.seq()
+        seen = self._leave(activation)
         with self._cv:
             if self._scopes.get(workflow_id) is activation.scope:
                 self._scopes.pop(workflow_id, None)
@@ -1010,10 +1018,7 @@ class Scheduler:
                 # Still active and counted busy: it goes on as a new activation. A
                 # message that asked it to look again is seen by the new generation
                 # when it reaches its Recv.
-                self._rerun.discard(workflow_id)
-                self._seen[workflow_id] = seen
-                self._inbox.append(Begin(Activation(workflow_id, live, True)))
-                self._notify_loop()
+                self._again(Activation(workflow_id, live, True), seen)
                 return
         if spinning:
             # Generations one after another with no wait between: a loop that would

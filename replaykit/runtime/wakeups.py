@@ -515,12 +515,12 @@ class Wakeups:
         """Call the listeners of `wake` (not its waiters): something they look at
         changed since the notification they had (the finished cache was filled)."""
         with self._cv:
-            callbacks = list(self._listeners.get(wake, ()))
-            by_kind = list(self._kind_listeners.get(wake[0], ()))
-        for callback in callbacks:
-            callback()
-        for kind_callback in by_kind:
-            kind_callback(wake[1])
+            listeners = self._listeners_of(wake)
+        _tell(listeners, wake)
+
+    def _listeners_of(self, wake: Wake) -> _Listeners:
+        """(Under `_cv`.) The listeners of `wake` now, to be called outside the lock."""
+        return list(self._listeners.get(wake, ())), list(self._kind_listeners.get(wake[0], ()))
 
     def notify(self, wake: Wake) -> None:
         """Something a run may wait for happened: wake its waiters and listeners."""
@@ -532,12 +532,8 @@ class Wakeups:
             for workflow_id in to_wake:
                 self._forget(workflow_id)
             self._waking += len(to_wake)
-            callbacks = list(self._listeners.get(wake, ()))
-            by_kind = list(self._kind_listeners.get(wake[0], ()))
-        for callback in callbacks:
-            callback()
-        for kind_callback in by_kind:
-            kind_callback(wake[1])
+            listeners = self._listeners_of(wake)
+        _tell(listeners, wake)
         self._hand_over(to_wake)
 
     def forget_notifications(self, upto: int) -> None:
@@ -774,6 +770,18 @@ class Wakeups:
                     self._forget(workflow_id)
                     self._waking += 1
                 self._hand_over([workflow_id])
+
+
+#: A wake's listeners, and the listeners of its kind (called with the id it is about).
+_Listeners = tuple[list[Callable[[], None]], list[Callable[[str], None]]]
+
+
+def _tell(listeners: _Listeners, wake: Wake) -> None:
+    callbacks, by_kind = listeners
+    for callback in callbacks:
+        callback()
+    for kind_callback in by_kind:
+        kind_callback(wake[1])
 
 
 def _probe(suspend: Suspend) -> bool:
