@@ -187,10 +187,9 @@ class Work:
     def hold_back(self, activation: Activation, effect: Effect, backoff: Backoff) -> Event:
         """A step waits for its next attempt: record that, and suspend the run until then
         (a durable timer, like a Sleep's: no thread waits, and a restart keeps it)."""
-        try:
-            result: Any = record_backoff(self.runner, activation.row_or_raise(), effect, backoff)
-        except BaseException as exc:
-            result = exc
+        result = _captured(
+            lambda: record_backoff(self.runner, activation.row_or_raise(), effect, backoff)
+        )
         return Carried(activation, effect, result)
 
     def carry(
@@ -199,10 +198,9 @@ class Work:
         effect: Effect,
         steps_done: Mapping[tuple[int, ...], Outcome] | None = None,
     ) -> Event:
-        try:
-            result: Any = self.runner.carry_out(activation.row_or_raise(), effect, steps_done)
-        except BaseException as exc:
-            result = exc
+        result = _captured(
+            lambda: self.runner.carry_out(activation.row_or_raise(), effect, steps_done)
+        )
         return Carried(activation, effect, result)
 
     def deliver_cancel(self, activation: Activation, effect: Effect) -> Event:
@@ -223,17 +221,11 @@ class Work:
     def read_tail(self, activation: Activation, effect: Effect) -> Event:
         """The run's records from the effect's position on: what the cache lacks."""
         workflow_id = activation.workflow_id
-        try:
-            tail: Any = self.store.load_log(workflow_id, since=effect.position)
-        except BaseException as exc:
-            tail = exc
+        tail = _captured(lambda: self.store.load_log(workflow_id, since=effect.position))
         return TailRead(activation, effect, tail)
 
     def write_alone(self, activation: Activation, effect: Effect, record: Record) -> Carried:
-        try:
-            result: Any = self.records.write(activation.row_or_raise(), record)
-        except BaseException as exc:
-            result = exc
+        result = _captured(lambda: self.records.write(activation.row_or_raise(), record))
         return Carried(activation, effect, result)
 
     def write_ahead(
@@ -248,3 +240,12 @@ class Work:
         decided then, so that whichever thread is the scheduler acts on it once."""
         result = self.write_alone(activation, effect, written).result
         return WrittenAhead(activation, effect, result, following, nondeterministic)
+
+
+def _captured(work: Callable[[], Any]) -> Any:
+    """What `work()` came to: its result, or the exception it raised, which the event
+    carries to the scheduler (work here never raises, as trio's `outcome.capture`)."""
+    try:
+        return work()
+    except BaseException as exc:
+        return exc
