@@ -34,9 +34,10 @@ which every layer reads).
 
 The handlers live by what they do: `base.py` (the `Handler` defaults, the `Carrier` they
 are handed, `Ready`), `running.py` (Step, Transaction, Race/All), `writing.py` (Send,
-SetEvent, SetAttributes, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call),
-`instants.py` (Now, Random, Uuid, Patch, Start, CancelRun), `updates.py` (ReceiveUpdate,
-Reply) and `awakeables.py` (Awakeable, Await: external completion).
+SetEvent, SetAttributes, the streams), `waiting.py` (Sleep, Recv, GetEvent, Wait, Call;
+and `TakesMessage`, how Recv, Await and ReceiveUpdate alike take a message from the
+inbox), `instants.py` (Now, Random, Uuid, Patch, Start, CancelRun), `updates.py`
+(ReceiveUpdate, Reply) and `awakeables.py` (Awakeable, Await: external completion).
 """
 
 from __future__ import annotations

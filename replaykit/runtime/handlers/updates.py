@@ -57,13 +57,9 @@ class ReceiveUpdateHandler(TakesMessage):
         request, validated = taken_request(message.payload, row.workflow_id, message.message_id)
         wf = None if validated else _workflow_of(row)
         if wf is not None:
+            args, kwargs = request["args"], request["kwargs"]
             try:
-                wf.check_update(
-                    command.update_name,
-                    request["args"],
-                    request["kwargs"],
-                    workflow_id=row.workflow_id,
-                )
+                wf.check_update(command.update_name, args, kwargs, workflow_id=row.workflow_id)
             except Exception as refusal:
                 answer = EventWrite(reply_key(request["update_id"]), reply_data(error=refusal))
                 # Gone already (another engine answered or took it): look again.
