@@ -24,8 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TypedDict, Unpack
+from typing import Unpack
 
 import attrs
 
@@ -34,9 +33,10 @@ from replaykit.log import Outcome, Record, Status
 from replaykit.runtime.fence import Fence
 from replaykit.runtime.retries import call_with_retries, write_with_retries
 from replaykit.stores._holds import ExecutorHold
-from replaykit.stores.base import EventWrite, OutgoingMessage, RecordWrite, Store, WorkflowRow
+from replaykit.stores.base import RecordWrite, Store, WorkflowRow
+from replaykit.stores.options import SideWrites
 
-__all__ = ["CommitOptions", "LogMovedOn", "RecordWriter", "same_write"]
+__all__ = ["LogMovedOn", "RecordWriter", "same_write"]
 
 log = logging.getLogger("replaykit.engine")
 
@@ -44,17 +44,6 @@ log = logging.getLogger("replaykit.engine")
 # their own run was cancelled, they would record that cancel's cascade to the child as
 # the parent's answer, and a resume that brings the child back would replay it.
 _OTHER_RUNS_ENDINGS = frozenset({"wait", "call"})
-
-
-class CommitOptions(TypedDict, total=False):
-    """What a record's commit writes with it, as `Store.record` takes it
-    (`RecordOptions` but the executor, which the writer adds): the handlers' `commit`
-    and the writer's `write` take these alike and hand them on whole."""
-
-    consume: int | Sequence[int] | None
-    send: OutgoingMessage | None
-    event: EventWrite | None
-    wake_at: datetime | None
 
 
 class LogMovedOn(ControlSignal):
@@ -127,7 +116,7 @@ class RecordWriter:
 
     # -- writing ------------------------------------------------------------------------
 
-    def write(self, row: WorkflowRow, record: Record, **options: Unpack[CommitOptions]) -> Record:
+    def write(self, row: WorkflowRow, record: Record, **options: Unpack[SideWrites]) -> Record:
         """Commit `record` alone; the record its position now holds (ours).
 
         Raises `LogMovedOn` if another writer completed the position first, and the

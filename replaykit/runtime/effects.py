@@ -38,12 +38,12 @@ from replaykit.errors import (
 )
 from replaykit.interpreter import Effect
 from replaykit.log import Failure, Outcome, Record, Status, Value
-from replaykit.runtime.commits import CommitOptions
 from replaykit.runtime.composites import CompositeRun
 from replaykit.runtime.handlers import Ready, handler_for
 from replaykit.runtime.host import Suspend, Wake
 from replaykit.runtime.steps import StepRunner
 from replaykit.stores.base import WorkflowRow
+from replaykit.stores.options import SideWrites
 
 __all__ = ["EffectRunner", "WaitProbe"]
 
@@ -113,7 +113,7 @@ class EffectRunner(StepRunner):
         *,
         started_at: datetime | None = None,
         attempts: int = 1,
-        **options: Unpack[CommitOptions],
+        **options: Unpack[SideWrites],
     ) -> Record:
         wake_at = options.get("wake_at")
         record = self.record_for(

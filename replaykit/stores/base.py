@@ -80,6 +80,7 @@ from replaykit.stores.options import (
     RecordOptions,
     Rewind,
     SendOptions,
+    SideWrites,
     StatusChange,
 )
 from replaykit.stores.values import (
@@ -122,6 +123,7 @@ __all__ = [
     "ScheduleSpec",
     "ScheduleState",
     "SendOptions",
+    "SideWrites",
     "StatusChange",
     "StepHeartbeat",
     "Store",

@@ -29,6 +29,7 @@ __all__ = [
     "RecordOptions",
     "Rewind",
     "SendOptions",
+    "SideWrites",
     "StatusChange",
 ]
 
@@ -43,15 +44,22 @@ class ClaimTerms(TypedDict):
     now: datetime
 
 
-class RecordOptions(TypedDict, total=False):
-    """`record()`'s side effects and gates; `RecordWrite` holds the same with the run
-    and the record, as `record_many()` takes them."""
+class SideWrites(TypedDict, total=False):
+    """What `record()` writes beside the record, in its transaction: the messages it
+    consumes, the message it sends, the event it sets, the run's next wake instant.
+    The runtime's commits take these and add the executor (`runtime/commits.py`)."""
 
-    executor_id: str | None
     consume: int | Sequence[int] | None
     send: OutgoingMessage | None
     event: EventWrite | None
     wake_at: datetime | None
+
+
+class RecordOptions(SideWrites, total=False):
+    """`record()`'s side writes and the executor it is gated on; `RecordWrite` holds the
+    same with the run and the record, as `record_many()` takes them."""
+
+    executor_id: str | None
 
 
 class FinishOptions(TypedDict, total=False):

@@ -15,9 +15,9 @@ from replaykit.interpreter import Effect
 from replaykit.log import Outcome, Record, Value
 from replaykit.otel import Telemetry
 from replaykit.runtime.clock import Clock
-from replaykit.runtime.commits import CommitOptions
 from replaykit.runtime.host import Entropy, Host, Suspend, Wake
 from replaykit.stores.base import Store, WorkflowRow
+from replaykit.stores.options import SideWrites
 
 __all__ = ["Carrier", "Handler", "Ready", "topic_of"]
 
@@ -48,7 +48,7 @@ class Carrier(Protocol):
         *,
         started_at: datetime | None = None,
         attempts: int = 1,
-        **options: Unpack[CommitOptions],
+        **options: Unpack[SideWrites],
     ) -> Record: ...
 
     def encoded(self, value: Any, what: str, row: WorkflowRow, effect: Effect) -> Any: ...
