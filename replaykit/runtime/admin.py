@@ -19,7 +19,7 @@ import os
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 import attrs
 
@@ -45,6 +45,9 @@ from replaykit.stores.base import DamagedRow, OutgoingMessage, Store, WorkflowFi
 __all__ = [
     "DEFAULT_URL",
     "TERMINAL",
+    "Posting",
+    "Restamp",
+    "ResumeOptions",
     "Resumed",
     "cancel_run",
     "cancel_timed_out",
@@ -277,6 +280,15 @@ def continued_error(row: WorkflowRow) -> RunContinued:
     )
 
 
+class Posting(TypedDict):
+    """How a message from outside is sent (`outgoing_message`, `send_message`): its
+    once-only key (None: one of the call's own), the payload limit, the sender's span."""
+
+    idempotency_key: str | None
+    max_bytes: int
+    trace_context: NotRequired[str | None]
+
+
 def outgoing_message(
     workflow_id: str,
     message: Any,
@@ -302,14 +314,7 @@ def outgoing_message(
 
 
 def send_message(
-    store: Store,
-    workflow_id: str,
-    message: Any,
-    topic: str | None,
-    *,
-    idempotency_key: str | None,
-    max_bytes: int,
-    trace_context: str | None = None,
+    store: Store, workflow_id: str, message: Any, topic: str | None, **posting: Unpack[Posting]
 ) -> bool:
     """Deliver a message to a run's inbox; False if `idempotency_key` was used already.
 
@@ -317,21 +322,14 @@ def send_message(
     lost acknowledgement (`RetryingStore`) delivers once and answers truly.
     `trace_context` is the sender's span (W3C `traceparent`), kept with the message.
     """
-    outgoing, call_id = outgoing_message(
-        workflow_id,
-        message,
-        topic,
-        idempotency_key=idempotency_key,
-        max_bytes=max_bytes,
-        trace_context=trace_context,
-    )
+    outgoing, call_id = outgoing_message(workflow_id, message, topic, **posting)
     return store.send_message(
         workflow_id,
         outgoing.topic,
         outgoing.payload,
         idempotency_key=outgoing.idempotency_key,
         call_id=call_id,
-        trace_context=trace_context,
+        trace_context=outgoing.trace_context,
     )
 
 
@@ -538,27 +536,26 @@ def resume_deadline(
         store.set_deadline(row.workflow_id, kept, row.timeout)
 
 
-def resume_run(
-    store: Store,
-    workflow_id: str,
-    *,
-    executor_id: str | None = None,
-    app_version: str | None = None,
-    now: datetime | None = None,
-    timeout: float | None = None,
-    deadline: datetime | None = None,
-) -> list[str]:
+class Restamp(TypedDict, total=False):
+    """Who runs a run again, of which version, from when: what a resume, a rewind and a
+    fork are given (each says what a key left out means; `now` left out: the clock's)."""
+
+    executor_id: str | None
+    app_version: str | None
+    now: datetime | None
+
+
+class ResumeOptions(Restamp, total=False):
+    """`resume_run`'s and `resume_family`'s keywords: the restamp, and a new deadline."""
+
+    timeout: float | None
+    deadline: datetime | None
+
+
+def resume_run(store: Store, workflow_id: str, **options: Unpack[ResumeOptions]) -> list[str]:
     """`resume_family`, flat: the run's id, the children its cancel reached, and the
     runs of its family moved onto `app_version` ([] when nothing changed)."""
-    return resume_family(
-        store,
-        workflow_id,
-        executor_id=executor_id,
-        app_version=app_version,
-        now=now,
-        timeout=timeout,
-        deadline=deadline,
-    ).ids
+    return resume_family(store, workflow_id, **options).ids
 
 
 @attrs.frozen
@@ -865,14 +862,18 @@ def export_run(store: Store, workflow_id: str) -> Log:
     )
 
 
+def _restamped(row: WorkflowRow, stamp: Restamp) -> tuple[str, str, datetime]:
+    """The executor, version and instant a rewind or a fork of `row` runs with: the
+    stamp's, else the run's own (and the clock's)."""
+    return (
+        stamp.get("executor_id") or row.executor_id,
+        stamp.get("app_version") or row.app_version,
+        stamp.get("now") or datetime.now(UTC),
+    )
+
+
 def rewind_run(
-    store: Store,
-    workflow_id: str,
-    position: int,
-    *,
-    executor_id: str | None = None,
-    app_version: str | None = None,
-    now: datetime | None = None,
+    store: Store, workflow_id: str, position: int, **stamp: Unpack[Restamp]
 ) -> WorkflowRow:
     """Run a finished run again from `position` under its own id (`Store.rewind_workflow`).
 
@@ -891,13 +892,13 @@ def rewind_run(
             f"{position}: the command at position {completed} never completed, so no run "
             f"can go on after it; give a position from 0 to {completed}"
         )
-    when = now or datetime.now(UTC)
+    executor_id, app_version, when = _restamped(row, stamp)
     live = store.rewind_workflow(
         workflow_id,
         position,
         generation=row.generation,
-        executor_id=executor_id or row.executor_id,
-        app_version=app_version or row.app_version,
+        executor_id=executor_id,
+        app_version=app_version,
         now=when,
     )
     if row.deadline is not None and row.deadline <= when:
@@ -911,9 +912,7 @@ def fork_run(
     from_position: int,
     *,
     workflow_id: str | None = None,
-    executor_id: str | None = None,
-    app_version: str | None = None,
-    now: datetime | None = None,
+    **stamp: Unpack[Restamp],
 ) -> tuple[WorkflowRow, int]:
     """A new PENDING run holding the source's records below `from_position`.
 
@@ -936,14 +935,15 @@ def fork_run(
         if record.outcome is None:
             break
         kept.append(record)
+    executor_id, app_version, now = _restamped(row, stamp)
     fork_row = WorkflowRow(
         workflow_id=workflow_id or f"{source_id}-fork-{uuid.uuid4().hex[:8]}",
         name=row.name,
         status=Status.PENDING,
         inputs=row.inputs,
-        executor_id=executor_id or row.executor_id,
-        app_version=app_version or row.app_version,
-        created_at=now or datetime.now(UTC),
+        executor_id=executor_id,
+        app_version=app_version,
+        created_at=now,
         parent_id=row.parent_id,
         queue=row.queue,
         priority=row.priority,
