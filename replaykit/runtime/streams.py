@@ -9,14 +9,16 @@ notification may be lost; SQLite tells other processes nothing).
 
 `reading()` is the core, a generator with no I/O of its own, in the shape of
 psycopg's generators: it yields what it needs (`ReadRun`, `ReadLog`, `Pause`) and
-what it found (`Emit`), and a driver answers. `read_blocking` drives it for
-`Engine` and `Client`; `read_async` for `AsyncEngine` and `AsyncClient`, whose
-store calls run off the loop.
+what it found (`Emit`), and a driver answers (`runtime/_cores.py`, the drivers it
+shares with the updates' core). `read_blocking` drives it for `Engine` and
+`Client`; `read_async` for `AsyncEngine` and `AsyncClient`, whose store calls run
+off the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from typing import Any
@@ -25,14 +27,14 @@ import attrs
 
 from replaykit.errors import StreamTimeout, WorkflowNotFound
 from replaykit.log import Record, StreamCursor
-from replaykit.runtime.loop_waits import (
-    Listen,
-    OffLoop,
-    notified,
-    notified_blocking,
-    wait_round,
-    wait_round_blocking,
+from replaykit.runtime._cores import (
+    Emit,
+    Pause,
+    emitted_async,
+    emitted_blocking,
+    pause_before,
 )
+from replaykit.runtime.loop_waits import Listen, OffLoop, notified, notified_blocking
 from replaykit.stores.base import Store, WorkflowRow, archive_id
 
 __all__ = [
@@ -65,20 +67,6 @@ class ReadLog:
 
     run_id: str
     since: int
-
-
-@attrs.frozen
-class Pause:
-    """Wait up to `seconds` for a notification of the run; answer None."""
-
-    seconds: float
-
-
-@attrs.frozen
-class Emit:
-    """The stream's next value, for the reader's caller."""
-
-    value: Any
 
 
 Request = ReadRun | ReadLog | Pause | Emit
@@ -164,19 +152,16 @@ def reading(
             continue
         if fresh:
             deadline = None if timeout is None else monotonic() + timeout
-        wait = poll_interval
-        if deadline is not None:
-            left = deadline - monotonic()
-            if left <= 0:
-                raise StreamTimeout(
-                    f"workflow {row.name!r} (id {workflow_id!r}): no new value on stream "
-                    f"{key!r} within {timeout}s; {cursor.seen - min(cursor.seen, start)} "
-                    f"value(s) read (from index {start}), the run is {row.status.value} and "
-                    "the stream open. Wait longer (timeout=None waits for its close or the "
-                    "run's end), or look at what the run waits for (replaykit workflows show)"
-                )
-            wait = min(wait, left)
-        yield Pause(wait)
+        pause = pause_before(deadline, poll_interval, monotonic)
+        if pause is None:
+            raise StreamTimeout(
+                f"workflow {row.name!r} (id {workflow_id!r}): no new value on stream "
+                f"{key!r} within {timeout}s; {cursor.seen - min(cursor.seen, start)} "
+                f"value(s) read (from index {start}), the run is {row.status.value} and "
+                "the stream open. Wait longer (timeout=None waits for its close or the "
+                "run's end), or look at what the run waits for (replaykit workflows show)"
+            )
+        yield pause
 
 
 def store_read(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Callable[[], Any]:
@@ -210,19 +195,8 @@ def read_blocking(
             poll_interval=poll_interval,
             monotonic=monotonic,
         )
-        answer: Any = None
-        while True:
-            try:
-                request = core.send(answer)
-            except StopIteration:
-                return
-            answer = None
-            if isinstance(request, Emit):
-                yield request.value
-            elif isinstance(request, (ReadLog, ReadRun)):
-                answer = store_read(store, workflow_id, request)()
-            else:
-                wait_round_blocking(changed, request.seconds)
+        do = functools.partial(_read_now, store, workflow_id)
+        yield from emitted_blocking(core, do, changed)
 
 
 async def read_async(
@@ -248,19 +222,16 @@ async def read_async(
             poll_interval=poll_interval,
             monotonic=loop.time,
         )
-        answer: Any = None
-        while True:
-            try:
-                request = core.send(answer)
-            except StopIteration:
-                return
-            answer = None
-            if isinstance(request, Emit):
-                yield request.value
-            elif isinstance(request, (ReadLog, ReadRun)):
-                answer = await off_loop(store_read(store, workflow_id, request))
-            else:
-                await wait_round(changed, request.seconds)
+        do = functools.partial(_read_now, store, workflow_id)
+        values = emitted_async(core, do, changed, off_loop)
+        async with contextlib.aclosing(values):
+            async for value in values:
+                yield value
+
+
+def _read_now(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Any:
+    """`store_read`'s call made at once: a driver's `do`."""
+    return store_read(store, workflow_id, request)()
 
 
 def recorded_values(

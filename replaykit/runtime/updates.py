@@ -20,14 +20,15 @@ if its id is free and the request delivered in the same transaction.
 
 `updating()` is the core, a generator with no I/O, in the shape of `runtime/streams.py`:
 it yields what it needs (`ReadRun`, `ReadReply`, `Deliver`, `StartAndDeliver`, `Pause`)
-and a driver answers, or throws in the error the store call raised. `drive_blocking`
-serves `Engine` and `Client`, `drive_async` their asyncio faces.
+and a driver answers, or throws in the error the store call raised (the drivers of
+`runtime/_cores.py`, which the stream readers share). `drive_blocking` serves `Engine`
+and `Client`, `drive_async` their asyncio faces.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Generator
@@ -54,14 +55,14 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.registry import Workflow, lookup
-from replaykit.runtime.loop_waits import (
-    Listen,
-    OffLoop,
-    notified,
-    notified_blocking,
-    wait_round,
-    wait_round_blocking,
+from replaykit.runtime._cores import (
+    Emit,
+    Pause,
+    emitted_async,
+    emitted_blocking,
+    pause_before,
 )
+from replaykit.runtime.loop_waits import Listen, OffLoop, notified, notified_blocking
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
 __all__ = [
@@ -198,13 +199,6 @@ class StartAndDeliver:
     call_id: str
 
 
-@attrs.frozen
-class Pause:
-    """Wait up to `seconds` for a notification of the run; answer None."""
-
-    seconds: float
-
-
 Request = ReadRun | ReadReply | Deliver | StartAndDeliver | Pause
 
 
@@ -287,20 +281,17 @@ def updating(
     # at once. The run is read only after a wait that did not bring the reply.
     assert row is not None
     while True:
-        wait = poll_interval
-        if deadline is not None:
-            left = deadline - monotonic()
-            if left <= 0:
-                raise UpdateTimeout(
-                    f"{call.describe()} to workflow {row.name!r} (id {call.workflow_id!r}) "
-                    f"was not answered within {call.timeout}s; the run is {row.status.value}. "
-                    f"The request stays accepted: call again with update_id={call.update_id!r} "
-                    "to wait for its answer, which the run gives when it reaches "
-                    f"ReceiveUpdate({call.name!r}) (replaykit workflows show "
-                    f"{call.workflow_id} says where it waits)"
-                )
-            wait = min(wait, left)
-        yield Pause(wait)
+        pause = pause_before(deadline, poll_interval, monotonic)
+        if pause is None:
+            raise UpdateTimeout(
+                f"{call.describe()} to workflow {row.name!r} (id {call.workflow_id!r}) "
+                f"was not answered within {call.timeout}s; the run is {row.status.value}. "
+                f"The request stays accepted: call again with update_id={call.update_id!r} "
+                "to wait for its answer, which the run gives when it reaches "
+                f"ReceiveUpdate({call.name!r}) (replaykit workflows show "
+                f"{call.workflow_id} says where it waits)"
+            )
+        yield pause
         found, data = yield ReadReply()
         if found:
             return _answer(call, data, row)
@@ -351,6 +342,11 @@ def perform(
     raise AssertionError(f"not a store request: {request!r}")
 
 
+def _replying(core: Generator[Request, Any, Any]) -> Generator[Request | Emit, Any, None]:
+    """The core with its reply emitted, as the shared drivers hand values out."""
+    yield Emit((yield from core))
+
+
 def drive_blocking(
     core: Generator[Request, Any, Any],
     do: Callable[[Request], Any],
@@ -358,22 +354,11 @@ def drive_blocking(
     workflow_id: str,
 ) -> Any:
     """Drive `updating` on the calling thread; `do` carries out each store request."""
-    with notified_blocking(listen, update_wakes(workflow_id)) as changed:
-        answer: Any = None
-        error: Exception | None = None
-        while True:
-            try:
-                request = core.send(answer) if error is None else core.throw(error)
-            except StopIteration as done:
-                return done.value
-            answer, error = None, None
-            if isinstance(request, Pause):
-                wait_round_blocking(changed, request.seconds)
-                continue
-            try:
-                answer = do(request)
-            except Exception as exc:
-                error = exc
+    with (
+        notified_blocking(listen, update_wakes(workflow_id)) as changed,
+        contextlib.closing(emitted_blocking(_replying(core), do, changed)) as replies,
+    ):
+        return next(replies)
 
 
 async def drive_async(
@@ -386,21 +371,9 @@ async def drive_async(
     """Drive `updating` on the running loop: store calls through `off_loop`, waits on an
     asyncio event that notifications set from any thread; no thread is held."""
     with notified(listen, update_wakes(workflow_id)) as changed:
-        answer: Any = None
-        error: Exception | None = None
-        while True:
-            try:
-                request = core.send(answer) if error is None else core.throw(error)
-            except StopIteration as done:
-                return done.value
-            answer, error = None, None
-            if isinstance(request, Pause):
-                await wait_round(changed, request.seconds)
-                continue
-            try:
-                answer = await off_loop(functools.partial(do, request))
-            except Exception as exc:
-                error = exc
+        replies = emitted_async(_replying(core), do, changed, off_loop)
+        async with contextlib.aclosing(replies):
+            return await anext(replies)
 
 
 def _core(
