@@ -57,6 +57,7 @@ __all__ = [
     "collect_garbage",
     "continued_error",
     "delete_run",
+    "deliver",
     "encode_inputs",
     "export_run",
     "fork_run",
@@ -323,13 +324,18 @@ def send_message(
     `trace_context` is the sender's span (W3C `traceparent`), kept with the message.
     """
     outgoing, call_id = outgoing_message(workflow_id, message, topic, **posting)
+    return deliver(store, outgoing, call_id)
+
+
+def deliver(store: Store, message: OutgoingMessage, call_id: str | None) -> bool:
+    """`Store.send_message` of a message built beforehand, its send named `call_id`."""
     return store.send_message(
-        workflow_id,
-        outgoing.topic,
-        outgoing.payload,
-        idempotency_key=outgoing.idempotency_key,
+        message.workflow_id,
+        message.topic,
+        message.payload,
+        idempotency_key=message.idempotency_key,
         call_id=call_id,
-        trace_context=outgoing.trace_context,
+        trace_context=message.trace_context,
     )
 
 

@@ -35,7 +35,8 @@ from replaykit.errors import (
     UnknownToken,
 )
 from replaykit.log import Failure, Outcome, Status, Value, outcome_to_json
-from replaykit.stores.base import Store, archive_id
+from replaykit.runtime import admin
+from replaykit.stores.base import OutgoingMessage, Store, archive_id
 
 __all__ = [
     "Target",
@@ -168,14 +169,14 @@ def deliver(
     acknowledgement is told that its own first attempt used the key, instead of being
     refused as a second completion.
     """
-    delivered = store.send_message(
+    message = OutgoingMessage(
         target.workflow_id,
         target.topic,
         payload,
         idempotency_key=target.key,
-        call_id=call_id,
         trace_context=trace_context,
     )
+    delivered = admin.deliver(store, message, call_id)
     if not delivered:
         raise AlreadyCompleted(
             f"token {_shown(target.token)} was completed before (each awakeable takes one "

@@ -62,6 +62,7 @@ from replaykit.runtime._cores import (
     emitted_blocking,
     pause_before,
 )
+from replaykit.runtime.admin import deliver
 from replaykit.runtime.loop_waits import Listen, OffLoop, notified, notified_blocking
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
@@ -327,15 +328,7 @@ def perform(
     if isinstance(request, ReadRun):
         return store.get_workflow(call.workflow_id)
     if isinstance(request, Deliver):
-        message = request.message
-        return store.send_message(
-            message.workflow_id,
-            message.topic,
-            message.payload,
-            idempotency_key=message.idempotency_key,
-            call_id=request.call_id,
-            trace_context=message.trace_context,
-        )
+        return deliver(store, request.message, request.call_id)
     if isinstance(request, StartAndDeliver):
         assert start_and_send is not None, "a core with a start is driven with start_and_send"
         return start_and_send(message=request.message, call_id=request.call_id)
