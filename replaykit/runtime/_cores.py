@@ -11,15 +11,20 @@ how they wait and where the store call runs.
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import threading
-from collections.abc import AsyncGenerator, Callable, Generator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable
 from typing import Any
 
 import attrs
 
-from replaykit.runtime.loop_waits import OffLoop, wait_round, wait_round_blocking
+from replaykit.runtime.loop_waits import (
+    Listen,
+    OffLoop,
+    notified,
+    notified_blocking,
+    wait_round,
+    wait_round_blocking,
+)
 
 __all__ = ["Emit", "Pause", "emitted_async", "emitted_blocking", "pause_before"]
 
@@ -55,51 +60,57 @@ def _next(core: Generator[Any, Any, Any], answer: Any, error: Exception | None) 
 
 
 def emitted_blocking(
-    core: Generator[Any, Any, Any], do: Callable[[Any], Any], changed: threading.Event
+    core: Generator[Any, Any, Any],
+    do: Callable[[Any], Any],
+    listen: Listen,
+    wakes: Iterable[tuple[str, str]],
 ) -> Generator[Any, None, None]:
-    """Drive `core` on the calling thread, `changed` set on each notification: the
-    values it emits, blocking between them."""
-    answer: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            request = _next(core, answer, error)
-        except StopIteration:
-            return
-        answer, error = None, None
-        if isinstance(request, Emit):
-            yield request.value
-        elif isinstance(request, Pause):
-            wait_round_blocking(changed, request.seconds)
-        else:
+    """Drive `core` on the calling thread: the values it emits, blocking between them
+    until one of `wakes` is notified. Closing the generator stops listening."""
+    with notified_blocking(listen, wakes) as changed:
+        answer: Any = None
+        error: Exception | None = None
+        while True:
             try:
-                answer = do(request)
-            except Exception as exc:
-                error = exc
+                request = _next(core, answer, error)
+            except StopIteration:
+                return
+            answer, error = None, None
+            if isinstance(request, Emit):
+                yield request.value
+            elif isinstance(request, Pause):
+                wait_round_blocking(changed, request.seconds)
+            else:
+                try:
+                    answer = do(request)
+                except Exception as exc:
+                    error = exc
 
 
 async def emitted_async(
     core: Generator[Any, Any, Any],
     do: Callable[[Any], Any],
-    changed: asyncio.Event,
+    listen: Listen,
+    wakes: Iterable[tuple[str, str]],
     off_loop: OffLoop,
 ) -> AsyncGenerator[Any, None]:
-    """Drive `core` on the running loop, `changed` set on each notification, its store
-    calls through `off_loop`: the values it emits; no thread is held between them."""
-    answer: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            request = _next(core, answer, error)
-        except StopIteration:
-            return
-        answer, error = None, None
-        if isinstance(request, Emit):
-            yield request.value
-        elif isinstance(request, Pause):
-            await wait_round(changed, request.seconds)
-        else:
+    """Drive `core` on the running loop, its store calls through `off_loop`: the values
+    it emits; no thread is held between them. Closing the generator stops listening."""
+    with notified(listen, wakes) as changed:
+        answer: Any = None
+        error: Exception | None = None
+        while True:
             try:
-                answer = await off_loop(functools.partial(do, request))
-            except Exception as exc:
-                error = exc
+                request = _next(core, answer, error)
+            except StopIteration:
+                return
+            answer, error = None, None
+            if isinstance(request, Emit):
+                yield request.value
+            elif isinstance(request, Pause):
+                await wait_round(changed, request.seconds)
+            else:
+                try:
+                    answer = await off_loop(functools.partial(do, request))
+                except Exception as exc:
+                    error = exc

@@ -27,14 +27,8 @@ import attrs
 
 from replaykit.errors import StreamTimeout, WorkflowNotFound
 from replaykit.log import Record, StreamCursor
-from replaykit.runtime._cores import (
-    Emit,
-    Pause,
-    emitted_async,
-    emitted_blocking,
-    pause_before,
-)
-from replaykit.runtime.loop_waits import Listen, OffLoop, notified, notified_blocking
+from replaykit.runtime._cores import Emit, Pause, emitted_async, emitted_blocking, pause_before
+from replaykit.runtime.loop_waits import Listen, OffLoop
 from replaykit.stores.base import Store, WorkflowRow, archive_id
 
 __all__ = [
@@ -186,17 +180,16 @@ def read_blocking(
 
     Closing the iterator (or leaving a `for` loop over it) stops listening.
     """
-    with notified_blocking(listen, stream_wakes(workflow_id)) as changed:
-        core = reading(
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=poll_interval,
-            monotonic=monotonic,
-        )
-        do = functools.partial(_read_now, store, workflow_id)
-        yield from emitted_blocking(core, do, changed)
+    core = reading(
+        workflow_id,
+        key,
+        start,
+        timeout=timeout,
+        poll_interval=poll_interval,
+        monotonic=monotonic,
+    )
+    do = functools.partial(_read_now, store, workflow_id)
+    yield from emitted_blocking(core, do, listen, stream_wakes(workflow_id))
 
 
 async def read_async(
@@ -212,21 +205,19 @@ async def read_async(
 ) -> AsyncIterator[Any]:
     """Drive `reading` on the running loop: store calls through `off_loop`, waits on an
     asyncio event that notifications set from any thread; no thread is held."""
-    loop = asyncio.get_running_loop()
-    with notified(listen, stream_wakes(workflow_id)) as changed:
-        core = reading(
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=poll_interval,
-            monotonic=loop.time,
-        )
-        do = functools.partial(_read_now, store, workflow_id)
-        values = emitted_async(core, do, changed, off_loop)
-        async with contextlib.aclosing(values):
-            async for value in values:
-                yield value
+    core = reading(
+        workflow_id,
+        key,
+        start,
+        timeout=timeout,
+        poll_interval=poll_interval,
+        monotonic=asyncio.get_running_loop().time,
+    )
+    do = functools.partial(_read_now, store, workflow_id)
+    values = emitted_async(core, do, listen, stream_wakes(workflow_id), off_loop)
+    async with contextlib.aclosing(values):
+        async for value in values:
+            yield value
 
 
 def _read_now(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Any:

@@ -55,15 +55,9 @@ from replaykit.errors import (
     WorkflowNotFound,
 )
 from replaykit.registry import Workflow, lookup
-from replaykit.runtime._cores import (
-    Emit,
-    Pause,
-    emitted_async,
-    emitted_blocking,
-    pause_before,
-)
+from replaykit.runtime._cores import Emit, Pause, emitted_async, emitted_blocking, pause_before
 from replaykit.runtime.admin import deliver
-from replaykit.runtime.loop_waits import Listen, OffLoop, notified, notified_blocking
+from replaykit.runtime.loop_waits import Listen, OffLoop
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
 __all__ = [
@@ -347,10 +341,8 @@ def drive_blocking(
     workflow_id: str,
 ) -> Any:
     """Drive `updating` on the calling thread; `do` carries out each store request."""
-    with (
-        notified_blocking(listen, update_wakes(workflow_id)) as changed,
-        contextlib.closing(emitted_blocking(_replying(core), do, changed)) as replies,
-    ):
+    replies = emitted_blocking(_replying(core), do, listen, update_wakes(workflow_id))
+    with contextlib.closing(replies):
         return next(replies)
 
 
@@ -363,31 +355,34 @@ async def drive_async(
 ) -> Any:
     """Drive `updating` on the running loop: store calls through `off_loop`, waits on an
     asyncio event that notifications set from any thread; no thread is held."""
-    with notified(listen, update_wakes(workflow_id)) as changed:
-        replies = emitted_async(_replying(core), do, changed, off_loop)
-        async with contextlib.aclosing(replies):
-            return await anext(replies)
+    replies = emitted_async(_replying(core), do, listen, update_wakes(workflow_id), off_loop)
+    async with contextlib.aclosing(replies):
+        return await anext(replies)
 
 
-def _core(
+def _prepared(
+    store: Store,
     call: UpdateCall,
     poll_interval: float,
     monotonic: Callable[[], float],
     start_and_send: StartAndSend | None,
     start_workflow: Workflow[..., Any] | None,
-) -> Generator[Request, Any, Any]:
+) -> tuple[Generator[Request, Any, Any], Callable[[Request], Any]]:
+    """The core of one update and how its store requests are carried out, for a driver."""
+
     def check(row: WorkflowRow | None) -> bool:
         if row is None:  # a start: the workflow it starts
             return validated(call, start_workflow)
         return validated(call, registered_workflow(row.name))
 
-    return updating(
+    core = updating(
         call,
         check=check,
         poll_interval=poll_interval,
         monotonic=monotonic,
         with_start=start_and_send is not None,
     )
+    return core, lambda request: perform(store, call, request, start_and_send)
 
 
 def send_update(
@@ -402,13 +397,8 @@ def send_update(
     """The blocking faces' update (`Engine`, `Client`): the reply, or its error raised.
     With `start_and_send`, an update-with-start of `start_workflow` (None: a client
     without its code, whose request the engine validates)."""
-    core = _core(call, poll_interval, time.monotonic, start_and_send, start_workflow)
-    return drive_blocking(
-        core,
-        lambda request: perform(store, call, request, start_and_send),
-        listen,
-        call.workflow_id,
-    )
+    core, do = _prepared(store, call, poll_interval, time.monotonic, start_and_send, start_workflow)
+    return drive_blocking(core, do, listen, call.workflow_id)
 
 
 async def send_update_async(
@@ -422,16 +412,9 @@ async def send_update_async(
     start_workflow: Workflow[..., Any] | None = None,
 ) -> Any:
     """The asyncio faces' update (`AsyncEngine`, `AsyncClient`), holding no thread."""
-    core = _core(
-        call, poll_interval, asyncio.get_running_loop().time, start_and_send, start_workflow
-    )
-    return await drive_async(
-        core,
-        lambda request: perform(store, call, request, start_and_send),
-        listen,
-        off_loop,
-        call.workflow_id,
-    )
+    clock = asyncio.get_running_loop().time
+    core, do = _prepared(store, call, poll_interval, clock, start_and_send, start_workflow)
+    return await drive_async(core, do, listen, off_loop, call.workflow_id)
 
 
 def refuse_finished(call: UpdateCall) -> Callable[[WorkflowRow], None]:
