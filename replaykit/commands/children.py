@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Generic
 
 import attrs
 
@@ -42,8 +42,9 @@ def checked_parent_close(value: object, what: str) -> str:
 
 
 @attrs.frozen(init=False)
-class _ChildCommand(Command):
+class _ChildCommand(Command, Generic[T_co]):
     """What `Start` and `Call` share: the child's workflow, arguments, id and queue.
+    Generic in the child's result, so that `Call(child, ...)` is typed by it.
 
     `workflow_id`, `queue`, `timeout` and `deadline` are options of the start;
     every other keyword goes to the child. `timeout` (a timedelta or seconds)
@@ -68,7 +69,7 @@ class _ChildCommand(Command):
 
     def __init__(
         self,
-        wf: Workflow[..., Any] | BoundWorkflow[Any],
+        wf: Workflow[..., T_co] | BoundWorkflow[T_co],
         /,
         *args: Any,
         workflow_id: str | None = None,
@@ -106,7 +107,7 @@ class _ChildCommand(Command):
 
 
 @attrs.frozen(init=False)
-class Start(_ChildCommand, Yields[str]):
+class Start(_ChildCommand[Any], Yields[str]):
     """Start a child workflow; yields its id. Replays start nothing new."""
 
     kind: ClassVar[str] = "start"
@@ -114,7 +115,7 @@ class Start(_ChildCommand, Yields[str]):
 
 
 @attrs.frozen(init=False)
-class Call(_ChildCommand, Yields[T_co]):
+class Call(_ChildCommand[T_co], Yields[T_co]):
     """Start a child workflow and wait for its result, in one position.
 
     `yield from Call(child, ...)` is typed by the child's return annotation
@@ -124,21 +125,6 @@ class Call(_ChildCommand, Yields[T_co]):
 
     kind: ClassVar[str] = "call"
     facts: ClassVar[CommandFacts] = CommandFacts(wakes_on="finished", waits=True)
-
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            wf: Workflow[..., T_co] | BoundWorkflow[T_co],
-            /,
-            *args: Any,
-            workflow_id: str | None = None,
-            queue: str | None = None,
-            timeout: timedelta | float | None = None,
-            deadline: datetime | None = None,
-            parent_close: str = DEFAULT_PARENT_CLOSE,
-            **kwargs: Any,
-        ) -> None: ...
 
 
 @attrs.frozen(init=False)
