@@ -868,14 +868,17 @@ def export_run(store: Store, workflow_id: str) -> Log:
     )
 
 
-def _restamped(row: WorkflowRow, stamp: Restamp) -> tuple[str, str, datetime]:
-    """The executor, version and instant a rewind or a fork of `row` runs with: the
-    stamp's, else the run's own (and the clock's)."""
-    return (
-        stamp.get("executor_id") or row.executor_id,
-        stamp.get("app_version") or row.app_version,
-        stamp.get("now") or datetime.now(UTC),
-    )
+def _restamped(
+    row: WorkflowRow,
+    *,
+    executor_id: str | None = None,
+    app_version: str | None = None,
+    now: datetime | None = None,
+) -> tuple[str, str, datetime]:
+    """The executor, version and instant a rewind or a fork of `row` runs with: those
+    given, else the run's own (and the clock's). Takes a `Restamp` as keywords, so that
+    one with a key it does not know is refused as a signature would refuse it."""
+    return executor_id or row.executor_id, app_version or row.app_version, now or datetime.now(UTC)
 
 
 def rewind_run(
@@ -898,7 +901,7 @@ def rewind_run(
             f"{position}: the command at position {completed} never completed, so no run "
             f"can go on after it; give a position from 0 to {completed}"
         )
-    executor_id, app_version, when = _restamped(row, stamp)
+    executor_id, app_version, when = _restamped(row, **stamp)
     live = store.rewind_workflow(
         workflow_id,
         position,
@@ -941,7 +944,7 @@ def fork_run(
         if record.outcome is None:
             break
         kept.append(record)
-    executor_id, app_version, now = _restamped(row, stamp)
+    executor_id, app_version, now = _restamped(row, **stamp)
     fork_row = WorkflowRow(
         workflow_id=workflow_id or f"{source_id}-fork-{uuid.uuid4().hex[:8]}",
         name=row.name,
