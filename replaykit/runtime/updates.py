@@ -428,6 +428,7 @@ def refuse_finished(call: UpdateCall) -> Callable[[WorkflowRow], None]:
     return refuse
 
 
+@attrs.frozen(eq=False)
 class Updater:
     """A face's updates and sends-with-start over its store: the `Engine` and the
     `Client` each hold one, and their asyncio faces use their sync face's.
@@ -437,20 +438,11 @@ class Updater:
     the face around it. A start is the face's own (`StartAndSend`, given per call).
     """
 
-    def __init__(
-        self,
-        store: Store,
-        listen: Listen,
-        *,
-        poll_interval: float,
-        max_payload_bytes: int,
-        trace_context: Callable[[], str | None],
-    ) -> None:
-        self.store = store
-        self.listen = listen
-        self.poll_interval = poll_interval
-        self.max_payload_bytes = max_payload_bytes
-        self.trace_context = trace_context
+    store: Store
+    listen: Listen
+    poll_interval: float = attrs.field(kw_only=True)
+    max_payload_bytes: int = attrs.field(kw_only=True)
+    trace_context: Callable[[], str | None] = attrs.field(kw_only=True)
 
     def call(
         self,
