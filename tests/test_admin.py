@@ -8,6 +8,7 @@ tests/test_cancel_resume_story.py's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -198,3 +199,12 @@ def test_stranded_runs_are_the_unfinished_ones_of_other_versions() -> None:
             )
         )
     assert [r.workflow_id for r in admin.stranded_runs(store, app_version="v1")] == ["b", "c"]
+
+
+@pytest.mark.parametrize("action", [admin.rewind_run, admin.fork_run])
+def test_a_restamp_with_an_unknown_keyword_is_refused_before_the_run_is_read(
+    action: Callable[..., object],
+) -> None:
+    # A missing run would raise WorkflowNotFound: the keyword is refused first, by name.
+    with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'executor'"):
+        action(MemoryStore(), "no-such-run", 0, executor="e-1")

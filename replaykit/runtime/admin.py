@@ -38,6 +38,7 @@ from replaykit.errors import (
 from replaykit.log import Failure, Log, Record, Status, Value
 from replaykit.otel import current_trace_context
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
+from replaykit.runtime.run_filters import check_keywords
 from replaykit.stores import open_store
 from replaykit.stores._attributes import checked_attributes
 from replaykit.stores.base import DamagedRow, OutgoingMessage, Store, WorkflowFilter, WorkflowRow
@@ -876,8 +877,8 @@ def _restamped(
     now: datetime | None = None,
 ) -> tuple[str, str, datetime]:
     """The executor, version and instant a rewind or a fork of `row` runs with: those
-    given, else the run's own (and the clock's). Takes a `Restamp` as keywords, so that
-    one with a key it does not know is refused as a signature would refuse it."""
+    given, else the run's own (and the clock's); the caller refused any other keyword
+    before it read the run (`check_keywords`)."""
     return executor_id or row.executor_id, app_version or row.app_version, now or datetime.now(UTC)
 
 
@@ -892,6 +893,7 @@ def rewind_run(
     it first. A deadline that passed no longer applies (the run would be cancelled
     again at once). Returns the run's row as it now is.
     """
+    check_keywords("rewind_run", stamp, Restamp, kind="keywords")
     row = get_run(store, workflow_id)
     records = store.load_log(workflow_id)
     completed = next((r.position for r in records if r.outcome is None), len(records))
@@ -931,6 +933,7 @@ def fork_run(
     fork as well (the last value per key), as the fork's own log says: a
     `GetEvent` on the fork agrees with its `SetEvent` records.
     """
+    check_keywords("fork_run", stamp, Restamp, kind="keywords")
     row = get_run(store, source_id)
     records = store.load_log(source_id)
     if not 0 <= from_position <= len(records):

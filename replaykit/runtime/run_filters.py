@@ -50,15 +50,18 @@ class BulkFilters(RunFilters, total=False):
     id_prefix: str | None
 
 
-def check_keywords(what: str, given: Mapping[str, object], allowed: type) -> None:
+def check_keywords(
+    what: str, given: Mapping[str, object], allowed: type, *, kind: str = "filters"
+) -> None:
     """Refuse a keyword the typed dict `allowed` does not declare, as Python would
-    refuse it in a signature that spelled each out: `what` is the method's name."""
+    refuse it in a signature that spelled each out: `what` is the method's name, `kind`
+    what its keywords are called in the message."""
     known: frozenset[str] = getattr(allowed, "__optional_keys__", frozenset())
     unknown = sorted(set(given) - known)
     if unknown:
         raise TypeError(
             f"{what}() got an unexpected keyword argument {unknown[0]!r}; "
-            f"its filters are {', '.join(sorted(known))}"
+            f"its {kind} are {', '.join(sorted(known))}"
         )
 
 
