@@ -15,6 +15,7 @@ process that died at that commit would have left behind.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import threading
 import time
@@ -50,6 +51,9 @@ from replaykit.testing._real_steps import RealSteps, RealStepsRule
 from replaykit.testing._sandbox import sandboxed
 from replaykit.testing._updates import Update, request_of, update_id_of
 
+#: A delivery's store write as the journal keeps it: the method, its arguments, its keywords.
+_Sent = tuple[str, tuple[Any, ...], dict[str, Any]]
+
 #: `run(warm=...)`: replay at every wake-up (False), keep runs warm (True), or ask
 #: `(workflow_id, position) -> bool` at each suspension whether the run stays warm.
 Warm = bool | Callable[[str, int], bool]
@@ -70,7 +74,6 @@ __all__ = [
 ]
 
 A = TypeVar("A")
-W = TypeVar("W")
 
 #: Every engine the kit starts claims this version, so each recovers the others' runs.
 APP_VERSION = "replaykit.testing"
@@ -338,18 +341,7 @@ class JournalStore:
     def record_many(self, writes: Sequence[RecordWrite]) -> list[Record | BaseException]:
         # One commit point per write, in order, as a process writing them one by one
         # would have: a crash lands between any two of them.
-        return _one_by_one(
-            writes,
-            lambda write: self.record(
-                write.workflow_id,
-                write.record,
-                executor_id=write.executor_id,
-                consume=write.consume,
-                send=write.send,
-                event=write.event,
-                wake_at=write.wake_at,
-            ),
-        )
+        return _one_by_one(writes, self.record, "workflow_id", "record")
 
     def finish_workflow(
         self, workflow_id: str, status: Status, result: Outcome | None, **kwargs: Any
@@ -367,17 +359,7 @@ class JournalStore:
 
     def finish_many(self, finishes: Sequence[FinishWrite]) -> list[bool | BaseException]:
         # One commit point per finish, in order, as for record_many.
-        return _one_by_one(
-            finishes,
-            lambda finish: self.finish_workflow(
-                finish.workflow_id,
-                finish.status,
-                finish.result,
-                error=finish.error,
-                executor_id=finish.executor_id,
-                record=finish.record,
-            ),
-        )
+        return _one_by_one(finishes, self.finish_workflow, "workflow_id", "status", "result")
 
     def continue_workflow(self, workflow_id: str, inputs: Any, **kwargs: Any) -> WorkflowRow:
         generation: int = kwargs["generation"]
@@ -602,79 +584,70 @@ class Session:
 
     def _deliver(self, index: int, at: datetime) -> None:
         if index >= len(self.messages):
-            self._complete(index - len(self.messages), at)
+            number = index - len(self.messages)
+            completion = self.completions.completions[number]
+            complete = functools.partial(self._complete, number)
+            self._attempt(completion, complete, CompletionRefused, at, kit_completion=number)
             return
         message = self.messages[index]
         target = message.to or self.workflow_id
+        send: Callable[[], _Sent | str | None]
         if isinstance(message, Update):
-            self._deliver_update(index, message, target, at)
-            return
-        if isinstance(message, Cancel):
-            self._deliver_cancel(index, message, target, at)
-            return
+            send = functools.partial(self._send_update, index, message, target)
+        elif isinstance(message, Cancel):
+            send = functools.partial(self._send_cancel, message, target, at)
+        else:
+            send = functools.partial(self._send_message, index, message, target)
+        self._attempt(message, send, WorkflowNotFound, at, kit_message=index)
+
+    def _attempt(
+        self,
+        item: Message | Update | Completion | Cancel,
+        send: Callable[[], _Sent | str | None],
+        refused: type[Exception],
+        at: datetime,
+        **kit: int,
+    ) -> None:
+        """Deliver one of the test's items with `send()`: what it wrote is journaled as
+        the item's (`kit`); a refusal (`refused`, or the reason `send` returns) lists it
+        as undelivered; None is an update its validator refused, kept by `send`."""
         try:
-            self.store.send_message(target, message.topic or "", self._encoded[index])
-        except WorkflowNotFound as exc:
-            self.undelivered.append((message, str(exc)))
-            return
+            sent = send()
+        except refused as exc:
+            sent = str(exc)
         except Exception as exc:  # the timer thread must not die of it; the driver re-raises
             self.delivery_errors.append(exc)
             return
-        self.journal_write(
-            0,
-            "send_message",
-            (target, message.topic or "", self._encoded[index]),
-            {},
-            target,
-            at,
-            None,
-            kit_message=index,
-        )
+        if isinstance(sent, str):
+            self.undelivered.append((item, sent))
+        elif sent is not None:
+            method, args, kwargs = sent
+            target = _workflow_id_of(args, kwargs)
+            self.journal_write(0, method, args, kwargs, target, at, None, **kit)
 
-    def _deliver_update(self, index: int, update: Update, target: str, at: datetime) -> None:
+    def _send_message(self, index: int, message: Message, target: str) -> _Sent:
+        args = (target, message.topic or "", self._encoded[index])
+        self.store.send_message(*args)
+        return "send_message", args, {}
+
+    def _send_update(self, index: int, update: Update, target: str) -> _Sent | None:
         nth = sum(1 for m in self.messages[:index] if isinstance(m, Update))
         update_id = update_id_of(update, nth)
-        try:
-            request = request_of(self.store, update, update_id, target)
-            if isinstance(request, BaseException):
-                self.refused_updates[update_id] = request  # refused: no trace in the run
-                return
-            kwargs = {"idempotency_key": request.idempotency_key}
-            self.store.send_message(target, request.topic, request.payload, **kwargs)
-        except WorkflowNotFound as exc:
-            self.undelivered.append((update, str(exc)))
-            return
-        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
-            self.delivery_errors.append(exc)
-            return
-        self.journal_write(
-            0,
-            "send_message",
-            (target, request.topic, request.payload),
-            kwargs,
-            target,
-            at,
-            None,
-            kit_message=index,
-        )
+        request = request_of(self.store, update, update_id, target)
+        if isinstance(request, BaseException):
+            self.refused_updates[update_id] = request  # refused: no trace in the run
+            return None
+        kwargs = {"idempotency_key": request.idempotency_key}
+        self.store.send_message(target, request.topic, request.payload, **kwargs)
+        return "send_message", (target, request.topic, request.payload), kwargs
 
-    def _deliver_cancel(self, index: int, cancel: Cancel, target: str, at: datetime) -> None:
-        try:
-            kept = deliver_cancel(self.store, self._engine, cancel, target, at)
-        except WorkflowNotFound as exc:
-            self.undelivered.append((cancel, str(exc)))
-            return
-        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
-            self.delivery_errors.append(exc)
-            return
+    def _send_cancel(self, cancel: Cancel, target: str, at: datetime) -> _Sent | str:
+        kept = deliver_cancel(self.store, self._engine, cancel, target, at)
         if isinstance(kept, str):
-            self.undelivered.append((cancel, kept))
-            return
-        self.journal_write(
-            0, "request_cancel", (target, kept), {}, target, at, None, kit_message=index
-        )
+            return kept
+        return "request_cancel", (target, kept), {}
 
-    def _complete(self, index: int, at: datetime) -> None:
+    def _complete(self, index: int) -> _Sent:
         """Complete (or fail) the token the `index`-th completion took, as production does."""
         completion = self.completions.completions[index]
         token = self.completions.token_of(index)
@@ -687,23 +660,12 @@ class Session:
                 payload = awakeables.failure_payload(token, completion.error, max_bytes=limit)
             # No call id: the kit sends once, with no store retrying it.
             awakeables.deliver(self.store, target, payload, call_id=None)
-        except CompletionRefused as exc:
-            self.undelivered.append((completion, str(exc)))
-            return
-        except Exception as exc:  # the timer thread must not die of it; the driver re-raises
-            self.delivery_errors.append(exc)
-            return
         finally:
             self.completions.delivered.add(index)
-        self.journal_write(
-            0,
+        return (
             "send_message",
             (target.workflow_id, target.topic, payload),
             {"idempotency_key": target.key},
-            target.workflow_id,
-            at,
-            None,
-            kit_completion=index,
         )
 
     # -- the journal --------------------------------------------------------------
@@ -941,13 +903,19 @@ class Session:
         return [e for e in self.journal if isinstance(e, Write)]
 
 
-def _one_by_one(items: Sequence[W], write: Callable[[W], A]) -> list[A | BaseException]:
-    """Each item's answer from `write(item)`, or what it raised, in order: a batch
-    written as a process writing its items one by one would."""
+def _one_by_one(
+    items: Sequence[RecordWrite | FinishWrite], call: Callable[..., A], *positional: str
+) -> list[A | BaseException]:
+    """Each item's answer from `call`, or what it raised, in order: a batch written as a
+    process writing its items one by one would. A batch's item holds one call's
+    arguments (`RecordWrite`, `FinishWrite`): its fields named in `positional` are
+    passed in that order, the others by keyword."""
     answers: list[A | BaseException] = []
     for item in items:
+        keywords = attrs.asdict(item, recurse=False)
+        args = [keywords.pop(name) for name in positional]
         try:
-            answers.append(write(item))
+            answers.append(call(*args, **keywords))
         except (Exception, ControlSignal) as exc:
             answers.append(exc)
     return answers
