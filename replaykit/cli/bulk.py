@@ -11,10 +11,11 @@ it reached are skipped and counted.
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 import attrs
 import click
@@ -30,7 +31,14 @@ from replaykit.log import Status
 from replaykit.runtime.bulk import ACTIONS, DEFAULT_BATCH, BulkResult, selects
 from replaykit.stores.base import WorkflowFilter
 
-__all__ = ["SELECTION_OPTIONS", "confirm", "run_bulk", "selection_options", "send_many_command"]
+__all__ = [
+    "SELECTION_OPTIONS",
+    "acts_on_one",
+    "confirm",
+    "run_bulk",
+    "selection_options",
+    "send_many_command",
+]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -151,6 +159,35 @@ def single_run(command: str, options: dict[str, Any]) -> None:
             f"`workflows {command} ID` acts on that run alone; {flags} go with a bulk "
             f"{command}: drop the ID to act on every run the options select"
         )
+
+
+def acts_on_one(
+    workflow_id: str | None,
+    command: str,
+    url: str,
+    options: dict[str, Any],
+    keywords: Mapping[str, Any],
+    *,
+    as_json: bool,
+    bulk_only: Mapping[str, Any] | None = None,
+) -> TypeGuard[str]:
+    """Whether `workflows COMMAND` acts on the one run `workflow_id` names: then the
+    selection's options are refused beside the id, and so are `bulk_only`, the
+    command's own options that go with a selection alone. Without an id, the bulk
+    action is carried out here, through the Client's `COMMAND_workflows` method called
+    with `keywords` besides the selection, and the command has nothing left to do."""
+    if workflow_id is None:
+        method = f"{command}_workflows"
+        run_bulk(
+            command,
+            url,
+            options,
+            lambda client: functools.partial(getattr(client, method), **keywords),
+            as_json=as_json,
+        )
+        return False
+    single_run(command, {**options, **(bulk_only or {})})
+    return True
 
 
 def run_bulk(

@@ -11,14 +11,13 @@ engine takes the run on its next recovery.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 
 from replaykit._text import json_text, when_text
-from replaykit.cli.bulk import confirm, run_bulk, selection_options, single_run
+from replaykit.cli.bulk import acts_on_one, confirm, selection_options
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.options import duration_option, json_option, url_option
@@ -115,16 +114,9 @@ def cancel_command(
     Without ID, every unfinished run the options select (--status, --name, ...; or
     --all), in batches, each keeping --reason; --dry-run prints how many.
     """
-    if workflow_id is None:
-        run_bulk(
-            "cancel",
-            url,
-            options,
-            lambda client: partial(client.cancel_workflows, grace=grace, reason=reason),
-            as_json=as_json,
-        )
+    keywords = {"grace": grace, "reason": reason}
+    if not acts_on_one(workflow_id, "cancel", url, options, keywords, as_json=as_json):
         return
-    single_run("cancel", options)
     with store_at(url) as store:
         row = _unfinished_row(store, workflow_id, "not cancelled")
         try:
@@ -169,16 +161,9 @@ def terminate_command(
 
     Without ID, every unfinished run the options select (or --all), in batches.
     """
-    if workflow_id is None:
-        run_bulk(
-            "terminate",
-            url,
-            options,
-            lambda client: partial(client.terminate_workflows, children=children, reason=reason),
-            as_json=as_json,
-        )
+    keywords = {"children": children, "reason": reason}
+    if not acts_on_one(workflow_id, "terminate", url, options, keywords, as_json=as_json):
         return
-    single_run("terminate", options)
     with store_at(url) as store:
         row = _unfinished_row(store, workflow_id, "not terminated")
         cancelled = cancel_run(store, workflow_id, children=children, reason=reason)
@@ -226,21 +211,17 @@ def resume_command(
     Without ID, every CANCELLED or PARKED run the options select (or --all), each
     staying with its own engine and version.
     """
-    if workflow_id is None:
-        if executor or app_version:
-            raise UsageError(
-                "--executor and --app-version go with one run's ID; a bulk resume leaves "
-                "each run with its own engine and version"
-            )
-        run_bulk(
-            "resume",
-            url,
-            options,
-            lambda client: partial(client.resume_workflows, reason=reason or ""),
-            as_json=as_json,
+    if workflow_id is None and (executor or app_version):
+        raise UsageError(
+            "--executor and --app-version go with one run's ID; a bulk resume leaves "
+            "each run with its own engine and version"
         )
+    bulk_only = {"reason": reason}
+    keywords = {"reason": reason or ""}
+    if not acts_on_one(
+        workflow_id, "resume", url, options, keywords, as_json=as_json, bulk_only=bulk_only
+    ):
         return
-    single_run("resume", {**options, "reason": reason})
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if row.status is Status.CONTINUED:
@@ -358,16 +339,12 @@ def delete_command(
     parent is unfinished is refused and counted as failed.
     """
     yes: bool = options["yes"]
-    if workflow_id is None:
-        run_bulk(
-            "delete",
-            url,
-            options,
-            lambda client: partial(client.delete_workflows, children=children, reason=reason or ""),
-            as_json=as_json,
-        )
+    bulk_only = {"reason": reason}
+    keywords = {"children": children, "reason": reason or ""}
+    if not acts_on_one(
+        workflow_id, "delete", url, options, keywords, as_json=as_json, bulk_only=bulk_only
+    ):
         return
-    single_run("delete", {**options, "reason": reason})
     with store_at(url) as store:
         row = get_row(store, workflow_id)
         if not yes:
