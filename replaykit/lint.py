@@ -636,28 +636,21 @@ class _BodyChecker(ast.NodeVisitor):
         self._check_iteration(node.iter)
         self.generic_visit(node)
 
-    def visit_Assign(self, node: ast.Assign) -> None:
-        for target in node.targets:
+    def _visit_store(
+        self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete | ast.NamedExpr
+    ) -> None:
+        """Every statement that binds or deletes names, checked for module globals."""
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, ast.AnnAssign) and node.value is None:
+            targets = []  # an annotation alone stores nothing
+        else:
+            targets = [node.target]
+        for target in targets:
             self._check_global_store(target)
         self.generic_visit(node)
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._check_global_store(node.target)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        if node.value is not None:
-            self._check_global_store(node.target)
-        self.generic_visit(node)
-
-    def visit_Delete(self, node: ast.Delete) -> None:
-        for target in node.targets:
-            self._check_global_store(target)
-        self.generic_visit(node)
-
-    def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
-        self._check_global_store(node.target)
-        self.generic_visit(node)
+    visit_Assign = visit_AugAssign = visit_AnnAssign = visit_Delete = visit_NamedExpr = _visit_store
 
     def _check_global_store(self, target: ast.AST) -> None:
         if isinstance(target, ast.Name) and target.id in self.declared_global:
