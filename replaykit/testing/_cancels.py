@@ -19,6 +19,7 @@ from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
 from replaykit.runtime.cancels import DEFAULT_GRACE, checked_grace, second_cancel
 from replaykit.stores.base import CancelRequest, Store
+from replaykit.testing._arrivals import Arrives
 
 if TYPE_CHECKING:
     from replaykit.runtime.engine import Engine
@@ -42,7 +43,7 @@ def _as_grace(value: float) -> float:
 
 
 @attrs.frozen
-class Cancel:
+class Cancel(Arrives):
     """The test cancels a run at a virtual time, as `engine.cancel` would.
 
     `at` is when (a `timedelta` or seconds after the start, or an aware `datetime`);
@@ -56,9 +57,6 @@ class Cancel:
     grace: float = attrs.field(default=DEFAULT_GRACE, converter=_as_grace, kw_only=True)
     reason: str = attrs.field(default="", kw_only=True)
     to: str | None = attrs.field(default=None, kw_only=True)
-
-    def arrival(self, start: datetime) -> datetime:
-        return self.at if isinstance(self.at, datetime) else start + self.at
 
 
 def deliver_cancel(

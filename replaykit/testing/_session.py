@@ -43,6 +43,7 @@ from replaykit.serde import PayloadCodec
 from replaykit.stores.base import FinishWrite, RecordWrite, Store, WorkflowFilter, WorkflowRow
 from replaykit.stores.codec import CodecStore
 from replaykit.stores.memory import MemoryStore
+from replaykit.testing._arrivals import Arrives, checked_at
 from replaykit.testing._cancels import Cancel, deliver_cancel
 from replaykit.testing._clock import KitClock
 from replaykit.testing._completions import Completion, CompletionBook
@@ -87,25 +88,12 @@ def default_workflow_id(wf: Workflow[..., Any]) -> str:
     return f"{wf.workflow_name}:test"
 
 
-def _as_offset(value: timedelta | datetime | float) -> timedelta | datetime:
-    if isinstance(value, (timedelta, datetime)):
-        if isinstance(value, datetime) and value.tzinfo is None:
-            raise ValueError(f"Message(at={value!r}): a datetime must be timezone-aware")
-        if isinstance(value, timedelta) and value < timedelta(0):
-            raise ValueError(f"Message(at={value!r}) is before the run started")
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value < 0:
-            raise ValueError(f"Message(at={value!r}) is before the run started")
-        return timedelta(seconds=value)
-    raise TypeError(
-        f"Message(at=...) takes a timedelta after the start, a number of seconds, or an "
-        f"aware datetime; got {value!r}"
-    )
+def _message_at(value: timedelta | datetime | float) -> timedelta | datetime:
+    return checked_at(value, "Message")
 
 
 @attrs.frozen
-class Message:
+class Message(Arrives):
     """A message the test delivers to a run's inbox at a virtual time.
 
     `at` is when it arrives: a `timedelta` (or seconds) after the run started,
@@ -116,11 +104,8 @@ class Message:
 
     topic: str | None
     payload: Any = None
-    at: timedelta | datetime = attrs.field(default=timedelta(0), converter=_as_offset)
+    at: timedelta | datetime = attrs.field(default=timedelta(0), converter=_message_at)
     to: str | None = None
-
-    def arrival(self, start: datetime) -> datetime:
-        return self.at if isinstance(self.at, datetime) else start + self.at
 
 
 @attrs.frozen

@@ -20,31 +20,13 @@ from replaykit.commands.updates import check_update_id, check_update_name, reply
 from replaykit.errors import UpdateRunFinished, WorkflowNotFound
 from replaykit.runtime.updates import registered_workflow, update_call, validated
 from replaykit.stores.base import OutgoingMessage, Store
+from replaykit.testing._arrivals import Arrives, checked_at
 
 __all__ = ["Update", "UpdateReply", "replies_of", "request_of", "update_id_of"]
 
 
-def _at(value: timedelta | datetime | float) -> timedelta | datetime:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"Update(at={value!r}): a datetime must be timezone-aware")
-        return value
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise TypeError(
-            f"Update(at=...) takes a timedelta after the start, a number of seconds, or an "
-            f"aware datetime; got {value!r}"
-        )
-    if seconds < 0:
-        raise ValueError(f"Update(at={value!r}) is before the run started")
-    return timedelta(seconds=seconds)
-
-
 @attrs.frozen(init=False)
-class Update:
+class Update(Arrives):
     """An update the test sends a run at a virtual time, as `engine.update` would:
     `Update("add", 3, at=timedelta(hours=1))`.
 
@@ -75,10 +57,7 @@ class Update:
         check_update_name(name)
         if update_id is not None:
             check_update_id(update_id)
-        self.__attrs_init__(name, args, kwargs, _at(at), update_id, to)
-
-    def arrival(self, start: datetime) -> datetime:
-        return self.at if isinstance(self.at, datetime) else start + self.at
+        self.__attrs_init__(name, args, kwargs, checked_at(at, "Update"), update_id, to)
 
 
 @attrs.frozen
