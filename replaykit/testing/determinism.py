@@ -41,11 +41,10 @@ from replaykit.runtime.clock import VirtualClock
 from replaykit.serde import PayloadCodec
 from replaykit.testing._cancels import Cancel
 from replaykit.testing._completions import Completion
-from replaykit.testing._fakes import as_fake
 from replaykit.testing._real_steps import RealSteps
 from replaykit.testing._session import Commit, Exec, Message, Session, Write
 from replaykit.testing._updates import Update
-from replaykit.testing.harness import RunResult, result_of, scripted_deliveries, start_session
+from replaykit.testing.harness import RunResult, result_of, start_session
 
 __all__ = ["DeterminismReport", "check_determinism", "format_log"]
 
@@ -314,9 +313,6 @@ def check_determinism(
     updates = list(updates)
     completions = list(completions)
     cancels = list(cancels)
-    # What every simulated process's session delivers: the messages, the updates, the
-    # cancels.
-    scripted = scripted_deliveries(messages, updates, cancels)
     settings: dict[str, Any] = {
         "steps": steps,
         "messages": messages,
@@ -345,28 +341,14 @@ def check_determinism(
             f"own replays already disagree with it: {reference_result.error}\n"
             + format_log(reference_result.log)
         )
-    fakes = {name: as_fake(name, spec) for name, spec in (steps or {}).items()}
     points = _points(reference)
     prefix_runs = crash_runs = 0
     for point in points:
         commit = point.write.commit
         assert commit is not None
         if prefixes:
-            variant = Session(
-                workflow_id=reference.workflow_id,
-                fakes=fakes,
-                messages=scripted,
-                completions=completions,
-                start=reference.start,
-                strict=strict,
-                seed=seed,
-                timeout=timeout,
-                sandbox=sandbox,
-                codec=codec,
-                max_generations=max_generations,
-                real_steps=real_steps,
-                caller="check_determinism",
-            )
+            # Set up as the reference was (its id, its start), its store left empty.
+            variant = start_session(wf, args, kwargs, empty=True, **settings)
             variant.seed_from(
                 [w for w in reference.writes() if w.index < point.write.index], point.now
             )

@@ -93,8 +93,10 @@ def start_session(
     caller: str = "run",
     completions: Iterable[Completion] = (),
     cancels: Iterable[Cancel] = (),
+    empty: bool = False,
 ) -> Session:
-    """A session with the root run created and the test's messages scheduled (not yet run)."""
+    """A session with the root run created and the test's messages scheduled (not yet run);
+    `empty=True`: nothing in its store yet, for `Session.seed_from` to fill."""
     run_timeout, run_deadline_at = run_deadline(
         workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
     )
@@ -123,7 +125,8 @@ def start_session(
         real_steps=real_steps,
         caller=caller,
     )
-    session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
+    if not empty:
+        session.create_root(wf, args, kwargs, timeout=run_timeout, deadline=run_deadline_at)
     return session
 
 
