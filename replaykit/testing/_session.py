@@ -303,9 +303,7 @@ class JournalStore:
         result = getattr(self._inner, method)(*args, **kwargs)
         if method == "record" and result is not args[1]:
             commit = None  # the position held a record already: this commit wrote nothing
-        session.journal_write(
-            self._engine_no, method, args, kwargs, _workflow_id_of(args, kwargs), at, commit
-        )
+        session.journal_write(self._engine_no, method, args, kwargs, at, commit)
         return result
 
     def record(self, workflow_id: str, record: Record, **kwargs: Any) -> Record:
@@ -607,8 +605,7 @@ class Session:
             self.undelivered.append((item, sent))
         elif sent is not None:
             method, args, kwargs = sent
-            target = _workflow_id_of(args, kwargs)
-            self.journal_write(0, method, args, kwargs, target, at, None, **kit)
+            self.journal_write(0, method, args, kwargs, at, None, **kit)
 
     def _send_message(self, index: int, message: Message, target: str) -> _Sent:
         args = (target, message.topic or "", self._encoded[index])
@@ -667,13 +664,14 @@ class Session:
         method: str,
         args: tuple[Any, ...],
         kwargs: Mapping[str, Any],
-        workflow_id: str,
         at: datetime,
         commit: Commit | None,
         *,
         kit_message: int | None = None,
         kit_completion: int | None = None,
     ) -> None:
+        """A store write that succeeded at `at`, journaled under the run it names."""
+        workflow_id = _workflow_id_of(args, kwargs)
         self._append(
             lambda index: Write(
                 index,
