@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 
 from replaykit import _waiting, serde
 from replaykit._limits import checked_count, checked_interval, checked_wait
@@ -30,6 +30,7 @@ from replaykit.runtime.overlaps import enqueue_planned, keyed_start, known_concu
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.run_filters import ListFilters
+from replaykit.runtime.starts import RunPlacement, placed
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowFilter, WorkflowRow
@@ -337,15 +338,7 @@ class Client(ClientSchedules, BulkActions, Listing):
         version: str,
         *,
         executor_id: str = "",
-        queue: str | None = None,
-        priority: int = 0,
-        dedup_id: str | None = None,
-        delay: timedelta | float | None = None,
-        timeout: float | None = None,
-        deadline: datetime | None = None,
-        partition_key: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
-        shard_key: str | None = None,
+        **placement: Unpack[RunPlacement],
     ) -> WorkflowRow:
         if not isinstance(name, str):
             hint = getattr(name, "workflow_name", None)
@@ -361,17 +354,9 @@ class Client(ClientSchedules, BulkActions, Listing):
             executor_id=executor_id,
             app_version=version,
             now=datetime.now(UTC),
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
-            timeout=timeout,
-            deadline=deadline,
             # The caller's span: the run's spans join its trace (replaykit.otel).
             trace_context=current_trace_context(),
-            partition_key=partition_key,
-            attributes=attributes,
-            shard_key=shard_key,
+            **placed(placement),
         )
 
     def _check_engines(self, row: WorkflowRow) -> str:

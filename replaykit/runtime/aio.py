@@ -36,7 +36,7 @@ from replaykit.commands import run_deadline
 from replaykit.errors import WorkflowNotFound
 from replaykit.otel import current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, unbind
-from replaykit.runtime import admin, debounce, updates
+from replaykit.runtime import admin, debounce
 from replaykit.runtime.async_face import (
     AsyncFace,
     AsyncRunHandle,
@@ -488,18 +488,11 @@ class AsyncEngine(AsyncFace):
         """`Engine.update_with_start` as a coroutine: the run started if its id is free,
         the request delivered in the same transaction, the reply awaited."""
         self._own_loop()
-        wf, start_args, start_kwargs = unbind(wf, (), {})
-        updater = self.engine.updater
-        call = updater.call(workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout)
-        start = functools.partial(
-            self.engine.starts.create_and_send,
-            wf,
-            start_args,
-            start_kwargs,
-            workflow_id=workflow_id,
-            accept=updates.refuse_finished(call),
+        engine = self.engine
+        call, start, started = engine._update_with_start_call(
+            wf, name, args, kwargs, workflow_id=workflow_id, timeout=timeout, update_id=update_id
         )
-        return await updater.update_async(call, self.off_loop, start, wf)
+        return await engine.updater.update_async(call, self.off_loop, start, started)
 
     async def send_with_start(
         self,

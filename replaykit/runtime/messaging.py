@@ -69,6 +69,25 @@ class Messaging(FromOutside):
         is free, the request delivered in the same transaction; a run under the id must
         be this start (else `WorkflowIdConflict`) and unfinished."""
         self._check_open()
+        call, start, started = self._update_with_start_call(
+            wf, name, args, kwargs, workflow_id=workflow_id, timeout=timeout, update_id=update_id
+        )
+        return self.updater.update(call, start, started)
+
+    def _update_with_start_call(
+        self,
+        wf: Workflow[..., Any] | BoundWorkflow[Any],
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        workflow_id: str,
+        timeout: timedelta | float | None,
+        update_id: str | None,
+    ) -> tuple[updates.UpdateCall, updates.StartAndSend, Workflow[..., Any]]:
+        """What both engine faces' `update_with_start` hand their updater: the request
+        checked and encoded, the start that delivers it, and the workflow it starts (whose
+        validator runs here)."""
         wf, start_args, start_kwargs = unbind(wf, (), {})
         call = self.updater.call(
             workflow_id, name, args, kwargs, update_id=update_id, timeout=timeout
@@ -81,7 +100,7 @@ class Messaging(FromOutside):
             workflow_id=workflow_id,
             accept=updates.refuse_finished(call),
         )
-        return self.updater.update(call, start, wf)
+        return call, start, wf
 
     def send_with_start(
         self,

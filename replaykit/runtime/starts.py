@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 import attrs
 
@@ -31,12 +31,49 @@ from replaykit.runtime.clock import Clock
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, fill_item
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
-__all__ = ["Dispatch", "StartRequest", "Starts"]
+__all__ = ["Dispatch", "RunPlacement", "StartRequest", "Starts", "placed"]
 
 log = logging.getLogger("replaykit.engine")
 
 #: One start of `Engine.start_batch`: the workflow, its args and kwargs, its id or None.
 StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | None]
+
+
+class RunPlacement(TypedDict, total=False):
+    """Where a new run waits and what bounds it, beyond its workflow, its arguments and
+    its id: the keywords `Starts.create_run` and `Starts.new_row` (the engine's starts)
+    and `Client`'s starts take alike and hand to `admin.new_run_row`, written once. None
+    given: PENDING for its engine at once, unbounded."""
+
+    #: ENQUEUED on this queue, for a claim, rather than PENDING for its engine.
+    queue: str | None
+    priority: int
+    dedup_id: str | None
+    delay: timedelta | float | None
+    #: Seconds, checked (`commands.run_deadline`); a queued run's count from its claim.
+    timeout: float | None
+    deadline: datetime | None
+    partition_key: str | None
+    attributes: Mapping[str, Any] | None
+    shard_key: str | None
+
+
+#: What `admin.new_run_row` is given for what a start leaves out (it has no defaults of
+#: its own for these: each caller says them).
+_UNPLACED: RunPlacement = {
+    "queue": None,
+    "priority": 0,
+    "dedup_id": None,
+    "delay": None,
+    "timeout": None,
+    "deadline": None,
+}
+
+
+def placed(placement: RunPlacement) -> RunPlacement:
+    """`placement` with what it leaves out as a start without it means it."""
+    full: RunPlacement = {**_UNPLACED, **placement}
+    return full
 
 
 class Dispatch(Protocol):
@@ -85,37 +122,26 @@ class Starts:
         *,
         workflow_id: str | None = None,
         parent_id: str | None = None,
-        queue: str | None = None,
-        priority: int = 0,
-        dedup_id: str | None = None,
-        delay: timedelta | float | None = None,
-        timeout: float | None = None,
-        deadline: datetime | None = None,
-        partition_key: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
-        shard_key: str | None = None,
+        **placement: Unpack[RunPlacement],
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
         With a `queue` the run is ENQUEUED and waits for a claim instead.
         `timeout` (seconds, checked) and `deadline` (aware) bound the run.
         """
+        unknown = sorted(placement.keys() - RunPlacement.__optional_keys__)
+        if unknown:  # as Python refuses it where each keyword is spelled out
+            raise TypeError(
+                f"Starts.create_run() got an unexpected keyword argument {unknown[0]!r}"
+            )
         row = self.new_row(
             wf,
             args,
             kwargs,
             workflow_id=workflow_id,
             parent_id=parent_id,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
             now=self.clock.now(),
-            timeout=timeout,
-            deadline=deadline,
-            partition_key=partition_key,
-            attributes=attributes,
-            shard_key=shard_key,
+            **placement,
         )
         stored, created = self.store.create_workflow(row)
         if not created:
@@ -186,15 +212,7 @@ class Starts:
         workflow_id: str | None,
         now: datetime,
         parent_id: str | None = None,
-        queue: str | None = None,
-        priority: int = 0,
-        dedup_id: str | None = None,
-        delay: timedelta | float | None = None,
-        timeout: float | None = None,
-        deadline: datetime | None = None,
-        partition_key: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
-        shard_key: str | None = None,
+        **placement: Unpack[RunPlacement],
     ) -> WorkflowRow:
         """The row of a new run created `now`, its inputs encoded and their size checked."""
         if not isinstance(wf, Workflow):
@@ -217,19 +235,11 @@ class Starts:
             executor_id=self.executor_id,
             app_version=self.app_version,
             now=now,
-            queue=queue,
-            priority=priority,
-            dedup_id=dedup_id,
-            delay=delay,
-            timeout=timeout,
-            deadline=deadline,
             # The caller's span (a child: its parent's activation span), so that the
             # run's spans join that trace wherever and whenever it runs.
             trace_context=self.telemetry.context_for_new_run(parent_id),
             parent_id=parent_id,
-            partition_key=partition_key,
-            attributes=attributes,
-            shard_key=shard_key,
+            **placed(placement),
         )
 
     # -- many runs that start now ------------------------------------------------------------
