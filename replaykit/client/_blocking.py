@@ -22,7 +22,7 @@ from replaykit.commands import run_deadline
 from replaykit.errors import UnknownWorkflowError
 from replaykit.log import Status
 from replaykit.otel import current_trace_context
-from replaykit.runtime import admin, debounce, streams, updates
+from replaykit.runtime import admin, debounce, updates
 from replaykit.runtime.bulk import BulkActions
 from replaykit.runtime.cancels import DEFAULT_GRACE, ask_to_cancel
 from replaykit.runtime.listing import Listing
@@ -627,26 +627,6 @@ class Client(ClientSchedules, BulkActions, Listing):
         timeout = checked_wait(timeout, "get_event(timeout=...)")
         self._check_open()
         return wait_event(self.store, self.listen, workflow_id, key, timeout, self.poll_interval)
-
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> Iterator[Any]:
-        """The values run `workflow_id` writes to its stream `key`, in order, each once,
-        from the `start`-th; blocks until more arrive, ending at the stream's close or the
-        run's end. `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a
-        `TimeoutError`) when `timeout` seconds pass without a new value."""
-        streams.check_read_arguments(key, start, timeout)
-        self._row(workflow_id)
-        return streams.read_blocking(
-            self.store,
-            self.listen,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=self.poll_interval,
-            monotonic=time.monotonic,
-        )
 
     # -- operating runs ----------------------------------------------------------------------
 

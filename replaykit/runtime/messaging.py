@@ -1,6 +1,6 @@
 """Talking to runs from outside, as the blocking `Engine` offers it: an event waited
-for, an update or a message with a start, a stream read (messages, completions, updates,
-events and step heartbeats, which `Client` offers alike, are in `runtime/outside.py`).
+for, an update or a message with a start (messages, completions, updates, events, step
+heartbeats and stream reads, which `Client` offers alike, are in `runtime/outside.py`).
 
 A mixin of `Engine`'s, so that the engine's module keeps to building the rooms and
 operating runs; each method hands its work to the room that owns it (`admin`,
@@ -10,15 +10,13 @@ operating runs; each method hands its work to the room that owns it (`admin`,
 from __future__ import annotations
 
 import functools
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from replaykit.errors import WorkflowNotFound
 from replaykit.otel import Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, unbind
-from replaykit.runtime import admin, streams, updates
+from replaykit.runtime import admin, updates
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import Wake
 from replaykit.runtime.outside import FromOutside
@@ -132,26 +130,3 @@ class Messaging(FromOutside):
 
     def _trace_context(self) -> str | None:
         return current_trace_context() if self.telemetry.tracing else None
-
-    def read_stream(
-        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
-    ) -> Iterator[Any]:
-        """The values the run writes to its stream `key`, in order, each once, from the
-        `start`-th; blocks until more arrive, ending at its close or the run's end.
-
-        `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a `TimeoutError`)
-        when `timeout` seconds pass without a new value. Reads only what it has not read.
-        """
-        streams.check_read_arguments(key, start, timeout)
-        if self.store.get_workflow(workflow_id) is None:
-            raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-        return streams.read_blocking(
-            self.store,
-            self.listen,
-            workflow_id,
-            key,
-            start,
-            timeout=timeout,
-            poll_interval=self.poll_interval,
-            monotonic=time.monotonic,
-        )

@@ -1,6 +1,6 @@
 """`FromOutside`: what both sync faces (`Engine`, `Client`) deliver to a run and read of
 it from outside, written once: a message, an awakeable's completion or failure, an
-update, and a run's log, events and step heartbeats.
+update, and a run's log, events, step heartbeats and streams.
 
 A mixin of both. Where the faces differ it asks them: `_writing()` and `_reading()`
 raise when the face may not do it now (a closed client; an engine delivers and reads
@@ -10,11 +10,13 @@ delivery carries (an engine's only when it traces, a client's always).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any
 
 from replaykit.log import Record
-from replaykit.runtime import admin, awakeables, updates
+from replaykit.runtime import admin, awakeables, streams, updates
 from replaykit.stores.base import StepHeartbeat, Store
 
 __all__ = ["FromOutside"]
@@ -26,6 +28,7 @@ class FromOutside:
     # Set by the face's `__init__`.
     store: Store
     max_payload_bytes: int
+    poll_interval: float
     updater: updates.Updater
 
     def _check_open(self) -> None:
@@ -38,6 +41,11 @@ class FromOutside:
         """Raise if this face may not read now."""
 
     def _trace_context(self) -> str | None:
+        raise NotImplementedError
+
+    def listen(
+        self, wakes: Iterable[tuple[str, str]], callback: Callable[[], None]
+    ) -> Callable[[], None]:
         raise NotImplementedError
 
     def send(
@@ -103,6 +111,29 @@ class FromOutside:
         its time, its attempt), by position; `WorkflowNotFound` if no run has that id."""
         self._reading()
         return self.store.get_step_heartbeats(workflow_id)
+
+    def read_stream(
+        self, workflow_id: str, key: str, start: int = 0, *, timeout: float | None = None
+    ) -> Iterator[Any]:
+        """The values the run writes to its stream `key`, in order, each once, from the
+        `start`-th; blocks until more arrive, ending at its close or the run's end.
+
+        `WorkflowNotFound` at once for an unknown id; `StreamTimeout` (a `TimeoutError`)
+        when `timeout` seconds pass without a new value. Reads only what it has not read.
+        """
+        streams.check_read_arguments(key, start, timeout)
+        self._reading()
+        admin.get_run(self.store, workflow_id)  # an unknown id raises WorkflowNotFound
+        return streams.read_blocking(
+            self.store,
+            self.listen,
+            workflow_id,
+            key,
+            start,
+            timeout=timeout,
+            poll_interval=self.poll_interval,
+            monotonic=time.monotonic,
+        )
 
     # -- updates: a request and its reply (docs/communication.md, "Updates") ---------------
 
