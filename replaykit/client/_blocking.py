@@ -30,7 +30,13 @@ from replaykit.runtime.overlaps import enqueue_planned, keyed_start, known_concu
 from replaykit.runtime.queues import check_partition_key
 from replaykit.runtime.retries import RetryingStore
 from replaykit.runtime.run_filters import ListFilters
-from replaykit.runtime.starts import RunPlacement, placed
+from replaykit.runtime.starts import (
+    RunPlacement,
+    placed,
+    store_start,
+    store_start_and_send,
+    written_here,
+)
 from replaykit.runtime.waits import wait_event
 from replaykit.serde import PayloadCodec
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowFilter, WorkflowRow
@@ -407,12 +413,8 @@ class Client(ClientSchedules, BulkActions, Listing):
 
     def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
         """Store the run; (the stored run, whether this call wrote it)."""
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
-        # A lost acknowledgement: the first attempt committed and the retry found
-        # the run; its creation instant, to the microsecond, says it is this call's.
-        return stored, created or stored.created_at == row.created_at
+        stored, created = store_start(self.store, row)
+        return stored, written_here(row, stored, created)
 
     def _hand_over(self, row: WorkflowRow) -> None:
         """Tell the engine of a PENDING run it has one, as a resume tells it."""
@@ -609,16 +611,11 @@ class Client(ClientSchedules, BulkActions, Listing):
         """Store the run unless its id is taken (by this same start), and deliver."""
         warning = self._check_engines(row)
 
-        def same_start(found: WorkflowRow) -> None:
-            admin.check_start(found, row)
-            if accept is not None:
-                accept(found)
-
-        stored, created, delivered = self.store.create_and_send(
-            row, message, call_id=call_id, accept=same_start
+        stored, created, delivered = store_start_and_send(
+            self.store, row, message, call_id=call_id, accept=accept
         )
         self._warn(warning)
-        if (created or stored.created_at == row.created_at) and row.queue is None:
+        if written_here(row, stored, created) and row.queue is None:
             self._hand_over(stored)
         return stored, created, delivered
 

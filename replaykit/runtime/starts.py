@@ -31,7 +31,16 @@ from replaykit.runtime.clock import Clock
 from replaykit.runtime.queues import Queue, QueueItem, check_partition_key, fill_item
 from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
-__all__ = ["Dispatch", "RunPlacement", "StartRequest", "Starts", "placed"]
+__all__ = [
+    "Dispatch",
+    "RunPlacement",
+    "StartRequest",
+    "Starts",
+    "placed",
+    "store_start",
+    "store_start_and_send",
+    "written_here",
+]
 
 log = logging.getLogger("replaykit.engine")
 
@@ -74,6 +83,43 @@ def placed(placement: RunPlacement) -> RunPlacement:
     """`placement` with what it leaves out as a start without it means it."""
     full: RunPlacement = {**_UNPLACED, **placement}
     return full
+
+
+def store_start(store: Store, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
+    """Store a new run's row, or find the run its id holds, which must be this same
+    start (else `WorkflowIdConflict`): (the stored run, whether this call created it).
+    The engine's starts and the client's alike."""
+    stored, created = store.create_workflow(row)
+    if not created:
+        admin.check_start(stored, row)
+    return stored, created
+
+
+def store_start_and_send(
+    store: Store,
+    row: WorkflowRow,
+    message: OutgoingMessage,
+    *,
+    call_id: str | None,
+    accept: Callable[[WorkflowRow], None] | None,
+) -> tuple[WorkflowRow, bool, bool]:
+    """Send-with-start's store call: `row` stored unless its id is taken, by this same
+    start only (then `accept` passes on the run found), and `message` delivered in the
+    same transaction: (the run, created, delivered)."""
+
+    def same_start(found: WorkflowRow) -> None:
+        admin.check_start(found, row)
+        if accept is not None:
+            accept(found)
+
+    return store.create_and_send(row, message, call_id=call_id, accept=same_start)
+
+
+def written_here(row: WorkflowRow, stored: WorkflowRow, created: bool) -> bool:
+    """Whether `stored` is the row this start wrote: created now, or found after a lost
+    acknowledgement (the first attempt committed, the retry found the run): its creation
+    instant, to the microsecond, from this caller's clock, says it is this call's."""
+    return created or stored.created_at == row.created_at
 
 
 class Dispatch(Protocol):
@@ -143,9 +189,7 @@ class Starts:
             now=self.clock.now(),
             **placement,
         )
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
+        stored, created = store_start(self.store, row)
         self._dispatch_created(row, stored, created)
         return stored, created
 
@@ -171,13 +215,8 @@ class Starts:
             now=self.clock.now(),
         )
 
-        def same_start(found: WorkflowRow) -> None:
-            admin.check_start(found, row)
-            if accept is not None:
-                accept(found)
-
-        stored, created, delivered = self.store.create_and_send(
-            row, message, call_id=call_id, accept=same_start
+        stored, created, delivered = store_start_and_send(
+            self.store, row, message, call_id=call_id, accept=accept
         )
         self._dispatch_created(row, stored, created)
         return stored, created, delivered
@@ -185,10 +224,9 @@ class Starts:
     def _dispatch_created(self, row: WorkflowRow, stored: WorkflowRow, created: bool) -> None:
         if created:
             self.telemetry.run_started(row.name)
-        # A lost acknowledgement: the first attempt committed, the retry found the
-        # run. It is still ours to dispatch; the instant (to the microsecond, from
-        # our clock) says the stored row is the one this call wrote.
-        ours = created or stored.created_at == row.created_at
+        # A lost acknowledgement (the retry found the run the first attempt wrote):
+        # still ours to dispatch.
+        ours = written_here(row, stored, created)
         if ours and row.queue is None:
             self._dispatch(stored.workflow_id, row=stored, fresh=created)
         elif ours and stored.deadline is not None:
@@ -197,9 +235,7 @@ class Starts:
             self._watch_deadline(stored.workflow_id, stored.deadline)
 
     def _create_one(self, row: WorkflowRow) -> WorkflowRow:
-        stored, created = self.store.create_workflow(row)
-        if not created:
-            admin.check_start(stored, row)
+        stored, created = store_start(self.store, row)
         self._dispatch_created(row, stored, created)
         return stored
 
