@@ -196,9 +196,7 @@ class Client(ClientSchedules, BulkActions, Listing):
             )
         if keyed is not None:
             seconds, deadline = run_deadline(timeout, deadline, what=what)
-            if seconds is not None:
-                due = datetime.now(UTC) + timedelta(seconds=seconds)
-                deadline = due if deadline is None else min(deadline, due)
+            deadline = keyed.deadline(seconds, deadline, lambda: datetime.now(UTC))
             return self.enqueue(
                 keyed.queue.name,
                 name,
@@ -248,9 +246,7 @@ class Client(ClientSchedules, BulkActions, Listing):
             attributes=attributes,
             shard_key=shard_key,
         )
-        warning = self._check_engines(row)
         stored, ours = self._create(row)
-        self._warn(warning)
         if ours:
             self._hand_over(stored)
         return ClientHandle(self, stored.workflow_id)
@@ -313,9 +309,7 @@ class Client(ClientSchedules, BulkActions, Listing):
                 attributes=attributes,
                 shard_key=shard_key,
             )
-            warning = self._check_engines(row)
             stored, _ours = self._create(row)
-            self._warn(warning)
             return stored.workflow_id
 
         run_id = enqueue_planned(
@@ -412,8 +406,11 @@ class Client(ClientSchedules, BulkActions, Listing):
             log.warning("%s", warning)
 
     def _create(self, row: WorkflowRow) -> tuple[WorkflowRow, bool]:
-        """Store the run; (the stored run, whether this call wrote it)."""
+        """Store the run; (the stored run, whether this call wrote it). What no running
+        engine may run is refused first if strict, else warned of once it is stored."""
+        warning = self._check_engines(row)
         stored, created = store_start(self.store, row)
+        self._warn(warning)
         return stored, written_here(row, stored, created)
 
     def _hand_over(self, row: WorkflowRow) -> None:
@@ -555,14 +552,7 @@ class Client(ClientSchedules, BulkActions, Listing):
         row = self._start_row(
             workflow, start_args, start_kwargs, workflow_id, queue, executor_id, app_version
         )
-        outgoing, call_id = admin.outgoing_message(
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=current_trace_context(),
-        )
+        outgoing, call_id = self._outgoing(workflow_id, message, topic, idempotency_key)
         self._create_and_send(row, message=outgoing, call_id=call_id)
         return ClientHandle(self, workflow_id)
 

@@ -524,10 +524,7 @@ class Engine(Timing, History, BulkActions, Listing):
         seconds, deadline = run_deadline(timeout, deadline, what=what)
         keyed = keyed_start(concurrency_key, concurrency_limit, overlap, what)
         if keyed is not None:
-            # A timeout counts from now, as for any start, waiting for a slot included.
-            if seconds is not None:
-                due = self.clock.now() + timedelta(seconds=seconds)
-                deadline = due if deadline is None else min(deadline, due)
+            deadline = keyed.deadline(seconds, deadline, self.clock.now)
             self.claims.also_claim(keyed.queue.name)
             return self.enqueue(
                 keyed.queue,

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from replaykit.otel import Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, unbind
-from replaykit.runtime import admin, updates
+from replaykit.runtime import updates
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import Wake
 from replaykit.runtime.outside import FromOutside
@@ -115,14 +115,7 @@ class Messaging(FromOutside):
         `idempotency_key` delivers nothing). A run under the id must be this start."""
         self._check_open()
         wf, args, kwargs = unbind(wf, (), {})
-        outgoing, call_id = admin.outgoing_message(
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self.updater.trace_context(),
-        )
+        outgoing, call_id = self._outgoing(workflow_id, message, topic, idempotency_key)
         self.starts.create_and_send(
             wf, args, kwargs, workflow_id=workflow_id, message=outgoing, call_id=call_id
         )

@@ -17,7 +17,7 @@ from typing import Any
 
 from replaykit.log import Record
 from replaykit.runtime import admin, awakeables, streams, updates
-from replaykit.stores.base import StepHeartbeat, Store
+from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store
 
 __all__ = ["FromOutside"]
 
@@ -60,6 +60,20 @@ class FromOutside:
         self._writing()
         return admin.send_message(
             self.store,
+            workflow_id,
+            message,
+            topic,
+            idempotency_key=idempotency_key,
+            max_bytes=self.max_payload_bytes,
+            trace_context=self._trace_context(),
+        )
+
+    def _outgoing(
+        self, workflow_id: str, message: Any, topic: str | None, idempotency_key: str | None
+    ) -> tuple[OutgoingMessage, str]:
+        """A message as `send` delivers it, for a send-with-start to deliver with its
+        run's start: encoded, keyed and traced, with the call id that names its send."""
+        return admin.outgoing_message(
             workflow_id,
             message,
             topic,

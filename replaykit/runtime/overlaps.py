@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Protocol
 
 import attrs
 
+from replaykit._durations import earliest_deadline
 from replaykit.errors import DuplicateDedupId
 from replaykit.log import Status
 from replaykit.runtime.queues import Queue, queue_named
@@ -122,6 +124,16 @@ class KeyedStart:
         self.queue = queue
         self.key = key
         self.overlap = overlap
+
+    def deadline(
+        self, seconds: float | None, deadline: datetime | None, now: Callable[[], datetime]
+    ) -> datetime | None:
+        """The keyed run's deadline: its `timeout` (`seconds`, checked) counts from now, as
+        any start's does, waiting for a slot included (its queue would count it from the
+        claim); the earlier of the two wins. The starting face's clock tells `now`."""
+        if seconds is None:
+            return deadline
+        return earliest_deadline(deadline, now() + timedelta(seconds=seconds))
 
 
 def keyed_start(
