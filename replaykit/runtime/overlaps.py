@@ -28,7 +28,7 @@ running than the key's limit, which the claim holds.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -49,6 +49,7 @@ __all__ = [
     "KeyedStart",
     "check_one_at_a_time",
     "check_overlap",
+    "check_policy",
     "concurrency_queue",
     "enqueue_planned",
     "keyed_start",
@@ -67,15 +68,21 @@ _ONE_AT_A_TIME = frozenset({"queue_one", "cancel_other"})
 _LIVE = (Status.ENQUEUED, Status.PENDING)
 
 
-def check_overlap(overlap: object, key: str | None, what: str) -> str:
-    """`overlap` checked: a known policy, and a key to apply it to unless `allow`."""
-    if overlap not in START_OVERLAPS:
-        close = difflib.get_close_matches(str(overlap), START_OVERLAPS, n=1)
+def check_policy(overlap: object, policies: Sequence[str], what: str) -> None:
+    """Refuse an `overlap=` that is none of `policies` (a start's, or a schedule's:
+    `schedules.OVERLAP_POLICIES`), naming the nearest one; `what` names the call."""
+    if overlap not in policies:
+        close = difflib.get_close_matches(str(overlap), policies, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
             f"{what}: overlap={overlap!r} is not a policy{hint}; give one of "
-            + ", ".join(repr(p) for p in START_OVERLAPS)
+            + ", ".join(repr(p) for p in policies)
         )
+
+
+def check_overlap(overlap: object, key: str | None, what: str) -> str:
+    """`overlap` checked: a known policy, and a key to apply it to unless `allow`."""
+    check_policy(overlap, START_OVERLAPS, what)
     if overlap != "allow" and key is None:
         raise ValueError(
             f"{what}: overlap={overlap!r} applies to the live runs of a key, and this call "

@@ -44,6 +44,7 @@ import attrs
 
 from replaykit.errors import ScheduleNotFound
 from replaykit.registry import Workflow
+from replaykit.runtime.overlaps import check_policy
 from replaykit.runtime.queues import Queue
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import (
@@ -138,7 +139,7 @@ class Schedule:
 
     def __attrs_post_init__(self) -> None:
         check_names(schedule_name=self.name)
-        _check_overlap(self.name, self.overlap)
+        check_policy(self.overlap, OVERLAP_POLICIES, f"schedule {self.name!r}")
         if self.overlap in HOLDING_POLICIES:
             if self.queue is not None:
                 raise ValueError(
@@ -216,16 +217,6 @@ HOLDING_POLICIES = frozenset({"buffer_one", "buffer_all", "cancel_other"})
 
 def hold_queue_name(schedule_name: str) -> str:
     return f"replaykit.schedule:{schedule_name}"
-
-
-def _check_overlap(name: str, overlap: object) -> None:
-    if overlap not in OVERLAP_POLICIES:
-        close = difflib.get_close_matches(str(overlap), OVERLAP_POLICIES, n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(
-            f"schedule {name!r}: overlap={overlap!r} is not a policy{hint}; give one of "
-            + ", ".join(repr(p) for p in OVERLAP_POLICIES)
-        )
 
 
 def _check_jitter(name: str, cron: str, tz: str | None, jitter: float) -> None:
