@@ -33,6 +33,7 @@ from replaykit.stores.base import OutgoingMessage, Store, WorkflowRow
 
 __all__ = [
     "Dispatch",
+    "ItemDefaults",
     "RunPlacement",
     "StartRequest",
     "Starts",
@@ -77,6 +78,21 @@ _UNPLACED: RunPlacement = {
     "timeout": None,
     "deadline": None,
 }
+
+
+class ItemDefaults(TypedDict, total=False):
+    """What `enqueue_many` gives the items that give none of their own (`fill_item`)."""
+
+    priority: int
+    delay: timedelta | float | None
+    #: Unchecked yet: a timedelta or seconds, counted from each run's claim.
+    timeout: timedelta | float | None
+    deadline: datetime | None
+    partition_key: str | None
+    attributes: Mapping[str, Any] | None
+
+
+_NO_ITEM_DEFAULTS: ItemDefaults = {"priority": 0, "delay": None, "timeout": None, "deadline": None}
 
 
 def placed(placement: RunPlacement) -> RunPlacement:
@@ -359,13 +375,8 @@ class Starts:
         wf: Workflow[..., Any],
         items: Iterable[Sequence[Any] | QueueItem],
         *,
-        priority: int = 0,
-        delay: timedelta | float | None = None,
-        timeout: timedelta | float | None = None,
-        deadline: datetime | None = None,
         if_exists: str = "raise",
-        partition_key: str | None = None,
-        attributes: Mapping[str, Any] | None = None,
+        **defaults: Unpack[ItemDefaults],
     ) -> list[str]:
         """`Engine.enqueue_many`: the ids of the runs, in item order (for an item whose
         dedup id is held, with `if_exists="return"`, the holder's)."""
@@ -375,19 +386,10 @@ class Starts:
         now = self.clock.now()
         rows: list[WorkflowRow] = []
         what = f"enqueue_many({name!r}, {wf.workflow_name!r}, ...)"
-        check_partition_key(partition_key, what)
+        check_partition_key(defaults.get("partition_key"), what)
+        batch: ItemDefaults = {**_NO_ITEM_DEFAULTS, **defaults}
         for index, item in enumerate(items):
-            filled = fill_item(
-                item,
-                index,
-                what=what,
-                priority=priority,
-                delay=delay,
-                timeout=timeout,
-                deadline=deadline,
-                partition_key=partition_key,
-                attributes=attributes,
-            )
+            filled = fill_item(item, index, what=what, **batch)
             seconds, item_deadline = run_deadline(
                 filled.timeout, filled.deadline, what=f"{what}, item {index}"
             )
