@@ -20,6 +20,7 @@ from replaykit.runtime.async_face import (
     call_off_loop,
     not_open,
     open_sync_face,
+    sync_options,
 )
 from replaykit.runtime.twins import off_loop_twin
 from replaykit.serde import PayloadCodec
@@ -101,17 +102,11 @@ class AsyncClient(AsyncFace):
         strict: bool = False,
         io_workers: int = DEFAULT_IO_WORKERS,
     ) -> None:
+        # Before any other name is bound: `locals()` is the parameters.
+        self._options = sync_options(locals(), "io_workers")
         if io_workers < 1:
             raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
         self._target = target
-        self._options: dict[str, Any] = {
-            "app_version": app_version,
-            "executor_id": executor_id,
-            "poll_interval": poll_interval,
-            "max_payload_bytes": max_payload_bytes,
-            "codec": codec,
-            "strict": strict,
-        }
         self._io_workers = io_workers
         self._client: Client | None = None
         self._io: ThreadPoolExecutor | None = None

@@ -43,6 +43,7 @@ from replaykit.runtime.async_face import (
     call_off_loop,
     not_open,
     open_sync_face,
+    sync_options,
 )
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
@@ -162,34 +163,11 @@ class AsyncEngine(AsyncFace):
         retention: timedelta | float | None = None,
         io_workers: int = DEFAULT_IO_WORKERS,
     ) -> None:
+        # Before any other name is bound: `locals()` is the parameters.
+        self._options = sync_options(locals(), "io_workers")
         if io_workers < 1:
             raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
         self._target = target
-        # Handed to `Engine` as they are, at `open()`.
-        self._options: dict[str, Any] = {
-            "executor_id": executor_id,
-            "app_version": app_version,
-            "max_workers": max_workers,
-            "step_workers": step_workers,
-            "strict": strict,
-            "clock": clock,
-            "max_recovery_attempts": max_recovery_attempts,
-            "poll_interval": poll_interval,
-            "max_payload_bytes": max_payload_bytes,
-            "recover": recover,
-            "step_overrides": step_overrides,
-            "queues": queues,
-            "lease_seconds": lease_seconds,
-            "schedules": schedules,
-            "entropy": entropy,
-            "max_cached_runs": max_cached_runs,
-            "executor_wait": executor_wait,
-            "tracer_provider": tracer_provider,
-            "meter_provider": meter_provider,
-            "codec": codec,
-            "max_generations_in_a_row": max_generations_in_a_row,
-            "retention": retention,
-        }
         self._io_workers = io_workers
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

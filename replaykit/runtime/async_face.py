@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Protocol, Self, TypeVar
@@ -31,7 +31,15 @@ from replaykit.runtime.timing import Timing
 from replaykit.runtime.twins import off_loop_twin
 from replaykit.stores.base import Store, WorkflowRow
 
-__all__ = ["AsyncFace", "AsyncRunHandle", "SyncFace", "call_off_loop", "not_open", "open_sync_face"]
+__all__ = [
+    "AsyncFace",
+    "AsyncRunHandle",
+    "SyncFace",
+    "call_off_loop",
+    "not_open",
+    "open_sync_face",
+    "sync_options",
+]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -70,6 +78,15 @@ async def open_sync_face(
         io.shutdown(wait=False, cancel_futures=True)
         raise
     return loop, io, face
+
+
+def sync_options(given: Mapping[str, Any], *own: str) -> dict[str, Any]:
+    """What an async face's `__init__` hands its sync face at `open()`: its parameters
+    (`given` is its `locals()`, taken before it binds any name of its own) but `self`,
+    `target` and the `own` ones only the async face takes. Read from the parameters
+    themselves, so an option added to the signature (test_faces.py holds it to the sync
+    face's) cannot be left out of what is handed on."""
+    return {name: value for name, value in given.items() if name not in ("self", "target", *own)}
 
 
 def not_open(face: str, name: str) -> RuntimeError:
