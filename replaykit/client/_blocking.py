@@ -552,7 +552,9 @@ class Client(ClientSchedules, BulkActions, Listing):
         row = self._start_row(
             workflow, start_args, start_kwargs, workflow_id, queue, executor_id, app_version
         )
-        outgoing, call_id = self._outgoing(workflow_id, message, topic, idempotency_key)
+        outgoing, call_id = admin.outgoing_message(
+            workflow_id, message, topic, idempotency_key=idempotency_key, **self._delivery()
+        )
         self._create_and_send(row, message=outgoing, call_id=call_id)
         return ClientHandle(self, workflow_id)
 

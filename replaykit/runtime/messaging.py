@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from replaykit.otel import Telemetry, current_trace_context
 from replaykit.registry import BoundWorkflow, Workflow, unbind
-from replaykit.runtime import updates
+from replaykit.runtime import admin, updates
 from replaykit.runtime.handles import WorkflowHandle
 from replaykit.runtime.host import Wake
 from replaykit.runtime.outside import FromOutside
@@ -115,7 +115,9 @@ class Messaging(FromOutside):
         `idempotency_key` delivers nothing). A run under the id must be this start."""
         self._check_open()
         wf, args, kwargs = unbind(wf, (), {})
-        outgoing, call_id = self._outgoing(workflow_id, message, topic, idempotency_key)
+        outgoing, call_id = admin.outgoing_message(
+            workflow_id, message, topic, idempotency_key=idempotency_key, **self._delivery()
+        )
         self.starts.create_and_send(
             wf, args, kwargs, workflow_id=workflow_id, message=outgoing, call_id=call_id
         )

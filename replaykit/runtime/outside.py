@@ -13,13 +13,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from replaykit.log import Record
 from replaykit.runtime import admin, awakeables, streams, updates
-from replaykit.stores.base import OutgoingMessage, StepHeartbeat, Store
+from replaykit.stores.base import StepHeartbeat, Store
 
-__all__ = ["FromOutside"]
+__all__ = ["Delivery", "FromOutside"]
+
+
+class Delivery(TypedDict):
+    """The keywords each delivery from outside is given (`FromOutside._delivery`)."""
+
+    max_bytes: int
+    trace_context: str | None
 
 
 class FromOutside:
@@ -48,6 +55,11 @@ class FromOutside:
     ) -> Callable[[], None]:
         raise NotImplementedError
 
+    def _delivery(self) -> Delivery:
+        """What every delivery from this face carries: its payload limit, and its trace
+        context (a send-with-start's message too)."""
+        return {"max_bytes": self.max_payload_bytes, "trace_context": self._trace_context()}
+
     def send(
         self,
         workflow_id: str,
@@ -64,22 +76,7 @@ class FromOutside:
             message,
             topic,
             idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
-
-    def _outgoing(
-        self, workflow_id: str, message: Any, topic: str | None, idempotency_key: str | None
-    ) -> tuple[OutgoingMessage, str]:
-        """A message as `send` delivers it, for a send-with-start to deliver with its
-        run's start: encoded, keyed and traced, with the call id that names its send."""
-        return admin.outgoing_message(
-            workflow_id,
-            message,
-            topic,
-            idempotency_key=idempotency_key,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
+            **self._delivery(),
         )
 
     def complete(self, token: str, value: Any = None) -> None:
@@ -89,24 +86,12 @@ class FromOutside:
         say why nothing was delivered.
         """
         self._writing()
-        awakeables.complete(
-            self.store,
-            token,
-            value,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
+        awakeables.complete(self.store, token, value, **self._delivery())
 
     def fail(self, token: str, error: str | Exception) -> None:
         """Make the run's `Await(token)` raise `error` (a message: `AwakeableFailed`), once."""
         self._writing()
-        awakeables.fail(
-            self.store,
-            token,
-            error,
-            max_bytes=self.max_payload_bytes,
-            trace_context=self._trace_context(),
-        )
+        awakeables.fail(self.store, token, error, **self._delivery())
 
     def steps(self, workflow_id: str) -> list[Record]:
         """The run's log, position by position."""
