@@ -51,9 +51,9 @@ StartRequest = tuple[Workflow[..., Any], tuple[Any, ...], dict[str, Any], str | 
 
 class RunPlacement(TypedDict, total=False):
     """Where a new run waits and what bounds it, beyond its workflow, its arguments and
-    its id: the keywords `Starts.create_run` and `Starts.new_row` (the engine's starts)
-    and `Client`'s starts take alike and hand to `admin.new_run_row`, written once. None
-    given: PENDING for its engine at once, unbounded."""
+    its id: the keywords `Starts.new_row` (the engine's starts) and `Client`'s starts
+    take alike and hand to `admin.new_run_row`, written once. None given: PENDING for
+    its engine at once, unbounded."""
 
     #: ENQUEUED on this queue, for a claim, rather than PENDING for its engine.
     queue: str | None
@@ -184,18 +184,23 @@ class Starts:
         *,
         workflow_id: str | None = None,
         parent_id: str | None = None,
-        **placement: Unpack[RunPlacement],
+        queue: str | None = None,
+        priority: int = 0,
+        dedup_id: str | None = None,
+        delay: timedelta | float | None = None,
+        timeout: float | None = None,
+        deadline: datetime | None = None,
+        partition_key: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        shard_key: str | None = None,
     ) -> tuple[WorkflowRow, bool]:
         """Store a new run (or find the existing one with that id) and schedule it.
 
         With a `queue` the run is ENQUEUED and waits for a claim instead.
         `timeout` (seconds, checked) and `deadline` (aware) bound the run.
         """
-        unknown = sorted(placement.keys() - RunPlacement.__optional_keys__)
-        if unknown:  # as Python refuses it where each keyword is spelled out
-            raise TypeError(
-                f"Starts.create_run() got an unexpected keyword argument {unknown[0]!r}"
-            )
+        # Spelled out, not `**placement`: this is `Engine.create_run`, whose signature
+        # docs/api.md shows.
         row = self.new_row(
             wf,
             args,
@@ -203,7 +208,15 @@ class Starts:
             workflow_id=workflow_id,
             parent_id=parent_id,
             now=self.clock.now(),
-            **placement,
+            queue=queue,
+            priority=priority,
+            dedup_id=dedup_id,
+            delay=delay,
+            timeout=timeout,
+            deadline=deadline,
+            partition_key=partition_key,
+            attributes=attributes,
+            shard_key=shard_key,
         )
         stored, created = store_start(self.store, row)
         self._dispatch_created(row, stored, created)
