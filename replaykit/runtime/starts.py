@@ -5,6 +5,10 @@ handed to the scheduler (or left on their queue for a claim).
 effect runner's child runs go through. It is handed the store, the clock, the
 telemetry and two callables (an activation soon; a deadline to watch), and knows
 nothing of the engine around it: a test builds it with a memory store and lists.
+
+A `Client`'s starts, which build their rows from a name rather than a `Workflow`, share
+the rest with it: the keywords of a new run's row (`RunPlacement`), and a start stored
+or found (`store_start`, `store_start_and_send`, `written_here`).
 """
 
 from __future__ import annotations
