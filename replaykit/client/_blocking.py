@@ -602,7 +602,6 @@ class Client(ClientSchedules, BulkActions, Listing):
     ) -> tuple[WorkflowRow, bool, bool]:
         """Store the run unless its id is taken (by this same start), and deliver."""
         warning = self._check_engines(row)
-
         stored, created, delivered = store_start_and_send(
             self.store, row, message, call_id=call_id, accept=accept
         )
