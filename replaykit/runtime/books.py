@@ -38,7 +38,7 @@ from replaykit.runtime.endings import continued_inputs, error_text, finished_out
 from replaykit.runtime.events import Activation, Carried, Continued, Ended, Event
 from replaykit.runtime.finished import FinishedRuns
 from replaykit.runtime.host import Wake
-from replaykit.stores.base import FinishOptions, FinishWrite, Store, WorkflowRow
+from replaykit.stores.base import Ending, FinishWrite, Store, WorkflowRow
 
 __all__ = ["Books"]
 
@@ -255,7 +255,7 @@ class Books:
         self._finished_here(row, status, result, error, finished, forgotten, last)
         return finished
 
-    def _said(self, error: str, last: Record | None) -> FinishOptions:
+    def _said(self, error: str, last: Record | None) -> Ending:
         """What a finish from here says beside the run, its status and its result,
         alone (`finish_workflow`) or with others (`finish_many`)."""
         return {"error": error, "executor_id": self.executor_id, "record": last}

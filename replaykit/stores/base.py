@@ -75,13 +75,15 @@ from replaykit.stores.options import (
     ClearRequest,
     Continuation,
     CreateAndSendOptions,
-    FinishOptions,
+    Ending,
     HeartbeatOptions,
+    Owner,
     RecordOptions,
     Rewind,
     SendOptions,
     SideWrites,
     StatusChange,
+    TransactionBody,
 )
 from replaykit.stores.values import (
     MAX_NAME_BYTES,
@@ -110,13 +112,14 @@ __all__ = [
     "Continuation",
     "CreateAndSendOptions",
     "DamagedRow",
+    "Ending",
     "EventWrite",
-    "FinishOptions",
     "FinishWrite",
     "HeartbeatOptions",
     "LoadedRun",
     "Message",
     "OutgoingMessage",
+    "Owner",
     "RecordOptions",
     "RecordWrite",
     "Rewind",
@@ -127,6 +130,7 @@ __all__ = [
     "StatusChange",
     "StepHeartbeat",
     "Store",
+    "TransactionBody",
     "WorkflowFilter",
     "WorkflowRow",
     "archive_id",
@@ -381,12 +385,7 @@ class Store(Protocol):
         ...
 
     def record_transaction(
-        self,
-        workflow_id: str,
-        position: int,
-        body: Callable[[Any], Record],
-        *,
-        executor_id: str | None = None,
+        self, workflow_id: str, position: int, body: TransactionBody, **owner: Unpack[Owner]
     ) -> Record:
         """Run `body(connection)` and write the record it returns, in one transaction.
 
@@ -399,11 +398,7 @@ class Store(Protocol):
         ...
 
     def finish_workflow(
-        self,
-        workflow_id: str,
-        status: Status,
-        result: Outcome | None,
-        **options: Unpack[FinishOptions],
+        self, workflow_id: str, status: Status, result: Outcome | None, **options: Unpack[Ending]
     ) -> bool:
         """Move a PENDING run to a terminal status with its result, and its last record.
 

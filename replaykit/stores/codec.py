@@ -54,12 +54,14 @@ from replaykit.stores.options import (
     ClearRequest,
     Continuation,
     CreateAndSendOptions,
-    FinishOptions,
+    Ending,
     HeartbeatOptions,
+    Owner,
     RecordOptions,
     Rewind,
     SendOptions,
     StatusChange,
+    TransactionBody,
 )
 from replaykit.stores.values import LoadedRun
 
@@ -437,12 +439,7 @@ class CodecStore:
         return attrs.evolve(write, record=record, send=send, event=event)
 
     def record_transaction(
-        self,
-        workflow_id: str,
-        position: int,
-        body: Callable[[Any], Record],
-        *,
-        executor_id: str | None = None,
+        self, workflow_id: str, position: int, body: TransactionBody, **owner: Unpack[Owner]
     ) -> Record:
         given: list[Record] = []
         written: list[Record] = []
@@ -453,19 +450,13 @@ class CodecStore:
             written.append(self._encode_record(record))
             return written[-1]
 
-        stored = self.inner.record_transaction(
-            workflow_id, position, encoded_body, executor_id=executor_id
-        )
+        stored = self.inner.record_transaction(workflow_id, position, encoded_body, **owner)
         if written and stored is written[-1]:
             return given[-1]
         return self._decode_record(stored, workflow_id)
 
     def finish_workflow(
-        self,
-        workflow_id: str,
-        status: Status,
-        result: Outcome | None,
-        **options: Unpack[FinishOptions],
+        self, workflow_id: str, status: Status, result: Outcome | None, **options: Unpack[Ending]
     ) -> bool:
         executor_id, record = options.get("executor_id"), options.get("record")
         encoded_result, error = self._encode_result(result, options.get("error", ""))

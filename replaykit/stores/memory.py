@@ -78,11 +78,13 @@ from replaykit.stores.base import (
 from replaykit.stores.options import (
     ClaimTerms,
     CreateAndSendOptions,
-    FinishOptions,
+    Ending,
     HeartbeatOptions,
+    Owner,
     RecordOptions,
     SendOptions,
     StatusChange,
+    TransactionBody,
 )
 from replaykit.stores.values import LoadedRun
 from replaykit.stores.where import group_key
@@ -586,13 +588,9 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         return record
 
     def record_transaction(
-        self,
-        workflow_id: str,
-        position: int,
-        body: Callable[[Any], Record],
-        *,
-        executor_id: str | None = None,
+        self, workflow_id: str, position: int, body: TransactionBody, **owner: Unpack[Owner]
     ) -> Record:
+        executor_id = owner.get("executor_id")
         check_names(workflow_id, executor_id=executor_id)
         raise TransactionUnsupported(
             f"workflow id {workflow_id!r} position {position}: Transaction runs its function "
@@ -601,11 +599,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         )
 
     def finish_workflow(
-        self,
-        workflow_id: str,
-        status: Status,
-        result: Outcome | None,
-        **options: Unpack[FinishOptions],
+        self, workflow_id: str, status: Status, result: Outcome | None, **options: Unpack[Ending]
     ) -> bool:
         executor_id = options.get("executor_id")
         last = checked_finish(workflow_id, executor_id, options.get("record"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from replaykit.log import Record, Status
 from replaykit.stores.values import ClaimLimits, EventWrite, OutgoingMessage, WorkflowRow
@@ -24,13 +24,15 @@ __all__ = [
     "ClearRequest",
     "Continuation",
     "CreateAndSendOptions",
-    "FinishOptions",
+    "Ending",
     "HeartbeatOptions",
+    "Owner",
     "RecordOptions",
     "Rewind",
     "SendOptions",
     "SideWrites",
     "StatusChange",
+    "TransactionBody",
 ]
 
 
@@ -44,6 +46,17 @@ class ClaimTerms(TypedDict):
     now: datetime
 
 
+#: What `record_transaction()` runs inside the store's transaction: given the store's
+#: connection, it does its own writes and returns the record to write with them.
+TransactionBody = Callable[[Any], Record]
+
+
+class Owner(TypedDict, total=False):
+    """The executor a write is gated on: given, the run must be owned by it."""
+
+    executor_id: str | None
+
+
 class SideWrites(TypedDict, total=False):
     """What `record()` writes beside the record, in its transaction: the messages it
     consumes, the message it sends, the event it sets, the run's next wake instant.
@@ -55,19 +68,17 @@ class SideWrites(TypedDict, total=False):
     wake_at: datetime | None
 
 
-class RecordOptions(SideWrites, total=False):
+class RecordOptions(SideWrites, Owner, total=False):
     """`record()`'s side writes and the executor it is gated on; `RecordWrite` holds the
     same with the run and the record, as `record_many()` takes them."""
 
-    executor_id: str | None
 
-
-class FinishOptions(TypedDict, total=False):
-    """`finish_workflow()`'s keywords (`error` left out: ""); `FinishWrite` holds the
-    same with the run, its status and its result."""
+class Ending(Owner, total=False):
+    """How `finish_workflow()` ends a run beside its status and result: the error text
+    (left out: ""), the executor it is gated on, its last record. `FinishWrite` holds
+    the same with the run, its status and its result."""
 
     error: str
-    executor_id: str | None
     record: Record | None
 
 

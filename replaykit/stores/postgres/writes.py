@@ -5,7 +5,7 @@ Transaction's body or a late record.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Unpack
 
 import psycopg
@@ -36,10 +36,7 @@ from replaykit.stores.base import (
     RecordWrite,
     WorkflowRow,
 )
-from replaykit.stores.options import (
-    FinishOptions,
-    RecordOptions,
-)
+from replaykit.stores.options import Ending, Owner, RecordOptions, TransactionBody
 from replaykit.stores.postgres.batches import Batches
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import is_stream, record_from_row, record_params
@@ -127,11 +124,7 @@ class Writes:
         return answered(answers)
 
     def finish_workflow(
-        self,
-        workflow_id: str,
-        status: Status,
-        result: Outcome | None,
-        **options: Unpack[FinishOptions],
+        self, workflow_id: str, status: Status, result: Outcome | None, **options: Unpack[Ending]
     ) -> bool:
         executor_id, error = options.get("executor_id"), options.get("error", "")
         last = checked_finish(workflow_id, executor_id, options.get("record"))
@@ -187,13 +180,9 @@ class Writes:
         return done
 
     def record_transaction(
-        self,
-        workflow_id: str,
-        position: int,
-        body: Callable[[Any], Record],
-        *,
-        executor_id: str | None = None,
+        self, workflow_id: str, position: int, body: TransactionBody, **owner: Unpack[Owner]
     ) -> Record:
+        executor_id = owner.get("executor_id")
         check_names(workflow_id, executor_id=executor_id)
         try:
             with self._db.connection() as conn, conn.transaction():

@@ -12,7 +12,7 @@ from replaykit.stores._finish import checked_finish
 from replaykit.stores._many import finishes_from_the_batch, finishes_of
 from replaykit.stores.base import FinishWrite
 from replaykit.stores.options import (
-    FinishOptions,
+    Ending,
 )
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.refusals import last_record_stands
@@ -27,11 +27,7 @@ class Finishes(Room):
     """finish_workflow and finish_many."""
 
     def finish_workflow(
-        self,
-        workflow_id: str,
-        status: Status,
-        result: Outcome | None,
-        **options: Unpack[FinishOptions],
+        self, workflow_id: str, status: Status, result: Outcome | None, **options: Unpack[Ending]
     ) -> bool:
         executor_id, error = options.get("executor_id"), options.get("error", "")
         record = options.get("record")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Unpack
 
 import attrs
 
@@ -22,9 +22,7 @@ from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import Answers, answered, from_the_batch, write_one_by_one, writes_of
 from replaykit.stores._rules import checked_transaction_record
 from replaykit.stores.base import RecordWrite
-from replaykit.stores.options import (
-    RecordOptions,
-)
+from replaykit.stores.options import Owner, RecordOptions, TransactionBody
 from replaykit.stores.sqlite.messages import deliver
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.refusals import log_length, refusal, run_owner
@@ -144,13 +142,9 @@ class Records(Room):
         return write
 
     def record_transaction(
-        self,
-        workflow_id: str,
-        position: int,
-        body: Callable[[Any], Record],
-        *,
-        executor_id: str | None = None,
+        self, workflow_id: str, position: int, body: TransactionBody, **owner: Unpack[Owner]
     ) -> Record:
+        executor_id = owner.get("executor_id")
         check_names(workflow_id, executor_id=executor_id)
         inside_body = self._writer.inside_body
 
