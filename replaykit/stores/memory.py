@@ -85,6 +85,7 @@ from replaykit.stores.options import (
     SendOptions,
     StatusChange,
     TransactionBody,
+    options_of,
 )
 from replaykit.stores.values import LoadedRun
 from replaykit.stores.where import group_key
@@ -494,7 +495,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
     def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
         notes: list[tuple[str, str]] = []
         with self._lock:
-            stored = self._record_locked(RecordWrite(workflow_id, record, **options), notes)
+            stored = self._record_locked(workflow_id, record, options, notes)
         for kind, key in notes:
             self._notify(kind, key)
         return stored
@@ -506,17 +507,30 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         with self._lock:
             for write in batch:
                 try:
-                    answers.append(self._record_locked(write, notes))
+                    answers.append(
+                        self._record_locked(
+                            write.workflow_id, write.record, options_of(write), notes
+                        )
+                    )
                 except Exception as exc:
                     answers.append(exc)
         for kind, key in notes:
             self._notify(kind, key)
         return answers
 
-    def _record_locked(self, write: RecordWrite, notes: list[tuple[str, str]]) -> Record:
+    def _record_locked(
+        self,
+        workflow_id: str,
+        record: Record,
+        options: RecordOptions,
+        notes: list[tuple[str, str]],
+    ) -> Record:
         """`record()` under the lock; appends the notifications to send after it."""
-        workflow_id, record, executor_id = write.workflow_id, write.record, write.executor_id
-        send, event = write.send, write.event
+        executor_id, send, event = (
+            options.get("executor_id"),
+            options.get("send"),
+            options.get("event"),
+        )
         check_write(workflow_id, record, executor_id, send, event)
         row = self._rows.get(workflow_id)
         check_recordable(row, workflow_id, executor_id)
@@ -529,7 +543,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
                 return stored
         elif position != len(log):
             raise gap_error(row.name, workflow_id, position, len(log))
-        if (consume := write.consume) is not None:
+        if (consume := options.get("consume")) is not None:
             ids = [consume] if isinstance(consume, int) else list(consume)
             inbox_ids = {m.message_id for m in self._inbox.get(workflow_id, ())}
             missing = [i for i in ids if i not in inbox_ids]
@@ -557,8 +571,9 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
             log[position] = record
         else:
             log.append(record)
-        if row.wake_at != write.wake_at:
-            self._rows[workflow_id] = attrs.evolve(row, updated_at=utc_now(), wake_at=write.wake_at)
+        wake_at = options.get("wake_at")
+        if row.wake_at != wake_at:
+            self._rows[workflow_id] = attrs.evolve(row, updated_at=utc_now(), wake_at=wake_at)
         if send is not None and delivered:
             notes.append(("message", send.workflow_id))
         if event is not None:

@@ -17,7 +17,13 @@ from datetime import datetime
 from typing import Any, TypedDict
 
 from replaykit.log import Record, Status
-from replaykit.stores.values import ClaimLimits, EventWrite, OutgoingMessage, WorkflowRow
+from replaykit.stores.values import (
+    ClaimLimits,
+    EventWrite,
+    OutgoingMessage,
+    RecordWrite,
+    WorkflowRow,
+)
 
 __all__ = [
     "ClaimTerms",
@@ -33,6 +39,7 @@ __all__ = [
     "SideWrites",
     "StatusChange",
     "TransactionBody",
+    "options_of",
 ]
 
 
@@ -71,6 +78,19 @@ class SideWrites(TypedDict, total=False):
 class RecordOptions(SideWrites, Owner, total=False):
     """`record()`'s side writes and the executor it is gated on; `RecordWrite` holds the
     same with the run and the record, as `record_many()` takes them."""
+
+
+def options_of(write: RecordWrite) -> RecordOptions:
+    """A `record_many()` write's options, as `record()` takes them: the stores carry out
+    both one way without building a `RecordWrite` for each `record()` (a frozen value
+    costs a microsecond, a tenth of the memory store's write)."""
+    return {
+        "executor_id": write.executor_id,
+        "consume": write.consume,
+        "send": write.send,
+        "event": write.event,
+        "wake_at": write.wake_at,
+    }
 
 
 class Ending(Owner, total=False):

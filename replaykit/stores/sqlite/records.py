@@ -22,7 +22,7 @@ from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import Answers, answered, from_the_batch, write_one_by_one, writes_of
 from replaykit.stores._rules import checked_transaction_record
 from replaykit.stores.base import RecordWrite
-from replaykit.stores.options import Owner, RecordOptions, TransactionBody
+from replaykit.stores.options import Owner, RecordOptions, TransactionBody, options_of
 from replaykit.stores.sqlite.messages import deliver
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.refusals import log_length, refusal, run_owner
@@ -74,10 +74,15 @@ class Records(Room):
             )
 
     def record(self, workflow_id: str, record: Record, **options: Unpack[RecordOptions]) -> Record:
-        write = RecordWrite(workflow_id, record, **options)
-        check_write(workflow_id, record, write.executor_id, write.send, write.event)
+        check_write(
+            workflow_id,
+            record,
+            options.get("executor_id"),
+            options.get("send"),
+            options.get("event"),
+        )
         notes: list[tuple[str, str]] = []
-        body = self._record_body(write, notes)
+        body = self._record_body(workflow_id, record, options, notes)
         stored = self._writer.write(body)
         self._notify(notes)
         return stored
@@ -94,7 +99,12 @@ class Records(Room):
         for index, refused in refused_writes(batch).items():
             answers[index] = refused
         taken = [i for i, answer in enumerate(answers) if answer is None]
-        bodies = {i: self._record_body(batch[i], notes[i]) for i in taken}
+        bodies = {
+            i: self._record_body(
+                batch[i].workflow_id, batch[i].record, options_of(batch[i]), notes[i]
+            )
+            for i in taken
+        }
         alone = from_the_batch(answers, taken, self._writer.submit_many(list(bodies.values())))
         write_one_by_one(batch, answers, alone, lambda i: self._writer.write_alone(bodies[i]))
         done = answered(answers)
@@ -103,11 +113,15 @@ class Records(Room):
         return done
 
     def _record_body(
-        self, asked: RecordWrite, notes: list[tuple[str, str]]
+        self,
+        workflow_id: str,
+        record: Record,
+        options: RecordOptions,
+        notes: list[tuple[str, str]],
     ) -> Callable[[sqlite3.Connection], Record]:
         """The transaction body of one record() write; `notes` gets its notifications."""
-        workflow_id, record, executor_id = asked.workflow_id, asked.record, asked.executor_id
-        consume, send, event, wake_at = asked.consume, asked.send, asked.event, asked.wake_at
+        executor_id, consume = options.get("executor_id"), options.get("consume")
+        send, event, wake_at = options.get("send"), options.get("event"), options.get("wake_at")
 
         def write(conn: sqlite3.Connection) -> Record:
             # A body that ran in a batch that then fell back runs again: what
