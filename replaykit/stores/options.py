@@ -1,6 +1,6 @@
 """The keywords of the `Store` protocol's methods, declared once.
 
-Ten of the protocol's methods take keywords beyond what they act on (`record`'s side
+Eleven of the protocol's methods take keywords beyond what they act on (`record`'s side
 effects, `set_status`'s conditions, `claim`'s claimant and limits, ...). Spelled out,
 each list stood five times: in the protocol, the codec store that forwards it, and
 the memory, SQLite and PostgreSQL stores. Here each is a typed dict the methods take
