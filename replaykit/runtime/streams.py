@@ -158,11 +158,12 @@ def reading(
         yield pause
 
 
-def store_read(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Callable[[], Any]:
-    """The store call that answers `request`, for a driver to make where it makes them."""
+def store_read(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Any:
+    """The store's answer to `request`: a driver's `do`, made where the driver makes its
+    store calls (the calling thread, or off the loop)."""
     if isinstance(request, ReadLog):
-        return functools.partial(store.load_log, request.run_id, since=request.since)
-    return functools.partial(store.get_workflow, workflow_id)
+        return store.load_log(request.run_id, since=request.since)
+    return store.get_workflow(workflow_id)
 
 
 def read_blocking(
@@ -188,7 +189,7 @@ def read_blocking(
         poll_interval=poll_interval,
         monotonic=monotonic,
     )
-    do = functools.partial(_read_now, store, workflow_id)
+    do = functools.partial(store_read, store, workflow_id)
     yield from emitted_blocking(core, do, listen, stream_wakes(workflow_id))
 
 
@@ -213,16 +214,11 @@ async def read_async(
         poll_interval=poll_interval,
         monotonic=asyncio.get_running_loop().time,
     )
-    do = functools.partial(_read_now, store, workflow_id)
+    do = functools.partial(store_read, store, workflow_id)
     values = emitted_async(core, do, listen, stream_wakes(workflow_id), off_loop)
     async with contextlib.aclosing(values):
         async for value in values:
             yield value
-
-
-def _read_now(store: Store, workflow_id: str, request: ReadLog | ReadRun) -> Any:
-    """`store_read`'s call made at once: a driver's `do`."""
-    return store_read(store, workflow_id, request)()
 
 
 def recorded_values(
