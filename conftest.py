@@ -209,6 +209,15 @@ def wait_for(
         time.sleep(0.01)
 
 
+def start_sleepers(engine: Engine, wf: Any, count: int, due: float, prefix: str) -> list[str]:
+    """Start `count` runs of `wf(run_id, due)` under ids of this test's own (a workflow's
+    count of wakes is kept across the tests of a worker): their ids, in order."""
+    ids = [f"{prefix}{uuid.uuid4().hex[:8]}-{i}" for i in range(count)]
+    for workflow_id in ids:
+        engine.start(wf, workflow_id, due, workflow_id=workflow_id)
+    return ids
+
+
 def wait_status(
     engine: Engine, workflow_id: str, *statuses: Status, timeout: float = 20.0
 ) -> WorkflowRow:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from conftest import wait_for, wait_status
+from conftest import start_sleepers, wait_for, wait_status
 from replaykit import Client, Engine, Now, Sleep, Step, workflow
 from replaykit.log import Status
 from replaykit.runtime import wakeups as wakeups_room
@@ -57,13 +56,6 @@ def near(monkeypatch: pytest.MonkeyPatch) -> None:
     """A horizon a second ahead, read every fifth of a second: tests of seconds."""
     monkeypatch.setattr(wakeups_room, "PARK_BEYOND", 1.0)
     monkeypatch.setattr(wakeups_room, "SCAN_EVERY", 0.2)
-
-
-def _start(engine: Engine, count: int, due: float, prefix: str) -> list[str]:
-    ids = [f"{prefix}{uuid.uuid4().hex[:8]}-{i}" for i in range(count)]
-    for workflow_id in ids:
-        engine.start(nap, workflow_id, due, workflow_id=workflow_id)
-    return ids
 
 
 def _parked(engine: Engine, ids: list[str]) -> bool:
@@ -217,7 +209,7 @@ def test_an_autojumping_clock_parks_nothing() -> None:
 @pytest.mark.usefixtures("near")
 def test_parked_sleepers_wake_on_time_once(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.05, max_cached_runs=0) as engine:
-        ids = _start(engine, 20, time.time() + 3.0, "parked-")
+        ids = start_sleepers(engine, nap, 20, time.time() + 3.0, "parked-")
         wait_for(lambda: _parked(engine, ids), "every run parked")
         assert engine.wakeups.parked_count() >= 20
         assert engine.wakeups.suspended_count() == 0
@@ -231,7 +223,7 @@ def test_parked_sleepers_wake_on_time_once(store_url: str) -> None:
 @pytest.mark.usefixtures("near")
 def test_a_parked_sleeper_is_cancelled_at_once(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.05, max_cached_runs=0) as engine:
-        [workflow_id] = _start(engine, 1, time.time() + 120.0, "cancelled-")
+        [workflow_id] = start_sleepers(engine, nap, 1, time.time() + 120.0, "cancelled-")
         wait_for(lambda: _parked(engine, [workflow_id]), "the run parked")
         engine.cancel(workflow_id, reason="enough")
         row = wait_status(engine, workflow_id, Status.CANCELLED, timeout=10)
@@ -243,7 +235,7 @@ def test_a_parked_sleeper_is_cancelled_at_once(store_url: str) -> None:
 def test_a_parked_sleeper_hears_a_clients_cancel(pg_url: str, pg_schema: str) -> None:
     url = f"{pg_url}?schema={pg_schema}"
     with Engine(url, poll_interval=0.05, max_cached_runs=0) as engine:
-        [workflow_id] = _start(engine, 1, time.time() + 120.0, "heard-")
+        [workflow_id] = start_sleepers(engine, nap, 1, time.time() + 120.0, "heard-")
         wait_for(lambda: _parked(engine, [workflow_id]), "the run parked")
         with Client(url) as client:
             client.cancel(workflow_id, reason="from outside")
@@ -256,7 +248,7 @@ def test_parked_sleepers_wake_on_time_once_after_a_restart(store_url: str) -> No
     store: Any = open_store(store_url) if store_url.startswith("memory") else store_url
     due = time.time() + 4.0
     with Engine(store, poll_interval=0.05, executor_id="parky", max_cached_runs=0) as first:
-        ids = _start(first, 10, due, "restarted-")
+        ids = start_sleepers(first, nap, 10, due, "restarted-")
         wait_for(lambda: _parked(first, ids), "every run parked")
     assert time.time() < due - 2.0, "the first engine closed too late to test a restart"
     with Engine(

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from conftest import wait_for
+from conftest import start_sleepers, wait_for
 from replaykit import Engine, Now, Sleep, Step, workflow
 from replaykit.log import Record, Status, Value
 from replaykit.runtime.clock import VirtualClock
@@ -138,14 +137,6 @@ def test_an_autojumping_clock_jumps_to_a_bare_sleepers_instant() -> None:
 # -- the engine: evicted sleepers on every store ----------------------------------------
 
 
-def _start(engine: Engine, count: int, due: float, prefix: str) -> list[str]:
-    # Ids of this test's own: the count of wakes is kept across the tests of a worker.
-    ids = [f"{prefix}{uuid.uuid4().hex[:8]}-{i}" for i in range(count)]
-    for workflow_id in ids:
-        engine.start(nap, workflow_id, due, workflow_id=workflow_id)
-    return ids
-
-
 def _asleep(engine: Engine, ids: list[str]) -> bool:
     return all(engine.scheduler.is_tracked(i) for i in ids) and engine.scheduler.busy == 0
 
@@ -164,7 +155,7 @@ def _check_woken_once(engine: Engine, ids: list[str], tolerance: float) -> list[
 def test_evicted_sleepers_wake_on_time_once(store_url: str) -> None:
     with Engine(store_url, poll_interval=0.1, max_cached_runs=0) as engine:
         due = time.time() + 2.0
-        ids = _start(engine, 60, due, "evicted-")
+        ids = start_sleepers(engine, nap, 60, due, "evicted-")
         wait_for(lambda: _asleep(engine, ids), "every run asleep")
         assert engine.scheduler.warm_count() == 0
         assert engine.wakeups.sleepers_count() == 60  # a bare entry each
@@ -178,7 +169,7 @@ def test_sleepers_wake_on_time_once_after_a_restart(store_url: str) -> None:
         store = store_url
     due = time.time() + 3.0
     with Engine(store, poll_interval=0.1, executor_id="sleepy") as first:
-        ids = _start(first, 30, due, "restarted-")
+        ids = start_sleepers(first, nap, 30, due, "restarted-")
         wait_for(lambda: _asleep(first, ids), "every run asleep")
     assert time.time() < due, "the first engine closed too late to test a restart"
     with Engine(store, poll_interval=0.1, executor_id="sleepy", max_cached_runs=0) as second:
@@ -199,7 +190,7 @@ def test_sleepers_woken_together_are_read_in_batches(store_url: str) -> None:
 
         inner.load_runs = counted
         due = time.time() + 2.0
-        ids = _start(engine, 80, due, "batched-")
+        ids = start_sleepers(engine, nap, 80, due, "batched-")
         wait_for(lambda: _asleep(engine, ids), "every run asleep")
         _check_woken_once(engine, ids, tolerance=2.0)
     assert sum(asked) >= 1 and max(asked) > 1, asked  # some wake-ups were read together
@@ -253,7 +244,7 @@ def test_sleeps_that_came_due_complete_in_the_rounds_batch(store_url: str) -> No
 
         inner.record, inner.record_many = counted, counted_many
         due = time.time() + 1.5
-        ids = _start(engine, 40, due, "due-")
+        ids = start_sleepers(engine, nap, 40, due, "due-")
         wait_for(lambda: _asleep(engine, ids), "every run asleep")
         _check_woken_once(engine, ids, tolerance=2.0)
     completed = [r for r in batched if r.kind == "sleep" and r.outcome is not None]
