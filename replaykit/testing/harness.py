@@ -34,6 +34,7 @@ from replaykit.testing._updates import Update, UpdateReply, replies_of, update_i
 __all__ = ["RunResult", "run", "scripted_deliveries", "start_session"]
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 Steps = Mapping[str, Any]
 
@@ -69,6 +70,15 @@ def _check_workflow(wf: Any, what: str) -> None:
         )
 
 
+def _checked_items(given: Iterable[Any], kind: type[T], option: str, shown: str) -> list[T]:
+    """The items of a test's `option=` list, each refused unless a `kind` (as `shown`)."""
+    items = list(given)
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"{option}= takes replaykit.testing.{shown} items, got {item!r}")
+    return items
+
+
 def start_session(
     wf: Workflow[..., Any],
     args: tuple[Any, ...],
@@ -101,13 +111,9 @@ def start_session(
         workflow_timeout, deadline, what=f"run({wf.workflow_name!r}, ...)"
     )
     scripted = scripted_deliveries(messages, updates, cancels)
-    completions = list(completions)
-    for completion in completions:
-        if not isinstance(completion, Completion):
-            raise TypeError(
-                "completions= takes replaykit.testing.Completion(awakeable, value, after=...) "
-                f"items, got {completion!r}"
-            )
+    completions = _checked_items(
+        completions, Completion, "completions", "Completion(awakeable, value, after=...)"
+    )
     session = Session(
         workflow_id=workflow_id or default_workflow_id(wf),
         fakes={name: as_fake(name, spec) for name, spec in (steps or {}).items()},
@@ -135,20 +141,8 @@ def scripted_deliveries(
 ) -> list[Message | Update | Cancel]:
     """The messages, then the updates, checked: what a session delivers (at one instant,
     in this order)."""
-    messages = list(messages)
-    for message in messages:
-        if not isinstance(message, Message):
-            raise TypeError(
-                f"messages= takes replaykit.testing.Message(topic, payload, at=...) items, "
-                f"got {message!r}"
-            )
-    updates = list(updates)
-    for update in updates:
-        if not isinstance(update, Update):
-            raise TypeError(
-                f"updates= takes replaykit.testing.Update(name, *args, at=...) items, "
-                f"got {update!r}"
-            )
+    messages = _checked_items(messages, Message, "messages", "Message(topic, payload, at=...)")
+    updates = _checked_items(updates, Update, "updates", "Update(name, *args, at=...)")
     ids = [update_id_of(update, index) for index, update in enumerate(updates)]
     twice = sorted({i for i in ids if ids.count(i) > 1})
     if twice:
@@ -156,13 +150,7 @@ def scripted_deliveries(
             f"updates= gives update id(s) {twice} more than once; a second request under one "
             "id is not delivered (it gets the first one's reply): give each its own id"
         )
-    cancels = list(cancels)
-    for cancel in cancels:
-        if not isinstance(cancel, Cancel):
-            raise TypeError(
-                f"cancels= takes replaykit.testing.Cancel(at=..., grace=..., reason=...) "
-                f"items, got {cancel!r}"
-            )
+    cancels = _checked_items(cancels, Cancel, "cancels", "Cancel(at=..., grace=..., reason=...)")
     return [*messages, *updates, *cancels]
 
 
