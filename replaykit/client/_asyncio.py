@@ -18,9 +18,9 @@ from replaykit.runtime.async_face import (
     AsyncFace,
     AsyncRunHandle,
     call_off_loop,
+    kept_options,
     not_open,
     open_sync_face,
-    sync_options,
 )
 from replaykit.runtime.twins import off_loop_twin
 from replaykit.serde import PayloadCodec
@@ -103,11 +103,7 @@ class AsyncClient(AsyncFace):
         io_workers: int = DEFAULT_IO_WORKERS,
     ) -> None:
         # Before any other name is bound: `locals()` is the parameters.
-        self._options = sync_options(locals(), "io_workers")
-        if io_workers < 1:
-            raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
-        self._target = target
-        self._io_workers = io_workers
+        self._target, self._io_workers, self._options = kept_options(locals())
         self._client: Client | None = None
         self._io: ThreadPoolExecutor | None = None
 

@@ -41,9 +41,9 @@ from replaykit.runtime.async_face import (
     AsyncFace,
     AsyncRunHandle,
     call_off_loop,
+    kept_options,
     not_open,
     open_sync_face,
-    sync_options,
 )
 from replaykit.runtime.clock import Clock
 from replaykit.runtime.engine import Engine
@@ -164,11 +164,7 @@ class AsyncEngine(AsyncFace):
         io_workers: int = DEFAULT_IO_WORKERS,
     ) -> None:
         # Before any other name is bound: `locals()` is the parameters.
-        self._options = sync_options(locals(), "io_workers")
-        if io_workers < 1:
-            raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
-        self._target = target
-        self._io_workers = io_workers
+        self._target, self._io_workers, self._options = kept_options(locals())
         self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._io: ThreadPoolExecutor | None = None

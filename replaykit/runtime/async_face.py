@@ -36,9 +36,9 @@ __all__ = [
     "AsyncRunHandle",
     "SyncFace",
     "call_off_loop",
+    "kept_options",
     "not_open",
     "open_sync_face",
-    "sync_options",
 ]
 
 S = TypeVar("S")
@@ -80,13 +80,19 @@ async def open_sync_face(
     return loop, io, face
 
 
-def sync_options(given: Mapping[str, Any], *own: str) -> dict[str, Any]:
-    """What an async face's `__init__` hands its sync face at `open()`: its parameters
-    (`given` is its `locals()`, taken before it binds any name of its own) but `self`,
-    `target` and the `own` ones only the async face takes. Read from the parameters
+def kept_options(given: Mapping[str, Any]) -> tuple[str | Store | None, int, dict[str, Any]]:
+    """What an async face's `__init__` keeps for `open()`: its `target`, its `io_workers`
+    (1 or more) and its other parameters, which the sync face it builds takes (`given` is
+    its `locals()`, taken before it binds any name of its own). Read from the parameters
     themselves, so an option added to the signature (test_faces.py holds it to the sync
     face's) cannot be left out of what is handed on."""
-    return {name: value for name, value in given.items() if name not in ("self", "target", *own)}
+    io_workers = given["io_workers"]
+    if io_workers < 1:
+        raise ValueError(f"io_workers must be 1 or more, got {io_workers}")
+    options = {
+        name: value for name, value in given.items() if name not in ("self", "target", "io_workers")
+    }
+    return given["target"], io_workers, options
 
 
 def not_open(face: str, name: str) -> RuntimeError:
