@@ -19,7 +19,6 @@ from replaykit.runtime.async_face import (
     AsyncRunHandle,
     call_off_loop,
     kept_options,
-    not_open,
     open_sync_face,
 )
 from replaykit.runtime.twins import off_loop_twin
@@ -81,7 +80,7 @@ def _async_resumed(face: AsyncClient, done: ResumedHandle) -> AsyncResumedHandle
     return AsyncResumedHandle(face, done.workflow_id, done)
 
 
-class AsyncClient(AsyncFace):
+class AsyncClient(AsyncFace[Client]):
     """`Client` for asyncio code: `async with AsyncClient(url) as client:`.
 
     The same methods as coroutines (`handle` is a plain call); store I/O runs
@@ -89,6 +88,8 @@ class AsyncClient(AsyncFace):
     same options as `Client` (tests/test_faces.py keeps the two in step). It
     opens on entering the `async with` (or `await client.open()`).
     """
+
+    _named = ("AsyncClient", "client")
 
     def __init__(
         self,
@@ -104,21 +105,20 @@ class AsyncClient(AsyncFace):
     ) -> None:
         # Before any other name is bound: `locals()` is the parameters.
         self._target, self._io_workers, self._options = kept_options(locals())
-        self._client: Client | None = None
         self._io: ThreadPoolExecutor | None = None
 
     async def open(self) -> Self:
         """Open the store off the loop (a PostgreSQL pool connects)."""
-        if self._client is not None:
+        if self._held is not None:
             return self
-        _, self._io, self._client = await open_sync_face(
+        _, self._io, self._held = await open_sync_face(
             self._io_workers, "replaykit-client", lambda _: Client(self._target, **self._options)
         )
         return self
 
     async def close(self) -> None:
         """Release the store, off the loop (idempotent)."""
-        client, io = self._client, self._io
+        client, io = self._held, self._io
         if client is None or io is None or client.closed:
             return
         await asyncio.get_running_loop().run_in_executor(io, client.close)
@@ -127,20 +127,10 @@ class AsyncClient(AsyncFace):
     @property
     def client(self) -> Client:
         """The sync `Client` underneath, for code on other threads."""
-        if self._client is None:
-            raise not_open("AsyncClient", "client")
-        return self._client
-
-    def _sync(self) -> Client:
-        return self.client
+        return self._sync()
 
     def _check_usable(self) -> None:
         self.client._check_open()
-
-    @property
-    def closed(self) -> bool:
-        """Whether it was closed."""
-        return self._client is not None and self._client.closed
 
     async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run a blocking call on the client's I/O threads and await its answer."""

@@ -42,7 +42,6 @@ from replaykit.runtime.async_face import (
     AsyncRunHandle,
     call_off_loop,
     kept_options,
-    not_open,
     open_sync_face,
 )
 from replaykit.runtime.clock import Clock
@@ -125,7 +124,7 @@ def _async_handle(face: AsyncEngine, handle: WorkflowHandle[Any]) -> AsyncWorkfl
     return AsyncWorkflowHandle(face, handle.workflow_id)
 
 
-class AsyncEngine(AsyncFace):
+class AsyncEngine(AsyncFace[Engine]):
     """Runs workflows from asyncio code: `async with AsyncEngine(url) as engine:`.
 
     Takes the same target and options as `Engine` but `step_loop` (async step
@@ -134,6 +133,8 @@ class AsyncEngine(AsyncFace):
     the two in step. It opens on entering the `async with` (or `await
     engine.open()`), on the loop that is running then.
     """
+
+    _named = ("AsyncEngine", "engine")
 
     def __init__(
         self,
@@ -165,7 +166,6 @@ class AsyncEngine(AsyncFace):
     ) -> None:
         # Before any other name is bound: `locals()` is the parameters.
         self._target, self._io_workers, self._options = kept_options(locals())
-        self._engine: Engine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._io: ThreadPoolExecutor | None = None
         self._finish_waiters: dict[str, set[asyncio.Future[bool]]] = {}
@@ -179,8 +179,8 @@ class AsyncEngine(AsyncFace):
 
     async def open(self) -> Self:
         """Build the engine off the loop (it reads the store and recovers runs)."""
-        if self._engine is not None:
-            if self._engine.closed:
+        if self._held is not None:
+            if self._held.closed:
                 raise RuntimeError("this AsyncEngine is closed; create a new one")
             return self
         loop, io, engine = await open_sync_face(
@@ -188,7 +188,7 @@ class AsyncEngine(AsyncFace):
             "replaykit-aio",
             lambda loop: Engine(self._target, step_loop=loop, **self._options),
         )
-        self._loop, self._io, self._engine = loop, io, engine
+        self._loop, self._io, self._held = loop, io, engine
         # One listener for every finished run, whoever waits: a waiter registers in
         # `_finish_waiters` on the loop and takes no lock of the engine's.
         self._unlisten = engine.wakeups.listen_kind("finished", self._heard_finished)
@@ -198,7 +198,7 @@ class AsyncEngine(AsyncFace):
         """Stop taking work; with `wait`, running steps (async ones included) finish and
         commit first, for up to `timeout` seconds (then they are cancelled). The loop
         stays free meanwhile: the close runs off it."""
-        engine, io = self._engine, self._io
+        engine, io = self._held, self._io
         if engine is None or io is None or engine.closed:
             return
         loop = asyncio.get_running_loop()
@@ -210,19 +210,10 @@ class AsyncEngine(AsyncFace):
     @property
     def engine(self) -> Engine:
         """The sync face of this same core, for code on other threads."""
-        if self._engine is None:
-            raise not_open("AsyncEngine", "engine")
-        return self._engine
-
-    def _sync(self) -> Engine:
-        return self.engine
+        return self._sync()
 
     def _check_usable(self) -> None:
         self._own_loop()
-
-    @property
-    def closed(self) -> bool:
-        return self._engine is not None and self._engine.closed
 
     async def off_loop(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """Run a blocking call on the engine's I/O threads and await its answer

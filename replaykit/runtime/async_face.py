@@ -20,7 +20,7 @@ import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from replaykit.log import Status
 from replaykit.runtime import loop_waits, streams, updates
@@ -41,6 +41,7 @@ __all__ = [
     "open_sync_face",
 ]
 
+F = TypeVar("F", bound="SyncFace")
 S = TypeVar("S")
 T = TypeVar("T")
 
@@ -62,6 +63,9 @@ class SyncFace(Protocol):
 
     @property
     def updater(self) -> updates.Updater: ...
+
+    @property
+    def closed(self) -> bool: ...
 
 
 async def open_sync_face(
@@ -118,13 +122,25 @@ async def call_off_loop(
     return await loop.run_in_executor(io, call)
 
 
-class AsyncFace(AsyncBulkActions):
+class AsyncFace(AsyncBulkActions, Generic[F]):
     """The coroutines both async faces offer the same way, over `_sync()` (the bulk
     actions in `AsyncBulkActions`, runtime/async_bulk.py)."""
 
-    def _sync(self) -> SyncFace:
-        """The sync face underneath; raises when this face is not open."""
-        raise NotImplementedError
+    #: The face's class and the name `async with` binds it to, as `not_open` says them.
+    _named: ClassVar[tuple[str, str]]
+    #: The sync face `open()` built (None before).
+    _held: F | None = None
+
+    def _sync(self) -> F:
+        """The sync face underneath; raises when this face was never opened."""
+        if self._held is None:
+            raise not_open(*self._named)
+        return self._held
+
+    @property
+    def closed(self) -> bool:
+        """Whether it was closed."""
+        return self._held is not None and self._held.closed
 
     def _check_usable(self) -> None:
         """Raise unless this face may make calls now (open, not closed, on its loop)."""
@@ -232,7 +248,7 @@ class AsyncRunHandle:
 
     workflow_id: str
 
-    def _face(self) -> AsyncFace:
+    def _face(self) -> AsyncFace[Any]:
         raise NotImplementedError
 
     async def row(self) -> WorkflowRow:
