@@ -200,9 +200,7 @@ class AsyncClient(AsyncFace[Client]):
         app_version: str | None = None,
         **kwargs: Any,
     ) -> str:
-        """`Engine.debounce` from outside: the key's debouncer run (registered by every
-        engine) is started on `queue`, or for the engine `executor_id` names, if the key
-        has none; the workflow registered as `workflow` is looked up where it runs."""
+        """`Client.debounce` as a coroutine, the debouncer's answer awaited on the loop."""
         call = debounce.debounce_call(
             key, period, workflow, args, kwargs, max_wait, registered_here=False
         )
