@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -28,7 +27,6 @@ from replaykit.stores.base import Store, WorkflowRow
 __all__ = ["AsyncClient", "AsyncClientHandle", "AsyncResumedHandle"]
 
 T = TypeVar("T")
-log = logging.getLogger("replaykit.client")
 
 # Threads for an AsyncClient's store I/O: a client waits on the store, it computes little.
 DEFAULT_IO_WORKERS = 4
