@@ -135,14 +135,6 @@ class EffectRunner(StepRunner):
         except (SerializationError, PayloadTooLarge) as exc:
             return Failure(serde.encode_error(exc))
 
-    # -- streams ---------------------------------------------------------------------
-
-    # -- steps -----------------------------------------------------------------------
-
-    # -- durable back-offs ------------------------------------------------------------
-
-    # -- back-offs that earlier builds kept in the inbox --------------------------------
-
     # -- child workflows ----------------------------------------------------------------
 
     def child_id(

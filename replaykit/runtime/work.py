@@ -225,8 +225,7 @@ class Work:
         return TailRead(activation, effect, tail)
 
     def write_alone(self, activation: Activation, effect: Effect, record: Record) -> Carried:
-        result = _captured(lambda: self.records.write(activation.row_or_raise(), record))
-        return Carried(activation, effect, result)
+        return Carried(activation, effect, self._written(activation, record))
 
     def write_ahead(
         self,
@@ -238,8 +237,16 @@ class Work:
     ) -> WrittenAhead:
         """Commit a record the generator has gone on from; the event carries what it
         decided then, so that whichever thread is the scheduler acts on it once."""
-        result = self.write_alone(activation, effect, written).result
+        result = self._written(activation, written)
         return WrittenAhead(activation, effect, result, following, nondeterministic)
+
+    def _written(self, activation: Activation, record: Record) -> Any:
+        """The record as committed, or the exception the write raised. Every step's
+        checkpoint passes here, so it is `_captured` written out: no closure to build."""
+        try:
+            return self.records.write(activation.row_or_raise(), record)
+        except BaseException as exc:
+            return exc
 
 
 def _captured(work: Callable[[], Any]) -> Any:
