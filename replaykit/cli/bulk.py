@@ -25,7 +25,7 @@ from replaykit.cli.arguments import json_argument
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.filters import parse_filter
-from replaykit.cli.options import json_option, status_option, url_option, when_option
+from replaykit.cli.options import datetime_option, json_option, status_option, url_option
 from replaykit.cli.store import client_at
 from replaykit.log import Status
 from replaykit.runtime.bulk import ACTIONS, DEFAULT_BATCH, BulkResult, selects
@@ -68,17 +68,11 @@ def selection_options(fn: _F) -> _F:
         click.option("--name", help="Without ID: runs of this workflow name."),
         click.option("--version", help="Without ID: runs of this app version."),
         click.option("--queue", help="Without ID: runs of this queue."),
-        click.option(
-            "--since",
-            callback=when_option,
-            metavar="TIME",
-            help="Without ID: created at or after (ISO time, or a duration ago: 2h, 7d).",
+        datetime_option(
+            "--since", help="Without ID: created at or after (ISO time, or a duration ago: 2h, 7d)."
         ),
-        click.option(
-            "--until",
-            callback=when_option,
-            metavar="TIME",
-            help="Without ID: created before (ISO time, or a duration ago).",
+        datetime_option(
+            "--until", help="Without ID: created before (ISO time, or a duration ago)."
         ),
         click.option("--id-prefix", metavar="TEXT", help="Without ID: runs whose id starts so."),
         click.option("--parent", metavar="ID", help="Without ID: the children of this run."),

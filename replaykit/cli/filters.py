@@ -10,7 +10,7 @@ import click
 
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import UsageError
-from replaykit.cli.options import json_option, status_option, url_option, when_option
+from replaykit.cli.options import datetime_option, json_option, status_option, url_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.store import store_at
 from replaykit.errors import FilterError
@@ -95,8 +95,8 @@ def say_unknown_attributes(names: list[str]) -> None:
 @status_option()
 @click.option("--name", help="Only runs of this workflow name.")
 @click.option("--queue", help="Only runs of this queue.")
-@click.option("--since", callback=when_option, metavar="TIME", help="Created at or after.")
-@click.option("--until", callback=when_option, metavar="TIME", help="Created before.")
+@datetime_option("--since", help="Created at or after.")
+@datetime_option("--until", help="Created before.")
 @json_option
 def count_command(
     url: str,

@@ -20,7 +20,7 @@ from replaykit._text import json_text, when_text
 from replaykit.cli.bulk import acts_on_one, confirm, selection_options
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
-from replaykit.cli.options import duration_option, json_option, url_option
+from replaykit.cli.options import json_option, timedelta_option, url_option
 from replaykit.cli.rows import iso, pickup_note, row_json
 from replaykit.cli.store import get_row, store_at
 from replaykit.log import Status
@@ -400,12 +400,8 @@ def rewind_command(
 
 @click.command("gc")
 @url_option
-@click.option(
-    "--older-than",
-    callback=duration_option,
-    metavar="DURATION",
-    required=True,
-    help="Delete runs created longer ago than this (30d, 12h, ...).",
+@timedelta_option(
+    "--older-than", required=True, help="Delete runs created longer ago than this (30d, 12h, ...)."
 )
 @click.option(
     "--include-unfinished",

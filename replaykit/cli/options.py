@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -17,12 +17,14 @@ from replaykit.runtime.engine import DEFAULT_URL
 __all__ = [
     "UNITS",
     "app_dir_option",
+    "datetime_option",
     "duration_option",
     "json_option",
     "parse_duration",
     "parse_when",
     "status_option",
     "store_url_option",
+    "timedelta_option",
     "url_option",
     "when_option",
     "wide_option",
@@ -109,6 +111,17 @@ def duration_option(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> timedelta | None:
     return _parsed(parse_duration, ctx, param, value)
+
+
+def timedelta_option(*names: str, help: str, **attrs: Any) -> Callable[[_F], _F]:
+    """An option written as a DURATION (90s, 1h30m, 2d), given to the command as a timedelta."""
+    return click.option(*names, callback=duration_option, metavar="DURATION", help=help, **attrs)
+
+
+def datetime_option(*names: str, help: str, **attrs: Any) -> Callable[[_F], _F]:
+    """An option written as a TIME (ISO 8601, or a duration ago), given to the command as an
+    aware datetime."""
+    return click.option(*names, callback=when_option, metavar="TIME", help=help, **attrs)
 
 
 def store_url_option(help: str) -> Callable[[_F], _F]:

@@ -16,7 +16,7 @@ from replaykit._text import printable, when_text
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, Group, UsageError
 from replaykit.cli.fit import Fit
-from replaykit.cli.options import json_option, url_option, when_option, wide_option
+from replaykit.cli.options import datetime_option, json_option, url_option, wide_option
 from replaykit.cli.printer import Printer
 from replaykit.cli.rows import iso
 from replaykit.cli.store import store_at
@@ -231,22 +231,15 @@ def schedules_trigger_command(name: str, url: str, as_json: bool) -> None:
 
 @schedules_group.command("backfill")
 @click.argument("name")
-@click.option(
+@datetime_option(
     "--from",
     "start",
-    callback=when_option,
-    metavar="TIME",
     required=True,
     help="The first instant of the range: ISO 8601 (2030-01-01T00:00, or with an offset, "
     "2030-01-01T02:00+01:00; without one it is UTC), or a duration ago (7d).",
 )
-@click.option(
-    "--to",
-    "end",
-    callback=when_option,
-    metavar="TIME",
-    required=True,
-    help="The end of the range, not included; written as --from is.",
+@datetime_option(
+    "--to", "end", required=True, help="The end of the range, not included; written as --from is."
 )
 @url_option
 @json_option

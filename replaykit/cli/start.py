@@ -11,7 +11,7 @@ from replaykit._text import when_text
 from replaykit.cli.arguments import call_arguments, json_argument
 from replaykit.cli.echo import echo, echo_json
 from replaykit.cli.errors import CliError, UsageError
-from replaykit.cli.options import duration_option, json_option, url_option
+from replaykit.cli.options import json_option, timedelta_option, url_option
 from replaykit.cli.rows import pickup_note, row_json
 from replaykit.cli.store import client_at, get_row
 from replaykit.log import Status
@@ -29,12 +29,7 @@ _JSON_EXAMPLE = '{"ok": true}'
 @click.option("--kwargs", "kwargs_json", metavar="JSON", help="Keyword arguments, a JSON object.")
 @click.option("--id", "workflow_id", help="The run's id (default: a new UUID); idempotent.")
 @click.option("--queue", help="Put the run on this queue, for any engine draining it.")
-@click.option(
-    "--delay",
-    callback=duration_option,
-    metavar="DURATION",
-    help="With --queue: not claimed before this long (90s, 1h30m, 2d).",
-)
+@timedelta_option("--delay", help="With --queue: not claimed before this long (90s, 1h30m, 2d).")
 @click.option(
     "--partition-key",
     metavar="KEY",

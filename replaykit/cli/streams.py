@@ -12,7 +12,7 @@ from replaykit import serde
 from replaykit._text import format_duration, json_text
 from replaykit.cli.echo import echo
 from replaykit.cli.errors import CliError, UsageError, one_line
-from replaykit.cli.options import duration_option, url_option
+from replaykit.cli.options import timedelta_option, url_option
 from replaykit.cli.store import client_at, get_row
 from replaykit.log import CLOSE_STREAM_KIND, WRITE_STREAM_KIND
 from replaykit.stores.base import Store, WorkflowRow
@@ -24,11 +24,8 @@ __all__ = ["get_event_command", "stream_command"]
 @click.argument("workflow_id", metavar="ID")
 @click.argument("key")
 @url_option
-@click.option(
-    "--timeout",
-    callback=duration_option,
-    metavar="DURATION",
-    help="Wait this long for the event to be set (30s, 5m); default: answer at once.",
+@timedelta_option(
+    "--timeout", help="Wait this long for the event to be set (30s, 5m); default: answer at once."
 )
 def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta | None) -> None:
     """Print the latest value run ID set for event KEY, as JSON.
@@ -75,11 +72,8 @@ def get_event_command(workflow_id: str, key: str, url: str, timeout: timedelta |
     show_default=True,
     help="Skip the stream's first N values.",
 )
-@click.option(
-    "--timeout",
-    callback=duration_option,
-    metavar="DURATION",
-    help="With --follow: exit 1 when no new value comes for this long (30s, 5m).",
+@timedelta_option(
+    "--timeout", help="With --follow: exit 1 when no new value comes for this long (30s, 5m)."
 )
 def stream_command(
     workflow_id: str, key: str, url: str, follow: bool, start: int, timeout: timedelta | None

@@ -11,7 +11,7 @@ from replaykit._text import json_text
 from replaykit.cli.arguments import call_arguments
 from replaykit.cli.echo import echo_json
 from replaykit.cli.errors import CliError, UsageError, one_line
-from replaykit.cli.options import duration_option, json_option, url_option
+from replaykit.cli.options import json_option, timedelta_option, url_option
 from replaykit.cli.store import client_at
 from replaykit.errors import UpdateError, WorkflowNotFound
 
@@ -29,10 +29,8 @@ __all__ = ["update_command"]
     help="The update's id (default: a new one): the same id again gets the same reply, so a "
     "call that lost its answer can be repeated safely.",
 )
-@click.option(
+@timedelta_option(
     "--timeout",
-    callback=duration_option,
-    metavar="DURATION",
     default="30s",
     show_default=True,
     help="How long to wait for the reply (30s, 5m); the request stays accepted after it.",

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from replaykit.cli.errors import CliError
-from replaykit.cli.options import duration_option, url_option
+from replaykit.cli.options import timedelta_option, url_option
 
 __all__ = ["worker_command"]
 
@@ -34,10 +34,8 @@ __all__ = ["worker_command"]
     type=click.FloatRange(min=0.1),
     help="Heartbeat lease: a worker silent this long is dead and its runs move (default 30).",
 )
-@click.option(
+@timedelta_option(
     "--retention",
-    callback=duration_option,
-    metavar="DURATION",
     help="Keep finished runs this long (30d, 12h, ...), then delete them in the background "
     "(default: keep them).",
 )

@@ -37,10 +37,10 @@ from replaykit.cli.operate import (
     terminate_command,
 )
 from replaykit.cli.options import (
+    datetime_option,
     json_option,
     status_option,
     url_option,
-    when_option,
     wide_option,
 )
 from replaykit.cli.printer import Printer
@@ -110,18 +110,10 @@ def _newest_first(
 @click.option("--queue", help="Only runs of this queue.")
 @click.option("--partition-key", metavar="KEY", help="Only runs enqueued with this partition key.")
 @where_option
-@click.option(
-    "--since",
-    callback=when_option,
-    metavar="TIME",
-    help="Created at or after: ISO time, or a duration ago (2h, 1h30m, 7d).",
+@datetime_option(
+    "--since", help="Created at or after: ISO time, or a duration ago (2h, 1h30m, 7d)."
 )
-@click.option(
-    "--until",
-    callback=when_option,
-    metavar="TIME",
-    help="Created before: ISO time, or a duration ago (2h, 1h30m, 7d).",
-)
+@datetime_option("--until", help="Created before: ISO time, or a duration ago (2h, 1h30m, 7d).")
 @click.option(
     "--stranded",
     is_flag=True,
