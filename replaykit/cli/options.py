@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import click
 
+from replaykit._operator_options import store_url_option
 from replaykit.log import Status
-from replaykit.runtime.engine import DEFAULT_URL
 
 __all__ = [
     "UNITS",
@@ -122,18 +122,6 @@ def datetime_option(*names: str, help: str, **attrs: Any) -> Callable[[_F], _F]:
     """An option written as a TIME (ISO 8601, or a duration ago), given to the command as an
     aware datetime."""
     return click.option(*names, callback=when_option, metavar="TIME", help=help, **attrs)
-
-
-def store_url_option(help: str) -> Callable[[_F], _F]:
-    """--url, the store (else $REPLAYKIT_URL, else the default); `help` says what of it."""
-    return click.option(
-        "--url",
-        envvar="REPLAYKIT_URL",
-        default=DEFAULT_URL,
-        show_default=True,
-        show_envvar=True,
-        help=help,
-    )
 
 
 url_option = store_url_option(

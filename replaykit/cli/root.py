@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import click
 
 from replaykit._operator import BadCodecSpec, load_codec
+from replaykit._operator_options import codec_option
 from replaykit.cli.db import db
 from replaykit.cli.echo import echo
 from replaykit.cli.errors import Group, UsageError
@@ -42,13 +43,8 @@ class _RootGroup(Group):
 @click.group(cls=_RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="replaykit", prog_name="replaykit")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the store and pool do.")
-@click.option(
-    "--codec",
-    "codec_spec",
-    envvar="REPLAYKIT_CODEC",
-    show_envvar=True,
-    metavar="MODULE:ATTRIBUTE",
-    help="Your payload codec (Engine(codec=...)): encoded payloads are shown decoded, "
+@codec_option(
+    "Your payload codec (Engine(codec=...)): encoded payloads are shown decoded, "
     "and what the command writes is encoded. Without it they show as "
     "<encoded by NAME, N bytes>.",
 )

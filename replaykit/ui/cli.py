@@ -3,7 +3,7 @@
 `replaykit ui` runs it (replaykit/cli/ui.py imports it only then, so listing the
 commands needs none of the UI's packages); `python -m replaykit.ui` runs it on
 its own. Nothing in the UI imports replaykit.cli: what both share is in
-replaykit/_text.py and replaykit/_operator.py.
+replaykit/_text.py, replaykit/_operator.py and replaykit/_operator_options.py.
 """
 
 from __future__ import annotations
@@ -11,22 +11,15 @@ from __future__ import annotations
 import click
 
 from replaykit._operator import BadCodecSpec, load_codec
+from replaykit._operator_options import codec_option, store_url_option
 from replaykit.errors import ReplayKitError
-from replaykit.runtime.engine import DEFAULT_URL
 from replaykit.ui._server import DEFAULT_HOST, DEFAULT_PORT, serve
 
 __all__ = ["ui"]
 
 
 @click.command("ui", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--url",
-    envvar="REPLAYKIT_URL",
-    default=DEFAULT_URL,
-    show_default=True,
-    show_envvar=True,
-    help="The store: sqlite:///path.db or postgresql://...[?schema=name].",
-)
+@store_url_option("The store: sqlite:///path.db or postgresql://...[?schema=name].")
 @click.option(
     "--host",
     default=DEFAULT_HOST,
@@ -47,13 +40,8 @@ __all__ = ["ui"]
     help="A secret every request must carry (?token= once, then a cookie; or "
     "Authorization: Bearer). Required off loopback.",
 )
-@click.option(
-    "--codec",
-    "codec_spec",
-    envvar="REPLAYKIT_CODEC",
-    show_envvar=True,
-    metavar="MODULE:ATTRIBUTE",
-    help="Your payload codec (Engine(codec=...)), to show encoded payloads decoded; "
+@codec_option(
+    "Your payload codec (Engine(codec=...)), to show encoded payloads decoded; "
     "without it they show as <encoded by NAME, N bytes>.",
 )
 def ui(url: str, host: str, port: int, token: str | None, codec_spec: str | None) -> None:
