@@ -27,7 +27,6 @@ from replaykit.cli.errors import CliError, UsageError
 from replaykit.cli.filters import parse_filter
 from replaykit.cli.options import datetime_option, json_option, status_option, url_option
 from replaykit.cli.store import client_at
-from replaykit.log import Status
 from replaykit.runtime.bulk import ACTIONS, DEFAULT_BATCH, BulkResult, selects
 from replaykit.stores.base import WorkflowFilter
 
@@ -124,11 +123,10 @@ def confirm(question: str, *, as_json: bool = False) -> None:
 
 
 def _filter(options: dict[str, Any]) -> WorkflowFilter:
-    statuses: tuple[str, ...] = options["statuses"]
     since: datetime | None = options["since"]
     until: datetime | None = options["until"]
     return WorkflowFilter(
-        status=tuple(Status(s.upper()) for s in statuses) or None,
+        status=options["statuses"],
         name=options["name"],
         app_version=options["version"],
         queue=options["queue"],

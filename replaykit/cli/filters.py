@@ -102,7 +102,7 @@ def count_command(
     url: str,
     where_text: Where | None,
     group_by: str | None,
-    statuses: tuple[str, ...],
+    statuses: tuple[Status, ...] | None,
     name: str | None,
     queue: str | None,
     since: datetime | None,
@@ -114,7 +114,7 @@ def count_command(
     replaykit workflows count --where "customer = '42'" --by status
     """
     where = WorkflowFilter(
-        status=tuple(Status(s) for s in statuses) or None,
+        status=statuses,
         name=name,
         queue=queue,
         since=since,

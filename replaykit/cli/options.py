@@ -132,14 +132,22 @@ url_option = store_url_option(
 def status_option(
     help: str = "Only runs in this status (repeat for several).",
 ) -> Callable[[_F], _F]:
-    """--status, repeatable, into the parameter `statuses`."""
+    """--status, repeatable, into the parameter `statuses`: a tuple of Status, or None (any
+    status) when none is given, as WorkflowFilter(status=...) takes it."""
     return click.option(
         "--status",
         "statuses",
         multiple=True,
         type=click.Choice([s.value for s in Status], case_sensitive=False),
+        callback=_statuses,
         help=help,
     )
+
+
+def _statuses(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[Status, ...] | None:
+    return tuple(Status(s) for s in value) or None
 
 
 def app_dir_option(imported: str) -> Callable[[_F], _F]:

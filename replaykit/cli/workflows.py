@@ -133,7 +133,7 @@ def _newest_first(
 @json_option
 def list_command(
     url: str,
-    statuses: tuple[str, ...],
+    statuses: tuple[Status, ...] | None,
     name: str | None,
     app_version: str | None,
     executor: str | None,
@@ -181,7 +181,7 @@ def list_command(
                 "--app-version; it takes no --status or --version"
             )
     where = WorkflowFilter(
-        status=tuple(Status(s) for s in statuses) or None,
+        status=statuses,
         name=name,
         app_version=app_version,
         executor_id=executor,
