@@ -60,6 +60,12 @@ from_option = click.option(
 )
 
 
+#: `cancel --reason` and `terminate --reason`: kept with the run that is stopped.
+reason_option = click.option(
+    "--reason", default="", help="Why: kept with the run, and `show` prints it."
+)
+
+
 @click.command("export")
 @click.argument("workflow_id")
 @url_option
@@ -102,7 +108,7 @@ def _unfinished_row(store: Store, workflow_id: str, not_done: str) -> WorkflowRo
     show_default=True,
     help="Seconds the workflow has to clean up after Cancelled.",
 )
-@click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
+@reason_option
 @selection_options
 @json_option
 def cancel_command(
@@ -151,7 +157,7 @@ def cancel_command(
 @click.option(
     "--children/--no-children", default=True, show_default=True, help="Stop its children too."
 )
-@click.option("--reason", default="", help="Why: kept with the run, and `show` prints it.")
+@reason_option
 @selection_options
 @json_option
 def terminate_command(
