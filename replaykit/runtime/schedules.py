@@ -483,16 +483,7 @@ def schedule(
     def register(wf: W) -> W:
         if not isinstance(wf, Workflow):
             raise TypeError("@schedule goes above @workflow: the function must be a workflow")
-        entry = Schedule(
-            cron,
-            wf,
-            name or wf.workflow_name,
-            backfill,
-            queue,
-            tz,
-            overlap,
-            jitter,
-        )
+        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz, overlap, jitter)
         with _lock:
             _schedules[entry.name] = entry
         return wf

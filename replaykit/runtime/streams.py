@@ -182,12 +182,7 @@ def read_blocking(
     Closing the iterator (or leaving a `for` loop over it) stops listening.
     """
     core = reading(
-        workflow_id,
-        key,
-        start,
-        timeout=timeout,
-        poll_interval=poll_interval,
-        monotonic=monotonic,
+        workflow_id, key, start, timeout=timeout, poll_interval=poll_interval, monotonic=monotonic
     )
     do = functools.partial(store_read, store, workflow_id)
     yield from emitted_blocking(core, do, listen, stream_wakes(workflow_id))
@@ -206,13 +201,9 @@ async def read_async(
 ) -> AsyncIterator[Any]:
     """Drive `reading` on the running loop: store calls through `off_loop`, waits on an
     asyncio event that notifications set from any thread; no thread is held."""
+    clock = asyncio.get_running_loop().time
     core = reading(
-        workflow_id,
-        key,
-        start,
-        timeout=timeout,
-        poll_interval=poll_interval,
-        monotonic=asyncio.get_running_loop().time,
+        workflow_id, key, start, timeout=timeout, poll_interval=poll_interval, monotonic=clock
     )
     do = functools.partial(store_read, store, workflow_id)
     values = emitted_async(core, do, listen, stream_wakes(workflow_id), off_loop)

@@ -41,16 +41,7 @@ class Timing(Messaging):
     ) -> Schedule:
         """Start `wf(tick)` once per tick of `cron` (read in time zone `tz`, default UTC),
         across all engines that know it; `overlap` and `jitter` as `@schedule` takes them."""
-        entry = Schedule(
-            cron,
-            wf,
-            name or wf.workflow_name,
-            backfill,
-            queue,
-            tz,
-            overlap,
-            jitter,
-        )
+        entry = Schedule(cron, wf, name or wf.workflow_name, backfill, queue, tz, overlap, jitter)
         self.schedules.add(entry)
         return entry
 
