@@ -16,13 +16,14 @@ top.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from replaykit.commands import Step
-from replaykit.errors import ControlSignal, Stopped
+from replaykit.errors import Stopped
 from replaykit.interpreter import Effect, StepContext, step_context_var
 from replaykit.log import Outcome, Record
 from replaykit.otel import StepToken, Telemetry
@@ -145,58 +146,62 @@ class StepRunner:
         fn = fn or self.step_fn(command)
         scope = scope or self.host.scope_of(row.workflow_id)
         steps = attempts(self.host, row, position, command, scope, pending, child_path, self.beats)
-        request = next(steps)
-        while True:
-            error: Exception | None
-            try:
-                if isinstance(request, Pause):
-                    if durable:
-                        steps.close()
-                        return Backoff(request.attempts, request.due, request.started_at)
-                    self._wait_until(request.due, scope)
-                    reply = None
-                else:
-                    beats = request.beats
-                    if beats is not None:
-                        self.beats.prepare(beats)
-                    token = self._step_began(request.context)
-                    try:
-                        reply = self.bodies.call(
-                            fn,
-                            command.args,
-                            command.kwargs,
-                            command.timeout,
-                            command.name,
-                            scope,
-                            context=request.context,
-                            preemptible=command.preemptible,
-                            beats=beats,
-                        )
-                    except BaseException as exc:
-                        if token is not None:
-                            self.telemetry.end_step(token, exc)
-                        raise
-                    finally:
-                        if beats is not None:
-                            self.beats.end(beats)
-                    if token is not None:
-                        self.telemetry.end_step(token, None)
-            except Stopped:
-                steps.close()
-                if isinstance(request, Attempt) and preempted(command, scope, request.beats):
-                    return preemption(self.host, row, position, command, request.context.attempt)
-                raise
-            except ControlSignal:
-                steps.close()
-                raise
-            except Exception as exc:
-                reply, error = None, exc
-            else:
-                error = None
-            answer = reply_to(steps, reply, error)
-            if not isinstance(answer, (Attempt, Pause)):
-                return answer
-            request = answer
+        # Closed on every way out, so that a run stopped mid-retry leaves no generator open.
+        with contextlib.closing(steps):
+            request: Attempt | Pause | tuple[Outcome, int] = next(steps)
+            while isinstance(request, (Attempt, Pause)):
+                error: Exception | None = None
+                try:
+                    if isinstance(request, Pause):
+                        if durable:
+                            return Backoff(request.attempts, request.due, request.started_at)
+                        self._wait_until(request.due, scope)
+                        reply = None
+                    else:
+                        reply = self._call(fn, command, scope, request)
+                except Stopped:
+                    if isinstance(request, Attempt) and preempted(command, scope, request.beats):
+                        attempt = request.context.attempt
+                        return preemption(self.host, row, position, command, attempt)
+                    raise
+                except Exception as exc:
+                    reply, error = None, exc
+                # Outside the handler: an error the generator raises is not chained to it.
+                request = reply_to(steps, reply, error)
+            return request
+
+    def _call(
+        self,
+        fn: Callable[..., Any],
+        command: Step[Any],
+        scope: CancelScope | None,
+        request: Attempt,
+    ) -> Any:
+        """One attempt's body called from this thread (`Bodies.call`), beating and traced."""
+        beats = request.beats
+        if beats is not None:
+            self.beats.prepare(beats)
+        token = self._step_began(request.context)
+        try:
+            reply = self.bodies.call(
+                fn,
+                command.args,
+                command.kwargs,
+                command.timeout,
+                command.name,
+                scope,
+                context=request.context,
+                preemptible=command.preemptible,
+                beats=beats,
+            )
+        except BaseException as exc:
+            self._step_ended(token, exc)
+            raise
+        finally:
+            if beats is not None:
+                self.beats.end(beats)
+        self._step_ended(token, None)
+        return reply
 
     async def run_step_async(
         self,
@@ -210,59 +215,49 @@ class StepRunner:
         """Run an async step's attempts on the event loop: no thread waits for it, and a
         back-off is handed back as a `Backoff` (the run suspends until it is due)."""
         steps = attempts(self.host, row, position, command, scope, pending, beats=self.beats)
-        request = next(steps)
-        while True:
-            error: Exception | None
-            try:
-                if isinstance(request, Pause):
-                    steps.close()
-                    return Backoff(request.attempts, request.due, request.started_at)
-                beats = request.beats
-                if beats is not None:
-                    await self.beats.prepare_async(beats)
-                # Set in this task only: the body, and the tasks it creates, see it.
-                token = step_context_var.set(request.context)
-                traced = self._step_began(request.context)
+        with contextlib.closing(steps):
+            request: Attempt | Pause | tuple[Outcome, int] = next(steps)
+            while isinstance(request, Attempt):
+                error: Exception | None = None
                 try:
-                    body = fn(*command.args, **command.kwargs)
-                    if beats is not None and beats.timeout is not None:
-                        reply = await within_beats(body, beats, command.timeout, command.name)
-                    elif command.timeout is None:
-                        reply = await body
-                    else:
-                        reply = await within_timeout(body, command.timeout, command.name)
-                except (asyncio.CancelledError, Stopped) as exc:
-                    # A cancelled task (a preemptible step), or a heartbeat that stopped
-                    # the body (its run cancelled).
-                    if traced is not None:
-                        self.telemetry.end_step(traced, exc)
-                    if not preempted(command, scope, beats):
-                        raise
-                    # Cut short on purpose: the task ends with the recorded preemption.
-                    steps.close()
-                    return preemption(self.host, row, position, command, request.context.attempt)
-                except BaseException as exc:
-                    if traced is not None:
-                        self.telemetry.end_step(traced, exc)
-                    raise
-                else:
-                    if traced is not None:
-                        self.telemetry.end_step(traced, None)
-                finally:
-                    step_context_var.reset(token)
+                    beats = request.beats
                     if beats is not None:
-                        await self.beats.end_async(beats)
-            except ControlSignal:
-                steps.close()
-                raise
-            except Exception as exc:
-                reply, error = None, exc
-            else:
-                error = None
-            answer = reply_to(steps, reply, error)
-            if not isinstance(answer, (Attempt, Pause)):
-                return answer
-            request = answer
+                        await self.beats.prepare_async(beats)
+                    # Set in this task only: the body, and the tasks it creates, see it.
+                    token = step_context_var.set(request.context)
+                    traced = self._step_began(request.context)
+                    try:
+                        body = fn(*command.args, **command.kwargs)
+                        if beats is not None and beats.timeout is not None:
+                            reply = await within_beats(body, beats, command.timeout, command.name)
+                        elif command.timeout is None:
+                            reply = await body
+                        else:
+                            reply = await within_timeout(body, command.timeout, command.name)
+                    except (asyncio.CancelledError, Stopped) as exc:
+                        # A cancelled task (a preemptible step), or a heartbeat that stopped
+                        # the body (its run cancelled).
+                        self._step_ended(traced, exc)
+                        if not preempted(command, scope, beats):
+                            raise
+                        # Cut short on purpose: the task ends with the recorded preemption.
+                        attempt = request.context.attempt
+                        return preemption(self.host, row, position, command, attempt)
+                    except BaseException as exc:
+                        self._step_ended(traced, exc)
+                        raise
+                    else:
+                        self._step_ended(traced, None)
+                    finally:
+                        step_context_var.reset(token)
+                        if beats is not None:
+                            await self.beats.end_async(beats)
+                except Exception as exc:
+                    reply, error = None, exc
+                request = reply_to(steps, reply, error)
+            if isinstance(request, Pause):
+                return Backoff(request.attempts, request.due, request.started_at)
+            return request
 
     def _step_began(self, context: StepContext) -> StepToken | None:
         """An attempt's body is about to run: its span and clock start (None: not observed)."""
@@ -276,6 +271,10 @@ class StepRunner:
             context.position,
             context.attempt,
         )
+
+    def _step_ended(self, token: StepToken | None, error: BaseException | None) -> None:
+        if token is not None:
+            self.telemetry.end_step(token, error)
 
     def _wait_until(self, due: datetime, scope: CancelScope | None) -> None:
         """A back-off waited out on this thread: on the wall clock, cut short when the
