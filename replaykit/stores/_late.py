@@ -14,9 +14,10 @@ The three stores apply the same rule; this module states it once.
 
 from __future__ import annotations
 
-from replaykit.errors import RecordConflict, RunNotPending, WorkflowNotFound
+from replaykit.errors import RecordConflict
 from replaykit.log import Record, Status
 from replaykit.stores._checks import check_names
+from replaykit.stores._rules import check_owned
 from replaykit.stores.base import WorkflowRow
 
 __all__ = ["check_late", "check_late_record", "late_gap"]
@@ -35,20 +36,14 @@ def check_late_record(workflow_id: str, record: Record, executor_id: str | None)
 
 def check_late(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
     """Whether the run, as stored now, takes a late record (raises if not)."""
-    if row is None:
-        raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-    if row.status is not Status.CANCELLED:
-        raise RunNotPending(
-            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; a late "
-            "record lands only in a CANCELLED run (a resumed run records its own)",
-            row.status.value,
-        )
-    if executor_id is not None and row.executor_id != executor_id:
-        raise RecordConflict(
-            f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
-            f"{row.executor_id!r}, not {executor_id!r}; its late record is not this "
-            "engine's to write"
-        )
+    check_owned(
+        row,
+        workflow_id,
+        executor_id,
+        Status.CANCELLED,
+        "a late record lands only in a CANCELLED run (a resumed run records its own)",
+        "its late record is not this engine's to write",
+    )
 
 
 def late_gap(name: str, workflow_id: str, position: int, length: int) -> RecordConflict:

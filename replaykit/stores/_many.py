@@ -8,12 +8,14 @@ from typing import Any, TypeVar
 
 from replaykit.errors import StoreUnavailable
 from replaykit.log import Record
+from replaykit.stores._finish import checked_finish
 from replaykit.stores._group import FALL_BACK
 from replaykit.stores.base import FinishWrite, RecordWrite
 
 __all__ = [
     "Answers",
     "answered",
+    "checked_finishes",
     "finish_one_by_one",
     "finishes_from_the_batch",
     "finishes_of",
@@ -24,6 +26,7 @@ __all__ = [
 
 _Write = TypeVar("_Write", RecordWrite, FinishWrite)
 _Answer = TypeVar("_Answer")
+_Prepared = TypeVar("_Prepared")
 
 # One answer per write, in input order; None until the write is answered.
 Answers = list[Record | Exception | None]
@@ -105,6 +108,24 @@ def finish_one_by_one(
         )
         answers.append(answer)
     return answers
+
+
+def checked_finishes(
+    batch: Sequence[FinishWrite],
+    answers: dict[int, bool | Exception],
+    prepare: Callable[[FinishWrite, Record | None], _Prepared],
+) -> dict[int, _Prepared]:
+    """By index, what `prepare(f, last)` makes of each finish that passes `checked_finish`
+    (`last`: the last record it may commit); a refused finish's error is its answer."""
+    prepared: dict[int, _Prepared] = {}
+    for index, f in enumerate(batch):
+        try:
+            last = checked_finish(f.workflow_id, f.executor_id, f.record)
+        except (TypeError, ValueError) as exc:
+            answers[index] = exc
+            continue
+        prepared[index] = prepare(f, last)
+    return prepared
 
 
 def finishes_from_the_batch(

@@ -31,6 +31,7 @@ __all__ = [
     "batch_answers",
     "batch_of",
     "check_batch_dedup",
+    "check_owned",
     "check_recordable",
     "checked_create",
     "checked_create_and_send",
@@ -300,18 +301,37 @@ def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:
 
 def check_recordable(row: WorkflowRow | None, workflow_id: str, executor_id: str | None) -> None:
     """The ownership check every store makes before recording into a run."""
+    check_owned(
+        row,
+        workflow_id,
+        executor_id,
+        Status.PENDING,
+        "nothing can be recorded into it until it is resumed",
+        "this engine lost it and stops",
+    )
+
+
+def check_owned(
+    row: WorkflowRow | None,
+    workflow_id: str,
+    executor_id: str | None,
+    status: Status,
+    otherwise: str,
+    not_ours: str,
+) -> None:
+    """That the run exists, is `status` and, when an executor is named, is that
+    executor's; `otherwise` and `not_ours` end the two refusals' messages."""
     if row is None:
         raise WorkflowNotFound(f"no workflow run with id {workflow_id!r}")
-    if row.status is not Status.PENDING:
+    if row.status is not status:
         raise RunNotPending(
-            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; "
-            "nothing can be recorded into it until it is resumed",
+            f"workflow {row.name!r} (id {workflow_id!r}) is {row.status.value}; {otherwise}",
             row.status.value,
         )
     if executor_id is not None and row.executor_id != executor_id:
         raise RecordConflict(
             f"workflow {row.name!r} (id {workflow_id!r}) is owned by executor "
-            f"{row.executor_id!r}, not {executor_id!r}; this engine lost it and stops"
+            f"{row.executor_id!r}, not {executor_id!r}; {not_ours}"
         )
 
 

@@ -5,7 +5,7 @@ Transaction's body or a late record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Unpack
 
 import psycopg
@@ -24,6 +24,7 @@ from replaykit.stores._late import check_late, check_late_record, late_gap
 from replaykit.stores._many import (
     Answers,
     answered,
+    checked_finishes,
     finishes_from_the_batch,
     finishes_of,
     from_the_batch,
@@ -148,16 +149,13 @@ class Writes:
             return []
         self._db.check_open()
         answers: dict[int, bool | Exception] = {}
-        items: dict[int, Finish] = {}
-        for index, f in enumerate(batch):
-            try:
-                last = checked_finish(f.workflow_id, f.executor_id, f.record)
-            except (TypeError, ValueError) as exc:
-                answers[index] = exc
-                continue
-            items[index] = Finish(
+        items = checked_finishes(
+            batch,
+            answers,
+            lambda f, last: Finish(
                 f.workflow_id, f.status, f.result, storable_error(f.error), f.executor_id, last
-            )
+            ),
+        )
         taken = list(items)
         fell_back: set[int] = set()
 
@@ -229,21 +227,38 @@ class Writes:
         executor_id: str | None,
     ) -> Record | None:
         """Lock the run for a Transaction; return the stored record if `position` is done."""
-        found = conn.execute(
-            self._sql["lock_run_at_position"],
-            {"shard": self._db.shards.of(conn, workflow_id), "wid": workflow_id, "pos": position},
-        ).fetchone()
+        params = {
+            "shard": self._db.shards.of(conn, workflow_id),
+            "wid": workflow_id,
+            "pos": position,
+        }
+        name, length, stored = self._locked_at(
+            conn, workflow_id, params, executor_id, check_recordable
+        )
+        if stored is not None:
+            return stored if stored.outcome is not None else None
+        if position > length:
+            raise gap_error(name, workflow_id, position, length)
+        return None
+
+    def _locked_at(
+        self,
+        conn: psycopg.Connection[Any],
+        workflow_id: str,
+        params: dict[str, Any],
+        executor_id: str | None,
+        check: Callable[[WorkflowRow | None, str, str | None], None],
+    ) -> tuple[str, int, Record | None]:
+        """Lock the run at `params`' position and `check` that it may be written: the run's
+        name, its log's length, and the record the position holds (None if none)."""
+        found = conn.execute(self._sql["lock_run_at_position"], params).fetchone()
         row = None
         if found is not None:
             row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
-        check_recordable(row, workflow_id, executor_id)
-        assert found is not None and row is not None
-        if found[4] is not None:
-            stored = record_from_row(found[4:14], workflow_id)
-            return stored if stored.outcome is not None else None
-        if position > found[3]:
-            raise gap_error(row.name, workflow_id, position, found[3])
-        return None
+        check(row, workflow_id, executor_id)
+        assert found is not None
+        stored = None if found[4] is None else record_from_row(found[4:14], workflow_id)
+        return found[0], found[3], stored
 
     def record_late(
         self, workflow_id: str, record: Record, *, executor_id: str | None = None
@@ -251,17 +266,13 @@ class Writes:
         check_late_record(workflow_id, record, executor_id)
         with self._db.connection() as conn, conn.transaction():
             params = record_params(workflow_id, record, self._db.shards.of(conn, workflow_id))
-            found = conn.execute(self._sql["lock_run_at_position"], params).fetchone()
-            row = None
-            if found is not None:
-                row = WorkflowRow(workflow_id, found[0], Status(found[1]), executor_id=found[2])
-            check_late(row, workflow_id, executor_id)
-            assert found is not None and row is not None
-            if found[4] is not None:
-                stored = record_from_row(found[4:14], workflow_id)
+            name, length, stored = self._locked_at(
+                conn, workflow_id, params, executor_id, check_late
+            )
+            if stored is not None:
                 if stored.outcome is not None:
                     return stored
-            elif record.position != found[3]:
-                raise late_gap(row.name, workflow_id, record.position, found[3])
+            elif record.position != length:
+                raise late_gap(name, workflow_id, record.position, length)
             conn.execute(self._sql["record_late"], params)
         return record

@@ -9,7 +9,7 @@ from typing import Unpack
 from replaykit.log import Outcome, Record, Status
 from replaykit.stores._checks import storable_error
 from replaykit.stores._finish import checked_finish
-from replaykit.stores._many import finishes_from_the_batch, finishes_of
+from replaykit.stores._many import checked_finishes, finishes_from_the_batch, finishes_of
 from replaykit.stores.base import FinishWrite
 from replaykit.stores.options import (
     Ending,
@@ -47,16 +47,13 @@ class Finishes(Room):
         self._connections.check_open()
         self._writer.check_not_in_body()
         answers: dict[int, bool | Exception] = {}
-        bodies: dict[int, Callable[[sqlite3.Connection], bool]] = {}
-        for index, f in enumerate(batch):
-            try:
-                last = checked_finish(f.workflow_id, f.executor_id, f.record)
-            except (TypeError, ValueError) as exc:
-                answers[index] = exc
-                continue
-            bodies[index] = _finish_body(
+        bodies = checked_finishes(
+            batch,
+            answers,
+            lambda f, last: _finish_body(
                 f.workflow_id, f.status, f.result, f.error, f.executor_id, last
-            )
+            ),
+        )
         taken = list(bodies)
         answers.update(
             finishes_from_the_batch(
