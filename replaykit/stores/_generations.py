@@ -19,6 +19,7 @@ import attrs
 from replaykit.errors import RecordConflict, WorkflowNotFound
 from replaykit.log import Status
 from replaykit.stores._checks import check_names
+from replaykit.stores._rows import shown
 from replaykit.stores.base import WorkflowRow, archive_id
 from replaykit.stores.options import Rewind
 
@@ -34,6 +35,7 @@ __all__ = [
     "id_taken",
     "next_generation",
     "rewound",
+    "stored_pair",
     "with_first_inputs",
 ]
 
@@ -193,6 +195,20 @@ def with_first_inputs(
 
 #: The statuses a run may be rewound from: it ended, or was stopped with an error.
 REWINDABLE = (Status.SUCCESS, Status.ERROR, Status.CANCELLED, Status.PARKED)
+
+
+def stored_pair(
+    found: Sequence[Any] | None,
+    other: Sequence[Any] | None,
+    read: Callable[[Sequence[Any]], WorkflowRow],
+) -> tuple[WorkflowRow | None, WorkflowRow | None]:
+    """The run's row and the row under its archive id as a SQL store `read` them (None
+    where there is none), for `continue_refusal` and `check_rewind`. The archived id's row
+    is only described in a refusal, so a damaged one is still shown."""
+    return (
+        None if found is None else read(found),
+        None if other is None else shown(read, other),
+    )
 
 
 def check_rewind_args(workflow_id: str, options: Rewind) -> str:

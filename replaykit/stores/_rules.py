@@ -36,6 +36,7 @@ __all__ = [
     "checked_create",
     "checked_create_and_send",
     "checked_send",
+    "checked_status",
     "checked_transaction_record",
     "claim_room",
     "claimed_deadline",
@@ -172,6 +173,13 @@ def check_batch_dedup(
             raise duplicate_dedup_in_batch(row, held[key])
         if row.status in LIVE_STATUSES:
             held[key] = row.workflow_id
+
+
+def checked_status(workflow_id: str, status: Status, change: StatusChange) -> Status:
+    """`set_status`'s new status, once the names the change writes are checked."""
+    executor_id, app_version = change.get("executor_id"), change.get("app_version")
+    check_names(workflow_id, executor_id=executor_id, app_version=app_version)
+    return Status(status)
 
 
 def stays_pending(change: StatusChange) -> bool:

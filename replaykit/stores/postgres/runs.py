@@ -12,29 +12,13 @@ import psycopg
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
+from replaykit.stores import _generations as generations
 from replaykit.stores._attributes import checked_attributes, encoded_attributes
 from replaykit.stores._checks import check_names, storable_error
 from replaykit.stores._families import family_from_rows, moving
-from replaykit.stores._generations import (
-    ALREADY_CONTINUED,
-    archived_generation,
-    check_continue_args,
-    check_rewind,
-    check_rewind_args,
-    check_rewind_position,
-    continue_refusal,
-    id_taken,
-    next_generation,
-    rewound,
-)
-from replaykit.stores._rows import shown
-from replaykit.stores._rules import stays_pending
+from replaykit.stores._rules import checked_status, stays_pending
 from replaykit.stores.base import WorkflowRow
-from replaykit.stores.options import (
-    Continuation,
-    Rewind,
-    StatusChange,
-)
+from replaykit.stores.options import Continuation, Rewind, StatusChange
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
@@ -56,22 +40,23 @@ class Runs:
     ) -> WorkflowRow:
         generation, executor_id, now = options["generation"], options["executor_id"], options["now"]
         db, statements = self._db, self._sql
-        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        archived_id = generations.check_continue_args(workflow_id, generation, executor_id)
         with db.connection() as conn, conn.transaction():
             # The live row's lock first, as record() and finish_workflow() take it: a
             # writer that wants to record into this generation waits, then finds its
             # status or generation moved on.
             key = db.shards.of(conn, workflow_id)
             found = conn.execute(statements["lock_workflow"], (key, workflow_id)).fetchone()
-            row = None if found is None else workflow_from_row(found)
             # An archived generation lives on its run's shard.
             other = conn.execute(statements["get_workflow"], (key, archived_id)).fetchone()
-            archived = None if other is None else shown(workflow_from_row, other)
-            refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
+            row, archived = generations.stored_pair(found, other, workflow_from_row)
+            refusal = generations.continue_refusal(
+                row, workflow_id, inputs, generation, executor_id, archived
+            )
             assert row is not None
-            if refusal == ALREADY_CONTINUED:
+            if refusal == generations.ALREADY_CONTINUED:
                 return row
-            self._archive(conn, row, archived_generation(row, now), now)
+            self._archive(conn, row, generations.archived_generation(row, now), now)
             conn.execute(statements["archive_log"], (archived_id, key, workflow_id))
             conn.execute(
                 statements["continue_workflow"],
@@ -93,7 +78,7 @@ class Runs:
                 },
             )
         db.tell([("finished", archived_id), ("stream", workflow_id)])
-        return next_generation(row, inputs, now)
+        return generations.next_generation(row, inputs, now)
 
     def _archive(
         self, conn: psycopg.Connection[Any], row: WorkflowRow, archived: WorkflowRow, now: datetime
@@ -104,7 +89,7 @@ class Runs:
         key = row.shard_key
         registered = conn.execute(self._sql["register_run"], (archived.workflow_id, key)).fetchone()
         if not registered:
-            raise id_taken(row, archived.workflow_id)
+            raise generations.id_taken(row, archived.workflow_id)
         inserted = conn.execute(
             self._sql["archive_generation"],
             {
@@ -125,27 +110,22 @@ class Runs:
             },
         ).rowcount
         if not inserted:
-            raise id_taken(row, archived.workflow_id)
+            raise generations.id_taken(row, archived.workflow_id)
 
     def rewind_workflow(
         self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
         db, statements = self._db, self._sql
-        archived_id, generation = check_rewind_args(workflow_id, options), options["generation"]
+        archived_id = generations.check_rewind_args(workflow_id, options)
+        generation = options["generation"]
         with db.connection() as conn, conn.transaction():
             # The live row's lock first, as continue_workflow takes it.
             key = db.shards.of(conn, workflow_id)
             found = conn.execute(statements["lock_workflow"], (key, workflow_id)).fetchone()
             other = conn.execute(statements["get_workflow"], (key, archived_id)).fetchone()
-            row = check_rewind(
-                None if found is None else workflow_from_row(found),
-                workflow_id,
-                position,
-                generation,
-                None,
-                None if other is None else shown(workflow_from_row, other),
-            )
-            attempt, live = rewound(row, **options)
+            row, archived = generations.stored_pair(found, other, workflow_from_row)
+            row = generations.check_rewind(row, workflow_id, position, generation, None, archived)
+            attempt, live = generations.rewound(row, **options)
             self._archive(conn, row, attempt, options["now"])
             conn.execute(
                 statements["rewind_keep_outcome"],
@@ -155,7 +135,7 @@ class Runs:
                 statements["archive_log"], (archived_id, key, workflow_id)
             ).rowcount
             # A refusal raises, and the transaction rolls back.
-            check_rewind_position(row, position, moved)
+            generations.check_rewind_position(row, position, moved)
             conn.execute(
                 statements["rewind_copy_log"],
                 {"shard": key, "wid": workflow_id, "aid": archived_id, "pos": position},
@@ -178,11 +158,8 @@ class Runs:
         return live
 
     def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
-        only_from, error = options.get("only_from"), options.get("error", "")
-        executor_id, app_version = options.get("executor_id"), options.get("app_version")
-        reset_recovery = options.get("reset_recovery", False)
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
-        status = Status(status)
+        status = checked_status(workflow_id, status, options)
+        only_from = options.get("only_from")
         resumed = status is Status.PENDING and not stays_pending(options)
         # A finish tells waiters; a resume tells the owning engine, wherever it
         # runs, to pick the run up now; a run back on its queue tells its claimers.
@@ -192,11 +169,11 @@ class Runs:
         db = self._db
         params = {
             "status": status.value,
-            "error": storable_error(error),
+            "error": storable_error(options.get("error", "")),
             "now": utc_now(),
-            "executor": executor_id,
-            "version": app_version,
-            "reset": reset_recovery,
+            "executor": options.get("executor_id"),
+            "version": options.get("app_version"),
+            "reset": options.get("reset_recovery", False),
             "wid": workflow_id,
             "only_from": None if only_from is None else [Status(s).value for s in only_from],
             "note": note,

@@ -9,29 +9,13 @@ from typing import Any, Unpack
 
 from replaykit.errors import WorkflowNotFound
 from replaykit.log import Status
+from replaykit.stores import _generations as generations
 from replaykit.stores._attributes import checked_attributes, encoded_attributes
 from replaykit.stores._checks import check_names, storable_error
 from replaykit.stores._families import Member, family_from_rows, moving
-from replaykit.stores._generations import (
-    ALREADY_CONTINUED,
-    archived_generation,
-    check_continue_args,
-    check_rewind,
-    check_rewind_args,
-    check_rewind_position,
-    continue_refusal,
-    id_taken,
-    next_generation,
-    rewound,
-)
-from replaykit.stores._rows import shown
-from replaykit.stores._rules import stays_pending
+from replaykit.stores._rules import checked_status, stays_pending
 from replaykit.stores.base import WorkflowRow
-from replaykit.stores.options import (
-    Continuation,
-    Rewind,
-    StatusChange,
-)
+from replaykit.stores.options import Continuation, Rewind, StatusChange
 from replaykit.stores.sqlite.queries import SQL, id_set
 from replaykit.stores.sqlite.values import (
     dump,
@@ -74,27 +58,28 @@ class Lifecycle:
         self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]
     ) -> WorkflowRow:
         generation, executor_id, now = options["generation"], options["executor_id"], options["now"]
-        archived_id = check_continue_args(workflow_id, generation, executor_id)
+        archived_id = generations.check_continue_args(workflow_id, generation, executor_id)
         inputs_text = None if inputs is None else dump(inputs)
         stamp = to_micros(now)
 
         def move(conn: sqlite3.Connection) -> WorkflowRow:
             found = first(conn.execute(SQL["get_workflow"], (workflow_id,)))
-            row = None if found is None else workflow_from_row(found)
             other = first(conn.execute(SQL["get_workflow"], (archived_id,)))
-            archived = None if other is None else shown(workflow_from_row, other)
-            refusal = continue_refusal(row, workflow_id, inputs, generation, executor_id, archived)
+            row, archived = generations.stored_pair(found, other, workflow_from_row)
+            refusal = generations.continue_refusal(
+                row, workflow_id, inputs, generation, executor_id, archived
+            )
             assert row is not None
-            if refusal == ALREADY_CONTINUED:
+            if refusal == generations.ALREADY_CONTINUED:
                 raise Unchanged(row)
             # The archived generation is a run's row of its own, under its own id.
             if not conn.execute(
-                SQL["create_workflow"], workflow_params(archived_generation(row, now))
+                SQL["create_workflow"], workflow_params(generations.archived_generation(row, now))
             ).rowcount:
-                raise id_taken(row, archived_id)
+                raise generations.id_taken(row, archived_id)
             conn.execute(SQL["archive_log"], (archived_id, workflow_id))
             conn.execute(SQL["continue_workflow"], (inputs_text, stamp, workflow_id, generation))
-            return next_generation(row, inputs, now)
+            return generations.next_generation(row, inputs, now)
 
         live = self._writer.write(move)
         if live.generation == generation + 1:
@@ -105,26 +90,21 @@ class Lifecycle:
     def rewind_workflow(
         self, workflow_id: str, position: int, **options: Unpack[Rewind]
     ) -> WorkflowRow:
-        archived_id, generation = check_rewind_args(workflow_id, options), options["generation"]
+        archived_id = generations.check_rewind_args(workflow_id, options)
+        generation = options["generation"]
         stamp = to_micros(options["now"])
 
         def rewind(conn: sqlite3.Connection) -> WorkflowRow:
             found = first(conn.execute(SQL["get_workflow"], (workflow_id,)))
             other = first(conn.execute(SQL["get_workflow"], (archived_id,)))
-            row = check_rewind(
-                None if found is None else workflow_from_row(found),
-                workflow_id,
-                position,
-                generation,
-                None,
-                None if other is None else shown(workflow_from_row, other),
-            )
-            attempt, live = rewound(row, **options)
+            row, archived = generations.stored_pair(found, other, workflow_from_row)
+            row = generations.check_rewind(row, workflow_id, position, generation, None, archived)
+            attempt, live = generations.rewound(row, **options)
             if not conn.execute(SQL["create_workflow"], workflow_params(attempt)).rowcount:
-                raise id_taken(row, archived_id)
+                raise generations.id_taken(row, archived_id)
             # A refusal below raises, and the write rolls back.
             moved = conn.execute(SQL["archive_log"], (archived_id, workflow_id)).rowcount
-            check_rewind_position(row, position, moved)
+            generations.check_rewind_position(row, position, moved)
             conn.execute(SQL["rewind_copy_log"], (workflow_id, archived_id, position))
             conn.execute(
                 SQL["rewind_workflow"],
@@ -137,11 +117,8 @@ class Lifecycle:
         return live
 
     def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
-        only_from, error = options.get("only_from"), options.get("error", "")
-        executor_id, app_version = options.get("executor_id"), options.get("app_version")
-        reset_recovery = options.get("reset_recovery", False)
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
-        status = Status(status)
+        status = checked_status(workflow_id, status, options)
+        only_from = options.get("only_from")
         allowed = None
         if only_from is not None:
             allowed = [Status(s).value for s in only_from]
@@ -149,11 +126,11 @@ class Lifecycle:
                 return False
         params = (
             status.value,
-            storable_error(error),
+            storable_error(options.get("error", "")),
             to_micros(utc_now()),
-            executor_id,
-            app_version,
-            reset_recovery,
+            options.get("executor_id"),
+            options.get("app_version"),
+            options.get("reset_recovery", False),
             workflow_id,
             None if allowed is None else id_set(allowed),
         )
