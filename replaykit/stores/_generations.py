@@ -10,7 +10,7 @@ functions build.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "continue_refusal",
     "id_taken",
     "next_generation",
+    "readable_first_inputs",
     "rewound",
     "stored_pair",
     "with_first_inputs",
@@ -191,6 +192,21 @@ def with_first_inputs(
         )
         for row, created in answers
     ]
+
+
+def readable_first_inputs(
+    rows: Iterable[Sequence[Any]], decode: Callable[[Any], Any]
+) -> dict[str, Any]:
+    """`with_first_inputs`' fetch from the (workflow_id, stored inputs) rows a SQL store
+    read, each decoded by `decode`. An unreadable one is left out: the start is then
+    compared with the current inputs only."""
+    found: dict[str, Any] = {}
+    for workflow_id, stored in rows:
+        try:
+            found[workflow_id] = decode(stored)
+        except Exception:
+            continue
+    return found
 
 
 #: The statuses a run may be rewound from: it ended, or was stopped with an error.

@@ -40,6 +40,7 @@ __all__ = [
     "checked_transaction_record",
     "claim_room",
     "claimed_deadline",
+    "creation_batch",
     "duplicate_dedup",
     "duplicate_dedup_in_batch",
     "first_of_each_id",
@@ -293,6 +294,13 @@ def checked_create_and_send(row: WorkflowRow, message: OutgoingMessage) -> Workf
             f"its id, not by a queue's dedup_id ({row.dedup_id!r}); leave dedup_id out"
         )
     return stored
+
+
+def creation_batch(rows: Sequence[WorkflowRow]) -> tuple[list[WorkflowRow], list[WorkflowRow]]:
+    """`create_workflows`' rows checked and stamped (`stamped_for_batch`), and of those the
+    first of each id: the rows it may create, the later ones answered as theirs."""
+    batch = stamped_for_batch(batch_of(rows))
+    return batch, first_of_each_id(batch)
 
 
 def stamped_for_batch(rows: Sequence[WorkflowRow]) -> list[WorkflowRow]:

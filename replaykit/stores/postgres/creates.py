@@ -12,16 +12,14 @@ from replaykit import serde
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status, outcome_to_json
 from replaykit.stores._attributes import encoded_attributes
-from replaykit.stores._generations import with_first_inputs
+from replaykit.stores._generations import readable_first_inputs, with_first_inputs
 from replaykit.stores._rows import inputs_value, shown
 from replaykit.stores._rules import (
     batch_answers,
-    batch_of,
     check_batch_dedup,
     checked_create,
+    creation_batch,
     duplicate_dedup,
-    first_of_each_id,
-    stamped_for_batch,
 )
 from replaykit.stores._shards import new_shard_key
 from replaykit.stores.base import WorkflowRow
@@ -216,10 +214,9 @@ class Creates:
         return False
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
-        batch = stamped_for_batch(batch_of(rows))
+        batch, firsts = creation_batch(rows)
         if not batch:
             return []
-        firsts = first_of_each_id(batch)
         deduplicated = any(r.queue is not None and r.dedup_id is not None for r in firsts)
         existing: dict[str, WorkflowRow] = {}
         keys: dict[str, str | None] = {}
@@ -284,13 +281,7 @@ class Creates:
             rows = conn.execute(
                 self._sql["get_first_inputs"], ([keys[i] for i in workflow_ids], workflow_ids)
             ).fetchall()
-        found: dict[str, Any] = {}
-        for workflow_id, data in rows:
-            try:
-                found[workflow_id] = inputs_value(data)
-            except Exception:
-                continue  # unreadable: the start is compared with the current inputs only
-        return found
+        return readable_first_inputs(rows, inputs_value)
 
     def _insert_many(
         self, conn: psycopg.Connection[Any], rows: Sequence[WorkflowRow]

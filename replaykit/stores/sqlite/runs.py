@@ -10,16 +10,14 @@ import attrs
 
 from replaykit.errors import StoreError
 from replaykit.log import Record, Status
-from replaykit.stores._generations import with_first_inputs
+from replaykit.stores._generations import readable_first_inputs, with_first_inputs
 from replaykit.stores._rows import shown
 from replaykit.stores._rules import (
     batch_answers,
-    batch_of,
     check_batch_dedup,
     checked_create,
+    creation_batch,
     duplicate_dedup,
-    first_of_each_id,
-    stamped_for_batch,
 )
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.sqlite.queries import SQL, id_set, keyed
@@ -80,19 +78,12 @@ class Runs(Room):
         """The first inputs kept for these runs (those that continued as new)."""
         with self._connections.read() as conn:
             rows = conn.execute(SQL["get_first_inputs"], (id_set(workflow_ids),)).fetchall()
-        found: dict[str, Any] = {}
-        for workflow_id, text in rows:
-            try:
-                found[workflow_id] = load_inputs(text)
-            except Exception:
-                continue  # unreadable: the start is compared with the current inputs only
-        return found
+        return readable_first_inputs(rows, load_inputs)
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
-        batch = stamped_for_batch(batch_of(rows))
+        batch, firsts = creation_batch(rows)
         if not batch:
             return []
-        firsts = first_of_each_id(batch)
 
         def insert(conn: sqlite3.Connection) -> dict[str, WorkflowRow]:
             # Inside BEGIN IMMEDIATE nobody else writes: the ids found missing
