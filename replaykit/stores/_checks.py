@@ -30,6 +30,7 @@ __all__ = [
     "COUNT_FIELDS",
     "check_count_field",
     "check_filter",
+    "check_load_log",
     "check_names",
     "check_record",
     "check_row",
@@ -232,6 +233,12 @@ def check_count_field(field: str) -> str:
             f"{', '.join(COUNT_FIELDS)} or an attribute's name"
         )
     return field
+
+
+def check_load_log(workflow_id: str, limit: int | None) -> None:
+    """`load_log`'s run id and `limit`, before anything is read."""
+    check_names(workflow_id)
+    check_log_limit(limit)
 
 
 def check_log_limit(limit: int | None) -> None:

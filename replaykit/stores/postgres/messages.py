@@ -19,10 +19,7 @@ from replaykit.stores._rules import (
     no_run_to_send_to,
 )
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
-from replaykit.stores.options import (
-    CreateAndSendOptions,
-    SendOptions,
-)
+from replaykit.stores.options import CreateAndSendOptions, SendOptions
 from replaykit.stores.postgres.creates import insert_run, keyed
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.rows import json_param, utc, utc_now, workflow_from_row

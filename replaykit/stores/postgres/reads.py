@@ -7,15 +7,9 @@ from datetime import UTC
 from typing import Any
 
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_count_field, check_filter, check_log_limit, check_names
+from replaykit.stores._checks import check_count_field, check_filter, check_load_log, check_names
 from replaykit.stores._rows import listed
-from replaykit.stores._sql import (
-    Dialect,
-    counting,
-    counting_by,
-    grouped_counts,
-    listing,
-)
+from replaykit.stores._sql import Dialect, counting, counting_by, grouped_counts, listing
 from replaykit.stores._where_sql import POSTGRES
 from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
@@ -77,8 +71,7 @@ class Reads:
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None
     ) -> list[Record]:
-        check_names(workflow_id)
-        check_log_limit(limit)
+        check_load_log(workflow_id, limit)
         if limit is None:
             rows = self._db.about(
                 self._sql["load_log"], workflow_id, since, many=True, recheck=False

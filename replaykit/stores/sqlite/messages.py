@@ -23,10 +23,7 @@ from replaykit.stores._rules import (
     no_run_to_send_to,
 )
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
-from replaykit.stores.options import (
-    CreateAndSendOptions,
-    SendOptions,
-)
+from replaykit.stores.options import CreateAndSendOptions, SendOptions
 from replaykit.stores.sqlite.queries import SQL, id_set, keyed
 from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import (

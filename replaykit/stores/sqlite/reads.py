@@ -12,15 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from replaykit.log import Record, Status
-from replaykit.stores._checks import check_count_field, check_filter, check_log_limit, check_names
+from replaykit.stores._checks import check_count_field, check_filter, check_load_log, check_names
 from replaykit.stores._rows import listed
-from replaykit.stores._sql import (
-    Dialect,
-    counting,
-    counting_by,
-    grouped_counts,
-    listing,
-)
+from replaykit.stores._sql import Dialect, counting, counting_by, grouped_counts, listing
 from replaykit.stores._where_sql import SQLITE
 from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.sqlite.connections import Connections
@@ -83,8 +77,7 @@ class Reads:
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None
     ) -> list[Record]:
-        check_names(workflow_id)
-        check_log_limit(limit)
+        check_load_log(workflow_id, limit)
         with self._connections.read() as conn:
             if limit is None:
                 rows = conn.execute(SQL["load_log"], (workflow_id, since)).fetchall()
