@@ -26,14 +26,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import attrs
 
 from replaykit import serde
 from replaykit.errors import DamagedData
-from replaykit.log import Outcome, Record, outcome_from_json
+from replaykit.log import Outcome, Record, Status, outcome_from_json
 from replaykit.stores._attributes import decoded_attributes
+from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS
 from replaykit.stores.base import DamagedRow, WorkflowRow
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "outcome_value",
     "partition_key_value",
     "record_from",
+    "row_decoders",
     "shown",
     "workflow_from",
 ]
@@ -167,6 +170,38 @@ def attributes_value(data: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _Unreadable(f"a JSON {_kind(data)} where an object of attributes is expected")
     return decoded_attributes(data)
+
+
+def row_decoders(
+    *,
+    time: Callable[[Any], datetime | None],
+    outcome: Callable[[Any], Outcome | None] = outcome_value,
+    inputs: Callable[[Any], Any] = inputs_value,
+    attributes: Callable[[Any], dict[str, Any]] = attributes_value,
+) -> tuple[Decoders, Decoders]:
+    """A SQL dialect's decoders of its record rows and its run rows (`RECORD_COLUMNS`,
+    `WORKFLOW_COLUMNS`), given how it reads back a time and, where its driver does not
+    hand back JSON values (SQLite keeps JSON as text), an outcome, inputs and attributes."""
+    record = decoders(
+        RECORD_COLUMNS,
+        RECORD_FIELDS,
+        {"outcome": outcome, **dict.fromkeys(("started_at", "completed_at", "wake_at"), time)},
+    )
+    workflow = decoders(
+        WORKFLOW_COLUMNS,
+        WORKFLOW_FIELDS,
+        {
+            "status": Status,
+            "inputs": inputs,
+            "result": outcome,
+            "partition_key": partition_key_value,
+            "attributes": attributes,
+            **dict.fromkeys(
+                ("created_at", "updated_at", "wake_at", "started_at", "deadline"), time
+            ),
+        },
+    )
+    return record, workflow
 
 
 def _why(exc: Exception, *, limit: int = 300) -> str:

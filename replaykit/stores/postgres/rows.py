@@ -9,19 +9,8 @@ from typing import Any
 from psycopg.types.json import Json
 
 from replaykit import serde
-from replaykit.log import STREAM_KINDS, Outcome, Record, Status, outcome_to_json
-from replaykit.stores._rows import (
-    RECORD_FIELDS,
-    WORKFLOW_FIELDS,
-    attributes_value,
-    decoders,
-    inputs_value,
-    outcome_value,
-    partition_key_value,
-    record_from,
-    workflow_from,
-)
-from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS
+from replaykit.log import STREAM_KINDS, Outcome, Record, outcome_to_json
+from replaykit.stores._rows import record_from, row_decoders, workflow_from
 from replaykit.stores.base import WorkflowRow
 
 __all__ = [
@@ -65,23 +54,7 @@ def outcome_text(outcome: Outcome | None) -> str | None:
 
 
 # A `json` column holds any JSON, so inputs and outcomes are checked for shape.
-_RECORD_DECODERS = decoders(
-    RECORD_COLUMNS,
-    RECORD_FIELDS,
-    {"outcome": outcome_value, "started_at": utc, "completed_at": utc, "wake_at": utc},
-)
-_WORKFLOW_DECODERS = decoders(
-    WORKFLOW_COLUMNS,
-    WORKFLOW_FIELDS,
-    {
-        "status": Status,
-        "inputs": inputs_value,
-        "result": outcome_value,
-        "partition_key": partition_key_value,
-        "attributes": attributes_value,
-        **dict.fromkeys(("created_at", "updated_at", "wake_at", "started_at", "deadline"), utc),
-    },
-)
+_RECORD_DECODERS, _WORKFLOW_DECODERS = row_decoders(time=utc)
 
 
 def record_from_row(row: Sequence[Any], workflow_id: str) -> Record:

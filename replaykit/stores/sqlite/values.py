@@ -17,18 +17,14 @@ from replaykit import serde
 from replaykit.log import Outcome, Record, Status, outcome_to_json
 from replaykit.stores._attributes import encoded_attributes
 from replaykit.stores._rows import (
-    RECORD_FIELDS,
-    WORKFLOW_FIELDS,
     attributes_value,
     decoded_json,
-    decoders,
     inputs_value,
     outcome_value,
-    partition_key_value,
     record_from,
+    row_decoders,
     workflow_from,
 )
-from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS
 from replaykit.stores.base import WorkflowRow
 
 __all__ = [
@@ -111,16 +107,6 @@ def record_params(workflow_id: str, record: Record) -> tuple[Any, ...]:
     )
 
 
-_RECORD_DECODERS = decoders(
-    RECORD_COLUMNS,
-    RECORD_FIELDS,
-    {
-        "outcome": _load_outcome,
-        **dict.fromkeys(("started_at", "completed_at", "wake_at"), from_micros),
-    },
-)
-
-
 def record_from_row(row: Sequence[Any], workflow_id: str) -> Record:
     return record_from(_RECORD_DECODERS, row, workflow_id)
 
@@ -158,19 +144,8 @@ def workflow_params(row: WorkflowRow) -> tuple[Any, ...]:
     )
 
 
-_WORKFLOW_DECODERS = decoders(
-    WORKFLOW_COLUMNS,
-    WORKFLOW_FIELDS,
-    {
-        "status": Status,
-        "inputs": load_inputs,
-        "result": _load_outcome,
-        "partition_key": partition_key_value,
-        "attributes": _load_attributes,
-        **dict.fromkeys(
-            ("created_at", "updated_at", "wake_at", "started_at", "deadline"), from_micros
-        ),
-    },
+_RECORD_DECODERS, _WORKFLOW_DECODERS = row_decoders(
+    outcome=_load_outcome, inputs=load_inputs, attributes=_load_attributes, time=from_micros
 )
 
 
