@@ -138,10 +138,9 @@ class Claims:
     def heartbeat(
         self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
-        workflows, queues = options.get("workflows"), options.get("queues")
-        lease_seconds = options.get("lease_seconds")
         check_names(executor_id=executor_id, app_version=app_version)
-        names = beats.encode(beats.registered(workflows, queues))
+        names = beats.encode(beats.registered(options.get("workflows"), options.get("queues")))
+        lease_seconds = options.get("lease_seconds")
         if lease_seconds is None:
             with self._db.connection() as conn:
                 conn.execute(self._sql["heartbeat"], (executor_id, app_version, now, names))

@@ -10,9 +10,7 @@ import psycopg
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
-from replaykit.stores.options import (
-    ClearRequest,
-)
+from replaykit.stores.options import ClearRequest
 from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
 from replaykit.stores.postgres.rows import utc

@@ -94,10 +94,9 @@ class Claims(Room):
     def heartbeat(
         self, executor_id: str, app_version: str, now: datetime, **options: Unpack[HeartbeatOptions]
     ) -> list[str]:
-        workflows, queues = options.get("workflows"), options.get("queues")
-        lease_seconds = options.get("lease_seconds")
         check_names(executor_id=executor_id, app_version=app_version)
-        names = beats.encode(beats.registered(workflows, queues))
+        names = beats.encode(beats.registered(options.get("workflows"), options.get("queues")))
+        lease_seconds = options.get("lease_seconds")
         params = (executor_id, app_version, to_micros(now), names)
         self._writer.write(lambda conn: conn.execute(SQL["heartbeat"], params))
         # Two local transactions: a statement here costs no server a round trip.

@@ -9,9 +9,7 @@ from typing import Unpack
 
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
-from replaykit.stores.options import (
-    ClearRequest,
-)
+from replaykit.stores.options import ClearRequest
 from replaykit.stores.sqlite.queries import SQL
 from replaykit.stores.sqlite.room import Room
 from replaykit.stores.sqlite.values import EPOCH, first, from_micros, to_micros
