@@ -19,6 +19,7 @@ from replaykit.errors import StoreError
 from replaykit.log import Status
 from replaykit.stores._group import FALL_BACK, GroupCommit, Slot
 from replaykit.stores.postgres.database import Database, PoolExhausted
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import batch_row, outcome_text, utc_now
 from replaykit.stores.postgres.single import Finish, PlainRecord, Single, Write
 
@@ -40,12 +41,11 @@ def _layers(slots: Sequence[Slot[Write]]) -> list[list[Slot[Write]]]:
     return layers
 
 
-class Batches:
+class Batches(Room):
     """The store's group commit, and the batch writer it leads with."""
 
     def __init__(self, db: Database, single: Single) -> None:
-        self._db = db
-        self._sql = db.sql
+        super().__init__(db)
         self._single = single
         self.group: GroupCommit[Write] = GroupCommit(self.write_batch, write_one=self._write_one)
 

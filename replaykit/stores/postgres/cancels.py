@@ -1,5 +1,6 @@
-"""Cancel requests (a run's first cancel, kept until a resume or a delete drops it) and
-parent close policies (what becomes of a child run when its parent ends)."""
+"""Cancel requests (a run's first cancel, kept until a resume or a delete drops it) on
+the run's shard, told at commit to the engine running it, wherever it runs; and parent
+close policies (what becomes of a child run when its parent ends)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,15 @@ from datetime import UTC
 
 from replaykit.stores._checks import check_names
 from replaykit.stores.base import CancelRequest
-from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
+from replaykit.stores.postgres.room import Room
 
 __all__ = ["Cancels"]
 
 
-class Cancels:
+class Cancels(Room):
     """request_cancel, get_cancel_request, clear_cancel_request, set_parent_close and
     get_parent_close."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def request_cancel(self, workflow_id: str, request: CancelRequest) -> CancelRequest:
         check_names(workflow_id)

@@ -22,17 +22,17 @@ from replaykit.stores.options import (
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.holds import executor_prefix
 from replaykit.stores.postgres.items import enqueue_items
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import claimed_from, utc_now
 
 __all__ = ["Claims"]
 
 
-class Claims:
+class Claims(Room):
     """Claiming runs from queues, and moving the runs of engines gone silent."""
 
     def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
+        super().__init__(db)
         self._prefix = executor_prefix(db.schema)
 
     def claim(self, queue: str, **terms: Unpack[ClaimTerms]) -> list[WorkflowRow]:

@@ -25,6 +25,7 @@ from replaykit.stores._shards import new_shard_key
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
 from replaykit.stores.postgres.items import enqueue_items
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import (
     iso,
     json_param,
@@ -135,12 +136,8 @@ def insert_run_at_once(db: Database, conn: psycopg.Connection[Any], stored: Work
     return True
 
 
-class Creates:
+class Creates(Room):
     """create_workflow and create_workflows."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def create_workflow(
         self, row: WorkflowRow, *, records: Sequence[Record] = (), fork_of: str | None = None

@@ -21,18 +21,14 @@ from replaykit.stores._rules import (
 from replaykit.stores.base import EventWrite, Message, OutgoingMessage, WorkflowRow
 from replaykit.stores.options import CreateAndSendOptions, SendOptions
 from replaykit.stores.postgres.creates import insert_run, keyed
-from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import json_param, utc, utc_now, workflow_from_row
 
 __all__ = ["Messages"]
 
 
-class Messages:
+class Messages(Room):
     """send_message, create_and_send, answer_message, peek_message, get_event, get_events."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def send_message(
         self, workflow_id: str, topic: str, payload: Any, **options: Unpack[SendOptions]

@@ -17,8 +17,9 @@ import psycopg
 from psycopg import sql
 
 from replaykit.errors import StoreError, StoreUnavailable
-from replaykit.stores.postgres.database import Database, PoolExhausted
+from replaykit.stores.postgres.database import PoolExhausted
 from replaykit.stores.postgres.layout import is_partitioned, partition_schema
+from replaykit.stores.postgres.room import Room
 
 __all__ = ["MIGRATIONS", "Migrations"]
 
@@ -56,12 +57,8 @@ _LOCK_TIMEOUT = "15s"
 _OPEN_ATTEMPTS = 4
 
 
-class Migrations:
+class Migrations(Room):
     """Where the schema stands, and bringing it to the latest version."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def migrate_at_open(self) -> None:
         delay = 0.05

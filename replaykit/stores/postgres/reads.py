@@ -13,6 +13,7 @@ from replaykit.stores._sql import Dialect, counting, counting_by, grouped_counts
 from replaykit.stores._where_sql import POSTGRES
 from replaykit.stores.base import CancelRequest, WorkflowFilter, WorkflowRow
 from replaykit.stores.postgres.database import PLAN_EACH_TIME, Database
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import record_from_row, workflow_from_row
 from replaykit.stores.values import LoadedRun
 
@@ -31,13 +32,12 @@ def _statuses_matched(statuses: Sequence[Status]) -> tuple[str, list[Any]]:
 _DIALECT = Dialect("%s", lambda at: at, None, _statuses_matched, POSTGRES)
 
 
-class Reads:
+class Reads(Room):
     """get_workflow, list_workflows, count_workflows, load_log, and load_runs (a batch
     of wake-ups' read, beside the protocol)."""
 
     def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
+        super().__init__(db)
         # A listing's WHERE clause is built from its filter at each call
         # (stores/_sql.py, shared with SQLite): the one place the store's
         # statements are not all named.

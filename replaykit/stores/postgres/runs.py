@@ -19,21 +19,17 @@ from replaykit.stores._families import family_from_rows, moving
 from replaykit.stores._rules import checked_status, stays_pending
 from replaykit.stores.base import WorkflowRow
 from replaykit.stores.options import Continuation, Rewind, StatusChange
-from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.items import enqueue_items
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import json_param, utc_now, workflow_from_row
 
 __all__ = ["Runs"]
 
 
-class Runs:
+class Runs(Room):
     """continue_workflow, rewind_workflow, set_status, move_family, set_deadline,
     bump_recovery, delete."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def continue_workflow(
         self, workflow_id: str, inputs: Any, **options: Unpack[Continuation]

@@ -11,19 +11,15 @@ import psycopg
 from replaykit.stores._checks import check_names, check_schedule_specs
 from replaykit.stores.base import ScheduleSpec, ScheduleState
 from replaykit.stores.options import ClearRequest
-from replaykit.stores.postgres.database import Database
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import utc
 
 __all__ = ["Schedules"]
 
 
-class Schedules:
+class Schedules(Room):
     """The Store protocol's schedule states."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def schedule_states(self) -> dict[str, ScheduleState]:
         rows = self._db.all(self._sql["schedule_states"], prepare=False)

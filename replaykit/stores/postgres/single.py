@@ -26,6 +26,7 @@ from replaykit.stores._rules import (
 )
 from replaykit.stores.base import EventWrite, OutgoingMessage, WorkflowRow
 from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import (
     is_stream,
     json_param,
@@ -68,12 +69,11 @@ class Finish:
 Write = PlainRecord | Finish
 
 
-class Single:
+class Single(Room):
     """Writes one record or one finish, explaining whatever it could not write."""
 
     def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
+        super().__init__(db)
         self._statements: dict[object, str] = {}  # by RecordShape, or its fields' tuple
         self._finish_record_statements: dict[tuple[bool, bool], str] = {}
 

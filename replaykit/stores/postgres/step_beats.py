@@ -10,18 +10,14 @@ from replaykit.stores._checks import check_names
 from replaykit.stores._rules import check_recordable
 from replaykit.stores._step_beats import check_beat, no_run_for_heartbeats, path_of, path_text
 from replaykit.stores.base import StepHeartbeat, WorkflowRow
-from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import json_param
 
 __all__ = ["StepBeats"]
 
 
-class StepBeats:
+class StepBeats(Room):
     """record_step_heartbeat and get_step_heartbeats."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-        self._sql = db.sql
 
     def record_step_heartbeat(
         self, workflow_id: str, beat: StepHeartbeat, *, executor_id: str | None = None

@@ -40,6 +40,7 @@ from replaykit.stores.base import (
 from replaykit.stores.options import Ending, Owner, RecordOptions, TransactionBody
 from replaykit.stores.postgres.batches import Batches
 from replaykit.stores.postgres.database import Database
+from replaykit.stores.postgres.room import Room
 from replaykit.stores.postgres.rows import is_stream, record_from_row, record_params
 from replaykit.stores.postgres.shapes import RecordShape
 from replaykit.stores.postgres.single import Finish, PlainRecord, Single, Write
@@ -55,12 +56,11 @@ class _BodyFailed(Exception):
         self.error = error
 
 
-class Writes:
+class Writes(Room):
     """record, record_many, finish_workflow, finish_many, record_transaction, record_late."""
 
     def __init__(self, db: Database, single: Single, batches: Batches) -> None:
-        self._db = db
-        self._sql = db.sql
+        super().__init__(db)
         self._single = single
         self._batches = batches
 
