@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -36,7 +36,7 @@ from replaykit.errors import DamagedData
 from replaykit.log import Outcome, Record, Status, outcome_from_json
 from replaykit.stores._attributes import decoded_attributes
 from replaykit.stores._sql import RECORD_COLUMNS, WORKFLOW_COLUMNS
-from replaykit.stores.base import DamagedRow, WorkflowRow
+from replaykit.stores.base import DamagedRow, ScheduleState, WorkflowRow
 
 __all__ = [
     "RECORD_FIELDS",
@@ -54,6 +54,7 @@ __all__ = [
     "partition_key_value",
     "record_from",
     "row_decoders",
+    "schedule_states",
     "shown",
     "workflow_from",
 ]
@@ -80,6 +81,7 @@ _new_record: Callable[..., Record] = Record
 # a setting of the database session in a query.
 _FIELD_OF_COLUMN = {"timeout_seconds": "timeout"}
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _REPAIR = "Repair the row in the database, or delete the run; other runs are not affected"
 
 
@@ -202,6 +204,30 @@ def row_decoders(
         },
     )
     return record, workflow
+
+
+def schedule_states(
+    rows: Iterable[Sequence[Any]], time: Callable[[Any], datetime | None]
+) -> dict[str, ScheduleState]:
+    """`schedule_states`' answer from a SQL store's rows (`ScheduleState`'s fields in
+    order), given how it reads back a time. `updated_at` is NOT NULL in every schema;
+    the epoch only keeps the type honest."""
+    return {
+        r[0]: ScheduleState(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            bool(r[5]),
+            bool(r[6]),
+            time(r[7]) or _EPOCH,
+            time(r[8]),
+            time(r[9]),
+            time(r[10]),
+        )
+        for r in rows
+    }
 
 
 def _why(exc: Exception, *, limit: int = 300) -> str:

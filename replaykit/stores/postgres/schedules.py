@@ -9,6 +9,7 @@ from typing import Any, Unpack
 import psycopg
 
 from replaykit.stores._checks import check_names, check_schedule_specs
+from replaykit.stores._rows import schedule_states
 from replaykit.stores.base import ScheduleSpec, ScheduleState
 from replaykit.stores.options import ClearRequest
 from replaykit.stores.postgres.notes import NOTIFY_MAX_KEY
@@ -23,22 +24,7 @@ class Schedules(Room):
 
     def schedule_states(self) -> dict[str, ScheduleState]:
         rows = self._db.all(self._sql["schedule_states"], prepare=False)
-        return {
-            r[0]: ScheduleState(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                r[5],
-                r[6],
-                r[7].replace(tzinfo=UTC),
-                utc(r[8]),
-                utc(r[9]),
-                utc(r[10]),
-            )
-            for r in rows
-        }
+        return schedule_states(rows, utc)
 
     def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
         check_schedule_specs(specs)

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Unpack
 
 from replaykit.stores._checks import check_names, check_schedule_specs
+from replaykit.stores._rows import schedule_states
 from replaykit.stores.base import ScheduleSpec, ScheduleState
 from replaykit.stores.options import ClearRequest
 from replaykit.stores.sqlite.queries import SQL
@@ -26,22 +27,7 @@ class Schedules(Room):
     def schedule_states(self) -> dict[str, ScheduleState]:
         with self._connections.read() as conn:
             rows = conn.execute(SQL["schedule_states"]).fetchall()
-        return {
-            r[0]: ScheduleState(
-                r[0],
-                r[1],
-                r[2],
-                r[3],
-                r[4],
-                bool(r[5]),
-                bool(r[6]),
-                from_micros(r[7]) or EPOCH,
-                from_micros(r[8]),
-                from_micros(r[9]),
-                from_micros(r[10]),
-            )
-            for r in rows
-        }
+        return schedule_states(rows, from_micros)
 
     def register_schedules(self, specs: Sequence[ScheduleSpec], now: datetime) -> None:
         check_schedule_specs(specs)
