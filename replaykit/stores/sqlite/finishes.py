@@ -44,8 +44,7 @@ class Finishes(Room):
         batch = finishes_of(finishes)
         if not batch:
             return []
-        self._connections.check_open()
-        self._writer.check_not_in_body()
+        self._writer.check_writable()
         answers: dict[int, bool | Exception] = {}
         bodies = checked_finishes(
             batch,

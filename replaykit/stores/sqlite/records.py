@@ -92,8 +92,7 @@ class Records(Room):
         batch = writes_of(writes)
         if not batch:
             return []
-        self._connections.check_open()
-        self._writer.check_not_in_body()
+        self._writer.check_writable()
         notes: list[list[tuple[str, str]]] = [[] for _ in batch]
         answers: Answers = [None] * len(batch)
         for index, refused in refused_writes(batch).items():

@@ -72,7 +72,10 @@ class Writer:
         self.inside_body = threading.local()
         self.group: GroupCommit[Body] = GroupCommit(self.write_batch, write_one=self.write_alone)
 
-    def check_not_in_body(self) -> None:
+    def check_writable(self) -> None:
+        """A write's refusals before it waits for a transaction: the store closed, or
+        the call made from inside a Transaction's body."""
+        self._connections.check_open()
         if getattr(self.inside_body, "active", False):
             raise StoreError(_IN_BODY)
 
@@ -83,8 +86,7 @@ class Writer:
         inside a savepoint of its own, so one body's failure or `Unchanged`
         undoes only its own writes, and all of them commit together.
         """
-        self._connections.check_open()
-        self.check_not_in_body()
+        self.check_writable()
         outcome = self.group.submit(body)
         if outcome is FALL_BACK:
             return self.write_alone(body)
