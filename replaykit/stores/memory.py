@@ -23,7 +23,7 @@ from replaykit.stores._checks import (
     COUNT_FIELDS,
     check_count_field,
     check_filter,
-    check_log_limit,
+    check_load_log,
     check_names,
     check_write,
     checked_topics,
@@ -40,23 +40,22 @@ from replaykit.stores._partitions import pick_rows
 from replaykit.stores._rules import (
     LIVE_STATUSES,
     batch_answers,
-    batch_of,
     check_batch_dedup,
     check_recordable,
     checked_create,
     checked_create_and_send,
     checked_send,
+    checked_status,
     claim_room,
     claimed_deadline,
+    creation_batch,
     duplicate_dedup,
-    first_of_each_id,
     gap_error,
     listed_without_payloads,
     matches_filter,
     no_run_for_events,
     no_run_to_send_to,
     replaces_stored,
-    stamped_for_batch,
     stays_pending,
     utc_now,
 )
@@ -268,9 +267,8 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         return bool(fork_set)
 
     def create_workflows(self, rows: Sequence[WorkflowRow]) -> list[tuple[WorkflowRow, bool]]:
-        batch = stamped_for_batch(batch_of(rows))
+        batch, firsts = creation_batch(rows)
         with self._lock:
-            firsts = first_of_each_id(batch)
             live: dict[tuple[str, str], str] = {}
             if any(r.queue is not None and r.dedup_id is not None for r in firsts):
                 for other in self._rows.values():
@@ -473,8 +471,7 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
     def load_log(
         self, workflow_id: str, *, since: int = 0, limit: int | None = None
     ) -> list[Record]:
-        check_names(workflow_id)
-        check_log_limit(limit)
+        check_load_log(workflow_id, limit)
         start = max(since, 0)
         with self._lock:
             log = self._logs.get(workflow_id, ())
@@ -656,8 +653,8 @@ class MemoryStore(MemorySchedules, MemoryGenerations):
         )
 
     def set_status(self, workflow_id: str, status: Status, **options: Unpack[StatusChange]) -> bool:
+        status = checked_status(workflow_id, status, options)
         executor_id, app_version = options.get("executor_id"), options.get("app_version")
-        check_names(workflow_id, executor_id=executor_id, app_version=app_version)
         error = storable_error(options.get("error", ""))
         only_from = options.get("only_from")
         with self._lock:
