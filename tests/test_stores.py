@@ -817,3 +817,24 @@ def test_a_postgres_schema_of_version_9_gets_the_heartbeats_names(
         _old_heartbeat_survives(store, now)
     finally:
         store.close()
+
+
+def test_set_status_takes_a_status_by_its_value_and_refuses_what_is_not_one(
+    store_url: str,
+) -> None:
+    """Every store alike: the memory store stored a status's value as it came (and then
+    failed on it, the row already changed), where the SQL stores took `Status(value)`."""
+    store = open_store(store_url)
+    try:
+        store.create_workflow(WorkflowRow("w", "wf", Status.PENDING))
+        assert store.set_status("w", "CANCELLED")  # type: ignore[arg-type]
+        row = store.get_workflow("w")
+        assert row is not None and row.status is Status.CANCELLED
+        with pytest.raises(ValueError, match="'bogus' is not a valid Status"):
+            store.set_status("w", "bogus")  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="'bogus' is not a valid Status"):
+            store.set_status("nope", "bogus")  # type: ignore[arg-type]
+        row = store.get_workflow("w")
+        assert row is not None and row.status is Status.CANCELLED
+    finally:
+        store.close()
