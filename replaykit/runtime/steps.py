@@ -16,7 +16,6 @@ top.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -170,7 +169,7 @@ class StepRunner:
                 request = reply_to(steps, reply, error)
             return request
         finally:
-            steps.close()  # not `contextlib.closing`: every step passes here
+            steps.close()
 
     def _call(
         self,
@@ -218,7 +217,7 @@ class StepRunner:
         """Run an async step's attempts on the event loop: no thread waits for it, and a
         back-off is handed back as a `Backoff` (the run suspends until it is due)."""
         steps = attempts(self.host, row, position, command, scope, pending, beats=self.beats)
-        with contextlib.closing(steps):
+        try:
             request: Attempt | Pause | tuple[Outcome, int] = next(steps)
             while isinstance(request, Attempt):
                 error: Exception | None = None
@@ -261,6 +260,8 @@ class StepRunner:
             if isinstance(request, Pause):
                 return Backoff(request.attempts, request.due, request.started_at)
             return request
+        finally:
+            steps.close()
 
     def _step_began(self, context: StepContext) -> StepToken | None:
         """An attempt's body is about to run: its span and clock start (None: not observed)."""
